@@ -1,0 +1,68 @@
+"""The course's whole configuration, read from environment variables in this one place.
+
+| variable | meaning |
+| --- | --- |
+| ``COURSE_QUICK=1`` | quick mode: smaller sizes and fewer repeats, the same code paths (set by ``make test``) |
+| ``COURSE_RECORD=1`` | save every live, full-size experiment result under the results directory (set by ``make gpu-all``) |
+| ``COURSE_REPLAY=1`` | replay recordings even where the hardware is present (to see a recorded machine's numbers) |
+| ``COURSE_REPLAY_MACHINE=NAME`` | which recorded machine to replay when several have a recording |
+| ``COURSE_RESULTS_DIR=PATH`` | where recordings are read and written (default: ``results/`` beside this package) |
+
+Taught in 00_start_here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+QUICK_ENV = "COURSE_QUICK"
+RECORD_ENV = "COURSE_RECORD"
+REPLAY_ENV = "COURSE_REPLAY"
+REPLAY_MACHINE_ENV = "COURSE_REPLAY_MACHINE"
+RESULTS_ENV = "COURSE_RESULTS_DIR"
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def quick_mode() -> bool:
+    """True when ``COURSE_QUICK`` is set: experiments use small sizes and few repeats."""
+    return _flag(QUICK_ENV)
+
+
+def recording_enabled() -> bool:
+    """True when ``COURSE_RECORD`` is set: live full-size results are saved as recordings."""
+    return _flag(RECORD_ENV)
+
+
+def replay_forced() -> bool:
+    """True when ``COURSE_REPLAY`` is set: replay recordings even where the hardware is here."""
+    return _flag(REPLAY_ENV)
+
+
+def replay_machine() -> str | None:
+    """The recorded machine to prefer when replaying, or None to take the first that fits."""
+    return os.environ.get(REPLAY_MACHINE_ENV) or None
+
+
+def results_dir() -> Path:
+    """The folder that holds recordings: ``results/<machine>/<notebook>/<experiment>.json``."""
+    env = os.environ.get(RESULTS_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "results"
+
+
+def pick(full: T, quick: T) -> T:
+    """Return ``quick`` in quick mode and ``full`` otherwise: one place to size an experiment.
+
+    >>> pick(full=[2**10, 2**30], quick=[2**10])  # doctest: +SKIP
+    """
+    return quick if quick_mode() else full

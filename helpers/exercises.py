@@ -1,0 +1,45 @@
+"""Checkers for the exercises at the end of each notebook.
+
+An exercise asks for a number (or a choice) that follows from the notebook's measurements;
+the checker compares the reader's answer with the value computed from those same measurements.
+An answer left as ``None`` is reported as not answered yet, so notebooks run unattended.
+
+Used by every notebook's exercises.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15,
+                 unit: str = "", hint: str = "") -> bool | None:
+    """Print whether ``answer`` is within ``rel_tol`` of ``expected``; return True/False/None."""
+    if answer is None:
+        print(f"Not answered yet. Replace None with your estimate{f' (in {unit})' if unit else ''}.")
+        return None
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        raise TypeError(f"the answer must be a number{f' in {unit}' if unit else ''}, got {answer!r}")
+    ok = math.isclose(answer, expected, rel_tol=rel_tol)
+    verdict = "Right" if ok else "Not quite"
+    print(f"{verdict}: you said {answer:.4g} {unit}, the measurement gives {expected:.4g} {unit}"
+          f" (within {rel_tol:.0%} counts).".replace("  ", " "))
+    if not ok and hint:
+        print("Hint:", hint)
+    return ok
+
+
+def check_choice(answer: str | None, expected: str, *, choices: list[str], hint: str = "") -> bool | None:
+    """Print whether ``answer`` is the expected one of ``choices``; return True/False/None."""
+    if expected not in choices:
+        raise ValueError(f"expected {expected!r} is not one of the choices {choices}")
+    if answer is None:
+        print(f"Not answered yet. Replace None with one of {choices}.")
+        return None
+    if answer not in choices:
+        raise ValueError(f"answer {answer!r} is not one of {choices}")
+    ok = answer == expected
+    print(("Right: " if ok else "Not quite: ") + f"the measurement says {expected!r}.")
+    if not ok and hint:
+        print("Hint:", hint)
+    return ok

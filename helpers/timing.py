@@ -1,0 +1,321 @@
+"""Timing device work honestly: CUDA events, a synchronised host clock, warm-up, several samples.
+
+Every function returns a ``Timing``: the samples (seconds, one per sample, already divided by
+the number of calls in a batch), their median and spread, and a rate in decimal GB/s when the
+number of bytes moved is given. A wide spread gives a warning instead of a quiet bad number.
+
+| function | clock | right for |
+| --- | --- | --- |
+| ``cuda_events`` | CUDA events on the current stream | copies and kernels that do not block the host |
+| ``host_clock`` | ``perf_counter`` between two ``synchronize()`` | anything that blocks the host (pageable copies, ``pin_memory()``) |
+| ``benchmark`` | ``torch.utils.benchmark.Timer.adaptive_autorange`` | what the PyTorch tutorial times |
+
+Taught in 04_event_timing (and used from 01_pinned_memory on).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+import torch.utils.benchmark as torch_benchmark
+
+from .records import register
+
+NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
+
+
+def format_bytes(nbytes: float) -> str:
+    """``1536`` -> ``'1.5 KiB'``: sizes are said with binary prefixes throughout the course."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(nbytes) < 1024 or unit == "TiB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" or float(nbytes).is_integer() else f"{nbytes:.3g} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")
+
+
+def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
+    """Sizes in bytes from ``smallest`` to ``largest``, each ``factor`` times the one before.
+
+    >>> sizes_pow2(2**10, 2**20, factor=32)
+    [1024, 32768, 1048576]
+    """
+    for name, value in (("smallest", smallest), ("largest", largest)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive whole number of bytes, got {value!r}")
+    if largest < smallest:
+        raise ValueError(f"largest ({largest}) must be at least smallest ({smallest})")
+    if not isinstance(factor, int) or factor < 2:
+        raise ValueError(f"factor must be a whole number >= 2, got {factor!r}")
+    sizes = [smallest]
+    while sizes[-1] * factor <= largest:
+        sizes.append(sizes[-1] * factor)
+    return sizes
+
+
+@register
+@dataclass
+class Timing:
+    """Repeated samples of one measurement, in seconds per call.
+
+    ``nbytes`` is the number of bytes one call moves (counted as the experiment says: a peer
+    copy counts its size, a same-GPU copy its size read plus written). ``method`` names the
+    clock. Samples are kept, so any statistic can be recomputed from a recording.
+    """
+
+    samples_s: list[float]
+    method: str
+    nbytes: int | None = None
+    label: str = ""
+    calls_per_sample: int = 1
+    warmup: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.samples_s:
+            raise ValueError("a Timing needs at least one sample")
+
+    @property
+    def median_s(self) -> float:
+        """Median seconds per call: the number the course reports."""
+        return statistics.median(self.samples_s)
+
+    @property
+    def mean_s(self) -> float:
+        return statistics.fmean(self.samples_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples_s)
+
+    @property
+    def max_s(self) -> float:
+        return max(self.samples_s)
+
+    @property
+    def quartiles_s(self) -> tuple[float, float]:
+        """First and third quartiles of the samples (equal to the sample with one sample)."""
+        if len(self.samples_s) < 2:
+            return self.samples_s[0], self.samples_s[0]
+        q = statistics.quantiles(self.samples_s, n=4, method="inclusive")
+        return q[0], q[2]
+
+    @property
+    def spread(self) -> float:
+        """Relative spread: interquartile range over median (0.05 means +-2.5% around it)."""
+        q1, q3 = self.quartiles_s
+        return (q3 - q1) / self.median_s if self.median_s > 0 else 0.0
+
+    @property
+    def median_ms(self) -> float:
+        return self.median_s * 1e3
+
+    @property
+    def median_us(self) -> float:
+        return self.median_s * 1e6
+
+    @property
+    def gbps(self) -> float:
+        """Decimal GB/s at the median time (bytes / 1e9 / s); needs ``nbytes``."""
+        if not self.nbytes:
+            raise ValueError(f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate")
+        return self.nbytes / self.median_s / 1e9
+
+    @property
+    def gbps_range(self) -> tuple[float, float]:
+        """(slowest, fastest) sample as decimal GB/s."""
+        if not self.nbytes:
+            raise ValueError(f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate")
+        return self.nbytes / self.max_s / 1e9, self.nbytes / self.min_s / 1e9
+
+    def is_noisy(self, limit: float = NOISY_SPREAD) -> bool:
+        """True when the relative spread (IQR / median) is above ``limit``."""
+        return self.spread > limit
+
+    def __str__(self) -> str:
+        text = f"{self.label + ': ' if self.label else ''}{_format_seconds(self.median_s)} median"
+        text += f" (IQR {self.spread:.1%} of it, {len(self.samples_s)} samples, {self.method})"
+        if self.nbytes:
+            text += f" = {self.gbps:.2f} GB/s for {format_bytes(self.nbytes)}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Timing:
+        return cls(**data)
+
+
+def _format_seconds(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+def _check_counts(repeats: int, warmup: int, calls: int) -> None:
+    for name, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0), ("calls_per_sample", calls, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
+
+
+def _warn_if_noisy(result: Timing) -> Timing:
+    if result.is_noisy():
+        warnings.warn(
+            f"{result.label or 'timing'}: samples spread by {result.spread:.0%} of the median "
+            f"(IQR); take more samples or look for other work on the machine",
+            stacklevel=3,
+        )
+    return result
+
+
+_SLEEP_CYCLES_PER_US: dict[int, float] = {}
+
+
+def sleep_cycles_per_us(device: int | None = None) -> float:
+    """How many ``torch.cuda._sleep`` cycles make a microsecond on ``device`` (measured once)."""
+    index = torch.cuda.current_device() if device is None else device
+    if index not in _SLEEP_CYCLES_PER_US:
+        with torch.cuda.device(index):
+            torch.cuda._sleep(1000)  # load the kernel
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            cycles = 20_000_000
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            _SLEEP_CYCLES_PER_US[index] = cycles / (start.elapsed_time(end) * 1e3)
+    return _SLEEP_CYCLES_PER_US[index]
+
+
+def hold_stream(microseconds: float, device: int | None = None) -> None:
+    """Keep the current stream busy for about ``microseconds`` with a spin kernel.
+
+    Work queued after it waits on the GPU while the host goes on, the way nvbandwidth and
+    p2pBandwidthLatencyTest queue their copies so that launch cost is not timed.
+    """
+    if microseconds < 0:
+        raise ValueError(f"microseconds must be >= 0, got {microseconds}")
+    torch.cuda._sleep(int(microseconds * sleep_cycles_per_us(device)))
+
+
+def cuda_events(
+    fn: Callable[[], Any],
+    *,
+    repeats: int = 10,
+    warmup: int = 3,
+    calls_per_sample: int = 1,
+    nbytes: int | None = None,
+    hold_us: float = 0.0,
+    label: str = "",
+) -> Timing:
+    """Time ``fn`` on the current CUDA stream with events around a batch of calls.
+
+    Each sample records a start event, calls ``fn`` ``calls_per_sample`` times, records an end
+    event; the sample is the elapsed time divided by the calls. With ``hold_us`` > 0 the stream
+    is first held by a spin kernel, so the calls are queued before the start event is reached
+    and their launch cost stays out of the number (nvbandwidth's method). Work that ``fn`` puts
+    on other streams is only timed if it joins the current stream before returning.
+    """
+    _check_counts(repeats, warmup, calls_per_sample)
+    if not torch.cuda.is_available():
+        raise ValueError("cuda_events needs a CUDA GPU; on a machine without one use host_clock")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if hold_us:
+            hold_stream(hold_us)
+        start.record()
+        for _ in range(calls_per_sample):
+            fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3 / calls_per_sample)
+    result = Timing(samples, "cuda events", nbytes, label, calls_per_sample, warmup,
+                    {"hold_us": hold_us} if hold_us else {})
+    return _warn_if_noisy(result)
+
+
+def synchronize_all() -> None:
+    """Wait for every GPU here to finish its queued work (does nothing without CUDA)."""
+    if torch.cuda.is_available():
+        for index in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(index)
+
+
+def host_clock(
+    fn: Callable[[], Any],
+    *,
+    repeats: int = 10,
+    warmup: int = 3,
+    calls_per_sample: int = 1,
+    nbytes: int | None = None,
+    label: str = "",
+) -> Timing:
+    """Time ``fn`` with ``time.perf_counter`` between two synchronisations of every GPU.
+
+    The right clock for work that blocks the host thread (a pageable copy, ``pin_memory()``)
+    and for end-to-end times that include host work; it includes launch costs.
+    """
+    _check_counts(repeats, warmup, calls_per_sample)
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        synchronize_all()
+        start = time.perf_counter()
+        for _ in range(calls_per_sample):
+            fn()
+        synchronize_all()
+        samples.append((time.perf_counter() - start) / calls_per_sample)
+    result = Timing(samples, "synchronised host clock", nbytes, label, calls_per_sample, warmup)
+    return _warn_if_noisy(result)
+
+
+def benchmark(
+    fn: Callable[[], Any],
+    *,
+    min_run_time: float = 1.0,
+    max_run_time: float = 20.0,
+    nbytes: int | None = None,
+    label: str = "",
+) -> Timing:
+    """Time ``fn`` with ``torch.utils.benchmark.Timer(...).adaptive_autorange``, as the tutorial does.
+
+    The Timer synchronises the GPU around its blocks; each sample is one block's mean per call.
+    """
+    if min_run_time <= 0 or max_run_time < min_run_time:
+        raise ValueError("need 0 < min_run_time <= max_run_time (seconds)")
+    timer = torch_benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label)
+    measurement = timer.adaptive_autorange(min_run_time=min_run_time, max_run_time=max_run_time)
+    result = Timing(list(measurement.times), "torch.utils.benchmark", nbytes, label,
+                    int(measurement.number_per_run), 0)
+    return _warn_if_noisy(result)
+
+
+def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000) -> int:
+    """How many calls make a sample last about ``target_s`` (so event resolution does not matter)."""
+    if seconds_per_call <= 0:
+        return most
+    return max(1, min(most, round(target_s / seconds_per_call)))
+
+
+def verify_copy(expected: torch.Tensor, actual: torch.Tensor, what: str = "copy") -> None:
+    """Raise ``AssertionError`` unless ``actual`` holds exactly ``expected``'s contents.
+
+    Every copy the course times is checked once this way (nvbandwidth checks every copy).
+    """
+    if expected.shape != actual.shape:
+        raise AssertionError(f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
+    if not torch.equal(expected.cpu(), actual.cpu()):
+        raise AssertionError(f"{what}: contents differ from the source")

@@ -1,0 +1,71 @@
+"""Project-level checks: notebooks committed clean, recordings present and current, set-up files agree."""
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from helpers import records
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks_in_teaching_order():
+    names = [nb.name for nb in NOTEBOOKS]
+    assert names and names[0].startswith("00_")
+    assert all(re.match(r"\d\d_[a-z0-9_]+\.ipynb$", n) for n in names)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_committed_without_outputs_with_kernel_python3(notebook):
+    nb = json.loads(notebook.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, "strip with tools/nbtool.py strip"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_opens_with_what_you_will_learn_and_ends_with_claims_and_exercises(notebook):
+    cells = json.loads(notebook.read_text())["cells"]
+    assert cells[0]["cell_type"] == "markdown" and "What you will learn" in "".join(cells[0]["source"])
+    text = "".join("".join(c["source"]) for c in cells)
+    assert "ClaimsTable(NOTEBOOK)" in text or notebook.name.startswith("00_")
+    assert "exercises.check_" in text
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_recordings_exist_and_match_the_notebook(notebook):
+    assert records.stale_recordings(notebook) == []
+
+
+def _requirements_of_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+
+
+def _requirements_of_environment_yml():
+    lines = (ROOT / "environment.yml").read_text().splitlines()
+    start = lines.index("  - pip:")
+    reqs = set()
+    for line in lines[start + 1:]:
+        match = re.match(r"\s{6}- (.+)$", line)
+        if not match:
+            break
+        reqs.add(match.group(1).strip().strip('"'))
+    return reqs - {"-e ."}
+
+
+def test_environment_yml_matches_pyproject():
+    assert _requirements_of_environment_yml() == _requirements_of_pyproject()
+
+
+def test_readme_gives_exactly_the_two_commands_and_ci_calls_make_test():
+    readme = (ROOT / "README.md").read_text()
+    assert "make run" in readme and "make test" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    for nb in NOTEBOOKS:
+        assert nb.stem in readme, f"README's table of notebooks lacks {nb.stem}"

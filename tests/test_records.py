@@ -1,0 +1,148 @@
+import json
+
+import pytest
+
+from helpers import records, timing
+from helpers.records import Attachment
+
+
+def experiment_a(n=3):
+    # a comment that does not change the fingerprint
+    return {"values": list(range(n))}
+
+
+SOURCE = '''
+@decorator
+def experiment_a(n=3):
+    return {"values": list(range(n))}
+'''
+
+
+def fake_gpu_machine(path, gpus=1, name="1xFAKE-GPU"):
+    """Turn a recording saved on this CPU machine into one that claims GPUs (tests only)."""
+    record = json.loads(path.read_text())
+    record["header"]["machine"]["gpus"] = [{"name": "FAKE GPU", "index": i} for i in range(gpus)]
+    record["header"]["machine"]["machine"] = name
+    dest = path.parents[2] / name / path.parent.name / path.name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(record))
+    for extra in path.parent.glob(f"{path.stem}.*"):
+        if extra != path:
+            extra.replace(dest.parent / extra.name)
+    path.unlink()
+    return dest
+
+
+def test_fingerprint_ignores_comments_and_decorators_but_not_code():
+    assert records.fingerprint(experiment_a) == records.fingerprint_source(SOURCE)
+    assert records.fingerprint_source(SOURCE) != records.fingerprint_source(SOURCE.replace("n=3", "n=4"))
+    with pytest.raises(ValueError):
+        records.fingerprint_source("x = 1")
+    with pytest.raises(TypeError):
+        records.fingerprint(print)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes(b"trace")
+    value = {"t": timing.Timing([1.0, 2.0], "cuda events", 8), "pair": (1, 2), "file": Attachment(str(trace))}
+    path = records.save("00_nb", "exp", value, fp="abc", params={"sizes": [1, 2]}, root=tmp_path / "r")
+    header, loaded = records.load(path)
+    assert header["fingerprint"] == "abc" and header["params"] == {"sizes": [1, 2]}
+    assert header["experiment"] == "exp" and header["date"]
+    assert loaded["t"] == value["t"]
+    assert loaded["pair"] == [1, 2]
+    assert open(loaded["file"].path, "rb").read() == b"trace"
+    assert loaded["file"].path != str(trace)
+
+
+def test_unrecordable_values_are_refused(tmp_path):
+    with pytest.raises(TypeError, match="cannot record"):
+        records.save("nb", "x", {"f": object()}, fp="a", root=tmp_path)
+
+
+def test_cpu_experiment_runs_live_and_is_not_recorded(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_RECORD", "1")
+    run = records.run_or_replay(experiment_a, notebook="nb", gpus=0, params={"n": 2})
+    assert run.live and run.value == {"values": [0, 1]} and run.saved_to is None
+    assert "Measured live" in capsys.readouterr().out
+    assert not list(tmp_path.rglob("*.json"))
+
+
+def test_replay_says_where_the_numbers_come_from(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_REPLAY", "1")
+    path = records.save("nb", "experiment_a", {"values": [7]}, fp=records.fingerprint(experiment_a),
+                        params={"n": 1}, root=tmp_path)
+    fake_gpu_machine(path, gpus=2, name="2xFAKE-GPU")
+    run = records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 99})
+    assert not run.live and run.value == {"values": [7]}
+    assert run.params == {"n": 1} and run.machine == "2xFAKE-GPU"
+    out = capsys.readouterr().out
+    assert "Replayed, not measured here" in out and "2xFAKE-GPU" in out
+
+
+def test_replay_prefers_the_chosen_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_REPLAY", "1")
+    fp = records.fingerprint(experiment_a)
+    for name in ("1xA", "1xB"):
+        p = records.save("nb", "experiment_a", {"m": name}, fp=fp, root=tmp_path)
+        fake_gpu_machine(p, name=name)
+    assert records.run_or_replay(experiment_a, notebook="nb").value == {"m": "1xA"}
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xB")
+    assert records.run_or_replay(experiment_a, notebook="nb").value == {"m": "1xB"}
+
+
+def test_replay_without_a_recording_says_how_to_make_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_REPLAY", "1")
+    with pytest.raises(ValueError, match="make gpu-all"):
+        records.run_or_replay(experiment_a, notebook="nb", gpus=64)
+
+
+def test_stale_recording_warns_on_replay(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_REPLAY", "1")
+    fake_gpu_machine(records.save("nb", "experiment_a", 1, fp="old", root=tmp_path))
+    with pytest.warns(UserWarning, match="different version"):
+        records.run_or_replay(experiment_a, notebook="nb")
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="experiment function"):
+        records.run_or_replay("experiment_a", notebook="nb")
+    with pytest.raises(TypeError, match="notebook"):
+        records.run_or_replay(experiment_a, notebook=None)
+    with pytest.raises(ValueError, match="number of GPUs"):
+        records.run_or_replay(experiment_a, notebook="nb", gpus=-1)
+    with pytest.raises(TypeError, match="params"):
+        records.run_or_replay(experiment_a, notebook="nb", gpus=0, params=[1])
+
+
+def write_notebook(path, cells):
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None}
+                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb))
+
+
+def test_stale_and_missing_recordings_are_found(tmp_path):
+    nb = tmp_path / "nb.ipynb"
+    write_notebook(nb, [
+        "%matplotlib inline\ndef experiment_a(n=3):\n    return {'values': list(range(n))}",
+        "def on_cpu():\n    return 1",
+        "run = records.run_or_replay(experiment_a, notebook=NOTEBOOK, gpus=1)\n"
+        "cpu = records.run_or_replay(on_cpu, notebook=NOTEBOOK, gpus=0)",
+    ])
+    found = records.experiments_in_notebook(nb)
+    assert found["experiment_a"] == (1, records.fingerprint(experiment_a))
+    assert found["on_cpu"][0] == 0
+    root = tmp_path / "results"
+    assert records.stale_recordings(nb, root) == ["nb/experiment_a: no recording from a machine with 1 GPU(s)"]
+    fake_gpu_machine(records.save("nb", "experiment_a", 1, fp=records.fingerprint(experiment_a), root=root))
+    assert records.stale_recordings(nb, root) == []
+    fake_gpu_machine(records.save("nb", "experiment_a", 1, fp="other", root=root), name="1xOTHER")
+    problems = records.stale_recordings(nb, root)
+    assert len(problems) == 1 and "stale" in problems[0]
+    assert [m["machine"] for m in records.recorded_machines(root)] == ["1xFAKE-GPU", "1xOTHER"]
