@@ -230,19 +230,28 @@ def cuda_events(
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    samples = []
+    samples, enqueue_us = [], []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if hold_us:
             hold_stream(hold_us)
         start.record()
+        queued_at = time.perf_counter()
         for _ in range(calls_per_sample):
             fn()
+        enqueue_us.append((time.perf_counter() - queued_at) * 1e6)
         end.record()
         end.synchronize()
         samples.append(start.elapsed_time(end) / 1e3 / calls_per_sample)
-    result = Timing(samples, "cuda events", nbytes, label, calls_per_sample, warmup,
-                    {"hold_us": hold_us} if hold_us else {})
+    extra = {"hold_us": hold_us, "enqueue_us": statistics.median(enqueue_us)} if hold_us else {}
+    result = Timing(samples, "cuda events", nbytes, label, calls_per_sample, warmup, extra)
+    if hold_us and extra["enqueue_us"] > hold_us:
+        warnings.warn(
+            f"{label or 'timing'}: queueing {calls_per_sample} calls took {extra['enqueue_us']:.0f} us, "
+            f"longer than the {hold_us:.0f} us hold, so launch cost leaked into the time; "
+            f"raise hold_us or lower calls_per_sample",
+            stacklevel=2,
+        )
     return _warn_if_noisy(result)
 
 

@@ -94,24 +94,29 @@ def test_verify_copy():
 
 @pytest.mark.gpu
 def test_cuda_events_agree_with_a_plain_event_loop():
-    """The issue's acceptance check: a pinned 256 MiB H2D copy, helpers vs a bare loop, within 3%."""
+    """The issue's acceptance check: a pinned 256 MiB H2D copy, helpers vs a bare loop, within 3%.
+
+    The bare loop is the textbook one: two events around ten back-to-back copies, after warm-up.
+    """
     nbytes = 256 * 2**20
     src = torch.randint(0, 255, (nbytes,), dtype=torch.uint8).pin_memory()
     dst = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-    helper = timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=10, warmup=3, nbytes=nbytes)
-    timing.verify_copy(src, dst, "pinned H2D")
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(3):
         dst.copy_(src, non_blocking=True)
     torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(10):
         dst.copy_(src, non_blocking=True)
     end.record()
     end.synchronize()
     plain_s = start.elapsed_time(end) / 1e3 / 10
-    print(f"helper {helper.gbps:.2f} GB/s, plain loop {nbytes / plain_s / 1e9:.2f} GB/s")
+
+    helper = timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=5, warmup=3,
+                                calls_per_sample=10, nbytes=nbytes)
+    timing.verify_copy(src, dst, "pinned H2D")
+    print(f"helper {helper.gbps:.2f} GB/s (samples {[round(nbytes / s / 1e9, 1) for s in helper.samples_s]}), "
+          f"plain loop {nbytes / plain_s / 1e9:.2f} GB/s")
     assert helper.median_s == pytest.approx(plain_s, rel=0.03)
 
 
@@ -121,5 +126,5 @@ def test_held_stream_hides_launch_cost_of_small_copies():
     dst = torch.empty(1024, dtype=torch.uint8, device="cuda")
     held = timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=5, calls_per_sample=50, hold_us=2000)
     assert held.median_s < 50e-6
-    assert held.extra == {"hold_us": 2000}
+    assert held.extra["hold_us"] == 2000 and held.extra["enqueue_us"] < 2000
     assert timing.sleep_cycles_per_us() > 100  # GPU clocks run at hundreds of MHz or more

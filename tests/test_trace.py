@@ -22,7 +22,7 @@ from helpers.records import Attachment
 from helpers.trace import Interval
 
 REPO = Path(__file__).resolve().parent.parent
-REAL_TRACES = sorted((REPO / "results").glob("**/*.trace.json.gz"))
+REAL_TRACES = sorted((REPO / "results").glob("**/*.trace.json.gz")) + sorted((REPO / "tests" / "fixtures").glob("*.trace.json.gz"))
 
 PID, TID = 5006, 5006  # the Python process and its main thread, as Kineto writes them
 T0 = 4436584775000.0  # Kineto's ts: microseconds on its own clock, large numbers
@@ -503,6 +503,29 @@ def test_recorded_traces_parse(path):
     intervals = trace.intervals_from_chrome_trace(trace.load_chrome_trace(path))
     assert intervals, f"{path} holds no intervals"
     check_invariants(intervals)
+
+
+def test_real_h100_trace_fixture():
+    """A trace recorded on an H100 with torch 2.11 (tests/fixtures): one step of a pinned H2D copy on a
+    side stream, a matmul, a pageable H2D copy inside an nvtx range, a D2H copy to pageable memory."""
+    path = REPO / "tests" / "fixtures" / "h100_copies_kernel_nvtx.trace.json.gz"
+    intervals = trace.intervals_from_chrome_trace(trace.load_chrome_trace(path))
+    copies = trace.select(intervals, kind="memcpy")
+    pinned = [c for c in copies if c.src_memory == "Pinned"]
+    pageable = [c for c in copies if c.copy_kind == "HtoD" and c.src_memory == "Pageable"]
+    d2h = trace.select(copies, copy_kind="DtoH")
+    assert len(pinned) == 1 and pinned[0].nbytes == 32 * 2**20 and pinned[0].copy_kind == "HtoD"
+    assert len(pageable) == 1 and d2h and d2h[0].dst_memory == "Pageable"
+    kernels = trace.select(intervals, kind="kernel")
+    assert any("gemm" in k.name for k in kernels)
+    assert pinned[0].stream != pageable[0].stream == kernels[0].stream
+    # the pinned copy's host call joins to it by correlation id
+    call = next(i for i in intervals if i.kind == "runtime" and i.correlation == pinned[0].correlation)
+    assert call.name == "cudaMemcpyAsync" and trace.gpu_work_of(intervals, call) == [pinned[0]]
+    # the pageable copy holds the host in cudaMemcpyAsync for about as long as it runs
+    host = next(i for i in intervals if i.kind == "runtime" and i.correlation == pageable[0].correlation)
+    assert host.duration_us > 0.5 * pageable[0].duration_us
+    assert trace.select(intervals, kind="annotation", name="nvtx_range") or trace.select(intervals, name="my_range")
 
 
 # ---------------------------------------------------------------- on a GPU
