@@ -18,6 +18,7 @@ KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3
 
 
 def _cell(kind: str, lines: list[str]) -> dict:
+    """A notebook cell of ``kind`` from script lines (markdown lines lose their '# ')."""
     while lines and not lines[-1].strip():
         lines.pop()
     while lines and not lines[0].strip():
@@ -44,8 +45,11 @@ def from_py(script: Path) -> dict:
             lines.append(line)
     if kind is not None:
         cells.append(_cell(kind, lines))
+    cells = [c for c in cells if c["source"]]
+    for index, cell in enumerate(cells):
+        cell["id"] = f"cell-{index:03d}"
     return {
-        "cells": [c for c in cells if c["source"]],
+        "cells": cells,
         "metadata": {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}},
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -65,8 +69,8 @@ def to_py(notebook: Path) -> str:
 
 def strip(notebook: Path) -> None:
     nb = json.loads(notebook.read_text())
-    for cell in nb["cells"]:
-        cell.pop("id", None)
+    for index, cell in enumerate(nb["cells"]):
+        cell["id"] = f"cell-{index:03d}"  # stable ids, so a re-strip changes nothing
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
         cell["metadata"] = {}
