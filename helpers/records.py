@@ -65,15 +65,31 @@ def _function_node(source: str) -> ast.FunctionDef:
     raise ValueError("the source holds no function definition")
 
 
+def _canonical(node: Any) -> str:
+    """A syntax tree as text, leaving out empty and None fields.
+
+    ``ast.dump`` is not stable across Python versions (3.12 added ``type_params=[]`` to every
+    function, 3.13 changed which empty fields it shows), and recordings made on a GPU machine's
+    Python must match notebooks checked on another Python.
+    """
+    if isinstance(node, ast.AST):
+        fields = [f"{name}={_canonical(value)}" for name, value in ast.iter_fields(node)
+                  if value is not None and value != [] and name != "type_comment"]
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(_canonical(item) for item in node) + "]"
+    return repr(node)
+
+
 def fingerprint_source(source: str) -> str:
     """Fingerprint of a function's source: its syntax tree, without decorators or comments.
 
-    Reformatting or editing comments keeps the fingerprint; changing the code changes it.
+    Reformatting or editing comments keeps the fingerprint; changing the code changes it; the
+    Python version does not matter.
     """
     node = _function_node(source)
     node.decorator_list = []
-    dump = ast.dump(node, annotate_fields=False, include_attributes=False)
-    return hashlib.sha256(dump.encode()).hexdigest()[:16]
+    return hashlib.sha256(_canonical(node).encode()).hexdigest()[:16]
 
 
 def fingerprint(fn: Callable[..., Any]) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_pinned_memory.ipynb"
-WANTED_FUNCTIONS = {"crossover_size", "range_of", "pinned_bytes"}
+WANTED_FUNCTIONS = {"crossover_size", "range_of", "pinned_bytes", "twice_as_slow_verdict"}
 WANTED_NAMES = {"SIZE_RANGES"}
 MiB = 2**20
 
@@ -63,3 +63,11 @@ def test_pinned_bytes_reads_both_generations_of_host_memory_stats(nb01):
     # older PyTorch: reserved_bytes = held, allocated_bytes = in live tensors
     assert nb01["pinned_bytes"]({"reserved_bytes.current": 64, "allocated_bytes.current": 0}) == (64, 0)
     assert nb01["pinned_bytes"]({}) == (None, None)
+
+
+def test_twice_as_slow_verdict_needs_slower_but_at_most_twice(nb01):
+    verdict = nb01["twice_as_slow_verdict"]
+    assert verdict([0.9, 1.4])[0] is True
+    assert verdict([1.5, 5.0]) == (False, "ratio 1.50 to 5.00 over 2 sizes: more than twice as slow")
+    assert verdict([0.3, 0.5])[0] is False and "never slower" in verdict([0.3, 0.5])[1]
+    assert verdict([2.0])[0] is True
