@@ -9,6 +9,7 @@ Taught in 00_start_here (how to read them) and used by every notebook.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -234,3 +235,66 @@ def timeline(
     handles = [Patch(color=color, label=text) for style, (text, color) in _TIMELINE_STYLE.items() if style in used]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return ax
+
+
+# ---------------------------------------------------------------- collectives (06)
+
+
+def _format_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    return str(value)
+
+
+def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: str) -> Any:
+    """Draw each rank's data before and after each collective: one row per collective, one
+    column per rank, "before -> after" in each cell ('-' where a rank holds no such tensor).
+
+    ``collectives`` maps a collective's name to ``{"before": [one value per rank], "after":
+    [...]}`` (values: lists of numbers, lists of lists, or None), optionally with ``"call"``, the
+    call as text, shown under the name. Returns the matplotlib Figure.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    if not isinstance(collectives, Mapping) or not collectives:
+        raise ValueError("draw_before_after needs {collective name: {'before': [...], 'after': [...]}}")
+    world = {len(c.get("before", [])) for c in collectives.values()} | {len(c.get("after", [])) for c in collectives.values()}
+    if len(world) != 1 or 0 in world:
+        raise ValueError("every collective needs one 'before' and one 'after' value per rank, for the same ranks")
+    n_ranks = world.pop()
+    text = {name: [(_format_value(c["before"][r]), _format_value(c["after"][r])) for r in range(n_ranks)]
+            for name, c in collectives.items()}
+    # Column widths in characters, so that long lists never run into the next box.
+    widths = [(max(len(text[name][r][0]) for name in text), max(len(text[name][r][1]) for name in text))
+              for r in range(n_ranks)]
+    chars = [b + a + 8 for b, a in widths]
+    char_in = 0.09  # inches per character of 9-point monospace, padding included
+    label_in = 2.6
+    fig = plt.figure(figsize=(label_in + char_in * sum(chars), 0.6 * len(collectives) + 0.9))
+    grid = fig.add_gridspec(len(collectives), n_ranks, width_ratios=chars,
+                            left=label_in / (label_in + char_in * sum(chars)), right=0.99,
+                            top=1 - 0.6 / (0.6 * len(collectives) + 0.9), bottom=0.02, hspace=0.6)
+    for row, name in enumerate(collectives):
+        for rank in range(n_ranks):
+            ax = fig.add_subplot(grid[row, rank])
+            ax.set_axis_off()
+            before, after = text[name][rank]
+            width_b = widths[rank][0]
+            box = {"boxstyle": "round", "ec": "#999999"}
+            ax.text(0.0, 0.5, before, va="center", ha="left", family="monospace", fontsize=9,
+                    bbox={**box, "fc": "#eeeeee"})
+            ax.text((width_b + 3.0) / chars[rank], 0.5, "->", va="center", ha="center", fontsize=10)
+            ax.text((width_b + 5.0) / chars[rank], 0.5, after, va="center", ha="left", family="monospace",
+                    fontsize=9, bbox={**box, "fc": "#cfe8cf" if before != after else "#eeeeee"})
+            if row == 0:
+                ax.set_title(f"rank {rank}: before -> after", fontsize=10, loc="left")
+            if rank == 0:
+                call = collectives[name].get("call")
+                ax.text(-0.04, 0.5, name + (f"\n{call}" if call else ""), va="center", ha="right", fontsize=9,
+                        transform=ax.transAxes)
+    fig.suptitle(title)
+    return fig

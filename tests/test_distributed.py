@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from helpers import distributed, hardware
+from helpers import distributed, hardware, plotting
 
 matplotlib.use("Agg")
 # Workers travel to the ranks by value, as notebook functions do: the ranks need not import
@@ -218,12 +218,12 @@ def test_draw_before_after_draws_one_row_per_collective():
         "broadcast": {"before": [[1, 2, 3], [0, 0, 0]], "after": [[1, 2, 3], [1, 2, 3]], "call": "broadcast(t, src=0)"},
         "gather": {"before": [[0, 1], [1, 2]], "after": [[[0, 1], [1, 2]], None]},
     }
-    fig = distributed.draw_before_after(data, title="test")
+    fig = plotting.draw_before_after(data, title="test")
     assert len(fig.axes) == 4
     with pytest.raises(ValueError):
-        distributed.draw_before_after({"x": {"before": [1], "after": [1, 2]}}, title="bad")
+        plotting.draw_before_after({"x": {"before": [1], "after": [1, 2]}}, title="bad")
     with pytest.raises(ValueError):
-        distributed.draw_before_after({}, title="empty")
+        plotting.draw_before_after({}, title="empty")
 
 
 # ---------------------------------------------------------------- NCCL (two GPUs)
