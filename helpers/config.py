@@ -7,6 +7,7 @@
 | ``COURSE_REPLAY=1`` | replay recordings even where the hardware is present (to see a recorded machine's numbers) |
 | ``COURSE_REPLAY_MACHINE=NAME`` | which recorded machine to replay when several have a recording |
 | ``COURSE_RESULTS_DIR=PATH`` | where recordings are read and written (default: ``results/`` beside this package) |
+| ``COURSE_TRACES_DIR=PATH`` | where live profiler traces are written (default: ``build/traces/`` beside this package) |
 
 Taught in 00_start_here.
 """
@@ -24,6 +25,7 @@ RECORD_ENV = "COURSE_RECORD"
 REPLAY_ENV = "COURSE_REPLAY"
 REPLAY_MACHINE_ENV = "COURSE_REPLAY_MACHINE"
 RESULTS_ENV = "COURSE_RESULTS_DIR"
+TRACES_ENV = "COURSE_TRACES_DIR"
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -58,6 +60,13 @@ def results_dir() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parent.parent / "results"
+
+
+def traces_dir() -> Path:
+    """The folder live Chrome traces are written to (created if missing; ignored by git)."""
+    folder = Path(os.environ.get(TRACES_ENV) or Path(__file__).resolve().parent.parent / "build" / "traces")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def pick(full: T, quick: T) -> T:

@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from . import config
 from .records import Attachment, register
 
 KINDS = ("kernel", "memcpy", "memset", "runtime", "annotation", "op")
@@ -292,8 +293,9 @@ def profile(fn: Callable[[], Any], *, wait: int = 1, warmup: int = 1, active: in
     each call; ``torch.profiler.schedule`` records only the last ``active`` calls (the first
     calls warm up caches, the allocator and CUDA). CPU activity is always profiled, CUDA
     activity when CUDA is available. ``fn`` must synchronise the GPU work it wants to see
-    finish within its step. The Chrome trace is written gzipped to a temporary folder as
-    ``<name>.trace.json.gz`` and kept as ``Profile.chrome_trace``.
+    finish within its step. The Chrome trace is written gzipped to a new folder under
+    ``config.traces_dir()`` (``build/traces/``) as ``<name>.trace.json.gz`` and kept as
+    ``Profile.chrome_trace``: open it in Perfetto after the run.
 
     Taught in 03_streams_and_overlap.
     """
@@ -306,7 +308,7 @@ def profile(fn: Callable[[], Any], *, wait: int = 1, warmup: int = 1, active: in
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    folder = Path(tempfile.mkdtemp(prefix="course-trace-"))
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=config.traces_dir()))
     plain = folder / f"{name}.trace.json"
     exported: list[Path] = []
 

@@ -26,3 +26,10 @@ def test_replay_flags(monkeypatch):
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "2xNVIDIA-H200")
     assert config.replay_forced()
     assert config.replay_machine() == "2xNVIDIA-H200"
+
+
+def test_traces_dir_default_and_override(monkeypatch, tmp_path):
+    monkeypatch.setenv("COURSE_TRACES_DIR", str(tmp_path / "t"))
+    assert config.traces_dir() == tmp_path / "t" and (tmp_path / "t").is_dir()
+    monkeypatch.delenv("COURSE_TRACES_DIR")
+    assert config.traces_dir() == Path(__file__).resolve().parent.parent / "build" / "traces"

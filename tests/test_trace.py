@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -114,7 +113,7 @@ def intervals() -> list[Interval]:
 def _agg_backend_and_private_tmp(tmp_path, monkeypatch):
     """Plots on Agg; profile() writes its trace folder under the test's tmp_path."""
     plt.switch_backend("Agg")
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("COURSE_TRACES_DIR", str(tmp_path))
     yield
     plt.close("all")
 

@@ -9,12 +9,13 @@ On the GPU machine (called by `make gpu-all`, with the carried wheels on PYTHONP
 3. executes each notebook live at full size with COURSE_RECORD=1, one at a time (timings
    must not share the GPU), keeping the executed copy with its outputs;
 4. with --quick, executes them again in quick mode and reports how long each took;
-5. after every step, packs `OUT/recordings-<machine>.tar.gz` (results/<machine>/),
-   `OUT/executed-<machine>.tar.gz` (executed notebooks and logs) and `OUT/summary-<machine>.txt`,
-   so a run cut short still brings back what it finished.
+5. after every step, packs one archive, `OUT/gpu-results-<machine>.tar.gz`, holding the
+   recordings (results/<machine>/) and the executed notebooks with their logs
+   (gpu-executed/<machine>/), and writes `OUT/summary-<machine>.txt`, so a run cut short still
+   brings back what it finished.
 
-Here:  python tools/gpu_run.py --unpack path/to/recordings-<machine>.tar.gz
-puts the recordings under results/ (and an executed-*.tar.gz beside it under build/gpu-executed/).
+Here:  python tools/gpu_run.py --unpack path/to/gpu-results-<machine>.tar.gz
+puts the recordings under results/ and the executed notebooks under build/gpu-executed/.
 """
 
 from __future__ import annotations
@@ -62,17 +63,18 @@ def execute_notebook(notebook: Path, dest: Path, env: dict[str, str], logs: Path
     return run_logged(cmd, logs / f"{dest.name}-{notebook.stem}.log", env, NOTEBOOK_TIMEOUT_S + 60)
 
 
-def pack(out: Path, machine: str, summary: list[str]) -> None:
-    """Write the two archives and the summary into ``out``."""
-    results = ROOT / "results" / machine
-    with tarfile.open(out / f"recordings-{machine}.tar.gz", "w:gz") as tar:
+def pack(out: Path, machine: str, summary: list[str], root: Path = ROOT) -> Path:
+    """Write the archive (recordings + executed notebooks and logs) and the summary into ``out``."""
+    results = root / "results" / machine
+    build = root / "build" / "gpu"
+    archive = out / f"gpu-results-{machine}.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
         if results.exists():
             tar.add(results, arcname=f"results/{machine}")
-    with tarfile.open(out / f"executed-{machine}.tar.gz", "w:gz") as tar:
-        build = ROOT / "build" / "gpu"
         if build.exists():
             tar.add(build, arcname=f"gpu-executed/{machine}")
     (out / f"summary-{machine}.txt").write_text("\n".join(summary) + "\n")
+    return archive
 
 
 def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> int:
@@ -114,21 +116,22 @@ def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> 
     return 1 if failures else 0
 
 
-def unpack(archive: Path) -> int:
-    """Extract a recordings archive into results/, and its executed-notebooks twin into build/."""
-    if not archive.name.startswith("recordings-") or not archive.name.endswith(".tar.gz"):
-        raise SystemExit(f"expected a recordings-<machine>.tar.gz file, got {archive}")
+def unpack(archive: Path, root: Path = ROOT) -> int:
+    """Put a GPU run's recordings under results/ and its executed notebooks under build/."""
+    prefix, suffix = "gpu-results-", ".tar.gz"
+    if not archive.name.startswith(prefix) or not archive.name.endswith(suffix):
+        raise SystemExit(f"expected a {prefix}<machine>{suffix} file from `make gpu-all`, got {archive}")
+    machine = archive.name[len(prefix):-len(suffix)]
     with tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith("results/") and ".." not in m.name]
-        machine = archive.name[len("recordings-"):-len(".tar.gz")]
-        shutil.rmtree(ROOT / "results" / machine, ignore_errors=True)
-        tar.extractall(ROOT, members=members, filter="data")
-    print(f"{len([m for m in members if m.isfile()])} files under results/{machine}/")
-    executed = archive.with_name(archive.name.replace("recordings-", "executed-"))
-    if executed.exists():
-        with tarfile.open(executed) as tar:
-            tar.extractall(ROOT / "build", filter="data")
-        print(f"executed notebooks under build/gpu-executed/{machine}/")
+        members = [m for m in tar.getmembers() if ".." not in m.name]
+        recordings = [m for m in members if m.name.startswith(f"results/{machine}/")]
+        executed = [m for m in members if m.name.startswith(f"gpu-executed/{machine}/")]
+        shutil.rmtree(root / "results" / machine, ignore_errors=True)  # the archive holds them all
+        tar.extractall(root, members=recordings, filter="data")
+        shutil.rmtree(root / "build" / "gpu-executed" / machine, ignore_errors=True)
+        tar.extractall(root / "build", members=executed, filter="data")
+    print(f"{sum(m.isfile() for m in recordings)} files under results/{machine}/; "
+          f"executed notebooks under build/gpu-executed/{machine}/")
     return 0
 
 
@@ -137,7 +140,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="folder for the archives (the device tool's $OUT)")
     parser.add_argument("--quick", action="store_true", help="also time a quick-mode live run")
     parser.add_argument("--skip-tests", action="store_true", help="do not run the GPU tests")
-    parser.add_argument("--unpack", type=Path, help="a recordings-<machine>.tar.gz to put under results/")
+    parser.add_argument("--unpack", type=Path, help="a gpu-results-<machine>.tar.gz to put under results/")
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args()
     if args.unpack:

@@ -1,0 +1,55 @@
+"""The maintainers' tools: the GPU run's archive round trip, and notebook conversion."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_archive_round_trip(tmp_path):
+    gpu_run = load("gpu_run")
+    there, here, out = tmp_path / "gpu", tmp_path / "here", tmp_path / "out"
+    (there / "results" / "1xGPU" / "nb").mkdir(parents=True)
+    (there / "results" / "1xGPU" / "nb" / "exp.json").write_text("{}")
+    (there / "build" / "gpu" / "live").mkdir(parents=True)
+    (there / "build" / "gpu" / "live" / "nb.ipynb").write_text("{}")
+    out.mkdir()
+    archive = gpu_run.pack(out, "1xGPU", ["summary line"], root=there)
+    assert archive.name == "gpu-results-1xGPU.tar.gz"
+    assert (out / "summary-1xGPU.txt").read_text() == "summary line\n"
+    (here / "results" / "1xGPU" / "old").mkdir(parents=True)  # an older recording is replaced
+    assert gpu_run.unpack(archive, root=here) == 0
+    assert (here / "results" / "1xGPU" / "nb" / "exp.json").exists()
+    assert not (here / "results" / "1xGPU" / "old").exists()
+    assert (here / "build" / "gpu-executed" / "1xGPU" / "live" / "nb.ipynb").exists()
+    with pytest.raises(SystemExit, match="gpu-results"):
+        gpu_run.unpack(tmp_path / "other.tar.gz", root=here)
+
+
+def test_notebook_from_script_and_back(tmp_path):
+    nbtool = load("nbtool")
+    script = tmp_path / "s.py"
+    script.write_text("# %% [markdown]\n# # Title\n#\n# text\n\n# %%\nx = 1\nprint(x)\n")
+    nb = nbtool.from_py(script)
+    assert [c["cell_type"] for c in nb["cells"]] == ["markdown", "code"]
+    assert "".join(nb["cells"][0]["source"]) == "# Title\n\ntext"
+    assert nb["cells"][1]["outputs"] == [] and nb["metadata"]["kernelspec"]["name"] == "python3"
+    path = tmp_path / "n.ipynb"
+    nbtool.write(nb, path)
+    nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "1"}]
+    nb["cells"][1]["execution_count"] = 3
+    path.write_text(json.dumps(nb))
+    nbtool.strip(path)
+    stripped = json.loads(path.read_text())
+    assert stripped["cells"][1]["outputs"] == [] and stripped["cells"][1]["execution_count"] is None
+    assert nbtool.to_py(path).startswith("# %% [markdown]\n# # Title")
