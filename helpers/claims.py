@@ -20,7 +20,10 @@ NOT_TESTABLE = "not testable here"
 
 @dataclass
 class Claim:
-    """One row: the claim, its source, what was measured, where, and the verdict."""
+    """One row: the claim, its source, what was measured, where, and the verdict.
+
+    Taught in 00_start_here.
+    """
 
     text: str
     source: str
@@ -41,7 +44,10 @@ def _as_verdict(holds: object) -> str:
 
 
 class ClaimsTable:
-    """The claims a notebook tested, rendered as a Markdown table in Jupyter."""
+    """The claims a notebook tested, rendered as a Markdown table in Jupyter.
+
+    Taught in 01_pinned_memory.
+    """
 
     def __init__(self, notebook: str) -> None:
         if not isinstance(notebook, str) or not notebook:

@@ -35,27 +35,42 @@ def _flag(name: str) -> bool:
 
 
 def quick_mode() -> bool:
-    """True when ``COURSE_QUICK`` is set: experiments use small sizes and few repeats."""
+    """True when ``COURSE_QUICK`` is set: experiments use small sizes and few repeats.
+
+    Taught in 00_start_here.
+    """
     return _flag(QUICK_ENV)
 
 
 def recording_enabled() -> bool:
-    """True when ``COURSE_RECORD`` is set: live full-size results are saved as recordings."""
+    """True when ``COURSE_RECORD`` is set: live full-size results are saved as recordings.
+
+    Taught in 00_start_here.
+    """
     return _flag(RECORD_ENV)
 
 
 def replay_forced() -> bool:
-    """True when ``COURSE_REPLAY`` is set: replay recordings even where the hardware is here."""
+    """True when ``COURSE_REPLAY`` is set: replay recordings even where the hardware is here.
+
+    Taught in 00_start_here.
+    """
     return _flag(REPLAY_ENV)
 
 
 def replay_machine() -> str | None:
-    """The recorded machine to prefer when replaying, or None to take the first that fits."""
+    """The recorded machine to prefer when replaying, or None to take the first that fits.
+
+    Taught in 00_start_here.
+    """
     return os.environ.get(REPLAY_MACHINE_ENV) or None
 
 
 def results_dir() -> Path:
-    """The folder that holds recordings: ``results/<machine>/<notebook>/<experiment>.json``."""
+    """The folder that holds recordings: ``results/<machine>/<notebook>/<experiment>.json``.
+
+    Taught in 00_start_here.
+    """
     env = os.environ.get(RESULTS_ENV)
     if env:
         return Path(env)
@@ -63,7 +78,10 @@ def results_dir() -> Path:
 
 
 def traces_dir() -> Path:
-    """The folder live Chrome traces are written to (created if missing; ignored by git)."""
+    """The folder live Chrome traces are written to (created if missing; ignored by git).
+
+    Taught in 00_start_here.
+    """
     folder = Path(os.environ.get(TRACES_ENV) or Path(__file__).resolve().parent.parent / "build" / "traces")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -73,5 +91,7 @@ def pick(full: T, quick: T) -> T:
     """Return ``quick`` in quick mode and ``full`` otherwise: one place to size an experiment.
 
     >>> pick(full=[2**10, 2**30], quick=[2**10])  # doctest: +SKIP
+
+    Taught in 00_start_here.
     """
     return quick if quick_mode() else full

@@ -288,7 +288,10 @@ class Outcome:
 
 
 class WorkerError(RuntimeError):
-    """A rank raised an exception or its process died; ``.rank``, ``.outcome`` say which and how."""
+    """A rank raised an exception or its process died; ``.rank``, ``.outcome`` say which and how.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
 
     def __init__(self, outcome: Outcome, rank: int) -> None:
         self.outcome, self.rank = outcome, rank
@@ -300,7 +303,10 @@ class WorkerError(RuntimeError):
 
 
 class LaunchTimeout(TimeoutError):
-    """Ranks were still running at the deadline and were killed; ``.outcome`` has their marks."""
+    """Ranks were still running at the deadline and were killed; ``.outcome`` has their marks.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
 
     def __init__(self, outcome: Outcome) -> None:
         self.outcome = outcome
@@ -313,7 +319,10 @@ class LaunchTimeout(TimeoutError):
 
 
 def default_world_size() -> int:
-    """One rank per GPU when there are at least two GPUs, else 2 (gloo ranks on the CPU)."""
+    """One rank per GPU when there are at least two GPUs, else 2 (gloo ranks on the CPU).
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
     gpus = hardware.gpu_count()
     return gpus if gpus >= 2 else 2
 
@@ -361,7 +370,10 @@ def _check_launch(worker: Any, world_size: Any, backend: Any, timeout_s: Any, st
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (for ``MASTER_PORT``)."""
+    """A TCP port on 127.0.0.1 that nothing listens on now (for ``MASTER_PORT``).
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -14,7 +14,10 @@ import math
 
 def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15,
                  unit: str = "", hint: str = "") -> bool | None:
-    """Print whether ``answer`` is within ``rel_tol`` of ``expected``; return True/False/None."""
+    """Print whether ``answer`` is within ``rel_tol`` of ``expected``; return True/False/None.
+
+    Taught in 00_start_here.
+    """
     if answer is None:
         print(f"Not answered yet. Replace None with your estimate{f' (in {unit})' if unit else ''}.")
         return None
@@ -30,7 +33,10 @@ def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15
 
 
 def check_choice(answer: str | None, expected: str, *, choices: list[str], hint: str = "") -> bool | None:
-    """Print whether ``answer`` is the expected one of ``choices``; return True/False/None."""
+    """Print whether ``answer`` is the expected one of ``choices``; return True/False/None.
+
+    Taught in 01_pinned_memory.
+    """
     if expected not in choices:
         raise ValueError(f"expected {expected!r} is not one of the choices {choices}")
     if answer is None:

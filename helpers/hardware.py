@@ -22,7 +22,10 @@ import torch
 
 
 def gpu_count() -> int:
-    """Number of CUDA GPUs PyTorch can use here (0 on a machine without CUDA)."""
+    """Number of CUDA GPUs PyTorch can use here (0 on a machine without CUDA).
+
+    Taught in 00_start_here.
+    """
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
@@ -30,6 +33,8 @@ def require_gpus(n: int, what: str = "this experiment") -> None:
     """Raise ``ValueError`` unless at least ``n`` CUDA GPUs are present.
 
     The message says what was needed, what is here, and what to do instead.
+
+    Taught in 00_start_here.
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise TypeError(f"require_gpus needs a whole number of GPUs >= 0, got {n!r}")
@@ -45,6 +50,8 @@ def check_device(device: torch.device | str | int) -> torch.device:
     """Return ``device`` as a ``torch.device`` that exists here, or raise a clear error.
 
     Accepts ``"cpu"``, ``"cuda"``, ``"cuda:1"``, an int GPU index or a ``torch.device``.
+
+    Taught in 00_start_here.
     """
     if isinstance(device, bool) or not isinstance(device, (torch.device, str, int)):
         raise TypeError(
@@ -68,7 +75,10 @@ def check_device(device: torch.device | str | int) -> torch.device:
 
 
 def check_cuda_tensor(tensor: Any, name: str = "tensor") -> torch.Tensor:
-    """Raise ``TypeError`` unless ``tensor`` is a tensor on a CUDA device; return it."""
+    """Raise ``TypeError`` unless ``tensor`` is a tensor on a CUDA device; return it.
+
+    Taught in 00_start_here.
+    """
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor on a CUDA device, got {type(tensor).__name__}")
     if not tensor.is_cuda:
@@ -80,7 +90,10 @@ def check_cuda_tensor(tensor: Any, name: str = "tensor") -> torch.Tensor:
 
 
 def check_size(nbytes: Any, name: str = "size") -> int:
-    """Raise unless ``nbytes`` is a positive whole number of bytes; return it as an int."""
+    """Raise unless ``nbytes`` is a positive whole number of bytes; return it as an int.
+
+    Taught in 00_start_here.
+    """
     if isinstance(nbytes, bool) or not isinstance(nbytes, int):
         raise TypeError(f"{name} must be a whole number of bytes (int), got {nbytes!r}")
     if nbytes <= 0:
@@ -167,6 +180,8 @@ def describe() -> dict[str, Any]:
     ``gpus`` (one dict per GPU: name, memory_bytes, capability, sm_count, pcie link),
     ``peer_access`` (matrix of bools), ``gpu_links`` (``nvidia-smi topo -m``), ``cpu``,
     ``cpu_cores``, ``ram_bytes``, ``python``, ``torch``, ``cuda``, ``nccl``, ``driver``.
+
+    Taught in 00_start_here.
     """
     n = gpu_count()
     smi = {row["index"]: row for row in _smi_gpu_rows()}
@@ -207,7 +222,10 @@ def describe() -> dict[str, Any]:
 
 
 def machine_name(info: dict[str, Any]) -> str:
-    """A short folder-safe name for a machine, from ``describe()``: ``2xNVIDIA-H200``, ``cpu-only``."""
+    """A short folder-safe name for a machine, from ``describe()``: ``2xNVIDIA-H200``, ``cpu-only``.
+
+    Taught in 00_start_here.
+    """
     gpus = info.get("gpus") or []
     if not gpus:
         return "cpu-only"
@@ -224,6 +242,8 @@ def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
     """The PCIe link's raw one-way rate in decimal GB/s (gen 3: 8 GT/s/lane with 128b/130b ...).
 
     Real copies reach about 80-90% of it: packet headers and flow control take the rest.
+
+    Taught in 01_pinned_memory.
     """
     per_lane_gts = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
     if gen not in per_lane_gts or not width:
@@ -233,7 +253,10 @@ def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
 
 
 def report(info: dict[str, Any] | None = None) -> str:
-    """A plain-text table of a machine (this one by default, or a recording's header)."""
+    """A plain-text table of a machine (this one by default, or a recording's header).
+
+    Taught in 00_start_here.
+    """
     info = describe() if info is None else info
     lines = [
         f"machine        {info.get('machine')}",
@@ -269,7 +292,10 @@ def report(info: dict[str, Any] | None = None) -> str:
 
 def memory_in_use() -> dict[str, int]:
     """Bytes held now: ``gpu<i>_allocated`` / ``gpu<i>_reserved`` by PyTorch's caching allocator
-    on each GPU, and ``pinned_host`` held by its caching host (pinned) allocator."""
+    on each GPU, and ``pinned_host`` held by its caching host (pinned) allocator.
+
+    Taught in 00_start_here.
+    """
     used: dict[str, int] = {}
     for i in range(gpu_count()):
         used[f"gpu{i}_allocated"] = int(torch.cuda.memory_allocated(i))
@@ -284,6 +310,8 @@ def free_memory() -> dict[str, int]:
     """Give cached GPU and pinned host memory back to the driver; return ``memory_in_use()`` after.
 
     Called after every live experiment, so one experiment's memory never burdens the next.
+
+    Taught in 00_start_here.
     """
     gc.collect()
     if gpu_count():

@@ -21,7 +21,10 @@ from .trace import Interval, Profile
 
 
 def machine_title(what: str, machine: str, live: bool | None = None) -> str:
-    """A title that says the machine: ``'H2D bandwidth - 1xNVIDIA-H100 (replayed)'``."""
+    """A title that says the machine: ``'H2D bandwidth - 1xNVIDIA-H100 (replayed)'``.
+
+    Taught in 00_start_here.
+    """
     if not isinstance(what, str) or not isinstance(machine, str):
         raise TypeError("machine_title needs two strings: what is plotted, and the machine name")
     suffix = "" if live is None else (" (live)" if live else " (replayed)")
@@ -46,6 +49,8 @@ def bandwidth_vs_size(
     """One line per series of (sizes in bytes, decimal GB/s); log-log axes.
 
     ``ceiling_gbps`` draws a dashed horizontal line (e.g. the link's measured ceiling).
+
+    Taught in 00_start_here.
     """
     if not series:
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
@@ -75,7 +80,10 @@ def bars_with_ratios(
     baseline: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """Bars, each labelled with its value and its ratio to ``baseline`` (the first bar by default)."""
+    """Bars, each labelled with its value and its ratio to ``baseline`` (the first bar by default).
+
+    Taught in 01_pinned_memory.
+    """
     if not values:
         raise ValueError("bars_with_ratios needs at least one value: {'label': number}")
     baseline = baseline or next(iter(values))
@@ -103,7 +111,10 @@ def grouped_bars(
     ylabel: str,
     ax: Axes | None = None,
 ) -> Axes:
-    """Grouped bars: ``{group: {series: value}}``, one colour per series, values written on top."""
+    """Grouped bars: ``{group: {series: value}}``, one colour per series, values written on top.
+
+    Taught in 02_non_blocking.
+    """
     if not groups:
         raise ValueError("grouped_bars needs at least one group: {'group': {'series': value}}")
     series = list(dict.fromkeys(s for g in groups.values() for s in g))

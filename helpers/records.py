@@ -40,7 +40,10 @@ _TYPES: dict[str, type] = {}
 
 
 def register(cls: type) -> type:
-    """Class decorator: let instances of this dataclass be saved in and loaded from recordings."""
+    """Class decorator: let instances of this dataclass be saved in and loaded from recordings.
+
+    Taught in 00_start_here.
+    """
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"only dataclasses can be registered for recordings, not {cls.__name__}")
     _TYPES[cls.__name__] = cls
@@ -50,7 +53,10 @@ def register(cls: type) -> type:
 @register
 @dataclasses.dataclass
 class Attachment:
-    """A file that belongs to a result (a Chrome trace): copied beside the recording when saved."""
+    """A file that belongs to a result (a Chrome trace): copied beside the recording when saved.
+
+    Taught in 00_start_here.
+    """
 
     path: str
 
@@ -86,6 +92,8 @@ def fingerprint_source(source: str) -> str:
 
     Reformatting or editing comments keeps the fingerprint; changing the code changes it; the
     Python version does not matter.
+
+    Taught in 00_start_here.
     """
     node = _function_node(source)
     node.decorator_list = []
@@ -93,7 +101,10 @@ def fingerprint_source(source: str) -> str:
 
 
 def fingerprint(fn: Callable[..., Any]) -> str:
-    """Fingerprint of a function defined in a file or a notebook cell (see ``fingerprint_source``)."""
+    """Fingerprint of a function defined in a file or a notebook cell (see ``fingerprint_source``).
+
+    Taught in 00_start_here.
+    """
     try:
         source = inspect.getsource(fn)
     except (OSError, TypeError) as err:
@@ -167,7 +178,10 @@ def _commit() -> str | None:
 
 
 def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]) -> dict[str, Any]:
-    """What a recording says about where it came from: machine, versions, date, commit, parameters."""
+    """What a recording says about where it came from: machine, versions, date, commit, parameters.
+
+    Taught in 00_start_here.
+    """
     return {
         "machine": dict(_machine()),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -183,13 +197,19 @@ def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]
 # ---------------------------------------------------------------- save / load
 
 def recording_path(machine: str, notebook: str, name: str, root: Path | None = None) -> Path:
-    """``results/<machine>/<notebook>/<name>.json``."""
+    """``results/<machine>/<notebook>/<name>.json``.
+
+    Taught in 00_start_here.
+    """
     return (root or config.results_dir()) / machine / notebook / f"{name}.json"
 
 
 def save(notebook: str, name: str, value: Any, *, fp: str, params: dict[str, Any] | None = None,
          root: Path | None = None) -> Path:
-    """Save an experiment's result with its environment header; return the file written."""
+    """Save an experiment's result with its environment header; return the file written.
+
+    Taught in 00_start_here.
+    """
     header = environment_header(notebook, name, fp, params or {})
     path = recording_path(header["machine"]["machine"], notebook, name, root)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -207,14 +227,20 @@ def save(notebook: str, name: str, value: Any, *, fp: str, params: dict[str, Any
 
 
 def load(path: Path | str) -> tuple[dict[str, Any], Any]:
-    """Read a recording: ``(header, result)``, with registered types and attachments restored."""
+    """Read a recording: ``(header, result)``, with registered types and attachments restored.
+
+    Taught in 00_start_here.
+    """
     path = Path(path)
     record = json.loads(path.read_text())
     return record["header"], _decode(record["result"], path.parent)
 
 
 def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
-    """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name."""
+    """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name.
+
+    Taught in 00_start_here.
+    """
     root = root or config.results_dir()
     found = []
     for path in sorted(root.glob(f"*/{notebook}/{name}.json")):
@@ -239,7 +265,10 @@ def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
 
 @dataclasses.dataclass
 class Run:
-    """What ``run_or_replay`` gives back: the value, and where and when it was measured."""
+    """What ``run_or_replay`` gives back: the value, and where and when it was measured.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
 
     value: Any
     live: bool
@@ -314,6 +343,8 @@ def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
     also saved as a recording. Replay: the newest recording of a machine with enough GPUs is
     loaded (``COURSE_REPLAY_MACHINE`` chooses among several) and a sentence says where it comes
     from. ``gpus=0`` experiments always run live and are never recorded.
+
+    Taught in 00_start_here.
     """
     _check_arguments(fn, notebook, gpus, params)
     params = params or {}
@@ -351,7 +382,10 @@ def _calls_in(tree: ast.AST) -> list[tuple[str, int, str | None]]:
 
 
 def experiments_in_notebook(path: Path | str) -> dict[str, tuple[int, str]]:
-    """``{experiment name: (gpus, fingerprint)}`` for every ``run_or_replay`` call in a notebook."""
+    """``{experiment name: (gpus, fingerprint)}`` for every ``run_or_replay`` call in a notebook.
+
+    Taught in 00_start_here.
+    """
     cells = json.loads(Path(path).read_text())["cells"]
     functions: dict[str, str] = {}
     calls: list[tuple[str, int, str | None]] = []
@@ -376,6 +410,8 @@ def stale_recordings(notebook_path: Path | str, root: Path | None = None) -> lis
     """Problems with a notebook's recordings: missing, or made from other source. Empty is good.
 
     Only experiments that need a GPU are checked (``gpus=0`` ones always run live).
+
+    Taught in 00_start_here.
     """
     notebook = Path(notebook_path).stem
     problems = []

@@ -31,7 +31,10 @@ NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
 
 
 def format_bytes(nbytes: float) -> str:
-    """``1536`` -> ``'1.5 KiB'``: sizes are said with binary prefixes throughout the course."""
+    """``1536`` -> ``'1.5 KiB'``: sizes are said with binary prefixes throughout the course.
+
+    Taught in 00_start_here.
+    """
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(nbytes) < 1024 or unit == "TiB":
             return f"{nbytes:.0f} {unit}" if unit == "B" or float(nbytes).is_integer() else f"{nbytes:.3g} {unit}"
@@ -44,6 +47,8 @@ def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
 
     >>> sizes_pow2(2**10, 2**20, factor=32)
     [1024, 32768, 1048576]
+
+    Taught in 00_start_here.
     """
     for name, value in (("smallest", smallest), ("largest", largest)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -66,6 +71,8 @@ class Timing:
     ``nbytes`` is the number of bytes one call moves (counted as the experiment says: a peer
     copy counts its size, a same-GPU copy its size read plus written). ``method`` names the
     clock. Samples are kept, so any statistic can be recomputed from a recording.
+
+    Taught in 01_pinned_memory.
     """
 
     samples_s: list[float]
@@ -180,7 +187,10 @@ _SLEEP_CYCLES_PER_US: dict[int, float] = {}
 
 
 def sleep_cycles_per_us(device: int | None = None) -> float:
-    """How many ``torch.cuda._sleep`` cycles make a microsecond on ``device`` (measured once)."""
+    """How many ``torch.cuda._sleep`` cycles make a microsecond on ``device`` (measured once).
+
+    Taught in 02_non_blocking.
+    """
     index = torch.cuda.current_device() if device is None else device
     if index not in _SLEEP_CYCLES_PER_US:
         with torch.cuda.device(index):
@@ -200,6 +210,8 @@ def hold_stream(microseconds: float, device: int | None = None) -> None:
 
     Work queued after it waits on the GPU while the host goes on, the way nvbandwidth and
     p2pBandwidthLatencyTest queue their copies so that launch cost is not timed.
+
+    Taught in 03_streams_and_overlap.
     """
     if microseconds < 0:
         raise ValueError(f"microseconds must be >= 0, got {microseconds}")
@@ -223,6 +235,8 @@ def cuda_events(
     is first held by a spin kernel, so the calls are queued before the start event is reached
     and their launch cost stays out of the number (nvbandwidth's method). Work that ``fn`` puts
     on other streams is only timed if it joins the current stream before returning.
+
+    Taught in 00_start_here.
     """
     _check_counts(repeats, warmup, calls_per_sample)
     if not torch.cuda.is_available():
@@ -256,7 +270,10 @@ def cuda_events(
 
 
 def synchronize_all() -> None:
-    """Wait for every GPU here to finish its queued work (does nothing without CUDA)."""
+    """Wait for every GPU here to finish its queued work (does nothing without CUDA).
+
+    Taught in 04_event_timing.
+    """
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             torch.cuda.synchronize(index)
@@ -275,6 +292,8 @@ def host_clock(
 
     The right clock for work that blocks the host thread (a pageable copy, ``pin_memory()``)
     and for end-to-end times that include host work; it includes launch costs.
+
+    Taught in 01_pinned_memory.
     """
     _check_counts(repeats, warmup, calls_per_sample)
     for _ in range(warmup):
@@ -302,6 +321,8 @@ def benchmark(
     """Time ``fn`` with ``torch.utils.benchmark.Timer(...).adaptive_autorange``, as the tutorial does.
 
     The Timer synchronises the GPU around its blocks; each sample is one block's mean per call.
+
+    Taught in 01_pinned_memory.
     """
     if min_run_time <= 0 or max_run_time < min_run_time:
         raise ValueError("need 0 < min_run_time <= max_run_time (seconds)")
@@ -313,7 +334,10 @@ def benchmark(
 
 
 def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000) -> int:
-    """How many calls make a sample last about ``target_s`` (so event resolution does not matter)."""
+    """How many calls make a sample last about ``target_s`` (so event resolution does not matter).
+
+    Taught in 00_start_here.
+    """
     if seconds_per_call <= 0:
         return most
     return max(1, min(most, round(target_s / seconds_per_call)))
@@ -323,6 +347,8 @@ def verify_copy(expected: torch.Tensor, actual: torch.Tensor, what: str = "copy"
     """Raise ``AssertionError`` unless ``actual`` holds exactly ``expected``'s contents.
 
     Every copy the course times is checked once this way (nvbandwidth checks every copy).
+
+    Taught in 00_start_here.
     """
     if expected.shape != actual.shape:
         raise AssertionError(f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
