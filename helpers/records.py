@@ -231,6 +231,8 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
 
     Taught in 00_start_here.
     """
+    from . import distributed, timing, trace  # noqa: F401 - importing them registers their types
+
     path = Path(path)
     record = json.loads(path.read_text())
     return record["header"], _decode(record["result"], path.parent)

@@ -156,3 +156,19 @@ def test_fingerprint_does_not_depend_on_the_python_version():
     assert records.fingerprint_source(source) == "7264794b0da9efdb"
     canonical = records._canonical(records._function_node(source))
     assert "type_params" not in canonical and "decorator_list" not in canonical
+
+
+def test_a_recording_loads_without_importing_the_modules_of_its_types():
+    """A maintainer reading a recording with records.load alone gets Timing and Profile back."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    recording = next(iter(sorted(root.glob("results/*/00_start_here/first_bandwidth_curve.json"))), None)
+    if recording is None:
+        pytest.skip("no recording of 00_start_here yet")
+    code = (f"from helpers import records; h, v = records.load({str(recording)!r}); "
+            "print(type(v[0]).__name__, h['experiment'])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["Timing", "first_bandwidth_curve"]
