@@ -146,6 +146,7 @@ _TIMELINE_STYLE: dict[str, tuple[str, str]] = {
     "memset": ("memset", "tab:gray"),
     "runtime": ("CUDA runtime call", "tab:brown"),
     "sync": ("host waits (synchronize)", "tab:pink"),
+    "range": ("host range (record_function / nvtx)", "white"),
 }
 _MIN_DRAWN_FRACTION = 0.002  # slices shorter than this share of the span are drawn this wide
 
@@ -156,11 +157,14 @@ def _timeline_style(iv: Interval) -> str:
         return iv.copy_kind if iv.copy_kind in _TIMELINE_STYLE else "copy"
     if iv.kind == "runtime":
         return "sync" if "Synchronize" in iv.name else "runtime"
+    if iv.kind == "annotation":
+        return "range"
     return iv.kind
 
 
-def _timeline_lanes(intervals: list[Interval], include_host: bool) -> dict[str, list[Interval]]:
-    """Lane label -> its intervals: GPU lanes by (device, stream), then host threads."""
+def _timeline_lanes(intervals: list[Interval], include_host: bool,
+                    ranges: Sequence[str] = ()) -> dict[str, list[Interval]]:
+    """Lane label -> its intervals: GPU lanes by (device, stream), host threads, host ranges."""
     gpu: dict[tuple[int, int], list[Interval]] = {}
     host: dict[int, list[Interval]] = {}
     for iv in intervals:
@@ -172,6 +176,10 @@ def _timeline_lanes(intervals: list[Interval], include_host: bool) -> dict[str, 
     for thread in sorted(host):
         who = f"host thread {thread}" if thread >= 0 else "host"
         lanes[f"{who}: CUDA runtime calls"] = host[thread]
+    for name in ranges:
+        spans = [iv for iv in intervals if iv.kind == "annotation" and iv.device is None and name in iv.name]
+        if spans:
+            lanes[f"host range: {name}"] = spans
     return lanes
 
 
@@ -201,19 +209,21 @@ def timeline(
     ax: Axes | None = None,
     unit: str = "auto",
     include_host: bool = True,
+    ranges: Sequence[str] = (),
 ) -> Axes:
     """Draw a trace as horizontal lanes: one per (GPU, stream), then one per host thread.
 
     GPU lanes show kernels, copies (coloured by kind: HtoD, DtoH, DtoD, PtoP) and memsets;
     host lanes (``include_host``) show CUDA runtime calls, synchronize calls in their own
-    colour. Time runs from 0 at the earliest slice drawn, in us or ms (``unit='auto'`` picks
+    colour; ``ranges`` adds one hatched lane per named host range (``record_function`` or nvtx,
+    matched as a substring of the range's name). Time runs from 0 at the earliest slice drawn, in us or ms (``unit='auto'`` picks
     ms for spans over 2 ms). Slices shorter than 0.2% of the span are drawn that wide so they
     stay visible. Returns the Axes.
 
     Taught in 03_streams_and_overlap (and every notebook that shows a timeline).
     """
     intervals = _check_timeline_input(intervals, title, unit)
-    lanes = _timeline_lanes(intervals, include_host)
+    lanes = _timeline_lanes(intervals, include_host, ranges)
     if not lanes:
         raise ValueError(
             "timeline found no GPU work (kernels, copies, memsets) and no runtime calls to draw: "
@@ -235,7 +245,8 @@ def timeline(
             width = max(iv.duration_us * scale, min_width)
             by_style.setdefault(_timeline_style(iv), []).append(((iv.start_us - t0) * scale, width))
         for style, bars in by_style.items():
-            ax.broken_barh(bars, (row - 0.4, 0.8), facecolors=_TIMELINE_STYLE[style][1])
+            hatched = {"edgecolors": "black", "hatch": "//"} if style == "range" else {}
+            ax.broken_barh(bars, (row - 0.4, 0.8), facecolors=_TIMELINE_STYLE[style][1], **hatched)
             used.add(style)
     ax.set_yticks(range(len(lanes)), list(lanes))
     ax.set_ylim(len(lanes) - 0.5, -0.5)  # first lane on top
@@ -243,7 +254,9 @@ def timeline(
     ax.set_xlabel(f"time ({unit})")
     ax.set_title(title)
     ax.grid(True, axis="x", alpha=0.3)
-    handles = [Patch(color=color, label=text) for style, (text, color) in _TIMELINE_STYLE.items() if style in used]
+    handles = [Patch(facecolor=color, edgecolor="black" if style == "range" else color,
+                     hatch="//" if style == "range" else None, label=text)
+               for style, (text, color) in _TIMELINE_STYLE.items() if style in used]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return ax
 

@@ -461,6 +461,18 @@ def test_timeline_lanes_axis_and_legend(intervals):
     assert "memset" not in legend  # only what is drawn
 
 
+def test_timeline_draws_named_host_ranges_in_lanes_of_their_own(intervals):
+    ranges = [Interval(kind="annotation", name="S1 copy", start_us=T0 + 10, end_us=T0 + 40),
+              Interval(kind="annotation", name="S0 compute", start_us=T0 + 20, end_us=T0 + 60),
+              Interval(kind="annotation", name="on the GPU", start_us=T0, end_us=T0 + 9, device=0, stream=7)]
+    ax = plotting.timeline(intervals + ranges, title="t", ranges=["S0 compute", "S1 copy", "absent"])
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[-2:] == ["host range: S0 compute", "host range: S1 copy"]
+    assert "host range (record_function / nvtx)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    without = plotting.timeline(intervals + ranges, title="t")
+    assert not any("range" in t.get_text() for t in without.get_yticklabels())
+
+
 def test_timeline_without_host_and_in_ms(intervals):
     long = intervals + [Interval(kind="kernel", name="long", start_us=T0 + 5000, end_us=T0 + 9000,
                                  device=1, stream=7)]
