@@ -89,6 +89,19 @@ def check_cuda_tensor(tensor: Any, name: str = "tensor") -> torch.Tensor:
     return tensor
 
 
+def check_count(value: Any, name: str, least: int = 0, unit: str = "") -> int:
+    """Raise ``ValueError`` unless ``value`` is a whole number (an int) of at least ``least``.
+
+    ``unit`` names what is counted in the message (``"steps"``: "a whole number of steps >= 1").
+
+    Taught in 04_event_timing (repeats, warm-up and calls per sample are counts).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        of = f" of {unit}" if unit else ""
+        raise ValueError(f"{name} must be a whole number{of} >= {least}, got {value!r}")
+    return value
+
+
 def check_size(nbytes: Any, name: str = "size") -> int:
     """Raise unless ``nbytes`` is a positive whole number of bytes; return it as an int.
 

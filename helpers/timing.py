@@ -25,6 +25,7 @@ from typing import Any
 import torch
 import torch.utils.benchmark as torch_benchmark
 
+from . import hardware
 from .records import register
 
 NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
@@ -168,9 +169,9 @@ def _format_seconds(seconds: float) -> str:
 
 
 def _check_counts(repeats: int, warmup: int, calls: int) -> None:
-    for name, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0), ("calls_per_sample", calls, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
+    hardware.check_count(repeats, "repeats", 1)
+    hardware.check_count(warmup, "warmup", 0)
+    hardware.check_count(calls, "calls_per_sample", 1)
 
 
 def _warn_if_noisy(result: Timing) -> Timing:

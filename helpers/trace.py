@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from . import config
+from . import config, hardware
 from .records import Attachment, register
 
 KINDS = ("kernel", "memcpy", "memset", "runtime", "annotation", "op")
@@ -273,10 +273,10 @@ def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Inter
 
 
 def _check_schedule(wait: Any, warmup: Any, active: Any, skip_first: Any) -> None:
-    for label, value, least in (("wait", wait, 0), ("warmup", warmup, 0), ("active", active, 1),
-                                ("skip_first", skip_first, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{label} must be a whole number of steps >= {least}, got {value!r}")
+    hardware.check_count(wait, "wait", 0, "steps")
+    hardware.check_count(warmup, "warmup", 0, "steps")
+    hardware.check_count(active, "active", 1, "steps")
+    hardware.check_count(skip_first, "skip_first", 0, "steps")
 
 
 def _gzip_file(src: Path, dest: Path) -> Path:

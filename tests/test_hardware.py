@@ -55,6 +55,16 @@ def test_check_device():
         hardware.check_device(1.5)
 
 
+def test_check_count_says_what_is_counted():
+    assert hardware.check_count(3, "repeats", 1) == 3
+    with pytest.raises(ValueError, match="repeats must be a whole number >= 1, got 0"):
+        hardware.check_count(0, "repeats", 1)
+    with pytest.raises(ValueError, match="active must be a whole number of steps >= 1, got 1.5"):
+        hardware.check_count(1.5, "active", 1, "steps")
+    with pytest.raises(ValueError):
+        hardware.check_count(True, "warmup")
+
+
 def test_check_cuda_tensor_and_size():
     with pytest.raises(TypeError, match="to\\('cuda'\\)"):
         hardware.check_cuda_tensor(torch.zeros(2), "x")
