@@ -52,7 +52,7 @@ import torch
 import torch.distributed as dist
 
 from . import hardware
-from .records import register
+from .codec import register
 
 # Environment every rank gets, on every machine: NVLink SHARP (NVLS) and multicast objects
 # stay off. The shared GPU machines require it; elsewhere it changes nothing we measure.

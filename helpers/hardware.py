@@ -265,6 +265,30 @@ def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
     return per_lane_gts[gen] * encoding * width / 8
 
 
+# Memory bandwidth of each GPU model in decimal GB/s, from NVIDIA's datasheets; matched by the
+# longest key found in the GPU's name. Only recordings' plausibility checks use it.
+MEMORY_GBPS = {"H100 80GB HBM3": 3350.0, "H100 PCIe": 2000.0, "H100 NVL": 3900.0, "H200": 4800.0,
+               "A100-SXM4-80GB": 2039.0, "A100-SXM4-40GB": 1555.0, "A100 80GB PCIe": 1935.0,
+               "L40S": 864.0, "B200": 8000.0}
+# Above every GPU memory NVIDIA shipped by 2026: the bound for a GPU missing from MEMORY_GBPS.
+UNKNOWN_GPU_CEILING_GBPS = 10_000.0
+
+
+def ceiling_gbps(info: dict[str, Any]) -> float:
+    """The fastest rate anything on a machine (``describe()`` or a recording's header) can move
+    data, in decimal GB/s: its GPUs' memory bandwidth, which a same-GPU copy counting read plus
+    write approaches, and which no PCIe or NVLink copy exceeds. A GPU not in ``MEMORY_GBPS``
+    gets ``UNKNOWN_GPU_CEILING_GBPS``, and so does a machine without GPUs.
+
+    Taught in 00_start_here (recordings are checked against it when they are unpacked).
+    """
+    rates = []
+    for gpu in info.get("gpus") or []:
+        keys = [key for key in MEMORY_GBPS if key in gpu.get("name", "")]
+        rates.append(MEMORY_GBPS[max(keys, key=len)] if keys else UNKNOWN_GPU_CEILING_GBPS)
+    return max(rates, default=UNKNOWN_GPU_CEILING_GBPS)
+
+
 def report(info: dict[str, Any] | None = None) -> str:
     """A plain-text table of a machine (this one by default, or a recording's header).
 

@@ -2,16 +2,24 @@
 
 An experiment is a plain function in a notebook; its body is the PyTorch code being taught.
 ``run_or_replay(fn, notebook=..., gpus=N, params=...)`` calls it when this machine has ``N``
-GPUs, and otherwise loads what it returned on a GPU machine, saying so in one plain sentence.
+GPUs, and otherwise loads what it returned on a GPU machine, saying in its first sentence
+which machine is replayed and why.
 
-A recording is ``results/<machine>/<notebook>/<experiment>.json``: an environment header
-(the machine as ``hardware.describe()`` saw it, the date, the commit, the parameters) plus a
-fingerprint of the experiment's source, so that a recording that no longer matches its
-notebook is caught (``stale_recordings``). Files an experiment attaches (Chrome traces) are
-copied beside it.
+A recording is ``results/<machine>/<notebook>/<experiment>.json``: an environment header (the
+machine as ``hardware.describe()`` saw it, the date, the commit, the parameters) plus a
+*fingerprint* of the code that produced it. The fingerprint covers the experiment's source,
+the source of every notebook function it reaches, and ``MEASURING_VERSION`` (the helpers'
+measuring code); the parameters are compared value by value. ``check_recordings`` reads the
+notebooks without running them and lists every recording that is missing, stale, broken or
+left over, machine by machine. Files an experiment attaches (Chrome traces) sit beside it.
 
-Results may hold plain JSON values, tuples, numpy numbers and the dataclasses registered
-here with ``@register`` (``Timing``, the trace module's intervals, ``Attachment``).
+Replay is explicit: ``COURSE_REPLAY_MACHINE`` names a recorded machine (an unknown name is an
+error that lists them); otherwise the machine this one is, if it recorded the experiment, else
+the recorded machine with the most GPUs (then the newest recording, then the name).
+
+A machine name stands for a kind of machine (``2xNVIDIA-H200``): two hosts with the same GPUs
+share it, and a newer recording replaces an older one; git history keeps the older, and each
+recording keeps its own host's report in its header.
 
 Taught in 00_start_here.
 """
@@ -25,48 +33,44 @@ import functools
 import hashlib
 import inspect
 import json
+import math
 import os
 import shutil
 import subprocess
 import textwrap
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import config, hardware
+# timing, trace and distributed define the recorded types: importing them registers those
+# types, so ``load`` works on its own.
+from . import codec, config, distributed, hardware, timing, trace  # noqa: F401
 
-_TYPES: dict[str, type] = {}
+# Bump when the helpers change what an experiment measures (timing, trace, distributed):
+# every recording then becomes stale and is re-recorded. tests/test_records.py keeps
+# MEASURING_CODE in step with that code, so a change to it is always a decision.
+MEASURING_VERSION = 1
+MEASURING_CODE = "0d30c1f655ebbacf"
+_MEASURING_MODULES = ("timing", "trace", "distributed")
 
-
-def register(cls: type) -> type:
-    """Class decorator: let instances of this dataclass be saved in and loaded from recordings.
-
-    Taught in 00_start_here.
-    """
-    if not dataclasses.is_dataclass(cls):
-        raise TypeError(f"only dataclasses can be registered for recordings, not {cls.__name__}")
-    _TYPES[cls.__name__] = cls
-    return cls
+HEADER_KEYS = ("machine", "date", "commit", "quick", "notebook", "experiment", "fingerprint", "params")
 
 
-@register
-@dataclasses.dataclass
-class Attachment:
-    """A file that belongs to a result (a Chrome trace): copied beside the recording when saved.
+class RecordingError(ValueError):
+    """A recording that cannot be read: the message names the file and how to re-record it.
 
     Taught in 00_start_here.
     """
-
-    path: str
 
 
 # ---------------------------------------------------------------- fingerprints
 
-def _function_node(source: str) -> ast.FunctionDef:
+def _definition_node(source: str) -> ast.FunctionDef:
     tree = ast.parse(textwrap.dedent(source))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
+            node.decorator_list = []
             return node
     raise ValueError("the source holds no function definition")
 
@@ -87,74 +91,112 @@ def _canonical(node: Any) -> str:
     return repr(node)
 
 
-def fingerprint_source(source: str) -> str:
-    """Fingerprint of a function's source: its syntax tree, without decorators or comments.
+def free_names(node: ast.AST) -> set[str]:
+    """Names a function reads that it does not bind itself: its globals (and builtins).
 
-    Reformatting or editing comments keeps the fingerprint; changing the code changes it; the
-    Python version does not matter.
+    Taught in 00_start_here (what a fingerprint follows).
+    """
+    bound, read = set(), set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            (read if isinstance(sub.ctx, ast.Load) else bound).add(sub.id)
+        elif isinstance(sub, ast.arg):
+            bound.add(sub.arg)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
+            bound.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in sub.names)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            bound.add(sub.name)
+    return read - bound
+
+
+def fingerprint_source(source: str, reached: Mapping[str, str] | None = None) -> str:
+    """Fingerprint of an experiment: its syntax tree (without decorators or comments), the
+    trees of the notebook functions it reaches (``{name: source}``), and ``MEASURING_VERSION``.
+
+    Reformatting or editing comments keeps it; changing the code of the experiment or of any
+    function it calls changes it; the Python version does not matter.
 
     Taught in 00_start_here.
     """
-    node = _function_node(source)
-    node.decorator_list = []
-    return hashlib.sha256(_canonical(node).encode()).hexdigest()[:16]
+    parts = [f"measuring code v{MEASURING_VERSION}", _canonical(_definition_node(source))]
+    parts += [f"{name} = {_canonical(_definition_node(src))}" for name, src in sorted((reached or {}).items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def fingerprint(fn: Callable[..., Any]) -> str:
-    """Fingerprint of a function defined in a file or a notebook cell (see ``fingerprint_source``).
-
-    Taught in 00_start_here.
-    """
+def _source_of(fn: Any) -> str:
     try:
-        source = inspect.getsource(fn)
+        return inspect.getsource(fn)
     except (OSError, TypeError) as err:
         raise TypeError(
             f"cannot read the source of {fn!r}: pass a function defined with def in a notebook or module"
         ) from err
-    return fingerprint_source(source)
 
 
-# ---------------------------------------------------------------- encoding
+def check_experiment(fn: Any) -> None:
+    """Raise ``TypeError`` unless ``fn`` is a function defined with ``def`` at the top of a
+    cell or module: a lambda, a ``functools.partial``, a method or a closure keeps part of
+    what it does out of its source, where no recording could check it.
 
-def _encode(obj: Any, attach: Callable[[str], str] | None) -> Any:
-    if isinstance(obj, Attachment):
-        return {"__type__": "Attachment", "path": attach(obj.path) if attach else obj.path}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        name = type(obj).__name__
-        if _TYPES.get(name) is not type(obj):
-            raise TypeError(f"{name} is not registered for recordings: decorate it with @records.register")
-        fields = {f.name: _encode(getattr(obj, f.name), attach) for f in dataclasses.fields(obj)}
-        return {"__type__": name, **fields}
-    if isinstance(obj, dict):
-        return {str(k): _encode(v, attach) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_encode(v, attach) for v in obj]
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
-        return obj
-    if hasattr(obj, "tolist"):  # numpy arrays and scalars, torch tensors
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(
-        f"cannot record a {type(obj).__name__}: return plain numbers, strings, lists, dicts, "
-        f"Timing or trace results from an experiment"
-    )
+    Taught in 00_start_here.
+    """
+    what = ("pass a function defined with def at the top of a notebook cell, and give it its "
+            "values through params=")
+    if isinstance(fn, functools.partial):
+        raise TypeError(f"the experiment is a functools.partial of {fn.func.__name__}: {what}")
+    if not inspect.isfunction(fn):
+        raise TypeError(f"the experiment must be a function, got {type(fn).__name__}: {what}")
+    if fn.__name__ == "<lambda>":
+        raise TypeError(f"the experiment is a lambda: {what}")
+    if fn.__closure__ or "<locals>" in fn.__qualname__:
+        captured = ", ".join(fn.__code__.co_freevars) or "names of the function around it"
+        raise TypeError(f"the experiment {fn.__name__} is defined inside another function and "
+                        f"captures {captured}: {what}")
 
 
-def _decode(obj: Any, folder: Path | None) -> Any:
-    if isinstance(obj, list):
-        return [_decode(v, folder) for v in obj]
-    if not isinstance(obj, dict):
-        return obj
-    if "__type__" not in obj:
-        return {k: _decode(v, folder) for k, v in obj.items()}
-    name = obj["__type__"]
-    if name not in _TYPES:
-        raise ValueError(f"recording holds an unknown type {name!r}; is the helpers package up to date?")
-    fields = {k: _decode(v, folder) for k, v in obj.items() if k != "__type__"}
-    if name == "Attachment" and folder is not None:
-        fields["path"] = str(folder / fields["path"])
-    return _TYPES[name](**fields)
+def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
+    """``{name: source}`` of the functions defined beside ``fn`` (same notebook or module) that
+    it calls, directly or through each other."""
+    reached: dict[str, str] = {}
+    todo = [fn]
+    while todo:
+        current = todo.pop()
+        for name in sorted(free_names(_definition_node(_source_of(current)))):
+            obj = current.__globals__.get(name)
+            if (name in reached or obj is fn or not inspect.isfunction(obj)
+                    or obj.__module__ != fn.__module__ or obj.__qualname__ != obj.__name__):
+                continue
+            reached[name] = _source_of(obj)
+            todo.append(obj)
+    return reached
+
+
+def fingerprint(fn: Callable[..., Any]) -> str:
+    """Fingerprint of an experiment function as it is now (see ``fingerprint_source``).
+
+    Taught in 00_start_here.
+    """
+    check_experiment(fn)
+    return fingerprint_source(_source_of(fn), _reached_functions(fn))
+
+
+def measuring_code_hash() -> str:
+    """Hash of the measuring modules' code (``timing``, ``trace``, ``distributed``), without
+    docstrings and comments: a test compares it with ``MEASURING_CODE``.
+
+    Taught in 00_start_here.
+    """
+    digest = hashlib.sha256()
+    for name in _MEASURING_MODULES:
+        tree = ast.parse((Path(__file__).parent / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+        digest.update(_canonical(tree).encode())
+    return digest.hexdigest()[:16]
 
 
 # ---------------------------------------------------------------- the header
@@ -190,7 +232,7 @@ def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]
         "notebook": notebook,
         "experiment": name,
         "fingerprint": fp,
-        "params": _encode(params, None),
+        "params": codec.encode(params, None, "params"),
     }
 
 
@@ -221,21 +263,63 @@ def save(notebook: str, name: str, value: Any, *, fp: str, params: dict[str, Any
         copied.append(dest)
         return dest
 
-    record = {"header": header, "result": _encode(value, attach)}
-    path.write_text(json.dumps(record, indent=1, allow_nan=True) + "\n")
+    record = {"header": header, "result": codec.encode(value, attach)}
+    path.write_text(codec.dumps(record))
     return path
+
+
+def rerecord_command(machine: str | None, notebooks: Iterable[str]) -> str:
+    """The commands that re-record ``notebooks`` on a machine like ``machine``.
+
+    Taught in 00_start_here.
+    """
+    names = " ".join(f"notebooks/{nb}.ipynb" for nb in sorted(set(notebooks)))
+    where = f"on a {machine} machine" if machine else "on a GPU machine with enough GPUs"
+    archive = f"gpu-results-{machine or '<machine>'}.tar.gz"
+    return (f"{where}: make gpu-all NOTEBOOKS=\"{names}\" OUT=build/gpu-out; "
+            f"then here: make unpack ARCHIVE=build/gpu-out/{archive}")
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    """The raw JSON of a recording, or ``RecordingError`` naming the file and the fix."""
+    fix = (f"re-record it ({rerecord_command(path.parts[-3] if len(path.parts) >= 3 else None, [path.parent.name])}) "
+           f"or restore it with `git checkout -- {path}`")
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise RecordingError(f"{path} cannot be read ({err}): {fix}") from err
+    except json.JSONDecodeError as err:
+        raise RecordingError(f"{path} is not a readable recording (JSON error: {err}): {fix}") from err
+    if not isinstance(record, dict) or not isinstance(record.get("header"), dict) or "result" not in record:
+        raise RecordingError(f"{path} has no header and result: {fix}")
+    missing = [key for key in HEADER_KEYS if key not in record["header"]]
+    if missing or not isinstance(record["header"]["machine"], dict):
+        raise RecordingError(f"{path}: its header lacks {', '.join(missing) or 'the machine'}: {fix}")
+    return record
+
+
+def read_header(path: Path | str) -> dict[str, Any]:
+    """A recording's environment header, checked (``RecordingError`` names the file otherwise).
+
+    Taught in 00_start_here.
+    """
+    return _read_record(Path(path))["header"]
 
 
 def load(path: Path | str) -> tuple[dict[str, Any], Any]:
     """Read a recording: ``(header, result)``, with registered types and attachments restored.
 
+    A file that is not a whole recording raises ``RecordingError`` naming it and the fix.
+
     Taught in 00_start_here.
     """
-    from . import distributed, timing, trace  # noqa: F401 - importing them registers their types
-
     path = Path(path)
-    record = json.loads(path.read_text())
-    return record["header"], _decode(record["result"], path.parent)
+    record = _read_record(path)
+    try:
+        return record["header"], codec.decode(record["result"], path.parent)
+    except (TypeError, ValueError) as err:
+        raise RecordingError(f"{path}: its result cannot be decoded ({err}): "
+                             f"{rerecord_command(path.parts[-3], [path.parent.name])}") from err
 
 
 def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
@@ -246,21 +330,88 @@ def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = N
     root = root or config.results_dir()
     found = []
     for path in sorted(root.glob(f"*/{notebook}/{name}.json")):
-        header = json.loads(path.read_text())["header"]
-        if len(header["machine"].get("gpus") or []) >= gpus:
+        if len(read_header(path)["machine"].get("gpus") or []) >= gpus:
             found.append(path)
     return found
 
 
-def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
-    """The machine headers of every recorded machine, one each (for reports in 00_start_here)."""
+def recorded_machine_names(root: Path | None = None) -> list[str]:
+    """Names of the machines with recordings under the results folder, sorted.
+
+    Taught in 00_start_here.
+    """
     root = root or config.results_dir()
-    machines = []
-    for folder in sorted(p for p in root.glob("*") if p.is_dir()):
-        first = next(iter(sorted(folder.glob("*/*.json"))), None)
-        if first is not None:
-            machines.append(json.loads(first.read_text())["header"]["machine"])
-    return machines
+    return sorted(p.name for p in root.glob("*") if p.is_dir() and not p.name.startswith(".")
+                  and any(p.glob("*/*.json")))
+
+
+def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
+    """The machine headers of every recorded machine, one each (for reports in 00_start_here).
+
+    Taught in 00_start_here.
+    """
+    root = root or config.results_dir()
+    return [read_header(sorted((root / name).glob("*/*.json"))[0])["machine"]
+            for name in recorded_machine_names(root)]
+
+
+# ---------------------------------------------------------------- choosing what to replay
+
+@dataclasses.dataclass
+class Choice:
+    """Which recording a replay uses, and the reason in words.
+
+    Taught in 00_start_here.
+    """
+
+    path: Path
+    machine: str
+    reason: str
+
+
+def _gpu_total(path: Path) -> int:
+    return len(read_header(path)["machine"].get("gpus") or [])
+
+
+def _this_machine_name() -> str | None:
+    return _machine()["machine"] if hardware.gpu_count() else None
+
+
+def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = None) -> Choice:
+    """The recording of ``notebook/name`` to replay (see the module's docstring for the order).
+
+    ``COURSE_REPLAY_MACHINE`` naming no recorded machine, or one without this experiment, is a
+    ``ValueError`` that lists the machines that have it.
+
+    Taught in 00_start_here.
+    """
+    root = root or config.results_dir()
+    candidates = {p.parts[-3]: p for p in recordings_of(notebook, name, gpus, root)}
+    have = ", ".join(candidates) or "none"
+    wanted = config.replay_machine()
+    if wanted is not None:
+        known = recorded_machine_names(root)
+        if wanted not in known:
+            raise ValueError(f"{config.REPLAY_MACHINE_ENV}={wanted!r} is not a recorded machine; "
+                             f"recorded machines: {', '.join(known) or 'none'}")
+        if wanted not in candidates:
+            raise ValueError(f"{config.REPLAY_MACHINE_ENV}={wanted!r} has no recording of "
+                             f"{notebook}/{name} (it needs {gpus} GPU(s)); machines that have it: {have}")
+        return Choice(candidates[wanted], wanted, f"{config.REPLAY_MACHINE_ENV} chose it")
+    if not candidates:
+        raise ValueError(
+            f"{notebook}/{name} needs {gpus} GPU(s), this machine has {hardware.gpu_count()}, and no "
+            f"recording of it is under {root}; {rerecord_command(None, [notebook])}"
+        )
+    here = _this_machine_name()
+    if here in candidates:
+        return Choice(candidates[here], here, "it is this machine")
+    best = max(candidates, key=lambda m: (_gpu_total(candidates[m]),
+                                          read_header(candidates[m])["date"], m))
+    reason = ("it is the only machine that recorded it" if len(candidates) == 1 else
+              f"it is the one with the most GPUs of those that recorded it ({have}); "
+              f"set {config.REPLAY_MACHINE_ENV} to choose another")
+    return Choice(candidates[best], best, reason)
 
 
 # ---------------------------------------------------------------- run or replay
@@ -269,6 +420,8 @@ def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
 class Run:
     """What ``run_or_replay`` gives back: the value, and where and when it was measured.
 
+    ``reason`` says, for a replay, why this machine does not measure and why that recording.
+
     Taught in 06_nccl_point_to_point_and_collectives.
     """
 
@@ -276,6 +429,7 @@ class Run:
     live: bool
     header: dict[str, Any]
     saved_to: Path | None = None
+    reason: str = ""
 
     @property
     def machine(self) -> str:
@@ -291,14 +445,15 @@ class Run:
         return gpus[0]["name"] if gpus else "no GPU"
 
     def describe(self) -> str:
-        """One plain sentence: measured here, or replayed from which machine, GPU and date."""
+        """One plain sentence: measured here, or replayed from which machine, why, and when."""
         m = self.header["machine"]
         versions = f"torch {m.get('torch')}, driver {m.get('driver') or '-'}"
         if self.live:
             return f"Measured live on this machine ({self.machine}: {self.gpu_name}, {versions})."
         return (
-            f"Replayed, not measured here: recorded on {self.machine} ({self.gpu_name}, {versions}) "
-            f"on {self.header['date'][:10]} at commit {self.header.get('commit') or 'unknown'}."
+            f"Replayed from {self.machine}, not measured here: {self.reason}. Recorded there "
+            f"({self.gpu_name}, {versions}) on {self.header['date'][:10]} at commit "
+            f"{self.header.get('commit') or 'unknown'}."
         )
 
     def where(self) -> str:
@@ -309,32 +464,38 @@ class Run:
 def _check_arguments(fn: Any, notebook: Any, gpus: Any, params: Any) -> None:
     if not callable(fn):
         raise TypeError(f"run_or_replay needs the experiment function itself, got {type(fn).__name__}")
+    check_experiment(fn)
     if not isinstance(notebook, str) or not notebook:
         raise TypeError("notebook must be the notebook's name as a string, e.g. '01_pinned_memory'")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
         raise ValueError(f"gpus must be the number of GPUs the experiment needs (0, 1, 2, ...), got {gpus!r}")
     if params is not None and not isinstance(params, dict):
         raise TypeError("params must be a dict of keyword arguments for the experiment")
+    codec.check_recordable(params or {}, "params")
 
 
-def _replay(notebook: str, name: str, gpus: int, fp: str) -> Run:
-    candidates = recordings_of(notebook, name, gpus)
-    if not candidates:
-        raise ValueError(
-            f"{notebook}/{name} needs {gpus} GPU(s), this machine has {hardware.gpu_count()}, and no "
-            f"recording of it is under {config.results_dir()}; run `make gpu-all` on a machine with "
-            f"{gpus} GPU(s) to record it"
-        )
-    wanted = config.replay_machine()
-    chosen = next((p for p in candidates if p.parts[-3] == wanted), candidates[0])
-    header, value = load(chosen)
+def _why_not_live(gpus: int) -> str:
+    have = hardware.gpu_count()
+    if have >= gpus:
+        return f"{config.REPLAY_ENV}=1 asks for replay"
+    return f"this machine has {have or 'no'} GPU{'s' if have != 1 else ''} and the experiment needs {gpus}"
+
+
+def _replay(notebook: str, name: str, gpus: int, fp: str, params: dict[str, Any]) -> Run:
+    choice = choose_recording(notebook, name, gpus)
+    header, value = load(choice.path)
     if header["fingerprint"] != fp:
         warnings.warn(
-            f"the recording {chosen} was made from a different version of {name}() than the one in "
-            f"this notebook (fingerprint {header['fingerprint']} != {fp}): re-record it on a GPU machine",
+            f"the recording {choice.path} was made from a different version of {name}() or of the "
+            f"functions it calls (fingerprint {header['fingerprint']} != {fp}): "
+            f"{rerecord_command(choice.machine, [notebook])}",
             stacklevel=3,
         )
-    return Run(value, False, header)
+    elif not config.quick_mode() and header["params"] != codec.encode(params, None, "params"):
+        warnings.warn(f"the recording {choice.path} was made with other params than these: "
+                      f"{rerecord_command(choice.machine, [notebook])}", stacklevel=3)
+    reason = f"{_why_not_live(gpus)}; {choice.machine} is replayed because {choice.reason}"
+    return Run(value, False, header, reason=reason)
 
 
 def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
@@ -342,9 +503,11 @@ def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
     """Run experiment ``fn(**params)`` live if this machine has ``gpus`` GPUs, else replay it.
 
     Live: the result is measured now; with ``COURSE_RECORD=1`` (and not in quick mode) it is
-    also saved as a recording. Replay: the newest recording of a machine with enough GPUs is
-    loaded (``COURSE_REPLAY_MACHINE`` chooses among several) and a sentence says where it comes
-    from. ``gpus=0`` experiments always run live and are never recorded.
+    also saved as a recording. Either way the value the notebook gets has been through the
+    recordings' encoding (``codec.round_trip``), so live and replay hand over the same types.
+    Replay: ``choose_recording`` picks the recording and the first sentence printed says which
+    and why. ``gpus=0`` experiments always run live and are never recorded. ``params`` must be
+    recordable; that is checked before the experiment runs.
 
     Taught in 00_start_here.
     """
@@ -354,77 +517,434 @@ def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
     fp = fingerprint(fn)
     live = hardware.gpu_count() >= gpus and not (gpus and config.replay_forced())
     if not live:
-        run = _replay(notebook, name, gpus, fp)
+        run = _replay(notebook, name, gpus, fp, params)
         print(run.describe())
         return run
     value = fn(**params)
     hardware.free_memory()
-    run = Run(value, True, environment_header(notebook, name, fp, params))
+    run = Run(codec.round_trip(value), True, environment_header(notebook, name, fp, params))
     if gpus and config.recording_enabled() and not config.quick_mode():
         run.saved_to = save(notebook, name, value, fp=fp, params=params)
     print(run.describe() + (f" Recorded to {run.saved_to}." if run.saved_to else ""))
     return run
 
 
-# ---------------------------------------------------------------- staleness
 
-def _calls_in(tree: ast.AST) -> list[tuple[str, int, str | None]]:
-    """(function name, gpus, name=) of every ``run_or_replay(fn, ...)`` call in a syntax tree."""
-    calls = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "run_or_replay"):
-            continue
-        if not node.args or not isinstance(node.args[0], ast.Name):
-            continue
-        kw = {k.arg: k.value for k in node.keywords}
-        gpus = kw["gpus"].value if isinstance(kw.get("gpus"), ast.Constant) else 1
-        name = kw["name"].value if isinstance(kw.get("name"), ast.Constant) else None
-        calls.append((node.args[0].id, gpus, name))
-    return calls
-
-
-def experiments_in_notebook(path: Path | str) -> dict[str, tuple[int, str]]:
-    """``{experiment name: (gpus, fingerprint)}`` for every ``run_or_replay`` call in a notebook.
+def replay_plan(notebook_path: Path | str) -> tuple[list[str], list[str], str]:
+    """For a notebook on this machine: (experiments that run live, experiments that replay,
+    one line saying which machine the replays come from and why, or why none can).
 
     Taught in 00_start_here.
     """
-    cells = json.loads(Path(path).read_text())["cells"]
-    functions: dict[str, str] = {}
-    calls: list[tuple[str, int, str | None]] = []
+    path = Path(notebook_path)
+    found = experiments_in_notebook(path)
+    have = hardware.gpu_count()
+    live = [n for n, e in found.items() if e.gpus <= have and not (e.gpus and config.replay_forced())]
+    replay = [n for n in found if n not in live]
+    if not replay:
+        return live, replay, "-"
+    try:
+        choices = {choose_recording(path.stem, n, found[n].gpus).machine for n in replay}
+    except ValueError as err:
+        return live, replay, f"cannot replay: {err}"
+    first = choose_recording(path.stem, replay[0], found[replay[0]].gpus)
+    machines = ", ".join(sorted(choices))
+    return live, replay, machines + ("" if len(choices) > 1 else f" ({first.reason})")
+
+# ---------------------------------------------------------------- reading a notebook
+
+_PARAM_BUILTINS = {f.__name__: f for f in (dict, list, tuple, range, int, float, str, min, max, len,
+                                           sorted, sum, round, abs)}
+
+
+class _FullSizeConfig:
+    """``config`` as a full-size recording run sees it (for working out params statically)."""
+
+    @staticmethod
+    def pick(full: Any, quick: Any) -> Any:
+        return full
+
+    @staticmethod
+    def quick_mode() -> bool:
+        return False
+
+
+_PARAM_MODULES = {"config": _FullSizeConfig, "timing": type("timing", (), {
+    "sizes_pow2": staticmethod(timing.sizes_pow2)})}
+
+
+class _Unknown:
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+@dataclasses.dataclass
+class NotebookExperiment:
+    """One ``run_or_replay`` call found in a notebook, as the static reader sees it.
+
+    ``params`` are the full-size parameters worked out from the notebook's text (None when
+    they cannot be); ``problems`` lists what keeps the call from being checked.
+
+    Taught in 00_start_here.
+    """
+
+    name: str
+    function: str
+    gpus: int
+    fingerprint: str | None
+    params: dict[str, Any] | None
+    problems: list[str]
+
+
+def _code_cells(path: Path) -> list[str]:
+    cells = json.loads(path.read_text())["cells"]
+    sources = []
     for cell in cells:
-        if cell["cell_type"] != "code":
-            continue
-        source = "".join(cell["source"])
-        source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        if cell["cell_type"] == "code":
+            source = "".join(cell["source"])
+            sources.append("\n".join(line for line in source.splitlines()
+                                     if not line.lstrip().startswith(("%", "!"))))
+    return sources
+
+
+def _evaluate(node: ast.expr, names: Mapping[str, Any]) -> Any:
+    """Value of a params expression from literals, ``config.pick`` (full size) and notebook
+    constants; raises ``NameError``/``ValueError`` when it uses anything else."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(names.get(sub.id), _Unknown):
+            raise ValueError(f"{sub.id} = {names[sub.id].why}")
+    namespace = {"__builtins__": {}, **_PARAM_BUILTINS, **_PARAM_MODULES,
+                 **{k: v for k, v in names.items() if not isinstance(v, _Unknown)}}
+    return eval(compile(ast.Expression(node), "<params>", "eval"), namespace)  # noqa: S307
+
+
+def _call_target(node: ast.Call) -> ast.expr | None:
+    return node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fn"), None)
+
+
+def _is_run_or_replay(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "run_or_replay"
+
+
+class _NotebookReader:
+    """Walks a notebook's code cells in order, as a kernel would define them."""
+
+    def __init__(self) -> None:
+        self.functions: dict[str, str] = {}
+        self.values: dict[str, Any] = {}   # notebook variables: a value, or _Unknown
+        self.found: dict[str, NotebookExperiment] = {}
+
+    def read_cell(self, source: str) -> None:
         tree = ast.parse(source)
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef):
-                functions[node.name] = ast.get_source_segment(source, node) or ""
-        calls.extend(_calls_in(tree))
-    found = {}
-    for fn_name, gpus, name in calls:
-        if fn_name in functions:
-            found[name or fn_name] = (gpus, fingerprint_source(functions[fn_name]))
-    return found
+            self._define(node, source)
+            for call in (sub for sub in ast.walk(node) if _is_run_or_replay(sub)):
+                experiment = self._experiment(call)
+                self.found[experiment.name] = experiment
+
+    def _define(self, node: ast.stmt, source: str) -> None:
+        if isinstance(node, ast.FunctionDef):
+            self.functions[node.name] = ast.get_source_segment(source, node) or ""
+            self.values.pop(node.name, None)
+        elif isinstance(node, ast.ClassDef):
+            self.values[node.name] = _Unknown("a class defined in the notebook")
+            self.functions.pop(node.name, None)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            try:
+                value = _evaluate(node.value, self.values) if node.value and not isinstance(node, ast.AugAssign) \
+                    else _Unknown("changed in place")
+            except Exception as err:  # noqa: BLE001 - anything the static reader cannot evaluate
+                value = _Unknown(f"{ast.unparse(node.value)[:60]} ({type(err).__name__})")
+            for target in targets:
+                self._assign(target, value)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".")[0]
+                if name not in _PARAM_MODULES:
+                    self.values[name] = _Unknown("a module")
+        elif isinstance(node, (ast.For, ast.With, ast.If, ast.While, ast.Try)):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
+                    self.values[sub.id] = _Unknown("set inside a block")
+
+    def _assign(self, target: ast.expr, value: Any) -> None:
+        """Bind ``name = value`` and ``a, b = (x, y)``; anything else becomes unknown."""
+        if isinstance(target, ast.Name):
+            self.values[target.id] = value
+            self.functions.pop(target.id, None)
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)) \
+                and len(value) == len(target.elts):
+            for sub, item in zip(target.elts, value, strict=True):
+                self._assign(sub, item)
+        else:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    self._assign(sub, _Unknown("unpacked from a value the reader cannot split"))
+
+    def _experiment(self, call: ast.Call) -> NotebookExperiment:
+        keywords = {k.arg: k.value for k in call.keywords}
+        target = _call_target(call)
+        function = target.id if isinstance(target, ast.Name) else ast.unparse(target) if target else "?"
+        name = keywords["name"].value if isinstance(keywords.get("name"), ast.Constant) else function
+        gpus_node = keywords.get("gpus")
+        gpus = 1 if gpus_node is None else gpus_node.value if isinstance(gpus_node, ast.Constant) else -1
+        problems = []
+        if gpus_node is not None and not isinstance(gpus, int):
+            problems.append("gpus= must be a literal number")
+        if not isinstance(target, ast.Name) or function not in self.functions:
+            problems.append(f"the experiment `{function}` is not a function defined with def at the top "
+                            f"of a cell, so its source cannot be checked")
+            return NotebookExperiment(name, function, gpus, None, None, problems)
+        fp = self._fingerprint(function, problems)
+        params = None
+        try:
+            params = _evaluate(keywords["params"], self.values) if "params" in keywords else {}
+            params = codec.encode(params, None, "params")
+        except Exception as err:  # noqa: BLE001
+            problems.append(f"its params cannot be worked out from the notebook ({err}): build them from "
+                            f"literals, config.pick(...) and constants defined in the notebook")
+            params = None
+        return NotebookExperiment(name, function, gpus, fp, params, problems)
+
+    def _fingerprint(self, function: str, problems: list[str]) -> str:
+        reached: dict[str, str] = {}
+        todo = [function]
+        while todo:
+            for used in sorted(free_names(_definition_node(self.functions[todo.pop()]))):
+                if used in self.functions and used != function and used not in reached:
+                    reached[used] = self.functions[used]
+                    todo.append(used)
+                elif used in self.values and isinstance(self.values[used], _Unknown) \
+                        and self.values[used].why == "a module":
+                    continue
+                elif used in self.values:
+                    problems.append(f"{function} reads the notebook variable `{used}`, which its "
+                                    f"recording cannot check: pass it through params=")
+        return fingerprint_source(self.functions[function], reached)
+
+
+def experiments_in_notebook(path: Path | str) -> dict[str, NotebookExperiment]:
+    """Every ``run_or_replay`` call in a notebook, read from its text without running it.
+
+    Taught in 00_start_here.
+    """
+    reader = _NotebookReader()
+    for source in _code_cells(Path(path)):
+        reader.read_cell(source)
+    return reader.found
+
+
+# ---------------------------------------------------------------- validating a recording
+
+# Clocks that time the device's work itself. A rate from another clock can describe what moved
+# no bytes (a pinned allocation, a call that returns before its copy) and is not checked.
+_DEVICE_CLOCKS = ("cuda events", "torch.utils.benchmark")
+_LEAVES = (timing.Timing, trace.Interval, codec.Attachment)
+
+
+def _leaves(value: Any, where: str = "result") -> Iterable[tuple[str, Any]]:
+    """(position, object) of every Timing, Interval and Attachment in a decoded result."""
+    if isinstance(value, _LEAVES):
+        yield where, value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _leaves(getattr(value, f.name), f"{where}.{f.name}")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, f"{where}[{k!r}]")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, f"{where}[{i}]")
+
+
+def _attachments(value: Any) -> list[codec.Attachment]:
+    return [leaf for _, leaf in _leaves(value) if isinstance(leaf, codec.Attachment)]
+
+
+def _bandwidths(value: Any) -> Iterable[tuple[str, float]]:
+    """(label, GB/s) of every device-timed Timing with bytes in a decoded result."""
+    for _, t in _leaves(value):
+        if isinstance(t, timing.Timing) and t.nbytes and t.median_s > 0 and t.method in _DEVICE_CLOCKS:
+            yield t.label or "a timing", t.gbps
+
+
+def _bad_times(value: Any) -> Iterable[str]:
+    """Where a decoded result holds a negative or non-finite time."""
+    for where, leaf in _leaves(value):
+        if isinstance(leaf, timing.Timing):
+            bad = [s for s in leaf.samples_s if not (isinstance(s, (int, float)) and math.isfinite(s) and s >= 0)]
+            if bad:
+                yield f"{where} ({leaf.label or 'a timing'}) has samples {bad[:3]}"
+        elif isinstance(leaf, trace.Interval) and not (
+                math.isfinite(leaf.start_us) and math.isfinite(leaf.end_us) and leaf.end_us >= leaf.start_us):
+            yield f"{where} has an interval {leaf.name!r} from {leaf.start_us} to {leaf.end_us} us"
+
+
+def validate_recording(path: Path, machine: str | None = None) -> list[str]:
+    """Problems with one recording file, each naming it; empty when it is sound.
+
+    Sound means: it decodes; its header has every key (``HEADER_KEYS``) and names this
+    machine, notebook and experiment; it is not a quick-mode run; its attachments exist
+    beside it as plain files; no time is negative or not a number; no device-timed bandwidth
+    is over the machine's fastest link (``hardware.ceiling_gbps``) by more than 10%.
+
+    Taught in 00_start_here.
+    """
+    path = Path(path)
+    try:
+        header, value = load(path)
+    except RecordingError as err:
+        return [str(err)]
+    problems = []
+    expected = {"machine": machine or path.parts[-3], "notebook": path.parent.name, "experiment": path.stem}
+    found = {"machine": header["machine"].get("machine"), "notebook": header["notebook"],
+             "experiment": header["experiment"]}
+    problems += [f"{path}: its header says {key} {found[key]!r}, its place says {want!r}"
+                 for key, want in expected.items() if found[key] != want]
+    if header["quick"]:
+        problems.append(f"{path}: it is a quick-mode run; recordings are made at full size")
+    if not isinstance(header["fingerprint"], str) or not header["fingerprint"]:
+        problems.append(f"{path}: its header has no fingerprint")
+    for attachment in _attachments(value):
+        file = Path(attachment.path)
+        if file.parent != path.parent or file.is_symlink() or not file.is_file():
+            problems.append(f"{path}: its attachment {file.name} is missing or not a plain file beside it")
+    problems += [f"{path}: {bad}" for bad in _bad_times(value)]
+    ceiling = hardware.ceiling_gbps(header["machine"])
+    problems += [f"{path}: {label} at {gbps:.1f} GB/s is over 1.1 x the machine's fastest link "
+                 f"({ceiling:.0f} GB/s)" for label, gbps in _bandwidths(value) if gbps > 1.1 * ceiling]
+    return problems
+
+
+def validate_machine_folder(folder: Path, machine: str) -> list[str]:
+    """``validate_recording`` for every recording under ``results/<machine>``, plus the files
+    there that are neither a recording nor one's attachment, and any link. Empty is good.
+
+    Taught in 00_start_here.
+    """
+    folder = Path(folder)
+    recordings = sorted(folder.glob("*/*.json"))
+    if not recordings:
+        return [f"{folder}: holds no recording (<notebook>/<experiment>.json)"]
+    problems: list[str] = []
+    attached: set[Path] = set()
+    for path in recordings:
+        problems += validate_recording(path, machine)
+        try:
+            attached.update(Path(a.path) for a in _attachments(load(path)[1]))
+        except RecordingError:
+            pass
+    for item in sorted(folder.rglob("*")):
+        if item.is_symlink():
+            problems.append(f"{item}: a link; recordings are plain files")
+        elif item.is_file() and item not in attached and item not in recordings:
+            problems.append(f"{item}: neither a recording nor a file one attaches")
+        elif item.is_dir() and item.parent != folder:
+            problems.append(f"{item}: a folder inside a notebook's recordings")
+    return problems
+
+
+# ---------------------------------------------------------------- staleness
+
+@dataclasses.dataclass
+class Problem:
+    """One thing wrong with the recordings: where (machine may be None: no machine has it)
+    and what, for ``check_recordings``.
+
+    Taught in 00_start_here.
+    """
+
+    machine: str | None
+    notebook: str
+    text: str
+
+
+def _check_one_recording(path: Path, machine: str, expected: NotebookExperiment) -> list[str]:
+    problems = validate_recording(path, machine)
+    if problems:
+        return problems
+    header = read_header(path)
+    if expected.fingerprint and header["fingerprint"] != expected.fingerprint:
+        problems.append(f"{path}: stale: made from other code (recorded fingerprint "
+                        f"{header['fingerprint']}, the notebook's is {expected.fingerprint})")
+    if expected.params is not None and header["params"] != expected.params:
+        changed = sorted(k for k in set(header["params"]) | set(expected.params)
+                         if header["params"].get(k) != expected.params.get(k))
+        problems.append(f"{path}: stale: made with other params ({', '.join(changed)} differ "
+                        f"from the notebook's full-size params)")
+    return problems
+
+
+def _check_machine(folder: Path, notebook: str, found: Mapping[str, NotebookExperiment]) -> list[str]:
+    machine = folder.parent.name
+    gpus_here = len(read_header(sorted(folder.glob("*.json"))[0])["machine"].get("gpus") or [])
+    problems = []
+    for name, experiment in found.items():
+        path = folder / f"{name}.json"
+        if 0 < experiment.gpus <= gpus_here and not path.exists():
+            problems.append(f"{path}: missing; {machine} has the notebook's other recordings")
+        elif path.exists():
+            problems += _check_one_recording(path, machine, experiment)
+    for path in sorted(folder.glob("*.json")):
+        if path.stem not in found or found[path.stem].gpus == 0:
+            problems.append(f"{path}: no experiment {path.stem} with gpus >= 1 in the notebook any more")
+    return problems
+
+
+def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) -> list[Problem]:
+    """Everything wrong with the recordings of these notebooks, machine by machine: an
+    experiment no machine recorded; on each machine that recorded a notebook, every experiment
+    it has the GPUs for that is missing, stale (code, reached functions, measuring version or
+    params changed), broken or lacking an attachment; recordings of experiments or notebooks
+    that no longer exist; and problems reading the notebook itself. Empty is good.
+
+    Taught in 00_start_here.
+    """
+    root = root or config.results_dir()
+    problems: list[Problem] = []
+    names = set()
+    for nb_path in map(Path, notebooks):
+        notebook = nb_path.stem
+        names.add(notebook)
+        found = experiments_in_notebook(nb_path)
+        problems += [Problem(None, notebook, f"{notebook}/{e.name}: {text}")
+                     for e in found.values() for text in e.problems]
+        folders = sorted(f for f in root.glob(f"*/{notebook}") if f.is_dir() and any(f.glob("*.json")))
+        for e in found.values():
+            if e.gpus > 0 and not any((f / f"{e.name}.json").exists() for f in folders):
+                problems.append(Problem(None, notebook, f"{notebook}/{e.name}: no machine has recorded it"))
+        for folder in folders:
+            problems += [Problem(folder.parent.name, notebook, text)
+                         for text in _check_machine(folder, notebook, found)]
+    for folder in sorted(root.glob("*/*")):
+        if folder.is_dir() and folder.name not in names and not folder.parent.name.startswith("."):
+            problems.append(Problem(folder.parent.name, folder.name,
+                                    f"{folder}: recordings of a notebook that does not exist"))
+    return problems
 
 
 def stale_recordings(notebook_path: Path | str, root: Path | None = None) -> list[str]:
-    """Problems with a notebook's recordings: missing, or made from other source. Empty is good.
-
-    Only experiments that need a GPU are checked (``gpus=0`` ones always run live).
+    """``check_recordings`` for one notebook, as lines of text. Empty is good.
 
     Taught in 00_start_here.
     """
     notebook = Path(notebook_path).stem
-    problems = []
-    for name, (gpus, fp) in experiments_in_notebook(notebook_path).items():
-        if gpus == 0:
-            continue
-        paths = recordings_of(notebook, name, gpus, root)
-        if not paths:
-            problems.append(f"{notebook}/{name}: no recording from a machine with {gpus} GPU(s)")
-        for p in paths:
-            recorded = json.loads(p.read_text())["header"]["fingerprint"]
-            if recorded != fp:
-                problems.append(f"{p}: stale (recorded fingerprint {recorded}, notebook has {fp})")
-    return problems
+    return [p.text for p in check_recordings([notebook_path], root) if p.notebook == notebook]
+
+
+def format_problems(problems: Iterable[Problem]) -> str:
+    """Problems grouped by machine, each group ending with the command that re-records it.
+
+    Taught in 00_start_here.
+    """
+    groups: dict[str | None, list[Problem]] = {}
+    for problem in problems:
+        groups.setdefault(problem.machine, []).append(problem)
+    lines = []
+    for machine in sorted(groups, key=lambda m: (m is not None, m or "")):
+        title = machine or "no machine (the notebook itself, or nothing recorded anywhere)"
+        lines.append(f"{title}:")
+        lines += [f"  - {p.text}" for p in groups[machine]]
+        lines.append(f"  re-record {rerecord_command(machine, [p.notebook for p in groups[machine]])}")
+    return "\n".join(lines)

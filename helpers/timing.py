@@ -26,7 +26,7 @@ import torch
 import torch.utils.benchmark as torch_benchmark
 
 from . import hardware
-from .records import register
+from .codec import register
 
 NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
 

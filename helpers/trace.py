@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from . import config, hardware
-from .records import Attachment, register
+from .codec import Attachment, register
 
 KINDS = ("kernel", "memcpy", "memset", "runtime", "annotation", "op")
 GPU_KINDS = ("kernel", "memcpy", "memset")

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from helpers import plotting, records, trace
-from helpers.records import Attachment
+from helpers.codec import Attachment
 from helpers.trace import Interval
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,0 +1,141 @@
+"""How results are written to JSON and read back: the one registry of recorded types.
+
+This is the bottom floor of the package: it imports no other module of ``helpers``, and the
+modules that define recorded types (``timing``, ``trace``, ``distributed``) import it to
+register them. ``records`` uses it to save and load recordings, and passes every *live*
+result through the same ``round_trip`` before a notebook sees it, so that live and replayed
+runs hand over the same types: tuples become lists, dict keys become strings, numpy and torch
+numbers become Python numbers, registered dataclasses stay themselves.
+
+Taught in 00_start_here (what a recording holds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_TYPES: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: let instances of this dataclass be saved in and loaded from recordings.
+
+    Taught in 00_start_here.
+    """
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"only dataclasses can be registered for recordings, not {cls!r}")
+    _TYPES[cls.__name__] = cls
+    return cls
+
+
+def registered_types() -> dict[str, type]:
+    """``{name: class}`` of every type a recording may hold (a copy).
+
+    Taught in 00_start_here.
+    """
+    return dict(_TYPES)
+
+
+@register
+@dataclasses.dataclass
+class Attachment:
+    """A file that belongs to a result (a Chrome trace): copied beside the recording when saved.
+
+    Taught in 00_start_here.
+    """
+
+    path: str
+
+
+def encode(obj: Any, attach: Callable[[str], str] | None = None, where: str = "result") -> Any:
+    """``obj`` as plain JSON values; registered dataclasses carry ``"__type__"``.
+
+    ``attach(path) -> stored name`` is called for each ``Attachment`` (saving copies the file);
+    without it the path is kept. ``where`` names the position in messages ("params['sizes'][2]").
+    Raises ``TypeError`` naming that position for anything that cannot be recorded.
+
+    Taught in 00_start_here.
+    """
+    if isinstance(obj, Attachment):
+        return {"__type__": "Attachment", "path": attach(obj.path) if attach else obj.path}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        name = type(obj).__name__
+        if _TYPES.get(name) is not type(obj):
+            raise TypeError(f"{where} is a {name}, which is not registered for recordings: "
+                            f"decorate it with @codec.register")
+        fields = {f.name: encode(getattr(obj, f.name), attach, f"{where}.{f.name}")
+                  for f in dataclasses.fields(obj)}
+        return {"__type__": name, **fields}
+    if isinstance(obj, dict):
+        return {_key(k, where): encode(v, attach, f"{where}[{k!r}]") for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [encode(v, attach, f"{where}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "tolist") and hasattr(obj, "dtype"):  # numpy arrays and scalars, torch tensors
+        return encode(obj.tolist(), attach, where)
+    raise TypeError(
+        f"{where} is a {type(obj).__name__}, which cannot be recorded: use plain numbers, strings, "
+        f"lists, dicts, Timing or trace results"
+    )
+
+
+def _key(key: Any, where: str) -> str:
+    if isinstance(key, bool) or not isinstance(key, (str, int, float)):
+        raise TypeError(f"{where} has the key {key!r}: recorded dicts need str or number keys")
+    return key if isinstance(key, str) else str(key)
+
+
+def decode(obj: Any, folder: Path | None = None) -> Any:
+    """The inverse of ``encode``: registered types rebuilt; attachment paths made relative to
+    ``folder`` (the recording's folder) when one is given.
+
+    Taught in 00_start_here.
+    """
+    if isinstance(obj, list):
+        return [decode(v, folder) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if "__type__" not in obj:
+        return {k: decode(v, folder) for k, v in obj.items()}
+    name = obj["__type__"]
+    if name not in _TYPES:
+        raise ValueError(f"unknown recorded type {name!r}: known are {sorted(_TYPES)}; "
+                         f"is the helpers package up to date?")
+    fields = {k: decode(v, folder) for k, v in obj.items() if k != "__type__"}
+    if name == "Attachment" and folder is not None:
+        fields["path"] = str(folder / fields["path"])
+    return _TYPES[name](**fields)
+
+
+def dumps(obj: Any) -> str:
+    """Encoded JSON text, as recordings store it (NaN and infinity allowed, as Python writes them).
+
+    Taught in 00_start_here.
+    """
+    return json.dumps(obj, indent=1, allow_nan=True) + "\n"
+
+
+def round_trip(obj: Any) -> Any:
+    """``obj`` as it would come back from a recording: what a live run hands to the notebook.
+
+    Taught in 00_start_here.
+    """
+    return decode(json.loads(json.dumps(encode(obj), allow_nan=True)))
+
+
+def check_recordable(obj: Any, where: str = "params") -> None:
+    """Raise ``TypeError`` naming the position of the first value that cannot be recorded.
+
+    ``run_or_replay`` calls it on an experiment's params before running the experiment.
+
+    Taught in 00_start_here.
+    """
+    encode(obj, None, where)
+

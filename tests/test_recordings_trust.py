@@ -1,0 +1,409 @@
+"""Recordings you can trust: staleness that misses nothing, explicit replay, one value shape,
+the codec at the bottom of the package, and errors that name the file."""
+
+import ast
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import codec, config, distributed, records, timing, trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# ---------------------------------------------------------------- a small notebook and its recordings
+
+SETUP = "from helpers import config, records\nNOTEBOOK = 'nb'\nMiB = 2**20"
+HELPER = "def helper(n):\n    return [n, n + 1]"
+EXPERIMENT = "def exp(n):\n    return {'values': helper(n)}"
+CALL = "run = records.run_or_replay(exp, notebook=NOTEBOOK, gpus=1,\n    params=dict(n=config.pick(full=64 * MiB, quick=MiB)))"
+
+
+def write_notebook(path, cells):
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None}
+                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb))
+    return path
+
+
+def write_recording(root, machine, gpus, notebook_path, name="exp", attach=None, **header_changes):
+    """A recording that matches the notebook exactly (what `make gpu-all` would write)."""
+    found = records.experiments_in_notebook(notebook_path)[name]
+    folder = root / machine / notebook_path.stem
+    folder.mkdir(parents=True, exist_ok=True)
+    result = {"values": [1, 2]}
+    if attach:
+        (folder / f"{name}.0.{attach}").write_bytes(b"trace")
+        result["trace"] = {"__type__": "Attachment", "path": f"{name}.0.{attach}"}
+    header = {"machine": {"machine": machine, "gpus": [{"name": "FAKE GPU", "index": i} for i in range(gpus)],
+                          "torch": "2.11", "driver": "580"},
+              "date": "2026-11-20T10:00:00+00:00", "commit": "abc", "quick": False, "notebook": notebook_path.stem,
+              "experiment": name, "fingerprint": found.fingerprint, "params": found.params, **header_changes}
+    path = folder / f"{name}.json"
+    path.write_text(codec.dumps({"header": header, "result": result}))
+    return path
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A notebook with an experiment that calls a function of another cell, recorded on two machines."""
+    nb = write_notebook(tmp_path / "nb.ipynb", [SETUP, HELPER, EXPERIMENT, CALL])
+    root = tmp_path / "results"
+    write_recording(root, "1xA", 1, nb, attach="t.trace.json.gz")
+    write_recording(root, "2xB", 2, nb)
+    assert records.check_recordings([nb], root) == []
+    return nb, root
+
+
+def problems(nb, root):
+    return [p.text for p in records.check_recordings([nb], root)]
+
+
+# ---------------------------------------------------------------- staleness: one test per miss
+
+def test_a_changed_params_value_is_stale(course):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL.replace("full=64 * MiB", "full=128 * MiB")])
+    found = problems(nb, root)
+    assert len(found) == 2 and all("other params (n differ" in p for p in found)
+
+
+def test_a_changed_constant_behind_the_params_is_stale(course):
+    nb, root = course
+    write_notebook(nb, [SETUP.replace("2**20", "2**21"), HELPER, EXPERIMENT, CALL])
+    assert len(problems(nb, root)) == 2
+
+
+def test_a_changed_function_of_another_cell_is_stale(course):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER.replace("n + 1", "n + 2"), EXPERIMENT, CALL])
+    found = problems(nb, root)
+    assert len(found) == 2 and all("made from other code" in p for p in found)
+
+
+def test_comments_and_formatting_keep_the_fingerprint(course):
+    nb, root = course
+    write_notebook(nb, [SETUP, "# a comment\n" + HELPER + "  # why", EXPERIMENT, CALL])
+    assert problems(nb, root) == []
+
+
+def test_an_experiment_passed_as_fn_is_checked(course):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL.replace("(exp,", "(fn=exp,"),
+                        "def exp2():\n    return 1", "records.run_or_replay(fn=exp2, notebook=NOTEBOOK, gpus=1)"])
+    assert problems(nb, root) == ["nb/exp2: no machine has recorded it",
+                                  f"{root}/1xA/nb/exp2.json: missing; 1xA has the notebook's other recordings",
+                                  f"{root}/2xB/nb/exp2.json: missing; 2xB has the notebook's other recordings"]
+
+
+@pytest.mark.parametrize("call", [
+    "records.run_or_replay(make(3), notebook=NOTEBOOK, gpus=1)",
+    "records.run_or_replay(lambda: 1, notebook=NOTEBOOK, gpus=1)",
+    "records.run_or_replay(functools.partial(exp, 3), notebook=NOTEBOOK, gpus=1)",
+    "records.run_or_replay(made, notebook=NOTEBOOK, gpus=1, name='made')",
+])
+def test_an_experiment_the_reader_cannot_see_is_a_problem(course, call):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL,
+                        "def make(n):\n    def inner():\n        return n\n    return inner\nmade = make(3)", call])
+    assert any("not a function defined with def at the top of a cell" in p for p in problems(nb, root))
+
+
+def test_an_experiment_reading_a_notebook_variable_is_a_problem(course):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT.replace("helper(n)", "helper(n * MiB)"), CALL])
+    assert any("reads the notebook variable `MiB`" in p for p in problems(nb, root))
+
+
+def test_a_closure_is_refused_before_it_runs():
+    def make(n):
+        def captured():
+            return n
+        return captured
+
+    ran = []
+    with pytest.raises(TypeError, match="captures n"):
+        records.run_or_replay(make(3), notebook="nb", gpus=0)
+    with pytest.raises(TypeError, match="lambda"):
+        records.run_or_replay(lambda: ran.append(1), notebook="nb", gpus=0)
+    with pytest.raises(TypeError, match="functools.partial"):
+        records.run_or_replay(functools.partial(print, 1), notebook="nb", gpus=0)
+    assert ran == []
+
+
+def test_a_deleted_attachment_is_found(course):
+    nb, root = course
+    (root / "1xA" / "nb" / "exp.0.t.trace.json.gz").unlink()
+    assert problems(nb, root) == [f"{root}/1xA/nb/exp.json: its attachment exp.0.t.trace.json.gz is missing "
+                                  f"or not a plain file beside it"]
+
+
+def test_one_machines_copy_deleted_while_another_remains(course):
+    nb, root = course
+    (root / "2xB" / "nb" / "exp.json").write_text("")  # keep the folder non-empty with another file
+    write_recording(root, "2xB", 2, nb, name="exp")  # restore, then delete it properly
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL, "def exp2():\n    return 1",
+                        "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=1)"])
+    write_recording(root, "1xA", 1, nb, name="exp2")
+    write_recording(root, "2xB", 2, nb, name="exp2")
+    assert problems(nb, root) == []
+    (root / "2xB" / "nb" / "exp.json").unlink()
+    assert problems(nb, root) == [f"{root}/2xB/nb/exp.json: missing; 2xB has the notebook's other recordings"]
+
+
+def test_a_machine_with_too_few_gpus_is_not_asked_for_an_experiment(course):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL, "def exp2():\n    return 1",
+                        "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=2)"])
+    write_recording(root, "2xB", 2, nb, name="exp2")
+    assert problems(nb, root) == []
+
+
+def test_a_new_measuring_version_makes_every_recording_stale(course, monkeypatch):
+    nb, root = course
+    monkeypatch.setattr(records, "MEASURING_VERSION", records.MEASURING_VERSION + 1)
+    assert len(problems(nb, root)) == 2
+
+
+def test_leftovers_and_quick_runs_are_problems(course):
+    nb, root = course
+    write_recording(root, "1xA", 1, nb, quick=True)
+    (root / "1xA" / "gone_nb").mkdir()
+    (root / "1xA" / "gone_nb" / "x.json").write_text("{}")
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL])
+    found = problems(nb, root)
+    assert any("quick-mode run" in p for p in found)
+    assert any("notebook that does not exist" in p for p in found)
+
+
+def test_problems_are_grouped_by_machine_with_the_command_that_re_records(course):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER.replace("n + 1", "n + 2"), EXPERIMENT, CALL])
+    text = records.format_problems(records.check_recordings([nb], root))
+    assert text.splitlines()[0] == "1xA:"
+    assert 'on a 2xB machine: make gpu-all NOTEBOOKS="notebooks/nb.ipynb"' in text
+    assert "make unpack ARCHIVE=build/gpu-out/gpu-results-2xB.tar.gz" in text
+
+
+def test_the_static_and_the_live_fingerprint_agree(tmp_path):
+    """The reader of the notebook's text and run_or_replay on the live function must agree,
+    or every replay would warn; here both read this file's functions."""
+    source = Path(__file__).read_text()
+    tree = ast.parse(source)
+    cells = [ast.get_source_segment(source, n) for n in tree.body
+             if isinstance(n, ast.FunctionDef) and n.name in ("_inner_helper", "_outer_experiment")]
+    nb = write_notebook(tmp_path / "nb.ipynb", cells + ["records.run_or_replay(_outer_experiment, notebook='nb')"])
+    assert records.experiments_in_notebook(nb)["_outer_experiment"].fingerprint == records.fingerprint(_outer_experiment)
+    assert records.fingerprint(_outer_experiment) != records.fingerprint_source(cells[1])
+
+
+def _inner_helper(x):
+    return x * 2
+
+
+def _outer_experiment(n=1):
+    return _inner_helper(n)
+
+
+def test_the_course_recordings_are_sound_and_current():
+    """Every committed recording validates, and none is stale, missing or left over."""
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    found = records.check_recordings(notebooks, ROOT / "results")
+    assert not found, "\n" + records.format_problems(found)
+
+
+def test_the_measuring_code_is_changed_deliberately():
+    assert records.measuring_code_hash() == records.MEASURING_CODE, (
+        "timing, trace or distributed changed. If the change alters what experiments measure, bump "
+        "records.MEASURING_VERSION (every recording becomes stale: re-record); either way set "
+        f"records.MEASURING_CODE = {records.measuring_code_hash()!r}")
+
+
+# ---------------------------------------------------------------- explicit replay
+
+@pytest.fixture
+def replaying(course, monkeypatch):
+    nb, root = course
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(root))
+    monkeypatch.setenv("COURSE_REPLAY", "1")
+    monkeypatch.delenv("COURSE_REPLAY_MACHINE", raising=False)
+    return nb, root
+
+
+def test_an_unknown_replay_machine_is_an_error_listing_the_machines(replaying, monkeypatch):
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "2xB-typo")
+    with pytest.raises(ValueError, match=r"'2xB-typo' is not a recorded machine; recorded machines: 1xA, 2xB"):
+        records.choose_recording("nb", "exp", 1)
+
+
+def test_a_replay_machine_without_the_experiment_is_an_error(replaying, monkeypatch):
+    nb, root = replaying
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
+    with pytest.raises(ValueError, match="has no recording of nb/exp .*needs 2 GPU.*machines that have it: 2xB"):
+        records.choose_recording("nb", "exp", 2)
+
+
+def test_the_default_is_this_machine_else_the_most_gpus(replaying, monkeypatch):
+    choice = records.choose_recording("nb", "exp", 1)
+    assert (choice.machine, choice.reason) == ("2xB", "it is the one with the most GPUs of those that recorded it "
+                                               "(1xA, 2xB); set COURSE_REPLAY_MACHINE to choose another")
+    monkeypatch.setattr(records, "_this_machine_name", lambda: "1xA")
+    assert records.choose_recording("nb", "exp", 1).reason == "it is this machine"
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
+    assert records.choose_recording("nb", "exp", 1).reason == "COURSE_REPLAY_MACHINE chose it"
+
+
+def sentence_experiment():
+    return 1
+
+
+def test_the_first_sentence_says_which_machine_and_why(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.delenv("COURSE_REPLAY", raising=False)
+    monkeypatch.delenv("COURSE_REPLAY_MACHINE", raising=False)
+    monkeypatch.setattr(records.hardware, "gpu_count", lambda: 0)
+    fp = records.fingerprint(sentence_experiment)
+    for machine, gpus in (("1xA", 1), ("4xB", 4)):
+        path = records.save("nb", "sentence_experiment", 7, fp=fp, root=tmp_path)
+        record = json.loads(path.read_text())
+        record["header"]["machine"].update(machine=machine, gpus=[{"name": "FAKE", "index": i} for i in range(gpus)])
+        (tmp_path / machine / "nb").mkdir(parents=True)
+        (tmp_path / machine / "nb" / path.name).write_text(json.dumps(record))
+        path.unlink()
+    run = records.run_or_replay(sentence_experiment, notebook="nb", gpus=1)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert run.value == 7 and run.machine == "4xB"
+    assert first.startswith("Replayed from 4xB, not measured here: this machine has no GPUs and the experiment "
+                            "needs 1; 4xB is replayed because it is the one with the most GPUs of those that "
+                            "recorded it (1xA, 4xB)")
+
+
+# ---------------------------------------------------------------- one value shape
+
+def shapes_experiment():
+    return {"pair": (1, 2), 3: np.float64(2.5), "array": np.arange(3), "t": timing.Timing([1.0], "m")}
+
+
+def test_live_values_have_the_shape_of_replayed_ones(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    live = records.run_or_replay(shapes_experiment, notebook="nb", gpus=0).value
+    path = records.save("nb", "shapes_experiment", shapes_experiment(), fp="x", root=tmp_path)
+    _, replayed = records.load(path)
+    assert live == replayed == {"pair": [1, 2], "3": 2.5, "array": [0, 1, 2], "t": timing.Timing([1.0], "m")}
+    assert type(live["3"]) is float and type(live["t"]) is timing.Timing
+
+
+def _one_of_each_recorded_type():
+    interval = trace.Interval("memcpy", "Memcpy HtoD", 1.0, 2.5, device=0, stream=7, nbytes=64, copy_kind="HtoD")
+    return {
+        "Attachment": codec.Attachment("trace.json.gz"),
+        "Timing": timing.Timing([1e-3, 2e-3], "cuda events", 1024, "copy", 4, 2, {"hold_us": 10.0}),
+        "Interval": interval,
+        "Profile": trace.Profile([interval], codec.Attachment("t.json.gz"), 2),
+        "Outcome": distributed.Outcome("gloo", 2, 5.0, ["returned", "stopped"], [1.5, None], [None, "late"],
+                                       [[[0.1, "start"]], []], ["out", ""], ["", "err"], "deadline", 0.2, 1.0),
+    }
+
+
+def test_every_recorded_type_round_trips():
+    values = _one_of_each_recorded_type()
+    assert set(values) == set(codec.registered_types()), "add the new recorded type to this test"
+    for name, value in values.items():
+        assert codec.round_trip(value) == value, name
+        assert type(codec.round_trip(value)) is type(value)
+
+
+RAN = []
+
+
+def appending_experiment(x):
+    RAN.append(x)
+
+
+def test_params_that_cannot_be_saved_are_refused_before_the_experiment_runs():
+    with pytest.raises(TypeError, match=r"params\['x'\] is a object, which cannot be recorded"):
+        records.run_or_replay(appending_experiment, notebook="nb", gpus=0, params={"x": object()})
+    with pytest.raises(TypeError, match="key"):
+        codec.check_recordable({("a", 1): 1})
+    assert RAN == []
+
+
+# ---------------------------------------------------------------- the package's floors
+
+def _helpers_imports():
+    graph = {}
+    for path in sorted((ROOT / "helpers").glob("*.py")):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                imported |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
+                imported |= {(node.module + ".").split(".")[1] or a.name for a in node.names}
+        graph[path.stem] = imported - {path.stem}
+    return graph
+
+
+def test_the_helpers_have_no_import_circle():
+    graph = _helpers_imports()
+    state: dict[str, str] = {}
+
+    def visit(module, chain):
+        if state.get(module) == "open":
+            raise AssertionError("import circle: " + " -> ".join(chain + [module]))
+        if state.get(module) != "done":
+            state[module] = "open"
+            for other in graph.get(module, ()):
+                visit(other, chain + [module])
+            state[module] = "done"
+
+    for module in graph:
+        visit(module, [])
+    assert graph["codec"] == set(), "codec is the bottom floor: it imports no other helper"
+    assert "records" not in graph["timing"] | graph["trace"] | graph["distributed"]
+
+
+def test_the_circle_check_can_fail(monkeypatch):
+    monkeypatch.setattr(f"{__name__}._helpers_imports", lambda: {"a": {"b"}, "b": {"a"}})
+    with pytest.raises(AssertionError, match="import circle"):
+        test_the_helpers_have_no_import_circle()
+
+
+# ---------------------------------------------------------------- clear errors
+
+def test_a_corrupt_recording_names_its_file_and_the_fix(tmp_path):
+    path = tmp_path / "1xA" / "nb" / "exp.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"header": ')
+    with pytest.raises(records.RecordingError, match=r"exp.json is not a readable recording.*make gpu-all "
+                                                     r"NOTEBOOKS=\"notebooks/nb.ipynb\".*git checkout"):
+        records.load(path)
+    path.write_text('{"header": {"machine": {}}, "result": 1}')
+    with pytest.raises(records.RecordingError, match="its header lacks date, commit"):
+        records.load(path)
+    path.write_text(codec.dumps({"header": {k: {} for k in records.HEADER_KEYS},
+                                 "result": {"__type__": "NoSuchType"}}))
+    with pytest.raises(records.RecordingError, match="unknown recorded type 'NoSuchType'"):
+        records.load(path)
+
+
+def test_validation_finds_impossible_figures(tmp_path):
+    nb = write_notebook(tmp_path / "nb.ipynb", [SETUP, HELPER, EXPERIMENT, CALL])
+    path = write_recording(tmp_path, "1xA", 1, nb)
+    record = json.loads(path.read_text())
+    fast = codec.encode(timing.Timing([1e-9], "cuda events", 10**9, "too fast"))
+    slow_host = codec.encode(timing.Timing([1e-9], "host clock when .to() returns", 10**9, "returns early"))
+    negative = codec.encode(timing.Timing([-1.0], "cuda events", label="backwards"))
+    record["result"] = {"fast": fast, "host": slow_host, "negative": negative,
+                        "interval": codec.encode(trace.Interval("kernel", "k", 5.0, 1.0))}
+    path.write_text(codec.dumps(record))
+    found = records.validate_recording(path)
+    assert len(found) == 3, found
+    assert any("too fast at 1000000000.0 GB/s is over 1.1 x" in p for p in found)
+    assert any("backwards" in p for p in found) and any("from 5.0 to 1.0 us" in p for p in found)
+
+
+def test_config_replay_machine_is_read_as_given(monkeypatch):
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "2xNVIDIA-H200")
+    assert config.replay_machine() == "2xNVIDIA-H200"
