@@ -73,6 +73,7 @@ gpu-all:
 
 # Here: put the recordings from a GPU run's archive under results/.
 ARCHIVE ?=
-unpack:
+# It validates everything in a temporary folder first and changes nothing unless all is sound.
+unpack: $(STAMP)
 	@test -n "$(ARCHIVE)" || (echo "usage: make unpack ARCHIVE=path/to/gpu-results-MACHINE.tar.gz" && false)
-	$(PYTHON) tools/gpu_run.py --unpack $(ARCHIVE)
+	$(BIN)/python tools/gpu_run.py --unpack $(ARCHIVE)

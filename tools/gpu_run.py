@@ -15,18 +15,40 @@ On the GPU machine (called by `make gpu-all`, with the carried wheels on PYTHONP
    brings back what it finished.
 
 Here:  python tools/gpu_run.py --unpack path/to/gpu-results-<machine>.tar.gz
-puts the recordings under results/ and the executed notebooks under build/gpu-executed/.
+puts the recordings under results/ and the executed notebooks under build/gpu-executed/, as
+one transaction that either replaces both folders of that machine or changes nothing:
+
+1. the machine name from the file name must be one plain folder name (letters, digits,
+   '.', '_', '+', '-'; never '..');
+2. the archive is read whole (a truncated or corrupt one is refused) and extracted member by
+   member into a temporary folder outside the repository; it is refused whole if any member
+   is not a regular file or folder (links, devices, fifos), is not a plain relative path under
+   results/<machine>/ or gpu-executed/<machine>/, or appears twice;
+3. it must hold recordings, and ``records.validate_machine_folder`` must find no problem in
+   them;
+4. only then each folder is copied into a hidden staging folder beside its target
+   (``.incoming-<machine>-<random>``) and swapped in by renames (old copy to
+   ``.old-<machine>-<random>``, staging into place, old copy deleted), undone if a rename
+   fails. Symlinked target folders are refused, never followed.
+
+Any failure exits non-zero with one message naming the member or file and the reason, and
+leaves the repository as it was.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
+import re
+import secrets
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,21 +138,263 @@ def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> 
     return 1 if failures else 0
 
 
+# ---------------------------------------------------------------- unpack: one transaction
+
+ARCHIVE_PREFIX, ARCHIVE_SUFFIX = "gpu-results-", ".tar.gz"
+# hardware.machine_name joins different GPU models with '+' (a mixed machine: 2xA+B).
+MACHINE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+MAX_ARCHIVE_BYTES = 2 * 2**30  # unpacked; a whole course's recordings are a few MB
+TOPS = ("results", "gpu-executed")  # the archive's two top folders, each holding <machine>/
+ARCHIVE_ERRORS = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, OSError)
+
+
+class Refused(Exception):
+    """Why an archive cannot be unpacked; ``unpack`` turns it into a SystemExit."""
+
+
+def machine_of(archive: Path) -> str:
+    """The machine named by ``gpu-results-<machine>.tar.gz``, refused unless a safe folder name."""
+    name = archive.name
+    if not name.startswith(ARCHIVE_PREFIX) or not name.endswith(ARCHIVE_SUFFIX):
+        raise Refused(f"expected a {ARCHIVE_PREFIX}<machine>{ARCHIVE_SUFFIX} file from "
+                      f"`make gpu-all`, got {archive}")
+    machine = name[len(ARCHIVE_PREFIX):-len(ARCHIVE_SUFFIX)]
+    if not MACHINE_NAME.fullmatch(machine) or ".." in machine:
+        raise Refused(f"the machine name {machine!r} in {name} is not a plain folder name "
+                      f"(letters, digits, '.', '_', '+', '-'; no '..')")
+    return machine
+
+
+def check_member(member: tarfile.TarInfo, machine: str) -> None:
+    """Refuse a member unless it is a regular file or folder under one of the machine's folders."""
+    name = member.name
+    if not (member.isreg() or member.isdir()):
+        raise Refused(f"{name!r} is a {member_kind(member)}; only files and folders are accepted")
+    parts = name.split("/")
+    if name.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise Refused(f"{name!r} is not a plain relative path (absolute, '.', '..' or '//')")
+    if parts[0] not in TOPS:
+        raise Refused(f"{name!r} is outside results/{machine}/ and gpu-executed/{machine}/")
+    if len(parts) < 2 or parts[1] != machine:
+        raise Refused(f"{name!r} is not under {parts[0]}/{machine}/ (another machine's folder?)")
+    if len(parts) == 2 and not member.isdir():
+        raise Refused(f"{name!r} must be a folder")
+
+
+def member_kind(member: tarfile.TarInfo) -> str:
+    """A word for what a member is, for messages."""
+    kinds = [(member.issym, "symlink"), (member.islnk, "hardlink"), (member.ischr, "device"),
+             (member.isblk, "device"), (member.isfifo, "fifo")]
+    return next((word for test, word in kinds if test()), f"member of type {member.type!r}")
+
+
+def check_gzip_intact(archive: Path) -> None:
+    """Read the whole gzip stream once, so a truncated or corrupt archive is refused up front."""
+    try:
+        with gzip.open(archive, "rb") as stream:
+            while stream.read(1 << 20):
+                pass
+    except ARCHIVE_ERRORS as e:
+        raise Refused(f"cannot read {archive.name}: {e or type(e).__name__}") from e
+
+
+def extract_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
+    """Create ``member`` under ``dest``: a folder, or a new 0o644 file holding its bytes."""
+    path = dest.joinpath(*member.name.split("/"))
+    if member.isdir():
+        path.mkdir(parents=True, exist_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    source = tar.extractfile(member)
+    if source is None:
+        raise Refused(f"{member.name!r} has no data")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with source, os.fdopen(os.open(path, flags, 0o644), "wb") as target:
+        shutil.copyfileobj(source, target)
+
+
+def extract_checked(archive: Path, machine: str, dest: Path) -> None:
+    """Extract the archive into ``dest`` member by member, refusing it whole at the first bad one."""
+    check_gzip_intact(archive)
+    seen: set[str] = set()
+    member = None
+    total = 0
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                check_member(member, machine)
+                if member.name in seen:
+                    raise Refused(f"{member.name!r} appears twice in the archive")
+                seen.add(member.name)
+                total += member.size
+                if total > MAX_ARCHIVE_BYTES:
+                    raise Refused(f"the archive unpacks to more than {MAX_ARCHIVE_BYTES // 2**30} GiB "
+                                  f"(at {member.name!r}); recordings are a few MB")
+                extract_member(tar, member, dest)
+    except ARCHIVE_ERRORS as e:
+        where = f" at {member.name!r}" if member is not None else ""
+        raise Refused(f"cannot read {archive.name}{where}: {e or type(e).__name__}") from e
+
+
+def check_recordings(extracted: Path, machine: str) -> None:
+    """Refuse unless the extracted results/<machine>/ holds recordings that all validate."""
+    folder = extracted / "results" / machine
+    if not any(folder.glob("*/*.json")):
+        raise Refused(f"no recordings (results/{machine}/<notebook>/*.json) in the archive")
+    try:
+        from helpers import records
+
+        problems = records.validate_machine_folder(folder, machine)
+    except Exception as e:  # a validator that cannot run must not let the archive through
+        raise Refused(f"cannot validate results/{machine}/: {type(e).__name__}: {e}") from e
+    if problems:
+        prefix = f"{extracted}{os.sep}"
+        raise Refused("recordings that do not validate:\n  "
+                      + "\n  ".join(str(p).replace(prefix, "") for p in problems))
+
+
+def check_no_links(root: Path, machine: str) -> None:
+    """Refuse if a folder unpack would write into is a symlink or not a folder."""
+    for rel in ("results", f"results/{machine}", "build", "build/gpu-executed",
+                f"build/gpu-executed/{machine}"):
+        path = root / rel
+        if path.is_symlink():
+            raise Refused(f"{rel} is a symlink; unpack never follows links")
+        if path.exists() and not path.is_dir():
+            raise Refused(f"{rel} is not a folder")
+
+
+def make_parents(folder: Path, created: list[Path]) -> None:
+    """Create ``folder`` and its missing parents, noting each one made (to remove on failure)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir()
+        created.append(path)
+
+
+def stage(source: Path, target: Path, created: list[Path]) -> Path | None:
+    """Copy ``source`` beside ``target`` as a hidden ``.incoming-`` folder; None if no source."""
+    if not source.is_dir():
+        return None
+    make_parents(target.parent, created)
+    staging = target.with_name(f".incoming-{target.name}-{secrets.token_hex(4)}")
+    try:
+        shutil.copytree(source, staging, symlinks=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging
+
+
+def swap_in(staging: Path | None, target: Path) -> Path | None:
+    """Move ``target`` aside to a hidden ``.old-`` folder and ``staging`` into its place.
+
+    Returns where the old copy went (None if there was none). If the second rename fails,
+    the old copy is renamed back before the error goes on.
+    """
+    old = None
+    if target.exists():
+        old = target.with_name(f".old-{target.name}-{secrets.token_hex(4)}")
+        os.rename(target, old)
+    if staging is not None:
+        try:
+            os.rename(staging, target)
+        except BaseException:
+            if old is not None:
+                os.rename(old, target)
+            raise
+    return old
+
+
+def swap_back(staging: Path | None, target: Path, old: Path | None) -> None:
+    """Undo a completed ``swap_in``: the new folder back to staging, the old one into place."""
+    if staging is not None:
+        os.rename(target, staging)
+    if old is not None:
+        os.rename(old, target)
+
+
+def commit(pairs: list[tuple[Path | None, Path]]) -> list[Path]:
+    """Swap every (staging, target) pair in, or none of them; return the old copies to delete."""
+    done: list[tuple[Path | None, Path, Path | None]] = []
+    try:
+        for staging, target in pairs:
+            done.append((staging, target, swap_in(staging, target)))
+    except BaseException:
+        for staging, target, old in reversed(done):
+            swap_back(staging, target, old)
+        raise
+    return [old for _, _, old in done if old is not None]
+
+
+def install(extracted: Path, machine: str, root: Path) -> None:
+    """Replace results/<machine>/ and build/gpu-executed/<machine>/ with the extracted ones.
+
+    Both are first copied into hidden staging folders beside their targets (same filesystem,
+    so the swap is two renames each); on any failure everything made here is removed.
+    """
+    targets = {"results": root / "results" / machine,
+               "gpu-executed": root / "build" / "gpu-executed" / machine}
+    created: list[Path] = []
+    pairs: list[tuple[Path | None, Path]] = []
+    try:
+        for top, target in targets.items():
+            pairs.append((stage(extracted / top / machine, target, created), target))
+        olds = commit(pairs)
+    except BaseException as e:
+        discard([staging for staging, _ in pairs], created)
+        if isinstance(e, OSError):
+            raise Refused(f"could not put the results in place: {e}") from e
+        raise
+    for old in olds:
+        remove_old(old)
+
+
+def discard(stagings: list[Path | None], created: list[Path]) -> None:
+    """Remove the staging folders and the (then empty) folders that this run created."""
+    for staging in stagings:
+        if staging is not None and staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    for path in reversed(created):
+        try:
+            path.rmdir()
+        except OSError:
+            pass  # not empty: something else was put there meanwhile
+
+
+def remove_old(old: Path) -> None:
+    """Delete the previous copy once the new one is in place; only warn if that fails."""
+    try:
+        shutil.rmtree(old)
+    except OSError as e:
+        print(f"warning: the new results are in place but {old} could not be removed: {e}",
+              file=sys.stderr)
+
+
 def unpack(archive: Path, root: Path = ROOT) -> int:
-    """Put a GPU run's recordings under results/ and its executed notebooks under build/."""
-    prefix, suffix = "gpu-results-", ".tar.gz"
-    if not archive.name.startswith(prefix) or not archive.name.endswith(suffix):
-        raise SystemExit(f"expected a {prefix}<machine>{suffix} file from `make gpu-all`, got {archive}")
-    machine = archive.name[len(prefix):-len(suffix)]
-    with tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers() if ".." not in m.name]
-        recordings = [m for m in members if m.name.startswith(f"results/{machine}/")]
-        executed = [m for m in members if m.name.startswith(f"gpu-executed/{machine}/")]
-        shutil.rmtree(root / "results" / machine, ignore_errors=True)  # the archive holds them all
-        tar.extractall(root, members=recordings, filter="data")
-        shutil.rmtree(root / "build" / "gpu-executed" / machine, ignore_errors=True)
-        tar.extractall(root / "build", members=executed, filter="data")
-    print(f"{sum(m.isfile() for m in recordings)} files under results/{machine}/; "
+    """Put a GPU run's recordings under results/ and its executed notebooks under build/.
+
+    All or nothing: on any problem raises SystemExit naming the member or file and the reason,
+    with the repository unchanged.
+    """
+    try:
+        machine = machine_of(archive)
+        check_no_links(root, machine)
+        tmp = Path(tempfile.mkdtemp(prefix="gpu-unpack-"))
+        try:
+            extract_checked(archive, machine, tmp)
+            check_recordings(tmp, machine)
+            check_no_links(root, machine)
+            install(tmp, machine, root)
+            count = sum(p.is_file() for p in (tmp / "results" / machine).rglob("*"))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    except Refused as e:
+        raise SystemExit(f"unpack refused {archive}: {e}") from None
+    print(f"{count} files under results/{machine}/; "
           f"executed notebooks under build/gpu-executed/{machine}/")
     return 0
 

@@ -1,0 +1,466 @@
+"""`make unpack`: a GPU run's archive goes in whole, or the repository is left exactly as it was.
+
+Every case builds a small archive with tarfile and unpacks it into a fake repository root under
+tmp_path; after every refusal the whole fake root (files, folders, links) must be unchanged and
+the temporary extraction folder gone.
+"""
+
+import importlib.util
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from helpers import records
+
+ROOT = Path(__file__).resolve().parent.parent
+M = "1xGPU-Test"
+OTHER = "other-machine"
+REAL = "2xNVIDIA-H200"  # a recorded machine whose 00_start_here is copied for the real validator
+
+
+def load_gpu_run():
+    spec = importlib.util.spec_from_file_location("gpu_run", ROOT / "tools" / "gpu_run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gpu_run = load_gpu_run()
+
+
+# ---------------------------------------------------------------- building archives and roots
+
+def entry(name, data=b"", kind=tarfile.REGTYPE, linkname=""):
+    """One archive member: (TarInfo, bytes or None)."""
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = linkname
+    info.mode = 0o755 if kind == tarfile.DIRTYPE else 0o644
+    if kind == tarfile.REGTYPE:
+        info.size = len(data)
+        return info, data
+    return info, None
+
+
+def good_entries(machine=M):
+    return [entry(f"results/{machine}", kind=tarfile.DIRTYPE),
+            entry(f"results/{machine}/nb", kind=tarfile.DIRTYPE),
+            entry(f"results/{machine}/nb/exp.json", b'{"new": 1}'),
+            entry(f"gpu-executed/{machine}", kind=tarfile.DIRTYPE),
+            entry(f"gpu-executed/{machine}/live/nb.ipynb", b"{}"),
+            entry(f"gpu-executed/{machine}/logs/nb.log", b"passed")]
+
+
+def write_archive(folder, entries, machine=M):
+    """Write ``entries`` to ``folder/gpu-results-<machine>.tar.gz``; return its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"gpu-results-{machine}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for info, data in entries:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def snapshot(root):
+    """Every file's bytes, every folder, every link's target under ``root`` (links not followed)."""
+    files, dirs, links = {}, set(), {}
+    for here, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(here) / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                links[rel] = os.readlink(path)
+            elif path.is_dir():
+                dirs.add(rel)
+            else:
+                files[rel] = path.read_bytes()
+    return files, dirs, links
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A fake repository: this machine's old results and executed notebooks, another machine's
+    results, and files that must never be touched."""
+    r = tmp_path / "repo"
+    for rel, text in {f"results/{M}/nb/old.json": "old",
+                      f"results/{OTHER}/nb/exp.json": "other",
+                      f"build/gpu-executed/{M}/live/old.ipynb": "old notebook",
+                      "Makefile": "all:\n",
+                      "helpers/x.py": "x = 1\n",
+                      ".git/hooks/pre-commit": "#!/bin/sh\n"}.items():
+        (r / rel).parent.mkdir(parents=True, exist_ok=True)
+        (r / rel).write_text(text)
+    return r
+
+
+@pytest.fixture(autouse=True)
+def tmpdir_here(tmp_path, monkeypatch):
+    """Point tempfile at a folder of ours, to check that unpack removes its temporary folder."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    yield scratch
+    assert list(scratch.iterdir()) == [], "unpack left its temporary folder behind"
+
+
+@pytest.fixture
+def validator(monkeypatch):
+    """Replace the recordings validator; ``validator.problems`` is what it returns."""
+    class Fake:
+        problems: list = []
+        calls: list = []
+
+        def __call__(self, folder, machine):
+            self.calls.append((Path(folder), machine, sorted(p.name for p in Path(folder).rglob("*"))))
+            return [p.format(folder=folder) for p in self.problems]
+
+    fake = Fake()
+    fake.problems, fake.calls = [], []
+    monkeypatch.setattr(records, "validate_machine_folder", fake, raising=False)
+    return fake
+
+
+def refused(archive, root, match):
+    """Unpack must refuse with a message matching ``match`` and leave ``root`` unchanged."""
+    before = snapshot(root)
+    with pytest.raises(SystemExit) as info:
+        gpu_run.unpack(archive, root=root)
+    message = str(info.value.code)
+    assert info.value.code not in (0, None)
+    assert match in message, message
+    assert snapshot(root) == before
+    return message
+
+
+# ---------------------------------------------------------------- the machine name
+
+@pytest.mark.parametrize("machine", ["..", ".", "", "a b", "x;y", "-x", ".hidden", "a..b",
+                                     "a\\b", "a$b", "ä"])
+def test_bad_machine_names_are_refused(tmp_path, root, validator, machine):
+    archive = tmp_path / "in" / f"gpu-results-{machine}.tar.gz"
+    archive.parent.mkdir()
+    shutil.copyfile(write_archive(tmp_path / "src", good_entries()), archive)
+    refused(archive, root, "not a plain folder name")
+    assert validator.calls == []
+
+
+def test_a_file_not_named_like_an_archive_is_refused(tmp_path, root, validator):
+    refused(tmp_path / "other.tar.gz", root, "gpu-results")
+
+
+@pytest.mark.parametrize("machine", ["1xNVIDIA-H100-80GB-HBM3", "2xNVIDIA-H200", "cpu-only", "a.b_c",
+                                     "2xNVIDIA-A100-SXM4-80GB+NVIDIA-H100-80GB-HBM3"])
+def test_real_machine_names_are_accepted(machine):
+    assert gpu_run.machine_of(Path(f"gpu-results-{machine}.tar.gz")) == machine
+
+
+def test_an_archive_that_unpacks_too_large_is_refused(tmp_path, root, validator, monkeypatch):
+    monkeypatch.setattr(gpu_run, "MAX_ARCHIVE_BYTES", 10)
+    refused(write_archive(tmp_path / "src", good_entries()), root, "unpacks to more than")
+
+
+# ---------------------------------------------------------------- unreadable archives
+
+def test_an_empty_file_is_refused(tmp_path, root, validator):
+    archive = tmp_path / f"gpu-results-{M}.tar.gz"
+    archive.write_bytes(b"")
+    refused(archive, root, "cannot read")
+    assert (root / "results" / M / "nb" / "old.json").read_text() == "old"
+
+
+def test_an_archive_without_members_is_refused(tmp_path, root, validator):
+    refused(write_archive(tmp_path, []), root, "no recordings")
+
+
+def test_an_archive_without_recordings_is_refused(tmp_path, root, validator):
+    entries = [e for e in good_entries() if not e[0].name.startswith("results/")]
+    refused(write_archive(tmp_path, entries), root, "no recordings")
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9, -4])
+def test_a_truncated_archive_is_refused(tmp_path, root, validator, keep):
+    noise = entry(f"results/{M}/nb/noise.bin", os.urandom(300_000))  # does not compress
+    data = write_archive(tmp_path / "src", good_entries() + [noise]).read_bytes()
+    archive = tmp_path / f"gpu-results-{M}.tar.gz"
+    archive.write_bytes(data[:int(len(data) * keep)] if keep > 0 else data[:keep])
+    refused(archive, root, "cannot read")
+
+
+def test_a_gzip_that_is_not_a_tar_is_refused(tmp_path, root, validator):
+    import gzip
+
+    archive = tmp_path / f"gpu-results-{M}.tar.gz"
+    archive.write_bytes(gzip.compress(b"hello, not a tar file\n" * 100))
+    refused(archive, root, "cannot read")
+
+
+def test_a_file_that_is_not_gzip_is_refused(tmp_path, root, validator):
+    archive = tmp_path / f"gpu-results-{M}.tar.gz"
+    archive.write_text("just text")
+    refused(archive, root, "cannot read")
+
+
+def test_a_missing_archive_is_refused(tmp_path, root, validator):
+    refused(tmp_path / f"gpu-results-{M}.tar.gz", root, "cannot read")
+
+
+# ---------------------------------------------------------------- members that are refused
+
+def test_a_symlink_then_a_file_of_the_same_name_is_refused(tmp_path, root, validator):
+    """The attack the data filter lets through: a link inside the repository, then a write."""
+    entries = good_entries() + [
+        entry(f"results/{M}/nb/link", kind=tarfile.SYMTYPE, linkname="../../../Makefile"),
+        entry(f"results/{M}/nb/link", b"pwned")]
+    refused(write_archive(tmp_path, entries), root, "symlink")
+    assert (root / "Makefile").read_text() == "all:\n"
+
+
+BAD_MEMBERS = {
+    "symlink": entry(f"results/{M}/nb/s", kind=tarfile.SYMTYPE, linkname="exp.json"),
+    "hardlink": entry(f"results/{M}/nb/h", kind=tarfile.LNKTYPE, linkname="Makefile"),
+    "char device": entry(f"results/{M}/nb/c", kind=tarfile.CHRTYPE),
+    "block device": entry(f"results/{M}/nb/b", kind=tarfile.BLKTYPE),
+    "fifo": entry(f"results/{M}/nb/f", kind=tarfile.FIFOTYPE),
+    "absolute": entry(f"/results/{M}/nb/abs.json", b"{}"),
+    "absolute elsewhere": entry("/tmp/evil.json", b"{}"),
+    "dotdot out": entry(f"results/{M}/../../Makefile", b"pwned"),
+    "dotdot sideways": entry(f"results/{M}/nb/../../{OTHER}/nb/exp.json", b"pwned"),
+    "dot": entry(f"./results/{M}/nb/dot.json", b"{}"),
+    "double slash": entry(f"results/{M}//nb/x.json", b"{}"),
+    "other machine": entry(f"results/{OTHER}/nb/exp.json", b"pwned"),
+    "other machine executed": entry(f"gpu-executed/{OTHER}/nb.ipynb", b"{}"),
+    "outside prefixes": entry("Makefile", b"pwned"),
+    "git hook": entry(".git/hooks/pre-commit", b"pwned"),
+    "helpers": entry("helpers/x.py", b"pwned"),
+    "results itself": entry("results", kind=tarfile.DIRTYPE),
+    "machine folder as a file": entry(f"results/{M}", b"{}"),
+    "prefix lookalike": entry(f"results/{M}x/nb/exp.json", b"{}"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_MEMBERS), ids=list(BAD_MEMBERS))
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_a_bad_member_refuses_the_whole_archive(tmp_path, root, validator, bad, where):
+    entries = good_entries()
+    entries.insert(0 if where == "first" else len(entries), BAD_MEMBERS[bad])
+    message = refused(write_archive(tmp_path, entries), root, "")
+    assert BAD_MEMBERS[bad][0].name in message
+    assert validator.calls == []
+
+
+def test_a_duplicate_member_is_refused(tmp_path, root, validator):
+    entries = good_entries() + [entry(f"results/{M}/nb/exp.json", b'{"again": 1}')]
+    refused(write_archive(tmp_path, entries), root, "appears twice")
+
+
+def test_a_file_where_a_folder_must_go_is_refused(tmp_path, root, validator):
+    entries = [entry(f"results/{M}/nb", b"a file"), entry(f"results/{M}/nb/exp.json", b"{}")]
+    refused(write_archive(tmp_path, entries), root, f"results/{M}/nb/exp.json")
+
+
+# ---------------------------------------------------------------- validation of the recordings
+
+def test_the_validator_sees_the_extracted_folder_outside_the_repository(tmp_path, root, validator):
+    gpu_run.unpack(write_archive(tmp_path, good_entries()), root=root)
+    (folder, machine, names), = validator.calls
+    assert machine == M and folder.name == M and folder.parent.name == "results"
+    assert root not in folder.parents and names == ["exp.json", "nb"]
+
+
+def test_a_recording_that_fails_validation_is_refused(tmp_path, root, validator):
+    validator.problems = ["{folder}/nb/exp.json: bandwidth 900 GB/s is over the ceiling"]
+    message = refused(write_archive(tmp_path, good_entries()), root, "over the ceiling")
+    assert f"results/{M}/nb/exp.json" in message and str(tmp_path / "scratch") not in message
+
+
+def test_a_validator_that_raises_refuses(tmp_path, root, monkeypatch):
+    def broken(folder, machine):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(records, "validate_machine_folder", broken, raising=False)
+    refused(write_archive(tmp_path, good_entries()), root, "boom")
+
+
+def test_a_missing_validator_refuses(tmp_path, root, monkeypatch):
+    monkeypatch.delattr(records, "validate_machine_folder", raising=False)
+    refused(write_archive(tmp_path, good_entries()), root, "cannot validate")
+
+
+def real_recording_entries(extra=()):
+    """The repository's own 00_start_here recordings of REAL, as archive members."""
+    src = ROOT / "results" / REAL / "00_start_here"
+    entries = [entry(f"results/{REAL}", kind=tarfile.DIRTYPE),
+               entry(f"results/{REAL}/00_start_here", kind=tarfile.DIRTYPE)]
+    entries += [entry(f"results/{REAL}/00_start_here/{p.name}", p.read_bytes())
+                for p in sorted(src.iterdir())]
+    return entries + list(extra) + [entry(f"gpu-executed/{REAL}/logs/x.log", b"ok")]
+
+
+needs_validator = pytest.mark.skipif(
+    not hasattr(records, "validate_machine_folder"),
+    reason="helpers.records.validate_machine_folder does not exist yet")
+
+
+@needs_validator
+def test_real_recordings_pass_the_real_validator(tmp_path, root):
+    archive = write_archive(tmp_path, real_recording_entries(), machine=REAL)
+    assert gpu_run.unpack(archive, root=root) == 0
+    src = ROOT / "results" / REAL / "00_start_here"
+    for p in src.iterdir():
+        assert (root / "results" / REAL / "00_start_here" / p.name).read_bytes() == p.read_bytes()
+
+
+@needs_validator
+def test_a_recording_that_does_not_decode_is_refused_by_the_real_validator(tmp_path, root):
+    broken = entry(f"results/{REAL}/00_start_here/broken.json", b'{"header": ')
+    archive = write_archive(tmp_path, real_recording_entries([broken]), machine=REAL)
+    refused(archive, root, "broken.json")
+
+
+@needs_validator
+def test_a_recording_of_another_machine_is_refused_by_the_real_validator(tmp_path, root):
+    archive = write_archive(tmp_path / "a", real_recording_entries(), machine=REAL)
+    renamed = tmp_path / f"gpu-results-{M}.tar.gz"  # REAL's recordings under M's name
+    with tarfile.open(archive) as src, tarfile.open(renamed, "w:gz") as dst:
+        for member in src:
+            data = src.extractfile(member).read() if member.isreg() else None
+            member.name = member.name.replace(REAL, M)
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    message = refused(renamed, root, f"results/{M}/00_start_here/first_timeline.json")
+    assert REAL in message
+
+
+# ---------------------------------------------------------------- links in the repository
+
+@pytest.mark.parametrize("rel", ["results", f"results/{M}", "build", "build/gpu-executed",
+                                 f"build/gpu-executed/{M}"])
+def test_a_symlinked_target_folder_is_refused(tmp_path, root, validator, rel):
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(root / rel, elsewhere)
+    (root / rel).symlink_to(elsewhere, target_is_directory=True)
+    before_elsewhere = snapshot(elsewhere)
+    refused(write_archive(tmp_path / "in", good_entries()), root, "symlink")
+    assert snapshot(elsewhere) == before_elsewhere
+
+
+# ---------------------------------------------------------------- the happy paths
+
+def outside_targets(snap):
+    """A snapshot without this machine's two target folders."""
+    files, dirs, links = snap
+    mine = (f"results/{M}", f"build/gpu-executed/{M}")
+
+    def keep(rel):
+        return not any(rel == m or rel.startswith(m + "/") for m in mine)
+
+    return {k: v for k, v in files.items() if keep(k)}, {d for d in dirs if keep(d)}, links
+
+
+def assert_no_hidden_folders(root):
+    for folder in (root / "results", root / "build" / "gpu-executed"):
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+
+
+def test_unpack_replaces_this_machines_folders_and_nothing_else(tmp_path, root, validator, capsys):
+    before = snapshot(root)
+    assert gpu_run.unpack(write_archive(tmp_path, good_entries()), root=root) == 0
+    assert not (root / "results" / M / "nb" / "old.json").exists()
+    assert (root / "results" / M / "nb" / "exp.json").read_bytes() == b'{"new": 1}'
+    assert (root / "build" / "gpu-executed" / M / "live" / "nb.ipynb").read_bytes() == b"{}"
+    assert (root / "build" / "gpu-executed" / M / "logs" / "nb.log").read_bytes() == b"passed"
+    assert not (root / "build" / "gpu-executed" / M / "live" / "old.ipynb").exists()
+    assert outside_targets(snapshot(root)) == outside_targets(before)
+    assert (root / "results" / M / "nb" / "exp.json").stat().st_mode & 0o777 == 0o644
+    assert_no_hidden_folders(root)
+    assert f"1 files under results/{M}/" in capsys.readouterr().out
+
+
+def test_unpack_into_a_repository_without_build_or_this_machine(tmp_path, root, validator):
+    shutil.rmtree(root / "build")
+    shutil.rmtree(root / "results" / M)
+    assert gpu_run.unpack(write_archive(tmp_path, good_entries()), root=root) == 0
+    assert (root / "results" / M / "nb" / "exp.json").exists()
+    assert (root / "build" / "gpu-executed" / M / "live" / "nb.ipynb").exists()
+    assert_no_hidden_folders(root)
+
+
+def test_an_archive_without_executed_notebooks_clears_the_old_ones(tmp_path, root, validator):
+    entries = [e for e in good_entries() if e[0].name.startswith("results/")]
+    assert gpu_run.unpack(write_archive(tmp_path, entries), root=root) == 0
+    assert (root / "results" / M / "nb" / "exp.json").exists()
+    assert not (root / "build" / "gpu-executed" / M).exists()
+    assert_no_hidden_folders(root)
+
+
+def test_pack_then_unpack_round_trip(tmp_path, root, validator):
+    there, out = tmp_path / "gpu", tmp_path / "out"
+    (there / "results" / M / "nb").mkdir(parents=True)
+    (there / "results" / M / "nb" / "exp.json").write_text("{}")
+    (there / "build" / "gpu" / "logs").mkdir(parents=True)
+    (there / "build" / "gpu" / "logs" / "gpu-tests.log").write_text("ok")
+    out.mkdir()
+    archive = gpu_run.pack(out, M, ["summary"], root=there)
+    assert gpu_run.unpack(archive, root=root) == 0
+    assert (root / "results" / M / "nb" / "exp.json").read_text() == "{}"
+    assert (root / "build" / "gpu-executed" / M / "logs" / "gpu-tests.log").read_text() == "ok"
+
+
+# ---------------------------------------------------------------- a failure during the swap
+
+def failing_rename(monkeypatch, fail_on):
+    """Make the ``fail_on``-th call of os.rename (1-based) raise; return the list of calls."""
+    calls = []
+    real = os.rename
+
+    def rename(src, dst, *args, **kwargs):
+        calls.append((Path(src).name, Path(dst).name))
+        if len(calls) == fail_on:
+            raise OSError(28, "No space left on device (simulated)")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", rename)
+    return calls
+
+
+@pytest.mark.parametrize("fail_on", [1, 2, 3, 4])
+def test_a_failed_rename_leaves_everything_in_place(tmp_path, root, validator, monkeypatch, fail_on):
+    """Renames: results aside (1), staging in (2), executed aside (3), staging in (4)."""
+    archive = write_archive(tmp_path, good_entries())
+    calls = failing_rename(monkeypatch, fail_on)
+    refused(archive, root, "simulated")
+    assert len(calls) >= fail_on
+    assert (root / "results" / M / "nb" / "old.json").read_text() == "old"
+
+
+def test_a_failed_rename_removes_the_folders_it_created(tmp_path, root, validator, monkeypatch):
+    shutil.rmtree(root / "build")
+    archive = write_archive(tmp_path, good_entries())
+    failing_rename(monkeypatch, 3)  # results swapped in, then the executed notebooks fail
+    refused(archive, root, "simulated")
+    assert not (root / "build").exists()
+
+
+def test_a_failed_copy_into_staging_changes_nothing(tmp_path, root, validator, monkeypatch):
+    def copytree(*args, **kwargs):
+        raise OSError(13, "Permission denied (simulated)")
+
+    monkeypatch.setattr(shutil, "copytree", copytree)
+    refused(write_archive(tmp_path, good_entries()), root, "simulated")
+
+
+# ---------------------------------------------------------------- the command line
+
+def test_the_command_line_exits_non_zero_with_one_message(tmp_path):
+    archive = tmp_path / "gpu-results-...tar.gz"  # machine ".." would have meant the repository
+    shutil.copyfile(write_archive(tmp_path / "src", good_entries()), archive)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_run.py"), "--unpack", str(archive)],
+                          capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "not a plain folder name" in proc.stderr and "Traceback" not in proc.stderr
