@@ -15,7 +15,7 @@ TORCH_SPEC ?= $(if $(shell command -v nvidia-smi 2>/dev/null),torch>=2.11$(comma
 # where a GPU is measured (two notebooks timing the same GPU would disturb each other).
 JOBS ?= $(if $(shell command -v nvidia-smi 2>/dev/null),1,2)
 
-.PHONY: setup run test lab lint unit notebooks clean gpu-wheels gpu-prepare gpu-all unpack
+.PHONY: setup run test replay-all index lab lint unit notebooks clean gpu-wheels gpu-prepare gpu-all unpack
 
 setup: $(STAMP)
 
@@ -39,6 +39,16 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	COURSE_QUICK=1 $(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2" --durations=10 \
 	    --nbmake --nbmake-timeout=300 tests notebooks
+
+## replay-all: every notebook replayed on every recorded machine (executed copies in
+## build/replay/<machine>/), then a check that results/index.jsonl is current. CI runs it
+## after `make test`.
+replay-all: $(STAMP)
+	$(BIN)/python tools/replay_all.py
+
+## index: rewrite results/index.jsonl (figures from the recordings, verdicts from the replays)
+index: $(STAMP)
+	$(BIN)/python tools/replay_all.py --write
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

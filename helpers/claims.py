@@ -9,8 +9,10 @@ Taught in 00_start_here (how to read the table); used by every notebook.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
+from . import config, records
 from .records import Run
 
 HOLDS = "holds"
@@ -64,7 +66,18 @@ class ClaimsTable:
         where = run.where() if run is not None else "this machine"
         row = Claim(claim, source, measured, _as_verdict(holds), where)
         self.claims.append(row)
+        self._export(row, run)
         return row
+
+    def _export(self, row: Claim, run: Run | None) -> None:
+        """While ``make replay-all`` replays, append a replayed claim's verdict to the index file."""
+        out = config.index_out()
+        if out is None or run is None or run.live:
+            return
+        line = records.index_row(run.header, kind="claim", notebook=self.notebook, name=row.text,
+                                 verdict=row.verdict, source=row.source, measured=row.measured)
+        with out.open("a") as f:
+            f.write(json.dumps(line, allow_nan=True) + "\n")
 
     def verdicts(self) -> dict[str, str]:
         """``{claim: verdict}``, for tests and exercises."""

@@ -5,7 +5,8 @@
 | ``COURSE_QUICK=1`` | quick mode: smaller sizes and fewer repeats, the same code paths (set by ``make test``) |
 | ``COURSE_RECORD=1`` | save every live, full-size experiment result under the results directory (set by ``make gpu-all``) |
 | ``COURSE_REPLAY=1`` | replay recordings even where the hardware is present (to see a recorded machine's numbers) |
-| ``COURSE_REPLAY_MACHINE=NAME`` | which recorded machine to replay when several have a recording |
+| ``COURSE_REPLAY_MACHINE=NAME[,NAME...]`` | which recorded machine to replay, or machines in order of preference; each must be recorded |
+| ``COURSE_INDEX_OUT=PATH`` | while replaying, append each claim's verdict to this JSON-lines file (``make replay-all``) |
 | ``COURSE_RESULTS_DIR=PATH`` | where recordings are read and written (default: ``results/`` beside this package) |
 | ``COURSE_TRACES_DIR=PATH`` | where live profiler traces are written (default: ``build/traces/`` beside this package) |
 
@@ -24,6 +25,7 @@ QUICK_ENV = "COURSE_QUICK"
 RECORD_ENV = "COURSE_RECORD"
 REPLAY_ENV = "COURSE_REPLAY"
 REPLAY_MACHINE_ENV = "COURSE_REPLAY_MACHINE"
+INDEX_OUT_ENV = "COURSE_INDEX_OUT"
 RESULTS_ENV = "COURSE_RESULTS_DIR"
 TRACES_ENV = "COURSE_TRACES_DIR"
 
@@ -58,12 +60,24 @@ def replay_forced() -> bool:
     return _flag(REPLAY_ENV)
 
 
-def replay_machine() -> str | None:
-    """The recorded machine to prefer when replaying, or None to take the first that fits.
+def replay_machines() -> list[str]:
+    """The recorded machines to replay, in order of preference (empty: the default order).
+
+    ``COURSE_REPLAY_MACHINE=2xNVIDIA-H200`` names one; ``A,B`` replays A and, for an
+    experiment A did not record, B.
 
     Taught in 00_start_here.
     """
-    return os.environ.get(REPLAY_MACHINE_ENV) or None
+    return [name.strip() for name in os.environ.get(REPLAY_MACHINE_ENV, "").split(",") if name.strip()]
+
+
+def index_out() -> Path | None:
+    """Where replayed claims append their verdicts (``COURSE_INDEX_OUT``), or None.
+
+    Taught in 00_start_here.
+    """
+    value = os.environ.get(INDEX_OUT_ENV)
+    return Path(value) if value else None
 
 
 def results_dir() -> Path:

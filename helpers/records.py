@@ -388,16 +388,19 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
     root = root or config.results_dir()
     candidates = {p.parts[-3]: p for p in recordings_of(notebook, name, gpus, root)}
     have = ", ".join(candidates) or "none"
-    wanted = config.replay_machine()
-    if wanted is not None:
+    wanted = config.replay_machines()
+    if wanted:
         known = recorded_machine_names(root)
-        if wanted not in known:
-            raise ValueError(f"{config.REPLAY_MACHINE_ENV}={wanted!r} is not a recorded machine; "
-                             f"recorded machines: {', '.join(known) or 'none'}")
-        if wanted not in candidates:
-            raise ValueError(f"{config.REPLAY_MACHINE_ENV}={wanted!r} has no recording of "
+        unknown = [m for m in wanted if m not in known]
+        if unknown:
+            raise ValueError(f"{config.REPLAY_MACHINE_ENV} names {', '.join(map(repr, unknown))}, not a "
+                             f"recorded machine; recorded machines: {', '.join(known) or 'none'}")
+        chosen = next((m for m in wanted if m in candidates), None)
+        if chosen is None:
+            raise ValueError(f"{config.REPLAY_MACHINE_ENV}={','.join(wanted)} has no recording of "
                              f"{notebook}/{name} (it needs {gpus} GPU(s)); machines that have it: {have}")
-        return Choice(candidates[wanted], wanted, f"{config.REPLAY_MACHINE_ENV} chose it")
+        why = "chose it" if chosen == wanted[0] else f"lists it first of those that recorded it ({have})"
+        return Choice(candidates[chosen], chosen, f"{config.REPLAY_MACHINE_ENV} {why}")
     if not candidates:
         raise ValueError(
             f"{notebook}/{name} needs {gpus} GPU(s), this machine has {hardware.gpu_count()}, and no "
@@ -948,3 +951,74 @@ def format_problems(problems: Iterable[Problem]) -> str:
         lines += [f"  - {p.text}" for p in groups[machine]]
         lines.append(f"  re-record {rerecord_command(machine, [p.notebook for p in groups[machine]])}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the flat export
+
+INDEX_NAME = "index.jsonl"
+INDEX_KEYS = ("kind", "machine", "gpu", "driver", "torch", "cuda", "nccl", "date", "commit",
+              "notebook", "experiment", "name", "value", "unit", "spread", "verdict")
+
+
+def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+    """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``
+    (kind, name, value, unit, spread, verdict and any extra keys).
+
+    Taught in 00_start_here.
+    """
+    m = header["machine"]
+    gpus = m.get("gpus") or []
+    row = {"kind": None, "machine": m.get("machine"), "gpu": gpus[0]["name"] if gpus else None,
+           "driver": m.get("driver"), "torch": m.get("torch"), "cuda": m.get("cuda"), "nccl": m.get("nccl"),
+           "date": header.get("date"), "commit": header.get("commit"), "notebook": header.get("notebook"),
+           "experiment": header.get("experiment"), "name": None, "value": None, "unit": None,
+           "spread": None, "verdict": None}
+    row.update(fields)
+    return row
+
+
+def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
+    """One ``figure`` row per timing in every recording, in the index's order: GB/s for a device-timed copy (with its
+    bytes), else seconds per call; the spread is the timing's IQR over its median.
+
+    Taught in 00_start_here.
+    """
+    root = root or config.results_dir()
+    rows = []
+    for path in sorted(root.glob("*/*/*.json")):
+        header, value = load(path)
+        for where, t in _leaves(value):
+            if not isinstance(t, timing.Timing):
+                continue
+            rate = bool(t.nbytes) and t.method in _DEVICE_CLOCKS
+            rows.append(index_row(header, kind="figure", name=where.removeprefix("result"), label=t.label,
+                                  value=t.gbps if rate else t.median_s, unit="GB/s" if rate else "s",
+                                  spread=t.spread, bytes=t.nbytes, method=t.method, samples=len(t.samples_s)))
+    return sorted(rows, key=_sort_key)
+
+
+def _sort_key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(row.get(k)) for k in ("kind", "machine", "notebook", "experiment", "name"))
+
+
+def read_index(root: Path | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+    """The rows of ``results/index.jsonl`` (of one ``kind``, 'figure' or 'claim', if given).
+
+    Taught in 00_start_here.
+    """
+    path = (root or config.results_dir()) / INDEX_NAME
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if kind is None or r["kind"] == kind]
+
+
+def write_index(rows: Iterable[Mapping[str, Any]], root: Path | None = None) -> Path:
+    """Write ``results/index.jsonl``, one sorted JSON object a line; return its path.
+
+    Taught in 00_start_here.
+    """
+    path = (root or config.results_dir()) / INDEX_NAME
+    text = "".join(json.dumps(row, allow_nan=True) + "\n" for row in sorted(rows, key=_sort_key))
+    path.write_text(text)
+    return path

@@ -25,7 +25,9 @@ def test_replay_flags(monkeypatch):
     monkeypatch.setenv("COURSE_REPLAY", "yes")
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "2xNVIDIA-H200")
     assert config.replay_forced()
-    assert config.replay_machine() == "2xNVIDIA-H200"
+    assert config.replay_machines() == ["2xNVIDIA-H200"]
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", " 2xNVIDIA-H200, 1xA ,")
+    assert config.replay_machines() == ["2xNVIDIA-H200", "1xA"]
 
 
 def test_traces_dir_default_and_override(monkeypatch, tmp_path):

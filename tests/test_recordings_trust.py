@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import codec, config, distributed, records, timing, trace
+from helpers import codec, distributed, records, timing, trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -234,7 +234,10 @@ def replaying(course, monkeypatch):
 
 def test_an_unknown_replay_machine_is_an_error_listing_the_machines(replaying, monkeypatch):
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "2xB-typo")
-    with pytest.raises(ValueError, match=r"'2xB-typo' is not a recorded machine; recorded machines: 1xA, 2xB"):
+    with pytest.raises(ValueError, match=r"names '2xB-typo', not a recorded machine; recorded machines: 1xA, 2xB"):
+        records.choose_recording("nb", "exp", 1)
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA,2xB-typo")
+    with pytest.raises(ValueError, match="names '2xB-typo'"):
         records.choose_recording("nb", "exp", 1)
 
 
@@ -243,6 +246,10 @@ def test_a_replay_machine_without_the_experiment_is_an_error(replaying, monkeypa
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
     with pytest.raises(ValueError, match="has no recording of nb/exp .*needs 2 GPU.*machines that have it: 2xB"):
         records.choose_recording("nb", "exp", 2)
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA,2xB")  # a list falls back, and says so
+    choice = records.choose_recording("nb", "exp", 2)
+    assert (choice.machine, choice.reason) == ("2xB", "COURSE_REPLAY_MACHINE lists it first of those that "
+                                               "recorded it (2xB)")
 
 
 def test_the_default_is_this_machine_else_the_most_gpus(replaying, monkeypatch):
@@ -404,6 +411,47 @@ def test_validation_finds_impossible_figures(tmp_path):
     assert any("backwards" in p for p in found) and any("from 5.0 to 1.0 us" in p for p in found)
 
 
-def test_config_replay_machine_is_read_as_given(monkeypatch):
-    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "2xNVIDIA-H200")
-    assert config.replay_machine() == "2xNVIDIA-H200"
+# ---------------------------------------------------------------- the flat export
+
+def test_replayed_claims_are_exported_and_live_ones_are_not(tmp_path, monkeypatch, course):
+    from helpers import claims
+
+    nb, root = course
+    out = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("COURSE_INDEX_OUT", str(out))
+    header = records.read_header(root / "2xB" / "nb" / "exp.json")
+    table = claims.ClaimsTable("nb")
+    table.add("replayed claim", source="s", measured="3 GB/s", holds=True, run=records.Run(1, False, header))
+    table.add("live claim", source="s", measured="x", holds=False, run=records.Run(1, True, header))
+    table.add("no run", source="s", measured="x", holds=None)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["kind"], r["machine"], r["name"], r["verdict"], r["measured"]) for r in rows] == [
+        ("claim", "2xB", "replayed claim", "holds", "3 GB/s")]
+    assert set(records.INDEX_KEYS) <= set(rows[0])
+
+
+def test_the_index_holds_every_timing_sorted_and_reads_back(tmp_path, course):
+    nb, root = course
+    path = root / "1xA" / "nb" / "exp.json"
+    record = json.loads(path.read_text())
+    record["result"]["copy"] = codec.encode(timing.Timing([2e-3, 1e-3, 3e-3], "cuda events", 2 * 10**9, "copy"))
+    record["result"]["alloc"] = codec.encode(timing.Timing([1e-6], "synchronised host clock", 10**9, "alloc"))
+    path.write_text(codec.dumps(record))
+    rows = records.figure_rows(root)
+    assert [(r["name"], r["value"], r["unit"], r["bytes"]) for r in rows] == [
+        ("['alloc']", 1e-6, "s", 10**9), ("['copy']", 1000.0, "GB/s", 2 * 10**9)]
+    records.write_index(rows + [{"kind": "claim", "machine": "1xA"}], root)
+    assert records.read_index(root, kind="figure") == rows
+    assert records.read_index(root, kind="claim") == [{"kind": "claim", "machine": "1xA"}]
+
+
+def test_replay_all_prefers_the_machine_then_the_most_gpus(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("replay_all", ROOT / "tools" / "replay_all.py")
+    replay_all = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay_all)
+    monkeypatch.setattr(records, "recorded_machine_names", lambda root=None: ["1xH", "2xH", "4xH"])
+    assert replay_all.preference("1xH") == "1xH,4xH,2xH"
+    assert replay_all.differences([{"a": 1}], [{"a": 1}]) == []
+    assert replay_all.differences([{"a": 1}], [{"a": 2}]) == ['- {"a": 1}', '+ {"a": 2}']

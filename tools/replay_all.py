@@ -1,0 +1,119 @@
+"""Replay every notebook on every recorded machine, and keep results/index.jsonl current.
+
+For each machine under results/ and each notebook it recorded, the notebook is executed in
+replay (``COURSE_REPLAY=1``, quick mode for the few parts that run live on the CPU) with
+``COURSE_REPLAY_MACHINE=<that machine>,<the others>``: the machine's own recordings first,
+and for an experiment it could not record (one that needs more GPUs) the next machine, which
+the notebook then names. The executed copies land in ``build/replay/<machine>/`` (what a
+reader of that machine's run sees); each claims table appends its verdicts, and the index is
+rebuilt from them and from the recordings' figures.
+
+    python tools/replay_all.py            # replay, then check results/index.jsonl is current
+    python tools/replay_all.py --write    # replay, then rewrite results/index.jsonl
+
+Exit 1 when a notebook fails in replay or (without --write) the index is out of date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from helpers import records  # noqa: E402
+
+TIMEOUT_S = 600
+
+
+def jobs() -> list[tuple[str, Path]]:
+    """(machine, notebook) for every notebook each recorded machine has recordings of."""
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    return [(machine, nb) for machine in records.recorded_machine_names()
+            for nb in notebooks if any((records.config.results_dir() / machine / nb.stem).glob("*.json"))]
+
+
+def preference(machine: str) -> str:
+    """``machine`` first, then the other recorded machines by number of GPUs, most first."""
+    others = sorted((m for m in records.recorded_machine_names() if m != machine),
+                    key=lambda m: (-int(m.split("x", 1)[0]) if m.split("x", 1)[0].isdigit() else 0, m))
+    return ",".join([machine, *others])
+
+
+def execute(machine: str, notebook: Path, index_out: Path) -> tuple[str, str, int, float, str]:
+    """Execute one notebook in replay for one machine; (machine, notebook, exit code, s, log tail)."""
+    dest = ROOT / "build" / "replay" / machine
+    dest.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "COURSE_REPLAY": "1", "COURSE_QUICK": "1", "COURSE_REPLAY_MACHINE": preference(machine),
+           "COURSE_INDEX_OUT": str(index_out), "PYTHONPATH": str(ROOT)}
+    code = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
+            "NotebookClient(nb, timeout=300, kernel_name='python3', "
+            "resources={'metadata': {'path': sys.argv[3]}}).execute(); nbformat.write(nb, sys.argv[2])")
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code, str(notebook), str(dest / notebook.name),
+                          str(notebook.parent)], env=env, capture_output=True, text=True,
+                         timeout=TIMEOUT_S, check=False)
+    tail = (out.stdout + out.stderr)[-3000:]
+    return machine, notebook.stem, out.returncode, time.perf_counter() - start, tail
+
+
+def claim_rows(folder: Path, planned: list[tuple[str, Path]]) -> list[dict]:
+    """The claims each replay wrote, keeping those measured on the machine it replayed."""
+    rows = []
+    for machine, nb in planned:
+        path = folder / f"{machine}-{nb.stem}.jsonl"
+        if path.exists():
+            rows += [row for row in map(json.loads, path.read_text().splitlines()) if row["machine"] == machine]
+    return rows
+
+
+def differences(old: list[dict], new: list[dict]) -> list[str]:
+    """Rows in one list and not the other, as short lines."""
+    def key(row: dict) -> str:
+        return json.dumps(row, sort_keys=True)
+    gone = {key(r) for r in old} - {key(r) for r in new}
+    added = {key(r) for r in new} - {key(r) for r in old}
+    return [f"- {k[:300]}" for k in sorted(gone)] + [f"+ {k[:300]}" for k in sorted(added)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="rewrite results/index.jsonl")
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
+    args = parser.parse_args()
+    planned = jobs()
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(execute, m, nb, Path(tmp) / f"{m}-{nb.stem}.jsonl") for m, nb in planned]
+        for future in futures:
+            machine, stem, code, seconds, tail = future.result()
+            print(f"{'replayed' if code == 0 else 'FAILED  '} {stem} on {machine} in {seconds:.1f} s", flush=True)
+            if code:
+                failed += 1
+                print(tail)
+        rows = records.figure_rows() + claim_rows(Path(tmp), planned)
+    if failed:
+        print(f"{failed} notebook(s) failed in replay; the index is left as it was")
+        return 1
+    if args.write:
+        print(f"wrote {records.write_index(rows)} ({len(rows)} rows)")
+        return 0
+    diff = differences(records.read_index(), json.loads(json.dumps(rows)))
+    if diff:
+        print(f"results/index.jsonl is out of date ({len(diff)} rows differ); run `make index`:")
+        print("\n".join(diff[:40]))
+        return 1
+    print(f"results/index.jsonl is current ({len(rows)} rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
