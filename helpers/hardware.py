@@ -186,6 +186,34 @@ def _gpu_links() -> str | None:
     return text.strip() if text else None
 
 
+_TERMINAL_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
+    """``{(i, j): 'NV18' | 'PIX' | 'SYS' | ...}`` for every ordered pair of GPUs, read from
+    ``nvidia-smi topo -m`` (as ``describe()['gpu_links']`` keeps it); empty when unknown.
+
+    The table's columns are tab-separated; terminal escapes (nvidia-smi underlines the header
+    row with ``ESC[4m``, even when its output is not a terminal) are dropped first.
+
+    Taught in 05_device_to_device.
+    """
+    lines = [_TERMINAL_ESCAPES.sub("", line) for line in (topo or "").splitlines()]
+    start = next((n for n, line in enumerate(lines) if "GPU0" in line.split("\t")[:2]), None)
+    if start is None:
+        return {}
+    columns = [field.strip() for field in lines[start].split("\t") if field.strip()]
+    links: dict[tuple[int, int], str] = {}
+    for line in lines[start + 1:]:
+        row = re.match(r"GPU(\d+)\t", line)
+        if not row:
+            continue
+        for column, cell in zip(columns, (f.strip() for f in line.split("\t")[1:]), strict=False):
+            other = re.fullmatch(r"GPU(\d+)", column)
+            if other and other.group(1) != row.group(1):
+                links[(int(row.group(1)), int(other.group(1)))] = cell
+    return links
+
 def describe() -> dict[str, Any]:
     """The machine as a plain, JSON-ready dict: the environment header of every recording.
 

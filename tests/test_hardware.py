@@ -93,3 +93,26 @@ def test_free_memory_returns_pinned_and_device_memory():
     after = hardware.free_memory()
     assert after["gpu0_reserved"] <= before["gpu0_reserved"]
     assert after["pinned_host"] <= before["pinned_host"]
+
+
+def _recorded_topology(machine):
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "results" / machine / "05_device_to_device" / "peer_access_and_links.json"
+    return json.loads(path.read_text())["result"]["gpu_links"]
+
+
+def test_gpu_links_reads_the_recorded_h200_tables_despite_terminal_escapes():
+    """nvidia-smi underlines the header with ESC[4m on the H200 machines; NV18 must still be read."""
+    two = _recorded_topology("2xNVIDIA-H200")
+    assert "\x1b[4m" in two
+    assert hardware.gpu_links(two) == {(0, 1): "NV18", (1, 0): "NV18"}
+    four = hardware.gpu_links(_recorded_topology("4xNVIDIA-H200"))
+    assert four == {(i, j): "NV18" for i in range(4) for j in range(4) if i != j}
+
+
+def test_gpu_links_reads_pcie_tables_and_says_nothing_when_it_cannot():
+    table = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nGPU1\tPIX\t X \t0-7\t0\n"
+    assert hardware.gpu_links(table) == {(0, 1): "PIX", (1, 0): "PIX"}
+    assert hardware.gpu_links(None) == {} and hardware.gpu_links("no table here") == {}
