@@ -282,20 +282,24 @@ def rerecord_command(machine: str | None, notebooks: Iterable[str]) -> str:
 
 def _read_record(path: Path) -> dict[str, Any]:
     """The raw JSON of a recording, or ``RecordingError`` naming the file and the fix."""
-    fix = (f"re-record it ({rerecord_command(path.parts[-3] if len(path.parts) >= 3 else None, [path.parent.name])}) "
-           f"or restore it with `git checkout -- {path}`")
     try:
         record = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError) as err:
-        raise RecordingError(f"{path} cannot be read ({err}): {fix}") from err
+        raise RecordingError(f"{path} cannot be read ({err}): {_fix(path)}") from err
     except json.JSONDecodeError as err:
-        raise RecordingError(f"{path} is not a readable recording (JSON error: {err}): {fix}") from err
+        raise RecordingError(f"{path} is not a readable recording (JSON error: {err}): {_fix(path)}") from err
     if not isinstance(record, dict) or not isinstance(record.get("header"), dict) or "result" not in record:
-        raise RecordingError(f"{path} has no header and result: {fix}")
+        raise RecordingError(f"{path} has no header and result: {_fix(path)}")
     missing = [key for key in HEADER_KEYS if key not in record["header"]]
     if missing or not isinstance(record["header"]["machine"], dict):
-        raise RecordingError(f"{path}: its header lacks {', '.join(missing) or 'the machine'}: {fix}")
+        raise RecordingError(f"{path}: its header lacks {', '.join(missing) or 'the machine'}: {_fix(path)}")
     return record
+
+
+def _fix(path: Path) -> str:
+    machine = path.parts[-3] if len(path.parts) >= 3 else None
+    return (f"re-record it ({rerecord_command(machine, [path.parent.name])}) "
+            f"or restore it with `git checkout -- {path}`")
 
 
 def read_header(path: Path | str) -> dict[str, Any]:
@@ -322,6 +326,11 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
                              f"{rerecord_command(path.parts[-3], [path.parent.name])}") from err
 
 
+def _gpu_total(path: Path) -> int:
+    """How many GPUs the machine that made a recording had."""
+    return len(read_header(path)["machine"].get("gpus") or [])
+
+
 def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
     """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name.
 
@@ -330,7 +339,7 @@ def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = N
     root = root or config.results_dir()
     found = []
     for path in sorted(root.glob(f"*/{notebook}/{name}.json")):
-        if len(read_header(path)["machine"].get("gpus") or []) >= gpus:
+        if _gpu_total(path) >= gpus:
             found.append(path)
     return found
 
@@ -367,10 +376,6 @@ class Choice:
     path: Path
     machine: str
     reason: str
-
-
-def _gpu_total(path: Path) -> int:
-    return len(read_header(path)["machine"].get("gpus") or [])
 
 
 def _this_machine_name() -> str | None:
@@ -467,7 +472,6 @@ class Run:
 def _check_arguments(fn: Any, notebook: Any, gpus: Any, params: Any) -> None:
     if not callable(fn):
         raise TypeError(f"run_or_replay needs the experiment function itself, got {type(fn).__name__}")
-    check_experiment(fn)
     if not isinstance(notebook, str) or not notebook:
         raise TypeError("notebook must be the notebook's name as a string, e.g. '01_pinned_memory'")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
@@ -515,9 +519,9 @@ def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
     Taught in 00_start_here.
     """
     _check_arguments(fn, notebook, gpus, params)
+    fp = fingerprint(fn)  # refuses lambdas, partials and closures first
     params = params or {}
     name = name or fn.__name__
-    fp = fingerprint(fn)
     live = hardware.gpu_count() >= gpus and not (gpus and config.replay_forced())
     if not live:
         run = _replay(notebook, name, gpus, fp, params)
@@ -579,6 +583,9 @@ _PARAM_MODULES = {"config": _FullSizeConfig, "timing": type("timing", (), {
 class _Unknown:
     def __init__(self, why: str) -> None:
         self.why = why
+
+
+_MODULE = _Unknown("a module")
 
 
 @dataclasses.dataclass
@@ -665,7 +672,7 @@ class _NotebookReader:
             for alias in node.names:
                 name = (alias.asname or alias.name).split(".")[0]
                 if name not in _PARAM_MODULES:
-                    self.values[name] = _Unknown("a module")
+                    self.values[name] = _MODULE
         elif isinstance(node, (ast.For, ast.With, ast.If, ast.While, ast.Try)):
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
@@ -691,10 +698,9 @@ class _NotebookReader:
         function = target.id if isinstance(target, ast.Name) else ast.unparse(target) if target else "?"
         name = keywords["name"].value if isinstance(keywords.get("name"), ast.Constant) else function
         gpus_node = keywords.get("gpus")
-        gpus = 1 if gpus_node is None else gpus_node.value if isinstance(gpus_node, ast.Constant) else -1
-        problems = []
-        if gpus_node is not None and not isinstance(gpus, int):
-            problems.append("gpus= must be a literal number")
+        literal = gpus_node is None or (isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int))
+        gpus = 1 if gpus_node is None else gpus_node.value if literal else -1
+        problems = [] if literal else ["gpus= must be a literal number"]
         if not isinstance(target, ast.Name) or function not in self.functions:
             problems.append(f"the experiment `{function}` is not a function defined with def at the top "
                             f"of a cell, so its source cannot be checked")
@@ -718,10 +724,7 @@ class _NotebookReader:
                 if used in self.functions and used != function and used not in reached:
                     reached[used] = self.functions[used]
                     todo.append(used)
-                elif used in self.values and isinstance(self.values[used], _Unknown) \
-                        and self.values[used].why == "a module":
-                    continue
-                elif used in self.values:
+                elif used in self.values and self.values[used] is not _MODULE:
                     problems.append(f"{function} reads the notebook variable `{used}`, which its "
                                     f"recording cannot check: pass it through params=")
         return fingerprint_source(self.functions[function], reached)
@@ -881,7 +884,7 @@ def _check_one_recording(path: Path, machine: str, expected: NotebookExperiment)
 
 def _check_machine(folder: Path, notebook: str, found: Mapping[str, NotebookExperiment]) -> list[str]:
     machine = folder.parent.name
-    gpus_here = len(read_header(sorted(folder.glob("*.json"))[0])["machine"].get("gpus") or [])
+    gpus_here = _gpu_total(sorted(folder.glob("*.json"))[0])
     problems = []
     for name, experiment in found.items():
         path = folder / f"{name}.json"

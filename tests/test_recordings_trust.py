@@ -455,3 +455,9 @@ def test_replay_all_prefers_the_machine_then_the_most_gpus(monkeypatch):
     assert replay_all.preference("1xH") == "1xH,4xH,2xH"
     assert replay_all.differences([{"a": 1}], [{"a": 1}]) == []
     assert replay_all.differences([{"a": 1}], [{"a": 2}]) == ['- {"a": 1}', '+ {"a": 2}']
+
+
+def test_a_gpus_count_the_reader_cannot_see_is_a_problem(course):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL.replace("gpus=1", "gpus=N_GPUS")])
+    assert any("gpus= must be a literal number" in p for p in problems(nb, root))

@@ -236,7 +236,7 @@ def extract_checked(archive: Path, machine: str, dest: Path) -> None:
         raise Refused(f"cannot read {archive.name}{where}: {e or type(e).__name__}") from e
 
 
-def check_recordings(extracted: Path, machine: str) -> None:
+def validate_extracted(extracted: Path, machine: str) -> None:
     """Refuse unless the extracted results/<machine>/ holds recordings that all validate."""
     folder = extracted / "results" / machine
     if not any(folder.glob("*/*.json")):
@@ -386,7 +386,7 @@ def unpack(archive: Path, root: Path = ROOT) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="gpu-unpack-"))
         try:
             extract_checked(archive, machine, tmp)
-            check_recordings(tmp, machine)
+            validate_extracted(tmp, machine)
             check_no_links(root, machine)
             install(tmp, machine, root)
             count = sum(p.is_file() for p in (tmp / "results" / machine).rglob("*"))

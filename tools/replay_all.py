@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers import records  # noqa: E402
+from helpers import config, records  # noqa: E402
 
 TIMEOUT_S = 600
 
@@ -38,7 +38,7 @@ def jobs() -> list[tuple[str, Path]]:
     """(machine, notebook) for every notebook each recorded machine has recordings of."""
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     return [(machine, nb) for machine in records.recorded_machine_names()
-            for nb in notebooks if any((records.config.results_dir() / machine / nb.stem).glob("*.json"))]
+            for nb in notebooks if any((config.results_dir() / machine / nb.stem).glob("*.json"))]
 
 
 def preference(machine: str) -> str:
