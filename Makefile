@@ -34,15 +34,17 @@ run: $(STAMP)
 	    --nbmake-timeout=1200 build/notebooks
 	@echo "Executed notebooks, with their outputs: build/notebooks/ (open them with 'make lab')"
 
-## test: ruff, the unit tests, every notebook in quick mode (replaying where needed)
+## test: ruff, the unit tests, every notebook in quick mode (replaying where needed), then the
+## truth check: every notebook replayed on every recorded machine, its checks and verdicts
+## against its numbers, results/index.jsonl current (tools/replay_all.py)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	COURSE_QUICK=1 $(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2" --durations=10 \
 	    --nbmake --nbmake-timeout=300 tests notebooks
+	$(BIN)/python tools/replay_all.py
 
-## replay-all: every notebook replayed on every recorded machine (executed copies in
-## build/replay/<machine>/), then a check that results/index.jsonl is current. CI runs it
-## after `make test`.
+## replay-all: only the truth check of `make test`: every notebook replayed on every recorded
+## machine (executed copies in build/replay/<machine>/), checks, verdicts, index current
 replay-all: $(STAMP)
 	$(BIN)/python tools/replay_all.py
 

@@ -1,8 +1,17 @@
-"""Claims tables: each claim of a source document, what was measured, and a computed verdict.
+"""Claims and observations: what a source says, what was measured, and words computed from it.
 
-A verdict is never typed in: ``ClaimsTable.add`` takes ``holds``, a bool computed from the
-measurement (or ``None`` when the claim cannot be tested on this hardware), and turns it into
-"holds", "does not hold here" or "not testable here". Every notebook ends with its table.
+A verdict is never typed in. A claim is tested either by a ``Comparison`` (a measured value,
+its spread, a threshold and the side on which the claim holds: ``claims.compare``) or, when
+the claim is not a number, by a bool computed from the measurement (``None`` when it cannot be
+tested on this hardware). ``ClaimsTable.add`` turns that into "holds", "does not hold here",
+"borderline here" (the value is inside the noise of its threshold: it would flip between runs)
+or "not testable here". Every notebook ends with its table, which shows value, threshold and
+spread for each row.
+
+What a notebook *sees* is printed from its data too: ``WhatWeSee`` gathers sentences built
+from the measured values (``describe_curve`` says how a bandwidth curve ends) and ``check``-s
+of statements made in markdown. ``make test`` replays every notebook on every recorded machine
+and fails on any check that does not hold or any verdict that disagrees with its numbers.
 
 Taught in 00_start_here (how to read the table); used by every notebook.
 """
@@ -10,19 +19,176 @@ Taught in 00_start_here (how to read the table); used by every notebook.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import config, records
 from .records import Run
+from .timing import Timing, format_bytes
 
 HOLDS = "holds"
 DOES_NOT_HOLD = "does not hold here"
+BORDERLINE = "borderline here"
 NOT_TESTABLE = "not testable here"
+VERDICTS = (HOLDS, DOES_NOT_HOLD, BORDERLINE, NOT_TESTABLE)
 
+# A difference smaller than this share of the threshold is never called either way, even when
+# the samples agree closely: the next run on the same machine moves by about that much.
+SPREAD_FLOOR = 0.01
+_SIDES = ("above", "below")
+
+
+# ---------------------------------------------------------------- values with their noise
+
+@dataclass(frozen=True)
+class Value:
+    """A measured number with its noise: ``spread`` is half the interquartile range, in ``unit``.
+
+    Taught in 01_pinned_memory.
+    """
+
+    value: float
+    spread: float = 0.0
+    unit: str = ""
+    samples: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("value", "spread"):
+            number = getattr(self, name)
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or math.isnan(float(number)):
+                raise TypeError(f"Value.{name} must be a number, got {number!r}")
+        if self.spread < 0:
+            raise ValueError(f"Value.spread is a half-width and cannot be negative, got {self.spread!r}")
+
+    def __str__(self) -> str:
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{_number(self.value)}{unit} ± {_number(self.spread)}"
+
+
+def _number(x: float) -> str:
+    if x == 0 or 0.01 <= abs(x) < 1e4:
+        return f"{x:.3g}" if abs(x) < 10 else f"{x:.4g}" if abs(x) < 1e3 else f"{x:.0f}"
+    return f"{x:.3g}"
+
+
+def measured(timing: Timing, *, as_rate: bool = False, unit: str | None = None) -> Value:
+    """A ``Timing`` as a ``Value``: its median (seconds, or decimal GB/s with ``as_rate``) and
+    half its interquartile range.
+
+    Taught in 01_pinned_memory.
+    """
+    if not isinstance(timing, Timing):
+        raise TypeError(f"measured() takes a timing.Timing, got {type(timing).__name__}")
+    q1, q3 = timing.quartiles_s
+    n = len(timing.samples_s)
+    if as_rate:
+        # a rate is nbytes / time, so its relative spread is the time's
+        rate = timing.gbps
+        return Value(rate, rate * (q3 - q1) / 2 / timing.median_s, unit or "GB/s", n)
+    return Value(timing.median_s, (q3 - q1) / 2, unit or "s", n)
+
+
+def ratio(numerator: Timing | Value, denominator: Timing | Value, unit: str = "x") -> Value:
+    """``numerator / denominator`` with the relative spreads of both added (a cautious bound).
+
+    Timings are compared by their median times. Taught in 01_pinned_memory.
+    """
+    a = numerator if isinstance(numerator, Value) else measured(numerator)
+    b = denominator if isinstance(denominator, Value) else measured(denominator)
+    if b.value == 0:
+        raise ValueError("ratio(): the denominator's value is 0; compare two non-zero measurements")
+    value = a.value / b.value
+    relative = (a.spread / abs(a.value) if a.value else 0.0) + b.spread / abs(b.value)
+    samples = min((v.samples for v in (a, b) if v.samples is not None), default=None)
+    return Value(value, abs(value) * relative, unit, samples)
+
+
+# ---------------------------------------------------------------- comparisons and verdicts
+
+@dataclass(frozen=True)
+class Comparison:
+    """A measured ``Value`` against a ``threshold``; the claim holds when the value is on the
+    ``holds_if`` side ("above" or "below"), and is borderline within the noise.
+
+    Taught in 01_pinned_memory.
+    """
+
+    value: Value
+    threshold: float
+    holds_if: str
+
+    @property
+    def margin(self) -> float:
+        """The noise band around the threshold: the value's spread, at least ``SPREAD_FLOOR``
+        of the threshold."""
+        return max(self.value.spread, SPREAD_FLOOR * abs(self.threshold))
+
+    @property
+    def verdict(self) -> str:
+        difference = self.value.value - self.threshold
+        if abs(difference) <= self.margin:
+            return BORDERLINE
+        above = difference > 0
+        return HOLDS if above == (self.holds_if == "above") else DOES_NOT_HOLD
+
+    def __bool__(self) -> bool:
+        raise TypeError("a Comparison is not a bool: it can be borderline; read .verdict instead")
+
+    def __str__(self) -> str:
+        sign = ">" if self.holds_if == "above" else "<"
+        return f"{self.value} (holds if {sign} {_number(self.threshold)}{' ' + self.value.unit if self.value.unit else ''})"
+
+
+def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -> Comparison:
+    """The claim holds when ``value`` is ``holds_if`` ("above" or "below") ``threshold``.
+
+    ``value`` is a ``Value`` (e.g. from ``ratio``), a ``Timing`` (its median seconds), or a bare
+    number for a count, which has no spread. Taught in 01_pinned_memory.
+    """
+    if holds_if not in _SIDES:
+        raise ValueError(f"holds_if must be 'above' or 'below', got {holds_if!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise TypeError(f"threshold must be a number, got {threshold!r}")
+    if isinstance(value, Timing):
+        value = measured(value)
+    elif not isinstance(value, Value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"compare() takes a claims.Value, a timing.Timing or a number, got {value!r}")
+        value = Value(float(value))
+    return Comparison(value, float(threshold), holds_if)
+
+
+def _as_verdict(holds: object) -> str:
+    if holds is None:
+        return NOT_TESTABLE
+    if isinstance(holds, Comparison):
+        return holds.verdict
+    if type(holds).__name__ in ("bool", "bool_"):  # Python or numpy bool
+        return HOLDS if bool(holds) else DOES_NOT_HOLD
+    raise TypeError(
+        f"holds must be a claims.compare(...) of the measurement, a bool computed from it, or None if "
+        f"not testable; got {holds!r}; write e.g. holds=claims.compare(ratio, 2, holds_if='below')"
+    )
+
+
+def verdict_of(row: dict) -> str | None:
+    """The verdict an index row's value, threshold and spread give (None for a row without them).
+
+    What the truth check recomputes. Taught in 00_start_here.
+    """
+    if row.get("threshold") is None or row.get("value") is None:
+        return None
+    value = Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")
+    return Comparison(value, row["threshold"], row["holds_if"]).verdict
+
+
+# ---------------------------------------------------------------- the claims table
 
 @dataclass
 class Claim:
-    """One row: the claim, its source, what was measured, where, and the verdict.
+    """One row: the claim, its source, what was measured, where, and the verdict; ``comparison``
+    carries value, threshold and spread when the claim is a number.
 
     Taught in 00_start_here.
     """
@@ -32,17 +198,7 @@ class Claim:
     measured: str
     verdict: str
     where: str
-
-
-def _as_verdict(holds: object) -> str:
-    if holds is None:
-        return NOT_TESTABLE
-    if type(holds).__name__ in ("bool", "bool_"):  # Python or numpy bool
-        return HOLDS if bool(holds) else DOES_NOT_HOLD
-    raise TypeError(
-        f"holds must be a bool computed from the measurement (or None if not testable), "
-        f"got {holds!r}; write e.g. holds=ratio < 2"
-    )
+    comparison: Comparison | None = None
 
 
 class ClaimsTable:
@@ -59,39 +215,170 @@ class ClaimsTable:
 
     def add(self, claim: str, *, source: str, measured: str, holds: object,
             run: Run | None = None) -> Claim:
-        """Add a claim with its computed verdict; ``run`` says whether it was live or replayed."""
+        """Add a claim with its computed verdict: ``holds`` is a ``compare(...)`` (value,
+        threshold, spread), a bool, or None; ``run`` says whether it was live or replayed."""
         for name, value in (("claim", claim), ("source", source), ("measured", measured)):
             if not isinstance(value, str) or not value:
                 raise TypeError(f"{name} must be a non-empty string")
         where = run.where() if run is not None else "this machine"
-        row = Claim(claim, source, measured, _as_verdict(holds), where)
+        comparison = holds if isinstance(holds, Comparison) else None
+        row = Claim(claim, source, measured, _as_verdict(holds), where, comparison)
         self.claims.append(row)
-        self._export(row, run)
+        if comparison is not None:
+            fields = dict(value=comparison.value.value, unit=comparison.value.unit,
+                          spread=comparison.value.spread, threshold=comparison.threshold,
+                          holds_if=comparison.holds_if, margin=comparison.margin)
+        else:
+            fields = dict(value=None if holds is None else bool(holds))
+        _export(self.notebook, run, kind="claim", name=row.text, verdict=row.verdict,
+                source=row.source, measured=row.measured, **fields)
         return row
-
-    def _export(self, row: Claim, run: Run | None) -> None:
-        """While ``make replay-all`` replays, append a replayed claim's verdict to the index file."""
-        out = config.index_out()
-        if out is None or run is None or run.live:
-            return
-        line = records.index_row(run.header, kind="claim", notebook=self.notebook, name=row.text,
-                                 verdict=row.verdict, source=row.source, measured=row.measured)
-        with out.open("a") as f:
-            f.write(json.dumps(line, allow_nan=True) + "\n")
 
     def verdicts(self) -> dict[str, str]:
         """``{claim: verdict}``, for tests and exercises."""
         return {c.text: c.verdict for c in self.claims}
 
     def to_markdown(self) -> str:
-        rows = ["| claim | source | measured | where | verdict |", "| --- | --- | --- | --- | --- |"]
+        rows = ["| claim | source | measured | value ± spread | holds if | where | verdict |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
         for c in self.claims:
-            cells = [c.text, c.source, c.measured, c.where, f"**{c.verdict}**"]
+            if c.comparison is not None:
+                v = c.comparison.value
+                value = f"{_number(v.value)} ± {_number(v.spread)}{' ' + v.unit if v.unit else ''}"
+                side = f"{'>' if c.comparison.holds_if == 'above' else '<'} {_number(c.comparison.threshold)}"
+            else:
+                value, side = "—", "—"
+            cells = [c.text, c.source, c.measured, value, side, c.where, f"**{c.verdict}**"]
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         return "\n".join(rows)
 
     def _repr_markdown_(self) -> str:
-        return f"### Claims tested in {self.notebook}\n\n" + self.to_markdown()
+        return (f"### Claims tested in {self.notebook}\n\n" + self.to_markdown()
+                + f"\n\n*borderline here*: the value is within its spread (at least {SPREAD_FLOOR:.0%} "
+                "of the threshold) of the threshold, so another run could call it either way.")
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+
+def _export(notebook: str, run: Run | None, **fields: object) -> None:
+    """While ``make replay-all`` replays, append a replayed verdict or check to the index file."""
+    out = config.index_out()
+    if out is None or run is None or run.live:
+        return
+    line = records.index_row(run.header, notebook=notebook, **fields)
+    with out.open("a") as f:
+        f.write(json.dumps(line, allow_nan=True) + "\n")
+
+
+# ---------------------------------------------------------------- what we see
+
+@dataclass(frozen=True)
+class CurveShape:
+    """How a curve of values against sizes ends: ``kind`` is "levels off", "still rising" or
+    "peaks, then falls"; ``words`` says it with the numbers.
+
+    Taught in 00_start_here.
+    """
+
+    kind: str
+    words: str
+    plateau_from: int | None = None
+
+
+def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "GB/s",
+                   tolerance: float = 0.05) -> CurveShape:
+    """How a bandwidth curve ends, in words with its numbers, ``tolerance`` being the relative
+    change still called flat (sizes in bytes, said with binary prefixes).
+
+    Taught in 00_start_here.
+    """
+    if len(sizes) != len(values) or len(values) < 3:
+        raise ValueError("describe_curve needs as many sizes as values, at least 3 of each")
+    if not 0 < tolerance < 1:
+        raise ValueError(f"tolerance is a share between 0 and 1, e.g. 0.05; got {tolerance!r}")
+    values = [float(v) for v in values]
+    peak_at = max(range(len(values)), key=values.__getitem__)
+    peak, last = values[peak_at], values[-1]
+
+    def at(i: int) -> str:
+        return f"{values[i]:.3g} {unit} at {format_bytes(sizes[i])}"
+
+    if last < peak * (1 - tolerance):
+        return CurveShape("peaks, then falls", f"peaks at {at(peak_at)}, then falls to {at(len(values) - 1)}")
+    start = len(values) - 1
+    while start > 0 and abs(values[start - 1] - last) <= tolerance * last:
+        start -= 1
+    if start >= len(values) - 2:
+        tail = ", ".join(f"{v:.3g}" for v in values[-3:])
+        return CurveShape("still rising", f"is still rising at the largest sizes ({tail} {unit} at "
+                          f"{format_bytes(sizes[-3])}, {format_bytes(sizes[-2])} and {format_bytes(sizes[-1])})")
+    flat = values[start:]
+    words = (f"levels off from {format_bytes(sizes[start])} on, at {min(flat):.3g} to {max(flat):.3g} {unit}")
+    dips = [i for i in range(start) if values[i] > values[i + 1] * (1 + tolerance)]
+    if dips:
+        i = dips[0]
+        words += f" (after a dip from {at(i)} to {at(i + 1)})"
+    return CurveShape("levels off", words, start)
+
+
+@dataclass
+class Check:
+    """A statement made in markdown, checked against the measurement."""
+
+    statement: str
+    holds: bool
+    measured: str
+
+
+class WhatWeSee:
+    """What a section's numbers show, said by code: ``say`` adds a sentence built from the
+    values, ``check`` tests a statement the markdown makes. Renders as Markdown in Jupyter.
+
+    Taught in 00_start_here.
+    """
+
+    def __init__(self, notebook: str, run: Run | None = None) -> None:
+        if not isinstance(notebook, str) or not notebook:
+            raise TypeError("WhatWeSee needs the notebook's name, e.g. WhatWeSee(NOTEBOOK, run)")
+        self.notebook = notebook
+        self.run = run
+        self.sentences: list[str] = []
+        self.checks: list[Check] = []
+
+    def say(self, sentence: str) -> WhatWeSee:
+        """Add a sentence; build it from the measured values (an f-string), never type a result."""
+        if not isinstance(sentence, str) or not sentence.strip():
+            raise TypeError("say() takes a non-empty sentence, built from the measured values")
+        self.sentences.append(sentence.strip())
+        return self
+
+    def check(self, statement: str, holds: object, measured: str) -> bool:
+        """Test ``statement`` (a sentence the markdown makes) with ``holds``, a bool computed from
+        the data; ``measured`` says the numbers. Returns ``holds``. A check that fails is shown,
+        not raised: on the machine at hand it is a finding (the truth test fails on it)."""
+        if type(holds).__name__ not in ("bool", "bool_"):
+            raise TypeError(f"check() needs holds as a bool computed from the data, got {holds!r}")
+        if not isinstance(statement, str) or not statement or not isinstance(measured, str) or not measured:
+            raise TypeError("check() needs the statement and what was measured, as non-empty strings")
+        item = Check(statement, bool(holds), measured)
+        self.checks.append(item)
+        _export(self.notebook, self.run, kind="check", name=statement, verdict=HOLDS if item.holds else DOES_NOT_HOLD,
+                value=item.holds, measured=measured)
+        return item.holds
+
+    def to_markdown(self) -> str:
+        where = ""
+        if self.run is not None:
+            where = f" ({'measured here' if self.run.live else 'replayed from ' + self.run.machine})"
+        text = f"**What we see**{where}: " + " ".join(self.sentences)
+        for c in self.checks:
+            mark = "✓ as expected" if c.holds else "✗ **not on this machine**"
+            text += f"\n- {mark}: {c.statement} ({c.measured})"
+        return text
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
 
     def __str__(self) -> str:
         return self.to_markdown()

@@ -57,3 +57,28 @@ def test_notebook_from_script_and_back(tmp_path):
     stripped = json.loads(path.read_text())
     assert stripped["cells"][1]["outputs"] == [] and stripped["cells"][1]["execution_count"] is None
     assert nbtool.to_py(path).startswith("# %% [markdown]\n# # Title")
+
+
+def test_the_truth_check_names_notebook_cell_machine_and_values(tmp_path):
+    replay_all = load("replay_all")
+    executed = tmp_path / "1xH100"
+    executed.mkdir()
+    nb = {"cells": [{"cell_type": "markdown", "source": "x"},
+                    {"cell_type": "code", "outputs": [{"data": {"text/markdown": "✗ one synchronize (2 counted)"}}]}]}
+    (executed / "02_non_blocking.ipynb").write_text(json.dumps(nb))
+    base = {"notebook": "02_non_blocking", "machine": "1xH100", "unit": "x", "holds_if": "below"}
+    rows = [
+        {**base, "kind": "check", "name": "one synchronize", "verdict": "does not hold here", "measured": "2 counted"},
+        {**base, "kind": "check", "name": "fine", "verdict": "holds", "measured": "1"},
+        {**base, "kind": "claim", "name": "twice", "verdict": "holds", "value": 2.0, "spread": 0.01, "threshold": 2},
+        {**base, "kind": "claim", "name": "ok", "verdict": "borderline here", "value": 2.0, "spread": 0.01,
+         "threshold": 2},
+        {**base, "kind": "claim", "name": "bool", "verdict": "holds", "value": True, "spread": None, "threshold": None},
+        {**base, "kind": "figure", "name": "f", "verdict": None, "value": 1.0, "spread": 0.0},
+    ]
+    problems = replay_all.untrue(rows, tmp_path)
+    assert problems == [
+        '02_non_blocking cell 1 on 1xH100: "one synchronize" does not hold: 2 counted',
+        '02_non_blocking cell ? on 1xH100: the verdict "holds" of "twice" disagrees with 2.0 ± 0.01 against 2 '
+        '(borderline here)',
+    ]

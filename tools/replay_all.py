@@ -1,17 +1,23 @@
-"""Replay every notebook on every recorded machine, and keep results/index.jsonl current.
+"""Replay every notebook on every recorded machine, check its words, keep results/index.jsonl current.
 
 For each machine under results/ and each notebook it recorded, the notebook is executed in
 replay (``COURSE_REPLAY=1``, quick mode for the few parts that run live on the CPU) with
 ``COURSE_REPLAY_MACHINE=<that machine>,<the others>``: the machine's own recordings first,
 and for an experiment it could not record (one that needs more GPUs) the next machine, which
 the notebook then names. The executed copies land in ``build/replay/<machine>/`` (what a
-reader of that machine's run sees); each claims table appends its verdicts, and the index is
-rebuilt from them and from the recordings' figures.
+reader of that machine's run sees); each claims table appends its verdicts and each
+``claims.WhatWeSee`` its checks, and the index is rebuilt from them and from the recordings'
+figures.
+
+The truth check: every check of a markdown statement holds, and every verdict agrees with its
+value, threshold and spread, on every machine; a failure names notebook, cell, machine and
+values. ``make test`` runs this file.
 
     python tools/replay_all.py            # replay, then check results/index.jsonl is current
     python tools/replay_all.py --write    # replay, then rewrite results/index.jsonl
 
-Exit 1 when a notebook fails in replay or (without --write) the index is out of date.
+Exit 1 when a notebook fails in replay, a check or verdict contradicts its numbers, or (without
+--write) the index is out of date.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers import config, records  # noqa: E402
+from helpers import claims, config, records  # noqa: E402
 
 TIMEOUT_S = 600
 
@@ -66,13 +72,39 @@ def execute(machine: str, notebook: Path, index_out: Path) -> tuple[str, str, in
 
 
 def claim_rows(folder: Path, planned: list[tuple[str, Path]]) -> list[dict]:
-    """The claims each replay wrote, keeping those measured on the machine it replayed."""
+    """The verdicts and checks each replay wrote, keeping those measured on the machine it replayed."""
     rows = []
     for machine, nb in planned:
         path = folder / f"{machine}-{nb.stem}.jsonl"
         if path.exists():
             rows += [row for row in map(json.loads, path.read_text().splitlines()) if row["machine"] == machine]
     return rows
+
+
+def cell_of(notebook: Path, text: str) -> str:
+    """``cell N`` of the executed ``notebook`` whose output shows ``text`` (or ``cell ?``)."""
+    if notebook.exists():
+        for i, cell in enumerate(json.loads(notebook.read_text())["cells"]):
+            shown = json.dumps(cell.get("outputs", []), ensure_ascii=False)
+            if json.dumps(text, ensure_ascii=False)[1:-1] in shown:
+                return f"cell {i}"
+    return "cell ?"
+
+
+def untrue(rows: list[dict], executed: Path) -> list[str]:
+    """Every check that does not hold and every verdict that disagrees with its own numbers, as a
+    line naming notebook, cell, machine and values; ``executed`` holds ``<machine>/<notebook>.ipynb``."""
+    problems = []
+    for row in rows:
+        where = f"{row['notebook']} {cell_of(executed / row['machine'] / (row['notebook'] + '.ipynb'), row['name'])} " \
+                f"on {row['machine']}"
+        if row["kind"] == "check" and row["verdict"] != claims.HOLDS:
+            problems.append(f"{where}: \"{row['name']}\" does not hold: {row['measured']}")
+        recomputed = claims.verdict_of(row) if row["kind"] == "claim" else None
+        if recomputed is not None and recomputed != row["verdict"]:
+            problems.append(f"{where}: the verdict \"{row['verdict']}\" of \"{row['name']}\" disagrees with "
+                            f"{row['value']} ± {row['spread']} against {row['threshold']} ({recomputed})")
+    return problems
 
 
 def differences(old: list[dict], new: list[dict]) -> list[str]:
@@ -103,6 +135,12 @@ def main() -> int:
     if failed:
         print(f"{failed} notebook(s) failed in replay; the index is left as it was")
         return 1
+    problems = untrue(rows, ROOT / "build" / "replay")
+    if problems:
+        print(f"{len(problems)} sentence(s) or verdict(s) contradict the numbers; the index is left as it was:")
+        print("\n".join(problems))
+        return 1
+    print(f"every check and verdict agrees with its numbers on {len({m for m, _ in planned})} machine(s)")
     if args.write:
         print(f"wrote {records.write_index(rows)} ({len(rows)} rows)")
         return 0

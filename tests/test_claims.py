@@ -1,0 +1,127 @@
+"""Verdicts with a margin, values with their spread, and the sentences a notebook prints."""
+
+import json
+
+import pytest
+
+from helpers import claims, records, timing
+
+
+def timed(*samples, nbytes=None):
+    return timing.Timing(list(samples), "CUDA events", nbytes=nbytes)
+
+
+def test_measured_keeps_the_median_and_half_the_iqr():
+    v = claims.measured(timed(1.0, 1.2, 0.8, 1.1, 0.9))
+    assert v.value == 1.0 and v.unit == "s" and v.samples == 5
+    assert v.spread == pytest.approx(0.1)  # quartiles 0.9 and 1.1
+    rate = claims.measured(timed(1e-3, 1e-3, 1e-3, nbytes=10**6), as_rate=True)
+    assert rate.value == pytest.approx(1.0) and rate.spread == 0 and rate.unit == "GB/s"
+    with pytest.raises(TypeError, match="timing.Timing"):
+        claims.measured(1.0)
+
+
+def test_ratio_adds_relative_spreads():
+    r = claims.ratio(claims.Value(2.0, 0.2), claims.Value(1.0, 0.05))
+    assert r.value == 2.0 and r.spread == pytest.approx(2.0 * (0.1 + 0.05)) and r.unit == "x"
+    assert claims.ratio(timed(2.0, 2.0, 2.0), timed(1.0, 1.0, 1.0)).value == 2.0
+    with pytest.raises(ValueError, match="denominator"):
+        claims.ratio(claims.Value(1.0), claims.Value(0.0))
+
+
+@pytest.mark.parametrize("value, spread, threshold, side, verdict", [
+    (1.5, 0.05, 2.0, "below", claims.HOLDS),
+    (2.5, 0.05, 2.0, "below", claims.DOES_NOT_HOLD),
+    (2.0, 0.05, 2.0, "below", claims.BORDERLINE),       # the pin-then-copy ratio on H200
+    (1.97, 0.05, 2.0, "below", claims.BORDERLINE),      # ... and on H100: no flip between them
+    (0.91, 0.02, 0.90, "above", claims.BORDERLINE),     # two-stream overlap on H100
+    (0.95, 0.02, 0.90, "above", claims.HOLDS),
+    (0.85, 0.02, 0.90, "above", claims.DOES_NOT_HOLD),
+    (1.005, 0.0, 1.0, "above", claims.BORDERLINE),      # the 1% floor with no spread at all
+    (1.02, 0.0, 1.0, "above", claims.HOLDS),
+])
+def test_a_value_inside_its_noise_is_borderline(value, spread, threshold, side, verdict):
+    comparison = claims.compare(claims.Value(value, spread), threshold, holds_if=side)
+    assert comparison.verdict == verdict
+    row = {"value": value, "spread": spread, "threshold": threshold, "holds_if": side, "unit": ""}
+    assert claims.verdict_of(row) == verdict
+
+
+def test_compare_refuses_what_it_cannot_compare():
+    with pytest.raises(ValueError, match="'above' or 'below'"):
+        claims.compare(1.0, 2.0, holds_if="less")
+    with pytest.raises(TypeError, match="threshold"):
+        claims.compare(1.0, "2", holds_if="below")
+    with pytest.raises(TypeError, match="claims.Value"):
+        claims.compare("1.0", 2.0, holds_if="below")
+    with pytest.raises(TypeError, match="borderline"):
+        bool(claims.compare(1.0, 2.0, holds_if="below"))
+    with pytest.raises(TypeError, match="number"):
+        claims.Value(float("nan"))
+    with pytest.raises(ValueError, match="negative"):
+        claims.Value(1.0, -0.1)
+
+
+def test_the_table_shows_value_threshold_and_spread():
+    table = claims.ClaimsTable("01_pinned_memory")
+    table.add("twice as slow", source="seed 003", measured="ratio",
+              holds=claims.compare(claims.Value(2.0, 0.04, "x"), 2, holds_if="below"))
+    table.add("profiler names it", source="seed 003", measured="names", holds=True)
+    md = table.to_markdown()
+    assert "| 2 ± 0.04 x | < 2 |" in md and "**borderline here**" in md
+    assert "| — | — |" in md and "**holds**" in md
+    assert "borderline here" in table._repr_markdown_()
+
+
+def test_replayed_verdicts_and_checks_reach_the_index_file(tmp_path, monkeypatch):
+    out = tmp_path / "rows.jsonl"
+    monkeypatch.setenv("COURSE_INDEX_OUT", str(out))
+    header = {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"}
+    replayed, live = records.Run(1, False, header), records.Run(1, True, header)
+    table = claims.ClaimsTable("nb")
+    table.add("c", source="s", measured="m", holds=claims.compare(claims.Value(3.0, 0.1), 2, holds_if="above"),
+              run=replayed)
+    table.add("live", source="s", measured="m", holds=True, run=live)
+    seen = claims.WhatWeSee("nb", replayed)
+    seen.check("the loop ends with one synchronize", False, "2 synchronize calls")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["kind"], r["name"], r["verdict"]) for r in rows] == [
+        ("claim", "c", claims.HOLDS), ("check", "the loop ends with one synchronize", claims.DOES_NOT_HOLD)]
+    assert rows[0]["threshold"] == 2 and rows[0]["spread"] == 0.1 and claims.verdict_of(rows[0]) == claims.HOLDS
+
+
+def test_what_we_see_prints_sentences_and_marks_failed_checks():
+    header = {"machine": {"machine": "1xH100", "gpus": []}, "params": {}, "date": "2026"}
+    seen = claims.WhatWeSee("nb", records.Run(1, False, header))
+    seen.say("Pinned copies reach 55.4 GB/s.")
+    assert seen.check("pinned beats pageable", True, "55.4 against 9.3 GB/s") is True
+    assert seen.check("one synchronize", False, "2 counted") is False
+    md = seen._repr_markdown_()
+    assert md.startswith("**What we see** (replayed from 1xH100): Pinned copies reach 55.4 GB/s.")
+    assert "✓ as expected: pinned beats pageable" in md and "✗ **not on this machine**: one synchronize" in md
+    with pytest.raises(TypeError, match="bool"):
+        seen.check("typed", "yes", "m")
+    with pytest.raises(TypeError, match="sentence"):
+        seen.say("  ")
+
+
+MiB = 2**20
+SIZES = [MiB * 2**i for i in range(9)]
+
+
+@pytest.mark.parametrize("values, kind, words", [
+    ([30, 35, 40, 45, 47, 48, 49.0, 51.4, 54.6], "still rising", "(49, 51.4, 54.6 GB/s at 64 MiB, 128 MiB and 256 MiB)"),
+    ([30, 41.9, 40, 37.5, 45, 52, 53, 53.5, 53.2], "levels off", "after a dip from 40 GB/s at 4 MiB to 37.5 GB/s"),
+    ([3, 8, 12.24, 11, 10, 9, 8, 7, 6.71], "peaks, then falls", "peaks at 12.2 GB/s at 4 MiB, then falls to 6.71"),
+    ([10, 20, 50, 51, 50.5, 51.2, 50.8, 51, 50.9], "levels off", "levels off from 4 MiB on, at 50 to 51.2 GB/s"),
+])
+def test_describe_curve_says_how_the_curve_ends(values, kind, words):
+    shape = claims.describe_curve(SIZES, values)
+    assert shape.kind == kind and words in shape.words
+
+
+def test_describe_curve_needs_matching_lists():
+    with pytest.raises(ValueError, match="as many sizes"):
+        claims.describe_curve([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="tolerance"):
+        claims.describe_curve([1, 2, 3], [1, 2, 3], tolerance=5)
