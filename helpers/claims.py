@@ -159,6 +159,22 @@ def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -
     return Comparison(value, float(threshold), holds_if)
 
 
+def within(value: Value | Timing | float, low: float, high: float) -> Comparison:
+    """The claim holds when ``low < value < high`` (e.g. "slower, but at most twice": 1 and 2).
+
+    The verdict is decided at the nearer bound, so it is borderline near either. Taught in
+    01_pinned_memory.
+    """
+    if isinstance(low, bool) or isinstance(high, bool) or not all(isinstance(b, (int, float)) for b in (low, high)):
+        raise TypeError(f"within() needs numeric bounds, got {low!r} and {high!r}")
+    if not low < high:
+        raise ValueError(f"within() needs low < high, got {low!r} and {high!r}")
+    number = compare(value, low, holds_if="above").value
+    if abs(number.value - high) < abs(number.value - low):
+        return compare(number, high, holds_if="below")
+    return compare(number, low, holds_if="above")
+
+
 def _as_verdict(holds: object) -> str:
     if holds is None:
         return NOT_TESTABLE

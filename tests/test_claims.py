@@ -47,6 +47,17 @@ def test_a_value_inside_its_noise_is_borderline(value, spread, threshold, side, 
     assert claims.verdict_of(row) == verdict
 
 
+@pytest.mark.parametrize("value, verdict, bound", [
+    (1.38, claims.HOLDS, 2), (2.5, claims.DOES_NOT_HOLD, 2), (0.5, claims.DOES_NOT_HOLD, 1),
+    (1.99, claims.BORDERLINE, 2), (1.005, claims.BORDERLINE, 1), (1.2, claims.HOLDS, 1),
+])
+def test_within_decides_at_the_nearer_bound(value, verdict, bound):
+    comparison = claims.within(claims.Value(value, 0.01), 1, 2)
+    assert comparison.verdict == verdict and comparison.threshold == bound
+    with pytest.raises(ValueError, match="low < high"):
+        claims.within(1.0, 2, 1)
+
+
 def test_compare_refuses_what_it_cannot_compare():
     with pytest.raises(ValueError, match="'above' or 'below'"):
         claims.compare(1.0, 2.0, holds_if="less")

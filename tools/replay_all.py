@@ -15,6 +15,8 @@ values. ``make test`` runs this file.
 
     python tools/replay_all.py            # replay, then check results/index.jsonl is current
     python tools/replay_all.py --write    # replay, then rewrite results/index.jsonl
+    python tools/replay_all.py --notebook 03_streams_and_overlap   # one notebook: replays and
+                                          # truth check only (the index needs every notebook)
 
 Exit 1 when a notebook fails in replay, a check or verdict contradicts its numbers, or (without
 --write) the index is out of date.
@@ -120,8 +122,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite results/index.jsonl")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
+    parser.add_argument("--notebook", action="append", default=[], metavar="STEM",
+                        help="replay only this notebook (repeatable); no index check or write")
     args = parser.parse_args()
-    planned = jobs()
+    planned = [(m, nb) for m, nb in jobs() if not args.notebook or nb.stem in args.notebook]
+    if args.notebook and args.write:
+        parser.error("--write rebuilds the whole index: replay every notebook (leave out --notebook)")
+    if not planned:
+        parser.error(f"no recorded notebook matches {args.notebook}")
     failed = 0
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(execute, m, nb, Path(tmp) / f"{m}-{nb.stem}.jsonl") for m, nb in planned]
@@ -141,6 +149,8 @@ def main() -> int:
         print("\n".join(problems))
         return 1
     print(f"every check and verdict agrees with its numbers on {len({m for m, _ in planned})} machine(s)")
+    if args.notebook:
+        return 0
     if args.write:
         print(f"wrote {records.write_index(rows)} ({len(rows)} rows)")
         return 0
