@@ -48,7 +48,7 @@ def test_a_value_inside_its_noise_is_borderline(value, spread, threshold, side, 
 
 
 @pytest.mark.parametrize("value, verdict, bound", [
-    (1.38, claims.HOLDS, 2), (2.5, claims.DOES_NOT_HOLD, 2), (0.5, claims.DOES_NOT_HOLD, 1),
+    (1.38, claims.HOLDS, 1), (1.7, claims.HOLDS, 2), (2.5, claims.DOES_NOT_HOLD, 2), (0.5, claims.DOES_NOT_HOLD, 1),
     (1.99, claims.BORDERLINE, 2), (1.005, claims.BORDERLINE, 1), (1.2, claims.HOLDS, 1),
 ])
 def test_within_decides_at_the_nearer_bound(value, verdict, bound):
