@@ -317,8 +317,11 @@ def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "G
     peak_at = max(range(len(values)), key=values.__getitem__)
     peak, last = values[peak_at], values[-1]
 
+    def fig(v: float) -> str:
+        return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
     def at(i: int) -> str:
-        return f"{values[i]:.3g} {unit} at {format_bytes(sizes[i])}"
+        return f"{fig(values[i])} {unit} at {format_bytes(sizes[i])}"
 
     if last < peak * (1 - tolerance):
         return CurveShape("peaks, then falls", f"peaks at {at(peak_at)}, then falls to {at(len(values) - 1)}")
@@ -326,11 +329,11 @@ def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "G
     while start > 0 and abs(values[start - 1] - last) <= tolerance * last:
         start -= 1
     if start >= len(values) - 2:
-        tail = ", ".join(f"{v:.3g}" for v in values[-3:])
+        tail = ", ".join(fig(v) for v in values[-3:])
         return CurveShape("still rising", f"is still rising at the largest sizes ({tail} {unit} at "
                           f"{format_bytes(sizes[-3])}, {format_bytes(sizes[-2])} and {format_bytes(sizes[-1])})")
     flat = values[start:]
-    words = (f"levels off from {format_bytes(sizes[start])} on, at {min(flat):.3g} to {max(flat):.3g} {unit}")
+    words = f"levels off from {format_bytes(sizes[start])} on, at {fig(min(flat))} to {fig(max(flat))} {unit}"
     dips = [i for i in range(start) if values[i] > values[i + 1] * (1 + tolerance)]
     if dips:
         i = dips[0]

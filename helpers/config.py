@@ -32,8 +32,25 @@ TRACES_ENV = "COURSE_TRACES_DIR"
 _TRUE = {"1", "true", "yes", "on"}
 
 
+_FALSE = {"", "0", "false", "no", "off"}
+
+
 def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in _TRUE
+    value = os.environ.get(name, "").strip().lower()
+    if value not in _TRUE | _FALSE:
+        raise ValueError(f"{name}={os.environ[name]!r} is neither on nor off: set it to 1 (or true, yes, on) "
+                         f"or to 0 (or false, no, off), or unset it")
+    return value in _TRUE
+
+
+def _absolute(name: str, value: str) -> Path:
+    """A folder named by an environment variable: it must be absolute, since a notebook's working
+    folder is not the one the variable was set in."""
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise ValueError(f"{name}={value!r} is a relative path; notebooks run in another folder, so give an "
+                         f"absolute one, e.g. {name}={Path(value).resolve()}")
+    return path
 
 
 def quick_mode() -> bool:
@@ -77,7 +94,7 @@ def index_out() -> Path | None:
     Taught in 00_start_here.
     """
     value = os.environ.get(INDEX_OUT_ENV)
-    return Path(value) if value else None
+    return _absolute(INDEX_OUT_ENV, value) if value else None
 
 
 def results_dir() -> Path:
@@ -87,7 +104,7 @@ def results_dir() -> Path:
     """
     env = os.environ.get(RESULTS_ENV)
     if env:
-        return Path(env)
+        return _absolute(RESULTS_ENV, env)
     return Path(__file__).resolve().parent.parent / "results"
 
 
@@ -96,7 +113,8 @@ def traces_dir() -> Path:
 
     Taught in 00_start_here.
     """
-    folder = Path(os.environ.get(TRACES_ENV) or Path(__file__).resolve().parent.parent / "build" / "traces")
+    env = os.environ.get(TRACES_ENV)
+    folder = _absolute(TRACES_ENV, env) if env else Path(__file__).resolve().parent.parent / "build" / "traces"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -84,6 +84,9 @@ _BUS_FACTORS: dict[str, Callable[[int], float]] = {
 OPS = tuple(_BUS_FACTORS)
 
 
+MAX_TIMEOUT_S = 24 * 3600.0  # longer than any demonstration; bigger values overflow the clocks
+
+
 def _check_positive(value: Any, name: str, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number ({what}), got {value!r}")
@@ -100,8 +103,7 @@ def bus_factor(op: str, world_size: int) -> float:
     """
     if op not in _BUS_FACTORS:
         raise ValueError(f"unknown collective {op!r}: pass one of {list(OPS)}")
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be the number of ranks (a whole number >= 1), got {world_size!r}")
+    world_size = hardware.check_count(world_size, "world_size", 1, "ranks")
     return _BUS_FACTORS[op](world_size)
 
 
@@ -357,8 +359,11 @@ def _check_launch(worker: Any, world_size: Any, backend: Any, timeout_s: Any, st
                 f"backend='nccl' needs one GPU per rank: world_size={world_size} but this machine has "
                 f"{hardware.gpu_count()} GPU(s); pass backend='gloo' (CPU ranks) or fewer ranks"
             )
-    _check_positive(timeout_s, "timeout_s", "seconds the workers may run")
-    _check_positive(startup_timeout_s, "startup_timeout_s", "seconds to start the ranks and join the group")
+    for value, name, what in ((timeout_s, "timeout_s", "seconds the workers may run"),
+                              (startup_timeout_s, "startup_timeout_s", "seconds to start the ranks and join the group")):
+        if _check_positive(value, name, what) > MAX_TIMEOUT_S:
+            raise ValueError(f"{name}={value!r} s is longer than a demonstration may hold the machine "
+                             f"({MAX_TIMEOUT_S:g} s, a day); pass the seconds you would wait, e.g. 60")
     if not isinstance(args, (tuple, list)):
         raise TypeError(f"args must be a tuple of extra positional arguments for the worker, got {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):

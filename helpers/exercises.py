@@ -37,6 +37,8 @@ def check_choice(answer: str | None, expected: str, *, choices: list[str], hint:
 
     Taught in 01_pinned_memory.
     """
+    if not isinstance(choices, (list, tuple)) or not all(isinstance(c, str) for c in choices):
+        raise TypeError(f"choices is a list of strings, e.g. ['below 1 MiB', '1-64 MiB'], got {choices!r}")
     if expected not in choices:
         raise ValueError(f"expected {expected!r} is not one of the choices {choices}")
     if answer is None:

@@ -11,6 +11,7 @@ Taught in 00_start_here.
 from __future__ import annotations
 
 import gc
+import numbers
 import os
 import platform
 import re
@@ -96,10 +97,10 @@ def check_count(value: Any, name: str, least: int = 0, unit: str = "") -> int:
 
     Taught in 04_event_timing (repeats, warm-up and calls per sample are counts).
     """
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
         of = f" of {unit}" if unit else ""
         raise ValueError(f"{name} must be a whole number{of} >= {least}, got {value!r}")
-    return value
+    return int(value)
 
 
 def check_size(nbytes: Any, name: str = "size") -> int:
@@ -107,11 +108,11 @@ def check_size(nbytes: Any, name: str = "size") -> int:
 
     Taught in 00_start_here.
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-        raise TypeError(f"{name} must be a whole number of bytes (int), got {nbytes!r}")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number of bytes (an int), got {nbytes!r}")
     if nbytes <= 0:
         raise ValueError(f"{name} must be a positive number of bytes, got {nbytes}; pass e.g. 2**20 for 1 MiB")
-    return nbytes
+    return int(nbytes)
 
 
 def _nvidia_smi(*args: str) -> str | None:
@@ -198,6 +199,8 @@ def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
 
     Taught in 05_device_to_device.
     """
+    if topo is not None and not isinstance(topo, str):
+        raise TypeError(f"gpu_links reads the text of `nvidia-smi topo -m` (or None), got {type(topo).__name__}")
     lines = [_TERMINAL_ESCAPES.sub("", line) for line in (topo or "").splitlines()]
     start = next((n for n, line in enumerate(lines) if "GPU0" in line.split("\t")[:2]), None)
     if start is None:
@@ -267,12 +270,19 @@ def machine_name(info: dict[str, Any]) -> str:
 
     Taught in 00_start_here.
     """
+    _check_info(info, "machine_name")
     gpus = info.get("gpus") or []
     if not gpus:
         return "cpu-only"
     names = sorted({g["name"] for g in gpus})
     label = "+".join(re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-") for name in names)
     return f"{len(gpus)}x{label}"
+
+
+def _check_info(info: Any, what: str) -> None:
+    if not isinstance(info, dict):
+        raise TypeError(f"{what} reads a machine's description, the dict hardware.describe() returns (or a "
+                        f"recording's header['machine']), got {type(info).__name__}")
 
 
 def _gib(nbytes: int | None) -> str:
@@ -287,8 +297,12 @@ def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
     Taught in 01_pinned_memory.
     """
     per_lane_gts = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
-    if gen not in per_lane_gts or not width:
-        return None
+    if gen is None or width is None:
+        return None  # not reported by nvidia-smi
+    if gen not in per_lane_gts:
+        raise ValueError(f"gen is a PCIe generation 1-6 (or None when unknown), got {gen!r}")
+    if isinstance(width, bool) or not isinstance(width, numbers.Integral) or width not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"width is a PCIe link width of 1, 2, 4, 8, 16 or 32 lanes (or None), got {width!r}")
     encoding = 0.8 if gen <= 2 else 128 / 130
     return per_lane_gts[gen] * encoding * width / 8
 
@@ -310,6 +324,7 @@ def ceiling_gbps(info: dict[str, Any]) -> float:
 
     Taught in 00_start_here (recordings are checked against it when they are unpacked).
     """
+    _check_info(info, "ceiling_gbps")
     rates = []
     for gpu in info.get("gpus") or []:
         keys = [key for key in MEMORY_GBPS if key in gpu.get("name", "")]

@@ -8,6 +8,7 @@ Taught in 00_start_here (how to read them) and used by every notebook.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,20 @@ def _new_axes(ax: Axes | None, figsize: tuple[float, float] = (7, 4)) -> Axes:
     return ax
 
 
+def _numbers(values: Any, what: str, positive: bool = False) -> list[float]:
+    """``values`` (a list, tuple or numpy array of numbers) as a list of floats, or a clear error."""
+    if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{what} must be a sequence of numbers (list, tuple or numpy array), got {type(values).__name__}")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{what} must hold numbers, found {v!r}")
+        if positive and not v > 0:
+            raise ValueError(f"{what} must be positive on a log axis, found {v!r}")
+        out.append(float(v))
+    return out
+
+
 def bandwidth_vs_size(
     series: Mapping[str, tuple[Sequence[int], Sequence[float]]],
     *,
@@ -52,13 +67,21 @@ def bandwidth_vs_size(
 
     Taught in 00_start_here.
     """
-    if not series:
+    if not isinstance(series, Mapping) or not series:
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string (plotting.machine_title(...) makes one), got {title!r}")
+    if ceiling_gbps is not None and (isinstance(ceiling_gbps, bool) or not isinstance(ceiling_gbps, numbers.Real)):
+        raise TypeError(f"ceiling_gbps is a rate in GB/s (or None), got {ceiling_gbps!r}")
     ax = _new_axes(ax)
-    for label, (sizes, gbps) in series.items():
+    for label, pair in series.items():
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"series {label!r} must be a pair (sizes in bytes, GB/s), got {type(pair).__name__}")
+        sizes = _numbers(pair[0], f"series {label!r}: sizes", positive=True)
+        gbps = _numbers(pair[1], f"series {label!r}: GB/s", positive=True)
         if len(sizes) != len(gbps) or not sizes:
             raise ValueError(f"series {label!r}: sizes and GB/s must be non-empty and of equal length")
-        ax.plot(list(sizes), list(gbps), marker="o", label=label)
+        ax.plot(sizes, gbps, marker="o", label=label)
     if ceiling_gbps:
         ax.axhline(ceiling_gbps, linestyle="--", color="grey", label=f"{ceiling_label} ({ceiling_gbps:.0f} GB/s)")
     ax.set_xscale("log", base=2)
@@ -84,8 +107,9 @@ def bars_with_ratios(
 
     Taught in 01_pinned_memory.
     """
-    if not values:
+    if not isinstance(values, Mapping) or not values:
         raise ValueError("bars_with_ratios needs at least one value: {'label': number}")
+    _numbers(list(values.values()), "bars_with_ratios values")
     baseline = baseline or next(iter(values))
     if baseline not in values:
         raise ValueError(f"baseline {baseline!r} is not one of the bars {list(values)}")

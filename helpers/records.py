@@ -35,6 +35,7 @@ import inspect
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import textwrap
@@ -51,7 +52,7 @@ from . import codec, config, distributed, hardware, timing, trace  # noqa: F401
 # every recording then becomes stale and is re-recorded. tests/test_records.py keeps
 # MEASURING_CODE in step with that code, so a change to it is always a decision.
 MEASURING_VERSION = 1
-MEASURING_CODE = "0d30c1f655ebbacf"
+MEASURING_CODE = "e65e8bd1b8b813ff"
 _MEASURING_MODULES = ("timing", "trace", "distributed")
 
 HEADER_KEYS = ("machine", "date", "commit", "quick", "notebook", "experiment", "fingerprint", "params")
@@ -238,11 +239,18 @@ def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]
 
 # ---------------------------------------------------------------- save / load
 
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
 def recording_path(machine: str, notebook: str, name: str, root: Path | None = None) -> Path:
     """``results/<machine>/<notebook>/<name>.json``.
 
     Taught in 00_start_here.
     """
+    for label, part in (("machine", machine), ("notebook", notebook), ("name", name)):
+        if not isinstance(part, str) or not _SAFE_NAME.fullmatch(part) or ".." in part:
+            raise ValueError(f"{label} {part!r} cannot name a folder or file under results/: use letters, digits "
+                             f"and . _ + - (e.g. '2xNVIDIA-H200', '01_pinned_memory', 'copy_bandwidth')")
     return (root or config.results_dir()) / machine / notebook / f"{name}.json"
 
 
@@ -735,6 +743,10 @@ def experiments_in_notebook(path: Path | str) -> dict[str, NotebookExperiment]:
 
     Taught in 00_start_here.
     """
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"experiments_in_notebook takes a notebook's path, got {type(path).__name__}")
+    if not Path(path).is_file():
+        raise ValueError(f"no notebook at {path}: pass the path of an .ipynb file, e.g. notebooks/01_pinned_memory.ipynb")
     reader = _NotebookReader()
     for source in _code_cells(Path(path)):
         reader.read_cell(source)
@@ -907,6 +919,9 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
 
     Taught in 00_start_here.
     """
+    if isinstance(notebooks, (str, Path)):
+        raise TypeError(f"check_recordings takes a list of notebook paths; got one path, {str(notebooks)!r}: "
+                        f"pass [{str(notebooks)!r}]")
     root = root or config.results_dir()
     problems: list[Problem] = []
     names = set()

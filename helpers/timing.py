@@ -15,6 +15,8 @@ Taught in 04_event_timing (and used from 01_pinned_memory on).
 
 from __future__ import annotations
 
+import math
+import numbers
 import statistics
 import time
 import warnings
@@ -36,6 +38,9 @@ def format_bytes(nbytes: float) -> str:
 
     Taught in 00_start_here.
     """
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real):
+        raise TypeError(f"format_bytes takes a number of bytes, got {nbytes!r}")
+    nbytes = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(nbytes) < 1024 or unit == "TiB":
             return f"{nbytes:.0f} {unit}" if unit == "B" or float(nbytes).is_integer() else f"{nbytes:.3g} {unit}"
@@ -51,13 +56,10 @@ def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
 
     Taught in 00_start_here.
     """
-    for name, value in (("smallest", smallest), ("largest", largest)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive whole number of bytes, got {value!r}")
+    smallest, largest = hardware.check_size(smallest, "smallest"), hardware.check_size(largest, "largest")
     if largest < smallest:
         raise ValueError(f"largest ({largest}) must be at least smallest ({smallest})")
-    if not isinstance(factor, int) or factor < 2:
-        raise ValueError(f"factor must be a whole number >= 2, got {factor!r}")
+    factor = hardware.check_count(factor, "factor", 2)
     sizes = [smallest]
     while sizes[-1] * factor <= largest:
         sizes.append(sizes[-1] * factor)
@@ -85,8 +87,15 @@ class Timing:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.samples_s:
+        if isinstance(self.samples_s, (str, bytes)) or not hasattr(self.samples_s, "__len__"):
+            raise TypeError(f"samples_s is a list of seconds, got {self.samples_s!r}")
+        if not len(self.samples_s):
             raise ValueError("a Timing needs at least one sample")
+        for s in self.samples_s:
+            if isinstance(s, bool) or not isinstance(s, numbers.Real) or not math.isfinite(s) or s < 0:
+                raise ValueError(f"every sample is a finite number of seconds >= 0, got {s!r}")
+        if self.nbytes is not None:
+            self.nbytes = hardware.check_size(self.nbytes, "nbytes")
 
     @property
     def median_s(self) -> float:
@@ -132,6 +141,9 @@ class Timing:
         """Decimal GB/s at the median time (bytes / 1e9 / s); needs ``nbytes``."""
         if not self.nbytes:
             raise ValueError(f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate")
+        if self.median_s == 0:
+            raise ValueError(f"Timing {self.label!r} has a median of 0 s, below the clock's resolution: "
+                             f"time more calls per sample to get a rate")
         return self.nbytes / self.median_s / 1e9
 
     @property
@@ -139,6 +151,9 @@ class Timing:
         """(slowest, fastest) sample as decimal GB/s."""
         if not self.nbytes:
             raise ValueError(f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate")
+        if self.min_s == 0:
+            raise ValueError(f"Timing {self.label!r} has a sample of 0 s, below the clock's resolution: "
+                             f"time more calls per sample to get a rate")
         return self.nbytes / self.max_s / 1e9, self.nbytes / self.min_s / 1e9
 
     def is_noisy(self, limit: float = NOISY_SPREAD) -> bool:
@@ -168,7 +183,10 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds * 1e6:.2f} us"
 
 
-def _check_counts(repeats: int, warmup: int, calls: int) -> None:
+def _check_counts(fn: Any, repeats: int, warmup: int, calls: int) -> None:
+    if not callable(fn):
+        raise TypeError(f"pass the work to time as a function of no arguments (e.g. lambda: dst.copy_(src)), "
+                        f"got {type(fn).__name__} {fn!r:.60}")
     hardware.check_count(repeats, "repeats", 1)
     hardware.check_count(warmup, "warmup", 0)
     hardware.check_count(calls, "calls_per_sample", 1)
@@ -214,8 +232,15 @@ def hold_stream(microseconds: float, device: int | None = None) -> None:
 
     Taught in 03_streams_and_overlap.
     """
-    if microseconds < 0:
-        raise ValueError(f"microseconds must be >= 0, got {microseconds}")
+    if isinstance(microseconds, bool) or not isinstance(microseconds, numbers.Real) or not microseconds >= 0:
+        raise ValueError(f"microseconds must be a number >= 0, got {microseconds!r}")
+    if not torch.cuda.is_available():
+        raise ValueError("hold_stream holds a CUDA stream and needs a CUDA GPU; on a machine without one there is "
+                         "nothing to hold")
+    if device is not None and (isinstance(device, bool) or not isinstance(device, numbers.Integral)
+                               or not 0 <= device < torch.cuda.device_count()):
+        raise ValueError(f"device is a CUDA device index 0-{torch.cuda.device_count() - 1} (or None for the "
+                         f"current one), got {device!r}")
     torch.cuda._sleep(int(microseconds * sleep_cycles_per_us(device)))
 
 
@@ -239,7 +264,7 @@ def cuda_events(
 
     Taught in 00_start_here.
     """
-    _check_counts(repeats, warmup, calls_per_sample)
+    _check_counts(fn, repeats, warmup, calls_per_sample)
     if not torch.cuda.is_available():
         raise ValueError("cuda_events needs a CUDA GPU; on a machine without one use host_clock")
     for _ in range(warmup):
@@ -296,7 +321,7 @@ def host_clock(
 
     Taught in 01_pinned_memory.
     """
-    _check_counts(repeats, warmup, calls_per_sample)
+    _check_counts(fn, repeats, warmup, calls_per_sample)
     for _ in range(warmup):
         fn()
     samples = []
@@ -325,6 +350,9 @@ def benchmark(
 
     Taught in 01_pinned_memory.
     """
+    _check_counts(fn, 1, 0, 1)
+    if not all(isinstance(t, numbers.Real) and not isinstance(t, bool) for t in (min_run_time, max_run_time)):
+        raise TypeError(f"min_run_time and max_run_time are seconds, got {min_run_time!r} and {max_run_time!r}")
     if min_run_time <= 0 or max_run_time < min_run_time:
         raise ValueError("need 0 < min_run_time <= max_run_time (seconds)")
     timer = torch_benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label)
@@ -339,7 +367,11 @@ def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000)
 
     Taught in 00_start_here.
     """
-    if seconds_per_call <= 0:
+    for name, value in (("seconds_per_call", seconds_per_call), ("target_s", target_s)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    most = hardware.check_count(most, "most", 1)
+    if seconds_per_call == 0:
         return most
     return max(1, min(most, round(target_s / seconds_per_call)))
 
@@ -351,6 +383,9 @@ def verify_copy(expected: torch.Tensor, actual: torch.Tensor, what: str = "copy"
 
     Taught in 00_start_here.
     """
+    if not isinstance(expected, torch.Tensor) or not isinstance(actual, torch.Tensor):
+        raise TypeError(f"verify_copy compares two tensors (the source, then the copy), got "
+                        f"{type(expected).__name__} and {type(actual).__name__}")
     if expected.shape != actual.shape:
         raise AssertionError(f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
     if not torch.equal(expected.cpu(), actual.cpu()):

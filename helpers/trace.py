@@ -192,6 +192,8 @@ def parse_copy_name(name: str) -> tuple[str | None, str | None, str | None]:
 
     Taught in 01_pinned_memory.
     """
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"parse_copy_name reads a copy's name from a trace (a string), got {type(name).__name__}")
     match = _COPY_NAME.match(name or "")
     if not match:
         return None, None, None
@@ -370,6 +372,12 @@ def select(intervals: Sequence[Interval], *, kind: str | Iterable[str] | None = 
     kinds = _kind_set(kind)
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a substring to look for, got {type(name).__name__}")
+    if copy_kind is not None and copy_kind not in COPY_KINDS:
+        raise ValueError(f"copy_kind {copy_kind!r} is not one the profiler reports: use one of {list(COPY_KINDS)} "
+                         f"(HtoD is host to device)")
+    for label, number in (("device", device), ("stream", stream)):
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+            raise TypeError(f"{label} must be an int index (or None for any), got {number!r}")
     return [
         iv for iv in intervals
         if (kinds is None or iv.kind in kinds)
