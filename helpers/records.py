@@ -853,9 +853,15 @@ def validate_machine_folder(folder: Path, machine: str) -> list[str]:
             attached.update(Path(a.path) for a in _attachments(load(path)[1]))
         except RecordingError:
             pass
+    try:
+        recording_gaps(folder)
+    except RecordingError as err:
+        problems.append(str(err))
     for item in sorted(folder.rglob("*")):
         if item.is_symlink():
             problems.append(f"{item}: a link; recordings are plain files")
+        elif item == folder / GAPS_FILE:
+            continue
         elif item.is_file() and item not in attached and item not in recordings:
             problems.append(f"{item}: neither a recording nor a file one attaches")
         elif item.is_dir() and item.parent != folder:
@@ -894,13 +900,48 @@ def _check_one_recording(path: Path, machine: str, expected: NotebookExperiment)
     return problems
 
 
+GAPS_FILE = "gaps.json"
+
+
+def recording_gaps(machine_folder: Path) -> dict[str, str]:
+    """The experiments a recorded machine is known not to have, each with why:
+    ``results/<machine>/gaps.json``, ``{"<notebook>/<experiment>": "why"}``. Written by hand when
+    an experiment is added or changed and no machine of that kind can be lent to record it; a
+    listed experiment is not reported missing, and replaying it "on" that machine takes the next
+    machine of ``COURSE_REPLAY_MACHINE``'s list, which the notebook names. Empty without the file.
+
+    Taught in 00_start_here.
+    """
+    path = Path(machine_folder) / GAPS_FILE
+    if not path.exists():
+        return {}
+    try:
+        gaps = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise RecordingError(f"{path} is not readable JSON ({err}): write {{\"<notebook>/<experiment>\": \"why\"}}") from err
+    if not isinstance(gaps, dict) or not all(isinstance(k, str) and k.count("/") == 1 and isinstance(v, str)
+                                             and v.strip() for k, v in gaps.items()):
+        raise RecordingError(f"{path} must map \"<notebook>/<experiment>\" to a sentence saying why it is not "
+                             f"recorded on this machine")
+    return gaps
+
+
 def _check_machine(folder: Path, notebook: str, found: Mapping[str, NotebookExperiment]) -> list[str]:
     machine = folder.parent.name
     gpus_here = _gpu_total(sorted(folder.glob("*.json"))[0])
-    problems = []
+    try:
+        gaps = recording_gaps(folder.parent)
+    except RecordingError as err:
+        return [str(err)]
+    problems = [f"{folder.parent / GAPS_FILE}: lists {key}, which the notebook no longer has"
+                for key in gaps if key.split("/")[0] == notebook and key.split("/")[1] not in found]
     for name, experiment in found.items():
         path = folder / f"{name}.json"
-        if 0 < experiment.gpus <= gpus_here and not path.exists():
+        listed = f"{notebook}/{name}" in gaps
+        if listed and path.exists():
+            problems.append(f"{folder.parent / GAPS_FILE}: lists {notebook}/{name}, which is recorded now: "
+                            f"remove that line")
+        elif 0 < experiment.gpus <= gpus_here and not path.exists() and not listed:
             problems.append(f"{path}: missing; {machine} has the notebook's other recordings")
         elif path.exists():
             problems += _check_one_recording(path, machine, experiment)

@@ -467,3 +467,32 @@ def test_a_gpus_count_the_reader_cannot_see_is_a_problem(course):
     nb, root = course
     write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL.replace("gpus=1", "gpus=N_GPUS")])
     assert any("gpus= must be a literal number" in p for p in problems(nb, root))
+
+
+# ---------------------------------------------------------------- gaps a machine cannot fill
+
+def test_a_gap_is_declared_with_its_reason_and_only_while_it_is_one(course, tmp_path):
+    nb, root = course
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL, "def exp2():\n    return 1",
+                        "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=1)"])
+    write_recording(root, "2xB", 2, nb, name="exp2")
+    assert problems(nb, root) == [f"{root}/1xA/nb/exp2.json: missing; 1xA has the notebook's other recordings"]
+    (root / "1xA" / "gaps.json").write_text(json.dumps({"nb/exp2": "added after 1xA's last run; none lent since"}))
+    assert problems(nb, root) == []
+    assert records.recording_gaps(root / "1xA") == {"nb/exp2": "added after 1xA's last run; none lent since"}
+    assert records.validate_machine_folder(root / "1xA", "1xA") == []  # gaps.json belongs there
+    write_recording(root, "1xA", 1, nb, name="exp2")  # recorded after all: the line must go
+    assert problems(nb, root) == [f"{root}/1xA/gaps.json: lists nb/exp2, which is recorded now: remove that line"]
+    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL])  # and a gap of an experiment that is gone
+    (root / "1xA" / "nb" / "exp2.json").unlink()
+    (root / "2xB" / "nb" / "exp2.json").unlink()
+    assert problems(nb, root) == [f"{root}/1xA/gaps.json: lists nb/exp2, which the notebook no longer has"]
+
+
+@pytest.mark.parametrize("content", ["not json", json.dumps(["nb/exp"]), json.dumps({"nb/exp": ""}),
+                                     json.dumps({"exp": "why"})])
+def test_a_malformed_gaps_file_is_a_problem(course, content):
+    nb, root = course
+    (root / "1xA" / "gaps.json").write_text(content)
+    assert len(problems(nb, root)) == 1 and "gaps.json" in problems(nb, root)[0]
+    assert any("gaps.json" in p for p in records.validate_machine_folder(root / "1xA", "1xA"))
