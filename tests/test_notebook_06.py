@@ -1,0 +1,126 @@
+"""CPU tests of notebook 06's analysis functions and of its wait(timeout) experiment under gloo
+(read from the notebook itself)."""
+
+import ast
+import json
+import statistics
+from datetime import timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from helpers import claims, distributed, records, timing
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "06_nccl_point_to_point_and_collectives.ipynb"
+RECORDED = ROOT / "results" / "2xNVIDIA-H200" / "06_nccl_point_to_point_and_collectives" / "wait_timeout_nccl.json"
+WANTED_FUNCTIONS = {"wait_timeout_without_send", "wait_timeout_outcome", "stopped_at", "expected_after",
+                    "mismatches", "how_soon", "when_data_absent", "host_value"}
+WANTED_NAMES = {"NEXT_LINE", "QUICK_BACK"}
+
+
+@pytest.fixture(scope="module")
+def nb06() -> dict:
+    """The notebook's functions, executed from its own source in a fresh namespace."""
+    namespace: dict = {"claims": claims, "distributed": distributed, "records": records, "timing": timing,
+                       "torch": torch, "dist": dist, "timedelta": timedelta, "statistics": statistics}
+    for cell in json.loads(NOTEBOOK.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        for node in ast.parse("".join(cell["source"])).body:
+            named = isinstance(node, ast.FunctionDef) and node.name in WANTED_FUNCTIONS
+            assigned = isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id in WANTED_NAMES for t in node.targets)
+            if named or assigned:
+                exec(compile(ast.Module([node], []), str(NOTEBOOK), "exec"), namespace)
+    missing = (WANTED_FUNCTIONS | WANTED_NAMES) - set(namespace)
+    assert not missing, f"notebook 06 no longer defines {sorted(missing)}"
+    return namespace
+
+
+def _run(value: dict, wait_timeout_s: float = 2.0, deadline_s: float = 10.0) -> SimpleNamespace:
+    return SimpleNamespace(value=value, params={"backend": "nccl", "wait_timeout_s": wait_timeout_s,
+                                                "deadline_s": deadline_s})
+
+
+def _case(marks1: list, status1: str = "returned", result1: object = None) -> dict:
+    return {"status": ["returned", status1], "marks": [[[0.1, "connected"]], marks1],
+            "results": ["sent nothing", result1], "reason": "r", "elapsed_s": 2.1}
+
+
+def test_wait_timeout_outcome_raised_measures_from_waiting(nb06):
+    case = _case([[0.1, "connected"], [0.2, "waiting"], [2.25, "wait raised"]], result1="DistBackendError: timed out")
+    raised, sentence, waited = nb06["wait_timeout_outcome"](_run(case))
+    assert raised is True and waited == pytest.approx(2.05)
+    assert "raised after 2.05 s" in sentence and "DistBackendError" in sentence
+
+
+def test_wait_timeout_outcome_returned_and_stuck_in_wait(nb06):
+    raised, sentence, waited = nb06["wait_timeout_outcome"](
+        _run(_case([[0.1, "connected"], [0.2, "waiting"], [0.5, "wait returned"]], result1="wait returned")))
+    assert raised is False and waited == pytest.approx(0.3) and "returned after" in sentence
+    raised, sentence, waited = nb06["wait_timeout_outcome"](
+        _run(_case([[0.1, "connected"], [0.2, "waiting"]], status1="stopped")))
+    assert raised is False and waited is None and "inside wait()" in sentence and "stopped" in sentence
+
+
+def test_wait_timeout_outcome_says_when_rank_1_never_reached_the_wait(nb06):
+    """The old recording: rank 1 was stopped inside irecv's connection set-up, with no mark at all."""
+    recorded = json.loads(RECORDED.read_text())["result"]
+    raised, sentence, waited = nb06["wait_timeout_outcome"](_run(recorded))
+    assert raised is False and waited is None
+    assert "never reached wait" in sentence and "not connected" in sentence
+    raised, sentence, _ = nb06["wait_timeout_outcome"](_run(_case([[0.1, "connected"]], status1="died")))
+    assert raised is False and "inside the irecv call" in sentence and "died" in sentence
+
+
+def test_stopped_at_reads_the_last_mark(nb06):
+    stopped_at = nb06["stopped_at"]
+    assert stopped_at({"marks": [[], [[0.0, "start"]]], "status": ["returned", "stopped"]}, 1) == \
+        "torch.distributed.recv(t, src=0)"
+    assert stopped_at({"marks": [[], [[0.0, "start"], [0.1, "recv returned"]]],
+                       "status": ["returned", "stopped"]}, 1) == "print(t)"
+    assert stopped_at({"marks": [[], []], "status": ["returned", "returned"]}, 1) == "nothing: it finished"
+    assert stopped_at({"marks": [[], []], "status": ["returned", "stopped"]}, 1) == "before the first mark"
+
+
+def test_mismatches_finds_a_wrong_rank(nb06):
+    n = 2
+    good = {mode: {name: {"after": [nb06["expected_after"](name, r, n) for r in range(n)]}
+                   for name in ("broadcast", "all_reduce", "reduce")} for mode in ("blocking", "async_op=True")}
+    run = SimpleNamespace(value={"who": [{}, {}], **good})
+    assert nb06["mismatches"](run) == []
+    good["blocking"]["all_reduce"]["after"][1] = [0, 0, 0]
+    good["async_op=True"]["reduce"]["after"][1] = [9, 9, 9]  # not the destination: anything goes
+    assert nb06["mismatches"](run) == ["blocking all_reduce rank 1: [0, 0, 0] != [3, 5, 7]"]
+
+
+def test_how_soon_and_when_data_absent(nb06):
+    assert nb06["how_soon"]({"waited_ms": 0.08, "late_ms": 50.0, "arrived": 0}).startswith("at once")
+    assert nb06["how_soon"]({"waited_ms": 50.8, "late_ms": 50.0, "arrived": 1}) == \
+        "only after 50.8 ms with the data there"
+    comparison = claims.compare(claims.Value(0.08, 0.01, "ms"), 10, holds_if="below")
+    assert nb06["when_data_absent"]([0, 0.0], comparison) is comparison
+    assert nb06["when_data_absent"]([0, 0.2], comparison) is False
+
+
+def test_host_value_is_median_and_half_iqr_in_ms(nb06):
+    rows = [{"call": "recv", "returned_s": s} for s in (0.001, 0.002, 0.003, 0.004, 0.005)]
+    rows.append({"call": "other", "returned_s": 9.0})
+    value = nb06["host_value"](SimpleNamespace(value=rows), "recv", "returned_s")
+    assert value.value == pytest.approx(3.0) and value.spread == pytest.approx(1.0)
+    assert value.unit == "ms" and value.samples == 5
+
+
+def test_wait_timeout_experiment_connects_first_then_raises_under_gloo(nb06):
+    """The experiment itself, live on the CPU: the pair is connected before the wait is timed."""
+    result = nb06["wait_timeout_without_send"]("gloo", 0.5, 20.0)
+    labels = [label for _, label in result["marks"][1]]
+    assert labels[:2] == ["connected", "waiting"], result
+    assert [label for _, label in result["marks"][0]] == ["connected"]
+    run = SimpleNamespace(value=result, params={"backend": "gloo", "wait_timeout_s": 0.5, "deadline_s": 20.0})
+    raised, _, waited = nb06["wait_timeout_outcome"](run)
+    assert raised and 0.4 < waited < 5.0
