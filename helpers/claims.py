@@ -32,6 +32,7 @@ DOES_NOT_HOLD = "does not hold here"
 BORDERLINE = "borderline here"
 NOT_TESTABLE = "not testable here"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, BORDERLINE, NOT_TESTABLE)
+FAILED_CHECK = "✗ **not on this machine**"  # how WhatWeSee shows a check that failed (the truth check looks for it)
 
 # A difference smaller than this share of the threshold is never called either way, even when
 # the samples agree closely: the next run on the same machine moves by about that much.
@@ -291,8 +292,9 @@ def _export(notebook: str, run: Run | None, **fields: object) -> None:
 
 @dataclass(frozen=True)
 class CurveShape:
-    """How a curve of values against sizes ends: ``kind`` is "levels off", "still rising" or
-    "peaks, then falls"; ``words`` says it with the numbers.
+    """How a curve of values against sizes ends: ``kind`` is "levels off", "still rising",
+    "peaks, then falls" or "uneven" (no trend over the last three sizes); ``words`` says it with
+    the numbers.
 
     Taught in 00_start_here.
     """
@@ -329,9 +331,11 @@ def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "G
     while start > 0 and abs(values[start - 1] - last) <= tolerance * last:
         start -= 1
     if start >= len(values) - 2:
-        tail = ", ".join(fig(v) for v in values[-3:])
-        return CurveShape("still rising", f"is still rising at the largest sizes ({tail} {unit} at "
-                          f"{format_bytes(sizes[-3])}, {format_bytes(sizes[-2])} and {format_bytes(sizes[-1])})")
+        tail = (f"{', '.join(fig(v) for v in values[-3:])} {unit} at {format_bytes(sizes[-3])}, "
+                f"{format_bytes(sizes[-2])} and {format_bytes(sizes[-1])}")
+        if values[-3] < values[-2] <= values[-1] * (1 + tolerance):
+            return CurveShape("still rising", f"is still rising at the largest sizes ({tail})")
+        return CurveShape("uneven", f"does not settle at the largest sizes ({tail})")
     flat = values[start:]
     words = f"levels off from {format_bytes(sizes[start])} on, at {fig(min(flat))} to {fig(max(flat))} {unit}"
     dips = [i for i in range(start) if values[i] > values[i + 1] * (1 + tolerance)]
@@ -372,17 +376,19 @@ class WhatWeSee:
         self.sentences.append(sentence.strip())
         return self
 
-    def check(self, statement: str, holds: object, measured: str) -> bool:
+    def check(self, statement: str, holds: object, measured: str, run: Run | None = None) -> bool:
         """Test ``statement`` (a sentence the markdown makes) with ``holds``, a bool computed from
         the data; ``measured`` says the numbers. Returns ``holds``. A check that fails is shown,
-        not raised: on the machine at hand it is a finding (the truth test fails on it)."""
+        not raised: on the machine at hand it is a finding (the truth check fails on it). Pass
+        ``run`` when the check reads another run than the section's (e.g. a gloo part measured
+        live here): a live check is not written to the index, whose rows must replay the same."""
         if type(holds).__name__ not in ("bool", "bool_"):
             raise TypeError(f"check() needs holds as a bool computed from the data, got {holds!r}")
         if not isinstance(statement, str) or not statement or not isinstance(measured, str) or not measured:
             raise TypeError("check() needs the statement and what was measured, as non-empty strings")
         item = Check(statement, bool(holds), measured)
         self.checks.append(item)
-        _export(self.notebook, self.run, kind="check", name=statement, verdict=HOLDS if item.holds else DOES_NOT_HOLD,
+        _export(self.notebook, run or self.run, kind="check", name=statement, verdict=HOLDS if item.holds else DOES_NOT_HOLD,
                 value=item.holds, measured=measured)
         return item.holds
 
@@ -392,7 +398,7 @@ class WhatWeSee:
             where = f" ({'measured here' if self.run.live else 'replayed from ' + self.run.machine})"
         text = f"**What we see**{where}: " + " ".join(self.sentences)
         for c in self.checks:
-            mark = "✓ as expected" if c.holds else "✗ **not on this machine**"
+            mark = "✓ as expected" if c.holds else FAILED_CHECK
             text += f"\n- {mark}: {c.statement} ({c.measured})"
         return text
 

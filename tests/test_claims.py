@@ -125,6 +125,7 @@ SIZES = [MiB * 2**i for i in range(9)]
     ([30, 41.9, 40, 37.5, 45, 52, 53, 53.5, 53.2], "levels off", "after a dip from 40 GB/s at 4 MiB to 37.5 GB/s"),
     ([3, 8, 12.24, 11, 10, 9, 8, 7, 6.71], "peaks, then falls", "peaks at 12.2 GB/s at 4 MiB, then falls to 6.71"),
     ([10, 20, 50, 51, 50.5, 51.2, 50.8, 51, 50.9], "levels off", "levels off from 4 MiB on, at 50 to 51.2 GB/s"),
+    ([10, 12, 14, 15, 16, 16.5, 17.6, 15.6, 17.5], "uneven", "does not settle at the largest sizes (17.6, 15.6, 17.5"),
     ([900, 2000, 5069, 4300, 4154, 4241, 4245, 4230, 4240], "peaks, then falls", "peaks at 5069 GB/s at 4 MiB, then falls to 4240 GB/s"),
 ])
 def test_describe_curve_says_how_the_curve_ends(values, kind, words):

@@ -68,12 +68,6 @@ def two_step_profile():
     return trace.Profile(intervals=intervals, steps=2)
 
 
-def test_markdown_says_no_what_we_see():
-    for i, cell in enumerate(_cells()):
-        if cell["cell_type"] == "markdown":
-            assert "What we see" not in "".join(cell["source"]), f"cell {i}: say it with claims.WhatWeSee"
-
-
 def test_steps_of_splits_at_the_host_step_ranges(nb03):
     steps = nb03["steps_of"](two_step_profile())
     assert len(steps) == 2

@@ -33,12 +33,6 @@ def nb04() -> dict:
     return namespace
 
 
-def test_no_markdown_cell_says_what_we_see():
-    for cell in json.loads(NOTEBOOK.read_text())["cells"]:
-        if cell["cell_type"] == "markdown":
-            assert "What we see" not in "".join(cell["source"])
-
-
 def test_in_words_follows_the_verdict(nb04):
     words = nb04["in_words"]
     assert words(claims.compare(claims.Value(1.5, 0.1), 1, holds_if="above"), "up", "same", "down") == "up"

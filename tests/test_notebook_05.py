@@ -36,10 +36,6 @@ def nb05() -> dict:
     return namespace
 
 
-def test_no_markdown_what_we_see():
-    assert not [c for c in cells("markdown") if "What we see" in c]
-
-
 def test_plateau_is_the_largest_sizes_not_the_l2_bump(nb05):
     # same-GPU copy on 2xNVIDIA-H200, GB/s at 1 MiB ... 2 GiB: 16 MiB is inflated by the L2 cache
     sizes = [2**20, 2**22, 2**24, 2**26, 2**28, 2**30, 2**31]

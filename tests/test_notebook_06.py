@@ -67,9 +67,18 @@ def test_wait_timeout_outcome_returned_and_stuck_in_wait(nb06):
     assert raised is False and waited is None and "inside wait()" in sentence and "stopped" in sentence
 
 
-def test_wait_timeout_outcome_says_when_rank_1_never_reached_the_wait(nb06):
-    """The old recording: rank 1 was stopped inside irecv's connection set-up, with no mark at all."""
+def test_wait_timeout_outcome_on_the_2xh200_recording_raised_after_the_wait_began(nb06):
+    """Recorded on 2xH200 with the pair connected first: the wait itself is timed, and it raised."""
     recorded = json.loads(RECORDED.read_text())["result"]
+    raised, sentence, waited = nb06["wait_timeout_outcome"](_run(recorded))
+    assert raised is True and waited >= 2.0 and "raised after" in sentence
+
+
+def test_wait_timeout_outcome_says_when_rank_1_never_reached_the_wait(nb06):
+    """The old recording's shape (git history before c4805d33e12e): rank 1 was stopped inside
+    irecv's connection set-up, with no mark at all."""
+    recorded = {"status": ["returned", "stopped"], "marks": [[], []], "results": [None, None],
+                "reason": "the deadline (10 s) passed; ranks still running were stopped", "elapsed_s": 10.0}
     raised, sentence, waited = nb06["wait_timeout_outcome"](_run(recorded))
     assert raised is False and waited is None
     assert "never reached wait" in sentence and "not connected" in sentence

@@ -37,6 +37,17 @@ def test_notebook_opens_with_what_you_will_learn_and_ends_with_claims_and_exerci
     assert "exercises.check_" in text
 
 
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_what_we_see_is_printed_from_the_data_never_typed_in_markdown(notebook):
+    """Words follow numbers: "What we see" is said by claims.WhatWeSee in a code cell, so it is
+    computed on every machine the notebook runs or replays on (the truth check reads them)."""
+    cells = json.loads(notebook.read_text())["cells"]
+    typed = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and "what we see" in "".join(c["source"]).lower()]
+    assert not typed, f"markdown cells {typed} say 'What we see': print it with claims.WhatWeSee(NOTEBOOK, run)"
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert "claims.WhatWeSee(" in code or not any("run_or_replay(" in "".join(c["source"]) for c in cells)
+
+
 def test_the_index_figures_match_the_recordings():
     """results/index.jsonl's figures are the recordings' (its verdicts: `make replay-all`)."""
     expected = json.loads(json.dumps(records.figure_rows()))

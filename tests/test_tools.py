@@ -82,3 +82,20 @@ def test_the_truth_check_names_notebook_cell_machine_and_values(tmp_path):
         '02_non_blocking cell ? on 1xH100: the verdict "holds" of "twice" disagrees with 2.0 ± 0.01 against 2 '
         '(borderline here)',
     ]
+
+
+def test_the_truth_check_reads_failed_marks_in_the_executed_replays(tmp_path, monkeypatch):
+    from helpers import claims
+
+    replay_all = load("replay_all")
+    monkeypatch.setattr(replay_all, "ROOT", tmp_path)
+    folder = tmp_path / "build" / "replay" / "2xH200"
+    folder.mkdir(parents=True)
+    seen = claims.WhatWeSee("06_x")
+    seen.check("gloo gives the host back late", False, "0.1 ms")  # a live part: no index row
+    seen.check("fine", True, "1")
+    nb = {"cells": [{"cell_type": "code", "outputs": [{"data": {"text/markdown": seen.to_markdown()}}]}]}
+    (folder / "06_x.ipynb").write_text(json.dumps(nb))
+    problems = replay_all.failed_marks([("2xH200", Path("notebooks/06_x.ipynb"))])
+    assert len(problems) == 1 and problems[0].startswith("06_x cell 0 on 2xH200:")
+    assert "gloo gives the host back late" in problems[0]
