@@ -1,11 +1,10 @@
 """CPU tests of the pure analysis functions defined in notebook 01 (read from the notebook itself)."""
 
-import ast
-import json
 import math
 from pathlib import Path
 
 import pytest
+from notebook_code import definitions
 
 from helpers import claims
 
@@ -18,20 +17,7 @@ MiB = 2**20
 @pytest.fixture(scope="module")
 def nb01() -> dict:
     """The notebook's analysis functions, executed from its own source in a fresh namespace."""
-    namespace: dict = {"math": math, "MiB": MiB, "GiB": 2**30, "claims": claims}
-    for cell in json.loads(NOTEBOOK.read_text())["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        source = "".join(cell["source"])
-        for node in ast.parse(source).body:
-            named = isinstance(node, ast.FunctionDef) and node.name in WANTED_FUNCTIONS
-            assigned = isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in WANTED_NAMES for t in node.targets)
-            if named or assigned:
-                exec(compile(ast.Module([node], []), str(NOTEBOOK), "exec"), namespace)
-    missing = (WANTED_FUNCTIONS | WANTED_NAMES) - set(namespace)
-    assert not missing, f"notebook 01 no longer defines {sorted(missing)}"
-    return namespace
+    return definitions(NOTEBOOK, WANTED_FUNCTIONS | WANTED_NAMES, {"math": math, "MiB": MiB, "GiB": 2**30, "claims": claims})
 
 
 def test_crossover_interpolates_between_the_last_losing_and_first_winning_size(nb01):
@@ -135,15 +121,7 @@ WANTED_02 = {"times", "faster_or_slower", "shown"}
 @pytest.fixture(scope="module")
 def nb02() -> dict:
     """Notebook 02's small analysis functions, executed from its own source."""
-    namespace: dict = {"claims": claims}
-    for cell in json.loads(NOTEBOOK_02.read_text())["cells"]:
-        if cell["cell_type"] == "code":
-            for node in ast.parse("".join(cell["source"])).body:
-                if isinstance(node, ast.FunctionDef) and node.name in WANTED_02:
-                    exec(compile(ast.Module([node], []), str(NOTEBOOK_02), "exec"), namespace)
-    missing = WANTED_02 - set(namespace)
-    assert not missing, f"notebook 02 no longer defines {sorted(missing)}"
-    return namespace
+    return definitions(NOTEBOOK_02, WANTED_02, {"claims": claims})
 
 
 def test_02_faster_or_slower_reads_a_ratio_of_times_with_its_noise(nb02):

@@ -1,14 +1,13 @@
 """CPU tests of the analysis functions defined in notebook 03 (read from the notebook itself)."""
 
-import ast
 import itertools
-import json
 import math
 import statistics
 import warnings
 from pathlib import Path
 
 import pytest
+from notebook_code import definitions
 
 from helpers import claims, records, trace
 
@@ -18,24 +17,12 @@ WANTED_FUNCTIONS = {"steps_of", "across_steps", "per_step", "weakest", "added", 
                     "copy_and_kernel", "lane_overlap", "copy_lanes_overlap", "range_ms", "hidden_share"}
 
 
-def _cells() -> list[dict]:
-    return json.loads(NOTEBOOK.read_text())["cells"]
-
 
 @pytest.fixture(scope="module")
 def nb03() -> dict:
     """The notebook's analysis functions, executed from its own source in a fresh namespace."""
-    namespace: dict = {"math": math, "statistics": statistics, "itertools": itertools,
-                       "claims": claims, "trace": trace}
-    for cell in _cells():
-        if cell["cell_type"] != "code":
-            continue
-        for node in ast.parse("".join(cell["source"])).body:
-            if isinstance(node, ast.FunctionDef) and node.name in WANTED_FUNCTIONS:
-                exec(compile(ast.Module([node], []), str(NOTEBOOK), "exec"), namespace)
-    missing = WANTED_FUNCTIONS - set(namespace)
-    assert not missing, f"notebook 03 no longer defines {sorted(missing)}"
-    return namespace
+    return definitions(NOTEBOOK, WANTED_FUNCTIONS, {"math": math, "statistics": statistics, "itertools": itertools,
+                       "claims": claims, "trace": trace})
 
 
 def kernel(start, end, stream=7, name="gemm"):

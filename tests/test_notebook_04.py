@@ -1,11 +1,10 @@
 """CPU tests of the analysis functions defined in notebook 04 (read from the notebook itself)."""
 
-import ast
-import json
 import statistics
 from pathlib import Path
 
 import pytest
+from notebook_code import definitions
 
 from helpers import claims
 
@@ -18,19 +17,7 @@ WANTED_NAMES = {"STATEMENTS"}
 @pytest.fixture(scope="module")
 def nb04() -> dict:
     """The notebook's analysis functions, executed from its own source in a fresh namespace."""
-    namespace: dict = {"claims": claims, "statistics": statistics}
-    for cell in json.loads(NOTEBOOK.read_text())["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        for node in ast.parse("".join(cell["source"])).body:
-            named = isinstance(node, ast.FunctionDef) and node.name in WANTED_FUNCTIONS
-            assigned = isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in WANTED_NAMES for t in node.targets)
-            if named or assigned:
-                exec(compile(ast.Module([node], []), str(NOTEBOOK), "exec"), namespace)
-    missing = (WANTED_FUNCTIONS | WANTED_NAMES) - set(namespace)
-    assert not missing, f"notebook 04 no longer defines {sorted(missing)}"
-    return namespace
+    return definitions(NOTEBOOK, WANTED_FUNCTIONS | WANTED_NAMES, {"claims": claims, "statistics": statistics})
 
 
 def test_in_words_follows_the_verdict(nb04):

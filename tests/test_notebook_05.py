@@ -1,12 +1,11 @@
 """CPU tests of the analysis functions defined in notebook 05 (read from the notebook itself)."""
 
-import ast
-import json
 import re
 import statistics
 from pathlib import Path
 
 import pytest
+from notebook_code import definitions
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_device_to_device.ipynb"
 WANTED_FUNCTIONS = {"plateau", "nvlink_gbps", "duplex_shares", "overlap_word", "follows_current_device",
@@ -14,26 +13,11 @@ WANTED_FUNCTIONS = {"plateau", "nvlink_gbps", "duplex_shares", "overlap_word", "
 WANTED_NAMES = {"HIGH", "LOW", "NVLINK_DATASHEET_GBPS"}
 
 
-def cells(kind: str) -> list[str]:
-    return ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == kind]
-
 
 @pytest.fixture(scope="module")
 def nb05() -> dict:
     """The notebook's analysis functions, executed from its own source in a fresh namespace."""
-    namespace: dict = {"re": re, "statistics": statistics}
-    for source in cells("code"):
-        for node in ast.parse(source).body:
-            named = isinstance(node, ast.FunctionDef) and node.name in WANTED_FUNCTIONS
-            assigned = isinstance(node, ast.Assign) and any(
-                (isinstance(t, ast.Name) and t.id in WANTED_NAMES)
-                or (isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id in WANTED_NAMES for e in t.elts))
-                for t in node.targets)
-            if named or assigned:
-                exec(compile(ast.Module([node], []), str(NOTEBOOK), "exec"), namespace)
-    missing = (WANTED_FUNCTIONS | WANTED_NAMES) - set(namespace)
-    assert not missing, f"notebook 05 no longer defines {sorted(missing)}"
-    return namespace
+    return definitions(NOTEBOOK, WANTED_FUNCTIONS | WANTED_NAMES, {"re": re, "statistics": statistics})
 
 
 def test_plateau_is_the_largest_sizes_not_the_l2_bump(nb05):

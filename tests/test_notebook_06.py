@@ -1,7 +1,6 @@
 """CPU tests of notebook 06's analysis functions and of its wait(timeout) experiment under gloo
 (read from the notebook itself)."""
 
-import ast
 import json
 import statistics
 from datetime import timedelta
@@ -11,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 import torch.distributed as dist
+from notebook_code import definitions
 
 from helpers import claims, distributed, records, timing
 
@@ -25,20 +25,8 @@ WANTED_NAMES = {"NEXT_LINE", "QUICK_BACK"}
 @pytest.fixture(scope="module")
 def nb06() -> dict:
     """The notebook's functions, executed from its own source in a fresh namespace."""
-    namespace: dict = {"claims": claims, "distributed": distributed, "records": records, "timing": timing,
-                       "torch": torch, "dist": dist, "timedelta": timedelta, "statistics": statistics}
-    for cell in json.loads(NOTEBOOK.read_text())["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        for node in ast.parse("".join(cell["source"])).body:
-            named = isinstance(node, ast.FunctionDef) and node.name in WANTED_FUNCTIONS
-            assigned = isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in WANTED_NAMES for t in node.targets)
-            if named or assigned:
-                exec(compile(ast.Module([node], []), str(NOTEBOOK), "exec"), namespace)
-    missing = (WANTED_FUNCTIONS | WANTED_NAMES) - set(namespace)
-    assert not missing, f"notebook 06 no longer defines {sorted(missing)}"
-    return namespace
+    return definitions(NOTEBOOK, WANTED_FUNCTIONS | WANTED_NAMES, {"claims": claims, "distributed": distributed, "records": records, "timing": timing,
+                       "torch": torch, "dist": dist, "timedelta": timedelta, "statistics": statistics})
 
 
 def _run(value: dict, wait_timeout_s: float = 2.0, deadline_s: float = 10.0) -> SimpleNamespace:
