@@ -27,11 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,21 +57,79 @@ def preference(machine: str) -> str:
     return ",".join([machine, *others])
 
 
-def execute(machine: str, notebook: Path, index_out: Path) -> tuple[str, str, int, float, str]:
-    """Execute one notebook in replay for one machine; (machine, notebook, exit code, s, log tail)."""
-    dest = ROOT / "build" / "replay" / machine
-    dest.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "COURSE_REPLAY": "1", "COURSE_QUICK": "1", "COURSE_REPLAY_MACHINE": preference(machine),
-           "COURSE_INDEX_OUT": str(index_out), "PYTHONPATH": str(ROOT)}
-    code = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
-            "NotebookClient(nb, timeout=300, kernel_name='python3', "
-            "resources={'metadata': {'path': sys.argv[3]}}).execute(); nbformat.write(nb, sys.argv[2])")
-    start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code, str(notebook), str(dest / notebook.name),
-                          str(notebook.parent)], env=env, capture_output=True, text=True,
-                         timeout=TIMEOUT_S, check=False)
-    tail = (out.stdout + out.stderr)[-3000:]
-    return machine, notebook.stem, out.returncode, time.perf_counter() - start, tail
+class Worker:
+    """One ``tools/replay_kernel.py`` process: one kernel that executes notebook after notebook."""
+
+    def __init__(self, log: Path) -> None:
+        env = {**os.environ, "COURSE_REPLAY": "1", "COURSE_QUICK": "1", "PYTHONPATH": str(ROOT)}
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.log = log
+        with log.open("w") as stderr:  # the kernel's own chatter, read when something fails
+            self.process = subprocess.Popen([sys.executable, str(ROOT / "tools" / "replay_kernel.py"),
+                                             str(ROOT / "notebooks")], env=env, text=True,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+
+    def execute(self, machine: str, notebook: Path, index_out: Path) -> tuple[str, str, int, float, str]:
+        """Execute one notebook in replay for one machine; (machine, notebook, exit code, s, log tail)."""
+        item = {"notebook": str(notebook), "out": str(ROOT / "build" / "replay" / machine / notebook.name),
+                "env": {"COURSE_REPLAY_MACHINE": preference(machine), "COURSE_INDEX_OUT": str(index_out)}}
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps(item) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            return machine, notebook.stem, 1, 0.0, f"the replay kernel's process ended early:\n{_tail(self.log)}"
+        result = json.loads(line)
+        return machine, notebook.stem, result["code"], result["seconds"], result["tail"]
+
+    def close(self) -> None:
+        """Close its input (the kernel shuts down) and wait, killing it after TIMEOUT_S."""
+        assert self.process.stdin
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def _tail(path: Path) -> str:
+    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+def replay(planned: list[tuple[str, Path]], jobs: int, folder: Path) -> Iterator[tuple[str, str, int, float, str]]:
+    """Replay every planned (machine, notebook) with ``jobs`` kernels; results as they finish,
+    the longest notebooks first so that the kernels end together."""
+    todo: queue.Queue[tuple[str, Path]] = queue.Queue()
+    for pair in sorted(planned, key=lambda p: -p[1].stat().st_size):
+        todo.put(pair)
+    results: queue.Queue[tuple[str, str, int, float, str] | None] = queue.Queue()
+
+    def work(number: int) -> None:
+        worker = Worker(ROOT / "build" / "replay" / f"kernel-{number}.log")
+        try:
+            while True:
+                try:
+                    machine, nb = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    results.put(worker.execute(machine, nb, folder / f"{machine}-{nb.stem}.jsonl"))
+                except (OSError, ValueError) as err:  # the worker's process broke: report, go on
+                    results.put((machine, nb.stem, 1, 0.0, f"the replay kernel's process failed: {err}"))
+        finally:
+            worker.close()
+            results.put(None)
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(max(1, min(jobs, len(planned))))]
+    for thread in threads:
+        thread.start()
+    running = len(threads)
+    while running:
+        result = results.get(timeout=TIMEOUT_S * len(planned))
+        if result is None:
+            running -= 1
+        else:
+            yield result
 
 
 def claim_rows(folder: Path, planned: list[tuple[str, Path]]) -> list[dict]:
@@ -137,7 +196,8 @@ def differences(old: list[dict], new: list[dict]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite results/index.jsonl")
-    parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
+    parser.add_argument("--jobs", type=int, default=3,
+                        help="notebooks executed at once (3 on two cores: 06 spends most of its time waiting)")
     parser.add_argument("--notebook", action="append", default=[], metavar="STEM",
                         help="replay only this notebook (repeatable); no index check or write")
     args = parser.parse_args()
@@ -147,10 +207,8 @@ def main() -> int:
     if not planned:
         parser.error(f"no recorded notebook matches {args.notebook}")
     failed = 0
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(execute, m, nb, Path(tmp) / f"{m}-{nb.stem}.jsonl") for m, nb in planned]
-        for future in futures:
-            machine, stem, code, seconds, tail = future.result()
+    with tempfile.TemporaryDirectory() as tmp:
+        for machine, stem, code, seconds, tail in replay(planned, args.jobs, Path(tmp)):
             print(f"{'replayed' if code == 0 else 'FAILED  '} {stem} on {machine} in {seconds:.1f} s", flush=True)
             if code:
                 failed += 1
