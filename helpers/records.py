@@ -52,7 +52,7 @@ from . import codec, config, distributed, hardware, timing, trace  # noqa: F401
 # every recording then becomes stale and is re-recorded. tests/test_records.py keeps
 # MEASURING_CODE in step with that code, so a change to it is always a decision.
 MEASURING_VERSION = 1
-MEASURING_CODE = "e65e8bd1b8b813ff"
+MEASURING_CODE = "f88eff513d4d2e80"
 _MEASURING_MODULES = ("timing", "trace", "distributed")
 
 HEADER_KEYS = ("machine", "date", "commit", "quick", "notebook", "experiment", "fingerprint", "params")
@@ -61,7 +61,7 @@ HEADER_KEYS = ("machine", "date", "commit", "quick", "notebook", "experiment", "
 class RecordingError(ValueError):
     """A recording that cannot be read: the message names the file and how to re-record it.
 
-    Taught in 00_start_here.
+    Used by records.load, records.read_header and records.validate_recording.
     """
 
 
@@ -95,7 +95,7 @@ def _canonical(node: Any) -> str:
 def free_names(node: ast.AST) -> set[str]:
     """Names a function reads that it does not bind itself: its globals (and builtins).
 
-    Taught in 00_start_here (what a fingerprint follows).
+    Used by records.fingerprint (what a fingerprint follows).
     """
     bound, read = set(), set()
     for sub in ast.walk(node):
@@ -119,7 +119,7 @@ def fingerprint_source(source: str, reached: Mapping[str, str] | None = None) ->
     Reformatting or editing comments keeps it; changing the code of the experiment or of any
     function it calls changes it; the Python version does not matter.
 
-    Taught in 00_start_here.
+    Used by records.fingerprint and records.experiments_in_notebook.
     """
     parts = [f"measuring code v{MEASURING_VERSION}", _canonical(_definition_node(source))]
     parts += [f"{name} = {_canonical(_definition_node(src))}" for name, src in sorted((reached or {}).items())]
@@ -140,7 +140,7 @@ def check_experiment(fn: Any) -> None:
     cell or module: a lambda, a ``functools.partial``, a method or a closure keeps part of
     what it does out of its source, where no recording could check it.
 
-    Taught in 00_start_here.
+    Used by records.fingerprint.
     """
     what = ("pass a function defined with def at the top of a notebook cell, and give it its "
             "values through params=")
@@ -176,7 +176,7 @@ def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
 def fingerprint(fn: Callable[..., Any]) -> str:
     """Fingerprint of an experiment function as it is now (see ``fingerprint_source``).
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay and records.check_recordings.
     """
     check_experiment(fn)
     return fingerprint_source(_source_of(fn), _reached_functions(fn))
@@ -186,7 +186,8 @@ def measuring_code_hash() -> str:
     """Hash of the measuring modules' code (``timing``, ``trace``, ``distributed``), without
     docstrings and comments: a test compares it with ``MEASURING_CODE``.
 
-    Taught in 00_start_here.
+    Used by the course's tests (test_recordings_trust.py compares it with
+    ``MEASURING_CODE``).
     """
     digest = hashlib.sha256()
     for name in _MEASURING_MODULES:
@@ -223,7 +224,7 @@ def _commit() -> str | None:
 def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]) -> dict[str, Any]:
     """What a recording says about where it came from: machine, versions, date, commit, parameters.
 
-    Taught in 00_start_here.
+    Used by records.save and records.run_or_replay.
     """
     return {
         "machine": dict(_machine()),
@@ -245,7 +246,7 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 def recording_path(machine: str, notebook: str, name: str, root: Path | None = None) -> Path:
     """``results/<machine>/<notebook>/<name>.json``.
 
-    Taught in 00_start_here.
+    Used by records.save.
     """
     for label, part in (("machine", machine), ("notebook", notebook), ("name", name)):
         if not isinstance(part, str) or not _SAFE_NAME.fullmatch(part) or ".." in part:
@@ -258,7 +259,7 @@ def save(notebook: str, name: str, value: Any, *, fp: str, params: dict[str, Any
          root: Path | None = None) -> Path:
     """Save an experiment's result with its environment header; return the file written.
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay.
     """
     header = environment_header(notebook, name, fp, params or {})
     path = recording_path(header["machine"]["machine"], notebook, name, root)
@@ -279,7 +280,8 @@ def save(notebook: str, name: str, value: Any, *, fp: str, params: dict[str, Any
 def rerecord_command(machine: str | None, notebooks: Iterable[str]) -> str:
     """The commands that re-record ``notebooks`` on a machine like ``machine``.
 
-    Taught in 00_start_here.
+    Used by records.load, records.choose_recording and records.format_problems (in
+    their messages).
     """
     names = " ".join(f"notebooks/{nb}.ipynb" for nb in sorted(set(notebooks)))
     where = f"on a {machine} machine" if machine else "on a GPU machine with enough GPUs"
@@ -313,7 +315,7 @@ def _fix(path: Path) -> str:
 def read_header(path: Path | str) -> dict[str, Any]:
     """A recording's environment header, checked (``RecordingError`` names the file otherwise).
 
-    Taught in 00_start_here.
+    Used by records.choose_recording and records.check_recordings.
     """
     return _read_record(Path(path))["header"]
 
@@ -323,7 +325,8 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
 
     A file that is not a whole recording raises ``RecordingError`` naming it and the fix.
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay (to replay), records.validate_recording and
+    trace.load_chrome_trace.
     """
     path = Path(path)
     record = _read_record(path)
@@ -342,7 +345,7 @@ def _gpu_total(path: Path) -> int:
 def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
     """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name.
 
-    Taught in 00_start_here.
+    Used by records.choose_recording.
     """
     root = root or config.results_dir()
     found = []
@@ -355,7 +358,7 @@ def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = N
 def recorded_machine_names(root: Path | None = None) -> list[str]:
     """Names of the machines with recordings under the results folder, sorted.
 
-    Taught in 00_start_here.
+    Used by records.choose_recording and the course's tools.
     """
     root = root or config.results_dir()
     return sorted(p.name for p in root.glob("*") if p.is_dir() and not p.name.startswith(".")
@@ -378,7 +381,7 @@ def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
 class Choice:
     """Which recording a replay uses, and the reason in words.
 
-    Taught in 00_start_here.
+    Used by records.choose_recording.
     """
 
     path: Path
@@ -396,7 +399,7 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
     ``COURSE_REPLAY_MACHINE`` naming no recorded machine, or one without this experiment, is a
     ``ValueError`` that lists the machines that have it.
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay and records.replay_plan.
     """
     root = root or config.results_dir()
     candidates = {p.parts[-3]: p for p in recordings_of(notebook, name, gpus, root)}
@@ -432,6 +435,9 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
 
 # ---------------------------------------------------------------- run or replay
 
+DESCRIBE_WIDTH = 100  # characters per line of Run.describe(): a notebook's output, or the site, shows them whole
+
+
 @dataclasses.dataclass
 class Run:
     """What ``run_or_replay`` gives back: the value, and where and when it was measured.
@@ -461,16 +467,19 @@ class Run:
         return gpus[0]["name"] if gpus else "no GPU"
 
     def describe(self) -> str:
-        """One plain sentence: measured here, or replayed from which machine, why, and when."""
+        """One plain sentence: measured here, or replayed from which machine, why, and when;
+        wrapped into lines of at most ``DESCRIBE_WIDTH`` characters (words are never split)."""
         m = self.header["machine"]
         versions = f"torch {m.get('torch')}, driver {m.get('driver') or '-'}"
         if self.live:
-            return f"Measured live on this machine ({self.machine}: {self.gpu_name}, {versions})."
-        return (
-            f"Replayed from {self.machine}, not measured here: {self.reason}. Recorded there "
-            f"({self.gpu_name}, {versions}) on {self.header['date'][:10]} at commit "
-            f"{self.header.get('commit') or 'unknown'}."
-        )
+            sentence = f"Measured live on this machine ({self.machine}: {self.gpu_name}, {versions})."
+        else:
+            sentence = (
+                f"Replayed from {self.machine}, not measured here: {self.reason}. Recorded there "
+                f"({self.gpu_name}, {versions}) on {self.header['date'][:10]} at commit "
+                f"{self.header.get('commit') or 'unknown'}."
+            )
+        return textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
 
     def where(self) -> str:
         """A few words for tables: ``live on X`` or ``replayed from X``."""
@@ -603,7 +612,7 @@ class NotebookExperiment:
     ``params`` are the full-size parameters worked out from the notebook's text (None when
     they cannot be); ``problems`` lists what keeps the call from being checked.
 
-    Taught in 00_start_here.
+    Used by records.experiments_in_notebook.
     """
 
     name: str
@@ -741,7 +750,7 @@ class _NotebookReader:
 def experiments_in_notebook(path: Path | str) -> dict[str, NotebookExperiment]:
     """Every ``run_or_replay`` call in a notebook, read from its text without running it.
 
-    Taught in 00_start_here.
+    Used by records.replay_plan, records.check_recordings and the course's tools.
     """
     if not isinstance(path, (str, Path)):
         raise TypeError(f"experiments_in_notebook takes a notebook's path, got {type(path).__name__}")
@@ -807,7 +816,7 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
     beside it as plain files; no time is negative or not a number; no device-timed bandwidth
     is over the machine's fastest link (``hardware.ceiling_gbps``) by more than 10%.
 
-    Taught in 00_start_here.
+    Used by records.validate_machine_folder and records.check_recordings.
     """
     path = Path(path)
     try:
@@ -839,7 +848,8 @@ def validate_machine_folder(folder: Path, machine: str) -> list[str]:
     """``validate_recording`` for every recording under ``results/<machine>``, plus the files
     there that are neither a recording nor one's attachment, and any link. Empty is good.
 
-    Taught in 00_start_here.
+    Used by the course's tools (tools/gpu_run.py checks an archive before
+    unpacking it).
     """
     folder = Path(folder)
     recordings = sorted(folder.glob("*/*.json"))
@@ -860,8 +870,8 @@ def validate_machine_folder(folder: Path, machine: str) -> list[str]:
     for item in sorted(folder.rglob("*")):
         if item.is_symlink():
             problems.append(f"{item}: a link; recordings are plain files")
-        elif item == folder / GAPS_FILE:
-            continue
+        elif item in (folder / GAPS_FILE, folder / "run_times.json"):
+            continue  # run_times.json: seconds per notebook and cell (tools/notebook_times.py checks it)
         elif item.is_file() and item not in attached and item not in recordings:
             problems.append(f"{item}: neither a recording nor a file one attaches")
         elif item.is_dir() and item.parent != folder:
@@ -876,7 +886,7 @@ class Problem:
     """One thing wrong with the recordings: where (machine may be None: no machine has it)
     and what, for ``check_recordings``.
 
-    Taught in 00_start_here.
+    Used by records.check_recordings and records.format_problems.
     """
 
     machine: str | None
@@ -910,7 +920,7 @@ def recording_gaps(machine_folder: Path) -> dict[str, str]:
     listed experiment is not reported missing, and replaying it "on" that machine takes the next
     machine of ``COURSE_REPLAY_MACHINE``'s list, which the notebook names. Empty without the file.
 
-    Taught in 00_start_here.
+    Used by records.validate_machine_folder and records.check_recordings.
     """
     path = Path(machine_folder) / GAPS_FILE
     if not path.exists():
@@ -958,7 +968,8 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
     params changed), broken or lacking an attachment; recordings of experiments or notebooks
     that no longer exist; and problems reading the notebook itself. Empty is good.
 
-    Taught in 00_start_here.
+    Used by records.stale_recordings and the course's tests (every recording matches its
+    notebook).
     """
     if isinstance(notebooks, (str, Path)):
         raise TypeError(f"check_recordings takes a list of notebook paths; got one path, {str(notebooks)!r}: "
@@ -989,7 +1000,7 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
 def stale_recordings(notebook_path: Path | str, root: Path | None = None) -> list[str]:
     """``check_recordings`` for one notebook, as lines of text. Empty is good.
 
-    Taught in 00_start_here.
+    Used by the course's tests (test_records.py).
     """
     notebook = Path(notebook_path).stem
     return [p.text for p in check_recordings([notebook_path], root) if p.notebook == notebook]
@@ -998,7 +1009,7 @@ def stale_recordings(notebook_path: Path | str, root: Path | None = None) -> lis
 def format_problems(problems: Iterable[Problem]) -> str:
     """Problems grouped by machine, each group ending with the command that re-records it.
 
-    Taught in 00_start_here.
+    Used by the course's tests (their failure messages).
     """
     groups: dict[str | None, list[Problem]] = {}
     for problem in problems:
@@ -1023,7 +1034,7 @@ def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``
     (kind, name, value, unit, spread, verdict and any extra keys).
 
-    Taught in 00_start_here.
+    Used by records.figure_rows, claims.ClaimsTable and claims.WhatWeSee.
     """
     m = header["machine"]
     gpus = m.get("gpus") or []
@@ -1040,7 +1051,7 @@ def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
     """One ``figure`` row per timing in every recording, in the index's order: GB/s for a device-timed copy (with its
     bytes), else seconds per call; the spread is the timing's IQR over its median.
 
-    Taught in 00_start_here.
+    Used by the course's tools (tools/replay_all.py).
     """
     root = root or config.results_dir()
     rows = []
@@ -1063,7 +1074,7 @@ def _sort_key(row: Mapping[str, Any]) -> tuple[str, ...]:
 def read_index(root: Path | None = None, kind: str | None = None) -> list[dict[str, Any]]:
     """The rows of ``results/index.jsonl`` (of one ``kind``, 'figure' or 'claim', if given).
 
-    Taught in 00_start_here.
+    Used by the course's tools (tools/replay_all.py).
     """
     path = (root or config.results_dir()) / INDEX_NAME
     if not path.exists():
@@ -1075,7 +1086,7 @@ def read_index(root: Path | None = None, kind: str | None = None) -> list[dict[s
 def write_index(rows: Iterable[Mapping[str, Any]], root: Path | None = None) -> Path:
     """Write ``results/index.jsonl``, one sorted JSON object a line; return its path.
 
-    Taught in 00_start_here.
+    Used by the course's tools (tools/replay_all.py).
     """
     path = (root or config.results_dir()) / INDEX_NAME
     text = "".join(json.dumps(row, allow_nan=True) + "\n" for row in sorted(rows, key=_sort_key))

@@ -1,17 +1,26 @@
 """Tests of helpers.distributed: launching ranks with deadlines, and nccl-tests' bandwidths.
 
-The CPU tests start real gloo process groups (two ranks, a few seconds each); the ``gpu2``
-tests need two CUDA GPUs and use NCCL.
+The CPU tests start real gloo process groups (two or four ranks, a few seconds each, start-up
+mostly: every rank imports torch); the ``gpu2`` tests need two CUDA GPUs and use NCCL. Tests of
+faults check that no process, child of a rank, or temporary folder is left behind.
 """
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+import re
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import cloudpickle
 import matplotlib
+import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
@@ -23,6 +32,7 @@ matplotlib.use("Agg")
 # this module (nor pytest and matplotlib with it), which keeps each launch short.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
+ROOT = Path(__file__).resolve().parent.parent
 needs_two_gpus = pytest.mark.skipif(hardware.gpu_count() < 2, reason="needs two CUDA GPUs")
 
 
@@ -74,23 +84,87 @@ def _nothing(rank, world_size):
     return rank
 
 
-@pytest.mark.parametrize(("kwargs", "error"), [
-    (dict(worker="not a function"), TypeError),
-    (dict(world_size=0), ValueError),
-    (dict(world_size=1.5), ValueError),
-    (dict(backend="mpi"), ValueError),
-    (dict(timeout_s=0), ValueError),
-    (dict(timeout_s=-1.0), ValueError),
-    (dict(startup_timeout_s=0), ValueError),
-    (dict(args=5), TypeError),
-    (dict(kwargs=[1]), TypeError),
-    (dict(env={"A": 1}), TypeError),
-])
-def test_launch_rejects_bad_arguments_before_starting_anything(kwargs, error):
+def _takes_one(rank, world_size, value):
+    return value
+
+
+@pytest.fixture
+def temp_folder(tmp_path, monkeypatch):
+    """Where launches make their temporary folders during the test (empty when they cleaned up)."""
+    folder = tmp_path / "temp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def _gone(pid):
+    """Whether process ``pid`` has ended (a zombie that nobody reaped has ended too)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _all_gone_within(pids, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if all(_gone(pid) for pid in pids):
+            return True
+        time.sleep(0.05)
+    return all(_gone(pid) for pid in pids)
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to see processes end")
+
+BAD_ARGUMENTS = [
+    (dict(worker="not a function"), TypeError, "a function worker"),
+    (dict(worker=lambda: None), TypeError, "take the rank and the world size"),
+    (dict(world_size=0), ValueError, ">= 1"),
+    (dict(world_size=1.5), ValueError, "whole number"),
+    (dict(world_size="2"), ValueError, "whole number"),
+    (dict(world_size=10_000), ValueError, "at most 64"),
+    (dict(backend="mpi"), ValueError, "'gloo'"),
+    (dict(backend="GLOO"), ValueError, "'gloo'"),
+    (dict(timeout_s=0), ValueError, "positive"),
+    (dict(timeout_s=-1.0), ValueError, "positive"),
+    (dict(timeout_s=float("nan")), ValueError, "finite"),
+    (dict(timeout_s=float("inf")), ValueError, "finite"),
+    (dict(timeout_s=1e12), ValueError, "at most 86400 s"),
+    (dict(timeout_s="60"), TypeError, "a number"),
+    (dict(timeout_s=True), TypeError, "a number"),
+    (dict(startup_timeout_s=0), ValueError, "positive"),
+    (dict(startup_timeout_s=1e12), ValueError, "at most 86400 s"),
+    (dict(args=5), TypeError, "a tuple"),
+    (dict(args="ab"), TypeError, "a tuple"),
+    (dict(args=(1,)), TypeError, "1 args"),
+    (dict(worker=_takes_one), TypeError, "take the rank"),
+    (dict(kwargs=[1]), TypeError, "a dict"),
+    (dict(kwargs={1: 2}), TypeError, "names as strings"),
+    (dict(kwargs={"colour": "red"}), TypeError, "'colour'"),
+    (dict(worker=_takes_one, args=(threading.Lock(),)), TypeError, "pickling"),
+    (dict(env={"A": 1}), TypeError, "as strings"),
+    (dict(env=[("A", "B")]), TypeError, "as strings"),
+    (dict(env={"RANK": "3"}), ValueError, "'RANK'"),
+    (dict(env={"NCCL_NVLS_ENABLE": "1"}), ValueError, "RANK_ENV"),
+]
+
+
+@pytest.mark.parametrize("function", [distributed.launch, distributed.supervise], ids=["launch", "supervise"])
+@pytest.mark.parametrize(("kwargs", "error", "words"), BAD_ARGUMENTS)
+def test_bad_arguments_are_answered_before_anything_starts(function, kwargs, error, words, temp_folder):
     call = dict(worker=_nothing, world_size=2, backend="gloo")
     call.update(kwargs)
-    with pytest.raises(error):
-        distributed.launch(call.pop("worker"), **call)
+    with pytest.raises(error, match=re.escape(words)):
+        function(call.pop("worker"), **call)
+    assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
+
+
+def test_good_arguments_pass_the_checks():
+    assert distributed._check_launch(_nothing, np.int64(2), "gloo", 1, 1, (), None, None) == (2, "gloo")
+    assert distributed._check_launch(_takes_one, 4, "gloo", 86400, 0.5, [7], None, {"NCCL_DEBUG": "INFO"}) == (4, "gloo")
+    assert distributed._check_launch(_takes_one, 2, "gloo", 1, 1, (), {"value": 7}, None) == (2, "gloo")
+    assert distributed._check_launch(print, 2, "gloo", 1, 1, ("any", "thing"), None, None) == (2, "gloo")
 
 
 @pytest.mark.skipif(hardware.gpu_count() >= 2, reason="this machine has the GPUs NCCL needs")
@@ -116,64 +190,154 @@ def test_helpers_do_nothing_outside_a_worker():
         distributed.delay(-1)
 
 
+# ---------------------------------------------------------------- what an Outcome says
+
+
+def _outcome(status, errors=None, failure_order=(), startup_s=0.5, elapsed_s=2.0):
+    n = len(status)
+    return distributed.Outcome("gloo", n, 2.0, list(status), [None] * n, errors or [None] * n, [[] for _ in status],
+                               [""] * n, [""] * n, "r", startup_s, elapsed_s, startup_timeout_s=30.0,
+                               failure_order=list(failure_order))
+
+
+def test_the_rank_that_failed_first_is_blamed_not_the_lowest():
+    outcome = _outcome(["raised", "died"], ["Traceback: peer closed", "died with SIGKILL before returning"], [1, 0])
+    with pytest.raises(distributed.WorkerError, match="rank 1 of 2 .gloo. died with SIGKILL") as caught:
+        outcome.raise_for_status()
+    assert caught.value.rank == 1
+    # without an order (an Outcome made by hand), the lowest failed rank
+    assert _outcome(["stopped", "raised", "died"], failure_order=[]).first_failure == 1
+    assert _outcome(["returned", "stopped"]).first_failure is None
+
+
+def test_a_timeout_says_which_deadline_with_its_value():
+    with pytest.raises(distributed.LaunchTimeout, match=r"ranks \[1\] .* within timeout_s=2 s"):
+        _outcome(["returned", "stopped"]).raise_for_status()
+    at_start = _outcome(["stopped", "stopped"], startup_s=None, elapsed_s=30.2)
+    with pytest.raises(distributed.LaunchTimeout, match=r"startup_timeout_s=30 s .* stopped after 30.2 s"):
+        at_start.raise_for_status()
+    assert _outcome(["returned", "returned"]).raise_for_status() == [None, None]
+
+
+@pytest.mark.parametrize(("exitcode", "words"), [
+    (3, "exited with code 3"), (0, "exited with code 0"), (-9, "died with SIGKILL"), (-11, "died with SIGSEGV"),
+    (-200, "died with signal 200"), (None, "could not be read"),
+])
+def test_an_exit_code_is_said_in_words(exitcode, words):
+    assert words in distributed._exit_words(exitcode)
+
+
+def test_only_the_end_of_a_long_output_is_read(tmp_path):
+    limit = distributed.OUTPUT_KIB * 1024
+    path = tmp_path / "rank0.stdout"
+    lines = [f"line {i:06d} " + "é" * 20 for i in range(20_000)]  # about 1 MB, two-byte characters
+    path.write_text("\n".join(lines) + "\n")
+    text = distributed._tail(path)
+    kept = text.splitlines()
+    assert kept[0].startswith("[... the first ") and kept[0].endswith(" bytes are not kept]")
+    assert kept[1:] == lines[-len(kept) + 1:]  # whole lines, the last ones
+    assert limit - 100 < len("\n".join(kept[1:]).encode()) <= limit
+    assert int(kept[0].split()[3]) + len(text.split("\n", 1)[1].encode()) == path.stat().st_size
+    path.write_text("short\n")
+    assert distributed._tail(path) == "short\n"
+    assert distributed._tail(tmp_path / "missing") == ""
+
+
 # ---------------------------------------------------------------- launch: gloo ranks
 
 
 def _report(rank, world_size, greeting):
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "120"])  # left running: the launcher must end it
     distributed.mark("started")
     print(f"{greeting} from rank {rank}")
-    return {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "backend": dist.get_backend(),
-            "tensor": torch.tensor([rank, 10 * rank]), "device": str(distributed.rank_device())}
-
-
-def test_results_come_back_in_rank_order_with_marks_and_output():
-    outcome = distributed.supervise(_report, 3, backend="gloo", timeout_s=60, args=("hello",))
-    assert outcome.ok, outcome.describe()
-    assert [r["rank"] for r in outcome.results] == [0, 1, 2]
-    assert all(r["world_size"] == 3 and r["backend"] == "gloo" and r["device"] == "cpu" for r in outcome.results)
-    assert outcome.results[2]["tensor"] == [2, 20]  # tensors come back as lists
-    assert [outcome.reached(r) for r in range(3)] == [["started"]] * 3
-    assert [p.strip() for p in outcome.printed] == [f"hello from rank {r}" for r in range(3)]
-    assert outcome.startup_s is not None and outcome.elapsed_s is not None
-
-
-def _collectives(rank, world_size):
     total = torch.tensor([rank + 1.0, 10.0 * (rank + 1)])
     dist.all_reduce(total)
     shared = torch.tensor([7, 8, 9]) if rank == 0 else torch.zeros(3, dtype=torch.int64)
-    work = dist.broadcast(shared, src=0, async_op=True)
-    work.wait()
+    dist.broadcast(shared, src=0, async_op=True).wait()
     message = torch.zeros(4)
     if rank == 0:
-        dist.send(torch.arange(4.0), dst=1)
-    else:
+        dist.send(torch.arange(4.0), dst=world_size - 1)
+    elif rank == world_size - 1:
         dist.recv(message, src=0)
-    return {"all_reduce": total, "broadcast": shared, "recv": message}
+    return {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "backend": dist.get_backend(),
+            "device": str(distributed.rank_device()), "child": child.pid, "pid": __import__("os").getpid(),
+            "all_reduce": total, "broadcast": shared, "recv": message}
 
 
-def test_gloo_all_reduce_broadcast_and_send_recv_are_right():
-    results = distributed.launch(_collectives, 2, backend="gloo", timeout_s=60)
-    assert [r["all_reduce"] for r in results] == [[3.0, 30.0]] * 2
-    assert [r["broadcast"] for r in results] == [[7, 8, 9]] * 2
-    assert results[1]["recv"] == [0.0, 1.0, 2.0, 3.0]
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_ranks_run_collectives_and_report_in_rank_order(world_size, temp_folder):
+    outcome = distributed.supervise(_report, world_size, backend="gloo", timeout_s=60, args=("hello",))
+    assert outcome.ok, outcome.describe()
+    results = outcome.results
+    assert [r["rank"] for r in results] == list(range(world_size))
+    assert all(r["world_size"] == world_size and r["backend"] == "gloo" and r["device"] == "cpu" for r in results)
+    n = world_size
+    assert [r["all_reduce"] for r in results] == [[n * (n + 1) / 2, 10 * n * (n + 1) / 2]] * n  # tensors: lists
+    assert [r["broadcast"] for r in results] == [[7, 8, 9]] * n
+    assert [r["recv"] for r in results] == [[0.0] * 4] * (n - 1) + [[0.0, 1.0, 2.0, 3.0]]  # rank 0 to the last
+    assert [outcome.reached(r) for r in range(n)] == [["started"]] * n
+    assert [p.strip() for p in outcome.printed] == [f"hello from rank {r}" for r in range(n)]
+    assert outcome.startup_s is not None and outcome.elapsed_s is not None and outcome.failure_order == []
+    # what the ranks started went with them, and nothing is left behind
+    assert _all_gone_within([r["child"] for r in results] + [r["pid"] for r in results], 5)
+    assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
 
 
-def _fails_on_rank_1(rank, world_size):
-    if rank == 1:
-        raise ValueError("rank one is unhappy")
-    time.sleep(60)  # rank 0 would wait: it must be stopped, not waited for
+def _fails_on_last_rank(rank, world_size):
+    if rank == world_size - 1:
+        raise ValueError("the last rank is unhappy")
+    time.sleep(60)  # the others would wait: they must be stopped, not waited for
 
 
-def test_an_exception_in_a_worker_is_reported_with_its_rank():
+def test_an_exception_in_a_worker_is_reported_with_its_rank(temp_folder):
     start = time.monotonic()
-    with pytest.raises(distributed.WorkerError, match="rank one is unhappy") as caught:
-        distributed.launch(_fails_on_rank_1, 2, backend="gloo", timeout_s=60)
+    with pytest.raises(distributed.WorkerError, match="rank 1 of 2 .gloo. raised:") as caught:
+        distributed.launch(_fails_on_last_rank, 2, backend="gloo", timeout_s=60)
+    assert "the last rank is unhappy" in str(caught.value)
     assert caught.value.rank == 1
-    assert caught.value.outcome.status == ["stopped", "raised"]
-    assert time.monotonic() - start < 30
+    outcome = caught.value.outcome
+    assert outcome.status == ["stopped", "raised"] and outcome.failure_order == [1]
+    assert outcome.elapsed_s < distributed.FAILURE_GRACE_S + distributed.DEATH_NEWS_S + 1.0
+    assert time.monotonic() - start - outcome.startup_s < 15  # stopped, not waited for (60 s)
+    assert list(temp_folder.iterdir()) == []  # removed after a failure too
+
+
+def _dies_in_a_collective(rank, world_size, how):
+    import os
+    import signal
+
+    dist.barrier()  # every rank has joined: the others fail only because this one dies
+    if rank == world_size - 1:
+        if how == "SIGKILL":
+            os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(3)
+    dist.all_reduce(torch.ones(4))  # waits for the rank that died: cut off, it raises or hangs
+    return rank
+
+
+@pytest.mark.parametrize(("world_size", "how", "words"), [
+    (2, "exit", "exited with code 3"), (4, "SIGKILL", "died with SIGKILL"),
+])
+def test_a_rank_that_dies_is_named_with_its_exit_code_or_signal(world_size, how, words):
+    outcome = distributed.supervise(_dies_in_a_collective, world_size, backend="gloo", timeout_s=60, args=(how,))
+    last = world_size - 1
+    assert outcome.status[last] == "died" and outcome.errors[last] == f"{words} before returning"
+    assert all(s in ("raised", "stopped") for s in outcome.status[:last]), outcome.describe()
+    assert outcome.failure_order[0] == last and outcome.reason.startswith(f"rank {last} {words}")
+    assert outcome.elapsed_s < distributed.FAILURE_GRACE_S + distributed.DEATH_NEWS_S + 1.0
+    with pytest.raises(distributed.WorkerError, match=f"rank {last} of {world_size} .gloo. {words}") as caught:
+        outcome.raise_for_status()
+    assert caught.value.rank == last
 
 
 def _recv_without_send(rank, world_size):
+    import subprocess
+
+    if rank == 1:
+        child = subprocess.Popen(["sleep", "120"])
+        distributed.mark(f"child {child.pid}")
     distributed.mark("before recv")
     if rank == 1:
         dist.recv(torch.zeros(3), src=0)  # rank 0 never sends
@@ -181,33 +345,102 @@ def _recv_without_send(rank, world_size):
     return rank
 
 
-def test_a_hanging_rank_is_stopped_at_the_deadline():
+@linux_only
+def test_a_hanging_rank_is_stopped_at_the_deadline_with_what_it_started():
     timeout_s = 2.0
     start = time.monotonic()
-    with pytest.raises(TimeoutError, match=r"\[1\]") as caught:
+    with pytest.raises(distributed.LaunchTimeout, match=r"ranks \[1\] .* within timeout_s=2 s") as caught:
         distributed.launch(_recv_without_send, 2, backend="gloo", timeout_s=timeout_s)
     outcome = caught.value.outcome
+    returned = time.monotonic()
     assert outcome.status == ["returned", "stopped"]
-    assert outcome.last_mark(1) == "before recv"
-    assert outcome.elapsed_s < timeout_s + 1.0
-    assert time.monotonic() - start < timeout_s + 30  # start-up of two ranks included
+    assert outcome.reached(1)[1:] == ["before recv"]
+    # Stopped at the deadline: not before it, and within a second after it (the parent's wake-up).
+    # Start-up is left out of every bound: under heavy load it alone can take half a minute.
+    assert timeout_s <= outcome.elapsed_s < timeout_s + 1.0
+    assert returned - start - outcome.startup_s < timeout_s + 10  # the kill and the collection are quick
+    child = int(outcome.reached(1)[0].split()[1])
+    assert _all_gone_within([child], 5), "the hanging rank's child outlived it"
 
 
-def _dies(rank, world_size):
-    import os
-
-    if rank == 0:
-        os._exit(3)
-    time.sleep(60)
-
-
-def test_a_rank_that_dies_is_reported_at_once():
-    outcome = distributed.supervise(_dies, 2, backend="gloo", timeout_s=60)
-    assert outcome.status == ["died", "stopped"]
-    assert "exit code 3" in outcome.errors[0]
-    assert outcome.elapsed_s < 10
-    with pytest.raises(distributed.WorkerError):
+def test_a_start_up_timeout_is_reported_with_its_value(temp_folder):
+    outcome = distributed.supervise(_nothing, 2, backend="gloo", timeout_s=60, startup_timeout_s=0.3)
+    assert outcome.status == ["stopped", "stopped"] and outcome.startup_s is None  # importing torch takes longer
+    assert 0.3 <= outcome.elapsed_s < 0.3 + 1.0
+    assert "startup_timeout_s=0.3 s" in outcome.reason
+    with pytest.raises(distributed.LaunchTimeout, match=r"within startup_timeout_s=0.3 s .* stopped after 0.\d s"):
         outcome.raise_for_status()
+    assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
+
+
+def test_an_interrupt_leaves_no_rank_nor_folder_behind(temp_folder, monkeypatch):
+    pids = []
+
+    def interrupted(run, startup_timeout_s, timeout_s):
+        pids.extend(rank.process.pid for rank in run.ranks)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(distributed, "_watch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        distributed.supervise(_nothing, 2, backend="gloo")
+    assert len(pids) == 2 and all(_gone(pid) for pid in pids)
+    assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
+
+
+def test_a_failure_while_launching_removes_the_folder(temp_folder, monkeypatch):
+    def no_port():
+        raise OSError("no free port")
+
+    monkeypatch.setattr(distributed, "free_port", no_port)
+    with pytest.raises(OSError, match="no free port"):
+        distributed.supervise(_nothing, 2, backend="gloo")
+    assert list(temp_folder.iterdir()) == []
+
+
+_LAUNCHER = '''
+import sys
+
+from helpers import distributed
+
+
+def worker(rank, world_size, folder):
+    import os, pathlib, subprocess, time
+
+    child = subprocess.Popen(["sleep", "120"])
+    path = pathlib.Path(folder, f"rank{rank}")
+    path.with_suffix(".tmp").write_text(f"{os.getpid()} {child.pid}")
+    path.with_suffix(".tmp").rename(path.with_suffix(".pids"))
+    time.sleep(120)
+
+
+if __name__ == "__main__":
+    distributed.supervise(worker, 2, backend="gloo", timeout_s=120, args=(sys.argv[1],))
+'''
+
+
+@linux_only
+def test_no_rank_outlives_its_parent(tmp_path):
+    """A notebook kernel killed while its ranks run: the ranks, and what they started, end too."""
+    script, folder = tmp_path / "launcher.py", tmp_path / "pids"
+    script.write_text(_LAUNCHER)
+    folder.mkdir()
+    # Its stderr goes to a file: once it is killed, multiprocessing's resource tracker says (rightly)
+    # that it cleaned up the launcher's semaphores.
+    with (tmp_path / "launcher.stderr").open("wb") as stderr:
+        parent = subprocess.Popen([sys.executable, str(script), str(folder)], cwd=ROOT, stderr=stderr,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        end = time.monotonic() + 150  # start-up under heavy load; the ranks write their pids at once after it
+        while len(list(folder.glob("*.pids"))) < 2 and time.monotonic() < end and parent.poll() is None:
+            time.sleep(0.1)
+        pids = [int(pid) for path in folder.glob("*.pids") for pid in path.read_text().split()]
+        assert len(pids) == 4, (f"the ranks did not start (launcher exit code {parent.poll()}):\n"
+                                f"{(tmp_path / 'launcher.stderr').read_text()[-3000:]}")
+        assert not any(_gone(pid) for pid in pids)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert _all_gone_within(pids, 10), [pid for pid in pids if not _gone(pid)]
 
 
 # ---------------------------------------------------------------- drawing
@@ -278,10 +511,13 @@ def _nccl_wait_timeout(rank, world_size):
     device = distributed.rank_device()
     if rank == 1:
         work = dist.irecv(torch.empty(3, device=device), src=0)
+        distributed.mark("waiting")
         try:
             work.wait(timeout=timedelta(seconds=2))
         except Exception as err:  # noqa: BLE001 - the point is that it raises
+            distributed.mark("wait raised")
             return type(err).__name__
+        distributed.mark("wait returned")
         return "wait returned"
     time.sleep(5)
     return None
@@ -290,11 +526,21 @@ def _nccl_wait_timeout(rank, world_size):
 @pytest.mark.gpu2
 @needs_two_gpus
 def test_nccl_wait_with_timeout_on_a_missing_send_is_bounded_by_the_launcher():
-    """wait(timeout=2 s) on a recv nobody sends: whatever NCCL does with that timeout (on 2xH200 with
-    torch 2.11 it never gave the host back: seen 2026-11-21), the launcher's deadline ends it."""
-    start = time.perf_counter()
-    outcome = distributed.supervise(_nccl_wait_timeout, 2, backend="nccl", timeout_s=10)
-    assert time.perf_counter() - start < 10 + 60  # the deadline, plus start-up and the kill
-    assert outcome.status[0] == "returned"
-    assert outcome.status[1] in ("returned", "raised", "died", "stopped"), outcome.describe()
+    """wait(timeout=2 s) on a recv nobody sends: whatever NCCL does with that timeout - raise, end the
+    process (its watchdog), or never give the host back (2xH200, torch 2.11: seen 2026-11-21) - the
+    launcher's deadline bounds it and the Outcome says which it was. A wait that returns is wrong."""
+    deadline_s = 10.0
+    start = time.monotonic()
+    outcome = distributed.supervise(_nccl_wait_timeout, 2, backend="nccl", timeout_s=deadline_s)
     print(outcome.describe())
+    assert time.monotonic() - start - (outcome.startup_s or 0.0) < deadline_s + 15, outcome.describe()
+    case = outcome.status[1]
+    if case == "returned":  # the wait raised at its timeout and the worker caught it
+        assert outcome.reached(1) == ["waiting", "wait raised"], outcome.describe()
+        assert outcome.status[0] == "returned" and outcome.elapsed_s < deadline_s
+    elif case == "stopped":  # the wait kept the host: the launcher's deadline ended it
+        assert outcome.reached(1) == ["waiting"] and outcome.reason.startswith("the deadline")
+        assert outcome.status[0] == "returned" and deadline_s <= outcome.elapsed_s < deadline_s + 1.0
+    else:  # NCCL ended the process itself: named with how it ended, before the deadline
+        assert case == "died" and outcome.failure_order[0] == 1, outcome.describe()
+        assert outcome.errors[1].startswith(("died with", "exited with code")) and outcome.elapsed_s < deadline_s
