@@ -24,7 +24,10 @@ WHEELS = Path(".whl")
 TOP_LEVEL = ["nbmake>=1.5", "ipykernel>=6"]
 # Pure-Python packages added without resolving their dependencies (tensordict's would
 # otherwise pull a whole CUDA build of torch); their other needs are in the image.
-NO_DEPS = ["tensordict==0.15.3", "pyvers==0.2.3"]
+NO_DEPS = ["tensordict==0.15.3", "pyvers==0.2.3",
+           # NVML's bindings for the 580 drivers there (05 reads the NVLink topology; datamove
+           # doctor; named nvidia-*, so resolve() would drop it) and tqdm (datamove's progress bar).
+           "nvidia-ml-py==13.580.126", "tqdm==4.67.1"]
 TARGET = [
     "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
     "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",

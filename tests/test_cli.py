@@ -1,0 +1,587 @@
+"""Tests of ``datamove`` (helpers/cli.py) and the machine facts it reads (helpers/hardware.py).
+
+On the CPU: help texts, sizes, errors (one line, exit 2), doctor, JSON/CSV shapes with injected
+measurements, the copies composed call for call as notebooks 01 and 05 compose them, check
+against a doctored baseline, gloo collectives spawned here and across two torchrun "nodes" on
+localhost. On GPUs (``gpu`` / ``gpu2``): h2d against a plain ``tensor.to('cuda')``, collectives'
+all_reduce busbw at 1 GiB.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import types
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+import torch
+from notebook_code import definitions
+
+from helpers import cli, distributed, hardware, records, timing
+
+ROOT = Path(__file__).resolve().parent.parent
+MiB, GiB = 2**20, 2**30
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """``datamove argv`` in this process: (exit status, stdout, stderr)."""
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as stop:  # argparse: --help, bad arguments
+        code = stop.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---------------------------------------------------------------- help and arguments
+
+def test_every_subcommand_has_a_help_that_says_what_it_does(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for command in ("doctor", "h2d", "d2h", "p2p", "collectives", "record", "check"):
+        assert command in out
+        code, text, _ = run(capsys, command, "--help")
+        assert code == 0 and "usage: datamove " + command in text, command
+        assert len(text.split("\n\n")[1]) > 80, f"{command}'s description says too little"
+    assert "nccl-tests" in run(capsys, "collectives", "--help")[1]
+    assert "timed exactly as notebook 01 does" in " ".join(run(capsys, "h2d", "--help")[1].split())
+
+
+def test_the_console_script_is_cli_main():
+    import tomllib
+
+    script = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["datamove"]
+    assert script == "helpers.cli:main"
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["cli"]
+    assert {e.split(">")[0] for e in extras} == {"tqdm", "nvidia-ml-py"}
+    help_text = subprocess.run([sys.executable, "-m", "helpers.cli", "--help"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=120)
+    assert help_text.returncode == 0 and help_text.stdout.startswith("usage: datamove")
+
+
+@pytest.mark.parametrize("text, nbytes", [("4096", 4096), ("4KiB", 4096), ("64MiB", 64 * MiB), ("1GiB", GiB),
+                                          ("1GB", 10**9), ("2 kb", 2000), ("512B", 512), ("1gib", GiB)])
+def test_sizes_take_bytes_binary_and_decimal_units(text, nbytes):
+    assert cli.parse_size(text) == nbytes
+
+
+@pytest.mark.parametrize("text", ["", "4XB", "-4", "1.5GiB", "0", "GiB", "4 KiBs"])
+def test_a_bad_size_is_a_value_error_that_says_what_to_pass(text):
+    with pytest.raises(ValueError, match="pass bytes"):
+        cli.parse_size(text)
+
+
+def test_size_ranges_and_lists():
+    assert cli.parse_sizes("4KiB:1MiB") == [4096, 16384, 65536, 262144, MiB]
+    assert cli.parse_sizes("1KiB:8KiB:2") == [1024, 2048, 4096, 8192]
+    assert cli.parse_sizes("4KiB,64MiB") == [4096, 64 * MiB]
+    for bad in ("1MiB:4KiB", "1KiB:1MiB:1", "1:2:3:4", ""):
+        with pytest.raises(ValueError):
+            cli.parse_sizes(bad)
+
+
+def test_tolerances_and_ops():
+    assert cli.parse_tolerance("5%") == pytest.approx(0.05) and cli.parse_tolerance("0.1") == 0.1
+    for bad in ("5", "100%", "-1%", "five"):
+        with pytest.raises(ValueError, match="e.g. 5%"):
+            cli.parse_tolerance(bad)
+    assert cli.parse_ops("all") == list(distributed.COLLECTIVE_OPS)
+    assert cli.parse_ops("all_reduce, broadcast") == ["all_reduce", "broadcast"]
+    with pytest.raises(ValueError, match="unknown collective allreduce"):
+        cli.parse_ops("allreduce")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["h2d", "--sizes", "4XB"], "'4XB' is not a size"),
+    (["d2h", "--sizes", "1MiB:4KiB"], "the largest size comes second"),
+    (["collectives", "--ops", "all_reduce,allgather"], "unknown collective allgather"),
+    (["check", "--tolerance", "5"], "is not a tolerance"),
+    (["collectives", "--nproc", "0"], "'0' is not a whole number >= 1"),
+    (["collectives", "--samples", "-2"], "is not a whole number >= 1"),
+    (["collectives", "--backend", "gloo", "--sizes", "100"], "not a multiple of 4 x 2 ranks"),
+    (["h2d", "--sizes", "4KiB"] if hardware.gpu_count() < 1 else ["h2d", "--sizes", "4098"], "needs 1 CUDA GPU"
+     if hardware.gpu_count() < 1 else "whole 4-byte words"),
+    (["p2p"], "needs 2 CUDA GPU(s)"),
+    (["record"], "no NVIDIA driver"),
+])
+def test_a_request_that_cannot_be_served_is_one_line_and_exit_2(capsys, argv, words):
+    if argv == ["p2p"] and hardware.gpu_count() >= 2 or argv == ["record"] and hardware.driver_present():
+        pytest.skip("this machine can serve it")
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and words in err and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------- output shapes (measurements injected)
+
+def _fake_timing(nbytes: int, seconds: float = 1e-3, label: str = "H2D pinned") -> timing.Timing:
+    return timing.Timing([seconds * 0.99, seconds, seconds * 1.02], "cuda events", nbytes, label, 4, 1)
+
+
+@pytest.fixture
+def fake_copies(monkeypatch):
+    """h2d/d2h without a GPU: the measurement and the machine's facts injected."""
+    monkeypatch.setattr(cli, "_need_gpus", lambda n, why="": None)
+    monkeypatch.setattr(cli, "_host_copy", lambda direction, pinned, n: _fake_timing(n, n / 50e9))
+    monkeypatch.setattr(cli, "_link_of_gpu0", lambda: {"gen": 5, "width": 16, "theoretical_gbps": 63.0,
+                                                       "memory_ceiling_gbps": 4800.0})
+    monkeypatch.setattr(cli, "_machine_facts", lambda: {"machine": "1xFake", "gpu": "Fake GPU", "driver": "1",
+                                                        "torch": "2", "cuda": "13.0", "nccl": None, "date": "d"})
+
+
+def test_h2d_json_has_the_machine_the_link_and_a_row_per_size(capsys, fake_copies):
+    code, out, _ = run(capsys, "h2d", "--sizes", "4KiB,256MiB", "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["command"] == "h2d" and payload["memory"] == "pinned"
+    assert payload["machine"] == "1xFake" and payload["link"]["theoretical_gbps"] == 63.0
+    assert [r["size"] for r in payload["rows"]] == [4096, 256 * MiB]
+    row = payload["rows"][1]
+    assert row["gbps"] == pytest.approx(50.0) and row["link_share"] == pytest.approx(50 / 63)
+    assert row["gbps_slowest"] < row["gbps"] < row["gbps_fastest"] and row["calls_per_sample"] == 4
+
+
+def test_d2h_csv_is_a_header_and_a_line_per_size(capsys, fake_copies):
+    code, out, _ = run(capsys, "d2h", "--pageable", "--sizes", "4KiB:64KiB", "--csv")
+    lines = out.strip().splitlines()
+    assert code == 0 and lines[0].split(",") == list(cli.COPY_COLUMNS)
+    assert [line.split(",")[0] for line in lines[1:]] == ["4 KiB", "16 KiB", "64 KiB"]
+
+
+def test_the_table_names_the_memory_and_the_link(capsys, fake_copies):
+    code, out, _ = run(capsys, "h2d", "--pageable", "--sizes", "1MiB")
+    assert code == 0 and "from pageable memory" in out and "PCIe gen 5 x16: raw 63.0 GB/s" in out
+    assert "1 MiB" in out and "50.00" in out
+
+
+def test_collective_rows_have_nccl_tests_columns_and_factors():
+    timings = {"all_reduce": [_fake_timing(GiB, 0.01)], "broadcast": [_fake_timing(GiB, 0.01)]}
+    rows = cli._collective_rows(timings, {"all_reduce": [0], "broadcast": [3]}, world=4)
+    reduce, bcast = rows
+    assert reduce["algbw_gbps"] == pytest.approx(GiB / 0.01 / 1e9)
+    assert reduce["busbw_gbps"] == pytest.approx(reduce["algbw_gbps"] * 2 * 3 / 4)
+    assert (reduce["redop"], reduce["root"], reduce["count"], reduce["type"]) == ("sum", -1, GiB // 4, "float")
+    assert (bcast["redop"], bcast["root"], bcast["wrong"]) == ("none", 0, 3)
+    assert bcast["busbw_gbps"] == pytest.approx(bcast["algbw_gbps"])
+    assert reduce["time_us"] == pytest.approx(1e4)
+
+
+def test_progress_bar_with_tqdm_and_without(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # not installed
+    assert cli._progress([1, 2], "x") == [1, 2]
+    made = {}
+    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=lambda items, **kw: made.update(kw) or items))
+    assert list(cli._progress([1, 2], "sizes")) == [1, 2] and made["desc"] == "sizes" and made["file"] is sys.stderr
+
+
+# ---------------------------------------------------------------- the same calls as the notebooks
+
+class _Clocks:
+    """A stand-in for helpers.timing that calls the work once and notes each clock's arguments."""
+
+    Timing = timing.Timing  # the notebooks' annotations name it
+
+    def __init__(self):
+        self.calls = []
+        self.calls_for, self.verify_copy, self.format_bytes = timing.calls_for, timing.verify_copy, timing.format_bytes
+
+    def _clock(self, method, fn, **kwargs):
+        fn()
+        self.calls.append((method, kwargs))
+        return timing.Timing([2e-5], method, kwargs.get("nbytes"), kwargs.get("label", ""),
+                             kwargs.get("calls_per_sample", 1), kwargs.get("warmup", 0))
+
+    def cuda_events(self, fn, **kwargs):
+        return self._clock("cuda events", fn, **kwargs)
+
+    def host_clock(self, fn, **kwargs):
+        return self._clock("host clock", fn, **kwargs)
+
+
+def _on_cpu(make):
+    return lambda *args, device=None, pin_memory=False, **kwargs: make(*args, **kwargs)
+
+
+class _Stream:
+    def __init__(self, device=None):
+        pass
+
+    def wait_stream(self, other):
+        pass
+
+
+FAKE_TORCH = types.SimpleNamespace(
+    arange=torch.arange, int32=torch.int32, uint8=torch.uint8, empty_like=torch.empty_like,
+    empty=_on_cpu(torch.empty), zeros=_on_cpu(torch.zeros), randint=_on_cpu(torch.randint),
+    cuda=types.SimpleNamespace(device=lambda i: nullcontext(), stream=lambda s: nullcontext(), Stream=_Stream,
+                               device_count=lambda: 2))
+
+
+def _notebook_calls(notebook: str, name: str, *args) -> list:
+    clocks = _Clocks()
+    found = definitions(ROOT / "notebooks" / notebook, {name}, {"torch": FAKE_TORCH, "timing": clocks})
+    found[name](*args)
+    return clocks.calls
+
+
+def _cli_calls(monkeypatch, work) -> list:
+    clocks = _Clocks()
+    monkeypatch.setattr(cli, "torch", FAKE_TORCH)
+    monkeypatch.setattr(cli, "timing", clocks)
+    work()
+    return clocks.calls
+
+
+def test_h2d_and_d2h_time_exactly_as_notebook_01s_copy_bandwidth(monkeypatch):
+    sizes = [4096, cli.LARGE_BYTES]  # below and at the size where notebook 01 takes fewer samples
+    expected = _notebook_calls("01_pinned_memory.ipynb", "copy_bandwidth", sizes, cli.REPEATS_SMALL,
+                               cli.REPEATS_LARGE)
+    order = [("h2d", True), ("d2h", True), ("h2d", False), ("d2h", False)]  # the notebook's order
+    got = _cli_calls(monkeypatch, lambda: [cli._host_copy(d, p, n) for n in sizes for d, p in order])
+    assert got == expected and len(got) == 16
+    assert {kw["hold_us"] for method, kw in got if method == "cuda events" and "label" in kw} == {100 + 20 * 50}
+
+
+def test_the_command_line_takes_the_notebooks_full_size_params():
+    def params(notebook, name):
+        return records.experiments_in_notebook(ROOT / "notebooks" / f"{notebook}.ipynb")[name].params
+
+    copies = params("01_pinned_memory", "copy_bandwidth")
+    assert (cli.REPEATS_SMALL, cli.REPEATS_LARGE) == (copies["repeats_small"], copies["repeats_large"])
+    assert cli.P2P_REPEATS == params("05_device_to_device", "peer_copy_bandwidth")["repeats"]
+    latency = params("05_device_to_device", "peer_copy_latency")
+    assert (cli.LATENCY_REPEATS, cli.LATENCY_CALLS) == (latency["repeats"], latency["calls"])
+    assert cli.LATENCY_BYTES in latency["sizes"]
+    collectives = params("06_nccl_point_to_point_and_collectives", "bandwidth")
+    assert (cli.COLLECTIVE_WARMUP, cli.COLLECTIVE_ITERS, cli.COLLECTIVE_SAMPLES) == (
+        collectives["warmup"], collectives["iters"], collectives["samples"])
+
+
+def test_p2p_times_exactly_as_notebook_05s_peer_copies(monkeypatch):
+    nb = "05_device_to_device.ipynb"
+    one_way = _notebook_calls(nb, "peer_copy_bandwidth", [4096], cli.P2P_REPEATS)
+    assert one_way == _cli_calls(monkeypatch, lambda: [cli._peer_one_way(0, 1, 4096), cli._peer_one_way(1, 0, 4096)])
+    both = _notebook_calls(nb, "peer_copy_both_ways", [4096], cli.P2P_REPEATS)
+    assert both == _cli_calls(monkeypatch, lambda: cli._peer_both_ways(0, 1, 4096))
+    latency = _notebook_calls(nb, "peer_copy_latency", [cli.LATENCY_BYTES], cli.LATENCY_REPEATS, cli.LATENCY_CALLS)
+    assert latency == _cli_calls(monkeypatch, lambda: [cli._peer_latency(i, j) for i in range(2) for j in range(2)])
+
+
+# ---------------------------------------------------------------- doctor
+
+def _healthy_facts(**changes) -> dict:
+    facts = {
+        "gpus": 2, "driver": True, "torch": "2.11.0+cu130", "torch_cuda": "13.0", "driver_cuda": "13.0",
+        "visible_devices": None,
+        "links": [{"index": i, "bus_id": f"00000000:{i}8:00.0", "gen_current": 5, "gen_max": 5, "width_current": 16,
+                   "width_max": 16} for i in range(2)],
+        "numa": {0: 0, 1: 1}, "numa_cpus": {0: [0, 1], 1: [2, 3]}, "affinity": [0, 1, 2, 3],
+        "activity": [{"index": i, "utilization_pct": 0, "pids": [42]} for i in range(2)], "pid": 42,
+        "memlock": None, "peer": [[True, True], [True, True]], "nccl": {"ok": True, "seen": "2 ranks returned"},
+        "traces": "/tmp", "free_disk": 100 * GiB, "machine": "2xNVIDIA-H200", "recorded": ["2xNVIDIA-H200"],
+    }
+    facts.update(changes)
+    return facts
+
+
+def _statuses(facts) -> dict[str, str]:
+    return {c.name: c.status for rule in cli.DOCTOR_CHECKS for c in rule(facts)}
+
+
+def test_a_healthy_machine_passes_every_check():
+    assert set(_statuses(_healthy_facts()).values()) == {cli.PASS}
+
+
+@pytest.mark.parametrize("change, name, status", [
+    ({"links": [{"index": 0, "bus_id": "x", "gen_current": 5, "gen_max": 5, "width_current": 8, "width_max": 16}]},
+     "GPU 0 PCIe link", cli.FAIL),
+    ({"links": [{"index": 0, "bus_id": "x", "gen_current": 3, "gen_max": 5, "width_current": 16, "width_max": 16}]},
+     "GPU 0 PCIe link", cli.WARN),
+    ({"affinity": [2, 3]}, "GPU 0 NUMA node", cli.WARN),
+    ({"activity": [{"index": 1, "utilization_pct": 95, "pids": [42, 7]}]}, "GPU 1 other work", cli.WARN),
+    ({"driver_cuda": "12.4"}, "driver vs torch's CUDA", cli.FAIL),
+    ({"torch_cuda": None}, "driver vs torch's CUDA", cli.FAIL),
+    ({"gpus": 0}, "GPUs visible", cli.FAIL),
+    ({"memlock": 64 * 2**10}, "pinned-memory limit (ulimit -l)", cli.WARN),
+    ({"peer": [[True, False], [True, True]]}, "peer access", cli.WARN),
+    ({"nccl": {"ok": False, "seen": "rank 1 raised"}}, "NCCL all_reduce", cli.FAIL),
+    ({"free_disk": GiB // 2}, "free disk for traces", cli.FAIL),
+    ({"recorded": []}, "recordings for this machine", cli.WARN),
+])
+def test_each_check_catches_its_problem_and_gives_a_fix(change, name, status):
+    checks = {c.name: c for rule in cli.DOCTOR_CHECKS for c in rule(_healthy_facts(**change))}
+    assert checks[name].status == status and checks[name].fix, checks[name]
+
+
+def test_doctor_exits_1_on_a_fail_and_prints_the_fix(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "_doctor_facts", lambda timeout: _healthy_facts(driver_cuda="12.4"))
+    code, out, _ = run(capsys, "doctor")
+    assert code == 1 and "FAIL  driver vs torch's CUDA" in out and "fix: update the driver" in out
+    assert out.strip().endswith("1 FAIL on 2xNVIDIA-H200")
+
+
+def test_doctor_on_this_machine(capsys):
+    code, out, _ = run(capsys, "doctor", "--json", "--timeout", "120")
+    payload = json.loads(out)
+    assert {row["status"] for row in payload["rows"]} <= {cli.PASS, cli.WARN, cli.FAIL}
+    assert all(set(row) == {"name", "status", "seen", "fix"} for row in payload["rows"])
+    if hardware.gpu_count() == 0:  # says so, warns, exits 0
+        assert code == 0 and payload["machine"] == "cpu-only"
+        assert payload["rows"][0]["status"] == cli.WARN and "no CUDA GPU" in payload["rows"][0]["seen"]
+
+
+# ---------------------------------------------------------------- check against a baseline
+
+MACHINE = "2xNVIDIA-H200"
+
+
+def _write_index(folder: Path, scale: float) -> None:
+    """results/ in ``folder``: the index with MACHINE's figures times ``scale``; notebook 06's recording
+    (check reads its ranks there)."""
+    bandwidth = Path(MACHINE, "06_nccl_point_to_point_and_collectives", "bandwidth.json")
+    (folder / bandwidth).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / "results" / bandwidth, folder / bandwidth)
+    rows = [dict(r, value=r["value"] * scale) if (r["machine"], r["kind"]) == (MACHINE, "figure") else r
+            for r in records.read_index()]
+    records.write_index(rows, folder)
+
+
+@pytest.fixture
+def measured_as_recorded(monkeypatch):
+    """`check` on a pretend 2xH200 whose measurements equal its recorded figures."""
+    recorded = cli.baseline_figures(records.read_index(kind="figure"), MACHINE)
+    assert set(recorded) == {"H2D pinned", "D2H pinned", "P2P cuda:0 -> cuda:1", "all_reduce busbw"}
+    monkeypatch.setattr(cli, "_this_machine", lambda: MACHINE)
+    monkeypatch.setattr(cli, "_measure_headline", lambda key, base: recorded[key]["gbps"])
+    return recorded
+
+
+def test_baseline_figures_are_the_recorded_headlines():
+    rows = records.read_index(kind="figure")
+    found = cli.baseline_figures(rows, MACHINE)
+    assert found["H2D pinned"]["bytes"] == 256 * MiB and found["all_reduce busbw"]["bytes"] == GiB
+    ranks = found["all_reduce busbw"]["ranks"]
+    assert ranks == 2 and found["all_reduce busbw"]["gbps"] > 0  # 2 GPUs: 2 ranks
+    h2d = next(r for r in rows if r["machine"] == MACHINE and r["label"] == "H2D pinned" and r["bytes"] == 256 * MiB)
+    assert found["H2D pinned"]["gbps"] == h2d["value"]
+    assert cli.baseline_figures(rows, "1xNVIDIA-H200").keys() == {"H2D pinned", "D2H pinned"}
+
+
+def test_check_passes_on_an_unchanged_machine(capsys, monkeypatch, tmp_path, measured_as_recorded):
+    _write_index(tmp_path, 1.0)
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    code, out, _ = run(capsys, "check", "--tolerance", "5%", "--json")
+    payload = json.loads(out)
+    assert code == 0 and [r["verdict"] for r in payload["rows"]] == ["pass"] * 4
+
+
+def test_check_fails_when_the_baseline_is_raised_by_20_percent(capsys, monkeypatch, tmp_path, measured_as_recorded):
+    _write_index(tmp_path, 1.2)
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    code, out, _ = run(capsys, "check", "--tolerance", "5%")
+    assert code == 1 and out.count("REGRESSION") == 4 and "-16.7%" in out and "4 regression(s)" in out
+    code, _, _ = run(capsys, "check", "--tolerance", "20%")  # 1/1.2 = -16.7% is within 20%
+    assert code == 0
+
+
+def test_compare_figures_edges():
+    base = {"a": {"bytes": 1, "gbps": 100.0, "date": "d"}, "b": {"bytes": 1, "gbps": 100.0, "date": "d"}}
+    rows = cli.compare_figures(base, {"a": 95.0, "b": None}, 0.05)
+    assert [r["verdict"] for r in rows] == ["pass", "skipped"]
+    assert cli.compare_figures(base, {"a": 94.9}, 0.05)[0]["verdict"] == "REGRESSION"
+    assert cli.compare_figures(base, {"a": 150.0}, 0.05)[0]["verdict"] == "pass"  # faster is no regression
+
+
+# ---------------------------------------------------------------- record
+
+def test_record_runs_tools_gpu_run_and_reads_the_archive_name(tmp_path):
+    cmd = cli._gpu_run_command(tmp_path, True, False, [Path("notebooks/00_start_here.ipynb")])
+    assert cmd[1].endswith("tools/gpu_run.py") and cmd[2:5] == ["--out", str(tmp_path), "--quick"]
+    assert cli._recorded_machine(tmp_path) is None
+    (tmp_path / "gpu-results-2xNVIDIA-H200.tar.gz").write_bytes(b"")
+    assert cli._recorded_machine(tmp_path) == "2xNVIDIA-H200"
+    assert any("torch>=2.11" in " ".join(c) for c in cli._install_commands())
+
+
+# ---------------------------------------------------------------- collectives with gloo ranks
+
+def test_collectives_spawned_here_with_gloo(capsys):
+    code, out, _ = run(capsys, "collectives", "--backend", "gloo", "--ops", "all_reduce,all_to_all", "--sizes",
+                       "1KiB,16KiB", "--warmup", "1", "--iters", "2", "--samples", "2", "--json", "--timeout", "120")
+    payload = json.loads(out)
+    assert code == 0 and payload["world_size"] == 2 and payload["backend"] == "gloo"
+    assert [(r["op"], r["size"]) for r in payload["rows"]] == [("all_reduce", 1024), ("all_reduce", 16384),
+                                                               ("all_to_all", 1024), ("all_to_all", 16384)]
+    assert all(r["wrong"] == 0 and r["busbw_gbps"] > 0 for r in payload["rows"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_collectives_across_two_torchrun_nodes_meeting_at_one_rendezvous(tmp_path):
+    """Two `torchrun --nnodes 2 --nproc-per-node 2` launches on localhost: 4 gloo ranks, one table."""
+    port = _free_port()
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    nodes = []
+    for node in (0, 1):
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
+               "--node-rank", str(node), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+               "--rdzv-id", "datamove-test", "--rdzv-conf", "join_timeout=120", "--max-restarts", "0",
+               "-m", "helpers.cli", "collectives", "--backend", "gloo", "--ops", "all_reduce,all_gather",
+               "--sizes", "1KiB,64KiB", "--warmup", "1", "--iters", "2", "--samples", "2", "--timeout", "120"]
+        nodes.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    outputs = []
+    try:
+        for proc in nodes:
+            outputs.append(proc.communicate(timeout=240)[0])
+    finally:
+        for proc in nodes:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=10)
+    assert [p.returncode for p in nodes] == [0, 0], "\n---\n".join(outputs)
+    together = "\n".join(outputs)
+    assert together.count("# 4 ranks, gloo") == 1, together  # rank 0 alone prints
+    rows = [line.split() for line in together.splitlines() if line.strip()[:1].isdigit()]
+    assert len(rows) == 4 and all(row[-1] == "0" for row in rows), together  # #wrong 0
+
+
+# ---------------------------------------------------------------- machine facts (helpers/hardware.py)
+
+def test_cpulists_and_numa_nodes_from_sysfs(tmp_path):
+    assert hardware.parse_cpulist("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
+    for bad in ("0-", "a", "1-2-3"):
+        with pytest.raises(ValueError, match="N or N-M"):
+            hardware.parse_cpulist(bad)
+    with pytest.raises(TypeError):
+        hardware.parse_cpulist(3)
+    device = tmp_path / "bus" / "pci" / "devices" / "0000:18:00.0"
+    device.mkdir(parents=True)
+    (device / "numa_node").write_text("1\n")
+    node = tmp_path / "devices" / "system" / "node" / "node1"
+    node.mkdir(parents=True)
+    (node / "cpulist").write_text("32-63\n")
+    assert hardware.gpu_numa_node("00000000:18:00.0", sys_root=str(tmp_path)) == 1
+    assert hardware.gpu_numa_node("00000000:19:00.0", sys_root=str(tmp_path)) is None
+    assert hardware.numa_node_cpus(1, sys_root=str(tmp_path)) == set(range(32, 64))
+    with pytest.raises(ValueError, match="PCI bus id"):
+        hardware.gpu_numa_node("18:00")
+
+
+def test_facts_of_this_process():
+    assert hardware.cpu_affinity() and hardware.cpu_affinity() <= set(range(os.cpu_count() or 1))
+    limit = hardware.pinned_memory_limit_bytes()
+    assert limit is None or limit >= 0
+    assert hardware.free_disk_bytes("/tmp/surely/not/there") > 0
+    with pytest.raises(TypeError):
+        hardware.free_disk_bytes(None)
+    assert len(hardware.peer_access()) == hardware.gpu_count()
+
+
+class _FakeNvml:
+    """pynvml's calls that helpers.hardware makes, for two GPUs."""
+
+    def nvmlDeviceGetCount(self):
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetPciInfo(self, h):
+        return types.SimpleNamespace(busId=f"00000000:{h}8:00.0".encode())
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h):
+        return 4 if h else 5
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h):
+        return 5
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h):
+        return 16
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h):
+        return 16
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        return types.SimpleNamespace(gpu=30 * h)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return [types.SimpleNamespace(pid=9), types.SimpleNamespace(pid=3)] if h else []
+
+    def nvmlSystemGetCudaDriverVersion(self):
+        return 13000
+
+
+def test_nvml_is_read_where_installed(monkeypatch):
+    monkeypatch.setattr(hardware, "_nvml", lambda: _FakeNvml())
+    links = hardware.pcie_links()
+    assert links[1] == {"index": 1, "bus_id": "00000000:18:00.0", "gen_current": 4, "gen_max": 5,
+                        "width_current": 16, "width_max": 16}
+    assert hardware.gpu_activity() == [{"index": 0, "utilization_pct": 0, "pids": []},
+                                       {"index": 1, "utilization_pct": 30, "pids": [3, 9]}]
+    assert hardware.driver_cuda_version() == "13.0"
+
+
+def test_nvidia_smi_is_parsed_without_nvml(monkeypatch):
+    answers = {
+        "--query-gpu=index,utilization.gpu,pci.bus_id": "0, 7, 00000000:18:00.0\n1, 0, 00000000:2A:00.0\n",
+        "--query-compute-apps=gpu_bus_id,pid": "00000000:18:00.0, 1234\n",
+        None: "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |",
+    }
+    monkeypatch.setattr(hardware, "_nvml", lambda: None)
+    monkeypatch.setattr(hardware, "_nvidia_smi", lambda *args: answers.get(args[0] if args else None))
+    monkeypatch.setattr(hardware, "_smi_gpu_rows", lambda: [
+        {"index": "0", "pci.bus_id": "00000000:18:00.0", "pcie.link.gen.current": "5", "pcie.link.gen.max": "5",
+         "pcie.link.width.current": "8", "pcie.link.width.max": "16"}])
+    assert hardware.gpu_activity() == [{"index": 0, "utilization_pct": 7, "pids": [1234]},
+                                       {"index": 1, "utilization_pct": 0, "pids": []}]
+    assert hardware.pcie_links()[0]["width_current"] == 8
+    assert hardware.driver_cuda_version() == "13.0"
+
+
+# ---------------------------------------------------------------- on GPUs
+
+def _events_gbps(copy, nbytes: int, calls: int = 10, samples: int = 7) -> float:
+    """A plain copy timed with bare CUDA events: median over samples of `calls` copies."""
+    for _ in range(3):
+        copy()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(samples):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            copy()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / calls)
+    return nbytes / sorted(times)[len(times) // 2] / 1e9
+
+
+@pytest.mark.gpu
+def test_h2d_pinned_at_256_mib_is_within_3_percent_of_a_plain_to_cuda(capsys):
+    code, out, _ = run(capsys, "h2d", "--pinned", "--sizes", "256MiB", "--json")
+    measured = json.loads(out)["rows"][0]["gbps"]
+    host = torch.empty(256 * MiB, dtype=torch.uint8, pin_memory=True)
+    plain = _events_gbps(lambda: host.to("cuda"), 256 * MiB)
+    print(f"datamove h2d pinned 256 MiB: {measured:.2f} GB/s; plain tensor.to('cuda'): {plain:.2f} GB/s")
+    assert code == 0 and math.isclose(measured, plain, rel_tol=0.03), (measured, plain)
+
+
+@pytest.mark.gpu2
+def test_collectives_all_reduce_busbw_at_1_gib_is_sane(capsys):
+    code, out, _ = run(capsys, "collectives", "--ops", "all_reduce", "--sizes", "1GiB", "--nproc", "2", "--json")
+    row = json.loads(out)["rows"][0]
+    ceiling = hardware.ceiling_gbps(hardware.describe())
+    print(f"datamove collectives all_reduce 1 GiB on 2 GPUs: busbw {row['busbw_gbps']:.1f} GB/s")
+    assert code == 0 and row["wrong"] == 0 and 1.0 < row["busbw_gbps"] < ceiling
