@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from . import config, records
 from .records import Run
+from .tables import Table
 from .timing import Timing, format_bytes
 
 HOLDS = "holds"
@@ -192,7 +193,7 @@ def _as_verdict(holds: object) -> str:
 def verdict_of(row: dict) -> str | None:
     """The verdict an index row's value, threshold and spread give (None for a row without them).
 
-    What the truth check recomputes. Taught in 00_start_here.
+    What the truth check recomputes. Used by the course's tools (tools/replay_all.py).
     """
     if row.get("threshold") is None or row.get("value") is None:
         return None
@@ -207,7 +208,7 @@ class Claim:
     """One row: the claim, its source, what was measured, where, and the verdict; ``comparison``
     carries value, threshold and spread when the claim is a number.
 
-    Taught in 00_start_here.
+    Used by claims.ClaimsTable (one per row of the table).
     """
 
     text: str
@@ -219,7 +220,8 @@ class Claim:
 
 
 class ClaimsTable:
-    """The claims a notebook tested, rendered as a Markdown table in Jupyter.
+    """The claims a notebook tested, shown through ``tables.Table``: HTML in Jupyter, aligned
+    text in ``print()``, a pipe table from ``to_markdown()``.
 
     Taught in 01_pinned_memory.
     """
@@ -255,27 +257,40 @@ class ClaimsTable:
         """``{claim: verdict}``, for tests and exercises."""
         return {c.text: c.verdict for c in self.claims}
 
-    def to_markdown(self) -> str:
-        rows = ["| claim | source | measured | value ± spread | holds if | where | verdict |",
-                "| --- | --- | --- | --- | --- | --- | --- |"]
+    def table(self) -> Table:
+        """The rows as a ``tables.Table``: claim, source, measured, value ± spread, holds if, where, verdict."""
+        table = Table(["claim", "source", "measured", "value ± spread", "holds if", "where", "verdict"],
+                      title=f"Claims tested in {self.notebook}", caption=_BORDERLINE_NOTE, bold=["verdict"])
         for c in self.claims:
+            value = side = None
             if c.comparison is not None:
                 v = c.comparison.value
                 value = f"{_number(v.value)} ± {_number(v.spread)}{' ' + v.unit if v.unit else ''}"
                 side = f"{'>' if c.comparison.holds_if == 'above' else '<'} {_number(c.comparison.threshold)}"
-            else:
-                value, side = "—", "—"
-            cells = [c.text, c.source, c.measured, value, side, c.where, f"**{c.verdict}**"]
-            rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-        return "\n".join(rows)
+            table.add(c.text, c.source, c.measured, value, side, c.where, c.verdict)
+        return table
+
+    def to_markdown(self) -> str:
+        """The rows as a Markdown pipe table (verdicts in bold), without title or note."""
+        table = self.table()
+        table.title = table.caption = ""
+        return table.to_markdown()
 
     def _repr_markdown_(self) -> str:
-        return (f"### Claims tested in {self.notebook}\n\n" + self.to_markdown()
-                + f"\n\n*borderline here*: the value is within its spread (at least {SPREAD_FLOOR:.0%} "
-                "of the threshold) of the threshold, so another run could call it either way.")
+        return f"### Claims tested in {self.notebook}\n\n" + self.to_markdown() + f"\n\n*{_BORDERLINE_NOTE}*"
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
     def __str__(self) -> str:
-        return self.to_markdown()
+        return self.table().to_text()
+
+    def __repr__(self) -> str:  # Jupyter's plain-text form: the table, never <ClaimsTable at 0x...>
+        return str(self)
+
+
+_BORDERLINE_NOTE = (f"borderline here: the value is within its spread (at least {SPREAD_FLOOR:.0%} of the "
+                    "threshold) of the threshold, so another run could call it either way.")
 
 
 def _export(notebook: str, run: Run | None, **fields: object) -> None:
@@ -347,7 +362,10 @@ def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "G
 
 @dataclass
 class Check:
-    """A statement made in markdown, checked against the measurement."""
+    """A statement made in markdown, checked against the measurement.
+
+    Used by claims.WhatWeSee (one per statement its ``check`` tests).
+    """
 
     statement: str
     holds: bool

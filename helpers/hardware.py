@@ -2,8 +2,7 @@
 
 ``describe()`` returns a plain dict (it is the environment header of every recording);
 ``report()`` turns such a dict into a table for people. The argument checks that the other
-helpers share (``require_gpus``, ``check_cuda_tensor``, ``check_device``) live here too,
-because they are questions about the hardware.
+helpers share (``check_count``, ``check_size``) live here too, at the bottom of the package.
 
 Taught in 00_start_here.
 """
@@ -30,72 +29,13 @@ def gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def require_gpus(n: int, what: str = "this experiment") -> None:
-    """Raise ``ValueError`` unless at least ``n`` CUDA GPUs are present.
-
-    The message says what was needed, what is here, and what to do instead.
-
-    Taught in 00_start_here.
-    """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise TypeError(f"require_gpus needs a whole number of GPUs >= 0, got {n!r}")
-    have = gpu_count()
-    if have < n:
-        raise ValueError(
-            f"{what} needs {n} CUDA GPU(s) but this machine has {have}; run it on a machine "
-            f"with {n} GPU(s), or replay a recording with helpers.records.run_or_replay"
-        )
-
-
-def check_device(device: torch.device | str | int) -> torch.device:
-    """Return ``device`` as a ``torch.device`` that exists here, or raise a clear error.
-
-    Accepts ``"cpu"``, ``"cuda"``, ``"cuda:1"``, an int GPU index or a ``torch.device``.
-
-    Taught in 00_start_here.
-    """
-    if isinstance(device, bool) or not isinstance(device, (torch.device, str, int)):
-        raise TypeError(
-            f"expected a device such as 'cuda:0', 'cpu' or an int GPU index, got {type(device).__name__}"
-        )
-    try:
-        dev = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
-    except RuntimeError as err:
-        raise ValueError(f"unknown device {device!r}: pass 'cpu', 'cuda' or 'cuda:N'") from err
-    if dev.type == "cuda":
-        index = 0 if dev.index is None else dev.index
-        if index >= gpu_count():
-            raise ValueError(
-                f"device {device!r} does not exist: this machine has {gpu_count()} CUDA GPU(s); "
-                f"pass one of {[f'cuda:{i}' for i in range(gpu_count())] or ['cpu']}"
-            )
-        return torch.device("cuda", index)
-    if dev.type != "cpu":
-        raise ValueError(f"unsupported device {device!r}: pass 'cpu' or 'cuda:N'")
-    return dev
-
-
-def check_cuda_tensor(tensor: Any, name: str = "tensor") -> torch.Tensor:
-    """Raise ``TypeError`` unless ``tensor`` is a tensor on a CUDA device; return it.
-
-    Taught in 00_start_here.
-    """
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor on a CUDA device, got {type(tensor).__name__}")
-    if not tensor.is_cuda:
-        raise TypeError(
-            f"{name} is on {tensor.device}, but a CUDA tensor is needed: move it with "
-            f"{name}.to('cuda') or create it with device='cuda'"
-        )
-    return tensor
-
-
 def check_count(value: Any, name: str, least: int = 0, unit: str = "") -> int:
     """Raise ``ValueError`` unless ``value`` is a whole number (an int) of at least ``least``.
 
     ``unit`` names what is counted in the message (``"steps"``: "a whole number of steps >= 1").
 
-    Taught in 04_event_timing (repeats, warm-up and calls per sample are counts).
+    Used by timing.sizes_pow2 and timing.calls_for, and by every helper that takes repeats,
+    warm-up or steps.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
         of = f" of {unit}" if unit else ""
@@ -106,7 +46,7 @@ def check_count(value: Any, name: str, least: int = 0, unit: str = "") -> int:
 def check_size(nbytes: Any, name: str = "size") -> int:
     """Raise unless ``nbytes`` is a positive whole number of bytes; return it as an int.
 
-    Taught in 00_start_here.
+    Used by timing.Timing and timing.sizes_pow2.
     """
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
         raise TypeError(f"{name} must be a whole number of bytes (an int), got {nbytes!r}")
@@ -268,7 +208,7 @@ def describe() -> dict[str, Any]:
 def machine_name(info: dict[str, Any]) -> str:
     """A short folder-safe name for a machine, from ``describe()``: ``2xNVIDIA-H200``, ``cpu-only``.
 
-    Taught in 00_start_here.
+    Used by hardware.describe (its ``machine`` key).
     """
     _check_info(info, "machine_name")
     gpus = info.get("gpus") or []
@@ -322,7 +262,8 @@ def ceiling_gbps(info: dict[str, Any]) -> float:
     write approaches, and which no PCIe or NVLink copy exceeds. A GPU not in ``MEMORY_GBPS``
     gets ``UNKNOWN_GPU_CEILING_GBPS``, and so does a machine without GPUs.
 
-    Taught in 00_start_here (recordings are checked against it when they are unpacked).
+    Used by records.validate_recording (recordings are checked against it when they are
+    unpacked) and plotting.bandwidth_vs_size.
     """
     _check_info(info, "ceiling_gbps")
     rates = []
@@ -365,16 +306,28 @@ def report(info: dict[str, Any] | None = None) -> str:
             f"{i}->{j}:{'yes' if peer[i][j] else 'no'}" for i in range(len(peer)) for j in range(len(peer)) if i != j
         ))
     if info.get("gpu_links"):
-        lines.append("gpu links (nvidia-smi topo -m):")
-        lines.extend("    " + row for row in info["gpu_links"].splitlines())
+        lines.append("gpu links (nvidia-smi topo -m; NV# = # NVLinks, PIX/PXB/PHB/NODE/SYS = through PCIe):")
+        lines.extend("    " + row for row in _topology_matrix(info["gpu_links"]))
     return "\n".join(lines)
+
+
+def _topology_matrix(topo: str) -> list[str]:
+    """The matrix rows of ``nvidia-smi topo -m``, without its legend or terminal colour codes."""
+    rows = []
+    for line in topo.splitlines():
+        line = _TERMINAL_ESCAPES.sub("", line).expandtabs().rstrip()
+        if line.strip().startswith("Legend"):
+            break
+        if line.strip():
+            rows.append(line)
+    return rows
 
 
 def memory_in_use() -> dict[str, int]:
     """Bytes held now: ``gpu<i>_allocated`` / ``gpu<i>_reserved`` by PyTorch's caching allocator
     on each GPU, and ``pinned_host`` held by its caching host (pinned) allocator.
 
-    Taught in 00_start_here.
+    Used by hardware.free_memory.
     """
     used: dict[str, int] = {}
     for i in range(gpu_count()):
@@ -391,7 +344,7 @@ def free_memory() -> dict[str, int]:
 
     Called after every live experiment, so one experiment's memory never burdens the next.
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay.
     """
     gc.collect()
     if gpu_count():
@@ -400,3 +353,268 @@ def free_memory() -> dict[str, int]:
         torch.cuda.empty_cache()
         torch._C._host_emptyCache()
     return memory_in_use()
+
+
+# ---------------------------------------------------------------- machine health (datamove doctor)
+# Facts the preflight check reads: NVML (nvidia-ml-py) where it is installed, else nvidia-smi.
+
+
+def _nvml() -> Any | None:
+    """The ``pynvml`` module, initialised; None where nvidia-ml-py is missing or NVML cannot start."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - not installed, no driver, or no permission: use nvidia-smi
+        return None
+    return pynvml
+
+
+def _nvml_handles(nvml: Any | None) -> list[tuple[int, Any]]:
+    """``(index, handle)`` of every GPU NVML sees; raises where NVML is missing (None)."""
+    if nvml is None:
+        raise LookupError("no NVML here")
+    return [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(nvml.nvmlDeviceGetCount())]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def pcie_links() -> list[dict[str, Any]]:
+    """Each GPU's PCIe link now and at most: ``[{"index", "bus_id", "gen_current", "gen_max",
+    "width_current", "width_max"}]`` (generations 1-6, widths in lanes; None where unknown);
+    empty without an NVIDIA driver. GPUs lower the generation when idle to save power, so read
+    it while the GPU works.
+
+    Used by the command line (datamove).
+    """
+    nvml = _nvml()
+    try:
+        return [{"index": i, "bus_id": _text(nvml.nvmlDeviceGetPciInfo(h).busId),
+                 "gen_current": nvml.nvmlDeviceGetCurrPcieLinkGeneration(h),
+                 "gen_max": nvml.nvmlDeviceGetMaxPcieLinkGeneration(h),
+                 "width_current": nvml.nvmlDeviceGetCurrPcieLinkWidth(h),
+                 "width_max": nvml.nvmlDeviceGetMaxPcieLinkWidth(h)} for i, h in _nvml_handles(nvml)]
+    except Exception:  # noqa: BLE001 - NVML missing or refusing a query: ask nvidia-smi
+        pass
+    return [{"index": int(row["index"]), "bus_id": row["pci.bus_id"],
+             "gen_current": _as_int(row["pcie.link.gen.current"]), "gen_max": _as_int(row["pcie.link.gen.max"]),
+             "width_current": _as_int(row["pcie.link.width.current"]),
+             "width_max": _as_int(row["pcie.link.width.max"])} for row in _smi_gpu_rows()]
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """The CPUs of a Linux CPU list such as ``"0-3,8,10-11"`` (as /sys writes them) as a set.
+
+    Used by hardware.numa_node_cpus.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_cpulist reads a CPU list such as '0-3,8', got {type(text).__name__}")
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise ValueError(f"{part!r} in the CPU list {text!r} is not N or N-M; pass e.g. '0-3,8'")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
+    """The NUMA node a GPU is attached to, from its PCI bus id (``00000000:18:00.0``, as NVML and
+    nvidia-smi write it); None on a machine with one node or where Linux does not say.
+
+    Used by the command line (datamove).
+    """
+    if not isinstance(bus_id, str) or bus_id.count(":") != 2:
+        raise ValueError(f"bus_id is a PCI bus id such as '00000000:18:00.0', got {bus_id!r}")
+    domain, rest = bus_id.split(":", 1)
+    try:
+        path = os.path.join(sys_root, "bus", "pci", "devices", f"{int(domain, 16):04x}:{rest.lower()}", "numa_node")
+        with open(path) as f:
+            node = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+def numa_node_cpus(node: int, sys_root: str = "/sys") -> set[int]:
+    """The CPUs of NUMA node ``node`` (empty where Linux does not say).
+
+    Used by the command line (datamove).
+    """
+    node = check_count(node, "node", 0)
+    try:
+        with open(os.path.join(sys_root, "devices", "system", "node", f"node{node}", "cpulist")) as f:
+            return parse_cpulist(f.read())
+    except OSError:
+        return set()
+
+
+def cpu_affinity() -> set[int]:
+    """The CPUs this process may run on (``taskset``/``numactl`` narrow it).
+
+    Used by the command line (datamove).
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
+
+
+def gpu_activity() -> list[dict[str, Any]]:
+    """What else runs on each GPU: ``[{"index", "utilization_pct", "pids"}]``, the GPU's busy
+    percentage over the last sample period and the process ids of the compute processes on it
+    (this process included); empty without an NVIDIA driver.
+
+    Used by the command line (datamove).
+    """
+    nvml = _nvml()
+    try:
+        return [{"index": i, "utilization_pct": nvml.nvmlDeviceGetUtilizationRates(h).gpu,
+                 "pids": sorted(p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(h))}
+                for i, h in _nvml_handles(nvml)]
+    except Exception:  # noqa: BLE001 - NVML missing or refusing a query: ask nvidia-smi
+        pass
+    text = _nvidia_smi("--query-gpu=index,utilization.gpu,pci.bus_id", "--format=csv,noheader,nounits") or ""
+    apps = _nvidia_smi("--query-compute-apps=gpu_bus_id,pid", "--format=csv,noheader,nounits") or ""
+    pids: dict[str, list[int]] = {}
+    for line in apps.strip().splitlines():
+        bus, _, pid = (v.strip() for v in line.partition(","))
+        if pid.isdigit():
+            pids.setdefault(bus, []).append(int(pid))
+    found = []
+    for line in text.strip().splitlines():
+        values = [v.strip() for v in line.split(",")]
+        if len(values) == 3 and values[0].isdigit():
+            found.append({"index": int(values[0]), "utilization_pct": _as_int(values[1]),
+                          "pids": sorted(pids.get(values[2], []))})
+    return found
+
+
+def pinned_memory_limit_bytes() -> int | None:
+    """The locked-memory limit of this process (``ulimit -l``) in bytes; None when unlimited.
+
+    Used by the command line (datamove).
+    """
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def free_disk_bytes(path: str | os.PathLike[str]) -> int:
+    """Free bytes on the file system holding ``path`` (or its nearest existing parent).
+
+    Used by the command line (datamove).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"free_disk_bytes needs a folder path, got {type(path).__name__}")
+    where = os.path.abspath(path)
+    while not os.path.exists(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    return shutil.disk_usage(where).free
+
+
+def peer_access() -> list[list[bool]]:
+    """``[i][j]``: can GPU i read and write GPU j's memory directly (True on the diagonal).
+
+    Used by the command line (datamove).
+    """
+    n = gpu_count()
+    return [[i == j or torch.cuda.can_device_access_peer(i, j) for j in range(n)] for i in range(n)]
+
+
+def driver_cuda_version() -> str | None:
+    """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver.
+
+    Used by the command line (datamove).
+    """
+    nvml = _nvml()
+    try:
+        version = nvml.nvmlSystemGetCudaDriverVersion()  # e.g. 12040
+        return f"{version // 1000}.{version % 1000 // 10}"
+    except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
+        pass
+    match = re.search(r"CUDA Version:\s*(\d+\.\d+)", _nvidia_smi() or "")
+    return match.group(1) if match else None
+
+
+def driver_present() -> bool:
+    """Whether an NVIDIA driver answers here (NVML or ``nvidia-smi``), whatever PyTorch sees.
+
+    Used by the command line (datamove).
+    """
+    return _nvml() is not None or _nvidia_smi("-L") is not None
+
+
+def pinned_host_bytes(stats: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(bytes PyTorch's caching host allocator holds, bytes of them in live tensors), read from
+    ``torch.cuda.host_memory_stats()``; None for a figure this PyTorch does not report.
+
+    The key names changed between PyTorch versions: older ones report held memory as
+    'reserved_bytes' and live memory as 'allocated_bytes'; newer ones report held memory as
+    'allocated_bytes' (live + cached) and live memory as 'active_bytes'.
+
+    Taught in 01_pinned_memory.
+    """
+    if not isinstance(stats, dict):
+        raise TypeError(f"pinned_host_bytes takes the dict of torch.cuda.host_memory_stats(), got {type(stats).__name__}")
+    if "reserved_bytes.current" in stats:
+        return stats["reserved_bytes.current"], stats.get("active_bytes.current", stats.get("allocated_bytes.current"))
+    if "active_bytes.current" in stats:
+        return stats.get("allocated_bytes.current"), stats["active_bytes.current"]
+    return None, None
+
+
+# ---------------------------------------------------------------- the GPUs' topology (NVML, else nvidia-smi)
+
+
+def _nvml_link_counts(nvml: Any) -> list[list[int]]:
+    """``[i][j]``: the NVLinks from GPU i to GPU j that NVML reports up, a pair through an NVSwitch
+    counting the fewer of the two GPUs' links to switches (what ``nvidia-smi topo -m`` prints)."""
+    n = nvml.nvmlDeviceGetCount()
+    handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
+    index_of = {_text(nvml.nvmlDeviceGetPciInfo(h).busId).lower(): i for i, h in enumerate(handles)}
+    direct = [[0] * n for _ in range(n)]
+    to_switch = [0] * n
+    for i, h in enumerate(handles):
+        for link in range(nvml.NVML_NVLINK_MAX_LINKS):
+            try:
+                if nvml.nvmlDeviceGetNvLinkState(h, link) != nvml.NVML_FEATURE_ENABLED:
+                    continue
+                kind = nvml.nvmlDeviceGetNvLinkRemoteDeviceType(h, link)
+                remote = _text(nvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId).lower()
+            except nvml.NVMLError:
+                continue  # a link this GPU does not have
+            if kind == nvml.NVML_NVLINK_DEVICE_TYPE_SWITCH:
+                to_switch[i] += 1
+            elif remote in index_of:
+                direct[i][index_of[remote]] += 1
+    return [[0 if i == j else direct[i][j] + min(to_switch[i], to_switch[j]) for j in range(n)] for i in range(n)]
+
+
+def gpu_topology() -> dict[str, Any]:
+    """What joins each pair of GPUs: ``{"source": "NVML" | "nvidia-smi topo -m" | None,
+    "links": [[...]]}``, where ``links[i][j]`` is ``"NV<k>"`` (k NVLinks, direct or through an
+    NVSwitch), a PCIe path as ``nvidia-smi topo -m`` names it (``PIX``, ``PXB``, ``PHB``,
+    ``NODE``, ``SYS``; NVML says ``PCIe``) or ``"X"`` on the diagonal. NVML (nvidia-ml-py,
+    ``import pynvml``) is read where it is installed, else ``nvidia-smi topo -m``; without an
+    NVIDIA driver the source is None and the list empty.
+
+    Taught in 05_device_to_device.
+    """
+    nvml = _nvml()
+    if nvml is not None:
+        try:
+            counts = _nvml_link_counts(nvml)
+        except nvml.NVMLError:
+            counts = None
+        if counts is not None:
+            return {"source": "NVML", "links": [["X" if i == j else f"NV{k}" if k else "PCIe"
+                                                  for j, k in enumerate(row)] for i, row in enumerate(counts)]}
+    pairs = gpu_links(_nvidia_smi("topo", "-m"))
+    if not pairs:
+        return {"source": None, "links": []}
+    n = max(max(pair) for pair in pairs) + 1
+    return {"source": "nvidia-smi topo -m",
+            "links": [["X" if i == j else pairs.get((i, j), "unknown") for j in range(n)] for i in range(n)]}

@@ -1,15 +1,42 @@
+import gc
+import json
+import types
+import weakref
+
+import numpy as np
 import pytest
 import torch
 
 from helpers import hardware
 
 
-def test_describe_is_plain_and_names_the_machine():
+def test_describe_this_machine_is_plain_json():
     info = hardware.describe()
     assert info["torch"] == torch.__version__
-    assert len(info["gpus"]) == hardware.gpu_count()
-    assert info["machine"] == hardware.machine_name(info)
-    assert "machine" in hardware.report(info)
+    assert json.loads(json.dumps(info)) == info
+    assert len(info["gpus"]) == len(info["peer_access"]) == hardware.gpu_count()
+
+
+def test_describe_reads_a_two_gpu_machine(monkeypatch):
+    """Two fake H200s: the names, PCIe numbers (nvidia-smi's text as ints), peer matrix and name."""
+    props = types.SimpleNamespace(name="NVIDIA H200", total_memory=141 * 2**30, major=9, minor=0,
+                                  multi_processor_count=132)
+    rows = [{"index": str(i), "driver_version": "580.1", "pcie.link.gen.current": "5", "pcie.link.gen.max": "5",
+             "pcie.link.width.current": "16", "pcie.link.width.max": "[N/A]", "pci.bus_id": f"0000:{i}"}
+            for i in range(2)]
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    monkeypatch.setattr(hardware, "_smi_gpu_rows", lambda: rows)
+    monkeypatch.setattr(hardware, "_gpu_links", lambda: "GPU0\tX\tNV18")
+    monkeypatch.setattr(hardware, "_nccl_version", lambda: "2.27.3")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    monkeypatch.setattr(torch.cuda, "can_device_access_peer", lambda i, j: (i, j) == (0, 1))
+    info = hardware.describe()
+    assert info["machine"] == "2xNVIDIA-H200" and info["driver"] == "580.1" and info["nccl"] == "2.27.3"
+    assert info["peer_access"] == [[True, True], [False, True]]
+    first = info["gpus"][0]
+    assert (first["capability"], first["sm_count"], first["memory_bytes"]) == ("9.0", 132, 141 * 2**30)
+    assert (first["pcie_gen_current"], first["pcie_width_current"], first["pcie_width_max"]) == (5, 16, None)
+    assert info["gpus"][1]["pci_bus_id"] == "0000:1" and info["gpu_links"] == "GPU0\tX\tNV18"
 
 
 def test_machine_name():
@@ -37,24 +64,6 @@ def test_pcie_theoretical():
     assert hardware.pcie_theoretical_gbps(None, 16) is None
 
 
-def test_require_gpus_says_what_to_do():
-    with pytest.raises(ValueError, match="replay"):
-        hardware.require_gpus(hardware.gpu_count() + 1, "peer copies")
-    hardware.require_gpus(0)
-    with pytest.raises(TypeError):
-        hardware.require_gpus(-1)
-
-
-def test_check_device():
-    assert hardware.check_device("cpu") == torch.device("cpu")
-    with pytest.raises(ValueError, match="does not exist"):
-        hardware.check_device(f"cuda:{hardware.gpu_count()}")
-    with pytest.raises(ValueError, match="unknown device"):
-        hardware.check_device("gpu0")
-    with pytest.raises(TypeError):
-        hardware.check_device(1.5)
-
-
 def test_check_count_says_what_is_counted():
     assert hardware.check_count(3, "repeats", 1) == 3
     with pytest.raises(ValueError, match="repeats must be a whole number >= 1, got 0"):
@@ -65,12 +74,9 @@ def test_check_count_says_what_is_counted():
         hardware.check_count(True, "warmup")
 
 
-def test_check_cuda_tensor_and_size():
-    with pytest.raises(TypeError, match="to\\('cuda'\\)"):
-        hardware.check_cuda_tensor(torch.zeros(2), "x")
-    with pytest.raises(TypeError):
-        hardware.check_cuda_tensor([1, 2])
+def test_check_size():
     assert hardware.check_size(4) == 4
+    assert type(hardware.check_size(np.int64(4))) is int
     for bad in (0, -1):
         with pytest.raises(ValueError, match="positive"):
             hardware.check_size(bad)
@@ -78,9 +84,37 @@ def test_check_cuda_tensor_and_size():
         hardware.check_size(1.5)
 
 
-def test_free_memory_reports_use():
+def test_free_memory_collects_garbage_and_reports_nothing_held_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+
+    class Cycle:
+        pass
+
+    cycle = Cycle()
+    cycle.me = cycle
+    alive = weakref.ref(cycle)
+    del cycle
+    gc.disable()  # only free_memory's own gc.collect() may free the cycle
+    try:
+        assert hardware.free_memory() == {}
+        assert alive() is None
+    finally:
+        gc.enable()
+
+
+def test_free_memory_empties_the_caches_after_synchronising_every_gpu(monkeypatch):
+    calls = []
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda i: calls.append(f"sync {i}"))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty device cache"))
+    monkeypatch.setattr(torch._C, "_host_emptyCache", lambda: calls.append("empty pinned cache"), raising=False)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda i: 10 + i)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda i: 20 + i)
+    monkeypatch.setattr(torch.cuda, "host_memory_stats", lambda: {"allocated_bytes.current": 3})
     used = hardware.free_memory()
-    assert set(used) == set(hardware.memory_in_use())
+    assert calls == ["sync 0", "sync 1", "empty device cache", "empty pinned cache"]
+    assert used == {"gpu0_allocated": 10, "gpu0_reserved": 20, "gpu1_allocated": 11, "gpu1_reserved": 21,
+                    "pinned_host": 3}
 
 
 @pytest.mark.gpu
@@ -116,3 +150,21 @@ def test_gpu_links_reads_pcie_tables_and_says_nothing_when_it_cannot():
     table = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\nGPU1\tPIX\t X \t0-7\t0\n"
     assert hardware.gpu_links(table) == {(0, 1): "PIX", (1, 0): "PIX"}
     assert hardware.gpu_links(None) == {} and hardware.gpu_links("no table here") == {}
+
+
+def test_pinned_host_bytes_reads_both_generations_of_key_names():
+    older = {"reserved_bytes.current": 64 * 2**20, "allocated_bytes.current": 48 * 2**20}
+    newer = {"allocated_bytes.current": 64 * 2**20, "active_bytes.current": 0}
+    assert hardware.pinned_host_bytes(older) == (64 * 2**20, 48 * 2**20)
+    assert hardware.pinned_host_bytes(newer) == (64 * 2**20, 0)
+    assert hardware.pinned_host_bytes({"num_host_alloc": 1}) == (None, None)
+    with pytest.raises(TypeError, match="host_memory_stats"):
+        hardware.pinned_host_bytes([("allocated_bytes.current", 1)])
+
+
+def test_the_report_shows_the_topology_matrix_once_without_legend_or_colour_codes():
+    topo = ("\x1b[4mGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-63\nGPU1\tNV18\t X \t0-63\n\n"
+            "Legend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n")
+    text = hardware.report({"machine": "2xGPU", "gpus": [], "gpu_links": topo})
+    assert "Legend" not in text and "\x1b" not in text and "\t" not in text
+    assert text.count("NV18") == 2 and "GPU1" in text

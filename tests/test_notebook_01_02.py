@@ -9,7 +9,7 @@ from notebook_code import definitions
 from helpers import claims
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_pinned_memory.ipynb"
-WANTED_FUNCTIONS = {"crossover_size", "range_of", "pinned_bytes", "twice_as_slow_verdict"}
+WANTED_FUNCTIONS = {"crossover_size", "range_of", "twice_as_slow_verdict"}
 WANTED_NAMES = {"SIZE_RANGES"}
 MiB = 2**20
 
@@ -43,14 +43,6 @@ def test_range_of(nb01):
     assert nb01["range_of"](1023 * 1024) == "below 1 MiB"
     assert nb01["range_of"](MiB) == "1 MiB to 64 MiB"
     assert nb01["range_of"](64 * MiB) == "64 MiB and up"
-
-
-def test_pinned_bytes_reads_both_generations_of_host_memory_stats(nb01):
-    # newer PyTorch: allocated_bytes = held (active + cached), active_bytes = in live tensors
-    assert nb01["pinned_bytes"]({"allocated_bytes.current": 64, "active_bytes.current": 0}) == (64, 0)
-    # older PyTorch: reserved_bytes = held, allocated_bytes = in live tensors
-    assert nb01["pinned_bytes"]({"reserved_bytes.current": 64, "allocated_bytes.current": 0}) == (64, 0)
-    assert nb01["pinned_bytes"]({}) == (None, None)
 
 
 def test_twice_as_slow_verdict_needs_slower_but_at_most_twice(nb01):

@@ -1,5 +1,6 @@
 """Project-level checks: notebooks committed clean, recordings present and current, set-up files agree."""
 
+import ast
 import json
 import re
 import tomllib
@@ -57,8 +58,10 @@ def test_the_index_figures_match_the_recordings():
 
 
 def _requirements_of_pyproject():
+    """What `make setup` and `make lab` install: the dependencies, the dev and the lab extras."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+    extras = project["optional-dependencies"]
+    return set(project["dependencies"]) | set(extras["dev"]) | set(extras["lab"])
 
 
 def _requirements_of_environment_yml():
@@ -77,9 +80,68 @@ def test_environment_yml_matches_pyproject():
     assert _requirements_of_environment_yml() == _requirements_of_pyproject()
 
 
+def test_jupyterlab_is_the_lab_extra_not_a_runtime_dependency():
+    """A notebook needs a kernel, not the lab: Colab or any Jupyter server brings its own."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(req.startswith("jupyterlab") for req in project["dependencies"])
+    assert any(req.startswith("jupyterlab") for req in project["optional-dependencies"]["lab"])
+
+
 def test_readme_gives_exactly_the_two_commands_and_ci_calls_make_test():
     readme = (ROOT / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     for nb in NOTEBOOKS:
         assert nb.stem in readme, f"README's table of notebooks lacks {nb.stem}"
+
+
+ANALYSIS_LINES = 40  # an analysis cell fits on a screen
+
+
+def _experiment_functions(cells: list[str], notebook: Path) -> set[str]:
+    """The functions a notebook passes to run_or_replay and every notebook function they reach."""
+    defined = {node.name: node for source in cells for node in ast.parse(source).body
+               if isinstance(node, ast.FunctionDef)}
+    todo = [e.function for e in records.experiments_in_notebook(notebook).values()]
+    reached: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in defined and name not in reached:
+            reached.add(name)
+            todo.extend(records.free_names(defined[name]))
+    return reached
+
+
+def analysis_lines(notebook: Path) -> dict[int, int]:
+    """Code cell index -> its non-blank lines, leaving out experiment definitions (the functions
+    run_or_replay runs, and what they call), which are the PyTorch being taught."""
+    cells = ["\n".join(line for line in "".join(c["source"]).splitlines() if not line.lstrip().startswith(("%", "!")))
+             for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+    experiment = _experiment_functions(cells, notebook)
+    counts = {}
+    for index, source in enumerate(cells):
+        lines = source.splitlines()
+        keep = set(range(1, len(lines) + 1))
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef) and node.name in experiment:
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                keep -= set(range(first, node.end_lineno + 1))
+        counts[index] = sum(1 for n in keep if lines[n - 1].strip())
+    return counts
+
+
+def test_analysis_lines_leave_out_experiments_and_count_the_rest(tmp_path):
+    code = "def exp(n):\n    return helper(n)\n\n\ndef helper(n):\n    return n\n\n\nrun = records.run_or_replay(exp, notebook='x', params=dict(n=1))\nprint(run)\n"
+    cell = {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None}
+    other = dict(cell, source="def unused():\n    return 1\n")
+    path = tmp_path / "99_x.ipynb"
+    path.write_text(json.dumps({"cells": [cell, other], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert analysis_lines(path) == {0: 2, 1: 2}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_analysis_cell_fits_on_a_screen(notebook):
+    """Measuring and analysis live in the helpers: a cell that is not an experiment definition has
+    at most ANALYSIS_LINES non-blank lines (split it, or move what repeats into helpers)."""
+    long = {index: n for index, n in analysis_lines(notebook).items() if n > ANALYSIS_LINES}
+    assert not long, f"{notebook.stem}: code cells {long} (index: lines) are longer than {ANALYSIS_LINES} lines"
