@@ -80,3 +80,74 @@ def test_set_device_verdict(nb05):
     assert not follows(_state("x", 1, current_stream_on="cuda:0"))
     assert not decides({**good, "after torch.cuda.set_device(1)": _state("after torch.cuda.set_device(1)", 0)})
     assert not decides({**good, "after torch.cuda.set_device(0)": _state("after torch.cuda.set_device(0)", 1)})
+
+
+# ---------------------------------------------------------------- the topology 05 reads (hardware.gpu_topology)
+
+
+class _FakeNvml:
+    """NVML as pynvml exposes it, for GPUs whose NVLinks go to NVSwitches or straight to a GPU."""
+
+    NVML_NVLINK_MAX_LINKS = 4
+    NVML_FEATURE_ENABLED = 1
+    NVML_NVLINK_DEVICE_TYPE_GPU = 0
+    NVML_NVLINK_DEVICE_TYPE_SWITCH = 2
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, links: dict[int, list[tuple[str, str]]]) -> None:
+        self.links = links  # GPU -> [(remote kind 'gpu<k>' | 'switch', state 'up' | 'down')] per link
+
+    def nvmlDeviceGetCount(self):
+        return len(self.links)
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetPciInfo(self, h):
+        return type("Pci", (), {"busId": f"00000000:{0x10 + h:02X}:00.0".encode()})
+
+    def _link(self, h, link):
+        if link >= len(self.links[h]):
+            raise self.NVMLError("no such link")
+        return self.links[h][link]
+
+    def nvmlDeviceGetNvLinkState(self, h, link):
+        return self.NVML_FEATURE_ENABLED if self._link(h, link)[1] == "up" else 0
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, h, link):
+        kind = self._link(h, link)[0]
+        return self.NVML_NVLINK_DEVICE_TYPE_SWITCH if kind == "switch" else self.NVML_NVLINK_DEVICE_TYPE_GPU
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, h, link):
+        kind = self._link(h, link)[0]
+        other = int(kind[3:]) if kind.startswith("gpu") else 0x70
+        return type("Pci", (), {"busId": f"00000000:{0x10 + other:02X}:00.0"})
+
+
+def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
+    from helpers import hardware
+
+    # GPU 0 and 1: two direct links up, one down; GPU 2: no NVLink (PCIe only)
+    direct = _FakeNvml({0: [("gpu1", "up"), ("gpu1", "up"), ("gpu1", "down")], 1: [("gpu0", "up"), ("gpu0", "up")],
+                        2: []})
+    monkeypatch.setattr(hardware, "_nvml", lambda: direct)
+    assert hardware.gpu_topology() == {"source": "NVML", "links": [["X", "NV2", "PCIe"], ["NV2", "X", "PCIe"],
+                                                                   ["PCIe", "PCIe", "X"]]}
+    # an HGX board: every GPU has four links to NVSwitches, one of GPU 2's is down
+    switched = _FakeNvml({0: [("switch", "up")] * 4, 1: [("switch", "up")] * 4,
+                          2: [("switch", "up")] * 3 + [("switch", "down")]})
+    monkeypatch.setattr(hardware, "_nvml", lambda: switched)
+    assert hardware.gpu_topology()["links"] == [["X", "NV4", "NV3"], ["NV4", "X", "NV3"], ["NV3", "NV3", "X"]]
+
+
+def test_gpu_topology_falls_back_to_nvidia_smi_then_to_nothing(monkeypatch):
+    from helpers import hardware
+
+    topo = ("\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-47\nGPU1\tNV18\t X \t0-47\n")
+    monkeypatch.setattr(hardware, "_nvml", lambda: None)
+    monkeypatch.setattr(hardware, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None)
+    assert hardware.gpu_topology() == {"source": "nvidia-smi topo -m", "links": [["X", "NV18"], ["NV18", "X"]]}
+    monkeypatch.setattr(hardware, "_nvidia_smi", lambda *args: None)
+    assert hardware.gpu_topology() == {"source": None, "links": []}

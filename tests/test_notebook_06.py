@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "06_nccl_point_to_point_and_collectives.ipynb"
 RECORDED = ROOT / "results" / "2xNVIDIA-H200" / "06_nccl_point_to_point_and_collectives" / "wait_timeout_nccl.json"
 WANTED_FUNCTIONS = {"wait_timeout_without_send", "wait_timeout_outcome", "stopped_at", "expected_after",
-                    "mismatches", "how_soon", "when_data_absent", "host_value"}
+                    "mismatches", "how_soon", "when_data_absent", "host_value", "collectives_sweep", "sweep_worker",
+                    "plain_all_reduce", "sweep_of", "busbw_of"}
 WANTED_NAMES = {"NEXT_LINE", "QUICK_BACK"}
 
 
@@ -26,7 +27,8 @@ WANTED_NAMES = {"NEXT_LINE", "QUICK_BACK"}
 def nb06() -> dict:
     """The notebook's functions, executed from its own source in a fresh namespace."""
     return definitions(NOTEBOOK, WANTED_FUNCTIONS | WANTED_NAMES, {"claims": claims, "distributed": distributed, "records": records, "timing": timing,
-                       "torch": torch, "dist": dist, "timedelta": timedelta, "statistics": statistics})
+                       "torch": torch, "dist": dist, "timedelta": timedelta, "statistics": statistics,
+                       "NOTEBOOK": NOTEBOOK.stem})
 
 
 def _run(value: dict, wait_timeout_s: float = 2.0, deadline_s: float = 10.0) -> SimpleNamespace:
@@ -121,3 +123,27 @@ def test_wait_timeout_experiment_connects_first_then_raises_under_gloo(nb06):
     run = SimpleNamespace(value=result, params={"backend": "gloo", "wait_timeout_s": 0.5, "deadline_s": 20.0})
     raised, _, waited = nb06["wait_timeout_outcome"](run)
     assert raised and 0.4 < waited < 5.0
+
+
+def test_the_collectives_sweep_runs_end_to_end_on_2_and_4_gloo_ranks(nb06):
+    """The notebook's N-sweep itself, with gloo ranks on the CPU: every op, right results, rank 0's timings."""
+    ops = list(distributed.COLLECTIVE_OPS)
+    sweep = nb06["collectives_sweep"]([2, 4], "gloo", ops, [64, 1024], 1, 2, 3, False)
+    assert [entry["world_size"] for entry in sweep] == [2, 4]
+    for entry in sweep:
+        assert entry["plain_s"] is None
+        assert entry["wrong"] == {op: [0, 0] for op in ops}
+        assert [t.nbytes for t in entry["timings"]["all_to_all"]] == [64, 1024]
+        busbw = nb06["busbw_of"](entry, [64, 1024])
+        t = entry["timings"]["all_reduce"][1]
+        assert busbw["all_reduce"][1] == pytest.approx(distributed.busbw_gbps("all_reduce", 1024, t.median_s,
+                                                                              entry["world_size"]))
+
+
+def test_sweep_of_reads_the_sweep_and_the_recording_made_before_it(nb06, capsys):
+    timings = {"all_reduce": [timing.Timing([1e-3], "cuda events", 1024)]}
+    new = SimpleNamespace(value={"sweep": [{"world_size": 2, "timings": timings, "wrong": None, "plain_s": None}]})
+    assert nb06["sweep_of"](new) == new.value["sweep"]
+    old = SimpleNamespace(value={"world_size": 2, "timings": timings}, machine="2xNVIDIA-H200")
+    assert nb06["sweep_of"](old) == [{"world_size": 2, "timings": timings, "wrong": None, "plain_s": None}]
+    assert "predates the sweep" in capsys.readouterr().out
