@@ -1,0 +1,137 @@
+"""Open every page of build/site/ in headless Chromium and check what a reader would get (``make site-test``).
+
+For each page: it loads, the browser console shows no error, every ``<img>`` has a non-zero
+natural width, and every request the page makes is to ``file:`` or ``data:`` (all requests are
+recorded; anything else fails: the site must work offline). A screenshot of each whole page
+is kept under build/site-shots/ (named after the page's path) for a person to look at.
+
+Chromium is Debian's (/usr/bin/chromium) driven by Playwright's Python package; as root it is
+installed with apt when missing, otherwise this stops with one line saying what to install.
+
+    python tools/site_test.py             # every page of build/site/
+    python tools/site_test.py --page claims.html --page index.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "build" / "site"
+SHOTS = ROOT / "build" / "site-shots"
+CHROMIUM = Path("/usr/bin/chromium")
+ALLOWED_SCHEMES = ("file", "data")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@dataclass
+class PageReport:
+    """What one page did in the browser: its problems (empty when it passed) and its requests."""
+
+    page: str
+    problems: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+
+def leaving_requests(urls: list[str]) -> list[str]:
+    """The requests whose scheme is neither ``file:`` nor ``data:`` (they would leave the machine)."""
+    return [url for url in urls if urlparse(url).scheme not in ALLOWED_SCHEMES]
+
+
+def shot_name(page: Path, site: Path = SITE) -> str:
+    """The screenshot's file name for a page: its path under the site, '/' as '__', '.png'."""
+    return str(page.relative_to(site).with_suffix("")).replace(os.sep, "__") + ".png"
+
+
+def ensure_chromium() -> Path:
+    """Debian's chromium, installed with apt when missing and running as root; else SystemExit."""
+    if CHROMIUM.exists():
+        return CHROMIUM
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise SystemExit("make site-test needs Debian's chromium at /usr/bin/chromium: "
+                         "run `sudo apt-get install -y chromium`")
+    print("installing chromium with apt-get (about 30 s)", flush=True)
+    subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=True, stdout=subprocess.DEVNULL)
+    return CHROMIUM
+
+
+def check_page(context, page_path: Path, shots: Path) -> PageReport:
+    """Open one page, wait for it and its images, collect console errors and requests, screenshot it."""
+    report = PageReport(str(page_path.relative_to(SITE)))
+    page = context.new_page()
+    page.on("request", lambda request: report.requests.append(request.url))
+    page.on("console", lambda msg: report.problems.append(f"console {msg.type}: {msg.text}")
+            if msg.type == "error" else None)
+    page.on("pageerror", lambda err: report.problems.append(f"script error: {err}"))
+    try:
+        response = page.goto(page_path.as_uri(), wait_until="load", timeout=30_000)
+        if response is not None and not response.ok:
+            report.problems.append(f"loading it answered {response.status}")
+        page.wait_for_function("Array.from(document.images).every(img => img.complete)", timeout=15_000)
+        broken = page.evaluate("""() => Array.from(document.images)
+            .filter(img => !(img.complete && img.naturalWidth > 0))
+            .map(img => img.getAttribute('src'))""")
+        report.problems += [f"image not shown (naturalWidth 0): {src}" for src in broken]
+        page.screenshot(path=str(shots / shot_name(page_path)), full_page=True)
+    except Exception as err:  # a page that does not load is a finding, not a crash of the test
+        report.problems.append(f"did not load: {err}")
+    finally:
+        page.close()
+    report.problems += [f"request leaves the machine: {url}" for url in leaving_requests(report.requests)]
+    return report
+
+
+def site_pages(site: Path = SITE) -> list[Path]:
+    """Every HTML page a reader can open: all of ``site`` but the theme's files under _static/."""
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+
+
+def run(pages: list[Path], shots: Path = SHOTS) -> list[PageReport]:
+    """Check ``pages`` in one headless Chromium with a fresh profile; screenshots go to ``shots``."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as err:
+        raise SystemExit("make site-test needs Playwright's Python package: .venv/bin/pip install -e '.[site]'") from err
+    chromium = ensure_chromium()
+    if shots.exists():
+        shutil.rmtree(shots)
+    shots.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(prefix="site-test-profile-") as profile, sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            profile, executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900}, service_workers="block")
+        try:
+            return [check_page(context, page, shots) for page in pages]
+        finally:
+            context.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--page", action="append", default=[], help="a page under build/site/ (repeatable)")
+    args = parser.parse_args()
+    if not (SITE / "index.html").exists():
+        raise SystemExit(f"no site at {SITE}: run `make site` first")
+    pages = [SITE / p for p in args.page] or site_pages()
+    reports = run(pages)
+    failed = [r for r in reports if r.problems]
+    for r in failed:
+        print(f"FAIL {r.page}")
+        for problem in r.problems:
+            print(f"  {problem}")
+    print(f"{len(reports) - len(failed)} of {len(reports)} pages pass; {sum(len(r.requests) for r in reports)} "
+          f"requests, all file: or data: unless listed above; screenshots in {SHOTS}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
