@@ -7,7 +7,8 @@ On the GPU machine (called by `make gpu-all`, with the carried wheels on PYTHONP
 1. prints the machine report;
 2. runs the GPU-marked tests (`pytest -m "gpu or gpu2"`);
 3. executes each notebook live at full size with COURSE_RECORD=1, one at a time (timings
-   must not share the GPU), keeping the executed copy with its outputs;
+   must not share the GPU), keeping the executed copy with its outputs, and notes its seconds
+   per notebook and per cell in results/<machine>/run_times.json (tools/notebook_times.py);
 4. with --quick, executes them again in quick mode and reports how long each took;
 5. after every step, packs one archive, `OUT/gpu-results-<machine>.tar.gz`, holding the
    recordings (results/<machine>/) and the executed notebooks with their logs
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import re
 import secrets
@@ -53,6 +55,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import notebook_times  # noqa: E402  (tools/notebook_times.py: results/<machine>/run_times.json)
 
 TEST_TIMEOUT_S = 240
 NOTEBOOK_TIMEOUT_S = 300
@@ -83,6 +88,18 @@ def execute_notebook(notebook: Path, dest: Path, env: dict[str, str], logs: Path
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbmake", "--overwrite",
            f"--nbmake-timeout={NOTEBOOK_TIMEOUT_S}", str(copy)]
     return run_logged(cmd, logs / f"{dest.name}-{notebook.stem}.log", env, NOTEBOOK_TIMEOUT_S + 60)
+
+
+def record_times(machine: str, mode: str, executed: Path) -> str:
+    """Note a passed run's seconds (per notebook and per cell) in results/<machine>/run_times.json;
+    return a line for the summary (a run whose times cannot be read is noted, not fatal)."""
+    try:
+        entry = notebook_times.times_of(json.loads(executed.read_text()), os.environ.get("COURSE_COMMIT") or "unknown")
+        notebook_times.record(ROOT / "results" / machine, mode, executed.stem, entry)
+    except (OSError, ValueError, KeyError) as e:
+        return f"  (no run times for {executed.name}: {e})"
+    slowest = max(entry["cells"], key=lambda c: c["seconds"])
+    return f"  cells took {entry['seconds']:.0f} s; the slowest, cell {slowest['cell']}, {slowest['seconds']:.1f} s"
 
 
 def pack(out: Path, machine: str, summary: list[str], root: Path = ROOT) -> Path:
@@ -126,6 +143,8 @@ def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> 
         code, seconds = execute_notebook(nb, build / "live", live_env, logs)
         summary.append(f"live full  {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s")
         failures += code != 0
+        if code == 0:
+            summary.append(record_times(machine, "full", build / "live" / nb.name))
         pack(out, machine, summary)
     if quick:
         quick_env = {**base_env, "COURSE_QUICK": "1"}
@@ -133,6 +152,8 @@ def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> 
             code, seconds = execute_notebook(nb, build / "quick", quick_env, logs)
             summary.append(f"live quick {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s")
             failures += code != 0
+            if code == 0:
+                summary.append(record_times(machine, "quick", build / "quick" / nb.name))
             pack(out, machine, summary)
     print("\n".join(summary[2:]), flush=True)
     return 1 if failures else 0
@@ -247,6 +268,8 @@ def validate_extracted(extracted: Path, machine: str) -> None:
         problems = records.validate_machine_folder(folder, machine)
     except Exception as e:  # a validator that cannot run must not let the archive through
         raise Refused(f"cannot validate results/{machine}/: {type(e).__name__}: {e}") from e
+    if (folder / notebook_times.RUN_TIMES).exists():
+        problems += notebook_times.run_times_problems(folder / notebook_times.RUN_TIMES)
     if problems:
         prefix = f"{extracted}{os.sep}"
         raise Refused("recordings that do not validate:\n  "

@@ -1,0 +1,222 @@
+"""How long each notebook takes: live on each recorded GPU machine, and in replay here.
+
+A run's times come from its executed notebook: Jupyter stamps each code cell with when it
+started and ended (``metadata.execution``). A notebook's seconds are from its first cell's
+start to its last cell's end (the kernel's start-up is not counted). They are kept in
+
+- ``results/<machine>/run_times.json``, written by ``tools/gpu_run.py`` after each notebook it
+  runs live: ``{"full" | "quick": {notebook: {"date", "commit", "seconds", "cells": [{"cell":
+  index in the notebook, "seconds"}, ...]}}}``;
+- ``results/replay_times.json``, written here by ``measure-replay``: the same entry per
+  notebook under ``"notebooks"``, with ``"cpus"``, what replayed it (every notebook at full
+  size, one at a time, as ``make run`` does on a machine without a GPU).
+
+    python tools/notebook_times.py table            # the README's table, from those files
+    python tools/notebook_times.py write-readme     # put it into README.md between its markers
+    python tools/notebook_times.py measure-replay   # replay every notebook here, timing it
+    python tools/notebook_times.py from-executed MACHINE FOLDER --commit C   # a machine's times
+                                          # from its executed notebooks (build/gpu-executed/...)
+
+A machine without a time for a notebook shows "not recorded"; no number is ever made up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_TIMES = "run_times.json"
+REPLAY_TIMES = "replay_times.json"
+MODES = ("full", "quick")
+BEGIN, END = "<!-- notebook-times: begin -->", "<!-- notebook-times: end -->"
+
+
+def _stamp(cell: dict, key: str) -> dt.datetime | None:
+    value = cell.get("metadata", {}).get("execution", {}).get(key)
+    return dt.datetime.fromisoformat(value) if value else None
+
+
+def times_of(executed: dict, commit: str) -> dict:
+    """The entry of one run from its executed notebook: date (its first cell's start, UTC),
+    ``commit``, seconds from first cell start to last cell end, and seconds per code cell.
+
+    Used by ``tools/gpu_run.py``.
+    """
+    cells, first, last = [], None, None
+    for index, cell in enumerate(executed["cells"]):
+        start, end = _stamp(cell, "iopub.execute_input"), _stamp(cell, "shell.execute_reply")
+        if cell["cell_type"] != "code" or start is None or end is None:
+            continue
+        cells.append({"cell": index, "seconds": round((end - start).total_seconds(), 3)})
+        first, last = first or start, end
+    if not cells:
+        raise ValueError("the notebook has no timed code cell: pass one executed by Jupyter "
+                         "(nbclient or nbmake), whose cells carry metadata.execution")
+    return {"date": first.isoformat(timespec="seconds"), "commit": commit,
+            "seconds": round((last - first).total_seconds(), 1), "cells": cells}
+
+
+def entry_problems(entry: object, where: str) -> list[str]:
+    """What is wrong with one notebook's entry (see the module's docstring); empty is good.
+
+    Used by ``tools/gpu_run.py``.
+    """
+    if not isinstance(entry, dict) or set(entry) != {"date", "commit", "seconds", "cells"}:
+        return [f"{where}: expected an object with exactly date, commit, seconds, cells"]
+    problems = []
+    if not isinstance(entry["seconds"], int | float) or entry["seconds"] < 0:
+        problems.append(f"{where}: seconds must be a number >= 0")
+    if not isinstance(entry["date"], str) or not isinstance(entry["commit"], str):
+        problems.append(f"{where}: date and commit must be strings")
+    cells = entry["cells"]
+    if not isinstance(cells, list) or not all(
+            isinstance(c, dict) and set(c) == {"cell", "seconds"} and isinstance(c["cell"], int)
+            and isinstance(c["seconds"], int | float) and c["seconds"] >= 0 for c in cells):
+        problems.append(f"{where}: cells must be a list of {{cell: index, seconds: >= 0}}")
+    return problems
+
+
+def run_times_problems(path: Path) -> list[str]:
+    """What is wrong with a ``results/<machine>/run_times.json``; empty is good.
+
+    Used by ``tools/gpu_run.py``.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        return [f"{path}: not readable as JSON ({e})"]
+    if not isinstance(data, dict) or not set(data) <= set(MODES):
+        return [f"{path}: expected an object whose keys are among {', '.join(MODES)}"]
+    problems = []
+    for mode, runs in data.items():
+        if not isinstance(runs, dict):
+            problems.append(f"{path}: {mode} must map notebooks to their times")
+            continue
+        for notebook, entry in runs.items():
+            problems += entry_problems(entry, f"{path}: {mode}/{notebook}")
+    return problems
+
+
+def record(machine_folder: Path, mode: str, notebook: str, entry: dict) -> Path:
+    """Put ``entry`` for ``notebook`` run in ``mode`` into ``machine_folder/run_times.json``,
+    keeping the other notebooks' times; written whole to a temporary file, then renamed.
+
+    Used by ``tools/gpu_run.py``.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} is neither of {MODES}: pass 'full' or 'quick'")
+    problems = entry_problems(entry, notebook)
+    if problems:
+        raise ValueError("; ".join(problems))
+    path = Path(machine_folder) / RUN_TIMES
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.setdefault(mode, {})[notebook] = entry
+    data = {m: dict(sorted(data[m].items())) for m in MODES if m in data}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".run_times-", delete=False) as f:
+        f.write(json.dumps(data, indent=1) + "\n")
+    os.replace(f.name, path)
+    return path
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "not recorded"
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
+
+
+def table(root: Path = ROOT) -> str:
+    """The README's table: per notebook, seconds live at full size on each recorded machine
+    (from its run_times.json) and in replay here (from results/replay_times.json).
+
+    Used by ``tools/notebook_times.py write-readme`` and tests/test_notebook_times.py.
+    """
+    results = root / "results"
+    machines = sorted(p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith("."))
+    live = {m: json.loads((results / m / RUN_TIMES).read_text()).get("full", {})
+            if (results / m / RUN_TIMES).exists() else {} for m in machines}
+    replay_path = results / REPLAY_TIMES
+    replay = json.loads(replay_path.read_text()) if replay_path.exists() else {"notebooks": {}, "cpus": "?"}
+    notebooks = sorted(p.stem for p in (root / "notebooks").glob("*.ipynb"))
+    head = ["notebook", *(f"live, {m}" for m in machines), f"replay ({replay['cpus']} CPU cores)"]
+    rows = [head, ["---"] * len(head)]
+    for nb in notebooks:
+        cells = [_seconds(live[m][nb]["seconds"]) if nb in live[m] else
+                 ("not recorded" if (results / m / nb).is_dir() else "-") for m in machines]
+        rows.append([f"`{nb}`", *cells, _seconds(replay["notebooks"].get(nb, {}).get("seconds"))])
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def readme_with_table(readme: str, root: Path = ROOT) -> str:
+    """``readme`` with the text between its notebook-times markers replaced by ``table``.
+
+    Used by ``tools/notebook_times.py write-readme`` and tests/test_notebook_times.py.
+    """
+    if readme.count(BEGIN) != 1 or readme.count(END) != 1:
+        raise ValueError(f"README.md must hold the markers {BEGIN} and {END} once each, around the table")
+    before, rest = readme.split(BEGIN)
+    return f"{before}{BEGIN}\n{table(root)}\n{END}{rest.split(END)[1]}"
+
+
+RUN = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
+       "NotebookClient(nb, timeout=1200, kernel_name='python3', "
+       "resources={'metadata': {'path': sys.argv[3]}}).execute(); nbformat.write(nb, sys.argv[2])")
+
+
+def measure_replay(root: Path = ROOT) -> Path:
+    """Replay every notebook here at full size, one at a time in a fresh kernel (as ``make run``
+    does without a GPU), and write their times to results/replay_times.json.
+
+    Used by ``tools/notebook_times.py measure-replay``.
+    """
+    commit = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+    timed = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for nb in sorted((root / "notebooks").glob("*.ipynb")):
+            out = Path(tmp) / nb.name
+            subprocess.run([sys.executable, "-c", RUN, str(nb), str(out), str(nb.parent)],
+                           env=env, check=True)
+            timed[nb.stem] = times_of(json.loads(out.read_text()), commit)
+            print(f"{nb.stem}: {timed[nb.stem]['seconds']:.0f} s in replay", flush=True)
+    path = root / "results" / REPLAY_TIMES
+    path.write_text(json.dumps({"cpus": os.cpu_count(), "notebooks": timed}, indent=1) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (see the module's docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["table", "write-readme", "measure-replay", "from-executed"])
+    parser.add_argument("machine", nargs="?", help="from-executed: the machine's folder name under results/")
+    parser.add_argument("folder", nargs="?", type=Path, help="from-executed: its executed notebooks")
+    parser.add_argument("--commit", help="from-executed: the commit the run was made from")
+    args = parser.parse_args(argv)
+    if args.command == "table":
+        print(table())
+    elif args.command == "write-readme":
+        readme = ROOT / "README.md"
+        readme.write_text(readme_with_table(readme.read_text()))
+    elif args.command == "measure-replay":
+        print(measure_replay())
+    else:
+        if not (args.machine and args.folder and args.commit):
+            parser.error("from-executed needs MACHINE FOLDER --commit COMMIT")
+        if not (ROOT / "results" / args.machine).is_dir():
+            parser.error(f"results/{args.machine}/ does not exist: pass a recorded machine")
+        for path in sorted(args.folder.glob("*.ipynb")):
+            entry = times_of(json.loads(path.read_text()), args.commit)
+            print(record(ROOT / "results" / args.machine, "full", path.stem, entry))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
