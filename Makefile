@@ -11,18 +11,27 @@ comma  := ,
 # The torch build: PyPI's default (CUDA) build where an NVIDIA driver is present, otherwise
 # the CPU build 2.13.0. Override with e.g. `make TORCH_SPEC='torch==2.11.0' test`.
 TORCH_SPEC ?= $(if $(shell command -v nvidia-smi 2>/dev/null),torch>=2.11$(comma)<2.15,torch==2.13.0)
+# Where torch comes from: a wheel already on this machine when pip's configuration points at
+# one (find-links: fast, offline); else, on Linux without an NVIDIA driver, PyTorch's CPU index
+# (PyPI's Linux torch bundles CUDA, several GB); else PyPI.
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,$(if $(filter Linux,$(shell uname -s)),--index-url $(TORCH_CPU_INDEX)))
+# $(call install_torch,VENV_BIN): install TORCH_SPEC into that environment, from where it comes.
+install_torch = if $(1)/python -m pip install --quiet --dry-run --no-index --no-deps "$(TORCH_SPEC)" >/dev/null 2>&1; \
+	then $(1)/python -m pip install --quiet "$(TORCH_SPEC)"; \
+	else $(1)/python -m pip install --quiet $(TORCH_INDEX) "$(TORCH_SPEC)"; fi
 # Notebooks run two at a time on a machine without a GPU (CI has two cores), one at a time
 # where a GPU is measured (two notebooks timing the same GPU would disturb each other).
 JOBS ?= $(if $(shell command -v nvidia-smi 2>/dev/null),1,2)
 
-.PHONY: setup run test replay-all index lab lint unit notebooks clean gpu-wheels gpu-prepare gpu-all unpack
+.PHONY: setup run test replay-all index lab reset-workspace fresh-notebook-test lint unit notebooks clean gpu-wheels gpu-prepare gpu-all gpu-check unpack site site-test
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(call install_torch,$(BIN))
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
@@ -52,11 +61,74 @@ replay-all: $(STAMP)
 index: $(STAMP)
 	$(BIN)/python tools/replay_all.py --write
 
+## lab: JupyterLab on workspace/, your own copies of the notebooks (executed ones after `make run`),
+## so exercises and autosaves never touch notebooks/. LAB_PORT=8899, NO_BROWSER=1 (remote machines).
+LAB_PORT ?= 8888
+NO_BROWSER ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	@$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[dev,lab]"
+	$(BIN)/python tools/workspace.py prepare
+	@echo "JupyterLab on workspace/ at http://localhost:$(LAB_PORT)/lab (with the token printed below)"
+	$(BIN)/jupyter lab --ServerApp.root_dir=workspace --port=$(LAB_PORT) --ServerApp.port_retries=0 \
+	    $(if $(filter 1,$(NO_BROWSER)),--no-browser) $(if $(filter 0,$(shell id -u)),--allow-root)
+
+## reset-workspace: put one notebook of workspace/ back as the course has it (your copy is replaced)
+NOTEBOOK ?=
+reset-workspace:
+	@$(PYTHON) tools/workspace.py reset $(NOTEBOOK)
+
+## fresh-notebook-test: a committed notebook run alone, as in Colab: a fresh environment outside
+## the clone (a Jupyter kernel and torch, no course), its first cell installs the course from
+## this repository, then it replays (tools/install_cell.py trial). 4-5 minutes, mostly pip.
+FRESH_NOTEBOOK ?= 00_start_here
+fresh-notebook-test:
+	@dir=$$(mktemp -d /tmp/course-alone-XXXXXX) && trap 'rm -rf "$$dir"' EXIT && \
+	$(PYTHON) -m venv "$$dir/venv" && \
+	$(call install_torch,$$dir/venv/bin) && \
+	"$$dir/venv/bin/python" -m pip install --quiet nbclient ipykernel && \
+	$(PYTHON) tools/install_cell.py trial --python "$$dir/venv/bin/python" --folder "$$dir" $(FRESH_NOTEBOOK)
+
+## site: the course as a website in build/site/, offline, from the notebooks replayed on every
+## recorded machine (replays first when build/replay/ is missing or older than notebooks/, results/)
+SITE_STAMP := $(VENV)/.installed-site
+$(SITE_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[dev,site]"
+	touch $@
+site: $(SITE_STAMP)
+	$(BIN)/python tools/build_site.py
+
+## site-test: build the site, then open every page in headless Chromium (screenshots in build/site-shots/)
+site-test: site
+	$(BIN)/python tools/site_test.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache
+
+## mutate: mutation testing of helpers/ with mutmut (not part of `make test`: it takes minutes per
+## module). It runs on a copy in build/mutate/ and prints the survivors and the score.
+## MUTATE narrows it to mutant names, e.g. MUTATE='helpers.timing* helpers.claims*'.
+MUTATE ?= helpers.*
+MUTATE_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+.PHONY: mutate
+mutate: $(STAMP)
+	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[mutate]"
+	rm -rf build/mutate && mkdir -p build/mutate
+	cp -r helpers tests tools notebooks results pyproject.toml build/mutate/
+	cd build/mutate && ../../$(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(foreach m,$(MUTATE),'$(m)') >mutmut.log 2>&1 \
+	    || (tail -c 3000 mutmut.log && false)
+	cd build/mutate && ../../$(BIN)/mutmut results >survivors.txt 2>&1; \
+	    grep -v ": not checked$$" survivors.txt; ../../$(BIN)/mutmut export-cicd-stats >/dev/null
+	@$(BIN)/python -c "$$MUTATION_SCORE" build/mutate/mutants/mutmut-cicd-stats.json
+
+# The score: mutants a test noticed (killed or timed out) over all mutants that were run.
+define MUTATION_SCORE
+import json, sys
+s = json.load(open(sys.argv[1]))
+caught, missed = s["killed"] + s["timeout"], s["survived"] + s["no_tests"]
+print(f"mutation score {caught / max(caught + missed, 1):.0%}: {caught} of {caught + missed} mutants "
+      f"noticed; {s['survived']} survived, {s['no_tests']} reached by no test (listed above)")
+endef
+export MUTATION_SCORE
 
 # ---------------------------------------------------------------- GPU machines
 # Here: fetch the wheels the GPU machines lack into .whl/ (ignored; carried by the device tool).
@@ -82,6 +154,14 @@ gpu-all:
 	    --target $(SITE) .whl/*.whl
 	mkdir -p $(OUT) build/gpu
 	$(GPU_ENV) python3 tools/gpu_run.py --out $(OUT) $(GPU_FLAGS) $(NOTEBOOKS)
+
+# There: the regression job of a GPU CI. Measures the headline figures (pinned H2D/D2H, P2P,
+# all_reduce busbw) and fails when one falls below this machine's row in results/index.jsonl
+# by more than CHECK_TOLERANCE. Uses .venv where there is one, else the image's python3.
+CHECK_TOLERANCE ?= 5%
+gpu-check:
+	$(GPU_ENV) $(if $(wildcard $(BIN)/python),$(BIN)/python,python3) -m helpers.cli check \
+	    --tolerance $(CHECK_TOLERANCE)
 
 # Here: put the recordings from a GPU run's archive under results/.
 ARCHIVE ?=

@@ -24,7 +24,8 @@ _TYPES: dict[str, type] = {}
 def register(cls: type) -> type:
     """Class decorator: let instances of this dataclass be saved in and loaded from recordings.
 
-    Taught in 00_start_here.
+    Used by timing.Timing, trace.Interval, trace.Profile and distributed.Outcome (as their
+    decorator).
     """
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"only dataclasses can be registered for recordings, not {cls!r}")
@@ -35,7 +36,7 @@ def register(cls: type) -> type:
 def registered_types() -> dict[str, type]:
     """``{name: class}`` of every type a recording may hold (a copy).
 
-    Taught in 00_start_here.
+    Used by codec.decode (to list the known types).
     """
     return dict(_TYPES)
 
@@ -45,7 +46,7 @@ def registered_types() -> dict[str, type]:
 class Attachment:
     """A file that belongs to a result (a Chrome trace): copied beside the recording when saved.
 
-    Taught in 00_start_here.
+    Used by trace.profile (the Chrome trace it keeps).
     """
 
     path: str
@@ -58,7 +59,7 @@ def encode(obj: Any, attach: Callable[[str], str] | None = None, where: str = "r
     without it the path is kept. ``where`` names the position in messages ("params['sizes'][2]").
     Raises ``TypeError`` naming that position for anything that cannot be recorded.
 
-    Taught in 00_start_here.
+    Used by codec.round_trip and records.save.
     """
     if isinstance(obj, Attachment):
         return {"__type__": "Attachment", "path": attach(obj.path) if attach else obj.path}
@@ -96,7 +97,7 @@ def decode(obj: Any, folder: Path | None = None) -> Any:
     """The inverse of ``encode``: registered types rebuilt; attachment paths made relative to
     ``folder`` (the recording's folder) when one is given.
 
-    Taught in 00_start_here.
+    Used by codec.round_trip and records.load.
     """
     if isinstance(obj, list):
         return [decode(v, folder) for v in obj]
@@ -106,7 +107,7 @@ def decode(obj: Any, folder: Path | None = None) -> Any:
         return {k: decode(v, folder) for k, v in obj.items()}
     name = obj["__type__"]
     if name not in _TYPES:
-        raise ValueError(f"unknown recorded type {name!r}: known are {sorted(_TYPES)}; "
+        raise ValueError(f"unknown recorded type {name!r}: known are {sorted(registered_types())}; "
                          f"is the helpers package up to date?")
     fields = {k: decode(v, folder) for k, v in obj.items() if k != "__type__"}
     if name == "Attachment" and folder is not None:
@@ -117,7 +118,7 @@ def decode(obj: Any, folder: Path | None = None) -> Any:
 def dumps(obj: Any) -> str:
     """Encoded JSON text, as recordings store it (NaN and infinity allowed, as Python writes them).
 
-    Taught in 00_start_here.
+    Used by records.save and records.write_index.
     """
     return json.dumps(obj, indent=1, allow_nan=True) + "\n"
 
@@ -125,7 +126,7 @@ def dumps(obj: Any) -> str:
 def round_trip(obj: Any) -> Any:
     """``obj`` as it would come back from a recording: what a live run hands to the notebook.
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay.
     """
     return decode(json.loads(json.dumps(encode(obj), allow_nan=True)))
 
@@ -135,7 +136,7 @@ def check_recordable(obj: Any, where: str = "params") -> None:
 
     ``run_or_replay`` calls it on an experiment's params before running the experiment.
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay.
     """
     encode(obj, None, where)
 

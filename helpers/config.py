@@ -64,7 +64,7 @@ def quick_mode() -> bool:
 def recording_enabled() -> bool:
     """True when ``COURSE_RECORD`` is set: live full-size results are saved as recordings.
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay.
     """
     return _flag(RECORD_ENV)
 
@@ -72,7 +72,7 @@ def recording_enabled() -> bool:
 def replay_forced() -> bool:
     """True when ``COURSE_REPLAY`` is set: replay recordings even where the hardware is here.
 
-    Taught in 00_start_here.
+    Used by records.run_or_replay and records.replay_plan.
     """
     return _flag(REPLAY_ENV)
 
@@ -83,7 +83,7 @@ def replay_machines() -> list[str]:
     ``COURSE_REPLAY_MACHINE=2xNVIDIA-H200`` names one; ``A,B`` replays A and, for an
     experiment A did not record, B.
 
-    Taught in 00_start_here.
+    Used by records.choose_recording.
     """
     return [name.strip() for name in os.environ.get(REPLAY_MACHINE_ENV, "").split(",") if name.strip()]
 
@@ -91,7 +91,7 @@ def replay_machines() -> list[str]:
 def index_out() -> Path | None:
     """Where replayed claims append their verdicts (``COURSE_INDEX_OUT``), or None.
 
-    Taught in 00_start_here.
+    Used by claims.ClaimsTable and claims.WhatWeSee (each verdict goes to the flat export).
     """
     value = os.environ.get(INDEX_OUT_ENV)
     return _absolute(INDEX_OUT_ENV, value) if value else None
@@ -111,7 +111,7 @@ def results_dir() -> Path:
 def traces_dir() -> Path:
     """The folder live Chrome traces are written to (created if missing; ignored by git).
 
-    Taught in 00_start_here.
+    Used by trace.profile.
     """
     env = os.environ.get(TRACES_ENV)
     folder = _absolute(TRACES_ENV, env) if env else Path(__file__).resolve().parent.parent / "build" / "traces"

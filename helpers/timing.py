@@ -31,6 +31,8 @@ from . import hardware
 from .codec import register
 
 NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
+MOST_CALLS_PER_SAMPLE = 1000  # the most calls per sample that target_s chooses
+LONGEST_TARGET_S = 10.0  # the longest sample target_s may ask for, in seconds
 
 
 def format_bytes(nbytes: float) -> str:
@@ -183,13 +185,39 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds * 1e6:.2f} us"
 
 
-def _check_counts(fn: Any, repeats: int, warmup: int, calls: int) -> None:
+def _check_counts(fn: Any, repeats: int, warmup: int, calls: int | None) -> None:
     if not callable(fn):
         raise TypeError(f"pass the work to time as a function of no arguments (e.g. lambda: dst.copy_(src)), "
                         f"got {type(fn).__name__} {fn!r:.60}")
     hardware.check_count(repeats, "repeats", 1)
     hardware.check_count(warmup, "warmup", 0)
-    hardware.check_count(calls, "calls_per_sample", 1)
+    if calls is not None:
+        hardware.check_count(calls, "calls_per_sample", 1)
+
+
+def _check_target(calls_per_sample: int | None, target_s: float | None) -> None:
+    if target_s is None:
+        return
+    if calls_per_sample is not None:
+        raise ValueError(f"pass calls_per_sample= or target_s=, not both (got {calls_per_sample!r} and "
+                         f"{target_s!r}): target_s chooses the number of calls per sample itself")
+    if isinstance(target_s, bool) or not isinstance(target_s, numbers.Real):
+        raise TypeError(f"target_s is the seconds one sample should last, e.g. 2e-3; got {target_s!r}")
+    if not (math.isfinite(target_s) and 0 < target_s <= LONGEST_TARGET_S):
+        raise ValueError(f"target_s is the seconds one sample should last, above 0 and at most "
+                         f"{LONGEST_TARGET_S:g} (e.g. 2e-3); got {target_s!r}")
+
+
+def _sized(target_s: float | None, calls_per_sample: int | None,
+           time_one_call: Callable[[], float]) -> tuple[int, dict[str, float]]:
+    """Calls per sample, and what ``Timing.extra`` records about how they were chosen: as given
+    (1 when neither is given), or enough that a sample lasts about ``target_s`` judged from one
+    call timed after the warm-up (at most ``MOST_CALLS_PER_SAMPLE``)."""
+    if target_s is None:
+        return (1 if calls_per_sample is None else calls_per_sample), {}
+    one_call_s = time_one_call()
+    calls = calls_for(one_call_s, target_s, most=MOST_CALLS_PER_SAMPLE)
+    return calls, {"target_s": float(target_s), "one_call_s": one_call_s}
 
 
 def _warn_if_noisy(result: Timing) -> Timing:
@@ -205,12 +233,41 @@ def _warn_if_noisy(result: Timing) -> Timing:
 _SLEEP_CYCLES_PER_US: dict[int, float] = {}
 
 
-def sleep_cycles_per_us(device: int | None = None) -> float:
-    """How many ``torch.cuda._sleep`` cycles make a microsecond on ``device`` (measured once).
+def _cuda_index(device: Any, what: str) -> int:
+    """The index of the CUDA device that ``device`` names: None (the current one), an index,
+    ``'cuda:N'`` or a ``torch.device``."""
+    if not torch.cuda.is_available():
+        raise ValueError(f"{what} holds a CUDA stream and needs a CUDA GPU; on a machine without one there is "
+                         f"nothing to hold")
+    if device is None:
+        return torch.cuda.current_device()
+    if isinstance(device, bool) or not isinstance(device, (numbers.Integral, str, torch.device)):
+        raise TypeError(f"{what}: device is a CUDA device index, 'cuda:N' or a torch.device (or None for the "
+                        f"current one), got {device!r}")
+    if isinstance(device, numbers.Integral):
+        index = int(device)
+    else:
+        try:
+            as_device = torch.device(device)
+        except RuntimeError as err:
+            raise ValueError(f"{what}: {device!r} is not a device; pass 'cuda:N' or a GPU index") from err
+        if as_device.type != "cuda":
+            raise ValueError(f"{what} holds a CUDA stream, and {device!r} is not a CUDA device; pass a GPU "
+                             f"index or 'cuda:N'")
+        index = torch.cuda.current_device() if as_device.index is None else as_device.index
+    if not 0 <= index < torch.cuda.device_count():
+        raise ValueError(f"{what}: device is a CUDA device index 0-{torch.cuda.device_count() - 1} (or None for "
+                         f"the current one), got {device!r}")
+    return index
+
+
+def sleep_cycles_per_us(device: int | str | torch.device | None = None) -> float:
+    """How many ``torch.cuda._sleep`` cycles make a microsecond on ``device`` (None: the current
+    GPU). Measured once per GPU with CUDA events around a 20-million-cycle spin, then cached.
 
     Taught in 02_non_blocking.
     """
-    index = torch.cuda.current_device() if device is None else device
+    index = _cuda_index(device, "sleep_cycles_per_us")
     if index not in _SLEEP_CYCLES_PER_US:
         with torch.cuda.device(index):
             torch.cuda._sleep(1000)  # load the kernel
@@ -224,24 +281,23 @@ def sleep_cycles_per_us(device: int | None = None) -> float:
     return _SLEEP_CYCLES_PER_US[index]
 
 
-def hold_stream(microseconds: float, device: int | None = None) -> None:
-    """Keep the current stream busy for about ``microseconds`` with a spin kernel.
+def hold_stream(microseconds: float, device: int | str | torch.device | None = None) -> None:
+    """Keep the current stream of ``device`` (None: the current GPU) busy for about
+    ``microseconds`` with a spin kernel, its clock rate measured once per GPU.
 
     Work queued after it waits on the GPU while the host goes on, the way nvbandwidth and
     p2pBandwidthLatencyTest queue their copies so that launch cost is not timed.
 
     Taught in 03_streams_and_overlap.
     """
-    if isinstance(microseconds, bool) or not isinstance(microseconds, numbers.Real) or not microseconds >= 0:
-        raise ValueError(f"microseconds must be a number >= 0, got {microseconds!r}")
-    if not torch.cuda.is_available():
-        raise ValueError("hold_stream holds a CUDA stream and needs a CUDA GPU; on a machine without one there is "
-                         "nothing to hold")
-    if device is not None and (isinstance(device, bool) or not isinstance(device, numbers.Integral)
-                               or not 0 <= device < torch.cuda.device_count()):
-        raise ValueError(f"device is a CUDA device index 0-{torch.cuda.device_count() - 1} (or None for the "
-                         f"current one), got {device!r}")
-    torch.cuda._sleep(int(microseconds * sleep_cycles_per_us(device)))
+    if isinstance(microseconds, bool) or not isinstance(microseconds, numbers.Real):
+        raise TypeError(f"microseconds is how long to hold the stream, a number >= 0, got {microseconds!r}")
+    if not (math.isfinite(microseconds) and microseconds >= 0):
+        raise ValueError(f"microseconds must be a finite number >= 0, got {microseconds!r}")
+    index = _cuda_index(device, "hold_stream")
+    cycles = int(microseconds * sleep_cycles_per_us(index))  # calibrated once per GPU
+    with torch.cuda.device(index):
+        torch.cuda._sleep(cycles)
 
 
 def cuda_events(
@@ -249,15 +305,20 @@ def cuda_events(
     *,
     repeats: int = 10,
     warmup: int = 3,
-    calls_per_sample: int = 1,
+    calls_per_sample: int | None = None,
+    target_s: float | None = None,
     nbytes: int | None = None,
     hold_us: float = 0.0,
     label: str = "",
 ) -> Timing:
     """Time ``fn`` on the current CUDA stream with events around a batch of calls.
 
-    Each sample records a start event, calls ``fn`` ``calls_per_sample`` times, records an end
-    event; the sample is the elapsed time divided by the calls. With ``hold_us`` > 0 the stream
+    Each sample records a start event, calls ``fn`` ``calls_per_sample`` times (default 1),
+    records an end event; the sample is the elapsed time divided by the calls. Or give
+    ``target_s`` instead (seconds, e.g. 2e-3): after the warm-up one call is timed and the
+    number of calls is chosen so that a sample lasts about ``target_s``, at most
+    ``MOST_CALLS_PER_SAMPLE`` (as ``adaptive_autorange`` and nvbandwidth size their loops); the
+    Timing keeps the number chosen. With ``hold_us`` > 0 the stream
     is first held by a spin kernel, so the calls are queued before the start event is reached
     and their launch cost stays out of the number (nvbandwidth's method). Work that ``fn`` puts
     on other streams is only timed if it joins the current stream before returning.
@@ -265,11 +326,13 @@ def cuda_events(
     Taught in 00_start_here.
     """
     _check_counts(fn, repeats, warmup, calls_per_sample)
+    _check_target(calls_per_sample, target_s)
     if not torch.cuda.is_available():
         raise ValueError("cuda_events needs a CUDA GPU; on a machine without one use host_clock")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    calls_per_sample, sizing = _sized(target_s, calls_per_sample, lambda: _events_one_call_s(fn))
     samples, enqueue_us = [], []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -284,7 +347,7 @@ def cuda_events(
         end.synchronize()
         samples.append(start.elapsed_time(end) / 1e3 / calls_per_sample)
     extra = {"hold_us": hold_us, "enqueue_us": statistics.median(enqueue_us)} if hold_us else {}
-    result = Timing(samples, "cuda events", nbytes, label, calls_per_sample, warmup, extra)
+    result = Timing(samples, "cuda events", nbytes, label, calls_per_sample, warmup, {**extra, **sizing})
     if hold_us and extra["enqueue_us"] > hold_us:
         warnings.warn(
             f"{label or 'timing'}: queueing {calls_per_sample} calls took {extra['enqueue_us']:.0f} us, "
@@ -295,10 +358,19 @@ def cuda_events(
     return _warn_if_noisy(result)
 
 
+def _events_one_call_s(fn: Callable[[], Any]) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
 def synchronize_all() -> None:
     """Wait for every GPU here to finish its queued work (does nothing without CUDA).
 
-    Taught in 04_event_timing.
+    Used by timing.host_clock.
     """
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
@@ -310,30 +382,39 @@ def host_clock(
     *,
     repeats: int = 10,
     warmup: int = 3,
-    calls_per_sample: int = 1,
+    calls_per_sample: int | None = None,
+    target_s: float | None = None,
     nbytes: int | None = None,
     label: str = "",
 ) -> Timing:
     """Time ``fn`` with ``time.perf_counter`` between two synchronisations of every GPU.
 
     The right clock for work that blocks the host thread (a pageable copy, ``pin_memory()``)
-    and for end-to-end times that include host work; it includes launch costs.
+    and for end-to-end times that include host work; it includes launch costs. Each sample is
+    the time of ``calls_per_sample`` calls (default 1) divided by their number; or, given
+    ``target_s`` instead, as many calls as make a sample last about ``target_s`` seconds
+    (judged from one call timed after the warm-up, at most ``MOST_CALLS_PER_SAMPLE``).
 
     Taught in 01_pinned_memory.
     """
     _check_counts(fn, repeats, warmup, calls_per_sample)
+    _check_target(calls_per_sample, target_s)
     for _ in range(warmup):
         fn()
-    samples = []
-    for _ in range(repeats):
-        synchronize_all()
-        start = time.perf_counter()
-        for _ in range(calls_per_sample):
-            fn()
-        synchronize_all()
-        samples.append((time.perf_counter() - start) / calls_per_sample)
-    result = Timing(samples, "synchronised host clock", nbytes, label, calls_per_sample, warmup)
+    calls_per_sample, sizing = _sized(target_s, calls_per_sample, lambda: _host_seconds(fn, 1))
+    samples = [_host_seconds(fn, calls_per_sample) / calls_per_sample for _ in range(repeats)]
+    result = Timing(samples, "synchronised host clock", nbytes, label, calls_per_sample, warmup, sizing)
     return _warn_if_noisy(result)
+
+
+def _host_seconds(fn: Callable[[], Any], calls: int) -> float:
+    """Seconds that ``calls`` calls of ``fn`` take, every GPU synchronised before and after."""
+    synchronize_all()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    synchronize_all()
+    return time.perf_counter() - start
 
 
 def benchmark(

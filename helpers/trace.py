@@ -7,7 +7,8 @@ annotations on the host thread that made them. Times stay on the trace's own clo
 microseconds; ``relative`` shifts them to start at 0 when you want that.
 
 Overlap is measured the way Meta's Holistic Trace Analysis does it: merge each set of
-intervals into disjoint ones, then add up the time covered by both sets.
+intervals into disjoint ones, then add up the time covered by both sets (``overlap_us``);
+``overlap_ratio`` divides that by the shorter set's time (HTA divides by communication time).
 
 | function | gives |
 | --- | --- |
@@ -141,7 +142,7 @@ def load_chrome_trace(path: str | Path) -> dict[str, Any]:
 
     A file that holds a bare list of events is wrapped in that form, so callers see one shape.
 
-    Taught in 03_streams_and_overlap.
+    Used by trace.profile.
     """
     if not isinstance(path, (str, Path)):
         raise TypeError(f"load_chrome_trace needs the path of a trace file, got {type(path).__name__}")
@@ -190,7 +191,7 @@ def parse_copy_name(name: str) -> tuple[str | None, str | None, str | None]:
 
     Parts the name does not say are None (``'Memcpy DtoH'`` -> ``('DtoH', None, None)``).
 
-    Taught in 01_pinned_memory.
+    Used by trace.intervals_from_chrome_trace (the copy kind and memories of a copy).
     """
     if name is not None and not isinstance(name, str):
         raise TypeError(f"parse_copy_name reads a copy's name from a trace (a string), got {type(name).__name__}")
@@ -254,7 +255,7 @@ def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Inter
     events (``"ph": "X"``) of the categories torch.profiler writes are kept; times stay in
     microseconds on the trace's clock. The result is sorted by start time.
 
-    Taught in 03_streams_and_overlap.
+    Used by trace.profile.
     """
     if isinstance(trace, dict):
         events = trace.get("traceEvents")
@@ -403,7 +404,8 @@ def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> 
     ``runtime_call`` is a 'runtime' Interval, joined on its correlation id; or a name such as
     'cudaMemcpyAsync', which takes every runtime call whose name contains it.
 
-    Taught in 02_non_blocking.
+    Used by the course's tests (test_trace.py ties each copy to the runtime call that
+    queued it).
     """
     intervals = _check_intervals(intervals)
     if isinstance(runtime_call, Interval):
@@ -420,7 +422,7 @@ def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> 
 def relative(intervals: Sequence[Interval], t0: float | None = None) -> list[Interval]:
     """Copies of the intervals with ``t0`` (default: the earliest start) subtracted from times.
 
-    Taught in 03_streams_and_overlap.
+    Taught in 00_start_here.
     """
     intervals = _check_intervals(intervals)
     if not intervals and t0 is None:
@@ -457,7 +459,7 @@ def merge(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[flo
 
     Nested and overlapping intervals fuse, and so do intervals that touch end to start.
 
-    Taught in 03_streams_and_overlap.
+    Used by trace.covered_us, trace.overlap_us and trace.overlap_ratio.
     """
     merged: list[tuple[float, float]] = []
     for start, end in sorted(_spans(intervals)):
@@ -501,6 +503,13 @@ def overlap_ratio(a: Iterable[Interval | tuple[float, float]], b: Iterable[Inter
     """``overlap_us(a, b) / min(covered_us(a), covered_us(b))``: 1.0 when the shorter set is
     entirely hidden behind the other, 0.0 when they never run together.
 
+    The denominator is the time of the *shorter* set, whichever it is, so the ratio is symmetric
+    and says how much of the work that could be hidden was hidden (two lanes of copies and
+    kernels, neither of which is "the" communication). Holistic Trace Analysis instead divides
+    the same overlap by the communication time alone; the two agree whenever ``a`` is the
+    communication and the shorter set. For HTA's number, divide ``overlap_us(comm, compute)``
+    by ``covered_us(comm)`` yourself.
+
     Taught in 03_streams_and_overlap.
     """
     a, b = merge(a), merge(b)
@@ -517,7 +526,7 @@ def overlap_ratio(a: Iterable[Interval | tuple[float, float]], b: Iterable[Inter
 def span_us(intervals: Iterable[Interval | tuple[float, float]]) -> float:
     """Microseconds from the earliest start to the latest end.
 
-    Taught in 03_streams_and_overlap.
+    Taught in 06_nccl_point_to_point_and_collectives.
     """
     spans = _spans(intervals)
     if not spans:

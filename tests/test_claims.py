@@ -138,3 +138,93 @@ def test_describe_curve_needs_matching_lists():
         claims.describe_curve([1, 2, 3], [1, 2])
     with pytest.raises(ValueError, match="tolerance"):
         claims.describe_curve([1, 2, 3], [1, 2, 3], tolerance=5)
+
+
+# ---------------------------------------------------------------- numpy bools are verdicts too
+
+def test_numpy_bools_give_verdicts_and_become_python_bools(tmp_path, monkeypatch):
+    import numpy as np
+
+    out = tmp_path / "rows.jsonl"
+    monkeypatch.setenv("COURSE_INDEX_OUT", str(out))
+    header = {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"}
+    run = records.Run(1, False, header)
+    seen = claims.WhatWeSee("nb", run)
+    held = seen.check("numpy says yes", np.bool_(True), "3 > 2")
+    failed = seen.check("numpy says no", np.bool_(False), "1 > 2")
+    assert (held, failed) == (True, False) and type(held) is bool and type(failed) is bool
+    assert [c.holds for c in seen.checks] == [True, False] and all(type(c.holds) is bool for c in seen.checks)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["name"], r["verdict"], r["value"]) for r in rows] == [
+        ("numpy says yes", claims.HOLDS, True), ("numpy says no", claims.DOES_NOT_HOLD, False)]
+
+
+def test_numpy_bools_in_the_claims_table():
+    import numpy as np
+
+    table = claims.ClaimsTable("nb")
+    table.add("yes", source="s", measured="m", holds=np.float64(3.0) > 2)
+    table.add("no", source="s", measured="m", holds=np.float64(1.0) > 2)
+    assert [row.verdict for row in table.claims] == [claims.HOLDS, claims.DOES_NOT_HOLD]
+
+
+@pytest.mark.parametrize("holds", [1, 0, 1.0, "yes", [True], "np.array"])
+def test_numbers_and_strings_are_not_verdicts(holds):
+    import numpy as np
+
+    if holds == "np.array":
+        holds = np.array([1.0]) > 0  # a one-element array, not a bool
+    for value in (holds, np.int64(1) if isinstance(holds, int) and holds == 1 else holds):
+        with pytest.raises(TypeError):
+            claims.ClaimsTable("nb").add("c", source="s", measured="m", holds=value)
+        with pytest.raises(TypeError):
+            claims.WhatWeSee("nb").check("c", value, "m")
+
+
+# ---------------------------------------------------------------- arithmetic no other test pins down
+
+def test_a_rate_keeps_the_relative_spread_of_its_time():
+    # quartiles 0.9 and 1.1 ms around a 1 ms median: +-10% of 1 GB/s
+    rate = claims.measured(timed(1.0e-3, 1.2e-3, 0.8e-3, 1.1e-3, 0.9e-3, nbytes=10**6), as_rate=True)
+    assert rate.value == pytest.approx(1.0) and rate.spread == pytest.approx(0.1) and rate.samples == 5
+
+
+def test_ratio_divides_and_adds_the_relative_spreads_of_both_sides():
+    r = claims.ratio(claims.Value(6.0, 0.6, samples=8), claims.Value(2.0, 0.4, samples=5))
+    assert r.value == 3.0 and r.spread == pytest.approx(3.0 * (0.1 + 0.2)) and r.samples == 5
+    assert claims.ratio(claims.Value(0.0, 0.0), claims.Value(2.0, 0.2)).spread == 0.0
+
+
+@pytest.mark.parametrize("low, high", [(True, 2), (1, False), (2, 2), (3, 2)])
+def test_within_needs_two_numeric_bounds_in_order(low, high):
+    with pytest.raises((TypeError, ValueError)):
+        claims.within(claims.Value(1.5), low, high)
+
+
+def test_within_at_the_middle_decides_at_the_lower_bound():
+    assert claims.within(claims.Value(1.5), 1, 2).threshold == 1
+
+
+@pytest.mark.parametrize("row", [{"value": 1.0}, {"threshold": 1.0}, {"value": None, "threshold": 1.0}])
+def test_verdict_of_a_row_without_value_or_threshold_is_none(row):
+    assert claims.verdict_of({"holds_if": "above", **row}) is None
+
+
+def test_what_a_claim_and_a_check_write_to_the_index(tmp_path, monkeypatch):
+    out = tmp_path / "rows.jsonl"
+    monkeypatch.setenv("COURSE_INDEX_OUT", str(out))
+    run = records.Run(1, False, {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"})
+    table = claims.ClaimsTable("01_nb")
+    table.add("faster", source="seed 1", measured="ratio of medians",
+              holds=claims.compare(claims.Value(3.0, 0.1, "x"), 2, holds_if="above"), run=run)
+    table.add("named", source="seed 2", measured="names", holds=False, run=run)
+    table.add("untestable", source="seed 3", measured="-", holds=None, run=run)
+    claims.WhatWeSee("01_nb", run).check("one sync", True, "1 call")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["notebook"] for r in rows} == {"01_nb"}
+    first = rows[0]
+    assert (first["source"], first["measured"], first["unit"], first["spread"], first["holds_if"]) == (
+        "seed 1", "ratio of medians", "x", 0.1, "above")
+    assert first["margin"] == table.claims[0].comparison.margin
+    assert [(r["name"], r["value"]) for r in rows[1:]] == [("named", False), ("untestable", None), ("one sync", True)]
+    assert rows[3]["measured"] == "1 call" and rows[2]["verdict"] == claims.NOT_TESTABLE

@@ -280,7 +280,7 @@ def test_the_first_sentence_says_which_machine_and_why(tmp_path, monkeypatch, ca
         (tmp_path / machine / "nb" / path.name).write_text(json.dumps(record))
         path.unlink()
     run = records.run_or_replay(sentence_experiment, notebook="nb", gpus=1)
-    first = capsys.readouterr().out.splitlines()[0]
+    first = " ".join(capsys.readouterr().out.split())  # the sentence, wrapped at 100 characters
     assert run.value == 7 and run.machine == "4xB"
     assert first.startswith("Replayed from 4xB, not measured here: this machine has no GPUs and the experiment "
                             "needs 1; 4xB is replayed because it is the one with the most GPUs of those that "

@@ -81,6 +81,10 @@ def test_replay_says_where_the_numbers_come_from(tmp_path, monkeypatch, capsys):
     assert run.params == {"n": 1} and run.machine == "2xFAKE-GPU"
     out = capsys.readouterr().out
     assert out.startswith("Replayed from 2xFAKE-GPU, not measured here")
+    lines = out.rstrip("\n").splitlines()
+    assert len(lines) > 1 and all(len(line) <= records.DESCRIBE_WIDTH for line in lines), lines
+    assert " ".join(lines).startswith(f"Replayed from 2xFAKE-GPU, not measured here: {run.reason}. Recorded there (")
+    assert " ".join(lines) == " ".join(run.describe().split())  # wrapped, not reworded
 
 
 def test_replay_prefers_the_chosen_machine(tmp_path, monkeypatch):
@@ -174,3 +178,42 @@ def test_a_recording_loads_without_importing_the_modules_of_its_types():
             "print(type(v[0]).__name__, h['experiment'])")
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["Timing", "first_bandwidth_curve"]
+
+
+def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_live(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.delenv("COURSE_REPLAY", raising=False)
+    monkeypatch.delenv("COURSE_RECORD", raising=False)
+    path = records.save("nb", "experiment_a", {"values": [7]}, fp=records.fingerprint(experiment_a),
+                        params={"n": 1}, root=tmp_path)
+    fake_gpu_machine(path, gpus=2, name="2xFAKE-GPU")
+    monkeypatch.setattr(records.hardware, "gpu_count", lambda: 1)
+    monkeypatch.setattr(records, "_this_machine_name", lambda: "1xFAKE-GPU")
+    monkeypatch.setattr(records.hardware, "free_memory", lambda: {})
+    run = records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 99})
+    assert not run.live and run.value == {"values": [7]} and run.machine == "2xFAKE-GPU"
+    assert "this machine has 1 GPU and the experiment needs 2" in capsys.readouterr().out
+    live = records.run_or_replay(experiment_a, notebook="nb", gpus=1, params={"n": 2})
+    assert live.live and live.value == {"values": [0, 1]}
+    monkeypatch.setattr(records.hardware, "gpu_count", lambda: 2)
+    assert records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 2}).live
+
+
+def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_only(tmp_path):
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes(b"trace")
+    path = fake_gpu_machine(records.save("nb", "exp", {"file": Attachment(str(trace))}, fp="abc",
+                                         root=tmp_path / "r"))
+    folder = path.parents[1]
+    assert len(list(path.parent.iterdir())) == 2  # the recording and its trace
+    (folder / records.GAPS_FILE).write_text("{}")
+    assert records.validate_machine_folder(folder, folder.name) == []
+    (path.parent / "stray.txt").write_text("x")
+    (path.parent / "inner").mkdir()
+    (path.parent / "link.json").symlink_to(path)
+    problems = records.validate_machine_folder(folder, folder.name)
+    assert any("stray.txt: neither a recording nor a file one attaches" in p for p in problems)
+    assert any("inner: a folder inside a notebook's recordings" in p for p in problems)
+    assert any("link.json: a link" in p for p in problems)
+    assert records.validate_machine_folder(tmp_path / "empty", "x")[0].endswith("holds no recording "
+                                                                                "(<notebook>/<experiment>.json)")

@@ -1,4 +1,6 @@
+import contextlib
 import time
+import types
 import warnings
 
 import pytest
@@ -129,3 +131,225 @@ def test_held_stream_hides_launch_cost_of_small_copies():
     assert held.median_s < 50e-6
     assert held.extra["hold_us"] == 2000 and held.extra["enqueue_us"] < 2000
     assert timing.sleep_cycles_per_us() > 100  # GPU clocks run at hundreds of MHz or more
+
+
+# ---------------------------------------------------------------- a fake clock and a fake GPU
+# The clocks below move only when the timed work runs, so every number is known exactly.
+
+class FakeClock:
+    """``perf_counter`` that stands still until ``work`` advances it by ``seconds_per_call``."""
+
+    def __init__(self, seconds_per_call):
+        self.now, self.seconds_per_call, self.calls = 100.0, seconds_per_call, 0
+
+    def perf_counter(self):
+        return self.now
+
+    def work(self):
+        self.calls += 1
+        self.now += self.seconds_per_call
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock(2e-3)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=fake.perf_counter))
+    return fake
+
+
+class SpinLog(list):
+    """(GPU, cycles) of every spin kernel; ``synced`` lists the GPUs synchronised."""
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, clock):
+    """CUDA as seen by timing.py: two GPUs, events that read the fake clock, a spin kernel whose
+    cycles are recorded with the GPU they ran on."""
+    spins, current, synced = SpinLog(), [0], []
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.at, self.timing = None, enable_timing
+
+        def elapsed_time(self, end):
+            if not (self.timing is True and end.timing is True):
+                raise RuntimeError("both events must be created with enable_timing=True")
+            return (end.at - self.at) * 1e3  # milliseconds, as CUDA events say it
+
+        def record(self):
+            self.at = clock.now
+
+        def synchronize(self):
+            pass
+
+    @contextlib.contextmanager
+    def device(index):
+        before, current[0] = current[0], index
+        yield
+        current[0] = before
+
+    def sleep(cycles):
+        spins.append((current[0], cycles))
+        clock.now += cycles / (1e9 * (1 + current[0]))  # GPU 0 spins 1000 cycles per us, GPU 1 2000
+
+    for name, value in {"is_available": lambda: True, "device_count": lambda: 2, "synchronize": lambda index=None: synced.append(index),
+                        "current_device": lambda: current[0], "Event": Event, "device": device,
+                        "_sleep": sleep}.items():
+        monkeypatch.setattr(torch.cuda, name, value)
+    monkeypatch.setattr(timing, "_SLEEP_CYCLES_PER_US", {})
+    spins.synced = synced
+    return spins
+
+
+def test_the_median_of_an_even_number_of_samples_is_the_mean_of_the_middle_two():
+    assert timing.Timing([1.0, 2.0, 4.0, 100.0], "m").median_s == 3.0
+    assert timing.Timing([4.0, 1.0], "m").median_s == 2.5
+
+
+def test_host_clock_divides_a_sample_by_its_calls(clock):
+    t = timing.host_clock(clock.work, repeats=3, warmup=2, calls_per_sample=4)
+    assert t.samples_s == pytest.approx([2e-3] * 3)
+    assert clock.calls == 2 + 3 * 4
+    assert (t.calls_per_sample, t.warmup, t.extra) == (4, 2, {})
+
+
+def test_host_clock_sizes_a_sample_to_target_s(clock):
+    t = timing.host_clock(clock.work, repeats=2, warmup=1, target_s=0.05)
+    assert t.calls_per_sample == 25  # 50 ms / 2 ms per call
+    assert clock.calls == 1 + 1 + 2 * 25  # warm-up, the call that sizes, the samples
+    assert t.median_s == pytest.approx(2e-3)
+    assert t.extra == pytest.approx({"target_s": 0.05, "one_call_s": 2e-3})
+
+
+def test_target_s_is_bounded_and_never_below_one_call(clock):
+    clock.seconds_per_call = 1e-9
+    assert timing.host_clock(clock.work, repeats=1, target_s=1.0).calls_per_sample == timing.MOST_CALLS_PER_SAMPLE
+    clock.seconds_per_call = 0.5
+    assert timing.host_clock(clock.work, repeats=1, target_s=0.01).calls_per_sample == 1
+
+
+def test_without_target_s_one_call_per_sample_as_before(clock):
+    t = timing.host_clock(clock.work, repeats=2, warmup=0)
+    assert t.calls_per_sample == 1 and clock.calls == 2
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"target_s": 1e-3, "calls_per_sample": 4}, ValueError, "not both"),
+    ({"target_s": 0}, ValueError, "above 0"),
+    ({"target_s": -1e-3}, ValueError, "above 0"),
+    ({"target_s": float("nan")}, ValueError, "above 0"),
+    ({"target_s": 3600.0}, ValueError, "at most"),
+    ({"target_s": "2ms"}, TypeError, "seconds one sample should last"),
+    ({"target_s": True}, TypeError, "seconds one sample should last"),
+])
+@pytest.mark.parametrize("clock_name", ["host_clock", "cuda_events"])
+def test_bad_target_s_is_answered(fake_gpu, kwargs, error, words, clock_name):
+    with pytest.raises(error, match=words):
+        getattr(timing, clock_name)(lambda: None, **kwargs)
+
+
+def test_cuda_events_divides_by_calls_and_sizes_to_target_s(fake_gpu, clock):
+    t = timing.cuda_events(clock.work, repeats=3, warmup=1, calls_per_sample=5)
+    assert t.samples_s == pytest.approx([2e-3] * 3) and clock.calls == 1 + 15
+    sized = timing.cuda_events(clock.work, repeats=2, warmup=0, target_s=0.02)
+    assert sized.calls_per_sample == 10 and sized.median_s == pytest.approx(2e-3)
+    assert sized.extra == pytest.approx({"target_s": 0.02, "one_call_s": 2e-3})
+
+
+def test_hold_stream_calibrates_once_per_gpu_and_spins_on_the_gpu_asked(fake_gpu):
+    assert timing.sleep_cycles_per_us() == pytest.approx(1000)
+    calibrations = len(fake_gpu)
+    assert timing.sleep_cycles_per_us(0) == pytest.approx(1000) and len(fake_gpu) == calibrations
+    timing.hold_stream(30, device=1)  # GPU 1 is calibrated first, on GPU 1, and spins twice as fast
+    assert fake_gpu[-1] == (1, pytest.approx(60_000, abs=1)) and {gpu for gpu, _ in fake_gpu} == {0, 1}
+    assert timing.sleep_cycles_per_us(torch.device("cuda", 1)) == pytest.approx(2000)
+    before = len(fake_gpu)
+    timing.hold_stream(5, device="cuda:1")
+    timing.hold_stream(2)
+    timing.hold_stream(2, device="cuda")  # the current GPU
+    timing.hold_stream(0)
+    timing.hold_stream(0.5)
+    assert [gpu for gpu, _ in fake_gpu[before:]] == [1, 0, 0, 0, 0]
+    assert [cycles for _, cycles in fake_gpu[before:]] == pytest.approx([10_000, 2000, 2000, 0, 500], abs=1)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: timing.hold_stream(10, device="cpu"), ValueError, "not a CUDA device"),
+    (lambda: timing.hold_stream(10, device=torch.device("cpu")), ValueError, "not a CUDA device"),
+    (lambda: timing.hold_stream(10, device=2), ValueError, "0-1"),
+    (lambda: timing.hold_stream(10, device=-1), ValueError, "0-1"),
+    (lambda: timing.hold_stream(10, device="gpu1"), ValueError, "not a device"),
+    (lambda: timing.hold_stream(10, device=1.0), TypeError, "device index"),
+    (lambda: timing.hold_stream("10"), TypeError, "number >= 0"),
+    (lambda: timing.hold_stream(float("inf")), ValueError, "finite"),
+    (lambda: timing.sleep_cycles_per_us("cpu"), ValueError, "not a CUDA device"),
+])
+def test_bad_devices_and_holds_are_answered(fake_gpu, call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+    assert fake_gpu == []
+
+
+@pytest.mark.gpu
+def test_target_s_sizes_real_copies():
+    src = torch.ones(2**20, dtype=torch.uint8).pin_memory()
+    dst = torch.empty(2**20, dtype=torch.uint8, device="cuda")
+    t = timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=5, target_s=2e-3, nbytes=2**20)
+    assert 1 < t.calls_per_sample <= timing.MOST_CALLS_PER_SAMPLE
+    assert 0.25 * 2e-3 < t.median_s * t.calls_per_sample < 4 * 2e-3
+    h = timing.host_clock(lambda: dst.copy_(src), repeats=3, target_s=2e-3)
+    assert h.extra["target_s"] == 2e-3 and h.calls_per_sample >= 1
+
+
+def test_cuda_events_with_a_held_stream_reports_how_long_queueing_took(fake_gpu, clock):
+    t = timing.cuda_events(clock.work, repeats=3, warmup=2, calls_per_sample=5, hold_us=20_000,
+                           nbytes=2**20, label="copy")
+    assert t.extra == pytest.approx({"hold_us": 20_000, "enqueue_us": 5 * 2000})  # 5 calls of 2 ms each
+    assert (t.method, t.nbytes, t.label, t.warmup, t.calls_per_sample) == ("cuda events", 2**20, "copy", 2, 5)
+    assert [cycles for _, cycles in fake_gpu[-3:]] == [20_000_000] * 3  # one 20 ms hold per sample
+    with pytest.warns(UserWarning, match="launch cost leaked"):
+        timing.cuda_events(clock.work, repeats=2, calls_per_sample=5, hold_us=9_999)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        timing.cuda_events(clock.work, repeats=2, calls_per_sample=5, hold_us=10_001)
+
+
+def test_the_clocks_default_to_ten_samples_after_three_warm_up_calls(fake_gpu, clock):
+    for clock_name, method in (("host_clock", "synchronised host clock"), ("cuda_events", "cuda events")):
+        before = clock.calls
+        t = getattr(timing, clock_name)(clock.work, nbytes=1000, label="x")
+        assert (len(t.samples_s), t.warmup, clock.calls - before) == (10, 3, 13)
+        assert (t.method, t.nbytes, t.label) == (method, 1000, "x")
+
+
+def test_host_clock_synchronises_every_gpu_around_each_sample(fake_gpu, clock):
+    timing.host_clock(clock.work, repeats=2, warmup=0)
+    assert [gpu for gpu in fake_gpu.synced if gpu is not None] == [0, 1] * 4
+
+
+def test_target_s_may_be_as_long_as_the_longest_target(clock):
+    t = timing.host_clock(clock.work, repeats=1, target_s=timing.LONGEST_TARGET_S)
+    assert t.calls_per_sample == timing.MOST_CALLS_PER_SAMPLE
+
+
+@pytest.mark.parametrize("kwargs, name", [({"repeats": 0}, "repeats"), ({"warmup": -1}, "warmup"),
+                                          ({"calls_per_sample": 0}, "calls_per_sample")])
+def test_a_bad_count_is_named(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name} must be a whole number"):
+        timing.host_clock(lambda: None, **kwargs)
+
+
+def test_edges_of_the_small_helpers():
+    assert timing.sizes_pow2(1, 8, factor=2) == [1, 2, 4, 8]
+    assert timing.format_bytes(2**40) == "1 TiB" and timing.format_bytes(2**50) == "1024 TiB"
+    assert timing.calls_for(0.0) == 1000 and timing.calls_for(1e-3, target_s=0) == 1
+    assert timing.calls_for(1e-6, most=1) == 1
+    for bad in (True, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="finite number of seconds"):
+            timing.calls_for(bad)
+    with pytest.raises(ValueError, match="every sample"):
+        timing.Timing([True], "m")
+    half = timing.Timing([0.5, 1.0, 1.5], "m")
+    assert half.spread == 0.5 and not half.is_noisy(0.5) and half.is_noisy(0.49)
+    with pytest.raises(TypeError, match="two tensors"):
+        timing.verify_copy(torch.zeros(1), [0.0])

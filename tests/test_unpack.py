@@ -464,3 +464,35 @@ def test_the_command_line_exits_non_zero_with_one_message(tmp_path):
                           capture_output=True, text=True, check=False, cwd=tmp_path)
     assert proc.returncode != 0
     assert "not a plain folder name" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------- the member filter, clause by clause
+
+BAD_MEMBER_REASONS = {
+    "symlink": "is a symlink", "hardlink": "is a hardlink", "char device": "is a device",
+    "block device": "is a device", "fifo": "is a fifo", "absolute": "not a plain relative path",
+    "absolute elsewhere": "not a plain relative path", "dotdot out": "not a plain relative path",
+    "dotdot sideways": "not a plain relative path", "dot": "not a plain relative path",
+    "double slash": "not a plain relative path", "other machine": "another machine's folder",
+    "other machine executed": "another machine's folder", "outside prefixes": "is outside results/",
+    "git hook": "is outside results/", "helpers": "is outside results/",
+    "results itself": "another machine's folder", "machine folder as a file": "must be a folder",
+    "prefix lookalike": "another machine's folder",
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_MEMBERS), ids=list(BAD_MEMBERS))
+def test_each_bad_member_is_refused_for_its_own_reason(bad):
+    assert set(BAD_MEMBER_REASONS) == set(BAD_MEMBERS)
+    with pytest.raises(gpu_run.Refused, match=BAD_MEMBER_REASONS[bad]):
+        gpu_run.check_member(BAD_MEMBERS[bad][0], M)
+
+
+@pytest.mark.parametrize("name, kind", [
+    (f"results/{M}", tarfile.DIRTYPE), (f"gpu-executed/{M}", tarfile.DIRTYPE),
+    (f"results/{M}/nb", tarfile.DIRTYPE), (f"results/{M}/nb/exp.json", tarfile.REGTYPE),
+    (f"results/{M}/gaps.json", tarfile.REGTYPE), (f"gpu-executed/{M}/live/nb.ipynb", tarfile.REGTYPE),
+    (f"gpu-executed/{M}/logs/nb.log", tarfile.REGTYPE), (f"results/{M}/nb/exp.trace.json.gz", tarfile.REGTYPE),
+])
+def test_files_and_folders_under_this_machines_folders_are_accepted(name, kind):
+    gpu_run.check_member(entry(name, kind=kind)[0], M)  # raises nothing
