@@ -5,7 +5,6 @@ import functools
 
 import numpy as np
 import pytest
-import torch
 
 from helpers import (
     claims,

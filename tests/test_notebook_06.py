@@ -3,6 +3,7 @@
 
 import json
 import statistics
+import textwrap
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,7 +29,7 @@ def nb06() -> dict:
     """The notebook's functions, executed from its own source in a fresh namespace."""
     return definitions(NOTEBOOK, WANTED_FUNCTIONS | WANTED_NAMES, {"claims": claims, "distributed": distributed, "records": records, "timing": timing,
                        "torch": torch, "dist": dist, "timedelta": timedelta, "statistics": statistics,
-                       "NOTEBOOK": NOTEBOOK.stem})
+                       "textwrap": textwrap, "NOTEBOOK": NOTEBOOK.stem})
 
 
 def _run(value: dict, wait_timeout_s: float = 2.0, deadline_s: float = 10.0) -> SimpleNamespace:

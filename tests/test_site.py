@@ -66,6 +66,7 @@ def test_stale_copies_names_missing_and_older_copies(tmp_path):
 # ---------------------------------------------------------------- notebook pages
 
 def test_title_and_claims_anchor_are_read_from_the_markdown():
+    pytest.importorskip("docutils", reason="the site extra (make site) brings docutils with Sphinx")
     assert build_site.notebook_title(NOTEBOOK["cells"]) == "01 · Pinned memory"
     assert build_site.claims_anchor(NOTEBOOK["cells"]) == "claims-tested-in-this-notebook"
     assert build_site.claims_anchor(NOTEBOOK["cells"][:2]) is None

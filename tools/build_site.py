@@ -38,7 +38,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from docutils.nodes import make_id  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -128,6 +127,8 @@ def notebook_title(cells: Sequence[Mapping[str, Any]]) -> str:
 
 def claims_anchor(cells: Sequence[Mapping[str, Any]]) -> str | None:
     """The HTML id Sphinx gives a notebook's "## Claims tested ..." section (None without one)."""
+    from docutils.nodes import make_id  # Sphinx's own id rule; docutils comes with the site extra
+
     for cell in cells:
         if cell["cell_type"] == "markdown":
             for line in "".join(cell["source"]).splitlines():
