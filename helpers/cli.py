@@ -789,7 +789,11 @@ def _ranks_of(row: dict[str, Any]) -> int:
     ``world_size`` per entry of its sweep (``['sweep'][k]...``), or once for the whole run."""
     _, value = records.load(records.recording_path(row["machine"], row["notebook"], row["experiment"]))
     sweep = re.match(r"\['sweep'\]\[(\d+)\]", row["name"])
-    return int(value["sweep"][int(sweep.group(1))]["world_size"] if sweep else value["world_size"])
+    try:
+        return int(value["sweep"][int(sweep.group(1))]["world_size"] if sweep else value["world_size"])
+    except (KeyError, IndexError, TypeError) as err:
+        raise UsageError(f"results/index.jsonl's row {row['name']!r} does not match the recording of "
+                         f"{row['experiment']} on {row['machine']}: run `make index`") from err
 
 
 def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict[str, Any]]:

@@ -538,8 +538,9 @@ def test_nccl_wait_with_timeout_on_a_missing_send_is_bounded_by_the_launcher():
     if case == "returned":  # the wait raised at its timeout and the worker caught it
         assert outcome.reached(1) == ["waiting", "wait raised"], outcome.describe()
         assert outcome.status[0] == "returned" and outcome.elapsed_s < deadline_s
-    elif case == "stopped":  # the wait kept the host: the launcher's deadline ended it
-        assert outcome.reached(1) == ["waiting"] and outcome.reason.startswith("the deadline")
+    elif case == "stopped":  # the wait kept the host, or irecv itself did while NCCL connects the
+        # pair lazily and the peer never comes (2xH200, torch 2.11: seen 2026-11-23): the deadline ended it
+        assert outcome.reached(1) in ([], ["waiting"]) and outcome.reason.startswith("the deadline")
         assert outcome.status[0] == "returned" and deadline_s <= outcome.elapsed_s < deadline_s + 1.0
     else:  # NCCL ended the process itself: named with how it ended, before the deadline
         assert case == "died" and outcome.failure_order[0] == 1, outcome.describe()
