@@ -228,3 +228,11 @@ def test_what_a_claim_and_a_check_write_to_the_index(tmp_path, monkeypatch):
     assert first["margin"] == table.claims[0].comparison.margin
     assert [(r["name"], r["value"]) for r in rows[1:]] == [("named", False), ("untestable", None), ("one sync", True)]
     assert rows[3]["measured"] == "1 call" and rows[2]["verdict"] == claims.NOT_TESTABLE
+
+
+@pytest.mark.parametrize("make", [lambda: claims.ClaimsTable(""), lambda: claims.WhatWeSee(""),
+                                  lambda: claims.WhatWeSee("nb").check("s", True, ""),
+                                  lambda: claims.WhatWeSee("nb").check("", True, "m")])
+def test_empty_names_and_sentences_are_refused(make):
+    with pytest.raises(TypeError, match="name|non-empty"):
+        make()
