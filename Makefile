@@ -48,6 +48,7 @@ run: $(STAMP)
 ## against its numbers, results/index.jsonl current (tools/replay_all.py)
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/python tools/install_cell.py check notebooks/*.ipynb
 	COURSE_QUICK=1 $(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2" --durations=10 \
 	    --nbmake --nbmake-timeout=300 tests notebooks
 	$(BIN)/python tools/replay_all.py

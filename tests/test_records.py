@@ -199,7 +199,8 @@ def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_
     assert records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 2}).live
 
 
-def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_only(tmp_path):
+def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_QUICK", "0")  # make test runs in quick mode; recordings are full size
     trace = tmp_path / "t.json.gz"
     trace.write_bytes(b"trace")
     path = fake_gpu_machine(records.save("nb", "exp", {"file": Attachment(str(trace))}, fp="abc",
