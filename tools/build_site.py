@@ -409,7 +409,7 @@ def compared_figures(machines: Sequence[str], folder: Path) -> list[str]:
     host = {m: r for m in machines if (r := recording(m, "01_pinned_memory", "copy_bandwidth"))}
     text += ["## Host to GPU and GPU to host, pinned and pageable", "",
              "From `01_pinned_memory`, experiment `copy_bandwidth`. The dashed lines are the raw rate of each "
-             "machine's PCIe link (one direction); real copies reach about 80-90% of it.", "",
+             "machine's PCIe link (one direction), which no real copy reaches (01 says how close each comes).", "",
              lacking(host, "01_pinned_memory/copy_bandwidth"), ""]
     if host:
         fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), sharey=True)
