@@ -293,18 +293,26 @@ def _cmd_copy(args: argparse.Namespace) -> int:
 P2P_REPEATS, LATENCY_BYTES, LATENCY_REPEATS, LATENCY_CALLS = 7, 4, 10, 50
 
 
-def _peer_one_way(src_gpu: int, dst_gpu: int, size: int) -> timing.Timing:
-    """As notebook 05's peer_copy_bandwidth: dst.copy_(src) timed on the source GPU's stream."""
+def _timed_peer_copy(src_gpu: int, dst_gpu: int, size: int, *, repeats: int, warmup: int, calls: int,
+                     hold_us: float, label: str, what: str) -> timing.Timing:
+    """dst.copy_(src) from ``src_gpu`` to ``dst_gpu``, timed on the source GPU's stream, then checked."""
     src = torch.randint(0, 256, (size,), dtype=torch.uint8, device=f"cuda:{src_gpu}")
     dst = torch.empty(size, dtype=torch.uint8, device=f"cuda:{dst_gpu}")
-    calls = timing.calls_for(size / 300e9, most=32)  # about 2 ms of copying per sample
     with torch.cuda.device(src_gpu):
         result = timing.cuda_events(
-            lambda: dst.copy_(src, non_blocking=True), repeats=P2P_REPEATS, warmup=3,
-            calls_per_sample=calls, nbytes=size, hold_us=200 + 50 * calls,
-            label=f"cuda:{src_gpu} -> cuda:{dst_gpu}, {timing.format_bytes(size)}")
-    timing.verify_copy(src, dst, f"peer copy cuda:{src_gpu} -> cuda:{dst_gpu}")
+            lambda: dst.copy_(src, non_blocking=True), repeats=repeats, warmup=warmup,
+            calls_per_sample=calls, nbytes=size, hold_us=hold_us, label=label)
+    timing.verify_copy(src, dst, what)
     return result
+
+
+def _peer_one_way(src_gpu: int, dst_gpu: int, size: int) -> timing.Timing:
+    """As notebook 05's peer_copy_bandwidth: dst.copy_(src) timed on the source GPU's stream."""
+    calls = timing.calls_for(size / 300e9, most=32)  # about 2 ms of copying per sample
+    return _timed_peer_copy(src_gpu, dst_gpu, size, repeats=P2P_REPEATS, warmup=3, calls=calls,
+                            hold_us=200 + 50 * calls,
+                            label=f"cuda:{src_gpu} -> cuda:{dst_gpu}, {timing.format_bytes(size)}",
+                            what=f"peer copy cuda:{src_gpu} -> cuda:{dst_gpu}")
 
 
 def _peer_both_ways(i: int, j: int, size: int) -> timing.Timing:
@@ -338,15 +346,9 @@ def _peer_both_ways(i: int, j: int, size: int) -> timing.Timing:
 
 def _peer_latency(src_gpu: int, dst_gpu: int, size: int = LATENCY_BYTES) -> timing.Timing:
     """As notebook 05's peer_copy_latency: many small copies queued behind a held stream."""
-    src = torch.randint(0, 256, (size,), dtype=torch.uint8, device=f"cuda:{src_gpu}")
-    dst = torch.empty(size, dtype=torch.uint8, device=f"cuda:{dst_gpu}")
-    with torch.cuda.device(src_gpu):
-        result = timing.cuda_events(
-            lambda: dst.copy_(src, non_blocking=True), repeats=LATENCY_REPEATS, warmup=10,
-            calls_per_sample=LATENCY_CALLS, nbytes=size, hold_us=500 + 50 * LATENCY_CALLS,
-            label=f"cuda:{src_gpu} -> cuda:{dst_gpu}, {size} B")
-    timing.verify_copy(src, dst, f"small copy cuda:{src_gpu} -> cuda:{dst_gpu}")
-    return result
+    return _timed_peer_copy(src_gpu, dst_gpu, size, repeats=LATENCY_REPEATS, warmup=10, calls=LATENCY_CALLS,
+                            hold_us=500 + 50 * LATENCY_CALLS, label=f"cuda:{src_gpu} -> cuda:{dst_gpu}, {size} B",
+                            what=f"small copy cuda:{src_gpu} -> cuda:{dst_gpu}")
 
 
 def _matrix_text(title: str, matrix: list[list[float | None]], unit: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -75,18 +75,23 @@ class _PowersOfTwo(Locator):
         return [2.0 ** e for e in range(first - first % step, last + 1, step)]
 
 
+def _one_axis(ax: Any, axis: Any, caller: str) -> tuple[Any, Callable[..., Any]]:
+    """``ax``'s x or y axis and the setter of its scale, the arguments checked."""
+    if not isinstance(ax, Axes):
+        raise TypeError(f"{caller} needs a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}")
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis is 'x' or 'y', got {axis!r}")
+    return (ax.xaxis, ax.set_xscale) if axis == "x" else (ax.yaxis, ax.set_yscale)
+
+
 def size_axis(ax: Axes, axis: str = "x", label: str = "transfer size (bytes, binary prefixes)") -> Axes:
     """Make ``axis`` ("x" or "y") of ``ax`` a log2 axis of sizes in bytes, ticks labelled with
     binary prefixes (1 KiB, 64 MiB, 1 GiB), never 6x10^1. Returns ``ax``.
 
     Taught in 01_pinned_memory.
     """
-    if not isinstance(ax, Axes):
-        raise TypeError(f"size_axis needs a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}")
-    if axis not in ("x", "y"):
-        raise ValueError(f"axis is 'x' or 'y', got {axis!r}")
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=2)
+    target, set_scale = _one_axis(ax, axis, "size_axis")
+    set_scale("log", base=2)
     target.set_major_locator(_PowersOfTwo())
     target.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
     target.set_minor_formatter(NullFormatter())
@@ -100,12 +105,8 @@ def log_axis(ax: Axes, axis: str = "y") -> Axes:
 
     Taught in 02_non_blocking.
     """
-    if not isinstance(ax, Axes):
-        raise TypeError(f"log_axis needs a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}")
-    if axis not in ("x", "y"):
-        raise ValueError(f"axis is 'x' or 'y', got {axis!r}")
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target, set_scale = _one_axis(ax, axis, "log_axis")
+    set_scale("log")
     target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     target.set_major_formatter(FuncFormatter(lambda v, _: _plain(v)))
     target.set_minor_locator(LogLocator(base=10, subs="all"))
