@@ -23,10 +23,14 @@ shows a rank stuck in a ``recv`` whose ``send`` never comes.
 | ``rank_device()``, ``synchronize()``, ``device_idle()``, ``delay(seconds)`` | inside a worker: the rank's device and its clock |
 | ``algbw_gbps``, ``busbw_gbps``, ``bus_factor`` | nccl-tests' bandwidth definitions |
 
-Functions defined in a notebook travel to the ranks by value (``cloudpickle``); ranks are started
-with multiprocessing's "spawn" method, never "fork" (the notebook may have initialised CUDA). From
-a script, call ``launch`` under ``if __name__ == "__main__":``, as "spawn" requires. What a rank
-prints goes to ``Outcome.printed`` / ``Outcome.log``, not to the notebook.
+Functions defined in a notebook travel to the ranks by value (``cloudpickle``). Ranks are never
+forked from the notebook (it may have initialised CUDA, which a forked child cannot use): they are
+forked from multiprocessing's *forkserver*, a fresh interpreter started on the first launch that
+imports torch and this module once, so every later launch starts its ranks in milliseconds instead
+of the seconds that importing torch costs each process ("spawn", where there is no forkserver).
+Each rank takes the notebook's environment as it is at the launch. From a script, call ``launch``
+under ``if __name__ == "__main__":``, as both start methods require. What a rank prints goes to
+``Outcome.printed`` / ``Outcome.log``, not to the notebook.
 
 Taught in 06_nccl_point_to_point_and_collectives.
 """
@@ -70,7 +74,9 @@ RANK_ENV = {
 STARTUP_TIMEOUT_S = 180.0  # importing torch and joining the group, per launch
 FAILURE_GRACE_S = 1.0      # after one rank fails, how long the others may still report
 DEATH_NEWS_S = 0.5         # how late a rank's death may show after the exceptions it caused elsewhere
-TEARDOWN_S = 15.0          # how long ranks that all returned may take to leave the group
+TEARDOWN_S = 3.0           # how long ranks that all returned may take to leave the group (a healthy
+                           # group leaves in well under a second; one with a receive never matched,
+                           # as notebook 06 makes, does not leave at all and is killed after this)
 OUTPUT_KIB = 20            # how much of the end of each rank's stdout / stderr is read back
 MAX_WORLD_SIZE = 64        # more ranks than a demonstration needs on one machine
 # Variables every rank gets from the launcher itself (torchrun's), which env= may not change.
@@ -491,6 +497,8 @@ def _redirect_output(folder: str, rank: int) -> None:
 
 
 def _join_group(rank: int, spec: dict[str, Any]) -> None:
+    os.environ.clear()  # the notebook's environment at the launch, not the forkserver's at its start
+    os.environ.update(spec["parent_env"])
     os.environ.update(RANK_ENV)
     os.environ.update(spec["env"])
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec["port"]), RANK=str(rank),
@@ -513,7 +521,7 @@ def _own_process_group() -> None:
     that the parent can kill the rank and everything it started (``subprocess``) at once."""
     try:
         os.setsid()
-    except OSError:  # already a group leader (never, for a spawned process)
+    except OSError:  # already a group leader (never, for a rank: it is a new child)
         pass
 
 
@@ -623,6 +631,7 @@ def _spec(payload: bytes, world_size: int, backend: str, env: Mapping[str, str] 
         "backend": backend,
         "port": free_port(),
         "env": dict(env or {}),
+        "parent_env": dict(os.environ),
         "folder": folder,
         # The group's own timeout (and the wait to leave it) outlast our deadlines: we stop ranks.
         "group_timeout_s": patience_s,
@@ -630,8 +639,22 @@ def _spec(payload: bytes, world_size: int, backend: str, env: Mapping[str, str] 
     }
 
 
+def start_context() -> Any:
+    """The multiprocessing context that starts the ranks: "forkserver" with this module (and so
+    torch) preloaded, where the system has it (Linux, macOS); else "spawn". See the module's
+    docstring for why never "fork".
+
+    Used by distributed.supervise.
+    """
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])  # no effect once the server runs: it has them already
+    return ctx
+
+
 def _start_ranks(run: _Launch, ctx: Any) -> None:
-    """Start one process per rank ("spawn"), each with a pipe on which it tells the parent how it goes."""
+    """Start one process per rank, each with a pipe on which it tells the parent how it goes."""
     for rank in range(run.spec["world_size"]):
         reader, writer = ctx.Pipe(duplex=False)
         process = ctx.Process(target=_rank_main, args=(run.spec, rank, writer, run.release),
@@ -878,7 +901,8 @@ def supervise(
 
     ``backend``: 'nccl' (one GPU per rank: rank r uses GPU r), 'gloo' (CPU) or None for
     ``choose_backend``. ``world_size`` defaults to ``default_world_size()`` (at most
-    ``MAX_WORLD_SIZE``). Start-up (spawning, importing torch, joining the group) may take
+    ``MAX_WORLD_SIZE``). Start-up (starting the processes, the forkserver's import of torch on
+    the first launch, joining the group) may take
     ``startup_timeout_s`` seconds; the workers then have ``timeout_s`` seconds (each at most
     ``MAX_TIMEOUT_S``). At the deadline, or ``FAILURE_GRACE_S`` after a rank fails, the ranks
     still running are killed, each with what it started (its process group). ``env`` adds
@@ -893,7 +917,7 @@ def supervise(
     world_size, backend = _check_launch(worker, world_size, backend, timeout_s, startup_timeout_s,
                                         args, kwargs, env)
     payload = _payload(worker, args, kwargs)
-    ctx = mp.get_context("spawn")
+    ctx = start_context()
     folder = tempfile.mkdtemp(prefix="course-ranks-")
     run: _Launch | None = None
     try:

@@ -39,7 +39,7 @@ def start(cwd: str) -> tuple[KernelManager, Any]:
 
 def prepare(kc: Any, env: dict[str, str]) -> None:
     """Empty the kernel's namespace and set the replay's environment variables."""
-    # %reset also drops __spec__, which multiprocessing's spawn reads from __main__ (gloo ranks)
+    # %reset also drops __spec__, which multiprocessing reads from __main__ to start the gloo ranks
     code = f"%reset -f\n__spec__ = None\nimport os as _os\n_os.environ.update({env!r})\ndel _os"
     reply = kc.execute_interactive(code, timeout=60, output_hook=lambda msg: None)
     if reply["content"]["status"] != "ok":
