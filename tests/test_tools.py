@@ -40,6 +40,21 @@ def test_gpu_archive_round_trip(tmp_path, monkeypatch):
         gpu_run.unpack(tmp_path / "other.tar.gz", root=here)
 
 
+def test_bytecode_is_cached_in_build_only_where_python_keeps_none(tmp_path, monkeypatch):
+    """The lent GPU machines keep no .pyc (PYTHONDONTWRITEBYTECODE, read-only packages), so every
+    kernel and rank compiled torch again; the GPU run then keeps bytecode in build/pycache."""
+    gpu_run = load("gpu_run")
+    env = {"PATH": "/bin", "PYTHONDONTWRITEBYTECODE": "1"}
+    (tmp_path / "torch.pyc").write_bytes(b"")
+    monkeypatch.setattr(importlib.util, "cache_from_source", lambda path: str(tmp_path / "torch.pyc"))
+    assert gpu_run.bytecode_env(env, root=tmp_path) == env  # torch's .pyc is there: nothing to do
+    monkeypatch.setattr(importlib.util, "cache_from_source", lambda path: str(tmp_path / "none.pyc"))
+    assert gpu_run.bytecode_env(env, root=tmp_path) == {"PATH": "/bin",
+                                                        "PYTHONPYCACHEPREFIX": str(tmp_path / "build" / "pycache")}
+    chosen = {**env, "PYTHONPYCACHEPREFIX": "/elsewhere"}
+    assert gpu_run.bytecode_env(chosen, root=tmp_path) == chosen  # a cache chosen by the user stays
+
+
 def test_notebook_from_script_and_back(tmp_path):
     nbtool = load("nbtool")
     script = tmp_path / "s.py"

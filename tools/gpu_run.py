@@ -15,6 +15,9 @@ On the GPU machine (called by `make gpu-all`, with the carried wheels on PYTHONP
    (gpu-executed/<machine>/), and writes `OUT/summary-<machine>.txt`, so a run cut short still
    brings back what it finished.
 
+Where this Python keeps no compiled bytecode (the lent machines), every run keeps it in
+build/pycache, so that torch is compiled once, not in every kernel and rank (``bytecode_env``).
+
 Here:  python tools/gpu_run.py --unpack path/to/gpu-results-<machine>.tar.gz
 puts the recordings under results/ and the executed notebooks under build/gpu-executed/, as
 one transaction that either replaces both folders of that machine or changes nothing:
@@ -116,6 +119,22 @@ def pack(out: Path, machine: str, summary: list[str], root: Path = ROOT) -> Path
     return archive
 
 
+def bytecode_env(env: dict[str, str], root: Path = ROOT) -> dict[str, str]:
+    """``env`` for the runs, keeping compiled bytecode in ``build/pycache`` where this Python keeps
+    none: no ``.pyc`` beside torch's modules once they are imported, as on the lent GPU machines
+    (``PYTHONDONTWRITEBYTECODE`` set, packages read-only). There every process - each notebook's
+    kernel, each rank, each child - would compile torch again (seconds each); with the cache, each
+    module is compiled once per machine. Elsewhere ``env`` is returned as it is."""
+    import importlib.util
+
+    import torch
+
+    if env.get("PYTHONPYCACHEPREFIX") or Path(importlib.util.cache_from_source(torch.__file__)).exists():
+        return env
+    kept = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return {**kept, "PYTHONPYCACHEPREFIX": str(root / "build" / "pycache")}
+
+
 def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> int:
     from helpers import hardware
 
@@ -130,7 +149,9 @@ def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> 
     logs.mkdir(parents=True)
     summary = [report, ""]
     failures = 0
-    base_env = dict(os.environ)
+    base_env = bytecode_env(dict(os.environ))
+    if base_env.get("PYTHONPYCACHEPREFIX") != os.environ.get("PYTHONPYCACHEPREFIX"):
+        summary.append(f"compiled bytecode kept in {base_env['PYTHONPYCACHEPREFIX']} (this Python keeps none)")
     if not skip_tests:
         code, seconds = run_logged(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "gpu or gpu2",
