@@ -546,8 +546,9 @@ def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
         run = _replay(notebook, name, gpus, fp, params)
         print(run.describe())
         return run
+    held = hardware.memory_in_use()
     value = fn(**params)
-    hardware.free_memory()
+    hardware.free_memory(baseline=held)
     run = Run(codec.round_trip(value), True, environment_header(notebook, name, fp, params))
     if gpus and config.recording_enabled() and not config.quick_mode():
         run.saved_to = save(notebook, name, value, fp=fp, params=params)

@@ -102,19 +102,40 @@ def test_free_memory_collects_garbage_and_reports_nothing_held_without_a_gpu(mon
         gc.enable()
 
 
-def test_free_memory_empties_the_caches_after_synchronising_every_gpu(monkeypatch):
-    calls = []
+def _two_fake_gpus(monkeypatch, calls, allocated):
+    """Two GPUs whose synchronize, caches and garbage collection note themselves in ``calls``;
+    ``allocated`` (a list, changed by the test) is what each GPU's allocator holds."""
     monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda i: calls.append(f"sync {i}"))
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty device cache"))
     monkeypatch.setattr(torch._C, "_host_emptyCache", lambda: calls.append("empty pinned cache"), raising=False)
-    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda i: 10 + i)
+    monkeypatch.setattr(gc, "collect", lambda: calls.append("gc") or 0)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda i: allocated[i])
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda i: 20 + i)
     monkeypatch.setattr(torch.cuda, "host_memory_stats", lambda: {"allocated_bytes.current": 3})
-    used = hardware.free_memory()
-    assert calls == ["sync 0", "sync 1", "empty device cache", "empty pinned cache"]
+
+
+EMPTY = ["sync 0", "sync 1", "empty device cache", "empty pinned cache"]
+
+
+def test_free_memory_empties_the_caches_after_synchronising_every_gpu(monkeypatch):
+    calls = []
+    _two_fake_gpus(monkeypatch, calls, [10, 11])
+    used = hardware.free_memory()  # no baseline: a garbage collection, then the caches once more
+    assert calls == EMPTY + ["gc"] + EMPTY
     assert used == {"gpu0_allocated": 10, "gpu0_reserved": 20, "gpu1_allocated": 11, "gpu1_reserved": 21,
                     "pinned_host": 3}
+
+
+def test_free_memory_collects_garbage_only_when_the_experiment_left_memory_held(monkeypatch):
+    calls, allocated = [], [10, 11]
+    _two_fake_gpus(monkeypatch, calls, allocated)
+    before = hardware.memory_in_use()
+    assert hardware.free_memory(baseline=before) == before and calls == EMPTY  # nothing left: no gc.collect
+    calls.clear()
+    allocated[1] = 11 + 2**20  # a tensor the experiment left behind, in a cycle or not
+    hardware.free_memory(baseline=before)
+    assert calls == EMPTY + ["gc"] + EMPTY
 
 
 @pytest.mark.gpu
