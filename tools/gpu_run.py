@@ -2,14 +2,15 @@
 
 On the GPU machine (called by `make gpu-all`, with the carried wheels on PYTHONPATH):
 
-    python3 tools/gpu_run.py --out OUT [--quick] [--skip-tests] notebooks/*.ipynb
+    python3 tools/gpu_run.py --out OUT [--quick | --only-quick] [--skip-tests] notebooks/*.ipynb
 
 1. prints the machine report;
 2. runs the GPU-marked tests (`pytest -m "gpu or gpu2"`);
 3. executes each notebook live at full size with COURSE_RECORD=1, one at a time (timings
    must not share the GPU), keeping the executed copy with its outputs, and notes its seconds
    per notebook and per cell in results/<machine>/run_times.json (tools/notebook_times.py);
-4. with --quick, executes them again in quick mode and reports how long each took;
+4. with --quick, executes them again in quick mode and reports how long each took (with
+   --only-quick, only that: the time a classroom run takes, nothing recorded);
 5. after every step, packs one archive, `OUT/gpu-results-<machine>.tar.gz`, holding the
    recordings (results/<machine>/) and the executed notebooks with their logs
    (gpu-executed/<machine>/), and writes `OUT/summary-<machine>.txt`, so a run cut short still
@@ -137,7 +138,7 @@ def bytecode_env(env: dict[str, str], root: Path = ROOT) -> dict[str, str]:
     return {**kept, "PYTHONPYCACHEPREFIX": str(root / "build" / "pycache")}
 
 
-def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> int:
+def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool, full: bool = True) -> int:
     from helpers import hardware
 
     info = hardware.describe()
@@ -162,7 +163,7 @@ def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool) -> 
         failures += code != 0
         pack(out, machine, summary)
     live_env = {**base_env, "COURSE_RECORD": "1", "COURSE_QUICK": "0"}
-    for nb in notebooks:
+    for nb in notebooks if full else []:
         code, seconds = execute_notebook(nb, build / "live", live_env, logs)
         summary.append(f"live full  {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s")
         failures += code != 0
@@ -449,6 +450,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="folder for the archives (the device tool's $OUT)")
     parser.add_argument("--quick", action="store_true", help="also time a quick-mode live run")
+    parser.add_argument("--only-quick", action="store_true",
+                        help="time the quick-mode live run alone: no full-size run, nothing recorded")
     parser.add_argument("--skip-tests", action="store_true", help="do not run the GPU tests")
     parser.add_argument("--unpack", type=Path, help="a gpu-results-<machine>.tar.gz to put under results/")
     parser.add_argument("notebooks", nargs="*", type=Path)
@@ -457,7 +460,7 @@ def main() -> int:
         return unpack(args.unpack)
     if not args.out or not args.notebooks:
         parser.error("give --out FOLDER and the notebooks to run")
-    return gpu_run(args.out, args.notebooks, args.quick, args.skip_tests)
+    return gpu_run(args.out, args.notebooks, args.quick or args.only_quick, args.skip_tests, full=not args.only_quick)
 
 
 if __name__ == "__main__":
