@@ -55,6 +55,20 @@ def test_bytecode_is_cached_in_build_only_where_python_keeps_none(tmp_path, monk
     assert gpu_run.bytecode_env(chosen, root=tmp_path) == chosen  # a cache chosen by the user stays
 
 
+def test_warm_bytecode_compiles_the_imports_into_the_cache(tmp_path, monkeypatch):
+    import os
+
+    gpu_run = load("gpu_run")
+    monkeypatch.setattr(gpu_run, "WARM_IMPORTS", "json")
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")  # as bytecode_env gives it
+    line = gpu_run.warm_bytecode(env)
+    assert line.startswith(f"compiled bytecode kept in {tmp_path / 'pycache'}") and "exit" not in line
+    assert list((tmp_path / "pycache").rglob("json/__init__.*.pyc"))
+    monkeypatch.setattr(gpu_run, "WARM_IMPORTS", "no_such_module_here")
+    assert "(exit 1)" in gpu_run.warm_bytecode(env)
+
+
 def test_notebook_from_script_and_back(tmp_path):
     nbtool = load("nbtool")
     script = tmp_path / "s.py"
