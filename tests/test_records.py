@@ -189,7 +189,8 @@ def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_
     fake_gpu_machine(path, gpus=2, name="2xFAKE-GPU")
     monkeypatch.setattr(records.hardware, "gpu_count", lambda: 1)
     monkeypatch.setattr(records, "_this_machine_name", lambda: "1xFAKE-GPU")
-    monkeypatch.setattr(records.hardware, "free_memory", lambda: {})
+    monkeypatch.setattr(records.hardware, "memory_in_use", lambda: {})
+    monkeypatch.setattr(records.hardware, "free_memory", lambda baseline: {})
     run = records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 99})
     assert not run.live and run.value == {"values": [7]} and run.machine == "2xFAKE-GPU"
     assert "this machine has 1 GPU and the experiment needs 2" in capsys.readouterr().out
