@@ -101,6 +101,22 @@ def test_a_machine_without_times_says_not_recorded(tmp_path):
     ]
 
 
+def test_live_times_only_where_recorded_and_quick_times_for_every_notebook_timed(tmp_path):
+    """A one-GPU machine runs a two-GPU notebook partly replayed: its full-size time is not shown as
+    a live one, but its quick-mode time is what a classroom with that machine waits."""
+    (tmp_path / "notebooks").mkdir()
+    for name in ("00_a", "01_b"):
+        (tmp_path / "notebooks" / f"{name}.ipynb").write_text("{}")
+    (tmp_path / "results" / "1xGPU" / "00_a").mkdir(parents=True)  # 01_b needs two GPUs: not recorded here
+    for mode, name, seconds in (("full", "00_a", 30), ("full", "01_b", 9), ("quick", "00_a", 6), ("quick", "01_b", 4)):
+        notebook_times.record(tmp_path / "results" / "1xGPU", mode, name,
+                              notebook_times.times_of(executed((0, seconds)), "c"))
+    assert notebook_times.table(tmp_path).splitlines()[2:] == [
+        "| `00_a` | 30 s | not recorded |", "| `01_b` | - | not recorded |"]
+    assert notebook_times.quick_table(tmp_path).splitlines() == [
+        "| notebook | quick, 1xGPU |", "| --- | --- |", "| `00_a` | 6 s |", "| `01_b` | 4 s |", "| all of them | 10 s |"]
+
+
 def test_the_readme_table_is_current():
     readme = (ROOT / "README.md").read_text()
     assert notebook_times.readme_with_table(readme) == readme, \

@@ -11,7 +11,7 @@ start to its last cell's end (the kernel's start-up is not counted). They are ke
   notebook under ``"notebooks"``, with ``"cpus"``, what replayed it (every notebook at full
   size, one at a time, as ``make run`` does on a machine without a GPU).
 
-    python tools/notebook_times.py table            # the README's table, from those files
+    python tools/notebook_times.py table            # the README's tables, from those files
     python tools/notebook_times.py write-readme     # put it into README.md between its markers
     python tools/notebook_times.py measure-replay   # replay every notebook here, timing it
     python tools/notebook_times.py from-executed MACHINE FOLDER --commit C   # a machine's times
@@ -132,26 +132,61 @@ def _seconds(value: float | None) -> str:
     return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
 
 
+def _machines(results: Path) -> list[str]:
+    return sorted(p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _times(results: Path, machine: str, mode: str) -> dict:
+    path = results / machine / RUN_TIMES
+    return json.loads(path.read_text()).get(mode, {}) if path.exists() else {}
+
+
+def _markdown(rows: list[list[str]]) -> str:
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
 def table(root: Path = ROOT) -> str:
-    """The README's table: per notebook, seconds live at full size on each recorded machine
-    (from its run_times.json) and in replay here (from results/replay_times.json).
+    """The README's first table: per notebook, seconds live at full size on each recorded machine
+    that recorded it (from its run_times.json) and in replay here (results/replay_times.json).
 
     Used by ``tools/notebook_times.py write-readme`` and tests/test_notebook_times.py.
     """
     results = root / "results"
-    machines = sorted(p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith("."))
-    live = {m: json.loads((results / m / RUN_TIMES).read_text()).get("full", {})
-            if (results / m / RUN_TIMES).exists() else {} for m in machines}
+    machines = _machines(results)
+    live = {m: _times(results, m, "full") for m in machines}
     replay_path = results / REPLAY_TIMES
     replay = json.loads(replay_path.read_text()) if replay_path.exists() else {"notebooks": {}, "cpus": "?"}
     notebooks = sorted(p.stem for p in (root / "notebooks").glob("*.ipynb"))
     head = ["notebook", *(f"live, {m}" for m in machines), f"replay ({replay['cpus']} CPU cores)"]
     rows = [head, ["---"] * len(head)]
-    for nb in notebooks:
-        cells = [_seconds(live[m][nb]["seconds"]) if nb in live[m] else
-                 ("not recorded" if (results / m / nb).is_dir() else "-") for m in machines]
+    for nb in notebooks:  # a machine that replays a notebook it cannot run says "-", not a live time
+        cells = [("-" if not (results / m / nb).is_dir() else
+                  _seconds(live[m][nb]["seconds"]) if nb in live[m] else "not recorded") for m in machines]
         rows.append([f"`{nb}`", *cells, _seconds(replay["notebooks"].get(nb, {}).get("seconds"))])
-    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+    return _markdown(rows)
+
+
+def quick_table(root: Path = ROOT) -> str:
+    """The README's second table: per notebook, seconds live in quick mode on each machine that
+    timed it (``gpu_run.py --quick`` or ``--only-quick``), with their sum; a machine with fewer GPUs
+    than a notebook needs ran what it could and replayed the rest, as a classroom's would.
+
+    Used by ``tools/notebook_times.py write-readme`` and tests/test_notebook_times.py.
+    """
+    results = root / "results"
+    quick = {m: times for m in _machines(results) if (times := _times(results, m, "quick"))}
+    notebooks = sorted(p.stem for p in (root / "notebooks").glob("*.ipynb"))
+    rows = [["notebook", *(f"quick, {m}" for m in quick)], ["---"] * (len(quick) + 1)]
+    for nb in notebooks:
+        rows.append([f"`{nb}`", *(_seconds(t[nb]["seconds"]) if nb in t else "not recorded" for t in quick.values())])
+    rows.append(["all of them", *(_seconds(sum(t[nb]["seconds"] for nb in notebooks if nb in t))
+                                  + ("" if set(notebooks) <= set(t) else " (not all timed)") for t in quick.values())])
+    return _markdown(rows)
+
+
+QUICK_CAPTION = ("**In quick mode** (`COURSE_QUICK=1`, a classroom's run), live on each machine that timed it\n"
+                 "(`make gpu-all GPU_FLAGS=--quick`), counted the same way; a machine with fewer GPUs than a\n"
+                 "notebook needs runs what it can and replays the rest, as a classroom's would:")
 
 
 def readme_with_table(readme: str, root: Path = ROOT) -> str:
@@ -162,7 +197,7 @@ def readme_with_table(readme: str, root: Path = ROOT) -> str:
     if readme.count(BEGIN) != 1 or readme.count(END) != 1:
         raise ValueError(f"README.md must hold the markers {BEGIN} and {END} once each, around the table")
     before, rest = readme.split(BEGIN)
-    return f"{before}{BEGIN}\n{table(root)}\n{END}{rest.split(END)[1]}"
+    return f"{before}{BEGIN}\n{table(root)}\n\n{QUICK_CAPTION}\n\n{quick_table(root)}\n{END}{rest.split(END)[1]}"
 
 
 RUN = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
@@ -201,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", help="from-executed: the commit the run was made from")
     args = parser.parse_args(argv)
     if args.command == "table":
-        print(table())
+        print(f"{table()}\n\n{quick_table()}")
     elif args.command == "write-readme":
         readme = ROOT / "README.md"
         readme.write_text(readme_with_table(readme.read_text()))
