@@ -189,6 +189,14 @@ QUICK_CAPTION = ("**In quick mode** (`COURSE_QUICK=1`, a classroom's run), live 
                  "notebook needs runs what it can and replays the rest, as a classroom's would:")
 
 
+def tables(root: Path = ROOT) -> str:
+    """Both tables as the README shows them: full size and replay, then quick mode under its caption.
+
+    Used by ``tools/notebook_times.py table`` and ``readme_with_table``.
+    """
+    return f"{table(root)}\n\n{QUICK_CAPTION}\n\n{quick_table(root)}"
+
+
 def readme_with_table(readme: str, root: Path = ROOT) -> str:
     """``readme`` with the text between its notebook-times markers replaced by ``table``.
 
@@ -197,7 +205,7 @@ def readme_with_table(readme: str, root: Path = ROOT) -> str:
     if readme.count(BEGIN) != 1 or readme.count(END) != 1:
         raise ValueError(f"README.md must hold the markers {BEGIN} and {END} once each, around the table")
     before, rest = readme.split(BEGIN)
-    return f"{before}{BEGIN}\n{table(root)}\n\n{QUICK_CAPTION}\n\n{quick_table(root)}\n{END}{rest.split(END)[1]}"
+    return f"{before}{BEGIN}\n{tables(root)}\n{END}{rest.split(END)[1]}"
 
 
 RUN = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
@@ -236,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", help="from-executed: the commit the run was made from")
     args = parser.parse_args(argv)
     if args.command == "table":
-        print(f"{table()}\n\n{quick_table()}")
+        print(tables())
     elif args.command == "write-readme":
         readme = ROOT / "README.md"
         readme.write_text(readme_with_table(readme.read_text()))
