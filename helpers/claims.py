@@ -63,9 +63,30 @@ class Value:
         if self.spread < 0:
             raise ValueError(f"Value.spread is a half-width and cannot be negative, got {self.spread!r}")
 
+    def decimals(self) -> int:
+        """Decimal places that show the value to 3 significant digits and the spread to at least
+        one (at most 6): the value and its spread are always rounded alike."""
+        def places(x: float, digits: int) -> int:
+            return digits - 1 - math.floor(math.log10(abs(x))) if x else 0
+        return max(0, min(6, max(places(self.value, 3), places(self.spread, 1))))
+
+    def number(self) -> str:
+        """The value, rounded as ``decimals()`` says (large values keep no decimals)."""
+        return _fixed(self.value, self.decimals())
+
+    def spread_text(self) -> str:
+        """The spread, rounded to the value's decimal places."""
+        return _fixed(self.spread, self.decimals())
+
     def __str__(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
-        return f"{_number(self.value)}{unit} ± {_number(self.spread)}"
+        return f"{self.number()}{unit} ± {self.spread_text()}"
+
+
+def _fixed(x: float, decimals: int) -> str:
+    if abs(x) >= 1e6 or (x and abs(x) < 1e-6):
+        return f"{x:.3g}"
+    return f"{x:.{decimals}f}"
 
 
 def _number(x: float) -> str:
@@ -260,12 +281,12 @@ class ClaimsTable:
     def table(self) -> Table:
         """The rows as a ``tables.Table``: claim, source, measured, value ± spread, holds if, where, verdict."""
         table = Table(["claim", "source", "measured", "value ± spread", "holds if", "where", "verdict"],
-                      title=f"Claims tested in {self.notebook}", caption=_BORDERLINE_NOTE, bold=["verdict"])
+                      title=f"Claims tested in {self.notebook}", caption=self._note(), bold=["verdict"])
         for c in self.claims:
             value = side = None
             if c.comparison is not None:
                 v = c.comparison.value
-                value = f"{_number(v.value)} ± {_number(v.spread)}{' ' + v.unit if v.unit else ''}"
+                value = f"{v.number()} ± {v.spread_text()}{' ' + v.unit if v.unit else ''}"
                 side = f"{'>' if c.comparison.holds_if == 'above' else '<'} {_number(c.comparison.threshold)}"
             table.add(c.text, c.source, c.measured, value, side, c.where, c.verdict)
         return table
@@ -276,8 +297,13 @@ class ClaimsTable:
         table.title = table.caption = ""
         return table.to_markdown()
 
+    def _note(self) -> str:
+        """The footnote on borderline verdicts, only under a table that has one."""
+        return _BORDERLINE_NOTE if any(c.verdict == BORDERLINE for c in self.claims) else ""
+
     def _repr_markdown_(self) -> str:
-        return f"### Claims tested in {self.notebook}\n\n" + self.to_markdown() + f"\n\n*{_BORDERLINE_NOTE}*"
+        note = f"\n\n*{self._note()}*" if self._note() else ""
+        return f"### Claims tested in {self.notebook}\n\n" + self.to_markdown() + note
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()

@@ -15,6 +15,7 @@ import math
 def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15,
                  unit: str = "", hint: str = "") -> bool | None:
     """Print whether ``answer`` is within ``rel_tol`` of ``expected``; return True/False/None.
+    A first wrong answer gets the hint and no value; the next wrong one gets the measured value.
 
     Taught in 00_start_here.
     """
@@ -24,16 +25,32 @@ def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15
     if isinstance(answer, bool) or not isinstance(answer, (int, float)):
         raise TypeError(f"the answer must be a number{f' in {unit}' if unit else ''}, got {answer!r}")
     ok = math.isclose(answer, expected, rel_tol=rel_tol)
-    verdict = "Right" if ok else "Not quite"
-    print(f"{verdict}: you said {answer:.4g} {unit}, the measurement gives {expected:.4g} {unit}"
-          f" (within {rel_tol:.0%} counts).".replace("  ", " "))
-    if not ok and hint:
-        print("Hint:", hint)
+    if ok:
+        print(f"Right: you said {answer:.4g} {unit}, the measurement gives {expected:.4g} {unit}"
+              f" (within {rel_tol:.0%} counts).".replace("  ", " "))
+    elif _first_miss(("number", expected, hint)) and hint:
+        print(f"Not quite: {answer:.4g} {unit} is not within {rel_tol:.0%} of the measurement. "
+              f"Hint: {hint}. Change your answer and run the cell again.".replace("  ", " "))
+    else:
+        print(f"Not quite: you said {answer:.4g} {unit}, the measurement gives {expected:.4g} {unit}"
+              f" (within {rel_tol:.0%} counts).".replace("  ", " "))
     return ok
+
+
+_MISSED: set[tuple[object, ...]] = set()  # questions answered wrongly once in this kernel
+
+
+def _first_miss(question: tuple[object, ...]) -> bool:
+    """True the first time ``question`` is answered wrongly: then a hint, and the answer after."""
+    first = question not in _MISSED
+    _MISSED.add(question)
+    return first
 
 
 def check_choice(answer: str | None, expected: str, *, choices: list[str], hint: str = "") -> bool | None:
     """Print whether ``answer`` is the expected one of ``choices``; return True/False/None.
+    A first wrong answer gets the hint, the next the answer; one that is not a choice is told so
+    (None: not answered).
 
     Taught in 01_pinned_memory.
     """
@@ -45,9 +62,14 @@ def check_choice(answer: str | None, expected: str, *, choices: list[str], hint:
         print(f"Not answered yet. Replace None with one of {choices}.")
         return None
     if answer not in choices:
-        raise ValueError(f"answer {answer!r} is not one of {choices}")
+        print(f"{answer!r} is not one of the choices; copy one of them exactly: "
+              + ", ".join(repr(c) for c in choices) + ".")
+        return None
     ok = answer == expected
-    print(("Right: " if ok else "Not quite: ") + f"the measurement says {expected!r}.")
-    if not ok and hint:
-        print("Hint:", hint)
+    if ok:
+        print(f"Right: the measurement says {expected!r}.")
+    elif _first_miss(("choice", expected, hint)) and hint:
+        print(f"Not quite. Hint: {hint}. Change your answer and run the cell again.")
+    else:
+        print(f"Not quite: the measurement says {expected!r}.")
     return ok

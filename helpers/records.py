@@ -51,10 +51,10 @@ from . import codec, config, distributed, hardware, timing, trace  # noqa: F401
 # Bump when the helpers change what an experiment measures (timing, trace, distributed):
 # every recording then becomes stale and is re-recorded. tests/test_records.py keeps
 # MEASURING_CODE in step with that code, so a change to it is always a decision.
-# Last decision: ranks forked from a forkserver instead of spawned, and a shorter wait for ranks
-# to leave their group, change how fast a launch starts and ends, not what any rank measures.
+# Last decision: cuda_events(hold_us="auto") sizes its hold from the queueing time; an experiment
+# that passes a number measures as before, so no recording changes.
 MEASURING_VERSION = 1
-MEASURING_CODE = "b7f79c53396ab682"
+MEASURING_CODE = "99cc1fdfb707b201"
 _MEASURING_MODULES = ("timing", "trace", "distributed")
 
 HEADER_KEYS = ("machine", "date", "commit", "quick", "notebook", "experiment", "fingerprint", "params")
@@ -524,6 +524,32 @@ def _replay(notebook: str, name: str, gpus: int, fp: str, params: dict[str, Any]
     return Run(value, False, header, reason=reason)
 
 
+_DESCRIBED: set[tuple[str, str, str, str]] = set()  # (notebook, machine, date, reason) described in full
+
+
+def _said_once(notebook: str, run: Run) -> str:
+    """The replay's full sentence the first time a notebook replays a machine's recording of a
+    day, then one line that points back to it."""
+    key = (notebook, run.machine, run.header["date"][:10], run.reason)
+    if key in _DESCRIBED:
+        return f"Replayed from {run.machine} (recorded {key[2]}), as said above."
+    _DESCRIBED.add(key)
+    return run.describe()
+
+
+def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[str, Run]:
+    """``{machine: Run}`` for every recorded machine that has ``notebook/name``, each replayed as
+    a notebook would replay it there: the value and header of that machine's recording.
+
+    Used by the course's tests (the lessons' analysis is tested on every recording).
+    """
+    found = {}
+    for path in recordings_of(notebook, name, 0, root):
+        header, value = load(path)
+        found[path.parts[-3]] = Run(value, False, header, reason=f"the recording of {path.parts[-3]}")
+    return found
+
+
 def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
                   params: dict[str, Any] | None = None, name: str | None = None) -> Run:
     """Run experiment ``fn(**params)`` live if this machine has ``gpus`` GPUs, else replay it.
@@ -544,7 +570,7 @@ def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
     live = hardware.gpu_count() >= gpus and not (gpus and config.replay_forced())
     if not live:
         run = _replay(notebook, name, gpus, fp, params)
-        print(run.describe())
+        print(_said_once(notebook, run))
         return run
     held = hardware.memory_in_use()
     value = fn(**params)

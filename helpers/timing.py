@@ -33,6 +33,7 @@ from .codec import register
 NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
 MOST_CALLS_PER_SAMPLE = 1000  # the most calls per sample that target_s chooses
 LONGEST_TARGET_S = 10.0  # the longest sample target_s may ask for, in seconds
+AUTO_HOLD_FLOOR_US = 100.0  # hold_us="auto": microseconds added to twice the queueing time
 
 
 def format_bytes(nbytes: float) -> str:
@@ -308,7 +309,7 @@ def cuda_events(
     calls_per_sample: int | None = None,
     target_s: float | None = None,
     nbytes: int | None = None,
-    hold_us: float = 0.0,
+    hold_us: float | str = 0.0,
     label: str = "",
 ) -> Timing:
     """Time ``fn`` on the current CUDA stream with events around a batch of calls.
@@ -320,42 +321,75 @@ def cuda_events(
     ``MOST_CALLS_PER_SAMPLE`` (as ``adaptive_autorange`` and nvbandwidth size their loops); the
     Timing keeps the number chosen. With ``hold_us`` > 0 the stream
     is first held by a spin kernel, so the calls are queued before the start event is reached
-    and their launch cost stays out of the number (nvbandwidth's method). Work that ``fn`` puts
-    on other streams is only timed if it joins the current stream before returning.
+    and their launch cost stays out of the number (nvbandwidth's method). ``hold_us="auto"``
+    sizes the hold itself: twice the host time that queueing one sample's calls took, plus
+    ``AUTO_HOLD_FLOOR_US``; a sample whose queueing still outlasted its hold is taken again with
+    the hold doubled, so no sample holds launch cost. Work that ``fn`` puts on other streams is
+    only timed if it joins the current stream before returning.
 
     Taught in 00_start_here.
     """
     _check_counts(fn, repeats, warmup, calls_per_sample)
     _check_target(calls_per_sample, target_s)
+    auto_hold = _check_hold(hold_us)
     if not torch.cuda.is_available():
         raise ValueError("cuda_events needs a CUDA GPU; on a machine without one use host_clock")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     calls_per_sample, sizing = _sized(target_s, calls_per_sample, lambda: _events_one_call_s(fn))
-    samples, enqueue_us = [], []
-    for _ in range(repeats):
+    hold = _queueing_us(fn, calls_per_sample) * 2 + AUTO_HOLD_FLOOR_US if auto_hold else float(hold_us)
+    samples: list[float] = []
+    enqueue_us: list[float] = []
+    retakes = 0
+    while len(samples) < repeats:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if hold_us:
-            hold_stream(hold_us)
+        if hold:
+            hold_stream(hold)
         start.record()
         queued_at = time.perf_counter()
         for _ in range(calls_per_sample):
             fn()
-        enqueue_us.append((time.perf_counter() - queued_at) * 1e6)
+        queued = (time.perf_counter() - queued_at) * 1e6
         end.record()
         end.synchronize()
+        if auto_hold and queued > hold and retakes < repeats:
+            hold, retakes = hold * 2, retakes + 1  # launch cost leaked in: take this sample again
+            continue
+        enqueue_us.append(queued)
         samples.append(start.elapsed_time(end) / 1e3 / calls_per_sample)
-    extra = {"hold_us": hold_us, "enqueue_us": statistics.median(enqueue_us)} if hold_us else {}
+    extra = {"hold_us": hold, "enqueue_us": statistics.median(enqueue_us)} if hold else {}
+    if auto_hold:
+        extra["hold_auto"] = 1.0  # the hold was sized from the queueing time
     result = Timing(samples, "cuda events", nbytes, label, calls_per_sample, warmup, {**extra, **sizing})
-    if hold_us and extra["enqueue_us"] > hold_us:
+    if hold and extra["enqueue_us"] > hold:
         warnings.warn(
             f"{label or 'timing'}: queueing {calls_per_sample} calls took {extra['enqueue_us']:.0f} us, "
-            f"longer than the {hold_us:.0f} us hold, so launch cost leaked into the time; "
+            f"longer than the {hold:.0f} us hold, so launch cost leaked into the time; "
             f"raise hold_us or lower calls_per_sample",
             stacklevel=2,
         )
     return _warn_if_noisy(result)
+
+
+def _check_hold(hold_us: Any) -> bool:
+    """Whether ``hold_us`` asks for an automatic hold; refuses anything but a number >= 0 or "auto"."""
+    if hold_us == "auto":
+        return True
+    if isinstance(hold_us, bool) or not isinstance(hold_us, numbers.Real) or not math.isfinite(hold_us) or hold_us < 0:
+        raise ValueError(f"hold_us is how long to hold the stream before each sample, in microseconds (a number "
+                         f">= 0), or \"auto\" to size it from the calls; got {hold_us!r}")
+    return False
+
+
+def _queueing_us(fn: Callable[[], Any], calls: int) -> float:
+    """Microseconds the host takes to queue ``calls`` calls of ``fn`` (the GPU is waited for after)."""
+    queued_at = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    queued = (time.perf_counter() - queued_at) * 1e6
+    torch.cuda.synchronize()
+    return queued
 
 
 def _events_one_call_s(fn: Callable[[], Any]) -> float:

@@ -79,7 +79,7 @@ def test_the_table_shows_value_threshold_and_spread():
               holds=claims.compare(claims.Value(2.0, 0.04, "x"), 2, holds_if="below"))
     table.add("profiler names it", source="seed 003", measured="names", holds=True)
     md = table.to_markdown()
-    assert "| 2 ± 0.04 x | < 2 |" in md and "**borderline here**" in md
+    assert "| 2.00 ± 0.04 x | < 2 |" in md and "**borderline here**" in md
     assert "| — | — |" in md and "**holds**" in md
     assert "borderline here" in table._repr_markdown_()
 

@@ -34,6 +34,7 @@ NOTEBOOK_NAME = re.compile(r"\b\d\d_[a-z0-9_]+")
 HELPER_NAME = re.compile(r"\b([a-z_]+)\.([A-Za-z_][A-Za-z0-9_]*)\b")
 USERS_BY_PHRASE = {
     "the command line (datamove)": [ROOT / "helpers" / "cli.py"],
+    "the lessons (helpers/lessons/)": sorted((ROOT / "helpers" / "lessons").glob("*.py")),
     "the course's tools": sorted((ROOT / "tools").glob("*.py")),
     "the course's tests": sorted((ROOT / "tests").glob("test_*.py")),
 }
@@ -69,17 +70,29 @@ def file_uses(path: Path) -> frozenset[tuple[str, str]]:
     return frozenset(_uses(ast.parse(path.read_text()))) if path.exists() else frozenset()
 
 
+@cache
+def module_files() -> dict[str, Path]:
+    """``{short name: file}`` of every helpers module, those of subpackages too (``lessons.streams``
+    is ``streams``: the notebooks import it as ``from helpers.lessons import streams``)."""
+    found = {}
+    for info in pkgutil.walk_packages(helpers.__path__, "helpers."):
+        short = info.name.rsplit(".", 1)[-1]
+        if not short.startswith("_") and not info.ispkg:
+            assert short not in found, f"two helpers modules are both called {short}"
+            found[short] = Path(importlib.import_module(info.name).__file__)
+    return found
+
+
 def public_objects() -> list[tuple[str, str, object]]:
     """``(module, name, object)`` for every public function and class defined in a helpers module."""
     found = []
-    for info in pkgutil.iter_modules(helpers.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"helpers.{info.name}")
+    for short, path in module_files().items():
+        module = importlib.import_module(
+            "helpers." + ".".join(path.relative_to(ROOT / "helpers").with_suffix("").parts))
         for name, obj in vars(module).items():
             if (not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
                     and obj.__module__ == module.__name__):
-                found.append((info.name, name, obj))
+                found.append((short, name, obj))
     return found
 
 
@@ -102,8 +115,8 @@ def used_in_notebook(stem: str, module: str, name: str, obj: object) -> bool:
 @cache
 def _top_level(module: str) -> dict[str, frozenset[str]]:
     """``{function or class: every name its code mentions}`` for ``helpers/<module>.py``."""
-    path = ROOT / "helpers" / f"{module}.py"
-    tree = ast.parse(path.read_text()) if path.exists() else ast.Module([], [])
+    path = module_files().get(module)
+    tree = ast.parse(path.read_text()) if path is not None else ast.Module([], [])
     return {node.name: frozenset(sub.id if isinstance(sub, ast.Name) else sub.attr for sub in ast.walk(node)
                                  if isinstance(sub, (ast.Name, ast.Attribute)))
             for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
@@ -126,7 +139,7 @@ def helper_uses(module: str, owner: str) -> set[str]:
 def _own_file_uses(path: Path, module: str, name: str) -> bool:
     """Whether ``name`` is used in its own module's file ``path`` (helpers/cli.py calls its own
     functions) or is that file's entry point in pyproject.toml (``datamove = "helpers.cli:main"``)."""
-    if path != ROOT / "helpers" / f"{module}.py":
+    if path != module_files().get(module):
         return False
     return f'"helpers.{module}:{name}"' in (ROOT / "pyproject.toml").read_text() or any(
         name in helper_uses(module, owner) for owner in _top_level(module) if owner != name)
@@ -141,7 +154,7 @@ def _users_problems(where: str, module: str, name: str, sentence: str) -> list[s
             if not any((module, name) in file_uses(path) or _own_file_uses(path, module, name) for path in paths):
                 problems.append(f"{where} is 'Used by {phrase}', but {module}.{name} is not used there")
     for user_module, owner in HELPER_NAME.findall(sentence):
-        if not (ROOT / "helpers" / f"{user_module}.py").exists():
+        if user_module not in module_files():
             continue  # a file name such as replay_all.py, not a helper
         named = True
         if name not in helper_uses(user_module, owner) or (user_module, owner) == (module, name):

@@ -55,14 +55,26 @@ def test_exercise_checkers(capsys):
     assert exercises.check_number(None, 5.0) is None
     assert "Not answered" in capsys.readouterr().out
     assert exercises.check_number(5.2, 5.0, unit="ms") is True
+    capsys.readouterr()
     assert exercises.check_number(9, 5.0, hint="look at the plot") is False
-    assert "Hint" in capsys.readouterr().out
+    first = capsys.readouterr().out
+    assert "Hint: look at the plot" in first and "gives" not in first, "a hint, not the answer, first"
+    assert exercises.check_number(8, 5.0, hint="look at the plot") is False
+    second = capsys.readouterr().out
+    assert "the measurement gives 5" in second and "Hint" not in second
     with pytest.raises(TypeError):
         exercises.check_number("5", 5.0)
     assert exercises.check_choice("pinned", "pinned", choices=["pinned", "pageable"]) is True
     assert exercises.check_choice(None, "pinned", choices=["pinned", "pageable"]) is None
+    capsys.readouterr()
+    assert exercises.check_choice("pageable", "pinned", choices=["pinned", "pageable"], hint="the faster") is False
+    assert "Hint: the faster" in (out := capsys.readouterr().out) and "'pinned'" not in out
+    assert exercises.check_choice("pageable", "pinned", choices=["pinned", "pageable"], hint="the faster") is False
+    assert "the measurement says 'pinned'" in capsys.readouterr().out
+    assert exercises.check_choice("pined", "pinned", choices=["pinned", "pageable"]) is None
+    assert "'pined' is not one of the choices" in capsys.readouterr().out
     with pytest.raises(ValueError):
-        exercises.check_choice("gpu", "pinned", choices=["pinned", "pageable"])
+        exercises.check_choice("pinned", "gpu", choices=["pinned", "pageable"])
 
 
 # ---------------------------------------------------------------- axes, groups and compared timelines

@@ -340,15 +340,29 @@ def test_params_that_cannot_be_saved_are_refused_before_the_experiment_runs():
 # ---------------------------------------------------------------- the package's floors
 
 def _helpers_imports():
+    """``{module: helpers modules it imports}``; a subpackage's modules are named with it
+    (``lessons.streams``), and ``from .. import claims`` inside it names ``claims``."""
     graph = {}
-    for path in sorted((ROOT / "helpers").glob("*.py")):
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        parts = path.relative_to(ROOT / "helpers").with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        package = parts[:-1]
         imported = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                imported |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
-                imported |= {(node.module + ".").split(".")[1] or a.name for a in node.names}
-        graph[path.stem] = imported - {path.stem}
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = list(package[:len(package) - node.level + 1])
+            elif (node.module or "").startswith("helpers"):
+                base = []
+                node = ast.ImportFrom(node.module.removeprefix("helpers").lstrip(".") or None, node.names, 1)
+            else:
+                continue
+            if node.module:
+                imported.add(".".join(base + node.module.split(".")[:1 if not base else 1]))
+            else:
+                imported |= {".".join(base + [a.name]) for a in node.names}
+        graph[name or "helpers"] = imported - {name}
     return graph
 
 
