@@ -273,8 +273,16 @@ def _timeline_style(iv: Interval) -> str:
     return iv.kind
 
 
-def _timeline_lanes(intervals: list[Interval], include_host: bool,
-                    ranges: Sequence[str] = ()) -> dict[str, list[Interval]]:
+DEFAULT_STREAM_ID = 7  # the stream id the profiler (Kineto) gives each GPU's default stream
+
+
+def _stream_label(device: int, stream: int, names: Mapping[int, str] | None) -> str:
+    name = (names or {}).get(stream) or ("default stream" if stream == DEFAULT_STREAM_ID else f"stream {stream}")
+    return f"GPU {device}: {name}"
+
+
+def _timeline_lanes(intervals: list[Interval], include_host: bool, ranges: Sequence[str] = (),
+                    stream_names: Mapping[int, str] | None = None) -> dict[str, list[Interval]]:
     """Lane label -> its intervals: GPU lanes by (device, stream), host threads, host ranges."""
     gpu: dict[tuple[int, int], list[Interval]] = {}
     host: dict[int, list[Interval]] = {}
@@ -283,7 +291,7 @@ def _timeline_lanes(intervals: list[Interval], include_host: bool,
             gpu.setdefault((iv.device, iv.stream), []).append(iv)
         elif include_host and iv.kind == "runtime":
             host.setdefault(iv.thread if iv.thread is not None else -1, []).append(iv)
-    lanes = {f"GPU {d} stream {s}": gpu[(d, s)] for d, s in sorted(gpu)}
+    lanes = {_stream_label(d, s, stream_names): gpu[(d, s)] for d, s in sorted(gpu)}
     for thread in sorted(host):
         who = f"host thread {thread}" if thread >= 0 else "host"
         lanes[f"{who}: CUDA runtime calls"] = host[thread]
@@ -345,8 +353,13 @@ def _colour_key(used: set[str]) -> list[Patch]:
             for style, (text, color) in _TIMELINE_STYLE.items() if style in used]
 
 
-def _lanes_or_error(intervals: list[Interval], include_host: bool, ranges: Sequence[str]) -> dict[str, list[Interval]]:
-    lanes = _timeline_lanes(intervals, include_host, ranges)
+def _lanes_or_error(intervals: list[Interval], include_host: bool, ranges: Sequence[str],
+                    stream_names: Mapping[int, str] | None = None) -> dict[str, list[Interval]]:
+    if stream_names is not None and (not isinstance(stream_names, Mapping) or not all(
+            isinstance(k, int) and isinstance(v, str) for k, v in stream_names.items())):
+        raise TypeError(f"stream_names maps the profiler's stream ids to the notebook's names, e.g. {{13: 'side'}}; "
+                        f"got {stream_names!r}")
+    lanes = _timeline_lanes(intervals, include_host, ranges, stream_names)
     if not lanes:
         raise ValueError(
             "timeline found no GPU work (kernels, copies, memsets) and no runtime calls to draw: "
@@ -369,20 +382,22 @@ def timeline(
     unit: str = "auto",
     include_host: bool = True,
     ranges: Sequence[str] = (),
+    stream_names: Mapping[int, str] | None = None,
 ) -> Axes:
     """Draw a trace as horizontal lanes: one per (GPU, stream), then one per host thread.
 
     GPU lanes show kernels, copies (coloured by kind: HtoD, DtoH, DtoD, PtoP) and memsets;
     host lanes (``include_host``) show CUDA runtime calls, synchronize calls in their own
     colour; ``ranges`` adds one hatched lane per named host range (``record_function`` or nvtx,
-    matched as a substring of the range's name). Time runs from 0 at the earliest slice drawn, in us or ms (``unit='auto'`` picks
+    matched as a substring of the range's name). A GPU lane is named "GPU 0: default stream" or
+    "GPU 0: stream 13" (the profiler's id), or as ``stream_names`` ({id: name}) says. Time runs from 0 at the earliest slice drawn, in us or ms (``unit='auto'`` picks
     ms for spans over 2 ms). Slices shorter than 0.2% of the span are drawn that wide so they
     stay visible. Returns the Axes. To compare several traces, use ``timelines``.
 
     Taught in 00_start_here (and every notebook that shows a timeline).
     """
     intervals = _check_timeline_input(intervals, title, unit)
-    lanes = _lanes_or_error(intervals, include_host, ranges)
+    lanes = _lanes_or_error(intervals, include_host, ranges, stream_names)
     t0, span = _span_us(lanes)
     unit, scale = _unit_and_scale(unit, span)
     ax = _new_axes(ax, figsize=(9, 1.2 + 0.5 * len(lanes)))
@@ -401,6 +416,7 @@ def timelines(
     unit: str = "auto",
     include_host: bool = True,
     ranges: Sequence[str] = (),
+    stream_names: Mapping[int, str] | None = None,
 ) -> Figure:
     """Draw several traces to be compared: one panel each, stacked, on ONE shared time axis.
 
@@ -408,7 +424,8 @@ def timelines(
     Profile. Each panel's time starts at 0 at its own first slice, and every panel spans the
     longest one's time, so equal lengths mean equal durations. One colour key for the figure:
     the same colour is the same kind of work in every panel. ``title`` (the machine's, from
-    ``machine_title``) heads the figure. Returns the Figure.
+    ``machine_title``) heads the figure. ``stream_names`` names GPU lanes as in ``timeline``.
+    Returns the Figure.
 
     Taught in 03_streams_and_overlap.
     """
@@ -416,8 +433,8 @@ def timelines(
         raise ValueError("timelines needs at least one panel: {'panel title': run.value.intervals}")
     if not isinstance(title, str):
         raise TypeError("title must be a string, e.g. plotting.machine_title('Copies beside kernels', run.machine, run.live)")
-    lanes_of = {name: _lanes_or_error(_check_timeline_input(ivs, str(name), unit), include_host, ranges)
-                for name, ivs in panels.items()}
+    lanes_of = {name: _lanes_or_error(_check_timeline_input(ivs, str(name), unit), include_host, ranges,
+                                      stream_names) for name, ivs in panels.items()}
     starts = {name: _span_us(lanes)[0] for name, lanes in lanes_of.items()}
     longest = max(_span_us(lanes)[1] for lanes in lanes_of.values())
     unit, scale = _unit_and_scale(unit, longest)

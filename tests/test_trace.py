@@ -449,8 +449,13 @@ def test_profile_without_trace_file_round_trips(tmp_path):
 def test_timeline_lanes_axis_and_legend(intervals):
     ax = plotting.timeline(intervals, title="sample - test machine")
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels == ["GPU 0 stream 7", "GPU 0 stream 13", "GPU 0 stream 20",
+    assert labels == ["GPU 0: default stream", "GPU 0: stream 13", "GPU 0: stream 20",
                       f"host thread {TID}: CUDA runtime calls"]
+    named = plotting.timeline(intervals, title="t", stream_names={13: "side", 20: "s_1"})
+    assert [t.get_text() for t in named.get_yticklabels()][:3] == ["GPU 0: default stream", "GPU 0: side",
+                                                                  "GPU 0: s_1"]
+    with pytest.raises(TypeError, match="stream_names"):
+        plotting.timeline(intervals, title="t", stream_names={"side": 13})
     assert ax.get_xlabel() == "time (us)"
     assert ax.get_xlim()[0] == 0
     assert ax.get_title() == "sample - test machine"
@@ -481,7 +486,7 @@ def test_timeline_without_host_and_in_ms(intervals):
     assert out is ax
     assert ax.get_xlabel() == "time (ms)"
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels[-1] == "GPU 1 stream 7" and not any("host" in s for s in labels)
+    assert labels[-1] == "GPU 1: default stream" and not any("host" in s for s in labels)
     assert plotting.timeline(long, title="t", unit="us").get_xlabel() == "time (us)"
 
 
