@@ -537,6 +537,33 @@ def _said_once(notebook: str, run: Run) -> str:
     return run.describe()
 
 
+def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
+    """What a notebook's set-up cell prints first: this machine's report where it has a GPU to
+    measure with; elsewhere a line on this machine, then the report of the recorded machine its
+    replays come from (``COURSE_REPLAY_MACHINE``'s first that recorded the notebook, else the one
+    with the most GPUs, then the newest). Each experiment still says where its numbers come from.
+
+    Taught in 01_pinned_memory.
+    """
+    if hardware.gpu_count():
+        return hardware.report()
+    root = root or config.results_dir()
+    here = hardware.describe()
+    headers = {folder.parent.name: read_header(next(iter(sorted(folder.glob("*.json")))))
+               for folder in sorted(root.glob(f"*/{notebook}")) if any(folder.glob("*.json"))}
+    this = f"This machine ({here.get('machine')}: {here.get('cpu')}) has no GPU to measure with"
+    if not headers:
+        return f"{this}, and no machine has recorded {notebook}: {rerecord_command(None, [notebook])}"
+    wanted = [m for m in config.replay_machines() if m in headers]
+    if wanted:
+        chosen, why = wanted[0], f"{config.REPLAY_MACHINE_ENV} chose it"
+    else:
+        chosen = max(headers, key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m))
+        why = "it has the most GPUs of the machines that recorded this notebook"
+    return (f"{this}: the experiments below replay recordings made on {chosen} ({why}; each experiment says "
+            f"where its numbers come from).\n\n" + hardware.report(headers[chosen]["machine"]))
+
+
 def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[str, Run]:
     """``{machine: Run}`` for every recorded machine that has ``notebook/name``, each replayed as
     a notebook would replay it there: the value and header of that machine's recording.

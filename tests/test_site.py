@@ -87,6 +87,15 @@ def test_notebook_page_puts_the_machine_in_the_title_and_links_the_others():
     assert NOTEBOOK["cells"][0]["source"].startswith("# 01 · Pinned memory\n")  # the input is left alone
 
 
+def test_notebook_page_leaves_out_the_install_cell():
+    install = {**code([]), "source": ["# Set-up: run alone (Colab, any Jupyter server), this cell installs the course.\n",
+                                      "pass"]}
+    notebook = {**NOTEBOOK, "cells": [NOTEBOOK["cells"][0], install, *NOTEBOOK["cells"][1:]]}
+    page = build_site.notebook_page(notebook, "2xA", "01_pinned_memory", ["2xA"], None)
+    assert len(page["cells"]) == len(NOTEBOOK["cells"])
+    assert not any("".join(c["source"]).startswith("# Set-up: run alone") for c in page["cells"])
+
+
 def test_colab_badge_links_to_the_committed_notebook():
     url = build_site.colab_url("someone/course", "main", "01_pinned_memory")
     assert url == "https://colab.research.google.com/github/someone/course/blob/main/notebooks/01_pinned_memory.ipynb"

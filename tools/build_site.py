@@ -162,10 +162,16 @@ def selector_markdown(machine: str, stem: str, machines_with_it: Sequence[str],
     return f'<div class="machine-selector">\n\n{text}{badge}\n\n</div>'
 
 
+INSTALL_CELL_MARK = "# Set-up: run alone"  # the first line of every notebook's install cell (tools/install_cell.py)
+
+
 def notebook_page(notebook: Mapping[str, Any], machine: str, stem: str, machines_with_it: Sequence[str],
                   colab: str | None) -> dict[str, Any]:
-    """A copy of an executed notebook with the machine in its title and the selector under it."""
+    """A copy of an executed notebook with the machine in its title and the selector under it,
+    without its install cell (a page opens with the lesson; the Colab badge runs the cell)."""
     page = json.loads(json.dumps(notebook))
+    page["cells"] = [c for c in page["cells"]
+                     if not (c["cell_type"] == "code" and "".join(c["source"]).startswith(INSTALL_CELL_MARK))]
     title = notebook_title(page["cells"])
     selector = selector_markdown(machine, stem, machines_with_it, colab)
     for cell in page["cells"]:
