@@ -183,6 +183,22 @@ def test_matrix_has_one_row_per_claim_one_column_per_machine_in_the_notebooks_or
     assert html.count("verdict-does-not-hold-here") == 1 and html.count("not recorded") == 1
 
 
+def test_a_source_claim_leads_and_its_cases_fold_beneath_it():
+    rows = [claim_row("2xA", "up to twice as slow [below 1 MiB]"),
+            claim_row("2xA", "up to twice as slow [64 MiB and up]", verdict=claims.BORDERLINE),
+            claim_row("1xB", "up to twice as slow [below 1 MiB]", verdict=claims.DOES_NOT_HOLD),
+            claim_row("2xA", "copies are fast")]
+    runs = {"2xA": ["01_pinned_memory"], "1xB": ["01_pinned_memory"]}
+    html = build_site.claims_matrix(rows, runs, {"01_pinned_memory": ["copy_bandwidth"]}, {}, {})
+    assert html.count('class="source-claim"') == 1 and html.count('class="subcase"') == 2
+    lead = html[html.index('class="source-claim"'):html.index('class="subcase"')]
+    assert "up to twice as slow" in lead and "2 cases" in lead and "[" not in lead
+    assert "1 borderline here, 1 holds" in lead  # 2xA: the worst verdict first, coloured by it
+    assert 'verdict-borderline-here">1 borderline' in lead and 'verdict-does-not-hold-here">1 does not' in lead
+    assert ">below 1 MiB</td>" in html and ">64 MiB and up</td>" in html
+    assert build_site.source_claim("a [b] c") == "a" and build_site.source_claim("plain") == "plain"
+
+
 def test_verdict_counts_per_machine():
     rows = [claim_row("2xA"), claim_row("2xA", "b", verdict=claims.BORDERLINE), claim_row("1xB")]
     table = build_site.verdict_counts(rows, ["2xA", "1xB"])

@@ -301,19 +301,53 @@ def claims_matrix(rows: Sequence[Mapping[str, Any]], runs: Mapping[str, Sequence
         return notebook, experiments.index(experiment) if experiment in experiments else len(experiments), name
 
     head = "".join(f"<th>{html.escape(m)}</th>" for m in machines)
-    out = ['<table class="claims-matrix">', f"<thead><tr><th>claim (source)</th>{head}</tr></thead>", "<tbody>"]
+    out = ['<table class="claims-matrix">', f"<thead><tr><th>claim (source)</th>{head}</tr></thead>"]
     notebook = None
+    groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for key in sorted(by_claim, key=position):
-        if key[0] != notebook:
-            notebook = key[0]
-            out.append(f'<tr class="notebook"><td colspan="{len(machines) + 1}">{html.escape(notebook)}</td></tr>')
-        first = next(iter(by_claim[key].values()))
-        cells = "".join(claim_cell(by_claim[key].get(m), links.get((m, key[0])),
-                                   missing_reason(m, key[0], first["experiment"], runs, gaps)) for m in machines)
-        out.append(f'<tr><td class="claim">{html.escape(key[1])} <em>({html.escape(first.get("source") or "")})</em>'
-                   f"</td>{cells}</tr>")
-    out += ["</tbody></table>"]
+        groups.setdefault((key[0], source_claim(key[1])), []).append(key)
+    for n, ((nb, claim), keys) in enumerate(groups.items()):
+        if nb != notebook:
+            notebook = nb
+            out.append(f'<tbody><tr class="notebook"><td colspan="{len(machines) + 1}">{html.escape(nb)}</td></tr></tbody>')
+        first = next(iter(by_claim[keys[0]].values()))
+        source = f' <em>({html.escape(first.get("source") or "")})</em>'
+        out.append('<tbody class="claim-group">')
+        if len(keys) > 1:
+            summary = "".join(group_cell([by_claim[k].get(m) for k in keys]) for m in machines)
+            out.append(f'<tr class="source-claim"><td class="claim"><label><input type="checkbox" id="cases-{n}"> '
+                       f'{html.escape(claim)}{source} <span class="cases">{len(keys)} cases</span></label></td>'
+                       f"{summary}</tr>")
+        for key in keys:
+            row0 = next(iter(by_claim[key].values()))
+            cells = "".join(claim_cell(by_claim[key].get(m), links.get((m, nb)),
+                                       missing_reason(m, nb, row0["experiment"], runs, gaps)) for m in machines)
+            text = html.escape(key[1][len(claim):].strip(" []") or key[1]) if len(keys) > 1 else html.escape(key[1]) + source
+            row_class = ' class="subcase"' if len(keys) > 1 else ""
+            out.append(f'<tr{row_class}><td class="claim">{text}</td>{cells}</tr>')
+        out.append("</tbody>")
+    out += ["</table>"]
     return "\n".join(out)
+
+
+def source_claim(name: str) -> str:
+    """The claim as its source makes it: a row's name without the case it tests
+    (``"... twice as slow as .to(device) [below 1 MiB, warm cache]"`` -> ``"... .to(device)"``)."""
+    return name.split(" [", 1)[0].strip()
+
+
+_WORST_FIRST = (claims.DOES_NOT_HOLD, claims.BORDERLINE, claims.HOLDS, claims.NOT_TESTABLE)
+
+
+def group_cell(rows: Sequence[Mapping[str, Any] | None]) -> str:
+    """A source claim's cell on one machine: how many of its cases got each verdict, coloured by
+    the worst of them ("not recorded" when the machine has none)."""
+    verdicts = [r["verdict"] for r in rows if r is not None]
+    if not verdicts:
+        return '<td class="verdict-not-recorded">not recorded</td>'
+    worst = next(v for v in _WORST_FIRST if v in verdicts)
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in _WORST_FIRST if v in verdicts)
+    return f'<td class="{VERDICT_CLASS.get(worst, "")}">{html.escape(counts)}</td>'
 
 
 def verdict_counts(rows: Sequence[Mapping[str, Any]], machines: Sequence[str]) -> str:
