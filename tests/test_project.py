@@ -1,8 +1,9 @@
 """Project-level checks: notebooks committed clean, recordings present and current, set-up files agree."""
 
-import ast
+import importlib.util
 import json
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -34,19 +35,20 @@ def test_notebook_opens_with_what_you_will_learn_and_ends_with_claims_and_exerci
     cells = json.loads(notebook.read_text())["cells"]
     assert cells[0]["cell_type"] == "markdown" and "What you will learn" in "".join(cells[0]["source"])
     text = "".join("".join(c["source"]) for c in cells)
-    assert "ClaimsTable(NOTEBOOK)" in text or notebook.name.startswith("00_")
+    assert "claims_table(" in text, "the claims table: one call into the lesson's module"
     assert "exercises.check_" in text
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_what_we_see_is_printed_from_the_data_never_typed_in_markdown(notebook):
-    """Words follow numbers: "What we see" is said by claims.WhatWeSee in a code cell, so it is
-    computed on every machine the notebook runs or replays on (the truth check reads them)."""
+    """Words follow numbers: "What we see" is said by claims.WhatWeSee, built in the lesson's
+    module (helpers/lessons/) from the run, so it is computed on every machine the notebook runs
+    or replays on (the truth check reads them, tests/test_lesson_NN.py tests them)."""
     cells = json.loads(notebook.read_text())["cells"]
     typed = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and "what we see" in "".join(c["source"]).lower()]
     assert not typed, f"markdown cells {typed} say 'What we see': print it with claims.WhatWeSee(NOTEBOOK, run)"
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-    assert "claims.WhatWeSee(" in code or not any("run_or_replay(" in "".join(c["source"]) for c in cells)
+    assert "from helpers.lessons import" in code or not any("run_or_replay(" in "".join(c["source"]) for c in cells)
 
 
 def test_the_index_figures_match_the_recordings():
@@ -95,53 +97,34 @@ def test_readme_gives_exactly_the_two_commands_and_ci_calls_make_test():
         assert nb.stem in readme, f"README's table of notebooks lacks {nb.stem}"
 
 
-ANALYSIS_LINES = 40  # an analysis cell fits on a screen
 
 
-def _experiment_functions(cells: list[str], notebook: Path) -> set[str]:
-    """The functions a notebook passes to run_or_replay and every notebook function they reach."""
-    defined = {node.name: node for source in cells for node in ast.parse(source).body
-               if isinstance(node, ast.FunctionDef)}
-    todo = [e.function for e in records.experiments_in_notebook(notebook).values()]
-    reached: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in defined and name not in reached:
-            reached.add(name)
-            todo.extend(records.free_names(defined[name]))
-    return reached
-
-
-def analysis_lines(notebook: Path) -> dict[int, int]:
-    """Code cell index -> its non-blank lines, leaving out experiment definitions (the functions
-    run_or_replay runs, and what they call), which are the PyTorch being taught."""
-    cells = ["\n".join(line for line in "".join(c["source"]).splitlines() if not line.lstrip().startswith(("%", "!")))
-             for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
-    experiment = _experiment_functions(cells, notebook)
-    counts = {}
-    for index, source in enumerate(cells):
-        lines = source.splitlines()
-        keep = set(range(1, len(lines) + 1))
-        for node in ast.parse(source).body:
-            if isinstance(node, ast.FunctionDef) and node.name in experiment:
-                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                keep -= set(range(first, node.end_lineno + 1))
-        counts[index] = sum(1 for n in keep if lines[n - 1].strip())
-    return counts
-
-
-def test_analysis_lines_leave_out_experiments_and_count_the_rest(tmp_path):
-    code = "def exp(n):\n    return helper(n)\n\n\ndef helper(n):\n    return n\n\n\nrun = records.run_or_replay(exp, notebook='x', params=dict(n=1))\nprint(run)\n"
-    cell = {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None}
-    other = dict(cell, source="def unused():\n    return 1\n")
-    path = tmp_path / "99_x.ipynb"
-    path.write_text(json.dumps({"cells": [cell, other], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    assert analysis_lines(path) == {0: 2, 1: 2}
+def _lesson_shape():
+    if "lesson_shape" not in sys.modules:  # a dataclass needs its module registered
+        spec = importlib.util.spec_from_file_location("lesson_shape", ROOT / "tools" / "lesson_shape.py")
+        sys.modules["lesson_shape"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["lesson_shape"])
+    return sys.modules["lesson_shape"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_every_analysis_cell_fits_on_a_screen(notebook):
-    """Measuring and analysis live in the helpers: a cell that is not an experiment definition has
-    at most ANALYSIS_LINES non-blank lines (split it, or move what repeats into helpers)."""
-    long = {index: n for index, n in analysis_lines(notebook).items() if n > ANALYSIS_LINES}
-    assert not long, f"{notebook.stem}: code cells {long} (index: lines) are longer than {ANALYSIS_LINES} lines"
+def test_every_notebook_has_the_shape_of_a_lesson(notebook):
+    """Most of a notebook's code is the PyTorch being taught; the rest is short calls into its
+    lesson module (tools/lesson_shape.py says what is counted, CONTRIBUTING.md why)."""
+    problems = _lesson_shape().shape_of(notebook).problems()
+    assert not problems, f"{notebook.stem}: " + "; ".join(problems)
+
+
+def test_the_lesson_shape_counts_experiments_and_the_rest(tmp_path):
+    install = "# Set-up: run alone\nimport os\n"
+    code = ("def exp(n):\n    return helper(n)\n\n\ndef helper(n):\n    # a comment\n    return n\n\n\n"
+            "run = records.run_or_replay(exp, notebook='x', params=dict(n=1))\nprint(run)\n")
+    cells = [{"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+             for source in (install, code, "def unused():\n    return timing.calls_for(1)\n")]
+    path = tmp_path / "99_x.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    shape = _lesson_shape().shape_of(path)
+    assert (shape.lines, shape.experiment_lines, shape.other_functions) == (8, 4, ["unused"])
+    assert shape.longest_other_cell == 2 and shape.forbidden == ["calls_for("]
+    problems = " ".join(shape.problems())
+    assert "experiments are 50% of the code (at least 55%)" in problems and "uses calls_for" in problems

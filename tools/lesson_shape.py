@@ -45,6 +45,12 @@ class Budget:
 BUDGETS = {"00": Budget(lines=150, share=0.0, functions=2, cell=15)}
 DEFAULT_BUDGET = Budget(lines=450, share=0.55, functions=2, cell=15)
 FORBIDDEN = ("ctypes", "calls_for(")  # hardware queries and hand sizing belong to the package
+# What stays in a notebook only until a machine of the kind that recorded it can record it again:
+# taking it out changes the experiments' fingerprints, and no such machine could remake them.
+AWAITING_RERECORD = {
+    "05_device_to_device": ("calls_for(", "05's peer copies need two GPUs; none was lent when the other notebooks "
+                                          "moved to target_s= and hold_us='auto' (issue 23)"),
+}
 
 
 @dataclasses.dataclass
@@ -76,7 +82,8 @@ class Shape:
         if self.longest_other_cell > budget.cell:
             found.append(f"a cell of {self.longest_other_cell} lines that is not an experiment "
                          f"(at most {budget.cell})")
-        found += [f"uses {word.rstrip('(')} (move it into the package)" for word in self.forbidden]
+        waiting = AWAITING_RERECORD.get(self.notebook, ("", ""))[0]
+        found += [f"uses {word.rstrip('(')} (move it into the package)" for word in self.forbidden if word != waiting]
         return found
 
 
@@ -151,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(paths))
     if not args.check:
         return 0
+    for stem, (word, why) in AWAITING_RERECORD.items():
+        print(f"{stem} keeps {word.rstrip('(')} until it is re-recorded: {why}")
     failed = [(p.stem, s) for p in paths if (s := shape_of(p).problems())]
     for stem, problems in failed:
         print(f"{stem}: " + "; ".join(problems), file=sys.stderr)
