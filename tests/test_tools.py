@@ -128,3 +128,24 @@ def test_the_truth_check_reads_failed_marks_in_the_executed_replays(tmp_path, mo
     problems = replay_all.failed_marks([("2xH200", Path("notebooks/06_x.ipynb"))])
     assert len(problems) == 1 and problems[0].startswith("06_x cell 0 on 2xH200:")
     assert "gloo gives the host back late" in problems[0]
+
+
+def test_compare_verdicts_lists_changes_and_fails_only_on_a_flip(tmp_path, capsys):
+    compare = load("compare_verdicts")
+
+    def row(machine, verdict, value=1.0, name="c"):
+        return json.dumps({"kind": "claim", "machine": machine, "notebook": "01_x", "name": name, "verdict": verdict,
+                           "value": value, "spread": 0.1, "threshold": 1.0, "holds_if": "above"})
+
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text("\n".join([row("1xA", "holds", 1.5), row("1xB", "holds", 1.5), row("1xB", "holds", name="d"),
+                              json.dumps({"kind": "figure", "machine": "1xA"})]))
+    new.write_text("\n".join([row("1xA", "borderline here", 1.05), row("1xB", "does not hold here", 0.5),
+                              row("1xB", "holds", name="d")]))
+    assert compare.main([str(old), str(new), "--machine", "1xA"]) == 0
+    out = capsys.readouterr().out
+    assert "moved    1xA 01_x: c" in out and "holds: 1.5 ± 0.1 (> 1)  ->  borderline here: 1.05" in out
+    assert "1 of 1 verdicts changed; 0 flipped" in out
+    assert compare.main([str(old), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert out.index("FLIPPED  1xB") < out.index("moved    1xA") and "2 of 3 verdicts changed; 1 flipped" in out
