@@ -9,9 +9,9 @@
 | ``record`` | the GPU run of ``tools/gpu_run.py``: GPU tests, every notebook live, results/<machine>/, validated |
 | ``check`` | the headline figures measured again against this machine's rows in results/index.jsonl |
 
-This module measures nothing itself: clocks, warm-up and samples are ``helpers.timing``'s and
-``helpers.distributed``'s; the copies are composed exactly as the notebooks' experiments compose
-them (a test compares the calls). It imports the helpers; no helper imports it.
+This module measures nothing itself: ``h2d``, ``d2h`` and ``p2p`` call the notebooks' own
+experiments, which their ``#@save`` cells put into ``helpers.experiments`` (written once, in the
+notebook); collectives are ``helpers.distributed``'s. It imports the helpers; no helper imports it.
 
 Used by the command line (datamove).
 """
@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from . import config, distributed, hardware, records, timing
+from . import config, distributed, experiments, hardware, records, timing
 
 MiB, GiB = 2**20, 2**30
 ROOT = Path(__file__).resolve().parent.parent  # the clone: notebooks/, tools/, results/
@@ -293,62 +293,15 @@ def _cmd_copy(args: argparse.Namespace) -> int:
 P2P_REPEATS, LATENCY_BYTES, LATENCY_REPEATS, LATENCY_CALLS = 7, 4, 10, 50
 
 
-def _timed_peer_copy(src_gpu: int, dst_gpu: int, size: int, *, repeats: int, warmup: int, calls: int,
-                     hold_us: float, label: str, what: str) -> timing.Timing:
-    """dst.copy_(src) from ``src_gpu`` to ``dst_gpu``, timed on the source GPU's stream, then checked."""
-    src = torch.randint(0, 256, (size,), dtype=torch.uint8, device=f"cuda:{src_gpu}")
-    dst = torch.empty(size, dtype=torch.uint8, device=f"cuda:{dst_gpu}")
-    with torch.cuda.device(src_gpu):
-        result = timing.cuda_events(
-            lambda: dst.copy_(src, non_blocking=True), repeats=repeats, warmup=warmup,
-            calls_per_sample=calls, nbytes=size, hold_us=hold_us, label=label)
-    timing.verify_copy(src, dst, what)
-    return result
-
-
-def _peer_one_way(src_gpu: int, dst_gpu: int, size: int) -> timing.Timing:
-    """As notebook 05's peer_copy_bandwidth: dst.copy_(src) timed on the source GPU's stream."""
-    calls = timing.calls_for(size / 300e9, most=32)  # about 2 ms of copying per sample
-    return _timed_peer_copy(src_gpu, dst_gpu, size, repeats=P2P_REPEATS, warmup=3, calls=calls,
-                            hold_us=200 + 50 * calls,
-                            label=f"cuda:{src_gpu} -> cuda:{dst_gpu}, {timing.format_bytes(size)}",
-                            what=f"peer copy cuda:{src_gpu} -> cuda:{dst_gpu}")
-
-
-def _peer_both_ways(i: int, j: int, size: int) -> timing.Timing:
-    """As notebook 05's peer_copy_both_ways: i -> j and j -> i at once, each on streams of its own."""
-    x_i = torch.randint(0, 256, (size,), dtype=torch.uint8, device=f"cuda:{i}")
-    x_j = torch.randint(0, 256, (size,), dtype=torch.uint8, device=f"cuda:{j}")
-    on_j, on_i = torch.empty_like(x_j), torch.empty_like(x_i)
-    timed = torch.cuda.Stream(device=i)       # the clock runs here; i -> j copies run here too
-    i_to_j_dst = torch.cuda.Stream(device=j)  # cuda:j's current stream for the i -> j copies
-    j_to_i = torch.cuda.Stream(device=j)      # j -> i copies run here
-    j_to_i_dst = torch.cuda.Stream(device=i)  # cuda:i's current stream for the j -> i copies
-
-    def both_directions() -> None:
-        j_to_i.wait_stream(timed)
-        with torch.cuda.stream(i_to_j_dst):
-            on_j.copy_(x_i, non_blocking=True)
-        with torch.cuda.stream(j_to_i_dst), torch.cuda.stream(j_to_i):
-            on_i.copy_(x_j, non_blocking=True)
-        timed.wait_stream(j_to_i)
-
-    calls = timing.calls_for(2 * size / 600e9, most=16)
-    with torch.cuda.device(i), torch.cuda.stream(timed):
-        result = timing.cuda_events(
-            both_directions, repeats=P2P_REPEATS, warmup=3, calls_per_sample=calls,
-            nbytes=2 * size, hold_us=300 + 150 * calls,
-            label=f"cuda:{i} <-> cuda:{j}, {timing.format_bytes(size)} each way")
-    timing.verify_copy(x_i, on_j, f"cuda:{i} -> cuda:{j} (both ways)")
-    timing.verify_copy(x_j, on_i, f"cuda:{j} -> cuda:{i} (both ways)")
-    return result
-
-
-def _peer_latency(src_gpu: int, dst_gpu: int, size: int = LATENCY_BYTES) -> timing.Timing:
-    """As notebook 05's peer_copy_latency: many small copies queued behind a held stream."""
-    return _timed_peer_copy(src_gpu, dst_gpu, size, repeats=LATENCY_REPEATS, warmup=10, calls=LATENCY_CALLS,
-                            hold_us=500 + 50 * LATENCY_CALLS, label=f"cuda:{src_gpu} -> cuda:{dst_gpu}, {size} B",
-                            what=f"small copy cuda:{src_gpu} -> cuda:{dst_gpu}")
+def _peer_matrices(size: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Notebook 05's three peer-copy experiments, run at one size for every pair of GPUs here:
+    one way ({"i->j": [Timing]}), both ways ({"i<->j": [Timing]}) and latency ({"i->j": [Timing]})."""
+    print(f"datamove p2p: one way, both ways and latency, {timing.format_bytes(size)}, every pair of GPUs",
+          file=sys.stderr, flush=True)
+    one_way = experiments.peer_copy_bandwidth(sizes=[size], repeats=P2P_REPEATS)
+    both = experiments.peer_copy_both_ways(sizes=[size], repeats=P2P_REPEATS)
+    latency = experiments.peer_copy_latency(sizes=[LATENCY_BYTES], repeats=LATENCY_REPEATS, calls=LATENCY_CALLS)
+    return one_way, both, latency
 
 
 def _matrix_text(title: str, matrix: list[list[float | None]], unit: str) -> str:
@@ -362,13 +315,10 @@ def _matrix_text(title: str, matrix: list[list[float | None]], unit: str) -> str
 def _cmd_p2p(args: argparse.Namespace) -> int:
     _need_gpus(2)
     n, size = hardware.gpu_count(), args.size
-    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
-    one_way = {pair: _peer_one_way(*pair, size) for pair in _progress(pairs, "one way")}
-    both = {(i, j): _peer_both_ways(i, j, size) for i, j in _progress([p for p in pairs if p[0] < p[1]], "both ways")}
-    latency = {(i, j): _peer_latency(i, j) for i, j in _progress([(i, j) for i in range(n) for j in range(n)], "latency")}
-    uni = [[one_way[(i, j)].gbps if i != j else None for j in range(n)] for i in range(n)]
-    bidi = [[both[tuple(sorted((i, j)))].gbps if i != j else None for j in range(n)] for i in range(n)]
-    lat = [[latency[(i, j)].median_us for j in range(n)] for i in range(n)]
+    one_way, both, latency = _peer_matrices(size)
+    uni = [[one_way[f"{i}->{j}"][0].gbps if i != j else None for j in range(n)] for i in range(n)]
+    bidi = [[both[f"{min(i, j)}<->{max(i, j)}"][0].gbps if i != j else None for j in range(n)] for i in range(n)]
+    lat = [[latency[f"{i}->{j}"][0].median_us for j in range(n)] for i in range(n)]
     peer = hardware.peer_access()
     rows = [{"src": i, "dst": j, "peer_access": peer[i][j], "unidirectional_gbps": uni[i][j],
              "bidirectional_gbps": bidi[i][j], "latency_us": lat[i][j]} for i in range(n) for j in range(n)]
@@ -829,7 +779,7 @@ def _measure_headline(key: str, base: dict[str, Any]) -> float | None:
     if key in ("H2D pinned", "D2H pinned"):
         return _host_copy(key[:3].lower(), True, nbytes).gbps
     if key.startswith("P2P"):
-        return _peer_one_way(0, 1, nbytes).gbps
+        return experiments.peer_copy_bandwidth(sizes=[nbytes], repeats=P2P_REPEATS)["0->1"][0].gbps
     result = distributed.launch(distributed.collective_timings, ranks, backend="nccl", timeout_s=300,
                                 kwargs=dict(ops=["all_reduce"], sizes=[nbytes], warmup=COLLECTIVE_WARMUP,
                                             iters=COLLECTIVE_ITERS, samples=COLLECTIVE_SAMPLES))

@@ -24,7 +24,7 @@ import pytest
 import torch
 from notebook_code import definitions
 
-from helpers import cli, distributed, hardware, records, timing
+from helpers import cli, distributed, experiments, hardware, records, timing
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB, GiB = 2**20, 2**30
@@ -263,14 +263,40 @@ def test_the_command_line_takes_the_notebooks_full_size_params():
         collectives["warmup"], collectives["iters"], collectives["samples"])
 
 
-def test_p2p_times_exactly_as_notebook_05s_peer_copies(monkeypatch):
-    nb = "05_device_to_device.ipynb"
-    one_way = _notebook_calls(nb, "peer_copy_bandwidth", [4096], cli.P2P_REPEATS)
-    assert one_way == _cli_calls(monkeypatch, lambda: [cli._peer_one_way(0, 1, 4096), cli._peer_one_way(1, 0, 4096)])
-    both = _notebook_calls(nb, "peer_copy_both_ways", [4096], cli.P2P_REPEATS)
-    assert both == _cli_calls(monkeypatch, lambda: cli._peer_both_ways(0, 1, 4096))
-    latency = _notebook_calls(nb, "peer_copy_latency", [cli.LATENCY_BYTES], cli.LATENCY_REPEATS, cli.LATENCY_CALLS)
-    assert latency == _cli_calls(monkeypatch, lambda: [cli._peer_latency(i, j) for i in range(2) for j in range(2)])
+def test_p2p_runs_notebook_05s_saved_experiments_with_its_params(monkeypatch, capsys):
+    """The peer matrices come from notebook 05's own experiments (helpers/experiments.py, its
+    #@save cells), called with the notebook's full-size params, and are laid out pair by pair."""
+    called = {}
+
+    def fake(name, keys, rate):
+        def experiment(**kwargs):
+            called[name] = kwargs
+            return {key: [_fake_timing(kwargs["sizes"][0], kwargs["sizes"][0] / rate)] for key in keys}
+        return experiment
+
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    monkeypatch.setattr(hardware, "peer_access", lambda: [[True, True], [True, True]])
+    monkeypatch.setattr(cli, "_machine_facts", lambda: {"gpu": "FAKE", "gpus": 2})
+    monkeypatch.setattr(experiments, "peer_copy_bandwidth", fake("one", ["0->1", "1->0"], 300e9))
+    monkeypatch.setattr(experiments, "peer_copy_both_ways", fake("both", ["0<->1"], 600e9))
+    monkeypatch.setattr(experiments, "peer_copy_latency", fake("latency", ["0->0", "0->1", "1->0", "1->1"], 1e6))
+    assert cli.main(["p2p", "--size", "64MiB", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    params = records.experiments_in_notebook(ROOT / "notebooks" / "05_device_to_device.ipynb")
+    assert called["one"] == {"sizes": [64 * 2**20], "repeats": params["peer_copy_bandwidth"].params["repeats"]}
+    assert called["both"] == {"sizes": [64 * 2**20], "repeats": params["peer_copy_both_ways"].params["repeats"]}
+    latency = params["peer_copy_latency"].params
+    assert called["latency"] == {"sizes": [cli.LATENCY_BYTES], "repeats": latency["repeats"], "calls": latency["calls"]}
+    assert out["unidirectional_gbps"][0][1] == pytest.approx(300) and out["unidirectional_gbps"][0][0] is None
+    assert out["bidirectional_gbps"][1][0] == pytest.approx(600)
+    assert out["latency_us"][1][1] == pytest.approx(cli.LATENCY_BYTES / 1e6 * 1e6)
+
+
+def test_helpers_experiments_is_what_the_notebooks_save():
+    """helpers/experiments.py is generated from the notebooks' #@save cells: never edited by hand."""
+    save = subprocess.run([sys.executable, str(ROOT / "tools" / "save_experiments.py"), "--check"],
+                          capture_output=True, text=True)
+    assert save.returncode == 0, save.stderr
 
 
 # ---------------------------------------------------------------- doctor
