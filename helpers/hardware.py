@@ -631,3 +631,29 @@ def gpu_topology() -> dict[str, Any]:
     n = max(max(pair) for pair in pairs) + 1
     return {"source": "nvidia-smi topo -m",
             "links": [["X" if i == j else pairs.get((i, j), "unknown") for j in range(n)] for i in range(n)]}
+
+
+def copy_engine_count(device: int = 0) -> int | None:
+    """The number of copy (DMA) engines the CUDA driver reports for GPU ``device``: an int, or
+    None where no CUDA driver answers (no ``libcuda``, or a call that fails).
+
+    This is ``CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT`` (40 in cuda.h), read through the driver
+    API with ctypes because ``torch.cuda.get_device_properties`` does not carry it. With one
+    engine, copies in one direction at a time run beside kernels; with two or more, a
+    host-to-device and a device-to-host copy can also run at the same time.
+
+    Taught in 03_streams_and_overlap.
+    """
+    import ctypes
+
+    device = check_count(device, "device", 0)
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    handle, value = ctypes.c_int(), ctypes.c_int()
+    if libcuda.cuInit(0) != 0 or libcuda.cuDeviceGet(ctypes.byref(handle), device) != 0:
+        return None
+    if libcuda.cuDeviceGetAttribute(ctypes.byref(value), 40, handle) != 0:
+        return None
+    return value.value

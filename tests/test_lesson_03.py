@@ -1,0 +1,529 @@
+"""Notebook 03's analysis (helpers/lessons/streams.py, streams_claims.py) on the recordings of every
+recorded machine, and on hand-made runs for the branches the recordings do not reach.
+
+Every sentence's numbers and words are checked against values computed here from ``run.value``
+(the trace's intervals and the timings), not with the module's own helpers."""
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+
+from helpers import claims, records, timing, trace
+from helpers.lessons import streams, streams_claims
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = "03_streams_and_overlap"
+NAMES = ("stream_ordering", "pinned_x_streamed", "copy_engines", "launch_order", "double_buffering")
+RUNS = {name: records.recorded_runs(NOTEBOOK, name) for name in NAMES}
+MACHINES = sorted(RUNS["stream_ordering"])
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_every_machine_that_recorded_03_is_tested():
+    assert len(MACHINES) >= 3
+    assert all(RUNS[name].keys() == RUNS["stream_ordering"].keys() for name in NAMES)
+
+
+# ---------------------------------------------------------------- independent statistics
+
+def _steps(profile):
+    """The intervals of each profiled step (from one ProfilerStep# host range to the next)."""
+    starts = sorted(iv.start_us for iv in profile.intervals
+                    if iv.kind == "annotation" and iv.name.startswith("ProfilerStep#") and iv.device is None)
+    bounds = [*starts[1:], float("inf")]
+    return [[iv for iv in profile.intervals if a <= iv.start_us < b] for a, b in zip(starts, bounds, strict=True)]
+
+
+def _median_per_step(profile, measure):
+    return statistics.median(measure(step) for step in _steps(profile))
+
+
+def _two_lanes(intervals, kind):
+    work = [iv for iv in intervals if iv.kind == kind]
+    streams_seen = sorted({iv.stream for iv in work})
+    if len(streams_seen) != 2:
+        return 0.0
+    return trace.overlap_ratio(*([iv for iv in work if iv.stream == s] for s in streams_seen))
+
+
+def _busy_us(intervals):
+    return trace.covered_us([iv for iv in intervals if iv.kind == "kernel"])
+
+
+def _copy_vs_kernels(intervals):
+    copies = [iv for iv in intervals if iv.kind == "memcpy" and iv.copy_kind == "HtoD"]
+    kernels = [iv for iv in intervals if iv.kind == "kernel" and "spin_kernel" not in iv.name]
+    return copies, kernels
+
+
+def _overlap(profile):
+    return _median_per_step(profile, lambda step: trace.overlap_ratio(*_copy_vs_kernels(step)))
+
+
+def _host_ms(profile):
+    return trace.host_blocked_us(profile.intervals, "cudaMemcpyAsync") / profile.steps / 1e3
+
+
+def _held(profile):
+    return _median_per_step(profile, lambda step: trace.host_blocked_us(step, "cudaMemcpyAsync")
+                            / trace.covered_us(_copy_vs_kernels(step)[0]))
+
+
+def _numbers(text):
+    return [float(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", text)]
+
+
+def _after(text, prefix, unit=""):
+    """The number that follows ``prefix`` in ``text`` (optionally followed by ``unit``)."""
+    match = re.search(re.escape(prefix) + r"\s*(-?\d+(?:\.\d+)?)" + re.escape(unit), text)
+    assert match, f"{prefix!r} not in {text!r}"
+    return float(match.group(1))
+
+
+# ---------------------------------------------------------------- 1. streams and order
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_ordering_sentences_agree_with_the_trace(machine):
+    run = RUNS["stream_ordering"][machine]
+    spin_us = run.params["spin_us"]
+    first, spins, mms = streams.see_ordering(run).sentences
+    for step in _steps(run.value["in order"]):
+        kernels = sorted((iv for iv in step if iv.kind == "kernel"), key=lambda iv: iv.start_us)
+        assert [round(iv.duration_us / 50) for iv in kernels] == [round(us / 50) for us in spin_us]
+    assert "in the order we queued them" in first
+    assert f"the {min(spin_us):.0f} us one waited for the {spin_us[0]:.0f} us one" in first
+
+    spins_overlap = _median_per_step(run.value["spins, two streams"], lambda s: _two_lanes(s, "kernel"))
+    assert _after(spins, "side by side for", "%") == round(spins_overlap * 100)
+    spin_gain = (_median_per_step(run.value["spins, two streams"], _busy_us)
+                 / _median_per_step(run.value["spins, one stream"], _busy_us))
+    assert _after(spins, "busy") == pytest.approx(spin_gain, abs=0.006)
+    assert ("(about half)" in spins) == (0.45 <= spin_gain <= 0.6)
+    assert "2 profiled steps" in spins  # the trace's steps: fewer than 5, so the sentence says how many
+
+    mm_overlap = _median_per_step(run.value["matmuls, two streams"], lambda s: _two_lanes(s, "kernel"))
+    mm_gain = (_median_per_step(run.value["matmuls, two streams"], _busy_us)
+               / _median_per_step(run.value["matmuls, one stream"], _busy_us))
+    assert _after(mms, "side by side for", "%") == round(mm_overlap * 100)
+    assert _after(mms, "kept the GPU busy") == pytest.approx(mm_gain, abs=0.006)
+    assert mms.endswith("no time saved.") == (mm_gain >= 0.95)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_show_ordering_prints_the_facts_and_draws_two_timelines(machine, capsys):
+    run = RUNS["stream_ordering"][machine]
+    streams.show_ordering(run)
+    out = capsys.readouterr().out
+    facts = run.value["facts"]
+    assert f"current stream is the default stream: {facts['current_is_default']}" in out
+    assert all(f"{h:#x}" in out for h in facts["side_handles"])
+    assert "same order as submitted: True" in out and "spins, two streams" in out
+    assert len(plt.get_fignums()) == 2
+
+
+def _run(value, params, machine="1xFAKE"):
+    return records.Run(value, False, {"machine": {"machine": machine}, "params": params, "date": "2026-01-01"})
+
+
+def _step_profile(steps, host_calls=()):
+    """A profile of ``steps`` (lists of intervals, times from 0 within each step), 1000 us apart."""
+    intervals = []
+    for n, step in enumerate(steps):
+        t0 = n * 1000.0
+        intervals.append(trace.Interval("annotation", f"ProfilerStep#{n}", t0, t0 + 999, thread=1))
+        for iv in step:
+            intervals.append(trace.Interval(iv.kind, iv.name, iv.start_us + t0, iv.end_us + t0, device=iv.device,
+                                            stream=iv.stream, thread=iv.thread, copy_kind=iv.copy_kind))
+    return trace.Profile(intervals=intervals, steps=len(steps))
+
+
+def _kernel(start, end, stream=7, name="gemm"):
+    return trace.Interval("kernel", name, start, end, device=0, stream=stream)
+
+
+def _copy(start, end, stream=9, kind="HtoD"):
+    return trace.Interval("memcpy", f"Memcpy {kind}", start, end, device=0, stream=stream, copy_kind=kind)
+
+
+def _memcpy_call(start, end):
+    return trace.Interval("runtime", "cudaMemcpyAsync", start, end, thread=1)
+
+
+def _ordering_run(in_order, pair, matmuls, spin_us=(50.0, 400.0)):
+    """Spin kernels of ``in_order`` (start, end) on one stream; ``pair`` and ``matmuls``: the
+    (one stream, two streams) kernels of each pair, as lists of (start, end, stream)."""
+    def profile(kernels):
+        return _step_profile([[_kernel(a, b, s) for a, b, s in kernels]] * 2)
+    value = {"facts": {"current_is_default": True, "default_handle": 0, "side_handles": [1, 2]},
+             "in order": _step_profile([[_kernel(a, b) for a, b in in_order]] * 2),
+             "spins, one stream": profile(pair[0]), "spins, two streams": profile(pair[1]),
+             "matmuls, one stream": profile(matmuls[0]), "matmuls, two streams": profile(matmuls[1])}
+    return _run(value, {"spin_us": list(spin_us), "pair_us": 100.0, "matmul_n": 64})
+
+
+def test_ordering_out_of_order_no_wait_and_time_saved():
+    serial = [(0, 100, 1), (150, 250, 1)]  # a gap: busy time is the time covered, not the span
+    # the short kernel queued first: nothing waited; two streams: 0.7 of the time, matmuls too
+    run = _ordering_run([(0, 50), (50, 450)], (serial, [(0, 100, 1), (40, 140, 2)]),
+                        (serial, [(0, 100, 1), (40, 140, 2)]))
+    first, spins, mms = streams.see_ordering(run).sentences
+    assert first.endswith("whatever their length.")
+    assert "busy 0.70 times as long" in spins and "(about half)" not in spins
+    assert mms.endswith("0.70 times as long as on one stream: time saved.")
+    # the kernels swapped (the long one ran first) and overlapping: the order was not kept
+    swapped = _ordering_run([(0, 400), (300, 350)], (serial, serial), (serial, [(0, 100, 1), (70, 170, 2)]))
+    first, _, mms = streams.see_ordering(swapped).sentences
+    assert "did not keep the order" in first and "in order: False, never overlapping: False" in first
+    assert mms.endswith("0.85 times as long as on one stream: a little time saved.")
+    table = streams_claims.claims_table(swapped, *_claims_runs()[1:])
+    assert table.verdicts()["Tasks on one stream execute strictly in the order they were submitted"] == claims.DOES_NOT_HOLD
+
+
+# ---------------------------------------------------------------- 2. the tutorial's four cases
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_tutorial_sentences_agree_with_the_trace(machine):
+    run = RUNS["pinned_x_streamed"][machine]
+    profiles = run.value["profiles"]
+    pinned, current, pageable = streams.see_tutorial(run).sentences
+    side = _overlap(profiles["pinned, side stream"])
+    assert _after(pinned, "beside the kernel for", "%") == round(side * 100)
+    assert _after(pinned, "(overlap ratio") == pytest.approx(side, abs=1e-3)
+    cur = _overlap(profiles["pinned, current stream"])
+    assert ("ran one after the other" in current) == (cur < 0.2)
+    side_ms, current_ms = _host_ms(profiles["pageable, side stream"]), _host_ms(profiles["pageable, current stream"])
+    assert _after(pageable, "for", " ms (side stream)") == pytest.approx(side_ms, abs=0.051)
+    assert _after(pageable, "and", " ms (current stream)") == pytest.approx(current_ms, abs=0.051)
+    held = [_held(profiles[f"pageable, {where}"]) for where in ("side stream", "current stream")]
+    said = _numbers(pageable.split("current stream),")[1].split("times")[0])
+    assert said[0] == pytest.approx(held[0], abs=0.006) and said[-1] == pytest.approx(held[-1], abs=0.006)
+    pageable_overlap = [_overlap(profiles[f"pageable, {where}"]) for where in ("side stream", "current stream")]
+    assert ("only then launched the kernels" in pageable) == (max(pageable_overlap) < 0.2)
+    assert "medians of 2 profiled steps" in pageable
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_requirements_and_the_best_configuration(machine, capsys):
+    run = RUNS["pinned_x_streamed"][machine]
+    overlaps = {label: _overlap(p) for label, p in run.value["profiles"].items()}
+    assert streams.best_configuration(run) == max(overlaps, key=overlaps.get)
+    table = streams_claims.show_requirements(run)
+    assert [row[1] for row in table.rows[:3]] == ["pinned, side stream", "pinned, current stream", "pageable, side stream"]
+    for row in table.rows[:3]:
+        assert _numbers(row[2])[0] == pytest.approx(overlaps[row[1]], abs=1e-3)
+    others = [v for label, v in overlaps.items() if label != "pinned, side stream"]
+    if overlaps["pinned, side stream"] > 0.96 and max(others) < 0.19:  # far from both thresholds
+        assert [row[4] for row in table.rows] == [claims.HOLDS] * 4
+    assert "2 profiled steps" in table.headers[2]
+    streams.show_tutorial(run)
+    out = capsys.readouterr().out
+    assert str(run.value["copy"]) in out and f"kernel: {run.value['matmuls_per_kernel']} matmuls" in out
+    assert len(plt.get_fignums()) == 1
+
+
+def _tutorial_run(overlaps, held):
+    """Four configurations, two steps each: the copy (100 us) overlapping a kernel by
+    ``overlaps[label]`` of its time, the host in cudaMemcpyAsync ``held[label]`` of it."""
+    profiles = {}
+    for label, share in overlaps.items():
+        step = [_copy(0, 100), _kernel(100 - 100 * share, 200 - 100 * share), _memcpy_call(0, 100 * held[label])]
+        profiles[label] = _step_profile([step, step])
+    return _run({"profiles": profiles, "copy": timing.Timing([1e-3], "cuda events", 1000),
+                 "one_matmul": timing.Timing([1e-4], "cuda events"), "matmuls_per_kernel": 3}, {})
+
+
+LABELS = ("pinned, side stream", "pinned, current stream", "pageable, side stream", "pageable, current stream")
+
+
+def test_the_tutorial_sentences_when_the_requirements_are_not_needed():
+    run = _tutorial_run(dict(zip(LABELS, (1.0, 0.5, 0.6, 0.3), strict=True)),
+                        dict(zip(LABELS, (0.01, 0.01, 0.9, 1.1), strict=True)))
+    pinned, current, pageable = streams.see_tutorial(run).sentences
+    assert "for 100% of its time" in pinned
+    assert "still overlapped" in current
+    assert "0.90 and 1.10 times as long as the GPU copy" in pageable
+    assert "and yet some of the kernel ran beside the copy: overlap ratios 0.60 (side stream) and 0.30" in pageable
+    table = streams_claims.show_requirements(run)
+    assert table.rows[1][4] == claims.DOES_NOT_HOLD and table.rows[3][1] == "all four (decided by pageable, current stream)"
+    assert streams.best_configuration(run) == "pinned, side stream"
+
+
+# ---------------------------------------------------------------- 3. copy engines
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_engine_sentences_agree_with_the_timings_and_the_trace(machine, capsys):
+    run = RUNS["copy_engines"][machine]
+    count, opposite, same = streams.see_engines(run).sentences
+    assert count == f"The driver reports {run.value['copy_engines']} copy engines."
+    median = {label: t.median_s for label, t in run.value["times"].items()}
+    both = _median_per_step(run.value["H2D + D2H"], lambda s: _two_lanes(s, "memcpy"))
+    both_ways = median["H2D + D2H"] / (median["H2D alone"] + median["D2H alone"])
+    assert _after(opposite, "side by side for", "%") == round(both * 100)
+    assert _after(opposite, "together took") == pytest.approx(both_ways, abs=0.006)
+    assert opposite.endswith("own direction of the link.") == (both >= 0.9 and both_ways < 0.8)
+    same_way = median["H2D + H2D"] / (2 * median["H2D alone"])
+    same_overlap = _median_per_step(run.value["H2D + H2D"], lambda s: _two_lanes(s, "memcpy"))
+    assert ("ran one after the other" in same) == (same_overlap < 0.2)
+    assert _after(same, "together took") == pytest.approx(same_way, abs=0.006)
+    assert same.endswith("one link direction is the limit.") == (same_way >= 0.9)
+    streams.show_engines(run)
+    out = capsys.readouterr().out
+    assert f"copy engines reported by the driver: {run.value['copy_engines']}" in out
+    assert "agrees with the engine count" in out and len(plt.get_fignums()) == 1
+
+
+def _engines_run(count, both_overlap, same_overlap, times_ms):
+    def pair(share):
+        return _step_profile([[_copy(0, 100, 1), _copy(100 - 100 * share, 200 - 100 * share, 2, "DtoH")]] * 2)
+    times = {label: timing.Timing([ms / 1e3] * 3, "host clock") for label, ms in times_ms.items()}
+    return _run({"copy_engines": count, "times": times, "H2D + D2H": pair(both_overlap),
+                 "H2D + H2D": pair(same_overlap)}, {})
+
+
+def test_the_engine_sentences_without_a_count_and_with_one_engine():
+    times = {"H2D alone": 1.0, "D2H alone": 1.0, "H2D + D2H": 1.9, "H2D + H2D": 1.0}
+    run = _engines_run(None, 0.1, 0.5, times)
+    count, opposite, same = streams.see_engines(run).sentences
+    assert count == "The driver's copy engine count could not be read."
+    assert opposite.endswith("0.95 times as long as the two one after the other.")
+    assert same.startswith("Two host-to-device copies ran side by side") and same.endswith("0.50 times as long as the two one after the other.")
+    rows = {c.text: c for c in streams_claims.claims_table(*_claims_runs(engines=run)).claims}
+    (engine_row,) = [c for text, c in rows.items() if text.startswith("Requirement (3)")]
+    assert engine_row.verdict == claims.NOT_TESTABLE
+    one = _engines_run(1, 0.1, 0.5, times)
+    assert streams.see_engines(one).sentences[0] == "The driver reports 1 copy engine."
+    table = streams_claims.claims_table(*_claims_runs(engines=one))
+    (engine_row,) = [c for c in table.claims if c.text.startswith("Requirement (3)")]
+    assert "one engine below 0.9" in engine_row.measured and engine_row.verdict == claims.HOLDS
+
+
+# ---------------------------------------------------------------- 4. launch order
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_launch_order_sentences_agree_with_the_trace(machine, capsys):
+    run = RUNS["launch_order"][machine]
+    profiles = run.value["profiles"]
+    host, order, pinned = streams.see_launch_order(run).sentences
+    kf, cf = profiles["pageable, kernel first"], profiles["pageable, copy first"]
+    said = _numbers(host.split("the labelled range")[0])
+    assert said[:2] == pytest.approx([_host_ms(kf), _host_ms(cf)], abs=0.051)
+    assert said[2:4] == pytest.approx([_held(kf), _held(cf)], abs=0.006)
+    s1_copy = [iv for iv in cf.intervals if iv.kind == "annotation" and iv.name == "S1 copy" and iv.device is None]
+    assert _after(host, "lasted", " ms") == pytest.approx(trace.covered_us(s1_copy) / cf.steps / 1e3, abs=0.051)
+    assert ("ran beside it" in order) == (_overlap(kf) >= 0.5)
+    assert _after(order, "an overlap ratio of") == pytest.approx(_overlap(kf), abs=0.006)
+    assert _after(order, "launched before the kernel,") == pytest.approx(_overlap(cf), abs=0.006)
+    assert order.endswith("(nearly) done.") == (_overlap(cf) < 0.2)
+    pinned_kf, pinned_cf = profiles["pinned, kernel first"], profiles["pinned, copy first"]
+    assert _after(pinned, "at most", " us") == pytest.approx(max(_host_ms(pinned_kf), _host_ms(pinned_cf)) * 1e3, abs=0.51)
+    assert pinned.endswith("both orders overlap (above 0.95).") == (min(_overlap(pinned_kf), _overlap(pinned_cf)) > 0.96)
+    assert streams.host_in_memcpy_ms(run, "pageable, copy first") == pytest.approx(_host_ms(cf))
+    streams.show_launch_order(run)
+    out = capsys.readouterr().out
+    assert str(run.value["pageable_copy"]) in out and len(plt.get_fignums()) == 1
+
+
+def _order_run(kf_overlap, cf_overlap, pinned_overlaps, steps=2):
+    profiles = {}
+    for label, share in (("pageable, kernel first", kf_overlap), ("pageable, copy first", cf_overlap),
+                         ("pinned, kernel first", pinned_overlaps[0]), ("pinned, copy first", pinned_overlaps[1])):
+        held = 1.0 if label.startswith("pageable") else 0.01
+        profiles[label] = _step_profile([[_copy(0, 100), _kernel(100 - 100 * share, 200 - 100 * share),
+                                          _memcpy_call(0, 100 * held),
+                                          trace.Interval("annotation", "S1 copy", 0, 100, thread=1)]] * steps)
+    return _run({"profiles": profiles, "pageable_copy": timing.Timing([1e-4] * 3, "host clock"),
+                 "one_matmul": timing.Timing([1e-4], "cuda events"), "matmuls": 2}, {})
+
+
+@pytest.mark.parametrize("pinned_overlaps, ending", [
+    ((0.955, 1.0), "kernel first is within the noise of the 0.95 we count as overlap"),
+    ((1.0, 0.5), "copy first does not reach the 0.95 we count as overlap"),
+])
+def test_a_pinned_copy_that_does_not_clearly_overlap_is_named(pinned_overlaps, ending):
+    run = _order_run(0.3, 0.4, pinned_overlaps)
+    _, order, pinned = streams.see_launch_order(run).sentences
+    assert "barely overlapped it" in order and order.endswith(", 0.40.")
+    assert ending in pinned
+    rows = streams_claims.claims_table(*_claims_runs(order=run)).verdicts()
+    assert rows["Pinned memory is the reliable way to overlap (either launch order)"] == (
+        claims.BORDERLINE if "noise" in ending else claims.DOES_NOT_HOLD)
+    assert rows["With a pageable copy, overlap only happens when the kernel was launched before the copy"] == claims.DOES_NOT_HOLD
+
+
+def test_host_in_memcpy_ms_refuses_an_unknown_configuration():
+    with pytest.raises(ValueError, match="pageable, copy first"):
+        streams.host_in_memcpy_ms(_order_run(1.0, 0.0, (1.0, 1.0)), "pageable, second")
+
+
+# ---------------------------------------------------------------- 5. prefetching
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_prefetching_sentences_agree_with_the_timings(machine, capsys):
+    run = RUNS["double_buffering"][machine]
+    db, n = run.value, run.params["n_batches"]
+    seen = streams.see_prefetching(run)
+    (check,) = seen.checks
+    assert check.holds == bool(db["same_results"])
+    hidden_sentence, loops = seen.sentences
+    for loop, word in (("prefetched", "copy time in the prefetching loop"), ("serial", "in the serial loop")):
+        profile = db[f"{loop} trace"]
+        copies = profile.select(kind="memcpy", copy_kind="HtoD")
+        share = trace.overlap_us(copies, profile.select(kind="kernel")) / trace.covered_us(copies)
+        assert f"{share:.0%} {'of the ' if loop == 'prefetched' else ''}{word}" in hidden_sentence
+    serial, prefetched = db["serial"].median_s, db["prefetched"].median_s
+    assert _after(loops, "took", " ms") == pytest.approx(prefetched * 1e3, abs=0.051)
+    assert _after(loops, "against", " ms") == pytest.approx(serial * 1e3, abs=0.051)
+    speedup = serial / prefetched
+    assert _after(loops, "prefetching time) of", "x") == pytest.approx(speedup, rel=0.01)
+    c, k = db["copy"].median_s, db["compute"].median_s
+    best_n = n * (c + k) / (c + (n - 1) * max(c, k) + k)
+    many = (c + k) / max(c, k)
+    assert streams.ideal_speedup(run) == pytest.approx(many)
+    share = (speedup - 1) / (best_n - 1)
+    if share > 1:  # no share of a bound above 100% is ever said
+        assert f"more than the {best_n:.2f}x" in loops and "% of the gain" not in loops
+    else:
+        assert f"{share:.0%} of the gain" in loops and f"({best_n:.2f}x)" in loops
+        assert f"below the many-batch limit of {many:.2f}x" in loops and speedup < many
+    streams.show_prefetching(run)
+    out = capsys.readouterr().out
+    assert f"both loops give the same results: {db['same_results']}" in out
+    assert ("share of the possible gain obtained" in out) == (share <= 1)
+    assert len(plt.get_fignums()) == 1
+
+
+def _prefetch_run(copy_ms, compute_ms, serial_ms, prefetched_ms, traced_copy_ms, same=True, n=4):
+    def loop_trace(overlap):
+        copies = [_copy(i * 2000, i * 2000 + traced_copy_ms * 1000) for i in range(n)]
+        return trace.Profile(intervals=copies + [_kernel(0, n * 2000 * overlap)], steps=1)
+    value = {"copy": timing.Timing([copy_ms / 1e3] * 5, "cuda events", 1000),
+             "compute": timing.Timing([compute_ms / 1e3] * 5, "cuda events"), "matmuls_per_batch": 2,
+             "same_results": same, "serial": timing.Timing([s / 1e3 for s in serial_ms], "host clock"),
+             "prefetched": timing.Timing([prefetched_ms / 1e3] * 5, "host clock"),
+             "serial trace": loop_trace(0.0), "prefetched trace": loop_trace(1.0)}
+    return _run(value, {"n_batches": n})
+
+
+def test_a_speed_up_above_the_bound_says_why_and_never_a_share_above_100_percent(capsys):
+    # c = k = 1 ms, 4 batches: the bound is 8 / 5 = 1.6x; the loops give 2.0x
+    run = _prefetch_run(1.0, 1.0, [8.0, 8.0, 8.0, 12.0, 12.0], 4.0, traced_copy_ms=0.5)
+    _, loops = streams.see_prefetching(run).sentences
+    assert "more than the 1.60x" in loops and "one side of that comparison is off" in loops
+    assert "a copy took 0.50 ms (median of 4), not the 1.00 ms measured alone" in loops
+    assert "the serial loop's 5 samples spread over 50% of their median (8.0 to 12.0 ms)" in loops
+    streams.show_prefetching(run)
+    assert "share of the possible gain" not in capsys.readouterr().out
+    quiet = _prefetch_run(1.0, 1.0, [8.0] * 5, 3.9, traced_copy_ms=1.0)
+    assert "measured apart, and differ from the loop's." in streams.see_prefetching(quiet).sentences[1]
+
+
+def test_a_speed_up_at_the_bound_and_different_results():
+    run = _prefetch_run(1.0, 1.0, [8.0] * 5, 5.0, traced_copy_ms=1.0, same=False)
+    seen = streams.see_prefetching(run)
+    assert not seen.checks[0].holds
+    assert "100% of the gain that the copy (1.00 ms) and compute (1.00 ms) measured apart allow for 4 batches (1.60x)" in seen.sentences[1]
+    assert seen.sentences[1].endswith("below the many-batch limit of 2.00x: the first copy and the last compute of the loop cannot be hidden.")
+    verdicts = streams_claims.claims_table(*_claims_runs(db=run)).verdicts()
+    assert verdicts["Copying the next batch on a second stream while computing this one improves efficiency"] == claims.DOES_NOT_HOLD
+
+
+# ---------------------------------------------------------------- the claims table
+
+def _claims_runs(**replace):
+    machine = MACHINES[0]
+    runs = {"streams": RUNS["stream_ordering"][machine], "tutorial": RUNS["pinned_x_streamed"][machine],
+            "engines": RUNS["copy_engines"][machine], "order": RUNS["launch_order"][machine],
+            "db": RUNS["double_buffering"][machine]}
+    runs.update(replace)
+    return [runs[k] for k in ("streams", "tutorial", "engines", "order", "db")]
+
+
+def _index_claims(machine):
+    rows = [json.loads(line) for line in (ROOT / "results" / "index.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in rows if r.get("notebook") == NOTEBOOK and r["kind"] == "claim" and r["machine"] == machine]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_claims_table_keeps_its_claims_and_decides_on_independent_numbers(machine):
+    runs = [RUNS[name][machine] for name in NAMES]
+    table = streams_claims.claims_table(*runs)
+    assert {c.text for c in table.claims} == {r["name"] for r in _index_claims(machine)}
+    rows = {c.text: c for c in table.claims}
+    tutorial, order, db = runs[1].value["profiles"], runs[3].value["profiles"], runs[4].value
+    side = rows["An asynchronous copy on one stream and compute on another overlap"]
+    assert side.comparison.value.value == pytest.approx(_overlap(tutorial["pinned, side stream"]))
+    gpu = rows["Requirement (2), the source must be pinned, on the GPU: a pageable copy cannot overlap a kernel, "
+               "even one launched before it"]
+    assert gpu.comparison.value.value == pytest.approx(_overlap(order["pageable, kernel first"]))
+    if _overlap(order["pageable, kernel first"]) > 0.3:  # a pageable copy did overlap a kernel launched before it
+        assert gpu.verdict == claims.DOES_NOT_HOLD
+    elif _overlap(order["pageable, kernel first"]) < 0.1:
+        assert gpu.verdict == claims.HOLDS
+    host = [c for text, c in rows.items() if text.startswith("Requirement (2), the source must be pinned, on the host")][0]
+    assert host.comparison.value.value == pytest.approx(_held(tutorial["pageable, side stream"]))
+    prefetch = rows["Copying the next batch on a second stream while computing this one improves efficiency"]
+    c, k, n = db["copy"].median_s, db["compute"].median_s, runs[4].params["n_batches"]
+    half = 1 + (n * (c + k) / (c + (n - 1) * max(c, k) + k) - 1) / 2
+    assert prefetch.comparison.value.value == pytest.approx(db["serial"].median_s / db["prefetched"].median_s)
+    assert prefetch.comparison.threshold == pytest.approx(half)
+    for claim in table.claims:
+        if claim.comparison is not None:
+            assert claim.verdict == claim.comparison.verdict
+            if claim.comparison.value.samples and claim.comparison.value.samples < 5 and "overlap ratio" in claim.measured:
+                assert f"{claim.comparison.value.samples} profiled steps" in claim.measured, claim.text
+
+
+# ---------------------------------------------------------------- the private statistics (ported from the notebook)
+
+def _two_step_profile():
+    """Step 3: the copy entirely under the kernel; step 4: half of it. The hold's spin kernel
+    and the GPU-lane copy of the step range must not count."""
+    intervals = [
+        trace.Interval("annotation", "ProfilerStep#3", 0, 100, thread=1),
+        trace.Interval("annotation", "ProfilerStep#3", 5, 95, device=0, stream=7),
+        _kernel(0, 10, name="at::cuda::spin_kernel"), _memcpy_call(1, 3),
+        _kernel(10, 60), _copy(20, 40),
+        trace.Interval("annotation", "ProfilerStep#4", 100, 200, thread=1), _memcpy_call(101, 121),
+        _kernel(110, 150), _copy(140, 160),
+    ]
+    return trace.Profile(intervals=intervals, steps=2)
+
+
+def test_copy_and_kernel_per_step_overlap_and_host_hold():
+    stats = streams._copy_and_kernel(_two_step_profile())
+    assert stats["overlap"].value == pytest.approx(0.75)  # steps 1.0 and 0.5, spin kernel left out
+    assert stats["overlap"].spread == pytest.approx(0.125) and stats["overlap"].samples == 2
+    assert stats["held"].value == pytest.approx((2 / 20 + 20 / 20) / 2)
+    assert stats["copy_us"] == pytest.approx(20) and stats["kernel_us"] == pytest.approx(45)
+    assert stats["host_in_memcpy_us"] == pytest.approx(11)
+
+
+def test_lane_overlaps():
+    assert streams._lane_overlap([_kernel(0, 10, stream=1), _kernel(5, 15, stream=2)]) == pytest.approx(0.5)
+    assert streams._lane_overlap([_kernel(0, 10, stream=1), _kernel(10, 20, stream=1)]) == 0.0
+    assert streams._copy_lanes_overlap([_copy(0, 10, stream=1), _copy(0, 10, stream=2)]) == pytest.approx(1.0)
+    assert streams._copy_lanes_overlap([_copy(0, 10, stream=1), _kernel(0, 10, stream=2)]) == 0.0
+
+
+def test_the_hidden_share_is_a_share_of_the_copy_time_not_of_the_shorter():
+    # the copies (40 us) are longer than the kernel (10 us): 10 of their 40 us are hidden
+    profile = trace.Profile(intervals=[_copy(0, 20), _copy(30, 50), _kernel(35, 45)], steps=1)
+    run = _prefetch_run(1.0, 1.0, [8.0] * 5, 5.0, traced_copy_ms=1.0)
+    run.value["prefetched trace"] = profile
+    assert streams._prefetch(run)["hidden"]["prefetched"] == pytest.approx(0.25)
+
+
+def test_range_ms_counts_the_host_ranges_per_step():
+    profile = trace.Profile(intervals=[trace.Interval("annotation", "S1 copy", 0, 3000, thread=1),
+                                       trace.Interval("annotation", "S1 copy", 0, 3000, device=0, stream=1),
+                                       trace.Interval("annotation", "S1 copy", 5000, 6000, thread=1)], steps=2)
+    assert streams._range_ms(profile, "S1 copy") == pytest.approx(2.0)
