@@ -16,12 +16,12 @@ from . import timing
 
 # Defined in notebooks/01_pinned_memory.ipynb
 def timed_copy(nbytes: int, direction: str, pinned: bool, repeats: int) -> timing.Timing:
-    """Time one kind of copy of `nbytes` bytes: "h2d" (host to GPU) or "d2h", from or to pinned
-    or pageable host memory. Both buffers are allocated before timing; the copy is checked once.
+    """Time one kind of copy of `nbytes` bytes, "h2d" (host to GPU) or "d2h", from or to pinned
+    or pageable host memory: its Timing, in seconds per copy (`.gbps` gives decimal GB/s).
 
-    A pinned copy is queued with non_blocking=True and timed with CUDA events behind a spin
-    kernel; a pageable copy blocks the host, so a synchronised host clock times it.
-
+    Both buffers are allocated before timing, and the copy is checked once. A pinned copy is
+    queued with non_blocking=True and timed with CUDA events behind a spin kernel; a pageable
+    copy blocks the host, so a synchronised host clock times it.
 
     Defined in notebooks/01_pinned_memory.ipynb. Used by the command line (datamove).
     """
