@@ -199,46 +199,16 @@ def _machine_facts() -> dict[str, Any]:
             "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
 
 
-# ---------------------------------------------------------------- h2d / d2h: notebook 01's copy_bandwidth
+# ---------------------------------------------------------------- h2d / d2h: notebook 01's timed_copy
 
 # Notebook 01's full-size params: samples below and from 64 MiB.
 REPEATS_SMALL, REPEATS_LARGE, LARGE_BYTES = 10, 5, 64 * MiB
 
 
-def _time_pinned(copy: Callable[[], Any], nbytes: int, repeats: int, label: str) -> timing.Timing:
-    """As notebook 01's copy_bandwidth: CUDA events around copies queued behind a spin kernel."""
-    pilot = timing.cuda_events(copy, repeats=3, warmup=2, hold_us=100)
-    calls = timing.calls_for(pilot.median_s, target_s=1e-3, most=200)
-    return timing.cuda_events(copy, repeats=repeats, warmup=1, calls_per_sample=calls,
-                              nbytes=nbytes, hold_us=100 + 20 * calls, label=label)
-
-
-def _time_pageable(copy: Callable[[], Any], nbytes: int, repeats: int, label: str) -> timing.Timing:
-    """As notebook 01's copy_bandwidth: a pageable copy blocks the host, so a synchronised host clock."""
-    pilot = timing.host_clock(copy, repeats=1, warmup=1)
-    calls = timing.calls_for(pilot.median_s, target_s=2e-3, most=100)
-    return timing.host_clock(copy, repeats=repeats, warmup=0, calls_per_sample=calls,
-                             nbytes=nbytes, label=label)
-
-
 def _host_copy(direction: str, pinned: bool, n: int) -> timing.Timing:
-    """One size of notebook 01's copy_bandwidth, one direction and kind of host memory; checked once."""
-    repeats = REPEATS_SMALL if n < LARGE_BYTES else REPEATS_LARGE
-    pattern = torch.arange(n // 4, dtype=torch.int32).view(torch.uint8)  # n bytes, known data
-    label = f"{direction.upper()} {'pinned' if pinned else 'pageable'}"
-    if direction == "h2d":
-        host = torch.empty(n, dtype=torch.uint8, pin_memory=True).copy_(pattern) if pinned else pattern
-        target = torch.zeros(n, dtype=torch.uint8, device="cuda")
-        source = host
-    else:
-        source = torch.zeros(n, dtype=torch.uint8, device="cuda").copy_(pattern)
-        target = torch.zeros(n, dtype=torch.uint8, pin_memory=True) if pinned else torch.zeros(n, dtype=torch.uint8)
-    if pinned:
-        result = _time_pinned(lambda: target.copy_(source, non_blocking=True), n, repeats, label)
-    else:
-        result = _time_pageable(lambda: target.copy_(source), n, repeats, label)
-    timing.verify_copy(pattern, target, f"{label} copy")
-    return result
+    """One size of notebook 01's copy_bandwidth: its own ``timed_copy`` (a #@save cell), with the
+    notebook's samples for that size; the copy's contents are checked there."""
+    return experiments.timed_copy(n, direction, pinned, REPEATS_SMALL if n < LARGE_BYTES else REPEATS_LARGE)
 
 
 def _check_copy_sizes(sizes: list[int]) -> None:

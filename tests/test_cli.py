@@ -17,12 +17,10 @@ import socket
 import subprocess
 import sys
 import types
-from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
 import torch
-from notebook_code import definitions
 
 from helpers import cli, distributed, experiments, hardware, records, timing
 
@@ -180,72 +178,17 @@ def test_progress_bar_with_tqdm_and_without(monkeypatch):
     assert list(cli._progress([1, 2], "sizes")) == [1, 2] and made["desc"] == "sizes" and made["file"] is sys.stderr
 
 
-# ---------------------------------------------------------------- the same calls as the notebooks
+# ---------------------------------------------------------------- the notebooks' own experiments
 
-class _Clocks:
-    """A stand-in for helpers.timing that calls the work once and notes each clock's arguments."""
-
-    Timing = timing.Timing  # the notebooks' annotations name it
-
-    def __init__(self):
-        self.calls = []
-        self.calls_for, self.verify_copy, self.format_bytes = timing.calls_for, timing.verify_copy, timing.format_bytes
-
-    def _clock(self, method, fn, **kwargs):
-        fn()
-        self.calls.append((method, kwargs))
-        return timing.Timing([2e-5], method, kwargs.get("nbytes"), kwargs.get("label", ""),
-                             kwargs.get("calls_per_sample", 1), kwargs.get("warmup", 0))
-
-    def cuda_events(self, fn, **kwargs):
-        return self._clock("cuda events", fn, **kwargs)
-
-    def host_clock(self, fn, **kwargs):
-        return self._clock("host clock", fn, **kwargs)
-
-
-def _on_cpu(make):
-    return lambda *args, device=None, pin_memory=False, **kwargs: make(*args, **kwargs)
-
-
-class _Stream:
-    def __init__(self, device=None):
-        pass
-
-    def wait_stream(self, other):
-        pass
-
-
-FAKE_TORCH = types.SimpleNamespace(
-    arange=torch.arange, int32=torch.int32, uint8=torch.uint8, empty_like=torch.empty_like,
-    empty=_on_cpu(torch.empty), zeros=_on_cpu(torch.zeros), randint=_on_cpu(torch.randint),
-    cuda=types.SimpleNamespace(device=lambda i: nullcontext(), stream=lambda s: nullcontext(), Stream=_Stream,
-                               device_count=lambda: 2))
-
-
-def _notebook_calls(notebook: str, name: str, *args) -> list:
-    clocks = _Clocks()
-    found = definitions(ROOT / "notebooks" / notebook, {name}, {"torch": FAKE_TORCH, "timing": clocks})
-    found[name](*args)
-    return clocks.calls
-
-
-def _cli_calls(monkeypatch, work) -> list:
-    clocks = _Clocks()
-    monkeypatch.setattr(cli, "torch", FAKE_TORCH)
-    monkeypatch.setattr(cli, "timing", clocks)
-    work()
-    return clocks.calls
-
-
-def test_h2d_and_d2h_time_exactly_as_notebook_01s_copy_bandwidth(monkeypatch):
-    sizes = [4096, cli.LARGE_BYTES]  # below and at the size where notebook 01 takes fewer samples
-    expected = _notebook_calls("01_pinned_memory.ipynb", "copy_bandwidth", sizes, cli.REPEATS_SMALL,
-                               cli.REPEATS_LARGE)
-    order = [("h2d", True), ("d2h", True), ("h2d", False), ("d2h", False)]  # the notebook's order
-    got = _cli_calls(monkeypatch, lambda: [cli._host_copy(d, p, n) for n in sizes for d, p in order])
-    assert got == expected and len(got) == 16
-    assert {kw["hold_us"] for method, kw in got if method == "cuda events" and "label" in kw} == {100 + 20 * 50}
+def test_h2d_and_d2h_run_notebook_01s_saved_timed_copy_with_its_samples(monkeypatch):
+    """h2d/d2h call notebook 01's timed_copy (its #@save cell, helpers/experiments.py) with the
+    samples copy_bandwidth takes at that size."""
+    calls = []
+    monkeypatch.setattr(experiments, "timed_copy", lambda n, direction, pinned, repeats: calls.append(
+        (n, direction, pinned, repeats)) or _fake_timing(n))
+    cli._host_copy("h2d", True, 4096)
+    cli._host_copy("d2h", False, cli.LARGE_BYTES)
+    assert calls == [(4096, "h2d", True, cli.REPEATS_SMALL), (cli.LARGE_BYTES, "d2h", False, cli.REPEATS_LARGE)]
 
 
 def test_the_command_line_takes_the_notebooks_full_size_params():
