@@ -51,10 +51,11 @@ from . import codec, config, distributed, hardware, timing, trace  # noqa: F401
 # Bump when the helpers change what an experiment measures (timing, trace, distributed):
 # every recording then becomes stale and is re-recorded. tests/test_records.py keeps
 # MEASURING_CODE in step with that code, so a change to it is always a decision.
-# Last decision: cuda_events(hold_us="auto") sizes its hold from the queueing time; an experiment
+# Last decision: cuda_events(hold_us="auto") sizes its hold and (with target_s) its calls from queued
+# calls; only experiments that pass "auto" (00 and 01, re-recorded with it) measure differently; an experiment
 # that passes a number measures as before, so no recording changes.
 MEASURING_VERSION = 1
-MEASURING_CODE = "99cc1fdfb707b201"
+MEASURING_CODE = "433aa91ccc1c0189"
 _MEASURING_MODULES = ("timing", "trace", "distributed")
 
 HEADER_KEYS = ("machine", "date", "commit", "quick", "notebook", "experiment", "fingerprint", "params")

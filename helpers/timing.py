@@ -324,7 +324,9 @@ def cuda_events(
     and their launch cost stays out of the number (nvbandwidth's method). ``hold_us="auto"``
     sizes the hold itself: twice the host time that queueing one sample's calls took, plus
     ``AUTO_HOLD_FLOOR_US``; a sample whose queueing still outlasted its hold is taken again with
-    the hold doubled, so no sample holds launch cost. Work that ``fn`` puts on other streams is
+    the hold doubled, so no sample holds launch cost. With ``target_s`` it also sizes the sample
+    from ten calls queued behind a hold, not from one launched call (whose launch gap would make
+    a tiny copy look slow and the sample short). Work that ``fn`` puts on other streams is
     only timed if it joins the current stream before returning.
 
     Taught in 00_start_here.
@@ -337,7 +339,8 @@ def cuda_events(
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    calls_per_sample, sizing = _sized(target_s, calls_per_sample, lambda: _events_one_call_s(fn))
+    one_call = (lambda: _events_queued_call_s(fn)) if auto_hold else (lambda: _events_one_call_s(fn))
+    calls_per_sample, sizing = _sized(target_s, calls_per_sample, one_call)
     hold = _queueing_us(fn, calls_per_sample) * 2 + AUTO_HOLD_FLOOR_US if auto_hold else float(hold_us)
     samples: list[float] = []
     enqueue_us: list[float] = []
@@ -390,6 +393,20 @@ def _queueing_us(fn: Callable[[], Any], calls: int) -> float:
     queued = (time.perf_counter() - queued_at) * 1e6
     torch.cuda.synchronize()
     return queued
+
+
+def _events_queued_call_s(fn: Callable[[], Any], calls: int = 10) -> float:
+    """Seconds per call of ``fn`` on the device, from ``calls`` calls queued behind a hold: the
+    pilot with which ``hold_us="auto"`` sizes a sample, so the host's launch cost is not in it."""
+    hold = _queueing_us(fn, calls) * 2 + AUTO_HOLD_FLOOR_US
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    hold_stream(hold)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / calls
 
 
 def _events_one_call_s(fn: Callable[[], Any]) -> float:
