@@ -137,7 +137,7 @@ def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
     The table's columns are tab-separated; terminal escapes (nvidia-smi underlines the header
     row with ``ESC[4m``, even when its output is not a terminal) are dropped first.
 
-    Taught in 05_device_to_device.
+    Used by the lessons (helpers/lessons/).
     """
     if topo is not None and not isinstance(topo, str):
         raise TypeError(f"gpu_links reads the text of `nvidia-smi topo -m` (or None), got {type(topo).__name__}")
