@@ -1,0 +1,489 @@
+"""What notebook 06 shows of its ranks: the seven collectives and the data each rank holds after
+them, what each point-to-point call and each ``all_reduce`` gives back to the host and when, where
+the host stops when a ``send`` is missing, and what ``work.wait(timeout)`` does with no ``send``.
+
+The overlap of an asynchronous ``all_reduce`` with computation and the bandwidth sweep are in
+``nccl_speed``; the claims table in ``nccl_claims``. Every function takes the notebook's runs
+(``records.Run``, live or replayed: the gloo runs are measured live on every machine) and measures
+nothing. Tested on every recorded machine in tests/test_lesson_06.py.
+"""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from typing import Any
+
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+from .. import claims, plotting, tables
+from ..records import Run
+
+NOTEBOOK = "06_nccl_point_to_point_and_collectives"
+MODES = ("blocking", "async_op=True")
+CALLS = {  # how the notebook calls each collective, shown left of its row in the drawing
+    "broadcast": "broadcast(tensor, src=0)",
+    "scatter": "scatter(tensor, scatter_list, src=0)",
+    "reduce": "reduce(tensor, dst=0, op=SUM)",
+    "gather": "gather(t, gather_list, dst=0)",
+    "all_reduce": "all_reduce(tensor, op=SUM)",
+    "all_gather": "all_gather(tensor_list, input_tensor)",
+    "reduce_scatter": "reduce_scatter(output, input_list)",
+}
+P2P_CALLS = ["first recv", "recv", "irecv + wait()", "irecv + wait(timeout)", "irecv + poll is_completed()"]
+COLL_CALLS = ["all_reduce", "all_reduce(async_op=True) + wait()"]
+QUICK_BACK = 0.2  # "returns at once": the host is back within a fifth of the delay
+HELD = 0.8  # "held until the data came": the host was held for at least this share of the delay
+NEXT_LINE = {  # the line after each mark: where a rank that reached that mark and no further stopped
+    "start": "torch.distributed.recv(t, src=0)",
+    "recv returned": "print(t)",
+    "print(t) returned": "nothing: it finished",
+}
+ON_TIME_SHARE = 0.25  # a wait(timeout) that raised within this share of its timeout raised "as it came due"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def where_it_runs(gpus: int, max_ranks: int) -> str:
+    """A sentence on which experiments run live on this machine (``gpus`` GPUs, NCCL on at most
+    ``max_ranks`` of them) and which replay recordings.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    nccl = f"run live, on up to {min(gpus, max_ranks)} ranks" if gpus >= 2 else "replay recordings"
+    return (f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};\n"
+            "the gloo experiments run live on this machine's CPU.")
+
+
+# ---------------------------------------------------------------- 1. the seven collectives
+
+def expected_after(name: str, rank: int, n: int) -> Any:
+    """What the source says rank ``rank`` of ``n`` holds after the collective ``name`` (a list of
+    numbers, or of lists for ``gather`` and ``all_gather``), or None where nothing is defined (the
+    ranks that are not ``reduce``'s or ``gather``'s destination).
+
+    Used by nccl.mismatches.
+    """
+    total = [sum(r + k for r in range(1, n + 1)) for k in range(3)]  # sum over ranks of [r+1, r+2, r+3]
+    return {
+        "broadcast": [1, 2, 3],
+        "scatter": [2 * rank, 2 * rank + 1],
+        "reduce": total if rank == 0 else None,  # only the destination's result is defined
+        "gather": [[r, r + 1, r + 2] for r in range(n)] if rank == 0 else None,
+        "all_reduce": total,
+        "all_gather": [[float(r)] for r in range(n)],
+        "reduce_scatter": [float(sum(r + rank for r in range(n)))],
+    }[name]
+
+
+def mismatches(run: Run) -> list[str]:
+    """Every (mode, collective, rank) of a ``seven_collectives`` run whose data after the call is
+    not what the source says, one line each (``'blocking all_reduce rank 1: [0, 0, 0] != [3, 5, 7]'``);
+    empty when every rank holds what it should.
+
+    Used by nccl.show_collectives, nccl.see_collectives and nccl_claims.claims_table.
+    """
+    n = len(run.value["who"])
+    wrong = []
+    for mode in MODES:
+        for name, data in run.value[mode].items():
+            for rank in range(n):
+                want = expected_after(name, rank, n)
+                if want is not None and data["after"][rank] != want:
+                    wrong.append(f"{mode} {name} rank {rank}: {data['after'][rank]} != {want}")
+    return wrong
+
+
+def show_ranks(*runs: Run) -> None:
+    """Prints, for each ``seven_collectives`` run, who each rank was: rank, world size, backend,
+    device, process id and the store's port. Returns nothing.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    for run in runs:
+        print(f"{run.params['backend']} ({run.where()}):")
+        for who in run.value["who"]:
+            print("   ", ", ".join(f"{key}={value}" for key, value in who.items()))
+
+
+def show_collectives(*runs: Run) -> None:
+    """Draws, for each ``seven_collectives`` run, every rank's data before and after each blocking
+    collective, and prints whether every rank holds what the source says (blocking and
+    ``async_op=True``) and what ``reduce`` left on rank 1, which is not its destination. Returns
+    nothing.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    for run in runs:
+        drawn = {name: {**data, "call": CALLS[name]} for name, data in run.value["blocking"].items()}
+        plotting.draw_before_after(drawn, title=plotting.machine_title(
+            f"Seven collectives, {run.params['backend']}, {len(run.value['who'])} ranks", run.machine, run.live))
+        plt.show()
+        wrong = mismatches(run)
+        print(f"{run.params['backend']}: every rank holds what the source says after all seven, blocking and "
+              f"async_op=True: {not wrong}" + "".join(f"\n  {w}" for w in wrong))
+        reduce_data = run.value["blocking"]["reduce"]
+        print(f"  reduce, on the rank that is not the destination, holds afterwards: "
+              f"{reduce_data['after'][1]} (it had {reduce_data['before'][1]})")
+
+
+def see_collectives(nccl: Run, gloo: Run) -> claims.WhatWeSee:
+    """What the seven collectives show, for each backend: where the ranks ran (devices, processes,
+    one store port), whether every rank holds what the source says, and whether ``reduce`` left
+    rank 1's buffer as it was.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    seen = claims.WhatWeSee(NOTEBOOK, nccl)
+    for run in (nccl, gloo):
+        who, backend = run.value["who"], run.params["backend"]
+        pids, ports = {w["pid"] for w in who}, {w["MASTER_PORT"] for w in who}
+        wrong = mismatches(run)
+        devices = [w["device"] for w in who]
+        where = "on " + ", ".join(devices) if len(set(devices)) == len(devices) else "all on " + devices[0]
+        processes = "each in a process of its own" if len(pids) == len(who) else "sharing a process"
+        port = "met at one store port" if len(ports) == 1 else "at different ports"
+        result = ("every rank holds what the source says after all seven collectives, blocking and async_op=True."
+                  if not wrong else f"{len(wrong)} results differ from what the source says.")
+        seen.say(f"{backend} ({run.where()}): the ranks ran {where}, {processes}, {port}; {result}")
+        reduce_data = run.value["blocking"]["reduce"]
+        other_before, other_after = reduce_data["before"][1], reduce_data["after"][1]
+        seen.say(f"After `reduce`, {backend}'s rank 1 (not the destination) holds {other_after}, "
+                 + ("what it had before." if other_after == other_before
+                    else f"no longer its own {other_before}: the backend used the buffer on the way."))
+    return seen
+
+
+# ---------------------------------------------------------------- 2 and 4. what returns when
+
+def summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
+    """Per call of a ``host_timing`` run: ``late_ms`` (the other rank's delay), the medians over the
+    repeats of ``returned_ms``, ``waited_ms`` (host back) and ``done_ms`` (``synchronize()``
+    returned), in ms after the call; ``arrived``, the share (0 to 1) of repeats with the data there
+    when the host went on (None where it was not asked); ``completed_at_return`` and
+    ``completed_by_poll``, what ``is_completed()`` said in each repeat (None where not asked); ``n``,
+    the repeats. Raises AssertionError if any repeat received wrong data.
+
+    Used by nccl.show_point_to_point, nccl.see_point_to_point, nccl.show_collective_timing,
+    nccl.see_collective_timing, nccl.waits_for_data and nccl_claims.claims_table.
+    """
+    out = {}
+    for call in calls:
+        rows = [r for r in run.value if r["call"] == call]
+        assert all(r["value_ok"] for r in rows), f"{call}: the data received is wrong"
+        out[call] = {
+            "late_ms": rows[0]["late_s"] * 1e3,
+            "returned_ms": statistics.median(r["returned_s"] for r in rows) * 1e3,
+            "waited_ms": statistics.median(r["waited_s"] for r in rows) * 1e3,
+            "done_ms": statistics.median(r["done_s"] for r in rows) * 1e3,
+            "arrived": (statistics.mean(bool(r["arrived"]) for r in rows)
+                        if rows[0]["arrived"] is not None else None),
+            "completed_at_return": ([bool(r["completed_at_return"]) for r in rows]
+                                    if "completed_at_return" in rows[0] else None),
+            "completed_by_poll": ([bool(r["completed_by_poll"]) for r in rows]
+                                  if rows[0].get("completed_by_poll") is not None else None),
+            "n": len(rows),
+        }
+    return out
+
+
+def _show_summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
+    """The summary of ``calls`` as a table, and what is_completed() said; returns the summary."""
+    rows = summary(run, calls)
+    counts = {s["n"] for call, s in rows.items() if call != "first recv"}
+    repeats = " or ".join(str(n) for n in sorted(counts)) + " repeats"
+    if "first recv" in rows:
+        repeats = f"first recv: {_plural(rows['first recv']['n'], 'call')}; every other call: {repeats}"
+    else:
+        repeats += " per call"
+    shown = tables.Table(["call", ("late by", "ms", ".1f"), ("call returned", "ms", ".3f"), ("host back", "ms", ".3f"),
+                          ("data there", "", ".0%"), ("synchronize() returned", "ms", ".1f")],
+                         title=f"{run.params['backend']} ({run.where()}): median of the repeats",
+                         caption=(f"{repeats}; data there: share of repeats where the data had arrived when the "
+                                  "host went on"))
+    for call, s in rows.items():
+        shown.add(call, s["late_ms"], s["returned_ms"], s["waited_ms"], s["arrived"], s["done_ms"])
+    display(shown)
+    for call, s in rows.items():
+        if s["completed_at_return"] is not None:
+            print(f"{call}: is_completed() right after irecv returned: "
+                  f"True in {sum(s['completed_at_return'])} of {s['n']} repeats"
+                  + (f";\n  polling it turned True within {4 * s['late_ms']:.0f} ms in "
+                     f"{sum(s['completed_by_poll'])} of {s['n']}" if s["completed_by_poll"] else ""))
+    return rows
+
+
+def _host_vs_data_bars(summaries: dict[str, dict[str, dict[str, Any]]], title: str) -> None:
+    """Bars of when the host got control back and when synchronize() returned, log scale."""
+    fig, axes = plt.subplots(1, len(summaries), figsize=(7 * len(summaries), 4.8), squeeze=False)
+    for ax, (label, table) in zip(axes[0], summaries.items(), strict=True):
+        groups = {call.replace(" + ", "\n+ "): {"host got control back": max(s["waited_ms"], 1e-3),
+                                                 "synchronize() returned": s["done_ms"]}
+                  for call, s in table.items()}
+        plotting.grouped_bars(groups, title=label, ylabel="time after the call (ms, log scale)", ax=ax)
+        ax.set_yscale("log")
+        ax.set_ylim(1e-3, 5 * max(s["done_ms"] for s in table.values()))  # decades from 1 us up
+        for late, style in zip(sorted({s["late_ms"] for s in table.values()}), ["--", ":"], strict=False):
+            ax.axhline(late, color="grey", linestyle=style, label=f"the other rank was late by {late:.0f} ms")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        ax.tick_params(axis="x", labelsize=8, labelrotation=0)
+    fig.suptitle(title)
+    fig.tight_layout()
+    plt.show()
+
+
+def show_point_to_point(gloo: Run, nccl: Run) -> None:
+    """Shows, for gloo and NCCL, a table of each point-to-point call (ms: the delay, when the call
+    returned, when the host got control back, when ``synchronize()`` returned; the share of
+    repeats with the data there), prints what ``is_completed()`` said, and draws the host's times
+    against ``synchronize()``'s on a log scale. Returns nothing.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    summaries = {f"gloo ({gloo.where()})": _show_summary(gloo, P2P_CALLS),
+                 f"NCCL ({nccl.where()})": _show_summary(nccl, P2P_CALLS)}
+    _host_vs_data_bars(summaries, "Point-to-point: when the host gets control back vs when the data has arrived")
+
+
+def how_soon(s: dict[str, Any], key: str = "waited_ms") -> str:
+    """When one call of a ``summary`` gave the host back, in words with its ms: 'at once (0.080 ms)'
+    (within a fifth of the delay) or 'only after 50.8 ms with the data there'.
+
+    Used by nccl.see_point_to_point and nccl.see_collective_timing.
+    """
+    ms = s[key]
+    if ms < QUICK_BACK * s["late_ms"]:
+        return f"at once ({ms:.3f} ms)"
+    there = "" if s["arrived"] is None else (" with the data there" if s["arrived"] == 1 else
+                                             f" with the data there in {s['arrived']:.0%} of repeats")
+    return f"only after {ms:.1f} ms{there}"
+
+
+def _repeats(s: dict[str, Any]) -> str:
+    return "one call" if s["n"] == 1 else f"medians of {s['n']} repeats"
+
+
+def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
+    """What the point-to-point calls show: when ``recv``, ``irecv + wait()`` and ``irecv +
+    wait(timeout)`` gave the host back (ms, against the sender's delay) under each backend, how
+    much longer NCCL's very first ``recv`` took than a later one, and a check that under gloo all
+    three hold the host until the data is there.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    p2p_gloo, p2p_nccl = summary(gloo, P2P_CALLS), summary(nccl, P2P_CALLS)
+    seen = claims.WhatWeSee(NOTEBOOK, nccl)
+    for backend, run, table in (("gloo", gloo, p2p_gloo), ("NCCL", nccl, p2p_nccl)):
+        seen.say(f"With {backend} ({run.where()}), against a sender {table['recv']['late_ms']:.0f} ms late "
+                 f"({_repeats(table['recv'])}): "
+                 + "; ".join(f"`{call}` gave the host back {how_soon(table[call])}" for call in P2P_CALLS[1:4])
+                 + f"; `synchronize()` returned after {table['recv']['done_ms']:.1f} ms.")
+    first, later = p2p_nccl["first recv"], p2p_nccl["recv"]
+    seen.say(f"NCCL's very first `recv` (one call, sender {first['late_ms']:.0f} ms late) returned after "
+             f"{first['returned_ms']:.1f} ms, {first['returned_ms'] / later['returned_ms']:.0f} times a later one's "
+             f"{later['returned_ms']:.3f} ms, "
+             + ("with the data already there." if first["arrived"] == 1 else
+                "with the data not there yet: it did not wait for the transfer."))
+    seen.check("With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there",
+               all(p2p_gloo[c]["arrived"] == 1 and p2p_gloo[c]["waited_ms"] >= HELD * p2p_gloo[c]["late_ms"]
+                   for c in P2P_CALLS[1:4]),
+               "; ".join(f"{c}: {p2p_gloo[c]['waited_ms']:.1f} ms, data there {p2p_gloo[c]['arrived']:.0%}"
+                         for c in P2P_CALLS[1:4]) + f"; {_repeats(p2p_gloo['recv'])}", run=gloo)
+    return seen
+
+
+def waits_for_data(run: Run, calls: list[str]) -> str:
+    """Of ``calls`` of a ``host_timing`` run, the one whose host most often went on with the data
+    already there (the highest 'data there' share).
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    rows = summary(run, calls)
+    return max(calls, key=lambda c: rows[c]["arrived"])
+
+
+def show_collective_timing(gloo: Run, nccl: Run) -> None:
+    """Shows, for gloo and NCCL, the table of ``all_reduce`` blocking and ``async_op=True`` +
+    ``wait()`` with the other rank late (ms), and bars of when the host got control back against
+    when ``synchronize()`` returned. Returns nothing.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    summaries = {f"gloo ({gloo.where()})": _show_summary(gloo, COLL_CALLS),
+                 f"NCCL ({nccl.where()})": _show_summary(nccl, COLL_CALLS)}
+    _host_vs_data_bars(summaries, "all_reduce with the other rank late: host back vs data there")
+
+
+def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
+    """What the timed ``all_reduce`` calls show under each backend: when the blocking call, the
+    ``async_op=True`` call and its ``work.wait()`` gave the host back, and when ``synchronize()``
+    returned (ms, against the other rank's delay).
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    seen = claims.WhatWeSee(NOTEBOOK, nccl)
+    for backend, run in (("gloo", gloo), ("NCCL", nccl)):
+        table = summary(run, COLL_CALLS)
+        blocking, async_ = table["all_reduce"], table["all_reduce(async_op=True) + wait()"]
+        seen.say(f"With {backend} ({run.where()}), the other rank {blocking['late_ms']:.0f} ms late "
+                 f"({_repeats(blocking)}): the "
+                 f"blocking `all_reduce` gave the host back {how_soon(blocking, 'returned_ms')}; with "
+                 f"`async_op=True` the call returned {how_soon(async_, 'returned_ms')} and `work.wait()` gave the "
+                 f"host back {how_soon(async_)}; `synchronize()` returned after "
+                 f"{max(blocking['done_ms'], async_['done_ms']):.1f} ms.")
+    return seen
+
+
+# ---------------------------------------------------------------- 3. the missing send
+
+def stopped_at(case: dict[str, Any], rank: int) -> str:
+    """The line of the source's example that ``rank``'s host was on when the deadline came, read
+    from the last mark it reached: one of ``NEXT_LINE``'s values, or 'before the first mark'.
+
+    Used by nccl.stops and nccl.stopped_line.
+    """
+    last = case["marks"][rank][-1][1] if case["marks"][rank] else None
+    if case["status"][rank] == "returned":
+        return "nothing: it finished"
+    return NEXT_LINE.get(last, "before the first mark")
+
+
+def stops(*runs: Run) -> dict[tuple[str, bool], str]:
+    """``{(backend, warm_up): line}``: where rank 1's host stopped in each case of the
+    ``missing_send`` runs.
+
+    Used by nccl.see_missing_send and nccl_claims.claims_table.
+    """
+    return {(run.params["backend"], case["warm_up"]): stopped_at(case, 1) for run in runs for case in run.value}
+
+
+def stopped_line(run: Run, warm_up: bool) -> str:
+    """Where rank 1's host stopped in the case of a ``missing_send`` run with (or without) the
+    warm-up: the line of the source's example.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    return stopped_at(next(c for c in run.value if c["warm_up"] == warm_up), 1)
+
+
+def _case_name(run: Run, case: dict[str, Any]) -> str:
+    return f"{run.params['backend']}, {'after a warm-up' if case['warm_up'] else 'no warm-up'}"
+
+
+def show_missing_send(*runs: Run) -> None:
+    """Prints each case of the ``missing_send`` runs: how the launch ended, how long the ranks ran
+    (s) against the deadline, each rank's status, the marks it reached (s after its worker
+    started) and what it printed, and the line where rank 1's host stopped. Returns nothing.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    for run in runs:
+        for case in run.value:
+            print(f"{_case_name(run, case)} ({run.where()}):\n  {case['reason']};\n  the ranks ran "
+                  f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s")
+            for rank in (0, 1):
+                reached = ", ".join(f"{label!r} at {t:.3f} s" for t, label in case["marks"][rank])
+                printed = " | ".join(line for line in case["printed"][rank].splitlines() if line.strip())
+                print(f"  rank {rank}: {case['status'][rank]}; reached {reached};\n    printed: {printed or '(nothing)'}")
+            print(f"  -> rank 1's host stopped at: {stopped_at(case, 1)}\n")
+
+
+def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
+    """What the missing ``send`` shows: the line where rank 1's host stopped in each case, and
+    checks that no case outlasted its deadline by a second or more and that each backend and
+    warm-up stopped where the notebook says.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    stop = stops(gloo, nccl)
+    seen = claims.WhatWeSee(NOTEBOOK, nccl)
+    cases = [(run, case) for run in (gloo, nccl) for case in run.value]
+    seen.say("Rank 1's host stopped at (one run of each case): " + "; ".join(
+        f"`{stop[(run.params['backend'], case['warm_up'])]}` ({_case_name(run, case)})" for run, case in cases) + ".")
+    longest = max(case["elapsed_s"] - case["timeout_s"] for _, case in cases)
+    seen.check("No case outlasts its deadline: the hang is real, but bounded, and the notebook goes on",
+               longest < 1.0, f"the longest case ran {longest:+.2f} s past its deadline", run=gloo)
+    seen.check("After a warm-up, NCCL's recv returns and the host stops at print(t)",
+               stop[("nccl", True)] == "print(t)", f"stopped at {stop[('nccl', True)]}")
+    if ("nccl", False) in stop:
+        seen.check("Without the warm-up, NCCL's first recv itself blocks", stop[("nccl", False)] == NEXT_LINE["start"],
+                   f"stopped at {stop[('nccl', False)]}")
+    seen.check("Under gloo the host stops at the recv line", stop[("gloo", True)] == NEXT_LINE["start"],
+               f"stopped at {stop[('gloo', True)]}", run=gloo)
+    return seen
+
+
+# ---------------------------------------------------------------- 3. wait(timeout) with no send
+
+def wait_timeout_outcome(run: Run) -> tuple[bool, str, float | None]:
+    """What rank 1's ``wait(timeout)`` did in a ``wait_timeout_without_send`` run, read from its
+    marks: (whether it raised, a sentence, seconds from "waiting" to the raise or the return, or
+    None when it did neither).
+
+    Used by nccl.show_wait_timeout, nccl.see_wait_timeout and nccl_claims.claims_table.
+    """
+    case, timeout_s = run.value, run.params["wait_timeout_s"]
+    marks = {label: t for t, label in case["marks"][1]}
+    status = case["status"][1]
+    if "wait raised" in marks:
+        waited = marks["wait raised"] - marks["waiting"]
+        return True, f"wait(timeout={timeout_s:g} s) raised after {waited:.2f} s: {case['results'][1]}", waited
+    if "wait returned" in marks:
+        waited = marks["wait returned"] - marks["waiting"]
+        return False, (f"wait(timeout={timeout_s:g} s) returned after {waited:.2f} s without an error, "
+                       "with no data sent"), waited
+    if "waiting" in marks:
+        return False, (f"wait(timeout={timeout_s:g} s) neither raised nor returned: rank 1 was inside wait() "
+                       f"and was {status} at the {run.params['deadline_s']:g} s deadline "
+                       f"({case['reason']})"), None
+    before = "the irecv call" if "connected" in marks else "irecv (its pair not connected yet)"
+    return False, (f"rank 1 never reached wait(timeout={timeout_s:g} s): it was inside {before} and was {status} at "
+                   f"the {run.params['deadline_s']:g} s deadline ({case['reason']}); this measured the "
+                   "connection, not the wait"), None
+
+
+def reached_wait(run: Run) -> bool:
+    """Whether rank 1 of a ``wait_timeout_without_send`` run reached ``wait(timeout)`` (else the
+    wait was not tested).
+
+    Used by nccl.see_wait_timeout and nccl_claims.claims_table.
+    """
+    return any(label == "waiting" for _, label in run.value["marks"][1])
+
+
+def show_wait_timeout(*runs: Run) -> None:
+    """Prints, for each ``wait_timeout_without_send`` run, what rank 1's ``wait(timeout)`` did
+    (raised, returned or was stopped, after how many seconds, with the error's first line).
+    Returns nothing.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    for run in runs:
+        print(textwrap.fill(f"{run.params['backend']} ({run.where()}): {wait_timeout_outcome(run)[1]}",
+                            100, subsequent_indent="  ", break_long_words=True))
+
+
+def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
+    """What ``wait(timeout)`` with no ``send`` shows under each backend (one run each): when the
+    wait raised (s after it began, against its timeout), or that it neither raised nor returned.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    seen = claims.WhatWeSee(NOTEBOOK, nccl)
+    for run in (gloo, nccl):
+        raised, sentence, waited = wait_timeout_outcome(run)
+        timeout_s = run.params["wait_timeout_s"]
+        if raised:
+            when = ("as the timeout came due" if abs(waited - timeout_s) <= ON_TIME_SHARE * timeout_s else
+                    f"{'before' if waited < timeout_s else 'well after'} its timeout of {timeout_s:g} s")
+            seen.say(f"{run.params['backend']} (one run): the wait raised {waited:.2f} s after it began, {when}, "
+                     "and the host went on.")
+        elif reached_wait(run):
+            seen.say(f"{run.params['backend']} (one run): {sentence}. The timeout given to `wait()` did not, by "
+                     "itself, give the host back.")
+        else:
+            seen.say(f"{run.params['backend']} (one run): {sentence}.")
+    return seen
