@@ -47,7 +47,7 @@ _SIDES = ("above", "below")
 class Value:
     """A measured number with its noise: ``spread`` is half the interquartile range, in ``unit``.
 
-    Taught in 01_pinned_memory.
+    Used by the lessons (helpers/lessons/).
     """
 
     value: float
@@ -99,7 +99,7 @@ def measured(timing: Timing, *, as_rate: bool = False, unit: str | None = None) 
     """A ``Timing`` as a ``Value``: its median (seconds, or decimal GB/s with ``as_rate``) and
     half its interquartile range.
 
-    Taught in 01_pinned_memory.
+    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(timing, Timing):
         raise TypeError(f"measured() takes a timing.Timing, got {type(timing).__name__}")
@@ -115,7 +115,7 @@ def measured(timing: Timing, *, as_rate: bool = False, unit: str | None = None) 
 def ratio(numerator: Timing | Value, denominator: Timing | Value, unit: str = "x") -> Value:
     """``numerator / denominator`` with the relative spreads of both added (a cautious bound).
 
-    Timings are compared by their median times. Taught in 01_pinned_memory.
+    Timings are compared by their median times. Used by the lessons (helpers/lessons/).
     """
     a = numerator if isinstance(numerator, Value) else measured(numerator)
     b = denominator if isinstance(denominator, Value) else measured(denominator)
@@ -134,7 +134,7 @@ class Comparison:
     """A measured ``Value`` against a ``threshold``; the claim holds when the value is on the
     ``holds_if`` side ("above" or "below"), and is borderline within the noise.
 
-    Taught in 01_pinned_memory.
+    Used by the lessons (helpers/lessons/).
     """
 
     value: Value
@@ -167,7 +167,7 @@ def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -
     """The claim holds when ``value`` is ``holds_if`` ("above" or "below") ``threshold``.
 
     ``value`` is a ``Value`` (e.g. from ``ratio``), a ``Timing`` (its median seconds), or a bare
-    number for a count, which has no spread. Taught in 01_pinned_memory.
+    number for a count, which has no spread. Used by the lessons (helpers/lessons/).
     """
     if holds_if not in _SIDES:
         raise ValueError(f"holds_if must be 'above' or 'below', got {holds_if!r}")
@@ -185,8 +185,7 @@ def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -
 def within(value: Value | Timing | float, low: float, high: float) -> Comparison:
     """The claim holds when ``low < value < high`` (e.g. "slower, but at most twice": 1 and 2).
 
-    The verdict is decided at the nearer bound, so it is borderline near either. Taught in
-    01_pinned_memory.
+    The verdict is decided at the nearer bound, so it is borderline near either. Used by the lessons (helpers/lessons/).
     """
     if isinstance(low, bool) or isinstance(high, bool) or not all(isinstance(b, (int, float)) for b in (low, high)):
         raise TypeError(f"within() needs numeric bounds, got {low!r} and {high!r}")
@@ -337,7 +336,7 @@ class CurveShape:
     "peaks, then falls" or "uneven" (no trend over the last three sizes); ``words`` says it with
     the numbers.
 
-    Taught in 00_start_here.
+    Used by claims.describe_curve.
     """
 
     kind: str
@@ -350,7 +349,7 @@ def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "G
     """How a bandwidth curve ends, in words with its numbers, ``tolerance`` being the relative
     change still called flat (sizes in bytes, said with binary prefixes).
 
-    Taught in 00_start_here.
+    Used by the lessons (helpers/lessons/).
     """
     if len(sizes) != len(values) or len(values) < 3:
         raise ValueError("describe_curve needs as many sizes as values, at least 3 of each")

@@ -114,7 +114,7 @@ def bus_factor(op: str, world_size: int) -> float:
     """nccl-tests' bus-bandwidth factor: 2(n-1)/n for all_reduce; (n-1)/n for all_gather,
     reduce_scatter and all_to_all; 1 for broadcast, reduce and send_recv (n = world size).
 
-    Taught in 06_nccl_point_to_point_and_collectives.
+    Used by the lessons (helpers/lessons/).
     """
     if op not in _BUS_FACTORS:
         raise ValueError(f"unknown collective {op!r}: pass one of {list(OPS)}")
@@ -129,7 +129,7 @@ def algbw_gbps(nbytes: int | float, seconds: float) -> float:
     broadcast, reduce and send/recv; the whole gathered output for all_gather; the whole
     input for reduce_scatter. ``seconds`` is the time of one operation.
 
-    Taught in 06_nccl_point_to_point_and_collectives.
+    Used by the lessons (helpers/lessons/).
     """
     nbytes = _check_positive(nbytes, "nbytes", "the message size in bytes")
     seconds = _check_positive(seconds, "seconds", "the time of one operation in seconds")
@@ -142,7 +142,7 @@ def busbw_gbps(op: str, nbytes: int | float, seconds: float, world_size: int) ->
     It is the number to hold against a link's speed: for all_reduce on n ranks each rank
     sends and receives 2(n-1)/n of the buffer, so busbw is what each link carried per second.
 
-    Taught in 06_nccl_point_to_point_and_collectives.
+    Used by the lessons (helpers/lessons/).
     """
     factor = bus_factor(op, world_size)
     return algbw_gbps(nbytes, seconds) * factor

@@ -24,7 +24,7 @@ import torch
 def gpu_count() -> int:
     """Number of CUDA GPUs PyTorch can use here (0 on a machine without CUDA).
 
-    Taught in 00_start_here.
+    Used by the lessons (helpers/lessons/).
     """
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
@@ -234,7 +234,7 @@ def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
 
     Real copies reach about 80-90% of it: packet headers and flow control take the rest.
 
-    Taught in 01_pinned_memory.
+    Taught in 05_device_to_device.
     """
     per_lane_gts = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
     if gen is None or width is None:
@@ -568,7 +568,7 @@ def pinned_host_bytes(stats: dict[str, Any]) -> tuple[int | None, int | None]:
     'reserved_bytes' and live memory as 'allocated_bytes'; newer ones report held memory as
     'allocated_bytes' (live + cached) and live memory as 'active_bytes'.
 
-    Taught in 01_pinned_memory.
+    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(stats, dict):
         raise TypeError(f"pinned_host_bytes takes the dict of torch.cuda.host_memory_stats(), got {type(stats).__name__}")

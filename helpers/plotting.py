@@ -27,7 +27,7 @@ from .trace import Interval, Profile
 def machine_title(what: str, machine: str, live: bool | None = None) -> str:
     """A title that says the machine: ``'H2D bandwidth - 1xNVIDIA-H100 (replayed)'``.
 
-    Taught in 00_start_here.
+    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(what, str) or not isinstance(machine, str):
         raise TypeError("machine_title needs two strings: what is plotted, and the machine name")
@@ -88,7 +88,7 @@ def size_axis(ax: Axes, axis: str = "x", label: str = "transfer size (bytes, bin
     """Make ``axis`` ("x" or "y") of ``ax`` a log2 axis of sizes in bytes, ticks labelled with
     binary prefixes (1 KiB, 64 MiB, 1 GiB), never 6x10^1. Returns ``ax``.
 
-    Taught in 01_pinned_memory.
+    Used by the lessons (helpers/lessons/).
     """
     target, set_scale = _one_axis(ax, axis, "size_axis")
     set_scale("log", base=2)
@@ -103,7 +103,7 @@ def log_axis(ax: Axes, axis: str = "y") -> Axes:
     """Make ``axis`` ("x" or "y") of ``ax`` a log10 axis labelled with plain numbers (1, 2, 5, 10,
     20, 50 ...), never 6x10^1; keeps the axis label. Returns ``ax``.
 
-    Taught in 02_non_blocking.
+    Used by the lessons (helpers/lessons/).
     """
     target, set_scale = _one_axis(ax, axis, "log_axis")
     set_scale("log")
@@ -144,7 +144,7 @@ def bandwidth_vs_size(
     ``groups`` (series label -> group label) draws the series of a group in one colour with one
     legend entry, "group (n)", so twelve GPU pairs read as one or two kinds of link.
 
-    Taught in 00_start_here.
+    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(series, Mapping) or not series:
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
@@ -192,7 +192,7 @@ def bars_with_ratios(
 ) -> Axes:
     """Bars, each labelled with its value and its ratio to ``baseline`` (the first bar by default).
 
-    Taught in 01_pinned_memory.
+    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(values, Mapping) or not values:
         raise ValueError("bars_with_ratios needs at least one value: {'label': number}")
@@ -224,7 +224,7 @@ def grouped_bars(
 ) -> Axes:
     """Grouped bars: ``{group: {series: value}}``, one colour per series, values written on top.
 
-    Taught in 02_non_blocking.
+    Used by the lessons (helpers/lessons/).
     """
     if not groups:
         raise ValueError("grouped_bars needs at least one group: {'group': {'series': value}}")
@@ -394,7 +394,7 @@ def timeline(
     ms for spans over 2 ms). Slices shorter than 0.2% of the span are drawn that wide so they
     stay visible. Returns the Axes. To compare several traces, use ``timelines``.
 
-    Taught in 00_start_here (and every notebook that shows a timeline).
+    Used by the lessons (helpers/lessons/).
     """
     intervals = _check_timeline_input(intervals, title, unit)
     lanes = _lanes_or_error(intervals, include_host, ranges, stream_names)
@@ -427,7 +427,7 @@ def timelines(
     ``machine_title``) heads the figure. ``stream_names`` names GPU lanes as in ``timeline``.
     Returns the Figure.
 
-    Taught in 03_streams_and_overlap.
+    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(panels, Mapping) or not panels:
         raise ValueError("timelines needs at least one panel: {'panel title': run.value.intervals}")
@@ -525,7 +525,7 @@ def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: st
     then 4-7), so the text keeps its size for 2, 4 or 8 ranks. Returns the matplotlib Figure,
     with one Axes per collective and rank.
 
-    Taught in 06_nccl_point_to_point_and_collectives.
+    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(collectives, Mapping) or not collectives:
         raise ValueError("draw_before_after needs {collective name: {'before': [...], 'after': [...]}}")

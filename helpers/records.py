@@ -615,7 +615,7 @@ def replay_plan(notebook_path: Path | str) -> tuple[list[str], list[str], str]:
     """For a notebook on this machine: (experiments that run live, experiments that replay,
     one line saying which machine the replays come from and why, or why none can).
 
-    Taught in 00_start_here.
+    Used by the lessons (helpers/lessons/).
     """
     path = Path(notebook_path)
     found = experiments_in_notebook(path)

@@ -39,7 +39,7 @@ AUTO_HOLD_FLOOR_US = 100.0  # hold_us="auto": microseconds added to twice the qu
 def format_bytes(nbytes: float) -> str:
     """``1536`` -> ``'1.5 KiB'``: sizes are said with binary prefixes throughout the course.
 
-    Taught in 00_start_here.
+    Taught in 05_device_to_device.
     """
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real):
         raise TypeError(f"format_bytes takes a number of bytes, got {nbytes!r}")
@@ -497,7 +497,7 @@ def benchmark(
 def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000) -> int:
     """How many calls make a sample last about ``target_s`` (so event resolution does not matter).
 
-    Taught in 00_start_here.
+    Taught in 05_device_to_device.
     """
     for name, value in (("seconds_per_call", seconds_per_call), ("target_s", target_s)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:

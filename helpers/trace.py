@@ -84,7 +84,7 @@ class Interval:
     'Device', ...), read from the copy's name. A peer copy sits on the lane of ``device`` and
     says its ends in ``src_device``/``dst_device``.
 
-    Taught in 03_streams_and_overlap.
+    Used by the lessons (helpers/lessons/).
     """
 
     kind: str
@@ -367,7 +367,7 @@ def select(intervals: Sequence[Interval], *, kind: str | Iterable[str] | None = 
     ``kind``: one of ``KINDS`` or several; ``name``: a substring of the name (case matters);
     ``device``/``stream``: GPU index and stream id; ``copy_kind``: 'HtoD', 'DtoH', 'DtoD', 'PtoP'.
 
-    Taught in 03_streams_and_overlap.
+    Used by the lessons (helpers/lessons/).
     """
     intervals = _check_intervals(intervals)
     kinds = _kind_set(kind)
@@ -422,7 +422,7 @@ def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> 
 def relative(intervals: Sequence[Interval], t0: float | None = None) -> list[Interval]:
     """Copies of the intervals with ``t0`` (default: the earliest start) subtracted from times.
 
-    Taught in 00_start_here.
+    Used by the lessons (helpers/lessons/).
     """
     intervals = _check_intervals(intervals)
     if not intervals and t0 is None:
@@ -473,7 +473,7 @@ def merge(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[flo
 def covered_us(intervals: Iterable[Interval | tuple[float, float]]) -> float:
     """Microseconds during which at least one of the intervals runs (overlaps counted once).
 
-    Taught in 03_streams_and_overlap.
+    Used by the lessons (helpers/lessons/).
     """
     return sum(end - start for start, end in merge(intervals))
 
@@ -484,7 +484,7 @@ def overlap_us(a: Iterable[Interval | tuple[float, float]], b: Iterable[Interval
     Each set is merged first, then the two sorted lists are swept together (as Holistic Trace
     Analysis measures communication/computation overlap).
 
-    Taught in 03_streams_and_overlap.
+    Used by the lessons (helpers/lessons/).
     """
     left, right = merge(a), merge(b)
     total, i, j = 0.0, 0, 0
@@ -510,7 +510,7 @@ def overlap_ratio(a: Iterable[Interval | tuple[float, float]], b: Iterable[Inter
     communication and the shorter set. For HTA's number, divide ``overlap_us(comm, compute)``
     by ``covered_us(comm)`` yourself.
 
-    Taught in 03_streams_and_overlap.
+    Used by the lessons (helpers/lessons/).
     """
     a, b = merge(a), merge(b)
     for label, spans in (("a", a), ("b", b)):
@@ -526,7 +526,7 @@ def overlap_ratio(a: Iterable[Interval | tuple[float, float]], b: Iterable[Inter
 def span_us(intervals: Iterable[Interval | tuple[float, float]]) -> float:
     """Microseconds from the earliest start to the latest end.
 
-    Taught in 06_nccl_point_to_point_and_collectives.
+    Used by the lessons (helpers/lessons/).
     """
     spans = _spans(intervals)
     if not spans:

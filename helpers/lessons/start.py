@@ -108,7 +108,7 @@ def hidden_share(run: Run) -> float:
     """The overlap ratio of the timeline's copies and kernels: the share of the shorter activity
     that ran while the other was running (0 to 1).
 
-    Taught in 00_start_here.
+    Used by start.see_timeline.
     """
     intervals = run.value.intervals
     return trace.overlap_ratio(trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel"))
