@@ -565,6 +565,16 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
             f"where its numbers come from).\n\n" + hardware.report(headers[chosen]["machine"]))
 
 
+def gap_machines(notebook: str, name: str, root: Path | None = None) -> set[str]:
+    """The recorded machines whose gaps.json lists ``notebook/name``: they replay it from another.
+
+    Used by the course's tests.
+    """
+    root = root or config.results_dir()
+    return {folder.name for folder in sorted(root.iterdir()) if folder.is_dir()
+            and f"{notebook}/{name}" in recording_gaps(folder)}
+
+
 def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[str, Run]:
     """``{machine: Run}`` for every recorded machine that has ``notebook/name``, each replayed as
     a notebook would replay it there: the value and header of that machine's recording.

@@ -325,7 +325,8 @@ def _write_index(folder: Path, scale: float) -> None:
 def measured_as_recorded(monkeypatch):
     """`check` on a pretend 2xH200 whose measurements equal its recorded figures."""
     recorded = cli.baseline_figures(records.read_index(kind="figure"), MACHINE)
-    assert set(recorded) == {"H2D pinned", "D2H pinned", "P2P cuda:0 -> cuda:1", "all_reduce busbw"}
+    # 01's copy_bandwidth is a gap of the 2xH200 (results/2xNVIDIA-H200/gaps.json) until it is re-recorded
+    assert set(recorded) == {"P2P cuda:0 -> cuda:1", "all_reduce busbw"}
     monkeypatch.setattr(cli, "_this_machine", lambda: MACHINE)
     monkeypatch.setattr(cli, "_measure_headline", lambda key, base: recorded[key]["gbps"])
     return recorded
@@ -334,12 +335,14 @@ def measured_as_recorded(monkeypatch):
 def test_baseline_figures_are_the_recorded_headlines():
     rows = records.read_index(kind="figure")
     found = cli.baseline_figures(rows, MACHINE)
-    assert found["H2D pinned"]["bytes"] == 256 * MiB and found["all_reduce busbw"]["bytes"] == GiB
+    assert found["all_reduce busbw"]["bytes"] == GiB
     ranks = found["all_reduce busbw"]["ranks"]
     assert ranks == 2 and found["all_reduce busbw"]["gbps"] > 0  # 2 GPUs: 2 ranks
-    h2d = next(r for r in rows if r["machine"] == MACHINE and r["label"] == "H2D pinned" and r["bytes"] == 256 * MiB)
-    assert found["H2D pinned"]["gbps"] == h2d["value"]
-    assert cli.baseline_figures(rows, "1xNVIDIA-H200").keys() == {"H2D pinned", "D2H pinned"}
+    one_gpu = cli.baseline_figures(rows, "1xNVIDIA-H200")
+    assert one_gpu.keys() == {"H2D pinned", "D2H pinned"} and one_gpu["H2D pinned"]["bytes"] == 256 * MiB
+    h2d = next(r for r in rows if r["machine"] == "1xNVIDIA-H200" and r["label"] == "H2D pinned"
+               and r["bytes"] == 256 * MiB)
+    assert one_gpu["H2D pinned"]["gbps"] == h2d["value"]
 
 
 def test_check_passes_on_an_unchanged_machine(capsys, monkeypatch, tmp_path, measured_as_recorded):
@@ -347,14 +350,14 @@ def test_check_passes_on_an_unchanged_machine(capsys, monkeypatch, tmp_path, mea
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     code, out, _ = run(capsys, "check", "--tolerance", "5%", "--json")
     payload = json.loads(out)
-    assert code == 0 and [r["verdict"] for r in payload["rows"]] == ["pass"] * 4
+    assert code == 0 and [r["verdict"] for r in payload["rows"]] == ["pass"] * 2
 
 
 def test_check_fails_when_the_baseline_is_raised_by_20_percent(capsys, monkeypatch, tmp_path, measured_as_recorded):
     _write_index(tmp_path, 1.2)
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     code, out, _ = run(capsys, "check", "--tolerance", "5%")
-    assert code == 1 and out.count("REGRESSION") == 4 and "-16.7%" in out and "4 regression(s)" in out
+    assert code == 1 and out.count("REGRESSION") == 2 and "-16.7%" in out and "2 regression(s)" in out
     code, _, _ = run(capsys, "check", "--tolerance", "20%")  # 1/1.2 = -16.7% is within 20%
     assert code == 0
 

@@ -83,8 +83,9 @@ def T(seconds, nbytes=None, n=5, label=""):
 
 
 def test_every_machine_that_recorded_01_is_tested():
-    assert len(MACHINES) >= 3
-    assert all(sorted(runs) == MACHINES for runs in RUNS.values())
+    everyone = set(RUNS["h2d_trace"])
+    assert len(MACHINES) >= 2 and len(everyone) >= 3
+    assert all(set(runs) | records.gap_machines(NOTEBOOK, name) == everyone for name, runs in RUNS.items())
 
 
 # ---------------------------------------------------------------- 1. where the host waits
