@@ -309,7 +309,7 @@ def test_the_both_ways_sentences_give_the_shares_of_the_one_way_rates_added(mach
     largest = run.params["sizes"][-1]
     shares = _shares(run, one_way)
     at_largest = [v for (_, size), v in shares.items() if size == largest]
-    first, second = peer.see_both_ways(run, one_way, links).sentences
+    first, second, *notes = peer.see_both_ways(run, one_way, links).sentences
     span = re.search(r"the total is (\d+)%(?: to (\d+)%)? of the two one-way rates added, over (\d+) pairs?", first)
     assert int(span[1]) == round(100 * min(at_largest)) and int(span[2] or span[1]) == round(100 * max(at_largest))
     assert int(span[3]) == len(run.value)
@@ -320,14 +320,37 @@ def test_the_both_ways_sentences_give_the_shares_of_the_one_way_rates_added(mach
     total = run.value["0<->1"][-1].gbps
     assert f"the largest total, {total:.0f} GB/s" in second
     assert f"is {total / (2 * _rated_gbps(links)):.0%} of it" in second
+    above = [v for v in shares.values() if v > 1]
+    leaks = [(pair, size) for r in (run, one_way) for pair, ts in r.value.items()
+             for size, t in zip(r.params["sizes"], ts, strict=True)
+             if t.extra.get("hold_us") and t.extra.get("enqueue_us", 0) > t.extra["hold_us"]]
+    assert len(notes) == bool(above) + bool(leaks)
+    if above:
+        assert f"{len(above)} share" in notes[0] and f"the highest {max(above):.0%}" in notes[0]
+        assert "measurement problem" in notes[0]
+    if leaks:
+        assert notes[-1].startswith("Launch time leaked into") and notes[-1].count(" us of hold)") == len(leaks)
     peer.show_both_ways(run, one_way, links)
     assert "not a bound" in capsys.readouterr().out
+
+
+def test_a_share_above_100_percent_and_a_leaking_hold_are_called_measurement_problems():
+    one_way = _peer_run({"0->1": [10.0, 40.0], "1->0": [10.0, 40.0]}, SIZES[:2])
+    leaky = _timing(90.0)
+    leaky.extra.update(hold_us=2700.0, enqueue_us=2722.0)
+    both = _run({"0<->1": [_timing(15.0), leaky]}, sizes=SIZES[:2], repeats=5)
+    _, _, above, leak = peer.see_both_ways(both, one_way, _links("PIX")).sentences
+    assert above.startswith("1 share is above 100% (the highest 112%, cuda:0 <-> cuda:1 at 4 MiB each way)")
+    assert leak == ("Launch time leaked into cuda:0 <-> cuda:1 at 4 MiB (2722 us of queueing, 2700 us of hold): "
+                    "queueing the sample's copies took longer than the spin kernel held the stream, so the GPU "
+                    "waited for the host, that rate is too low, and a share computed from it is no measure of the link.")
+    assert peer._hold_leaks(one_way) == []
 
 
 def test_two_directions_that_slow_each_other_down_are_said_to():
     one_way = _peer_run({"0->1": [10.0, 40.0], "1->0": [10.0, 40.0]}, SIZES[:2])
     both = _run({"0<->1": [_timing(24.0), _timing(60.0)]}, sizes=SIZES[:2], repeats=5)
-    first, second = peer.see_both_ways(both, one_way, _links("PIX")).sentences
+    first, second, *notes = peer.see_both_ways(both, one_way, _links("PIX")).sentences
     assert "the total is 75% of the two one-way rates added, over 1 pair of GPUs" in first
     assert "slowed each other down" in first and "hardly" not in first.split("(")[0]
     assert "lowest share at any size is 75%, cuda:0 <-> cuda:1 at 4 MiB" in first

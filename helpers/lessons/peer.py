@@ -387,7 +387,33 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
                  f"{largest:.0f} GB/s (cuda:0 <-> cuda:1), is {largest / (2 * ceiling):.0%} of it.")
     else:
         seen.say("No rated speed is known for the link, so the plot has no line for it.")
+    above = {key: share for key, share in shares.items() if share > 1}
+    if above:
+        (pair, size), top = max(above.items(), key=lambda item: item[1])
+        seen.say(f"{len(above)} share{'s are' if len(above) > 1 else ' is'} above 100% (the highest {top:.0%}, "
+                 f"{_pair_name(pair)} at {timing.format_bytes(size)} each way): two copies sharing a link cannot "
+                 "beat the same two timed apart, so that is a measurement problem, not a result; the samples' "
+                 "spread, or launch time leaking into a one-way sample, is the likely cause.")
+    leaks = _hold_leaks(both) + _hold_leaks(peer)
+    if leaks:
+        seen.say("Launch time leaked into " + "; ".join(leaks) + ": queueing the sample's copies took longer than "
+                 "the spin kernel held the stream, so the GPU waited for the host, that rate is too low, and a "
+                 "share computed from it is no measure of the link.")
     return seen
+
+
+def _hold_leaks(run: Run) -> list[str]:
+    """Where a run's event-timed samples were queued behind a hold that did not cover their
+    launches (``enqueue_us`` over ``hold_us``, as ``timing.cuda_events`` records them): one
+    phrase each, "cuda:1 <-> cuda:3 at 2 MiB (2722 us of queueing, 2700 us of hold)"."""
+    found = []
+    for pair, ts in run.value.items():
+        for size, t in zip(run.params["sizes"], ts, strict=True):
+            queued, hold = t.extra.get("enqueue_us"), t.extra.get("hold_us")
+            if queued is not None and hold and queued > hold:
+                found.append(f"{_pair_name(pair)} at {timing.format_bytes(size)} ({queued:.0f} us of queueing, "
+                             f"{hold:.0f} us of hold)")
+    return found
 
 
 def both_ways_largest_gbps(both: Run) -> float:
