@@ -561,8 +561,10 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
     else:
         chosen = max(headers, key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m))
         why = "it has the most GPUs of the machines that recorded this notebook"
-    return (f"{this}: the experiments below replay recordings made on {chosen} ({why}; each experiment says "
-            f"where its numbers come from).\n\n" + hardware.report(headers[chosen]["machine"]))
+    sentence = (f"{this}: the experiments below replay recordings made on {chosen} ({why}; each experiment "
+                f"says where its numbers come from).")
+    return (textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False) + "\n\n"
+            + hardware.report(headers[chosen]["machine"]))
 
 
 def gap_machines(notebook: str, name: str, root: Path | None = None) -> set[str]:

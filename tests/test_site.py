@@ -149,7 +149,7 @@ def test_machine_page_has_report_notebooks_and_gaps():
 def test_claim_cell_shows_verdict_value_spread_threshold_and_link():
     cell = build_site.claim_cell(claim_row("2xA"), "runs/2xA/01.html#claims")
     assert 'class="verdict-holds"' in cell and '<a href="runs/2xA/01.html#claims">holds</a>' in cell
-    assert "0.87 ± 0.0015 of the raw rate; holds if above 0.8" in cell
+    assert "0.870 ± 0.002 of the raw rate; holds if above 0.8" in cell  # value and spread rounded alike
     assert 'title="256 MiB: 54 GB/s"' in cell
 
 

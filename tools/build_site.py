@@ -268,9 +268,12 @@ def claim_cell(row: Mapping[str, Any] | None, link: str | None, missing: str = "
     verdict = html.escape(row["verdict"])
     if link:
         verdict = f'<a href="{html.escape(link)}">{verdict}</a>'
-    value = _number(row.get("value"))
-    if row.get("spread") is not None:
-        value += f" ± {_number(row['spread'], 2)}"
+    number = row.get("value")
+    if isinstance(number, (int, float)) and not isinstance(number, bool) and row.get("spread") is not None:
+        v = claims.Value(float(number), float(row["spread"]))  # the value and its spread rounded alike
+        value = f"{v.number()} ± {v.spread_text()}"
+    else:
+        value = _number(number)
     if row.get("unit"):
         value += f" {row['unit']}"
     if row.get("threshold") is not None:
@@ -364,9 +367,12 @@ def claims_markdown(rows: Sequence[Mapping[str, Any]], runs: Mapping[str, Sequen
                     gaps: Mapping[str, Mapping[str, str]]) -> str:
     """The claims x machines page (arguments as ``claims_matrix``)."""
     n_claims = len({(r["notebook"], r["name"]) for r in rows})
+    n_sources = len({(r["notebook"], source_claim(r["name"])) for r in rows})
     return "\n".join([
         "# Claims x machines", "",
-        f"Every claim the notebooks test ({n_claims} of them), with its verdict on every recorded machine and the "
+        f"Every claim the notebooks test ({n_sources} claims of the sources, tested in {n_claims} cases: a claim "
+        "tested in several cases shows how many got each verdict, and its checkbox opens them), with its verdict "
+        "on every recorded machine and the "
         "value behind it (median ± spread, half the interquartile range, and the threshold). A verdict links to the "
         "claims table of that notebook on that machine; hover over a cell to see what was measured, or why a "
         "machine has no verdict (\"not recorded\": too few GPUs for the notebook, or an experiment it could not "
