@@ -58,8 +58,11 @@ test: $(STAMP)
 replay-all: $(STAMP)
 	$(BIN)/python tools/replay_all.py
 
-## index: rewrite results/index.jsonl (figures from the recordings, verdicts from the replays)
+## index: rewrite results/index.jsonl (figures from the recordings, verdicts from the replays), then
+## results/run_to_run.json (how far each claim moved between runs) and the verdicts again with it
 index: $(STAMP)
+	$(BIN)/python tools/replay_all.py --write
+	$(BIN)/python tools/run_to_run.py
 	$(BIN)/python tools/replay_all.py --write
 
 ## lab: JupyterLab on workspace/, your own copies of the notebooks (executed ones after `make run`),

@@ -140,12 +140,14 @@ class Comparison:
     value: Value
     threshold: float
     holds_if: str
+    floor: float = 0.0  # how far the value moved between runs on this kind of machine (half the range)
 
     @property
     def margin(self) -> float:
-        """The noise band around the threshold: the value's spread, at least ``SPREAD_FLOOR``
-        of the threshold."""
-        return max(self.value.spread, SPREAD_FLOOR * abs(self.threshold))
+        """The noise band around the threshold: the value's spread within its run, or how far it
+        moved between recorded runs of this machine kind (``floor``), whichever is larger, and at
+        least ``SPREAD_FLOOR`` of the threshold."""
+        return max(self.value.spread, self.floor, SPREAD_FLOOR * abs(self.threshold))
 
     @property
     def verdict(self) -> str:
@@ -218,7 +220,7 @@ def verdict_of(row: dict) -> str | None:
     if row.get("threshold") is None or row.get("value") is None:
         return None
     value = Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")
-    return Comparison(value, row["threshold"], row["holds_if"]).verdict
+    return Comparison(value, row["threshold"], row["holds_if"], float(row.get("floor") or 0.0)).verdict
 
 
 # ---------------------------------------------------------------- the claims table
@@ -261,12 +263,17 @@ class ClaimsTable:
                 raise TypeError(f"{name} must be a non-empty string")
         where = run.where() if run is not None else "this machine"
         comparison = holds if isinstance(holds, Comparison) else None
+        if comparison is not None and run is not None:
+            floor = run_to_run_floor(run.machine, self.notebook, claim)
+            if floor > comparison.floor:
+                comparison = Comparison(comparison.value, comparison.threshold, comparison.holds_if, floor)
+                holds = comparison
         row = Claim(claim, source, measured, _as_verdict(holds), where, comparison)
         self.claims.append(row)
         if comparison is not None:
             fields = dict(value=comparison.value.value, unit=comparison.value.unit,
                           spread=comparison.value.spread, threshold=comparison.threshold,
-                          holds_if=comparison.holds_if, margin=comparison.margin)
+                          holds_if=comparison.holds_if, margin=comparison.margin, floor=comparison.floor)
         else:
             fields = dict(value=None if holds is None else bool(holds))
         _export(self.notebook, run, kind="claim", name=row.text, verdict=row.verdict,
@@ -286,6 +293,8 @@ class ClaimsTable:
             if c.comparison is not None:
                 v = c.comparison.value
                 value = f"{v.number()} ± {v.spread_text()}{' ' + v.unit if v.unit else ''}"
+                if c.comparison.floor > v.spread:
+                    value += f" (runs differ by ± {Value(v.value, c.comparison.floor).spread_text()})"
                 side = f"{'>' if c.comparison.holds_if == 'above' else '<'} {_number(c.comparison.threshold)}"
             table.add(c.text, c.source, c.measured, value, side, c.where, c.verdict)
         return table
@@ -314,8 +323,36 @@ class ClaimsTable:
         return str(self)
 
 
-_BORDERLINE_NOTE = (f"borderline here: the value is within its spread (at least {SPREAD_FLOOR:.0%} of the "
-                    "threshold) of the threshold, so another run could call it either way.")
+_BORDERLINE_NOTE = (f"borderline here: the value is within its noise of the threshold (its spread, or how far "
+                    f"it moved between recorded runs of this machine kind, and at least {SPREAD_FLOOR:.0%} of the "
+                    "threshold), so another run could call it either way.")
+
+RUN_TO_RUN_FILE = "run_to_run.json"  # under results/: written by tools/run_to_run.py from the index's history
+
+
+def run_to_run_floor(machine: str, notebook: str, claim: str) -> float:
+    """How far a claim's value moved between the recorded runs of a machine kind: half the range
+    of its values in the history of ``results/index.jsonl`` (``results/run_to_run.json``, written
+    by ``tools/run_to_run.py``); 0 where it was recorded once. A verdict's band is at least this
+    wide, so a second run on the same kind does not flip it.
+
+    Used by claims.ClaimsTable.
+    """
+    return float(_run_to_run().get(machine, {}).get(notebook, {}).get(claim, {}).get("floor", 0.0))
+
+
+_FLOORS: dict[str, tuple[float, dict]] = {}
+
+
+def _run_to_run() -> dict:
+    path = config.results_dir() / RUN_TO_RUN_FILE
+    if not path.exists():
+        return {}
+    mtime = path.stat().st_mtime
+    cached = _FLOORS.get(str(path))
+    if cached is None or cached[0] != mtime:
+        _FLOORS[str(path)] = (mtime, json.loads(path.read_text()))
+    return _FLOORS[str(path)][1]
 
 
 def _export(notebook: str, run: Run | None, **fields: object) -> None:

@@ -236,3 +236,25 @@ def test_what_a_claim_and_a_check_write_to_the_index(tmp_path, monkeypatch):
 def test_empty_names_and_sentences_are_refused(make):
     with pytest.raises(TypeError, match="name|non-empty"):
         make()
+
+
+def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_path, monkeypatch):
+    """A claim whose value moved between recorded runs of a machine kind is borderline within that
+    movement: 0.93 ± 0.001 against 0.9 holds alone, but not when runs moved it by ± 0.04."""
+    import json as _json
+
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(_json.dumps(
+        {"1xA": {"03_x": {"parallel": {"floor": 0.04, "runs": 2, "values": [0.87, 0.95]}}}}))
+    run = records.Run(1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"})
+    value = claims.Value(0.93, 0.001)
+    assert claims.compare(value, 0.9, holds_if="above").verdict == claims.HOLDS
+    table = claims.ClaimsTable("03_x")
+    row = table.add("parallel", source="s", measured="m", holds=claims.compare(value, 0.9, holds_if="above"), run=run)
+    assert row.verdict == claims.BORDERLINE and row.comparison.floor == 0.04
+    assert "0.930 ± 0.001 (runs differ by ± 0.040)" in table.to_markdown()
+    other = table.add("other", source="s", measured="m", holds=claims.compare(value, 0.9, holds_if="above"), run=run)
+    assert other.verdict == claims.HOLDS  # no history for it: its own spread decides
+    row_of_index = {"value": 0.93, "spread": 0.001, "threshold": 0.9, "holds_if": "above", "floor": 0.04}
+    assert claims.verdict_of(row_of_index) == claims.BORDERLINE
+    assert claims.verdict_of({**row_of_index, "floor": None}) == claims.HOLDS

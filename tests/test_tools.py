@@ -149,3 +149,21 @@ def test_compare_verdicts_lists_changes_and_fails_only_on_a_flip(tmp_path, capsy
     assert compare.main([str(old), str(new)]) == 1
     out = capsys.readouterr().out
     assert out.index("FLIPPED  1xB") < out.index("moved    1xA") and "2 of 3 verdicts changed; 1 flipped" in out
+
+
+def test_run_to_run_counts_runs_not_replays_and_restarts_when_the_test_changes():
+    run_to_run = load("run_to_run")
+
+    def version(*rows):
+        return run_to_run.numeric_claims(json.dumps({"kind": "claim", "machine": "1xA", "notebook": "03_x",
+                                                     "name": name, "value": value, "threshold": threshold,
+                                                     "holds_if": "above", "unit": "x"}) for name, value, threshold in rows)
+
+    versions = [version(("p", 0.95, 0.9), ("q", 1.0, 2.0)), version(("p", 0.95, 0.9), ("q", 1.5, 2.0)),
+                version(("p", 0.87, 0.9), ("q", 3.0, 1.0)), version(("p", 0.87, 0.9), ("q", 3.5, 1.0))]
+    runs = run_to_run.runs_of(versions)
+    assert runs[("1xA", "03_x", "p")] == [0.95, 0.87]  # a replayed value is one run, not two
+    assert runs[("1xA", "03_x", "q")] == [3.0, 3.5]  # the threshold changed: another test, history anew
+    out = run_to_run.floors(runs)
+    assert out["1xA"]["03_x"]["p"]["floor"] == pytest.approx(0.04) and out["1xA"]["03_x"]["p"]["runs"] == 2
+    assert run_to_run.floors({("1xA", "03_x", "once"): [1.0]}) == {}

@@ -1,0 +1,111 @@
+"""How far each claim's value moved between recorded runs of the same machine kind, from the
+history of results/index.jsonl: the band a verdict must clear so that a second run does not flip it.
+
+    python tools/run_to_run.py           # write results/run_to_run.json (make index runs it)
+    python tools/run_to_run.py --show    # print the claims that moved, largest floor first
+
+Each committed version of the index, and the index here, holds one value per (machine, claim).
+Values that repeat from one version to the next are one run (the same recording replayed); a
+claim whose threshold, side or unit changed starts its history anew (it is another test). A
+claim with two or more runs gets ``floor``: half the range of its values. ``claims.ClaimsTable``
+widens a verdict's band to it (``claims.run_to_run_floor``), so a claim whose value moved 0.87 to
+0.95 between two runs, against 0.9, is borderline there, not "holds" one day and "does not hold"
+the next. A git clone without history (shallow) has only the committed file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+INDEX = ROOT / "results" / "index.jsonl"
+OUT = ROOT / "results" / "run_to_run.json"
+
+Key = tuple[str, str, str]  # machine, notebook, claim
+
+
+def _test_of(row: dict[str, Any]) -> tuple[Any, ...]:
+    return row["threshold"], row["holds_if"], row.get("unit")
+
+
+def numeric_claims(lines: Iterable[str]) -> dict[Key, dict[str, Any]]:
+    """``{(machine, notebook, claim): row}`` of an index's claims decided on a number."""
+    found = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        value = row.get("value")
+        if row.get("kind") == "claim" and row.get("threshold") is not None and isinstance(value, (int, float)) \
+                and not isinstance(value, bool):
+            found[(row["machine"], row["notebook"], row["name"])] = row
+    return found
+
+
+def runs_of(versions: list[dict[Key, dict[str, Any]]]) -> dict[Key, list[float]]:
+    """Each claim's values over the index's versions (oldest first), one per run: consecutive
+    equal values are one run, and only the versions that test it as the newest does count."""
+    newest = versions[-1] if versions else {}
+    runs: dict[Key, list[float]] = {}
+    for key, row in newest.items():
+        values: list[float] = []
+        for version in versions:
+            old = version.get(key)
+            if old is None or _test_of(old) != _test_of(row):
+                continue
+            if not values or values[-1] != old["value"]:
+                values.append(float(old["value"]))
+        runs[key] = values
+    return runs
+
+
+def floors(runs: dict[Key, list[float]]) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """``{machine: {notebook: {claim: {"floor", "runs", "values"}}}}`` for claims with two runs or more."""
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for (machine, notebook, claim), values in sorted(runs.items()):
+        if len(values) >= 2:
+            out.setdefault(machine, {}).setdefault(notebook, {})[claim] = {
+                "floor": (max(values) - min(values)) / 2, "runs": len(values), "values": values}
+    return out
+
+
+def history() -> list[list[str]]:
+    """The lines of every committed version of results/index.jsonl, oldest first, then the file here."""
+    revs = subprocess.run(["git", "log", "--format=%H", "--", "results/index.jsonl"], cwd=ROOT,
+                          capture_output=True, text=True, check=False).stdout.split()
+    versions = []
+    for rev in reversed(revs):
+        shown = subprocess.run(["git", "show", f"{rev}:results/index.jsonl"], cwd=ROOT, capture_output=True,
+                               text=True, check=False)
+        if shown.returncode == 0:
+            versions.append(shown.stdout.splitlines())
+    return versions + [INDEX.read_text().splitlines()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--show", action="store_true", help="print the claims that moved instead of writing")
+    args = parser.parse_args(argv)
+    result = floors(runs_of([numeric_claims(lines) for lines in history()]))
+    if args.show:
+        moved = [(f["floor"], m, n, c, f["values"]) for m, by in result.items() for n, cs in by.items()
+                 for c, f in cs.items()]
+        for floor, machine, notebook, claim, values in sorted(moved, reverse=True):
+            print(f"{floor:10.4g}  {machine} {notebook}: {claim[:80]}  {values}")
+        return 0
+    tmp = OUT.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    tmp.replace(OUT)
+    print(f"wrote {OUT.relative_to(ROOT)}: {sum(len(cs) for by in result.values() for cs in by.values())} claims "
+          "with two runs or more")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
