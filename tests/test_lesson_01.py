@@ -655,9 +655,17 @@ def test_the_claims_table_keeps_every_claim_and_judges_it_from_the_runs(machine)
     for case, key in (("warm cache", "pin_then_to_nb"), ("empty cache", "pin_then_to_nb_cold")):
         ratios = [median(r[key]) / median(r["pageable_to"]) for r in pin["rows"]]
         rare = [c for c in CLAIMS if c.startswith("pin_memory() (a new") and c.endswith(f"[{case}]")][0]
-        assert f"below 1 at {sum(r < 1 for r in ratios)} of {len(ratios)} sizes" in by_claim[rare].measured
+        values = pinned_sizes.nonblocking_ratios(run_of("pin_then_copy_by_size", machine))[case]
+        wins = sum(claims.compare(v, 1, holds_if="below").verdict == claims.HOLDS for v in values)
+        assert wins <= sum(r < 1 for r in ratios)
+        assert f"faster beyond the noise at {wins} of {len(ratios)} sizes" in by_claim[rare].measured
         best = min(ratios)
-        assert verdicts[rare] == (claims.HOLDS if best < 0.98 else claims.DOES_NOT_HOLD if best > 1.02 else verdicts[rare])
+        if best > 1.02:  # never faster: the claim's "can be faster" fails
+            assert verdicts[rare] == claims.DOES_NOT_HOLD
+        elif wins / len(ratios) > 0.25 * 1.01 + 1 / len(ratios):  # faster at many sizes: not rare
+            assert verdicts[rare] == claims.DOES_NOT_HOLD and by_claim[rare].measured.endswith("shown: rare")
+        elif best < 0.98 and wins and wins / len(ratios) < 0.25 * 0.99:
+            assert verdicts[rare] == claims.HOLDS
 
 
 def _quick_like(run, sizes, samples):

@@ -167,3 +167,13 @@ def test_run_to_run_counts_runs_not_replays_and_restarts_when_the_test_changes()
     out = run_to_run.floors(runs)
     assert out["1xA"]["03_x"]["p"]["floor"] == pytest.approx(0.04) and out["1xA"]["03_x"]["p"]["runs"] == 2
     assert run_to_run.floors({("1xA", "03_x", "once"): [1.0]}) == {}
+
+
+def test_compare_verdicts_calls_a_changed_threshold_a_retest_not_a_flip(tmp_path, capsys):
+    compare = load("compare_verdicts")
+    row = {"kind": "claim", "machine": "1xA", "notebook": "01_x", "name": "c", "spread": 0.0, "holds_if": "below"}
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text(json.dumps({**row, "verdict": "holds", "value": 0.27, "threshold": 1.0}))
+    new.write_text(json.dumps({**row, "verdict": "does not hold here", "value": 0.55, "threshold": 0.25}))
+    assert compare.main([str(old), str(new)]) == 0
+    assert "retested 1xA 01_x: c" in capsys.readouterr().out

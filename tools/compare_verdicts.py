@@ -8,7 +8,8 @@ A maintainer's check after a live run: `make gpu-all` on a lent machine, `make u
 `make index`, then this against the index committed before. Every verdict that changed is listed
 with its value ± spread and threshold on both sides; a claim that went from "holds" to "does not
 hold here" (or back) on the same machine kind is a verdict the noise decides, not the hardware,
-and the exit status is 1. Moves to or from "borderline here" are reported, not failed.
+and the exit status is 1. Moves to or from "borderline here" are reported, not failed, and so is the
+change of a claim whose threshold, side or unit changed ("retested": another test, not another run).
 """
 
 from __future__ import annotations
@@ -50,17 +51,20 @@ def _value(row: Mapping[str, Any]) -> str:
 def changes(old: Mapping[tuple[str, str, str], Mapping[str, Any]], new: Mapping[tuple[str, str, str], Mapping[str, Any]],
             machines: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Every claim present in both whose verdict differs, on the machines asked for (all if none):
-    ``{machine, notebook, claim, old, new, flipped}``, ``flipped`` for holds <-> does not hold."""
+    ``{machine, notebook, claim, old, new, flipped, redefined}``: ``flipped`` for holds <-> does not
+    hold under the same test, ``redefined`` when the threshold, side or unit changed."""
     wanted = set(machines)
     found = []
     for key in sorted(old.keys() & new.keys()):
         if wanted and key[0] not in wanted:
             continue
         before, after = old[key]["verdict"], new[key]["verdict"]
+        same_test = all(old[key].get(f) == new[key].get(f) for f in ("threshold", "holds_if", "unit"))
         if before != after:
             found.append({"machine": key[0], "notebook": key[1], "claim": key[2],
                           "old": f"{before}: {_value(old[key])}", "new": f"{after}: {_value(new[key])}",
-                          "flipped": {before, after} == {HOLDS, DOES_NOT_HOLD}})
+                          "flipped": same_test and {before, after} == {HOLDS, DOES_NOT_HOLD},
+                          "redefined": not same_test})
     return found
 
 
@@ -68,7 +72,7 @@ def report(found: list[dict[str, Any]], compared: int) -> str:
     """The changes as text, flipped ones first, then the count."""
     lines = []
     for c in sorted(found, key=lambda c: (not c["flipped"], c["machine"], c["notebook"])):
-        mark = "FLIPPED" if c["flipped"] else "moved"
+        mark = "FLIPPED" if c["flipped"] else "retested" if c.get("redefined") else "moved"
         lines.append(f"{mark:8} {c['machine']} {c['notebook']}: {c['claim'][:90]}\n"
                      f"         {c['old']}  ->  {c['new']}")
     flipped = sum(c["flipped"] for c in found)

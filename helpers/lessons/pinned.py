@@ -36,6 +36,7 @@ FORUM = "NVIDIA forum thread on pageable copies"
 TUTORIAL = "PyTorch tutorial on non_blocking and pin_memory()"
 STAGED = 0.8  # the host inside cudaMemcpyAsync for at least this share of the copy: "(nearly) all staged"
 GOES_ON = 0.1  # ... for less than this share: the host "goes on"
+RARE = 0.25  # "in rare cases": at no more than this share of the sizes measured
 COPIES = {"h2d_pinned": "H2D from pinned", "h2d_pageable": "H2D from pageable",
           "d2h_pinned": "D2H to pinned", "d2h_pageable": "D2H to pageable"}
 FLAT = {"h2d_pinned": 0.05, "d2h_pinned": 0.05, "h2d_pageable": 0.15, "d2h_pageable": 0.15}
@@ -430,13 +431,20 @@ def claims_table(run_trace: Run, run_bw: Run, run_tut: Run, run_pin: Run, run_al
     sizes = run_pin.value["sizes"]
     for case, values in pinned_sizes.nonblocking_ratios(run_pin).items():
         best = min(range(len(values)), key=lambda i: values[i].value)
-        wins = sum(v.value < 1 for v in values)
+        faster = [claims.compare(v, 1, holds_if="below") for v in values]
+        wins = sum(c.verdict == claims.HOLDS for c in faster)
+        # "can be faster": at one size at least; "in rare cases": at no more than RARE of the sizes
+        rare = claims.compare(claims.Value(wins / len(values), unit=f"of {len(values)} sizes"), RARE,
+                              holds_if="below")
+        name, decisive = analysis.weakest({"faster somewhere": faster[best], "rare": rare})
         table.add("pin_memory() (a new pinned storage) followed by the copy can, in rare cases, be faster than "
                   f"the driver's chunked copy from pageable memory [{case}]",
                   source=TUTORIAL,
-                  measured=f"the smallest t(pin_memory().to(non_blocking=True)) / t(pageable .to()) (at "
-                           f"{timing.format_bytes(sizes[best])}; below 1 at {wins} of {len(values)} sizes); faster: below 1",
-                  holds=claims.compare(values[best], 1, holds_if="below"), run=run_pin)
+                  measured=f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest "
+                           f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: below 1); "
+                           f"faster beyond the noise at {wins} of {len(values)} sizes ('rare': at most "
+                           f"{RARE:.0%} of them); shown: {name}",
+                  holds=decisive, run=run_pin)
     last = run_pin.value["rows"][-1]
     table.add("Pinning pays off for large tensors", source=f"{TUTORIAL} (advice)",
               measured=f"t(pin_memory().to()) / t(pageable .to()) at the largest size, {timing.format_bytes(sizes[-1])}, "
