@@ -248,11 +248,14 @@ def test_the_resolution_sentences_give_the_floor_and_the_batches(machine):
     got = numbers(rf"measures {NUMBER} us \(median of (\d+); {NUMBER} to {NUMBER} us\)", first)
     assert got == pytest.approx([floor, len(empty), min(empty), max(empty)], abs=0.006)
     distinct = sorted(set(empty))
-    assert numbers(rf"values {NUMBER} us apart", first)[0] == pytest.approx(
+    assert numbers(rf"values are {NUMBER} us apart", first)[0] == pytest.approx(
         min(b - a for a, b in zip(distinct, distinct[1:], strict=False)), abs=6e-4)
+    assert "the host's time between the two record calls" in first
+    assert numbers(rf"takes {NUMBER} us per kernel, the host's launch rate", first)[0] == pytest.approx(launched, abs=0.006)
     assert numbers(rf"tiny kernel measures {NUMBER} us", second)[0] == pytest.approx(reading, abs=0.006)
     assert reading > floor
-    assert numbers(rf"the floor is {NUMBER}% of that reading", second)[0] == pytest.approx(floor / reading * 100, abs=0.51)
+    assert numbers(rf"the empty pair is {NUMBER}% of that reading", second)[0] == pytest.approx(
+        floor / reading * 100, abs=0.51)
     got_launched, got_queued, times = numbers(rf"takes {NUMBER} us per kernel.*spin kernel, {NUMBER} us per kernel.*"
                                               rf"reading is {NUMBER} times that", third)
     assert (got_launched, got_queued) == pytest.approx((launched, queued), abs=0.006)

@@ -268,9 +268,10 @@ def _times_in_words(ratio: float) -> str:
 
 
 def see_resolution(run: Run) -> claims.WhatWeSee:
-    """What events resolve: the empty pair's floor in us (its range, its closest values), the
-    single tiny kernel's reading against that floor, the two batches per kernel in us, and a
-    check that the queued batch measures less per kernel than the batch launched as we go.
+    """What events resolve: the empty pair in us (its range; on an idle stream it measures the
+    host's gap between two record calls) and its closest values (the resolution), the single
+    tiny kernel's reading against the empty pair, the two batches per kernel in us, and a check
+    that the queued batch measures less per kernel than the batch launched as we go.
 
     Taught in 04_event_timing.
     """
@@ -281,16 +282,20 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
     closest = _closest_apart(empty)
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(f"The empty pair measures {floor_us:.2f} us (median of {len(empty)}; {min(empty):.2f} to "
-             f"{max(empty):.2f} us), not zero"
-             + (f", its values {closest:.3f} us apart at the closest" if closest is not None else "")
-             + ": the floor of one event measurement.")
+             f"{max(empty):.2f} us), not zero, though nothing ran between its two events: on an idle stream each "
+             "event completes when the host records it, so the pair measures the host's time between the two "
+             f"record calls (the batch launched as we go, below, takes {launched_us:.2f} us per kernel, the host's "
+             "launch rate), not what events can resolve"
+             + (f"; its values are {closest:.3f} us apart at the closest, and that step is the resolution."
+                if closest is not None else "."))
     if single_us > floor_us:
-        seen.say(f"A single tiny kernel measures {single_us:.2f} us, {_times_in_words(single_us / floor_us)}: the "
-                 f"floor is {floor_us / single_us:.0%} of that reading, so one pair of events cannot time such a "
+        seen.say(f"A single tiny kernel measures {single_us:.2f} us against the empty pair's {floor_us:.2f} us, "
+                 f"{_times_in_words(single_us / floor_us)} (the empty pair is {floor_us / single_us:.0%} of that "
+                 "reading). Most of it is the host launching the kernel, so one pair of events cannot time such a "
                  "kernel.")
     else:
-        seen.say(f"A single tiny kernel measures {single_us:.2f} us, no more than the empty pair: one pair of "
-                 "events cannot time such a kernel.")
+        seen.say(f"A single tiny kernel measures {single_us:.2f} us, no more than the empty pair: the host's "
+                 "launch, not the kernel, is what such a pair measures, so one pair of events cannot time it.")
     seen.say(f"A batch launched as we go takes {launched_us:.2f} us per kernel, the rate at which the host launches; "
              f"queued behind a spin kernel, {queued_us:.2f} us per kernel, the rate at which the GPU runs them, "
              f"while the single kernel's reading is {single_us / queued_us:.0f} times that.")
