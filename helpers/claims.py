@@ -264,7 +264,7 @@ class ClaimsTable:
         where = run.where() if run is not None else "this machine"
         comparison = holds if isinstance(holds, Comparison) else None
         if comparison is not None and run is not None:
-            floor = run_to_run_floor(run.machine, self.notebook, claim)
+            floor = run_to_run_floor(run.machine, self.notebook, claim, comparison.threshold, comparison.holds_if)
             if floor > comparison.floor:
                 comparison = Comparison(comparison.value, comparison.threshold, comparison.holds_if, floor)
                 holds = comparison
@@ -330,15 +330,22 @@ _BORDERLINE_NOTE = (f"borderline here: the value is within its noise of the thre
 RUN_TO_RUN_FILE = "run_to_run.json"  # under results/: written by tools/run_to_run.py from the index's history
 
 
-def run_to_run_floor(machine: str, notebook: str, claim: str) -> float:
+def run_to_run_floor(machine: str, notebook: str, claim: str, threshold: float | None = None,
+                     holds_if: str | None = None) -> float:
     """How far a claim's value moved between the recorded runs of a machine kind: half the range
     of its values in the history of ``results/index.jsonl`` (``results/run_to_run.json``, written
     by ``tools/run_to_run.py``); 0 where it was recorded once. A verdict's band is at least this
-    wide, so a second run on the same kind does not flip it.
+    wide, so a second run on the same kind does not flip it. A claim tested against another
+    ``threshold`` or side than its history's is another test: 0.
 
     Used by claims.ClaimsTable.
     """
-    return float(_run_to_run().get(machine, {}).get(notebook, {}).get(claim, {}).get("floor", 0.0))
+    found = _run_to_run().get(machine, {}).get(notebook, {}).get(claim, {})
+    if threshold is not None and found.get("threshold", threshold) != threshold:
+        return 0.0
+    if holds_if is not None and found.get("holds_if", holds_if) != holds_if:
+        return 0.0
+    return float(found.get("floor", 0.0))
 
 
 _FLOORS: dict[str, tuple[float, dict]] = {}

@@ -245,7 +245,8 @@ def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_pat
 
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     (tmp_path / claims.RUN_TO_RUN_FILE).write_text(_json.dumps(
-        {"1xA": {"03_x": {"parallel": {"floor": 0.04, "runs": 2, "values": [0.87, 0.95]}}}}))
+        {"1xA": {"03_x": {"parallel": {"floor": 0.04, "runs": 2, "values": [0.87, 0.95], "threshold": 0.9,
+                                       "holds_if": "above"}}}}))
     run = records.Run(1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"})
     value = claims.Value(0.93, 0.001)
     assert claims.compare(value, 0.9, holds_if="above").verdict == claims.HOLDS
@@ -258,3 +259,6 @@ def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_pat
     row_of_index = {"value": 0.93, "spread": 0.001, "threshold": 0.9, "holds_if": "above", "floor": 0.04}
     assert claims.verdict_of(row_of_index) == claims.BORDERLINE
     assert claims.verdict_of({**row_of_index, "floor": None}) == claims.HOLDS
+    # the same claim tested against another threshold is another test: its history does not count
+    assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.8, "above") == 0.0
+    assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.9, "above") == 0.04

@@ -65,13 +65,19 @@ def runs_of(versions: list[dict[Key, dict[str, Any]]]) -> dict[Key, list[float]]
     return runs
 
 
-def floors(runs: dict[Key, list[float]]) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-    """``{machine: {notebook: {claim: {"floor", "runs", "values"}}}}`` for claims with two runs or more."""
+def floors(runs: dict[Key, list[float]], tests: dict[Key, dict[str, Any]] | None = None
+           ) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """``{machine: {notebook: {claim: {"floor", "runs", "values", "threshold", "holds_if"}}}}`` for
+    claims with two runs or more; ``tests`` (the newest index's rows) gives each one's threshold and
+    side, so a claim tested otherwise later gets no floor from this history."""
     out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for (machine, notebook, claim), values in sorted(runs.items()):
+    for key, values in sorted(runs.items()):
         if len(values) >= 2:
+            machine, notebook, claim = key
+            row = (tests or {}).get(key, {})
             out.setdefault(machine, {}).setdefault(notebook, {})[claim] = {
-                "floor": (max(values) - min(values)) / 2, "runs": len(values), "values": values}
+                "floor": (max(values) - min(values)) / 2, "runs": len(values), "values": values,
+                "threshold": row.get("threshold"), "holds_if": row.get("holds_if")}
     return out
 
 
@@ -92,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", action="store_true", help="print the claims that moved instead of writing")
     args = parser.parse_args(argv)
-    result = floors(runs_of([numeric_claims(lines) for lines in history()]))
+    versions = [numeric_claims(lines) for lines in history()]
+    result = floors(runs_of(versions), versions[-1])
     if args.show:
         moved = [(f["floor"], m, n, c, f["values"]) for m, by in result.items() for n, cs in by.items()
                  for c, f in cs.items()]
