@@ -727,3 +727,11 @@ def test_copies_without_peer_access_or_through_the_host_are_not_direct():
                                      SAME_FAKE)
     assert table.claims[3].comparison is None and table.claims[3].verdict == claims.DOES_NOT_HOLD
     assert table.claims[4].verdict == claims.HOLDS  # +5 us with the wait, -500 us without
+
+
+def test_a_leaking_hold_is_named_for_the_same_gpu_copy_and_the_latency_too():
+    leaky = _timing(90.0)
+    leaky.extra.update(hold_us=2000.0, enqueue_us=2500.0)
+    same = _run([_timing(100.0), leaky], sizes=SIZES[:2])
+    assert peer._hold_leaks(same) == ["cuda:0 -> cuda:0 at 4 MiB (2500 us of queueing, 2000 us of hold)"]
+    assert peer.see_same_gpu(same).sentences[-1].startswith("Launch time leaked into cuda:0 -> cuda:0 at 4 MiB")

@@ -219,6 +219,7 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
                  f"{timing.format_bytes(2 * sizes[peak_at])}; see the L2 cache below).")
     else:
         seen.say("No middle size rises above the plateau here.")
+    _say_hold_leaks(seen, _hold_leaks(same), "and so is the memory's figure if it is one of them")
     return seen
 
 
@@ -394,12 +395,16 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
                  f"{_pair_name(pair)} at {timing.format_bytes(size)} each way): two copies sharing a link cannot "
                  "beat the same two timed apart, so that is a measurement problem, not a result; the samples' "
                  "spread, or launch time leaking into a one-way sample, is the likely cause.")
-    leaks = _hold_leaks(both) + _hold_leaks(peer)
+    _say_hold_leaks(seen, _hold_leaks(both) + _hold_leaks(peer), "and a share computed from it is no measure of "
+                                                                   "the link")
+    return seen
+
+
+def _say_hold_leaks(seen: claims.WhatWeSee, leaks: list[str], consequence: str) -> None:
+    """Say where launch time leaked into a held sample (``_hold_leaks``), or that none did."""
     if leaks:
         seen.say("Launch time leaked into " + "; ".join(leaks) + ": queueing the sample's copies took longer than "
-                 "the spin kernel held the stream, so the GPU waited for the host, that rate is too low, and a "
-                 "share computed from it is no measure of the link.")
-    return seen
+                 f"the spin kernel held the stream, so the GPU waited for the host, that rate is too low, {consequence}.")
 
 
 def _hold_leaks(run: Run) -> list[str]:
@@ -407,7 +412,8 @@ def _hold_leaks(run: Run) -> list[str]:
     launches (``enqueue_us`` over ``hold_us``, as ``timing.cuda_events`` records them): one
     phrase each, "cuda:1 <-> cuda:3 at 2 MiB (2722 us of queueing, 2700 us of hold)"."""
     found = []
-    for pair, ts in run.value.items():
+    value = run.value if isinstance(run.value, dict) else {"0->0": run.value}  # same_gpu_copy: one list
+    for pair, ts in value.items():
         for size, t in zip(run.params["sizes"], ts, strict=True):
             queued, hold = t.extra.get("enqueue_us"), t.extra.get("hold_us")
             if queued is not None and hold and queued > hold:
@@ -548,4 +554,5 @@ def see_latency(latency: Run) -> claims.WhatWeSee:
     seen.say(f"The fastest peer copy of any pair and size ({fastest_peer:.1f} us) is "
              f"{'slower' if fastest_peer > slowest_local else 'not slower'} than the slowest copy within one GPU "
              f"({slowest_local:.1f} us).")
+    _say_hold_leaks(seen, _hold_leaks(latency), "and its time per copy too high")
     return seen
