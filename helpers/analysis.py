@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from . import claims, trace
 
+FEW_SAMPLES = 5  # a statement resting on fewer samples than this says how many (the course's rule)
+
 
 def steps_of(profile: trace.Profile) -> list[list[trace.Interval]]:
     """The profile's intervals, one list per profiled step: from the start of the host's range
@@ -108,6 +110,23 @@ def in_words(comparison: claims.Comparison, above: str, same: str, below: str) -
     if comparison.verdict == claims.BORDERLINE:
         return same
     return above if comparison.value.value > comparison.threshold else below
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an s unless n is 1: ``'2 profiled steps'``, ``'1 pair'``.
+
+    Used by analysis.few and the lessons (helpers/lessons/).
+    """
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def few(n: int | None, word: str = "sample") -> str:
+    """``'3 samples'`` when a number rests on fewer than ``FEW_SAMPLES`` of them, else ``''``:
+    what a sentence adds so that it says how few samples it stands on.
+
+    Used by the lessons (helpers/lessons/).
+    """
+    return plural(n, word) if n is not None and n < FEW_SAMPLES else ""
 
 
 def times(ratio: claims.Value) -> str:

@@ -18,6 +18,7 @@ Taught in 00_start_here (how to read the table); used by every notebook.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -266,7 +267,7 @@ class ClaimsTable:
         if comparison is not None and run is not None:
             floor = run_to_run_floor(run.machine, self.notebook, claim, comparison.threshold, comparison.holds_if)
             if floor > comparison.floor:
-                comparison = Comparison(comparison.value, comparison.threshold, comparison.holds_if, floor)
+                comparison = dataclasses.replace(comparison, floor=floor)
                 holds = comparison
         row = Claim(claim, source, measured, _as_verdict(holds), where, comparison)
         self.claims.append(row)

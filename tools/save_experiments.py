@@ -20,6 +20,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from helpers import records  # noqa: E402
+
 TARGET = ROOT / "helpers" / "experiments.py"
 MARK = "#@save"
 HELPER_MODULES = ("config", "hardware", "timing", "trace")  # what a saved experiment may use
@@ -80,7 +84,7 @@ def extract(notebooks: list[Path]) -> str:
                 if node.name in names:
                     raise SaveError(f"{origin}: {node.name} is saved twice")
                 names.add(node.name)
-                used |= _free_names(node)
+                used |= records.free_names(node)
                 functions.append(f"# Defined in {origin}\n" + _with_origin(source, node, origin))
     unknown = used - names - set(HELPER_MODULES) - {"torch"} - set(dir(builtins))
     if unknown:
@@ -90,13 +94,6 @@ def extract(notebooks: list[Path]) -> str:
     if used & set(HELPER_MODULES):
         imports.append(f"from . import {', '.join(sorted(used & set(HELPER_MODULES)))}")
     return HEADER + "\n" + "\n".join(imports) + "\n\n\n" + "\n\n\n".join(functions) + "\n"
-
-
-def _free_names(node: ast.FunctionDef) -> set[str]:
-    sys.path.insert(0, str(ROOT))
-    from helpers import records
-
-    return records.free_names(node)
 
 
 def main(argv: list[str] | None = None) -> int:

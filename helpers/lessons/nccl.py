@@ -17,7 +17,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from .. import claims, plotting, tables
+from .. import analysis, claims, plotting, tables
 from ..records import Run
 
 NOTEBOOK = "06_nccl_point_to_point_and_collectives"
@@ -41,10 +41,6 @@ NEXT_LINE = {  # the line after each mark: where a rank that reached that mark a
     "print(t) returned": "nothing: it finished",
 }
 ON_TIME_SHARE = 0.25  # a wait(timeout) that raised within this share of its timeout raised "as it came due"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def where_it_runs(gpus: int, max_ranks: int) -> str:
@@ -196,7 +192,7 @@ def _show_summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
     counts = {s["n"] for call, s in rows.items() if call != "first recv"}
     repeats = " or ".join(str(n) for n in sorted(counts)) + " repeats"
     if "first recv" in rows:
-        repeats = f"first recv: {_plural(rows['first recv']['n'], 'call')}; every other call: {repeats}"
+        repeats = f"first recv: {analysis.plural(rows['first recv']['n'], 'call')}; every other call: {repeats}"
     else:
         repeats += " per call"
     shown = tables.Table(["call", ("late by", "ms", ".1f"), ("call returned", "ms", ".3f"), ("host back", "ms", ".3f"),

@@ -15,7 +15,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from .. import claims, distributed, plotting, records, tables, timing, trace
+from .. import analysis, claims, distributed, plotting, records, tables, timing, trace
 from ..records import Run
 
 NOTEBOOK = "06_nccl_point_to_point_and_collectives"
@@ -127,10 +127,6 @@ def _wrong_total(sweep: list[dict[str, Any]]) -> int:
     return sum(sum(w) for e in sweep if e["wrong"] for w in e["wrong"].values())
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def show_bandwidth(run: Run) -> None:
     """Prints the world sizes measured and the wrong elements; shows all_reduce on all the ranks in
     nccl-tests' columns (us, GB/s), the busbw of each collective (GB/s), nccl-tests' busbw / algbw
@@ -235,7 +231,7 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     if all(e["wrong"] for e in sweep):
         wrong_total = _wrong_total(sweep)
         seen.check("Every collective gave the right result at every size and number of ranks (nccl-tests' #wrong is 0)",
-                   wrong_total == 0, f"{wrong_total} wrong elements over {_plural(len(sweep), 'world size')}")
+                   wrong_total == 0, f"{wrong_total} wrong elements over {analysis.plural(len(sweep), 'world size')}")
     return seen
 
 

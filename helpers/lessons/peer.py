@@ -17,7 +17,7 @@ import textwrap
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from .. import claims, hardware, plotting, records, tables, timing
+from .. import analysis, claims, hardware, plotting, records, tables, timing
 from ..records import Run
 
 NOTEBOOK = "05_device_to_device"
@@ -376,7 +376,7 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     largest = both_ways_largest_gbps(both)
     ceiling = _link_rates(links)[0].get((0, 1))
     seen = claims.WhatWeSee(NOTEBOOK, both)
-    pairs = f"{len(at_largest)} pair{'s' if len(at_largest) != 1 else ''}"
+    pairs = analysis.plural(len(at_largest), "pair")
     seen.say(f"At {timing.format_bytes(sizes[-1])} each way the total is "
              f"{_span(f'{min(at_largest):.0%}', f'{max(at_largest):.0%}')} of the two one-way rates added, over "
              f"{pairs} of GPUs: the two directions "

@@ -47,7 +47,7 @@ CLAIM_IS = {claims.HOLDS: "holds", claims.DOES_NOT_HOLD: "does not hold here", c
 
 def _samples(samples: int | None) -> str:
     """'; N samples' when a number rests on fewer than ``FEW`` samples, else nothing."""
-    return f"; {samples} samples" if samples is not None and samples < FEW else ""
+    return f"; {analysis.few(samples)}" if analysis.few(samples) else ""
 
 
 def _bytes(value: int | None) -> str:

@@ -21,7 +21,7 @@ from ..records import Run
 
 NOTEBOOK = "01_pinned_memory"
 MiB = 2**20
-FEW = 5  # a statement resting on fewer samples than this says how many
+FEW = analysis.FEW_SAMPLES  # a statement resting on fewer samples than this says how many
 TWICE = "pin_memory().to(device, non_blocking=True) can be up to twice as slow as .to(device)"
 TUT_PAGEABLE, TUT_PINNED = "pageable_tensor.to('cuda:0')", "pinned_tensor.to('cuda:0')"
 TUT_PIN, TUT_PIN_TO = "pageable_tensor.pin_memory()", "pageable_tensor.pin_memory().to('cuda:0')"
@@ -41,7 +41,7 @@ UNCACHED = 20  # a warm pin_memory() this many times slower than the pinned copy
 
 def _few(samples: int | None) -> str:
     """' (N samples)' when a number rests on fewer than ``FEW`` samples, else nothing."""
-    return f" ({samples} samples)" if samples is not None and samples < FEW else ""
+    return f" ({analysis.few(samples)})" if analysis.few(samples) else ""
 
 
 def _us(t: timing.Timing) -> str:

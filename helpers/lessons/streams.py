@@ -22,13 +22,12 @@ from ..records import Run
 
 NOTEBOOK = "03_streams_and_overlap"
 OVERLAPS, DOES_NOT = 0.95, 0.2  # "overlaps": a ratio of at least 0.95; "does not overlap": below 0.2
-FEW = 5  # a statement on fewer samples says how many
 
 
 def _steps(value: claims.Value) -> str:
-    """``', 2 profiled steps'`` for a value read from fewer than ``FEW`` steps, else nothing."""
-    n = value.samples
-    return f", {n} profiled step{'s' if n != 1 else ''}" if n is not None and n < FEW else ""
+    """``', 2 profiled steps'`` for a value read from fewer than ``analysis.FEW_SAMPLES`` steps, else nothing."""
+    note = analysis.few(value.samples, "profiled step")
+    return f", {note}" if note else ""
 
 
 def _show_timelines(panels: dict[str, Any], what: str, run: Run, **options: Any) -> None:
@@ -294,7 +293,7 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     both, same = pair["H2D + D2H"].value, pair["H2D + H2D"].value
     see = claims.WhatWeSee(NOTEBOOK, run)
     see.say("The driver's copy engine count could not be read." if count is None
-            else f"The driver reports {count} copy engine{'s' if count != 1 else ''}.")
+            else f"The driver reports {analysis.plural(count, 'copy engine')}.")
     see.say(f"A host-to-device and a device-to-host copy on two side streams ran side by side for {both:.0%} "
             f"of the shorter one (overlap ratio {pair['H2D + D2H']}{_steps(pair['H2D + D2H'])}) and together took "
             f"{e['both_ways'].value:.2f} times as long as the two one after the other"

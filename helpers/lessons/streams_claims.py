@@ -32,7 +32,7 @@ FORUM = "NVIDIA forum thread on pageable copies"
 
 def _over(value: claims.Value) -> str:
     """``' over 2 profiled steps'`` for a value read from a trace's steps."""
-    return f" over {value.samples} profiled step{'s' if value.samples != 1 else ''}" if value.samples else ""
+    return f" over {analysis.plural(value.samples, 'profiled step')}" if value.samples else ""
 
 
 def _requirements(run: Run) -> dict[str, Any]:
