@@ -53,6 +53,24 @@ def across(values: Sequence[float], unit: str = "") -> claims.Value:
     return claims.Value(statistics.median(values), (q3 - q1) / 2, unit, len(values))
 
 
+def paired(numerators: Sequence[float], denominators: Sequence[float], unit: str = "x") -> claims.Value:
+    """Ratios of samples taken together (the i-th numerator with the i-th denominator, e.g. the
+    time until ``.to()`` returned and until the same copy finished), as a ``claims.Value``: the
+    median ratio and half the interquartile range of the ratios. Unlike ``claims.ratio``, which
+    adds the two sides' spreads as if they were independent, this keeps what the pair shares
+    (a slow sample is slow on both sides) out of the ratio's spread.
+
+    Used by the lessons (helpers/lessons/).
+    """
+    numerators, denominators = list(numerators), list(denominators)
+    if len(numerators) != len(denominators):
+        raise ValueError(f"paired() needs as many numerators as denominators, got {len(numerators)} and "
+                         f"{len(denominators)}")
+    if any(d == 0 for d in denominators):
+        raise ValueError("paired(): a denominator is 0; pair non-zero measurements")
+    return across([n / d for n, d in zip(numerators, denominators, strict=True)], unit)
+
+
 def per_step(profile: trace.Profile, measure: Callable[[list[trace.Interval]], float],
              unit: str = "") -> claims.Value:
     """``measure(intervals of one step)`` for every profiled step, as a ``claims.Value``.

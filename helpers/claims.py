@@ -75,6 +75,13 @@ class Value:
         """The value, rounded as ``decimals()`` says (large values keep no decimals)."""
         return _fixed(self.value, self.decimals())
 
+    def without_spread(self) -> str:
+        """The value where it has no spread (a count, or a single sample): a whole number without
+        decimals, anything else as ``number()``."""
+        if float(self.value).is_integer() and abs(self.value) < 1e6:
+            return str(int(self.value))
+        return self.number()
+
     def spread_text(self) -> str:
         """The spread, rounded to the value's decimal places."""
         return _fixed(self.spread, self.decimals())
@@ -142,6 +149,7 @@ class Comparison:
     threshold: float
     holds_if: str
     floor: float = 0.0  # how far the value moved between runs on this kind of machine (half the range)
+    between: tuple[float, float] | None = None  # set by within(): the claim's two bounds, for display
 
     @property
     def margin(self) -> float:
@@ -161,9 +169,14 @@ class Comparison:
     def __bool__(self) -> bool:
         raise TypeError("a Comparison is not a bool: it can be borderline; read .verdict instead")
 
+    def holds_if_text(self) -> str:
+        """The claim's side in symbols: "> 0.8", "< 2", or "between 1 and 2" for ``within``."""
+        if self.between is not None:
+            return f"between {_number(self.between[0])} and {_number(self.between[1])}"
+        return f"{'>' if self.holds_if == 'above' else '<'} {_number(self.threshold)}"
+
     def __str__(self) -> str:
-        sign = ">" if self.holds_if == "above" else "<"
-        return f"{self.value} (holds if {sign} {_number(self.threshold)}{' ' + self.value.unit if self.value.unit else ''})"
+        return f"{self.value} (holds if {self.holds_if_text()}{' ' + self.value.unit if self.value.unit else ''})"
 
 
 def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -> Comparison:
@@ -196,8 +209,10 @@ def within(value: Value | Timing | float, low: float, high: float) -> Comparison
         raise ValueError(f"within() needs low < high, got {low!r} and {high!r}")
     number = compare(value, low, holds_if="above").value
     if abs(number.value - high) < abs(number.value - low):
-        return compare(number, high, holds_if="below")
-    return compare(number, low, holds_if="above")
+        nearer = compare(number, high, holds_if="below")
+    else:
+        nearer = compare(number, low, holds_if="above")
+    return dataclasses.replace(nearer, between=(float(low), float(high)))
 
 
 def _as_verdict(holds: object) -> str:
@@ -274,7 +289,8 @@ class ClaimsTable:
         if comparison is not None:
             fields = dict(value=comparison.value.value, unit=comparison.value.unit,
                           spread=comparison.value.spread, threshold=comparison.threshold,
-                          holds_if=comparison.holds_if, margin=comparison.margin, floor=comparison.floor)
+                          holds_if=comparison.holds_if, holds_if_text=comparison.holds_if_text(),
+                          margin=comparison.margin, floor=comparison.floor)
         else:
             fields = dict(value=None if holds is None else bool(holds))
         _export(self.notebook, run, kind="claim", name=row.text, verdict=row.verdict,
@@ -293,10 +309,12 @@ class ClaimsTable:
             value = side = None
             if c.comparison is not None:
                 v = c.comparison.value
-                value = f"{v.number()} ± {v.spread_text()}{' ' + v.unit if v.unit else ''}"
+                # a count, or a single sample, has no spread: no "± 0" beside it
+                number = f"{v.number()} ± {v.spread_text()}" if v.spread else v.without_spread()
+                value = f"{number}{' ' + v.unit if v.unit else ''}"
                 if c.comparison.floor > v.spread:
                     value += f" (runs differ by ± {Value(v.value, c.comparison.floor).spread_text()})"
-                side = f"{'>' if c.comparison.holds_if == 'above' else '<'} {_number(c.comparison.threshold)}"
+                side = c.comparison.holds_if_text()
             table.add(c.text, c.source, c.measured, value, side, c.where, c.verdict)
         return table
 

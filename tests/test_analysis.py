@@ -113,3 +113,15 @@ def test_every_recorded_profile_of_03_splits_into_its_steps(machine):
         profiles += list(value.get("profiles", {}).values())
         for profile in profiles:
             assert len(analysis.steps_of(profile)) == profile.steps, f"{path.name}: steps"
+
+
+def test_paired_takes_the_spread_of_the_ratios_not_of_each_side():
+    # each side varies by a factor of 2, the ratio of each pair not at all
+    value = analysis.paired([1.0, 2.0, 4.0, 8.0], [2.0, 4.0, 8.0, 16.0], unit="of the copy")
+    assert value.value == pytest.approx(0.5) and value.spread == 0 and value.samples == 4
+    assert value.unit == "of the copy"
+    assert analysis.paired([1.0, 3.0], [2.0, 2.0]).value == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="as many"):
+        analysis.paired([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="denominator is 0"):
+        analysis.paired([1.0], [0.0])

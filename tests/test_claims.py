@@ -84,6 +84,19 @@ def test_the_table_shows_value_threshold_and_spread():
     assert "borderline here" in table._repr_markdown_()
 
 
+def test_a_claim_between_two_bounds_shows_both_and_a_count_shows_no_spread():
+    table = claims.ClaimsTable("01_pinned_memory")
+    table.add("slower, at most twice", source="seed 003", measured="ratio",
+              holds=claims.within(claims.Value(1.35, 0.06, "x"), 1, 2))
+    table.add("rare", source="seed 003", measured="share of sizes",
+              holds=claims.compare(claims.Value(7 / 11, unit="of 11 sizes"), 0.25, holds_if="below"))
+    md = table.to_markdown()
+    assert "| 1.35 ± 0.06 x | between 1 and 2 |" in md
+    assert "| 0.636 of 11 sizes | < 0.25 |" in md
+    assert claims.Value(20.0).without_spread() == "20" and claims.Value(0.5).without_spread() == "0.500"
+    assert "(holds if between 1 and 2 x)" in str(claims.within(claims.Value(1.35, 0.06, "x"), 1, 2))
+
+
 def test_replayed_verdicts_and_checks_reach_the_index_file(tmp_path, monkeypatch):
     out = tmp_path / "rows.jsonl"
     monkeypatch.setenv("COURSE_INDEX_OUT", str(out))

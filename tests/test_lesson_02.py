@@ -7,7 +7,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
-from helpers import claims, records, tables, timing, trace
+from helpers import analysis, claims, records, tables, timing, trace
 from helpers.lessons import non_blocking, non_blocking_claims
 
 matplotlib.use("Agg")
@@ -63,6 +63,8 @@ def test_waited_is_the_returned_over_the_finished_median(machine):
         r = run.value[label]
         assert share.value == pytest.approx(r["returned"].median_s / r["finished"].median_s)
         assert share.unit == "of the copy" and share.samples == len(r["returned"].samples_s)
+        per_sample = [a / b for a, b in zip(r["returned"].samples_s, r["finished"].samples_s, strict=True)]
+        assert share.spread == pytest.approx(analysis.across(per_sample).spread)
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -387,7 +389,9 @@ def test_the_claims_table_decides_each_row_on_values_computed_here(machine):
     assert one_sync.comparison.value.value == 1 and one_sync.verdict == claims.HOLDS
     pinned = rows["With non_blocking=True the main thread on the host is not blocked [pinned source]"]
     r = ret.value["H2D from pinned, non_blocking"]
-    assert pinned.comparison.value == claims.ratio(r["returned"], r["finished"], unit="of the copy")
+    per_sample = analysis.across([a / b for a, b in zip(r["returned"].samples_s, r["finished"].samples_s, strict=True)])
+    assert pinned.comparison.value.value == pytest.approx(r["returned"].median_s / r["finished"].median_s)
+    assert pinned.comparison.value.spread == pytest.approx(per_sample.spread)
     pin_wait = rows["Pinning on the main thread blocks the host"]
     expected = ret.value["H2D pin_memory() then non_blocking"]["returned"].median_s / r["finished"].median_s
     assert pin_wait.comparison.value.value == pytest.approx(expected)  # against the copy, not a pinned call's return

@@ -269,14 +269,16 @@ def claim_cell(row: Mapping[str, Any] | None, link: str | None, missing: str = "
     if link:
         verdict = f'<a href="{html.escape(link)}">{verdict}</a>'
     number = row.get("value")
-    if isinstance(number, (int, float)) and not isinstance(number, bool) and row.get("spread") is not None:
+    if isinstance(number, (int, float)) and not isinstance(number, bool) and row.get("spread"):
         v = claims.Value(float(number), float(row["spread"]))  # the value and its spread rounded alike
         value = f"{v.number()} ± {v.spread_text()}"
     else:
         value = _number(number)
     if row.get("unit"):
         value += f" {row['unit']}"
-    if row.get("threshold") is not None:
+    if row.get("holds_if_text"):
+        value += f"; holds if {row['holds_if_text']}"
+    elif row.get("threshold") is not None:
         value += f"; holds if {row.get('holds_if')} {_number(row['threshold'])}"
     title = html.escape(row.get("measured") or "", quote=True)
     return (f'<td class="{VERDICT_CLASS.get(row["verdict"], "")}" title="{title}">{verdict}'

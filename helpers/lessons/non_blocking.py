@@ -32,12 +32,19 @@ def _share(copy: dict) -> float:
 
 
 def waited(run: Run) -> dict[str, claims.Value]:
-    """``{copy: share}``: the time until ``.to()`` returned over the time until the copy finished
-    (medians, 0 to 1, unit "of the copy"), with the spreads of both added.
+    """``{copy: share}``: the median time until ``.to()`` returned over the median time until the
+    copy finished (0 to 1, unit "of the copy", the share the table and sentences print), with the
+    spread of that share across the samples: both times of a sample come from the same copy, so
+    the spread is that of the per-sample shares (``analysis.paired``), not the two sides' spreads
+    added as if they were independent.
 
     Used by non_blocking_claims.claims_table.
     """
-    return {label: claims.ratio(r["returned"], r["finished"], unit="of the copy") for label, r in run.value.items()}
+    shares = {}
+    for label, r in run.value.items():
+        per_sample = analysis.paired(r["returned"].samples_s, r["finished"].samples_s, unit="of the copy")
+        shares[label] = claims.Value(_share(r), per_sample.spread, per_sample.unit, per_sample.samples)
+    return shares
 
 
 def show_returns(run: Run) -> tables.Table:
