@@ -169,6 +169,23 @@ def test_run_to_run_counts_runs_not_replays_and_restarts_when_the_test_changes()
     assert run_to_run.floors({("1xA", "03_x", "once"): [1.0]}) == {}
 
 
+def test_run_to_run_restarts_when_the_experiment_ran_with_other_params():
+    run_to_run = load("run_to_run")
+    params = {("1xA", "02_x", "loader", "d1"): '{"workers": 2}', ("1xA", "02_x", "loader", "d2"): '{"workers": 2}',
+              ("1xA", "02_x", "loader", "d3"): '{"workers": 4}', ("1xA", "02_x", "loader", "d4"): '{"workers": 4}'}
+
+    def version(value, date):
+        row = {"kind": "claim", "machine": "1xA", "notebook": "02_x", "experiment": "loader", "date": date,
+               "name": "pays", "value": value, "threshold": 1.0, "holds_if": "above", "unit": "x"}
+        return run_to_run.numeric_claims([json.dumps(row)], params)
+
+    runs = run_to_run.runs_of([version(0.84, "d1"), version(0.91, "d2"), version(1.18, "d3"), version(1.21, "d4")])
+    assert runs[("1xA", "02_x", "pays")] == [1.18, 1.21]  # the 4-worker loader, not the 2-worker one
+    header = '{"header": {"date": "2026-11-24T22:35:00+00:00", "params": {"workers": 4, "b": 1}}, "value": 1}'
+    assert run_to_run.header_params(header) == ("2026-11-24T22:35:00+00:00", '{"b": 1, "workers": 4}')
+    assert run_to_run.header_params("{}") is None and run_to_run.header_params("not json") is None
+
+
 def test_compare_verdicts_calls_a_changed_threshold_a_retest_not_a_flip(tmp_path, capsys):
     compare = load("compare_verdicts")
     row = {"kind": "claim", "machine": "1xA", "notebook": "01_x", "name": "c", "spread": 0.0, "holds_if": "below"}

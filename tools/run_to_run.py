@@ -6,7 +6,10 @@ history of results/index.jsonl: the band a verdict must clear so that a second r
 
 Each committed version of the index, and the index here, holds one value per (machine, claim).
 Values that repeat from one version to the next are one run (the same recording replayed); a
-claim whose threshold, side or unit changed starts its history anew (it is another test). A
+claim whose threshold, side or unit changed starts its history anew (it is another test), and so
+does one whose experiment ran with other params (e.g. 02's DataLoader with 4 workers instead of
+2), found from the recordings' headers in the git history. A change of the experiment's code alone
+(a new fingerprint, same params) keeps the history: most are refactors that measure the same thing. A
 claim with two or more runs gets ``floor``: half the range of its values. ``claims.ClaimsTable``
 widens a verdict's band to it (``claims.run_to_run_floor``), so a claim whose value moved 0.87 to
 0.95 between two runs, against 0.9, is borderline there, not "holds" one day and "does not hold"
@@ -28,14 +31,56 @@ INDEX = ROOT / "results" / "index.jsonl"
 OUT = ROOT / "results" / "run_to_run.json"
 
 Key = tuple[str, str, str]  # machine, notebook, claim
+Recording = tuple[str, str, str, str]  # machine, notebook, experiment, date
 
 
 def _test_of(row: dict[str, Any]) -> tuple[Any, ...]:
-    return row["threshold"], row["holds_if"], row.get("unit")
+    return row["threshold"], row["holds_if"], row.get("unit"), row.get("params")
 
 
-def numeric_claims(lines: Iterable[str]) -> dict[Key, dict[str, Any]]:
-    """``{(machine, notebook, claim): row}`` of an index's claims decided on a number."""
+def header_params(text: str) -> tuple[str, str] | None:
+    """``(date, params as sorted JSON)`` from a recording's JSON, or None where it has no header."""
+    try:
+        header = json.loads(text).get("header", {})
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    if "date" not in header or "params" not in header:
+        return None
+    return header["date"], json.dumps(header["params"], sort_keys=True)
+
+
+def recording_params() -> dict[Recording, str]:
+    """``{(machine, notebook, experiment, date): params}`` of every recording in the git history
+    of results/ and in the working tree: which params a value came from."""
+    found: dict[Recording, str] = {}
+
+    def add(path: str, text: str) -> None:
+        parts = Path(path).parts
+        if len(parts) == 4 and parts[0] == "results" and parts[3].endswith(".json"):
+            header = header_params(text)
+            if header:
+                found[(parts[1], parts[2], parts[3][:-5], header[0])] = header[1]
+
+    log = subprocess.run(["git", "log", "--format=%H", "--", "results"], cwd=ROOT, capture_output=True,
+                         text=True, check=False).stdout.split()
+    for rev in log:
+        changed = subprocess.run(["git", "diff-tree", "--no-commit-id", "--name-only", "-r", rev, "--", "results"],
+                                 cwd=ROOT, capture_output=True, text=True, check=False).stdout.split()
+        for path in changed:
+            if path.endswith(".json") and len(Path(path).parts) == 4:
+                shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True,
+                                       text=True, check=False)
+                if shown.returncode == 0:
+                    add(path, shown.stdout)
+    for path in (ROOT / "results").glob("*/*/*.json"):
+        add(str(path.relative_to(ROOT)), path.read_text())
+    return found
+
+
+def numeric_claims(lines: Iterable[str], params: dict[Recording, str] | None = None
+                   ) -> dict[Key, dict[str, Any]]:
+    """``{(machine, notebook, claim): row}`` of an index's claims decided on a number, each with
+    its recording's ``params`` where ``params`` knows them."""
     found = {}
     for line in lines:
         if not line.strip():
@@ -44,6 +89,8 @@ def numeric_claims(lines: Iterable[str]) -> dict[Key, dict[str, Any]]:
         value = row.get("value")
         if row.get("kind") == "claim" and row.get("threshold") is not None and isinstance(value, (int, float)) \
                 and not isinstance(value, bool):
+            if params is not None:
+                row["params"] = params.get((row["machine"], row["notebook"], row.get("experiment"), row.get("date")))
             found[(row["machine"], row["notebook"], row["name"])] = row
     return found
 
@@ -98,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", action="store_true", help="print the claims that moved instead of writing")
     args = parser.parse_args(argv)
-    versions = [numeric_claims(lines) for lines in history()]
+    params = recording_params()
+    versions = [numeric_claims(lines, params) for lines in history()]
     result = floors(runs_of(versions), versions[-1])
     if args.show:
         moved = [(f["floor"], m, n, c, f["values"]) for m, by in result.items() for n, cs in by.items()
