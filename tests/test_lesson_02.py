@@ -46,7 +46,7 @@ def _speed_words(ratio: claims.Value) -> str:
     """What the lesson must say of a speed ratio (above 1: faster), computed here."""
     if abs(ratio.value - 1) <= max(ratio.spread, 0.01):
         return "the same within the noise"
-    return "faster beyond the noise" if ratio.value > 1 else "slower beyond the noise"
+    return "faster beyond this run's noise" if ratio.value > 1 else "slower beyond this run's noise"
 
 
 def test_every_machine_that_recorded_02_is_tested():
@@ -176,8 +176,8 @@ def test_the_loops_table_and_sentences_give_the_counts_and_times(machine):
 
 
 @pytest.mark.parametrize("blocking_ms, words", [
-    ((10.0, 10.0, 10.0), "faster beyond the noise."),
-    ((4.0, 4.0, 4.0), "slower beyond the noise."),
+    ((10.0, 10.0, 10.0), "faster beyond this run's noise."),
+    ((4.0, 4.0, 4.0), "slower beyond this run's noise."),
     ((5.0, 5.0, 5.0), "the same within the noise."),
 ])
 def test_the_loops_sentence_says_faster_slower_or_the_same(blocking_ms, words):
@@ -214,12 +214,12 @@ def test_the_six_timings_are_ranked_and_their_speedups_named(machine):
     for sentence, (way, r) in zip(per_way[:3], speedups.items(), strict=True):
         assert sentence.startswith(f"{way}: the `non_blocking=True` loop ran {r.number()}x ± {r.spread_text()} as fast")
         words = _speed_words(r)
-        assert sentence.endswith({"faster beyond the noise": "blocking one.", "slower beyond the noise":
-                                  "slower beyond the noise.", "the same within the noise": "within the noise."}[words])
+        assert sentence.endswith({"faster beyond this run's noise": "blocking one.", "slower beyond this run's noise":
+                                  "slower beyond this run's noise.", "the same within the noise": "within the noise."}[words])
     for sentence, mode in zip(per_way[3:], ("blocking", "non_blocking=True"), strict=True):
         by_hand = claims.ratio(six["pageable"][mode], six["pin_memory() then copy"][mode])
         assert f"{mode}: `pin_memory()` then copy ran {by_hand.number()}x ± {by_hand.spread_text()}" in sentence
-        assert ("paid here" in sentence) == (_speed_words(by_hand) == "faster beyond the noise")
+        assert ("paid here" in sentence) == (_speed_words(by_hand) == "faster beyond this run's noise")
 
 
 def test_the_six_sentences_say_when_non_blocking_or_pinning_did_not_pay():
@@ -367,7 +367,7 @@ def test_the_dataloader_check_fails_when_a_batch_is_not_pinned():
     seen = non_blocking.see_dataloader(run)
     assert not seen.checks[0].holds and "pin_memory=True: 3 of 4 pinned" in seen.checks[0].measured
     assert "beside 8 ms of GPU work (3 samples each)" in seen.sentences[0]
-    assert seen.sentences[0].endswith("faster beyond the noise.")
+    assert seen.sentences[0].endswith("faster beyond this run's noise.")
 
 
 # ---------------------------------------------------------------- the claims table and the exercises

@@ -159,8 +159,8 @@ def _verdict_words(comparison: claims.Comparison, holds: str, does_not: str, bor
 
 def _faster(ratio: claims.Value) -> str:
     """Words for a speed ratio (above 1: faster) against 1."""
-    return _verdict_words(claims.compare(ratio, 1, holds_if="above"), "faster beyond the noise.",
-                          "slower beyond the noise.", "the same within the noise.")
+    return _verdict_words(claims.compare(ratio, 1, holds_if="above"), "faster beyond this run's noise.",
+                          "slower beyond this run's noise.", "the same within the noise.")
 
 
 def show_loops(run: Run) -> tables.Table:
@@ -278,7 +278,7 @@ def see_six(run: Run) -> claims.WhatWeSee:
              "guide): " + "; ".join(f"{way}, {mode} ({sec * 1e3:.0f} ms)" for sec, way, mode in ranked) + ".")
     for way, r in six_speedups(run).items():
         seen.say(f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one"
-                 + _verdict_words(claims.compare(r, 1, holds_if="above"), ".", ", slower beyond the noise.",
+                 + _verdict_words(claims.compare(r, 1, holds_if="above"), ".", ", slower beyond this run's noise.",
                                   ", no change within the noise."))
     for mode in ("blocking", "non_blocking=True"):
         by_hand = claims.ratio(six["pageable"][mode], six["pin_memory() then copy"][mode])

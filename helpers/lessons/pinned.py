@@ -442,7 +442,7 @@ def claims_table(run_trace: Run, run_bw: Run, run_tut: Run, run_pin: Run, run_al
                   source=TUTORIAL,
                   measured=f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest "
                            f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: below 1); "
-                           f"faster beyond the noise at {wins} of {len(values)} sizes ('rare': at most "
+                           f"faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most "
                            f"{RARE:.0%} of them); shown: {name}",
                   holds=decisive, run=run_pin)
     last = run_pin.value["rows"][-1]
