@@ -66,10 +66,12 @@ class Value:
 
     def decimals(self) -> int:
         """Decimal places that show the value to 3 significant digits and the spread to at least
-        one (at most 6): the value and its spread are always rounded alike."""
+        one, but the value to no more than 4 (and at most 6 places): the value and its spread are
+        always rounded alike, and a spread too small to show is written ``<0.0001``."""
         def places(x: float, digits: int) -> int:
             return digits - 1 - math.floor(math.log10(abs(x))) if x else 0
-        return max(0, min(6, max(places(self.value, 3), places(self.spread, 1))))
+        most = places(self.value, 4) if self.value else 6
+        return max(0, min(6, most, max(places(self.value, 3), places(self.spread, 1))))
 
     def number(self) -> str:
         """The value, rounded as ``decimals()`` says (large values keep no decimals)."""
@@ -83,8 +85,12 @@ class Value:
         return self.number()
 
     def spread_text(self) -> str:
-        """The spread, rounded to the value's decimal places."""
-        return _fixed(self.spread, self.decimals())
+        """The spread, rounded to the value's decimal places; ``<0.0001`` (one unit of the last
+        place) where a spread above zero rounds to nothing."""
+        places = self.decimals()
+        if self.spread and round(self.spread, places) == 0 and not abs(self.value) >= 1e6:
+            return f"<{_fixed(10.0 ** -places, places)}"
+        return _fixed(self.spread, places)
 
     def __str__(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
@@ -423,7 +429,7 @@ def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "G
     peak, last = values[peak_at], values[-1]
 
     def fig(v: float) -> str:
-        return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+        return f"{v:.0f}" if abs(v) >= 100 else f"{v:#.3g}"  # 52.0 beside 51.9, not 52
 
     def at(i: int) -> str:
         return f"{fig(values[i])} {unit} at {format_bytes(sizes[i])}"

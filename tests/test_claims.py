@@ -134,10 +134,10 @@ SIZES = [MiB * 2**i for i in range(9)]
 
 
 @pytest.mark.parametrize("values, kind, words", [
-    ([30, 35, 40, 45, 47, 48, 49.0, 51.4, 54.6], "still rising", "(49, 51.4, 54.6 GB/s at 64 MiB, 128 MiB and 256 MiB)"),
-    ([30, 41.9, 40, 37.5, 45, 52, 53, 53.5, 53.2], "levels off", "after a dip from 40 GB/s at 4 MiB to 37.5 GB/s"),
+    ([30, 35, 40, 45, 47, 48, 49.0, 51.4, 54.6], "still rising", "(49.0, 51.4, 54.6 GB/s at 64 MiB, 128 MiB and 256 MiB)"),
+    ([30, 41.9, 40, 37.5, 45, 52, 53, 53.5, 53.2], "levels off", "after a dip from 40.0 GB/s at 4 MiB to 37.5 GB/s"),
     ([3, 8, 12.24, 11, 10, 9, 8, 7, 6.71], "peaks, then falls", "peaks at 12.2 GB/s at 4 MiB, then falls to 6.71"),
-    ([10, 20, 50, 51, 50.5, 51.2, 50.8, 51, 50.9], "levels off", "levels off from 4 MiB on, at 50 to 51.2 GB/s"),
+    ([10, 20, 50, 51, 50.5, 51.2, 50.8, 51, 50.9], "levels off", "levels off from 4 MiB on, at 50.0 to 51.2 GB/s"),
     ([10, 12, 14, 15, 16, 16.5, 17.6, 15.6, 17.5], "uneven", "does not settle at the largest sizes (17.6, 15.6, 17.5"),
     ([900, 2000, 5069, 4300, 4154, 4241, 4245, 4230, 4240], "peaks, then falls", "peaks at 5069 GB/s at 4 MiB, then falls to 4240 GB/s"),
 ])
@@ -275,3 +275,16 @@ def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_pat
     # the same claim tested against another threshold is another test: its history does not count
     assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.8, "above") == 0.0
     assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.9, "above") == 0.04
+
+
+@pytest.mark.parametrize("value, spread, text", [
+    (0.249851, 7.2e-07, "0.2499 x ± <0.0001"),  # no more than 4 significant digits of the value
+    (0.9401, 0.0004, "0.9401 x ± 0.0004"),
+    (1.0040, 0.0003, "1.004 x ± <0.001"),
+    (2.03, 0.317, "2.03 x ± 0.32"),  # 3 digits of the value, one of the spread
+    (10105, 544, "10105 x ± 544"),
+    (0.00845, 0.00077, "0.00845 x ± 0.00077"),
+    (33.52, 0.0, "33.5 x ± 0.0"),  # no spread at all is not 'below' anything
+])
+def test_a_value_shows_at_most_four_digits_and_a_spread_below_them_as_such(value, spread, text):
+    assert str(claims.Value(value, spread, "x")) == text

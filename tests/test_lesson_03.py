@@ -112,6 +112,17 @@ def test_the_ordering_sentences_agree_with_the_trace(machine):
     assert ("(about half)" in spins) == (0.45 <= spin_gain <= 0.6)
     assert "2 profiled steps" in spins  # the trace's steps: fewer than 5, so the sentence says how many
 
+    def first_start_gap(step):  # the second stream's first kernel after the first stream's
+        kernels = [iv for iv in step if iv.kind == "kernel"]
+        firsts = sorted(min(iv.start_us for iv in kernels if iv.stream == s) for s in {iv.stream for iv in kernels})
+        return firsts[1] - firsts[0]
+
+    gap = _median_per_step(run.value["spins, two streams"], first_start_gap)
+    assert _after(spins, "The second started", " us") == pytest.approx(gap, abs=0.051)
+    # on every recorded machine the late start is the missing overlap, and the host's late launch
+    assert f"that is the {(1 - spins_overlap) * 500:.0f} us they did not share." in spins
+    assert "when the host launched it" in spins
+
     mm_overlap = _median_per_step(run.value["matmuls, two streams"], lambda s: _two_lanes(s, "kernel"))
     mm_gain = (_median_per_step(run.value["matmuls, two streams"], _busy_us)
                / _median_per_step(run.value["matmuls, one stream"], _busy_us))
@@ -180,6 +191,8 @@ def test_ordering_out_of_order_no_wait_and_time_saved():
     first, spins, mms = streams.see_ordering(run).sentences
     assert first.endswith("whatever their length.")
     assert "busy 0.70 times as long" in spins and "(about half)" not in spins
+    # no launches in this trace: the late start is not put on the host; 40 us late = 40 us not shared
+    assert spins.endswith("The second started 40.0 us after the first: that is the 40 us they did not share.")
     assert mms.endswith("0.70 times as long as on one stream: time saved.")
     # the kernels swapped (the long one ran first) and overlapping: the order was not kept
     swapped = _ordering_run([(0, 400), (300, 350)], (serial, serial), (serial, [(0, 100, 1), (70, 170, 2)]))
@@ -470,6 +483,11 @@ def test_the_claims_table_keeps_its_claims_and_decides_on_independent_numbers(ma
         assert gpu.verdict == claims.DOES_NOT_HOLD
     elif _overlap(order["pageable, kernel first"]) < 0.1:
         assert gpu.verdict == claims.HOLDS
+    parallel = rows["Tasks on different streams can run in parallel"]
+    assert parallel.comparison.value.value == pytest.approx(
+        _median_per_step(runs[0].value["spins, two streams"], lambda s: _two_lanes(s, "kernel")))
+    assert parallel.comparison.threshold == 0.5  # together for more than half a kernel: the host's late launch
+    assert parallel.verdict == claims.HOLDS  # of the second is all that is missing on the recorded machines
     host = [c for text, c in rows.items() if text.startswith("Requirement (2), the source must be pinned, on the host")][0]
     assert host.comparison.value.value == pytest.approx(_held(tutorial["pageable, side stream"]))
     prefetch = rows["Copying the next batch on a second stream while computing this one improves efficiency"]

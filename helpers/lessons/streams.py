@@ -60,12 +60,28 @@ def _lane_overlap(intervals: list[trace.Interval]) -> float:
     return trace.overlap_ratio(lanes[0], lanes[1]) if len(lanes) == 2 else 0.0
 
 
+def _start_gap_us(intervals: list[trace.Interval]) -> float:
+    """Microseconds from the first kernel's start on one stream to the first on the other: the
+    host's time to launch the second stream's kernel (0.0 when they all ran on one stream)."""
+    kernels = trace.select(intervals, kind="kernel")
+    starts = sorted(min(iv.start_us for iv in kernels if iv.stream == s) for s in {iv.stream for iv in kernels})
+    return starts[1] - starts[0] if len(starts) == 2 else 0.0
+
+
+def _launch_gap_us(intervals: list[trace.Interval]) -> float:
+    """Microseconds between the host's first two kernel launches (``cudaLaunchKernel`` calls);
+    0.0 when there were fewer than two."""
+    starts = sorted(iv.start_us for iv in intervals if iv.kind == "runtime" and iv.name == "cudaLaunchKernel")
+    return starts[1] - starts[0] if len(starts) >= 2 else 0.0
+
+
 PAIRS = ("spins, one stream", "spins, two streams", "matmuls, one stream", "matmuls, two streams")
 
 
 def _parallel(run: Run) -> dict[str, dict[str, Any]]:
-    """Per pair of kernels: overlap ratio of the two streams' kernels, GPU busy time per step
-    (us), both per profiled step, and the number of streams used."""
+    """Per pair of kernels: overlap ratio of the two streams' kernels, GPU busy time (us), the
+    second stream's start after the first's (us) and the host's second launch after its first
+    (us), each per profiled step, and the number of streams used."""
     found = {}
     for label in PAIRS:
         profile = run.value[label]
@@ -73,6 +89,8 @@ def _parallel(run: Run) -> dict[str, dict[str, Any]]:
             "overlap": analysis.per_step(profile, _lane_overlap),
             "busy_us": analysis.per_step(
                 profile, lambda step: trace.covered_us(trace.select(step, kind="kernel")), "us"),
+            "start_gap_us": analysis.per_step(profile, _start_gap_us, "us"),
+            "launch_gap_us": analysis.per_step(profile, _launch_gap_us, "us"),
             "streams": len({iv.stream for iv in profile.select(kind="kernel")}),
         }
     return found
@@ -137,10 +155,17 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
     else:
         see.say(f"On one stream the spin kernels did not keep the order we queued them (in order: "
                 f"{in_order}, never overlapping: {never_overlap}).")
+    gap, launched = parallel["spins, two streams"]["start_gap_us"], parallel["spins, two streams"]["launch_gap_us"]
+    missing_us = (1 - spins_two.value) * pair_us
+    by_host = gap.value > 0 and 0.8 <= launched.value / gap.value <= 1.2
+    accounts = missing_us > 0 and 0.8 <= gap.value / missing_us <= 1.2
     see.say(f"The two {pair_us:.0f} us spin kernels on two side streams ran side by side for {spins_two.value:.0%} "
             f"of their time (overlap ratio {spins_two}{_steps(spins_two)}), and the GPU was busy "
             f"{spin_gain.value:.2f} times as long as when they shared a stream"
-            f"{' (about half)' if 0.45 <= spin_gain.value <= 0.6 else ''}.")
+            f"{' (about half)' if 0.45 <= spin_gain.value <= 0.6 else ''}. "
+            f"The second started {gap.value:.1f} us after the first"
+            + (f", when the host launched it ({launched.value:.1f} us after its first launch)" if by_host else "")
+            + (f": that is the {missing_us:.0f} us they did not share." if accounts else "."))
     saved = "no time saved" if mm_gain.value >= 0.95 else "a little time saved" if mm_gain.value >= 0.8 else "time saved"
     see.say(f"The two {matmul_n}x{matmul_n} matrix products on two streams ran side by side for "
             f"{mms_two.value:.0%} of their time (overlap ratio {mms_two}{_steps(mms_two)}) "

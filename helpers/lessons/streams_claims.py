@@ -85,6 +85,7 @@ def _stream_rows(table: claims.ClaimsTable, run: Run) -> None:
     parallel = _parallel(run)
     spin_gain, mm_gain = _gains(parallel)
     spins_two = parallel["spins, two streams"]["overlap"]
+    gap = parallel["spins, two streams"]["start_gap_us"]
     table.add("PyTorch's CUDA operations run on the device's default stream unless another is chosen",
               source=ARTICLE, run=run, measured=f"current stream is the default: {facts['current_is_default']}",
               holds=bool(facts["current_is_default"]))
@@ -93,8 +94,9 @@ def _stream_rows(table: claims.ClaimsTable, run: Run) -> None:
                        f"{in_order}, never overlapping {never_overlap}",
               holds=in_order and never_overlap)
     table.add("Tasks on different streams can run in parallel", source=ARTICLE, run=run,
-              measured=f"two spin kernels on two side streams: overlap ratio{_over(spins_two)} (parallel above 0.9)",
-              holds=claims.compare(spins_two, 0.9, holds_if="above"))
+              measured=f"two spin kernels on two side streams: overlap ratio{_over(spins_two)} (parallel: together "
+                       f"for more than half a kernel; the second started {gap.value:.0f} us after the first)",
+              holds=claims.compare(spins_two, 0.5, holds_if="above"))
     resources = analysis.weakest({"spin kernels": claims.compare(spin_gain, 0.6, holds_if="below"),
                                   "matmuls": claims.compare(mm_gain, 0.85, holds_if="above")})
     table.add("The actual degree of parallelism depends on the GPU's resources", source=ARTICLE, run=run,
