@@ -93,8 +93,18 @@ class Value:
         return _fixed(self.spread, places)
 
     def __str__(self) -> str:
+        """``0.940 ± 0.002 x``; a value whose several samples were all alike says so instead of
+        ``± 0`` (``0 in every sample``)."""
         unit = f" {self.unit}" if self.unit else ""
+        if not self.spread and (self.samples or 0) > 1:
+            return f"{self.without_spread()}{unit} in every sample"
         return f"{self.number()}{unit} ± {self.spread_text()}"
+
+
+def _floor_text(value: float, floor: float) -> str:
+    """A run-to-run floor (> 0) rounded as the value's spread would be, to 2 significant digits at most."""
+    places = min(Value(value, floor).decimals(), max(0, 1 - math.floor(math.log10(floor))))
+    return _fixed(floor, places)
 
 
 def _fixed(x: float, decimals: int) -> str:
@@ -319,7 +329,7 @@ class ClaimsTable:
                 number = f"{v.number()} ± {v.spread_text()}" if v.spread else v.without_spread()
                 value = f"{number}{' ' + v.unit if v.unit else ''}"
                 if c.comparison.floor > v.spread:
-                    value += f" (runs differ by ± {Value(v.value, c.comparison.floor).spread_text()})"
+                    value += f" (runs differ by ± {_floor_text(v.value, c.comparison.floor)})"
                 side = c.comparison.holds_if_text()
             table.add(c.text, c.source, c.measured, value, side, c.where, c.verdict)
         return table

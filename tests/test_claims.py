@@ -288,3 +288,23 @@ def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_pat
 ])
 def test_a_value_shows_at_most_four_digits_and_a_spread_below_them_as_such(value, spread, text):
     assert str(claims.Value(value, spread, "x")) == text
+
+
+def test_a_run_to_run_floor_shows_two_significant_digits_at_most(tmp_path, monkeypatch):
+    import json as _json
+
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(_json.dumps(
+        {"1xA": {"05_x": {"same": {"floor": 0.027805, "runs": 3, "values": [0.0, 0.05, 0.03], "threshold": 0.2,
+                                   "holds_if": "below"}}}}))
+    run = records.Run(1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"})
+    table = claims.ClaimsTable("05_x")
+    table.add("same", source="s", measured="m", holds=claims.compare(claims.Value(0.000049), 0.2, holds_if="below"),
+              run=run)
+    assert "| 0.000049 (runs differ by ± 0.028) |" in table.to_markdown()  # not ± 0.027805
+
+
+def test_a_value_whose_samples_were_all_alike_says_so_instead_of_plus_minus_zero():
+    assert str(claims.Value(0.0, 0.0, "", 2)) == "0 in every sample"
+    assert str(claims.Value(0.5, 0.0, "x", 5)) == "0.500 x in every sample"
+    assert str(claims.Value(2.0, 0.0, "x")) == "2.00 x ± 0.00"  # samples not known: the spread as it is

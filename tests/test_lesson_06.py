@@ -509,17 +509,23 @@ def kernel(name, start, end, stream=7):
 def test_split_kernels_and_overlap_of_on_a_profile_built_by_hand():
     blocking = trace.Profile([kernel("ncclDevKernel_AllReduce", 0, 100, 20), kernel("gemm", 100, 250),
                               trace.Interval("memcpy", "Memcpy DtoD", 0, 5, device=0, stream=7)], steps=1)
-    hidden = trace.Profile([kernel("ncclDevKernel_AllReduce", 0, 100, 20), kernel("gemm", 20, 170),
+    hidden = trace.Profile([trace.Interval("annotation", "ProfilerStep#3", 0, 190),
+                            kernel("ncclDevKernel_AllReduce", 0, 100, 20), kernel("gemm", 20, 170),
+                            trace.Interval("annotation", "ProfilerStep#4", 200, 390),
                             kernel("ncclDevKernel_AllReduce", 200, 300, 20), kernel("gemm", 200, 350)], steps=2)
     nccl_kernels, others = nccl_speed.split_kernels(blocking)
     assert [k.name for k in nccl_kernels] == ["ncclDevKernel_AllReduce"] and [k.name for k in others] == ["gemm"]
     found = nccl_speed.overlap_of(fake_run({"blocking": blocking, "async_op=True": hidden}))
-    assert found["blocking"] == {"ratio": 0.0, "nccl_ms": 0.1, "other_ms": 0.15, "busy_ms": 0.25, "steps": 1}
-    assert found["async_op=True"]["ratio"] == pytest.approx(180 / 200)
+    assert found["blocking"] == {"ratio": claims.Value(0.0, 0.0, "", 1), "nccl_ms": 0.1, "other_ms": 0.15,
+                                 "busy_ms": 0.25, "steps": 1}
+    # one ratio per step, 80/100 and 100/100: their median, not the pooled 180/200 of the whole profile
+    ratio = found["async_op=True"]["ratio"]
+    assert (ratio.value, ratio.samples) == (pytest.approx(0.9), 2) and ratio.spread > 0
     assert found["async_op=True"]["busy_ms"] == pytest.approx(320 / 2 / 1e3)
     said = nccl_speed.see_overlap(fake_run({"blocking": blocking, "async_op=True": hidden})).sentences
     assert "closer to their sum (0.250 ms) than to the longer of the two (0.150 ms)" in said[0]
-    assert "(2 profiled steps): overlap ratio 0.90" in said[1] and "closer to the longer of the two" in said[1]
+    assert "overlap ratio 0.00 in every step" in said[0]
+    assert f"(2 profiled steps): overlap ratio {ratio}; " in said[1] and "closer to the longer of the two" in said[1]
 
 
 @pytest.mark.parametrize("machine", MACHINES)

@@ -35,10 +35,16 @@ def split_kernels(profile: trace.Profile) -> tuple[list[trace.Interval], list[tr
     return nccl, [k for k in kernels if "nccl" not in k.name.lower()]
 
 
-def overlap_of(run: Run) -> dict[str, dict[str, float]]:
+def _step_overlap(intervals: list[trace.Interval]) -> float:
+    """Overlap ratio of one step's NCCL kernels and its other kernels (0.0 when either is missing)."""
+    nccl_kernels, compute_kernels = split_kernels(trace.Profile(intervals))
+    return trace.overlap_ratio(nccl_kernels, compute_kernels) if nccl_kernels and compute_kernels else 0.0
+
+
+def overlap_of(run: Run) -> dict[str, dict[str, Any]]:
     """Per mode of an ``overlap`` run (``'blocking'``, ``'async_op=True'``): ``ratio``, the overlap
-    ratio of NCCL's kernels and the others over the whole profile (0: never together, 1: the
-    shorter entirely hidden); ``nccl_ms``, ``other_ms`` and ``busy_ms``, the time each kind of
+    ratio of NCCL's kernels and the others, one per profiled step, as a ``claims.Value`` (median
+    and spread of the steps; 0: never together, 1: the shorter entirely hidden); ``nccl_ms``, ``other_ms`` and ``busy_ms``, the time each kind of
     kernel and either of them ran, in ms per profiled step; ``steps``, the profiled steps.
 
     Used by nccl_speed.show_overlap, nccl_speed.see_overlap and nccl_claims.claims_table.
@@ -46,7 +52,7 @@ def overlap_of(run: Run) -> dict[str, dict[str, float]]:
     out = {}
     for mode, profile in run.value.items():
         nccl_kernels, compute_kernels = split_kernels(profile)
-        out[mode] = {"ratio": trace.overlap_ratio(nccl_kernels, compute_kernels),
+        out[mode] = {"ratio": analysis.per_step(profile, _step_overlap),
                      "nccl_ms": trace.covered_us(nccl_kernels) / profile.steps / 1e3,
                      "other_ms": trace.covered_us(compute_kernels) / profile.steps / 1e3,
                      "busy_ms": trace.covered_us(nccl_kernels + compute_kernels) / profile.steps / 1e3,
@@ -67,7 +73,7 @@ def show_overlap(run: Run) -> None:
     for ax, (mode, profile) in zip(axes, run.value.items(), strict=True):
         f = found[mode]
         print(f"{mode}: all_reduce kernels {f['nccl_ms']:.3f} ms, other kernels {f['other_ms']:.3f} ms,\n"
-              f"  GPU busy {f['busy_ms']:.3f} ms per step; overlap ratio {f['ratio']:.2f}")
+              f"  GPU busy {f['busy_ms']:.3f} ms per step; overlap ratio {f['ratio'].value:.2f} (median of the steps)")
         plotting.timeline(profile.intervals, title=f"{mode}", ax=ax, include_host=False, unit="ms")
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale for both
         nccl_streams = {k.stream for k in split_kernels(profile)[0]}
@@ -90,7 +96,9 @@ def see_overlap(run: Run) -> claims.WhatWeSee:
     for mode, f in overlap_of(run).items():
         longer, total, busy = max(f["nccl_ms"], f["other_ms"]), f["nccl_ms"] + f["other_ms"], f["busy_ms"]
         near_longer = busy - longer < total - busy
-        seen.say(f"{mode} ({f['steps']} profiled steps): overlap ratio {f['ratio']:.2f}; GPU busy {busy:.3f} ms per "
+        ratio = f["ratio"]
+        seen.say(f"{mode} ({f['steps']} profiled steps): overlap ratio "
+                 f"{ratio if ratio.spread else f'{ratio.value:.2f} in every step'}; GPU busy {busy:.3f} ms per "
                  "step, closer to "
                  + (f"the longer of the two ({longer:.3f} ms) than to their sum ({total:.3f} ms)." if near_longer
                     else f"their sum ({total:.3f} ms) than to the longer of the two ({longer:.3f} ms)."))
