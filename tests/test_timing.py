@@ -1,4 +1,5 @@
 import contextlib
+import statistics
 import time
 import types
 import warnings
@@ -100,6 +101,9 @@ def test_cuda_events_agree_with_a_plain_event_loop():
     """The issue's acceptance check: a pinned 256 MiB H2D copy, helpers vs a bare loop, within 3%.
 
     The bare loop is the textbook one: two events around ten back-to-back copies, after warm-up.
+    The two take turns, five samples each, and their medians are compared: a host or link that
+    drifts during the test moves both alike (one bare sample, taken first, once read 44 GB/s
+    against the helper's 48 on an H100 whose own samples spread 44-51 GB/s).
     """
     nbytes = 256 * 2**20
     src = torch.randint(0, 255, (nbytes,), dtype=torch.uint8).pin_memory()
@@ -107,20 +111,25 @@ def test_cuda_events_agree_with_a_plain_event_loop():
     for _ in range(3):
         dst.copy_(src, non_blocking=True)
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        dst.copy_(src, non_blocking=True)
-    end.record()
-    end.synchronize()
-    plain_s = start.elapsed_time(end) / 1e3 / 10
 
-    helper = timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=5, warmup=3,
-                                calls_per_sample=10, nbytes=nbytes)
+    def plain_loop_s() -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(10):
+            dst.copy_(src, non_blocking=True)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / 10
+
+    plain, helper = [], []
+    for _ in range(5):
+        plain.append(plain_loop_s())
+        helper += timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=1, warmup=1,
+                                     calls_per_sample=10, nbytes=nbytes).samples_s
     timing.verify_copy(src, dst, "pinned H2D")
-    print(f"helper {helper.gbps:.2f} GB/s (samples {[round(nbytes / s / 1e9, 1) for s in helper.samples_s]}), "
-          f"plain loop {nbytes / plain_s / 1e9:.2f} GB/s")
-    assert helper.median_s == pytest.approx(plain_s, rel=0.03)
+    print(f"helper samples {[round(nbytes / s / 1e9, 1) for s in helper]} GB/s, "
+          f"plain loop {[round(nbytes / s / 1e9, 1) for s in plain]} GB/s")
+    assert statistics.median(helper) == pytest.approx(statistics.median(plain), rel=0.03)
 
 
 @pytest.mark.gpu
