@@ -9,6 +9,8 @@ recorded machine in tests/test_lesson_04.py.
 
 from __future__ import annotations
 
+import dataclasses
+
 import matplotlib.pyplot as plt
 
 from .. import analysis, claims, plotting, tables, trace
@@ -200,7 +202,27 @@ def stream_counts(run: Run) -> list[int]:
 
 
 def _by(run: Run) -> dict[int, dict]:
-    return {c: run.value["by count"][str(c)] for c in stream_counts(run)}
+    """Per count of streams, the recorded results with ``device`` keeping only the samples whose
+    batch the host queued within the hold (a batch launched for longer than the hold has launch
+    time in its device time), ``all device`` every sample, and ``outran``, how many were left out."""
+    kernels, hold_us = run.params["kernels"], run.params["hold_us"]
+    found = {}
+    for c in stream_counts(run):
+        recorded = run.value["by count"][str(c)]
+        device, launch = recorded["device"], recorded["launch"]
+        kept = [d for d, up in zip(device.samples_s, launch.samples_s, strict=True) if up * kernels * 1e6 < hold_us]
+        found[c] = {**recorded, "all device": device, "outran": len(device.samples_s) - len(kept),
+                    "device": dataclasses.replace(device, samples_s=kept) if kept else device}
+    return found
+
+
+def outran_hold(run: Run) -> dict[int, int]:
+    """Per count of streams, how many samples' batches the host took longer to launch than the
+    hold lasted: ``_by`` leaves their device times out.
+
+    Used by events.claims_table.
+    """
+    return {c: b["outran"] for c, b in _by(run).items()}
 
 
 def stream_ratios(run: Run) -> dict[str, claims.Value]:
@@ -298,9 +320,20 @@ def see_many(run: Run) -> claims.WhatWeSee:
              + "); the `with torch.cuda.stream(...)` around each launch is paid at every count alike.")
     seen.check("every stream's element holds the number of kernels that stream ran",
                all(by[c]["contents_ok"] for c in counts), f"{len(counts)} counts of streams checked")
-    seen.check("the host queued every batch within the spin kernel's hold, so no launch time is in the device time",
-               max(longest.values()) < hold_us,
-               f"longest launch {max(longest.values()) / 1e3:.1f} ms, hold {hold_us / 1e3:.0f} ms")
+    outran = {c: b["outran"] for c, b in by.items()}
+    samples = len(by[few]["all device"].samples_s)
+    kept = min(samples - n for n in outran.values())
+    if any(outran.values()):
+        seen.say(f"The host took longer than the {hold_us / 1e3:.0f} ms hold to launch "
+                 + ", ".join(f"{n} of the {samples} batches on {c} stream{'s' if c > 1 else ''}"
+                             for c, n in outran.items() if n)
+                 + f" (the longest {max(longest.values()) / 1e3:.1f} ms): the GPU waited for the launches there, so "
+                 "those samples are left out of the device times above.")
+    seen.check(f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the host queued "
+               "within the spin kernel's hold, so no launch time is in the device times",
+               kept >= analysis.FEW_SAMPLES,
+               f"at least {kept} of {samples} kept; longest launch {max(longest.values()) / 1e3:.1f} ms, "
+               f"hold {hold_us / 1e3:.0f} ms")
     return seen
 
 
