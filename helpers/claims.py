@@ -296,7 +296,8 @@ class ClaimsTable:
         where = run.where() if run is not None else "this machine"
         comparison = holds if isinstance(holds, Comparison) else None
         if comparison is not None and run is not None:
-            floor = run_to_run_floor(run.machine, self.notebook, claim, comparison.threshold, comparison.holds_if)
+            floor = run_to_run_floor(run.machine, self.notebook, claim, comparison.threshold, comparison.holds_if,
+                                     comparison.value.value)
             if floor > comparison.floor:
                 comparison = dataclasses.replace(comparison, floor=floor)
                 holds = comparison
@@ -366,12 +367,15 @@ RUN_TO_RUN_FILE = "run_to_run.json"  # under results/: written by tools/run_to_r
 
 
 def run_to_run_floor(machine: str, notebook: str, claim: str, threshold: float | None = None,
-                     holds_if: str | None = None) -> float:
+                     holds_if: str | None = None, value: float | None = None) -> float:
     """How far a claim's value moved between the recorded runs of a machine kind: half the range
     of its values in the history of ``results/index.jsonl`` (``results/run_to_run.json``, written
-    by ``tools/run_to_run.py``); 0 where it was recorded once. A verdict's band is at least this
-    wide, so a second run on the same kind does not flip it. A claim tested against another
-    ``threshold`` or side than its history's is another test: 0.
+    by ``tools/run_to_run.py``); 0 where it was recorded once. Given this run's ``value`` and the
+    ``threshold``, at least the distance to the farthest recorded run on the threshold's other
+    side, so that no two recorded runs get opposite verdicts (half the range alone left the
+    extremes outside: runs of 0.707 and 0.874 against 0.8 read "does not hold" and "holds"). A
+    verdict's band is at least this wide. A claim tested against another ``threshold`` or side
+    than its history's is another test: 0.
 
     Used by claims.ClaimsTable.
     """
@@ -380,7 +384,11 @@ def run_to_run_floor(machine: str, notebook: str, claim: str, threshold: float |
         return 0.0
     if holds_if is not None and found.get("holds_if", holds_if) != holds_if:
         return 0.0
-    return float(found.get("floor", 0.0))
+    floor = float(found.get("floor", 0.0))
+    if value is not None and threshold is not None:
+        across = [abs(value - v) for v in found.get("values", []) if (v - threshold) * (value - threshold) < 0]
+        floor = max([floor, *across])
+    return floor
 
 
 _FLOORS: dict[str, tuple[float, dict]] = {}

@@ -265,8 +265,9 @@ def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_pat
     assert claims.compare(value, 0.9, holds_if="above").verdict == claims.HOLDS
     table = claims.ClaimsTable("03_x")
     row = table.add("parallel", source="s", measured="m", holds=claims.compare(value, 0.9, holds_if="above"), run=run)
-    assert row.verdict == claims.BORDERLINE and row.comparison.floor == 0.04
-    assert "0.930 ± 0.001 (runs differ by ± 0.040)" in table.to_markdown()
+    # half the range is 0.04; 0.93 is 0.06 from the recorded 0.87 on the threshold's other side
+    assert row.verdict == claims.BORDERLINE and row.comparison.floor == pytest.approx(0.06)
+    assert "0.930 ± 0.001 (runs differ by ± 0.060)" in table.to_markdown()
     other = table.add("other", source="s", measured="m", holds=claims.compare(value, 0.9, holds_if="above"), run=run)
     assert other.verdict == claims.HOLDS  # no history for it: its own spread decides
     row_of_index = {"value": 0.93, "spread": 0.001, "threshold": 0.9, "holds_if": "above", "floor": 0.04}
@@ -308,3 +309,27 @@ def test_a_value_whose_samples_were_all_alike_says_so_instead_of_plus_minus_zero
     assert str(claims.Value(0.0, 0.0, "", 2)) == "0 in every sample"
     assert str(claims.Value(0.5, 0.0, "x", 5)) == "0.500 x in every sample"
     assert str(claims.Value(2.0, 0.0, "x")) == "2.00 x ± 0.00"  # samples not known: the spread as it is
+
+
+def test_no_two_recorded_runs_get_opposite_verdicts(tmp_path, monkeypatch):
+    import json as _json
+
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    values = [0.866, 0.868, 0.874, 0.871, 0.707]  # 1xH100's 'large copies come close', five runs
+    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(_json.dumps(
+        {"1xA": {"00_x": {"close": {"floor": (max(values) - min(values)) / 2, "runs": 5, "values": values,
+                                    "threshold": 0.8, "holds_if": "above"}}}}))
+    run = records.Run(1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"})
+    for value in values:  # each recorded run, the extremes too, is borderline: none holds while another does not
+        table = claims.ClaimsTable("00_x")
+        row = table.add("close", source="s", measured="m", run=run,
+                        holds=claims.compare(claims.Value(value, 0.003), 0.8, holds_if="above"))
+        assert row.verdict == claims.BORDERLINE, value
+    far = claims.ClaimsTable("00_x").add("close", source="s", measured="m", run=run,
+                                         holds=claims.compare(claims.Value(2.0, 0.003), 0.8, holds_if="above"))
+    assert far.verdict == claims.BORDERLINE  # a recorded run (0.707) did not hold: this kind has shown both sides
+    other = claims.ClaimsTable("00_x").add("close", source="s", measured="m", run=run,
+                                           holds=claims.compare(claims.Value(0.9, 0.003), 0.6, holds_if="above"))
+    assert other.verdict == claims.HOLDS  # another threshold is another test: no floor from this history
+    assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above", 0.95) == pytest.approx(0.95 - 0.707)
+    assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above") == pytest.approx((0.874 - 0.707) / 2)

@@ -13,7 +13,9 @@ does one whose experiment ran with other params (e.g. 02's DataLoader with 4 wor
 claim with two or more runs gets ``floor``: half the range of its values. ``claims.ClaimsTable``
 widens a verdict's band to it (``claims.run_to_run_floor``), so a claim whose value moved 0.87 to
 0.95 between two runs, against 0.9, is borderline there, not "holds" one day and "does not hold"
-the next. A git clone without history (shallow) has only the committed file.
+the next; and a run whose value lies on the other side of the threshold from a recorded one gets
+at least the distance to it (``claims.run_to_run_floor``), so the extremes of the history are
+borderline too. A git clone without history (shallow) has only the committed file.
 """
 
 from __future__ import annotations
