@@ -194,3 +194,22 @@ def test_compare_verdicts_calls_a_changed_threshold_a_retest_not_a_flip(tmp_path
     new.write_text(json.dumps({**row, "verdict": "does not hold here", "value": 0.55, "threshold": 0.25}))
     assert compare.main([str(old), str(new)]) == 0
     assert "retested 1xA 01_x: c" in capsys.readouterr().out
+
+
+def test_compare_verdicts_says_which_new_runs_the_earlier_bands_did_not_foresee():
+    compare = load("compare_verdicts")
+
+    def row(verdict, value, spread=0.003):
+        return {"kind": "claim", "machine": "1xA", "notebook": "00_x", "name": "close", "verdict": verdict,
+                "value": value, "spread": spread, "threshold": 0.8, "holds_if": "above", "unit": "x"}
+
+    old = {("1xA", "00_x", "close"): row("holds", 0.871)}
+    history = {"1xA": {"00_x": {"close": {"floor": 0.004, "values": [0.866, 0.874], "threshold": 0.8,
+                                          "holds_if": "above"}}}}
+    # the new run joined the history and reads borderline in the index, but the bands before it said 'holds'
+    surprise = compare.unforeseen(old, {("1xA", "00_x", "close"): row("borderline here", 0.707)}, history)
+    assert [(c["old"].split(":")[0], c["new"].split(":")[0]) for c in surprise] == [("holds", "does not hold here")]
+    # a run the earlier spread covers is no surprise, nor one judged against another threshold
+    assert compare.unforeseen(old, {("1xA", "00_x", "close"): row("holds", 0.86)}, history) == []
+    moved = dict(row("borderline here", 0.707), threshold=0.6)
+    assert compare.unforeseen(old, {("1xA", "00_x", "close"): moved}, history) == []
