@@ -118,7 +118,8 @@ def show_links(links: Run) -> None:
     Taught in 05_device_to_device.
     """
     value = links.value
-    print(value["report"], "\n")
+    # the recorded machine, formatted as today (an older recording's text kept nvidia-smi's colour codes)
+    print(hardware.report(links.header["machine"]), "\n")
     link_of, (rates, hows) = _link_of(links), _link_rates(links)
     table = tables.Table(["pair", "peer access", "link (nvidia-smi topo -m)", ("rated, one direction", "GB/s", ".0f")],
                          title=plotting.machine_title("Peer access and links", links.machine, links.live),
