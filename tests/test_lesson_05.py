@@ -160,6 +160,8 @@ def test_the_current_device_sentences_count_the_states(machine, capsys):
     to_1 = sum(s["to_cuda1_on"] == "cuda:1" for s in states)
     right = sum(s["to_cuda1_correct"] and s["to_cuda_correct"] for s in states)
     assert f"landed on cuda:1 in {to_1} of {len(states)} states" in second and f"right in {right} of them" in second
+    follows, lands = peer_streams.see_current_device(run).checks
+    assert follows.holds == (followed == len(states)) and lands.holds == (to_1 == right == len(states))
     peer_streams.show_current_device(run)
     assert ("WRONG" in capsys.readouterr().out) == (right < len(states))
 
@@ -172,6 +174,8 @@ def test_set_device_that_does_not_decide_and_wrong_values_are_said():
         first, second = peer_streams.see_current_device(run).sentences
         assert not peer_streams.set_device_decides(run) and "did not make cuda:1 that device" in first
         assert "WRONG values" in second and "raised no error" in second
+        follows, lands = peer_streams.see_current_device(run).checks
+        assert not follows.holds and lands.holds  # one state's device="cuda" or stream left the current device
 
 
 # ---------------------------------------------------------------- 3. the same-GPU copy
@@ -487,7 +491,8 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
                                 / r["profile"].steps for r in run.value["runs"])
     assert gap.startswith(f"The host took {issue_us:.0f} us from issuing the copy to launching the first "
                           f"multiplication, {issue_us / copy_us:.0%} of the copy's {copy_us:.0f} us")
-    (check,) = seen.checks
+    on_source, check = seen.checks
+    assert on_source.holds and on_source.measured == "8 of 8 runs"  # as the first sentence says
     syncs = sum(1 for r in run.value["runs"] for iv in r["profile"].intervals
                 if iv.kind == "runtime" and "cudaStreamSynchronize" in iv.name)
     assert check.holds == (syncs == 0) and check.measured.startswith(f"{syncs} cudaStreamSynchronize")
@@ -542,7 +547,8 @@ def test_a_partial_overlap_and_a_host_that_waits_are_said(capsys):
     assert "at most 0.31" in seen.sentences[1] and seen.sentences[2].endswith("at most 0.01.")
     assert seen.sentences[3].startswith("The host took 3 us from issuing the copy to launching the first "
                                         "multiplication, 3% of the copy's 100 us")
-    (check,) = seen.checks
+    on_source, check = seen.checks
+    assert on_source.holds == seen.sentences[0].startswith("The copy ran on the sender's current stream in 8 of 8")
     assert not check.holds and check.measured == "8 cudaStreamSynchronize calls in the 8 traces"
     peer_streams.show_combinations(run)
     out = capsys.readouterr().out

@@ -61,7 +61,8 @@ def _host_claims(table: claims.ClaimsTable, host: Run) -> None:
         "The very first recv blocks much longer than later ones (NCCL warm-up)",
         source=ARTICLE,
         measured=(f"first recv's return (one call) over a later one's (median of {later['n']}; threshold: "
-                  f"{WARM_UP_TIMES} times): {first['returned_ms']:.1f} against {later['returned_ms']:.3f} ms"),
+                  f"{WARM_UP_TIMES} times): {first['returned_ms']:.1f} against {later['returned_ms']:.3f} ms; the ± is "
+                  "the later ones' spread alone (one first call has none)"),
         holds=claims.compare(claims.ratio(host_value(host, "first recv", "returned_s"),
                                           host_value(host, "recv", "returned_s")), WARM_UP_TIMES, holds_if="above"),
         run=host)

@@ -113,6 +113,10 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
         + f"`.to(\"cuda:1\")` landed on cuda:1 in {to_1_there} of {n} states whatever the current device; the "
         f"copies' contents were right in {copies_right} of them. The experiment left cuda:{value['restored_to']} "
         f"current, as it found it (cuda:{value['start_device']}).")
+    seen.check("`device=\"cuda\"`, the current stream and `.to(\"cuda\")` follow the current device in every state",
+               followed == n, f"{followed} of {n} states")
+    seen.check("`.to(\"cuda:1\")` lands on cuda:1 whatever the current device, with the right contents",
+               to_1_there == n and copies_right == n, f"on cuda:1 in {to_1_there} of {n} states, right in {copies_right}")
     return seen
 
 
@@ -367,6 +371,8 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
         seen.say(f"The host took {gap:.0f} us from issuing the copy to launching the first multiplication, "
                  f"{gap / copy_us:.0%} of the copy's {copy_us:.0f} us: the part of the copy that runs alone even "
                  "at best.")
+    seen.check("copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
+               _on_source_stream(rows) == len(rows), f"{_on_source_stream(rows)} of {len(rows)} runs")
     seen.check("copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
                overlap.host_syncs == 0, f"{overlap.host_syncs} cudaStreamSynchronize calls in the {len(rows)} traces")
     return seen
