@@ -11,7 +11,7 @@ from helpers import hardware, records  # noqa: E402
 @pytest.fixture(autouse=True)
 def _each_test_describes_its_replays_anew():
     """A replay's full sentence is said once per notebook and kernel; each test is a new kernel."""
-    records._DESCRIBED.clear()
+    records.running._DESCRIBED.clear()
 
 
 def pytest_collection_modifyitems(config, items):

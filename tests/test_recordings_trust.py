@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import codec, distributed, records, timing, trace
+from helpers import codec, distributed, hardware, records, timing, trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -163,7 +163,7 @@ def test_a_machine_with_too_few_gpus_is_not_asked_for_an_experiment(course):
 
 def test_a_new_measuring_version_makes_every_recording_stale(course, monkeypatch):
     nb, root = course
-    monkeypatch.setattr(records, "MEASURING_VERSION", records.MEASURING_VERSION + 1)
+    monkeypatch.setattr(records.fingerprints, "MEASURING_VERSION", records.MEASURING_VERSION + 1)
     assert len(problems(nb, root)) == 2
 
 
@@ -256,7 +256,7 @@ def test_the_default_is_this_machine_else_the_most_gpus(replaying, monkeypatch):
     choice = records.choose_recording("nb", "exp", 1)
     assert (choice.machine, choice.reason) == ("2xB", "it is the one with the most GPUs of those that recorded it "
                                                "(1xA, 2xB); set COURSE_REPLAY_MACHINE to choose another")
-    monkeypatch.setattr(records, "_this_machine_name", lambda: "1xA")
+    monkeypatch.setattr(records.replay_choice, "_this_machine_name", lambda: "1xA")
     assert records.choose_recording("nb", "exp", 1).reason == "it is this machine"
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
     assert records.choose_recording("nb", "exp", 1).reason == "COURSE_REPLAY_MACHINE chose it"
@@ -270,7 +270,7 @@ def test_the_first_sentence_says_which_machine_and_why(tmp_path, monkeypatch, ca
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     monkeypatch.delenv("COURSE_REPLAY", raising=False)
     monkeypatch.delenv("COURSE_REPLAY_MACHINE", raising=False)
-    monkeypatch.setattr(records.hardware, "gpu_count", lambda: 0)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
     fp = records.fingerprint(sentence_experiment)
     for machine, gpus in (("1xA", 1), ("4xB", 4)):
         path = records.save("nb", "sentence_experiment", 7, fp=fp, root=tmp_path)

@@ -34,8 +34,8 @@ from helpers import records  # noqa: E402
 def source_only_fingerprint(source: str) -> str:
     """The first scheme (until the fingerprint followed reached functions): the experiment's
     own syntax tree, without decorators."""
-    node = records._definition_node(source)
-    return hashlib.sha256(records._canonical(node).encode()).hexdigest()[:16]
+    node = records.fingerprints._definition_node(source)
+    return hashlib.sha256(records.fingerprints._canonical(node).encode()).hexdigest()[:16]
 
 
 def notebook_at(commit: str, notebook: str, folder: Path) -> Path | None:
@@ -49,9 +49,9 @@ def notebook_at(commit: str, notebook: str, folder: Path) -> Path | None:
     return path
 
 
-def read_notebook(path: Path) -> records._NotebookReader:
-    reader = records._NotebookReader()
-    for source in records._code_cells(path):
+def read_notebook(path: Path) -> records.notebook_reader._NotebookReader:
+    reader = records.notebook_reader._NotebookReader()
+    for source in records.notebook_reader._code_cells(path):
         reader.read_cell(source)
     return reader
 
