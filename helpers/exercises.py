@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from . import checks
+
 
 def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15,
                  unit: str = "", hint: str = "") -> bool | None:
@@ -22,7 +24,7 @@ def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15
     if answer is None:
         print(f"Not answered yet. Replace None with your estimate{f' (in {unit})' if unit else ''}.")
         return None
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+    if not checks.is_number(answer):
         raise TypeError(f"the answer must be a number{f' in {unit}' if unit else ''}, got {answer!r}")
     ok = math.isclose(answer, expected, rel_tol=rel_tol)
     if ok:

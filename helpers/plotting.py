@@ -9,7 +9,6 @@ Taught in 00_start_here (how to read them) and used by every notebook.
 from __future__ import annotations
 
 import math
-import numbers
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, Locator, LogLocator, NullFormatter
 
+from . import checks
 from .timing import format_bytes
 from .trace import Interval, Profile
 
@@ -48,7 +48,7 @@ def _numbers(values: Any, what: str, positive: bool = False) -> list[float]:
         raise TypeError(f"{what} must be a sequence of numbers (list, tuple or numpy array), got {type(values).__name__}")
     out = []
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        if not checks.is_number(v):
             raise TypeError(f"{what} must hold numbers, found {v!r}")
         if positive and not v > 0:
             raise ValueError(f"{what} must be positive on a log axis, found {v!r}")
@@ -150,7 +150,7 @@ def bandwidth_vs_size(
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
     if not isinstance(title, str):
         raise TypeError(f"title must be a string (plotting.machine_title(...) makes one), got {title!r}")
-    if ceiling_gbps is not None and (isinstance(ceiling_gbps, bool) or not isinstance(ceiling_gbps, numbers.Real)):
+    if ceiling_gbps is not None and not checks.is_number(ceiling_gbps):
         raise TypeError(f"ceiling_gbps is a rate in GB/s (or None), got {ceiling_gbps!r}")
     ax = _new_axes(ax)
     colours = _group_colours(list(series), groups)

@@ -29,7 +29,7 @@ imported here, so notebooks, tools and tests write ``records.run_or_replay``.
 Taught in 00_start_here.
 """
 
-from .export import INDEX_KEYS, INDEX_NAME, figure_rows, index_row, read_index, write_index
+from .export import INDEX_NAME, figure_rows, index_row, read_index, write_index
 from .fingerprints import (
     MEASURING_CODE,
     MEASURING_VERSION,
@@ -71,7 +71,7 @@ from .validation import (
 )
 
 __all__ = [
-    "DESCRIBE_WIDTH", "GAPS_FILE", "HEADER_KEYS", "INDEX_KEYS", "INDEX_NAME", "MEASURING_CODE", "MEASURING_VERSION",
+    "DESCRIBE_WIDTH", "GAPS_FILE", "HEADER_KEYS", "INDEX_NAME", "MEASURING_CODE", "MEASURING_VERSION",
     "Choice", "NotebookExperiment", "Problem", "RecordingError", "Run", "check_experiment",
     "check_recordings", "choose_recording", "environment_header", "experiments_in_notebook",
     "figure_rows", "fingerprint", "fingerprint_source", "format_problems", "free_names", "gap_machines",

@@ -7,14 +7,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import config, timing
+from .. import config, hardware, timing
 from .store import load
 from .validation import _DEVICE_CLOCKS, _leaves
 
 INDEX_NAME = "index.jsonl"
-INDEX_KEYS = ("kind", "machine", "gpu", "driver", "torch", "cuda", "nccl", "date", "commit",
-              "notebook", "experiment", "name", "value", "unit", "spread", "verdict")
-
 def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``
     (kind, name, value, unit, spread, verdict and any extra keys).
@@ -22,8 +19,7 @@ def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     Used by records.figure_rows, claims.ClaimsTable and claims.WhatWeSee.
     """
     m = header["machine"]
-    gpus = m.get("gpus") or []
-    row = {"kind": None, "machine": m.get("machine"), "gpu": gpus[0]["name"] if gpus else None,
+    row = {"kind": None, "machine": m.get("machine"), "gpu": hardware.gpu_name(m),
            "driver": m.get("driver"), "torch": m.get("torch"), "cuda": m.get("cuda"), "nccl": m.get("nccl"),
            "date": header.get("date"), "commit": header.get("commit"), "notebook": header.get("notebook"),
            "experiment": header.get("experiment"), "name": None, "value": None, "unit": None,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import codec, config, hardware
+from .. import checks, codec, config, hardware
 from .fingerprints import fingerprint
 from .header import environment_header
 from .notebook_reader import experiments_in_notebook
@@ -45,8 +45,7 @@ class Run:
 
     @property
     def gpu_name(self) -> str:
-        gpus = self.header["machine"].get("gpus") or []
-        return gpus[0]["name"] if gpus else "no GPU"
+        return hardware.gpu_name(self.header["machine"]) or "no GPU"
 
     def describe(self) -> str:
         """One plain sentence: measured here, or replayed from which machine, why, and when;
@@ -73,7 +72,7 @@ def _check_arguments(fn: Any, notebook: Any, gpus: Any, params: Any) -> None:
         raise TypeError(f"run_or_replay needs the experiment function itself, got {type(fn).__name__}")
     if not isinstance(notebook, str) or not notebook:
         raise TypeError("notebook must be the notebook's name as a string, e.g. '01_pinned_memory'")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+    if not checks.is_whole(gpus) or gpus < 0:
         raise ValueError(f"gpus must be the number of GPUs the experiment needs (0, 1, 2, ...), got {gpus!r}")
     if params is not None and not isinstance(params, dict):
         raise TypeError("params must be a dict of keyword arguments for the experiment")
