@@ -24,7 +24,7 @@ install_torch = if $(1)/python -m pip install --quiet --dry-run --no-index --no-
 # where a GPU is measured (two notebooks timing the same GPU would disturb each other).
 JOBS ?= $(if $(shell command -v nvidia-smi 2>/dev/null),1,2)
 
-.PHONY: setup run test replay-all index lab reset-workspace fresh-notebook-test lint unit notebooks clean gpu-wheels gpu-prepare gpu-all gpu-check unpack site site-test
+.PHONY: measuring-code setup run test replay-all index lab reset-workspace fresh-notebook-test lint unit notebooks clean gpu-wheels gpu-prepare gpu-all gpu-check unpack site site-test
 
 setup: $(STAMP)
 
@@ -52,6 +52,29 @@ test: $(STAMP)
 	COURSE_QUICK=1 $(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2" --durations=10 \
 	    --nbmake --nbmake-timeout=300 tests notebooks
 	$(BIN)/python tools/replay_all.py
+
+## lint: ruff check, ruff format --check and mypy on helpers/ (mypy and pre-commit come from the
+## lint extra, installed on first use). The format check reports without failing until the
+## repository has been formatted once; STRICT_FORMAT=1 makes it fail (the default after that).
+STRICT_FORMAT ?=
+lint: $(STAMP)
+	@$(BIN)/python -c "import mypy" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[dev,lint]"
+	$(BIN)/ruff check .
+	$(if $(STRICT_FORMAT),$(BIN)/ruff format --check .,@$(BIN)/ruff format --check --output-format concise . \
+	    | tail -1 | sed 's/$$/ (not enforced until the repository-wide ruff format: STRICT_FORMAT=1)/')
+	$(BIN)/mypy
+
+## unit: the fast inner loop: the unit tests that start no process and run no notebook (about
+## 20 s on two cores); `make test` runs them all, and the notebooks, and the truth check
+UNIT_SLOW := tests/test_cli.py tests/test_distributed.py tests/test_collectives.py
+unit: $(STAMP)
+	$(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2" $(foreach f,$(UNIT_SLOW),--ignore=$(f)) tests
+
+## measuring-code: after a change to timing, trace or distributed, and after deciding whether it
+## changes what experiments measure (then bump records.MEASURING_VERSION by hand), write the new
+## hash into records.MEASURING_CODE (the guard test test_the_measuring_code_is_changed_deliberately)
+measuring-code: $(STAMP)
+	$(BIN)/python -c "from helpers.records import fingerprints; print('MEASURING_CODE =', fingerprints.write_measuring_code())"
 
 ## replay-all: only the truth check of `make test`: every notebook replayed on every recorded
 ## machine (executed copies in build/replay/<machine>/), checks, verdicts, index current

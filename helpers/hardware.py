@@ -359,7 +359,7 @@ def _empty_caches() -> None:
 # Facts the preflight check reads: NVML (nvidia-ml-py) where it is installed, else nvidia-smi.
 
 
-def _nvml() -> Any | None:
+def _nvml() -> Any:
     """The ``pynvml`` module, initialised; None where nvidia-ml-py is missing or NVML cannot start."""
     try:
         import pynvml

@@ -66,6 +66,7 @@ class _PowersOfTwo(Locator):
     always ticks), the smallest step giving at most 10 ticks."""
 
     def __call__(self) -> list[float]:
+        assert self.axis is not None, "a locator reads its axis once matplotlib has set it"
         low, high = sorted(self.axis.get_view_interval())
         return self.tick_values(low, high)
 
@@ -337,7 +338,7 @@ def _draw_lanes(ax: Axes, lanes: Mapping[str, list[Interval]], t0: float, scale:
             width = max(iv.duration_us * scale, min_width)
             by_style.setdefault(_timeline_style(iv), []).append(((iv.start_us - t0) * scale, width))
         for style, bars in by_style.items():
-            hatched = {"edgecolors": "black", "hatch": "//"} if style == "range" else {}
+            hatched: dict[str, Any] = {"edgecolors": "black", "hatch": "//"} if style == "range" else {}
             ax.broken_barh(bars, (row - 0.4, 0.8), facecolors=_TIMELINE_STYLE[style][1], **hatched)
             used.add(style)
     ax.set_yticks(range(len(lanes)), list(lanes))

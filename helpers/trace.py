@@ -231,7 +231,7 @@ def _interval_from_event(event: Any) -> Interval | None:
         duration = float(event.get("dur", 0.0))
     except (KeyError, TypeError, ValueError):
         return None
-    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    args = event["args"] if isinstance(event.get("args"), dict) else {}
     name = str(event.get("name", ""))
     interval = Interval(kind=kind, name=name, start_us=start, end_us=start + max(duration, 0.0),
                         correlation=_as_int(args.get("correlation")))

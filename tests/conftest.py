@@ -14,6 +14,15 @@ def _each_test_describes_its_replays_anew():
     records.running._DESCRIBED.clear()
 
 
+@pytest.fixture(autouse=True)
+def _each_test_starts_without_figures():
+    """Tests count the figures a lesson draws: one left open by an earlier test on the same
+    worker would be counted too (which test ran before depends on how xdist shares them out)."""
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 def pytest_collection_modifyitems(config, items):
     have = hardware.gpu_count()
     for item in items:

@@ -217,8 +217,22 @@ def test_the_course_recordings_are_sound_and_current():
 def test_the_measuring_code_is_changed_deliberately():
     assert records.measuring_code_hash() == records.MEASURING_CODE, (
         "timing, trace or distributed changed. If the change alters what experiments measure, bump "
-        "records.MEASURING_VERSION (every recording becomes stale: re-record); either way set "
-        f"records.MEASURING_CODE = {records.measuring_code_hash()!r}")
+        "records.MEASURING_VERSION (every recording becomes stale: re-record); either way run "
+        f"`make measuring-code` (it sets records.MEASURING_CODE = {records.measuring_code_hash()!r})")
+
+
+def test_make_measuring_code_writes_the_hash_and_nothing_else(tmp_path):
+    from helpers.records.fingerprints import write_measuring_code
+
+    copy = tmp_path / "fingerprints.py"
+    original = Path(records.fingerprints.__file__).read_text()
+    copy.write_text(original.replace(f'MEASURING_CODE = "{records.MEASURING_CODE}"', 'MEASURING_CODE = "0"'))
+    assert write_measuring_code(copy) == records.measuring_code_hash()
+    assert copy.read_text() == original.replace(f'"{records.MEASURING_CODE}"', f'"{records.measuring_code_hash()}"')
+    copy.write_text("nothing to set\n")
+    with pytest.raises(RuntimeError, match="no line MEASURING_CODE"):
+        write_measuring_code(copy)
+    assert copy.read_text() == "nothing to set\n"
 
 
 # ---------------------------------------------------------------- explicit replay

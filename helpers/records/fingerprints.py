@@ -11,6 +11,7 @@ import ast
 import functools
 import hashlib
 import inspect
+import re
 import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -18,12 +19,13 @@ from typing import Any
 
 # Bump when the helpers change what an experiment measures (timing, trace, distributed):
 # every recording then becomes stale and is re-recorded. tests/test_recordings_trust.py keeps
-# MEASURING_CODE in step with that code, so a change to it is always a decision.
+# MEASURING_CODE in step with that code, so a change to it is always a decision; after deciding,
+# `make measuring-code` writes the new hash here.
 # Last decision: cuda_events(hold_us="auto") sizes its hold and (with target_s) its calls from queued
 # calls; only experiments that pass "auto" (00 and 01, re-recorded with it) measure differently; an experiment
 # that passes a number measures as before, so no recording changes.
 MEASURING_VERSION = 1
-MEASURING_CODE = "7680bf156c08a888"
+MEASURING_CODE = "b1879a9c249d4776"
 _MEASURING_MODULES = ("timing", "trace", "distributed")
 
 
@@ -57,7 +59,8 @@ def free_names(node: ast.AST) -> set[str]:
 
     Used by records.fingerprint (what a fingerprint follows).
     """
-    bound, read = set(), set()
+    bound: set[str] = set()
+    read: set[str] = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name):
             (read if isinstance(sub.ctx, ast.Load) else bound).add(sub.id)
@@ -155,10 +158,11 @@ def _measuring_files() -> list[Path]:
 
 def measuring_code_hash() -> str:
     """Hash of the measuring modules' code (``timing``, ``trace``, ``distributed``), without
-    docstrings and comments: a test compares it with ``MEASURING_CODE``.
+    docstrings and comments: a test compares it with ``MEASURING_CODE``, and
+    ``make measuring-code`` sets ``MEASURING_CODE`` to it.
 
-    Used by the course's tests (test_recordings_trust.py compares it with
-    ``MEASURING_CODE``).
+    Used by records.write_measuring_code and the course's tests (test_recordings_trust.py
+    compares it with ``MEASURING_CODE``).
     """
     digest = hashlib.sha256()
     for path in _measuring_files():
@@ -172,3 +176,22 @@ def measuring_code_hash() -> str:
         digest.update(_canonical(tree).encode())
     return digest.hexdigest()[:16]
 
+
+
+def write_measuring_code(path: Path | None = None) -> str:
+    """Set ``MEASURING_CODE`` in this file (or ``path``, a copy of it) to
+    ``measuring_code_hash()``; return the new hash.
+
+    Run it (``make measuring-code``) after deciding, for a change to timing, trace or
+    distributed, whether ``MEASURING_VERSION`` must be bumped too.
+
+    Used by the course's tests (test_recordings_trust.py checks it writes the hash).
+    """
+    path = path or Path(__file__)
+    new = measuring_code_hash()
+    text, count = re.subn(r'^MEASURING_CODE = "[0-9a-f]*"$', f'MEASURING_CODE = "{new}"', path.read_text(),
+                          count=1, flags=re.MULTILINE)
+    if count != 1:
+        raise RuntimeError(f"{path} has no line MEASURING_CODE = \"...\" to set")
+    path.write_text(text)
+    return new

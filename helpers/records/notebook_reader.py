@@ -8,7 +8,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from .. import codec, timing
 from .fingerprints import _definition_node, fingerprint_source, free_names
@@ -85,7 +85,7 @@ def _call_target(node: ast.Call) -> ast.expr | None:
     return node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fn"), None)
 
 
-def _is_run_or_replay(node: ast.AST) -> bool:
+def _is_run_or_replay(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "run_or_replay"
 
 
@@ -118,7 +118,7 @@ class _NotebookReader:
                 value = _evaluate(node.value, self.values) if node.value and not isinstance(node, ast.AugAssign) \
                     else _Unknown("changed in place")
             except Exception as err:  # noqa: BLE001 - anything the static reader cannot evaluate
-                value = _Unknown(f"{ast.unparse(node.value)[:60]} ({type(err).__name__})")
+                value = _Unknown(f"{ast.unparse(node.value or node)[:60]} ({type(err).__name__})")
             for target in targets:
                 self._assign(target, value)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -141,18 +141,21 @@ class _NotebookReader:
             for sub, item in zip(target.elts, value, strict=True):
                 self._assign(sub, item)
         else:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name):
-                    self._assign(sub, _Unknown("unpacked from a value the reader cannot split"))
+            for part in ast.walk(target):
+                if isinstance(part, ast.Name):
+                    self._assign(part, _Unknown("unpacked from a value the reader cannot split"))
 
     def _experiment(self, call: ast.Call) -> NotebookExperiment:
         keywords = {k.arg: k.value for k in call.keywords}
         target = _call_target(call)
         function = target.id if isinstance(target, ast.Name) else ast.unparse(target) if target else "?"
-        name = keywords["name"].value if isinstance(keywords.get("name"), ast.Constant) else function
+        name_node = keywords.get("name")
+        name = str(name_node.value) if isinstance(name_node, ast.Constant) else function
         gpus_node = keywords.get("gpus")
         literal = gpus_node is None or (isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int))
-        gpus = 1 if gpus_node is None else gpus_node.value if literal else -1
+        gpus = 1 if gpus_node is None else -1
+        if isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int):
+            gpus = gpus_node.value
         problems = [] if literal else ["gpus= must be a literal number"]
         if not isinstance(target, ast.Name) or function not in self.functions:
             problems.append(f"the experiment `{function}` is not a function defined with def at the top "
