@@ -250,7 +250,7 @@ def ceiling_gbps(info: dict[str, Any]) -> float:
     gets ``UNKNOWN_GPU_CEILING_GBPS``, and so does a machine without GPUs.
 
     Used by records.validate_recording (recordings are checked against it when they are
-    unpacked) and plotting.bandwidth_vs_size.
+    unpacked) and the command line (datamove).
     """
     _check_info(info, "ceiling_gbps")
     rates = []

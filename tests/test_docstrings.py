@@ -5,7 +5,8 @@ the name in its code cells: ``module.name`` (the notebooks import ``from helpers
 or ``from helpers.module import name``. A class also counts as used where the notebook calls a
 helper whose return annotation names the class (``timing.cuda_events(...)`` hands over a
 ``Timing``). What no notebook calls says instead who calls it, in a "Used by ..." sentence
-naming one or more of: ``module.function`` of the helpers (whose code uses the name),
+naming one or more of: ``module.function`` of the helpers (whose code refers to that very object:
+each name is resolved through that module's own imports, so ``json.load`` is not ``records.load``),
 "the command line (datamove)" (``helpers/cli.py`` uses it), "the course's tools" (a script in
 ``tools/`` uses it), "the course's tests" (for the checks that exist for the test suite, such as
 ``records.check_recordings``). Those are checked as well; nothing else takes the place of a notebook.
@@ -164,6 +165,50 @@ def helper_uses(module: str, owner: str) -> set[str]:
     return names
 
 
+def _module_object(short: str) -> object:
+    path = module_files()[short]
+    return importlib.import_module("helpers." + ".".join(path.relative_to(ROOT / "helpers").with_suffix("").parts))
+
+
+@cache
+def _definitions(module: str) -> dict[str, ast.AST]:
+    """``{function or class: its syntax tree}`` for the top level of ``helpers/<module>.py``."""
+    tree = ast.parse(module_files()[module].read_text())
+    return {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def _resolve(node: ast.expr, namespace: dict[str, object]) -> object:
+    """The object a name or a dotted name stands for in a module (None where it cannot say)."""
+    if isinstance(node, ast.Name):
+        return namespace.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _resolve(node.value, namespace)
+        return getattr(base, node.attr, None) if inspect.ismodule(base) else None
+    return None
+
+
+def refers_to(user_module: str, owner: str, module: str, name: str) -> bool:
+    """Whether the code of ``helpers.<user_module>.<owner>``, itself or through the module's private
+    functions it calls, refers to the very object ``helpers.<module>.<name>``: each name is resolved
+    through the user module's own imports, so ``json.load`` is not ``records.load``."""
+    target = getattr(_module_object(module), name, None)
+    if target is None:
+        return False
+    namespace, defined = vars(_module_object(user_module)), _definitions(user_module)
+    seen, todo = set(), [owner]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in defined:
+            continue
+        seen.add(current)
+        for sub in ast.walk(defined[current]):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and _resolve(sub, namespace) is target:
+                return True
+            if isinstance(sub, ast.Name) and sub.id.startswith("_"):
+                todo.append(sub.id)
+    return False
+
+
 def _own_file_uses(path: Path, module: str, name: str) -> bool:
     """Whether ``name`` is used in its own module's file ``path`` (helpers/cli.py calls its own
     functions) or is that file's entry point in pyproject.toml (``datamove = "helpers.cli:main"``)."""
@@ -187,7 +232,7 @@ def _users_problems(where: str, module: str, name: str, sentence: str) -> list[s
         if user_module not in module_files():
             continue  # a file name such as replay_all.py, not a helper
         named = True
-        if name not in helper_uses(user_module, owner) or (user_module, owner) == (module, name):
+        if not refers_to(user_module, owner, module, name) or (user_module, owner) == (module, name):
             problems.append(f"{where} is 'Used by {user_module}.{owner}', whose code does not use {name}")
     if not named:
         problems.append(f"{where}: 'Used by {sentence}' names no helper (module.function), "
@@ -251,6 +296,16 @@ def test_the_checker_checks_who_uses_what_no_notebook_calls():
     assert len(wrong) == 1 and "'Used by timing.cuda_events', whose code does not use synchronize_all" in wrong[0]
     assert "not used there" in problems_of("timing", "synchronize_all", _fake("Used by the course's tools."))[0]
     assert "names no helper" in problems_of("timing", "synchronize_all", _fake("Used by everyone."))[0]
+
+
+def test_a_name_that_only_looks_the_same_is_not_a_use():
+    """trace.load_chrome_trace calls json.load, not records.load (issue 27 found the old checker,
+    which compared bare names, fooled by it)."""
+    wrong = problems_of("store", "load", _fake("Used by trace.load_chrome_trace.", "records.store"))
+    assert len(wrong) == 1 and "whose code does not use load" in wrong[0]
+    assert problems_of("store", "load", _fake("Used by records.figure_rows.", "records.store")) == []
+    assert refers_to("running", "Run", "hardware", "gpu_name")
+    assert not refers_to("running", "Run", "hardware", "no_such_function")
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -139,7 +139,7 @@ def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
 def fingerprint(fn: Callable[..., Any]) -> str:
     """Fingerprint of an experiment function as it is now (see ``fingerprint_source``).
 
-    Used by records.run_or_replay and records.check_recordings.
+    Used by records.run_or_replay.
     """
     check_experiment(fn)
     return fingerprint_source(_source_of(fn), _reached_functions(fn))

@@ -108,7 +108,7 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
     A file that is not a whole recording raises ``RecordingError`` naming it and the fix.
 
     Used by records.run_or_replay (to replay), records.validate_recording and
-    trace.load_chrome_trace.
+    records.figure_rows.
     """
     path = Path(path)
     record = _read_record(path)
