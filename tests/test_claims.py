@@ -262,3 +262,28 @@ def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_pat
     # the same claim tested against another threshold is another test: its history does not count
     assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.8, "above") == 0.0
     assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.9, "above") == 0.04
+
+
+@pytest.mark.parametrize("values, kind, words, plateau_from", [
+    ([100, 100, 100, 100], "levels off", "levels off from 1 MiB on, at 100 to 100 GB/s", 0),
+    ([10, 10, 105, 100, 100], "levels off", "levels off from 16 MiB on, at 100 to 105 GB/s", 2),  # 5% is flat
+    ([10, 50, 50, 100], "uneven",
+     "does not settle at the largest sizes (50, 50, 100 GB/s at 4 MiB, 16 MiB and 64 MiB)", None),
+    ([10, 20, 105, 100], "still rising",
+     "is still rising at the largest sizes (20, 105, 100 GB/s at 4 MiB, 16 MiB and 64 MiB)", None),
+    ([100, 90, 98, 98, 98], "levels off", "levels off from 16 MiB on, at 98 to 98 GB/s (after a dip from "
+     "100 GB/s at 1 MiB to 90 GB/s at 4 MiB)", 2),
+    ([10, 100, 95], "uneven", "does not settle at the largest sizes (10, 100, 95 GB/s at 1 MiB, 4 MiB and 16 MiB)",
+     None),  # 5% below the peak is not yet a fall
+])
+def test_describe_curve_at_its_boundaries(values, kind, words, plateau_from):
+    sizes = [2**20 * 4**i for i in range(len(values))]
+    assert claims.describe_curve(sizes, values) == claims.CurveShape(kind, words, plateau_from)
+
+
+@pytest.mark.parametrize("tolerance", [0, 1, 1.5, -0.1])
+def test_describe_curve_takes_a_tolerance_strictly_between_0_and_1(tolerance):
+    with pytest.raises(ValueError, match=rf"^tolerance is a share between 0 and 1, e.g. 0.05; got {tolerance!r}$"):
+        claims.describe_curve([1, 2, 3], [1, 2, 3], tolerance=tolerance)
+    with pytest.raises(ValueError, match="^describe_curve needs as many sizes as values, at least 3 of each$"):
+        claims.describe_curve([1, 2, 3, 4], [1, 2, 3])

@@ -103,3 +103,23 @@ def test_the_html_table_escapes_aligns_numbers_right_and_bolds_its_bold_columns(
     plain.add("y\nz")
     assert plain._repr_html_().splitlines()[1].startswith("<thead>") and "<p" not in plain._repr_html_()
     assert plain.to_markdown().splitlines() == ["| name |", "| --- |", "| y z |"]
+
+
+def test_a_recording_is_json_one_space_indented_and_keeps_nan():
+    """Recordings under results/ are diffed in reviews: the layout is part of what is committed."""
+    from helpers import codec
+
+    assert codec.dumps({"a": [float("nan"), 1]}) == '{\n "a": [\n  NaN,\n  1\n ]\n}\n'
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda analysis: analysis.across([]), "across() needs at least one value"),
+    (lambda analysis: analysis.propagated(lambda: 1.0), "propagated() needs at least one claims.Value"),
+    (lambda analysis: analysis.weakest({}), "weakest() needs at least one named comparison"),
+])
+def test_the_analysis_helpers_say_what_they_need(call, message):
+    from helpers import analysis
+
+    with pytest.raises(ValueError) as err:
+        call(analysis)
+    assert str(err.value) == message
