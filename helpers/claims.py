@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import config, records
+from . import checks, config, records
 from .records import Run
 from .tables import Table
 from .timing import Timing, format_bytes
@@ -59,7 +59,7 @@ class Value:
     def __post_init__(self) -> None:
         for name in ("value", "spread"):
             number = getattr(self, name)
-            if isinstance(number, bool) or not isinstance(number, (int, float)) or math.isnan(float(number)):
+            if not checks.is_number(number) or math.isnan(float(number)):
                 raise TypeError(f"Value.{name} must be a number, got {number!r}")
         if self.spread < 0:
             raise ValueError(f"Value.spread is a half-width and cannot be negative, got {self.spread!r}")
@@ -203,12 +203,12 @@ def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -
     """
     if holds_if not in _SIDES:
         raise ValueError(f"holds_if must be 'above' or 'below', got {holds_if!r}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+    if not checks.is_number(threshold):
         raise TypeError(f"threshold must be a number, got {threshold!r}")
     if isinstance(value, Timing):
         value = measured(value)
     elif not isinstance(value, Value):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not checks.is_number(value):
             raise TypeError(f"compare() takes a claims.Value, a timing.Timing or a number, got {value!r}")
         value = Value(float(value))
     return Comparison(value, float(threshold), holds_if)
@@ -219,7 +219,7 @@ def within(value: Value | Timing | float, low: float, high: float) -> Comparison
 
     The verdict is decided at the nearer bound, so it is borderline near either. Used by the lessons (helpers/lessons/).
     """
-    if isinstance(low, bool) or isinstance(high, bool) or not all(isinstance(b, (int, float)) for b in (low, high)):
+    if not (checks.is_number(low) and checks.is_number(high)):
         raise TypeError(f"within() needs numeric bounds, got {low!r} and {high!r}")
     if not low < high:
         raise ValueError(f"within() needs low < high, got {low!r} and {high!r}")

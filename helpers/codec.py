@@ -118,7 +118,7 @@ def decode(obj: Any, folder: Path | None = None) -> Any:
 def dumps(obj: Any) -> str:
     """Encoded JSON text, as recordings store it (NaN and infinity allowed, as Python writes them).
 
-    Used by records.save and records.write_index.
+    Used by records.save.
     """
     return json.dumps(obj, indent=1, allow_nan=True) + "\n"
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from . import checks
+
 
 def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15,
                  unit: str = "", hint: str = "") -> bool | None:
@@ -22,18 +24,18 @@ def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15
     if answer is None:
         print(f"Not answered yet. Replace None with your estimate{f' (in {unit})' if unit else ''}.")
         return None
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+    if not checks.is_number(answer):
         raise TypeError(f"the answer must be a number{f' in {unit}' if unit else ''}, got {answer!r}")
     ok = math.isclose(answer, expected, rel_tol=rel_tol)
+    u = f" {unit}" if unit else ""
     if ok:
-        print(f"Right: you said {answer:.4g} {unit}, the measurement gives {expected:.4g} {unit}"
-              f" (within {rel_tol:.0%} counts).".replace("  ", " "))
+        print(f"Right: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} (within {rel_tol:.0%} counts).")
     elif _first_miss(("number", expected, hint)) and hint:
-        print(f"Not quite: {answer:.4g} {unit} is not within {rel_tol:.0%} of the measurement. "
-              f"Hint: {hint}. Change your answer and run the cell again.".replace("  ", " "))
+        print(f"Not quite: {answer:.4g}{u} is not within {rel_tol:.0%} of the measurement. "
+              f"Hint: {hint}. Change your answer and run the cell again.")
     else:
-        print(f"Not quite: you said {answer:.4g} {unit}, the measurement gives {expected:.4g} {unit}"
-              f" (within {rel_tol:.0%} counts).".replace("  ", " "))
+        print(f"Not quite: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} "
+              f"(within {rel_tol:.0%} counts).")
     return ok
 
 

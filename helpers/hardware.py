@@ -1,8 +1,7 @@
 """What is here: GPUs, their memory and PCIe link, peer access between GPUs, CPU, RAM, versions.
 
 ``describe()`` returns a plain dict (it is the environment header of every recording);
-``report()`` turns such a dict into a table for people. The argument checks that the other
-helpers share (``check_count``, ``check_size``) live here too, at the bottom of the package.
+``report()`` turns such a dict into a table for people.
 
 Taught in 00_start_here.
 """
@@ -10,7 +9,6 @@ Taught in 00_start_here.
 from __future__ import annotations
 
 import gc
-import numbers
 import os
 import platform
 import re
@@ -20,6 +18,11 @@ from typing import Any
 
 import torch
 
+# The shared argument checks live in helpers/checks.py; distributed.py and cli.py still call
+# them as hardware.check_count / hardware.check_size (issue 26 moves those modules to checks).
+from .checks import check_count, is_whole
+from .checks import check_size as check_size
+
 
 def gpu_count() -> int:
     """Number of CUDA GPUs PyTorch can use here (0 on a machine without CUDA).
@@ -27,32 +30,6 @@ def gpu_count() -> int:
     Used by the lessons (helpers/lessons/).
     """
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def check_count(value: Any, name: str, least: int = 0, unit: str = "") -> int:
-    """Raise ``ValueError`` unless ``value`` is a whole number (an int) of at least ``least``.
-
-    ``unit`` names what is counted in the message (``"steps"``: "a whole number of steps >= 1").
-
-    Used by timing.sizes_pow2 and timing.calls_for, and by every helper that takes repeats,
-    warm-up or steps.
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        of = f" of {unit}" if unit else ""
-        raise ValueError(f"{name} must be a whole number{of} >= {least}, got {value!r}")
-    return int(value)
-
-
-def check_size(nbytes: Any, name: str = "size") -> int:
-    """Raise unless ``nbytes`` is a positive whole number of bytes; return it as an int.
-
-    Used by timing.Timing and timing.sizes_pow2.
-    """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
-        raise TypeError(f"{name} must be a whole number of bytes (an int), got {nbytes!r}")
-    if nbytes <= 0:
-        raise ValueError(f"{name} must be a positive number of bytes, got {nbytes}; pass e.g. 2**20 for 1 MiB")
-    return int(nbytes)
 
 
 def _nvidia_smi(*args: str) -> str | None:
@@ -185,7 +162,7 @@ def describe() -> dict[str, Any]:
             "pcie_width_current": _as_int(row.get("pcie.link.width.current")),
             "pcie_width_max": _as_int(row.get("pcie.link.width.max")),
         })
-    peer = [[i == j or torch.cuda.can_device_access_peer(i, j) for j in range(n)] for i in range(n)]
+    peer = peer_access()
     driver = next(iter(smi.values()), {}).get("driver_version")
     info = {
         "gpus": gpus,
@@ -219,6 +196,16 @@ def machine_name(info: dict[str, Any]) -> str:
     return f"{len(gpus)}x{label}"
 
 
+def gpu_name(info: dict[str, Any]) -> str | None:
+    """The name of a machine's first GPU, from ``describe()`` or a recording's header; None
+    without GPUs.
+
+    Used by records.index_row and records.Run."""
+    _check_info(info, "gpu_name")
+    gpus = info.get("gpus") or []
+    return gpus[0]["name"] if gpus else None
+
+
 def _check_info(info: Any, what: str) -> None:
     if not isinstance(info, dict):
         raise TypeError(f"{what} reads a machine's description, the dict hardware.describe() returns (or a "
@@ -241,7 +228,7 @@ def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
         return None  # not reported by nvidia-smi
     if gen not in per_lane_gts:
         raise ValueError(f"gen is a PCIe generation 1-6 (or None when unknown), got {gen!r}")
-    if isinstance(width, bool) or not isinstance(width, numbers.Integral) or width not in (1, 2, 4, 8, 16, 32):
+    if not is_whole(width) or width not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"width is a PCIe link width of 1, 2, 4, 8, 16 or 32 lanes (or None), got {width!r}")
     encoding = 0.8 if gen <= 2 else 128 / 130
     return per_lane_gts[gen] * encoding * width / 8
@@ -263,7 +250,7 @@ def ceiling_gbps(info: dict[str, Any]) -> float:
     gets ``UNKNOWN_GPU_CEILING_GBPS``, and so does a machine without GPUs.
 
     Used by records.validate_recording (recordings are checked against it when they are
-    unpacked) and plotting.bandwidth_vs_size.
+    unpacked) and the command line (datamove).
     """
     _check_info(info, "ceiling_gbps")
     rates = []
@@ -372,7 +359,7 @@ def _empty_caches() -> None:
 # Facts the preflight check reads: NVML (nvidia-ml-py) where it is installed, else nvidia-smi.
 
 
-def _nvml() -> Any | None:
+def _nvml() -> Any:
     """The ``pynvml`` module, initialised; None where nvidia-ml-py is missing or NVML cannot start."""
     try:
         import pynvml

@@ -9,7 +9,6 @@ Taught in 00_start_here (how to read them) and used by every notebook.
 from __future__ import annotations
 
 import math
-import numbers
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, Locator, LogLocator, NullFormatter
 
+from . import checks
 from .timing import format_bytes
 from .trace import Interval, Profile
 
@@ -48,7 +48,7 @@ def _numbers(values: Any, what: str, positive: bool = False) -> list[float]:
         raise TypeError(f"{what} must be a sequence of numbers (list, tuple or numpy array), got {type(values).__name__}")
     out = []
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        if not checks.is_number(v):
             raise TypeError(f"{what} must hold numbers, found {v!r}")
         if positive and not v > 0:
             raise ValueError(f"{what} must be positive on a log axis, found {v!r}")
@@ -66,6 +66,7 @@ class _PowersOfTwo(Locator):
     always ticks), the smallest step giving at most 10 ticks."""
 
     def __call__(self) -> list[float]:
+        assert self.axis is not None, "a locator reads its axis once matplotlib has set it"
         low, high = sorted(self.axis.get_view_interval())
         return self.tick_values(low, high)
 
@@ -150,7 +151,7 @@ def bandwidth_vs_size(
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
     if not isinstance(title, str):
         raise TypeError(f"title must be a string (plotting.machine_title(...) makes one), got {title!r}")
-    if ceiling_gbps is not None and (isinstance(ceiling_gbps, bool) or not isinstance(ceiling_gbps, numbers.Real)):
+    if ceiling_gbps is not None and not checks.is_number(ceiling_gbps):
         raise TypeError(f"ceiling_gbps is a rate in GB/s (or None), got {ceiling_gbps!r}")
     ax = _new_axes(ax)
     colours = _group_colours(list(series), groups)
@@ -337,7 +338,7 @@ def _draw_lanes(ax: Axes, lanes: Mapping[str, list[Interval]], t0: float, scale:
             width = max(iv.duration_us * scale, min_width)
             by_style.setdefault(_timeline_style(iv), []).append(((iv.start_us - t0) * scale, width))
         for style, bars in by_style.items():
-            hatched = {"edgecolors": "black", "hatch": "//"} if style == "range" else {}
+            hatched: dict[str, Any] = {"edgecolors": "black", "hatch": "//"} if style == "range" else {}
             ax.broken_barh(bars, (row - 0.4, 0.8), facecolors=_TIMELINE_STYLE[style][1], **hatched)
             used.add(style)
     ax.set_yticks(range(len(lanes)), list(lanes))

@@ -21,6 +21,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import checks
+
 WIDTH = 100  # characters the text form may use before it splits
 _SENTENCE = 40  # a text column with cells longer than this is printed as records when too wide
 _DASH = "—"
@@ -33,7 +35,7 @@ def _format_cell(value: Any, fmt: str | Callable[[Any], str] | None = None) -> s
         return _DASH
     if callable(fmt):
         return str(fmt(value))
-    if fmt is not None and _is_number(value):
+    if fmt is not None and checks.is_number(value):
         return format(value, fmt)
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -47,10 +49,6 @@ def _format_cell(value: Any, fmt: str | Callable[[Any], str] | None = None) -> s
             return f"{x:.{max(0, 4 - len(str(int(abs(x)))))}f}" if abs(x) >= 1 else f"{x:.4g}"
         return f"{x:,.0f}" if abs(x) >= 1e5 else f"{x:.3g}"
     return str(value)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _column(spec: Any) -> tuple[str, str, Any]:
@@ -105,8 +103,8 @@ class Table:
 
     def _numeric(self) -> list[bool]:
         """Which columns hold numbers only (right-aligned)."""
-        return [all(row[i] is None or _is_number(row[i]) for row in self.rows) and any(
-            _is_number(row[i]) for row in self.rows) for i in range(len(self.columns))]
+        return [all(row[i] is None or checks.is_number(row[i]) for row in self.rows) and any(
+            checks.is_number(row[i]) for row in self.rows) for i in range(len(self.columns))]
 
     def _cells(self) -> list[list[str]]:
         return [[_format_cell(v, fmt) for v, (_, _, fmt) in zip(row, self.columns, strict=True)] for row in self.rows]

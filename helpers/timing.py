@@ -21,13 +21,13 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.utils.benchmark as torch_benchmark
 
-from . import hardware
+from . import checks
 from .codec import register
 
 NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
@@ -41,7 +41,7 @@ def format_bytes(nbytes: float) -> str:
 
     Taught in 05_device_to_device.
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real):
+    if not checks.is_number(nbytes):
         raise TypeError(f"format_bytes takes a number of bytes, got {nbytes!r}")
     nbytes = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -59,10 +59,10 @@ def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
 
     Taught in 00_start_here.
     """
-    smallest, largest = hardware.check_size(smallest, "smallest"), hardware.check_size(largest, "largest")
+    smallest, largest = checks.check_size(smallest, "smallest"), checks.check_size(largest, "largest")
     if largest < smallest:
         raise ValueError(f"largest ({largest}) must be at least smallest ({smallest})")
-    factor = hardware.check_count(factor, "factor", 2)
+    factor = checks.check_count(factor, "factor", 2)
     sizes = [smallest]
     while sizes[-1] * factor <= largest:
         sizes.append(sizes[-1] * factor)
@@ -95,10 +95,10 @@ class Timing:
         if not len(self.samples_s):
             raise ValueError("a Timing needs at least one sample")
         for s in self.samples_s:
-            if isinstance(s, bool) or not isinstance(s, numbers.Real) or not math.isfinite(s) or s < 0:
+            if not checks.is_finite_at_least(s, 0):
                 raise ValueError(f"every sample is a finite number of seconds >= 0, got {s!r}")
         if self.nbytes is not None:
-            self.nbytes = hardware.check_size(self.nbytes, "nbytes")
+            self.nbytes = checks.check_size(self.nbytes, "nbytes")
 
     @property
     def median_s(self) -> float:
@@ -170,13 +170,6 @@ class Timing:
             text += f" = {self.gbps:.2f} GB/s for {format_bytes(self.nbytes)}"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Timing:
-        return cls(**data)
-
 
 def _format_seconds(seconds: float) -> str:
     if seconds >= 1:
@@ -190,10 +183,10 @@ def _check_counts(fn: Any, repeats: int, warmup: int, calls: int | None) -> None
     if not callable(fn):
         raise TypeError(f"pass the work to time as a function of no arguments (e.g. lambda: dst.copy_(src)), "
                         f"got {type(fn).__name__} {fn!r:.60}")
-    hardware.check_count(repeats, "repeats", 1)
-    hardware.check_count(warmup, "warmup", 0)
+    checks.check_count(repeats, "repeats", 1)
+    checks.check_count(warmup, "warmup", 0)
     if calls is not None:
-        hardware.check_count(calls, "calls_per_sample", 1)
+        checks.check_count(calls, "calls_per_sample", 1)
 
 
 def _check_target(calls_per_sample: int | None, target_s: float | None) -> None:
@@ -202,7 +195,7 @@ def _check_target(calls_per_sample: int | None, target_s: float | None) -> None:
     if calls_per_sample is not None:
         raise ValueError(f"pass calls_per_sample= or target_s=, not both (got {calls_per_sample!r} and "
                          f"{target_s!r}): target_s chooses the number of calls per sample itself")
-    if isinstance(target_s, bool) or not isinstance(target_s, numbers.Real):
+    if not checks.is_number(target_s):
         raise TypeError(f"target_s is the seconds one sample should last, e.g. 2e-3; got {target_s!r}")
     if not (math.isfinite(target_s) and 0 < target_s <= LONGEST_TARGET_S):
         raise ValueError(f"target_s is the seconds one sample should last, above 0 and at most "
@@ -242,7 +235,7 @@ def _cuda_index(device: Any, what: str) -> int:
                          f"nothing to hold")
     if device is None:
         return torch.cuda.current_device()
-    if isinstance(device, bool) or not isinstance(device, (numbers.Integral, str, torch.device)):
+    if not (checks.is_whole(device) or isinstance(device, (str, torch.device))):
         raise TypeError(f"{what}: device is a CUDA device index, 'cuda:N' or a torch.device (or None for the "
                         f"current one), got {device!r}")
     if isinstance(device, numbers.Integral):
@@ -291,7 +284,7 @@ def hold_stream(microseconds: float, device: int | str | torch.device | None = N
 
     Taught in 03_streams_and_overlap.
     """
-    if isinstance(microseconds, bool) or not isinstance(microseconds, numbers.Real):
+    if not checks.is_number(microseconds):
         raise TypeError(f"microseconds is how long to hold the stream, a number >= 0, got {microseconds!r}")
     if not (math.isfinite(microseconds) and microseconds >= 0):
         raise ValueError(f"microseconds must be a finite number >= 0, got {microseconds!r}")
@@ -379,7 +372,7 @@ def _check_hold(hold_us: Any) -> bool:
     """Whether ``hold_us`` asks for an automatic hold; refuses anything but a number >= 0 or "auto"."""
     if hold_us == "auto":
         return True
-    if isinstance(hold_us, bool) or not isinstance(hold_us, numbers.Real) or not math.isfinite(hold_us) or hold_us < 0:
+    if not checks.is_finite_at_least(hold_us, 0):
         raise ValueError(f"hold_us is how long to hold the stream before each sample, in microseconds (a number "
                          f">= 0), or \"auto\" to size it from the calls; got {hold_us!r}")
     return False
@@ -483,7 +476,7 @@ def benchmark(
     Taught in 01_pinned_memory.
     """
     _check_counts(fn, 1, 0, 1)
-    if not all(isinstance(t, numbers.Real) and not isinstance(t, bool) for t in (min_run_time, max_run_time)):
+    if not (checks.is_number(min_run_time) and checks.is_number(max_run_time)):
         raise TypeError(f"min_run_time and max_run_time are seconds, got {min_run_time!r} and {max_run_time!r}")
     if min_run_time <= 0 or max_run_time < min_run_time:
         raise ValueError("need 0 < min_run_time <= max_run_time (seconds)")
@@ -500,9 +493,9 @@ def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000)
     Taught in 05_device_to_device.
     """
     for name, value in (("seconds_per_call", seconds_per_call), ("target_s", target_s)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+        if not checks.is_finite_at_least(value, 0):
             raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
-    most = hardware.check_count(most, "most", 1)
+    most = checks.check_count(most, "most", 1)
     if seconds_per_call == 0:
         return most
     return max(1, min(most, round(target_s / seconds_per_call)))

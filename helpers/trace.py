@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from . import config, hardware
+from . import checks, config
 from .codec import Attachment, register
 
 KINDS = ("kernel", "memcpy", "memset", "runtime", "annotation", "op")
@@ -231,7 +231,7 @@ def _interval_from_event(event: Any) -> Interval | None:
         duration = float(event.get("dur", 0.0))
     except (KeyError, TypeError, ValueError):
         return None
-    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    args = event["args"] if isinstance(event.get("args"), dict) else {}
     name = str(event.get("name", ""))
     interval = Interval(kind=kind, name=name, start_us=start, end_us=start + max(duration, 0.0),
                         correlation=_as_int(args.get("correlation")))
@@ -276,10 +276,10 @@ def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Inter
 
 
 def _check_schedule(wait: Any, warmup: Any, active: Any, skip_first: Any) -> None:
-    hardware.check_count(wait, "wait", 0, "steps")
-    hardware.check_count(warmup, "warmup", 0, "steps")
-    hardware.check_count(active, "active", 1, "steps")
-    hardware.check_count(skip_first, "skip_first", 0, "steps")
+    checks.check_count(wait, "wait", 0, "steps")
+    checks.check_count(warmup, "warmup", 0, "steps")
+    checks.check_count(active, "active", 1, "steps")
+    checks.check_count(skip_first, "skip_first", 0, "steps")
 
 
 def _gzip_file(src: Path, dest: Path) -> Path:
@@ -377,7 +377,7 @@ def select(intervals: Sequence[Interval], *, kind: str | Iterable[str] | None = 
         raise ValueError(f"copy_kind {copy_kind!r} is not one the profiler reports: use one of {list(COPY_KINDS)} "
                          f"(HtoD is host to device)")
     for label, number in (("device", device), ("stream", stream)):
-        if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+        if number is not None and not checks.is_whole(number):
             raise TypeError(f"{label} must be an int index (or None for any), got {number!r}")
     return [
         iv for iv in intervals

@@ -11,7 +11,16 @@ from helpers import hardware, records  # noqa: E402
 @pytest.fixture(autouse=True)
 def _each_test_describes_its_replays_anew():
     """A replay's full sentence is said once per notebook and kernel; each test is a new kernel."""
-    records._DESCRIBED.clear()
+    records.running._DESCRIBED.clear()
+
+
+@pytest.fixture(autouse=True)
+def _each_test_starts_without_figures():
+    """Tests count the figures a lesson draws: one left open by an earlier test on the same
+    worker would be counted too (which test ran before depends on how xdist shares them out)."""
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
 
 
 def pytest_collection_modifyitems(config, items):

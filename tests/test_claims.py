@@ -333,3 +333,28 @@ def test_no_two_recorded_runs_get_opposite_verdicts(tmp_path, monkeypatch):
     assert other.verdict == claims.HOLDS  # another threshold is another test: no floor from this history
     assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above", 0.95) == pytest.approx(0.95 - 0.707)
     assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above") == pytest.approx((0.874 - 0.707) / 2)
+
+
+@pytest.mark.parametrize("values, kind, words, plateau_from", [
+    ([100, 100, 100, 100], "levels off", "levels off from 1 MiB on, at 100 to 100 GB/s", 0),
+    ([10, 10, 105, 100, 100], "levels off", "levels off from 16 MiB on, at 100 to 105 GB/s", 2),  # 5% is flat
+    ([10, 50, 50, 100], "uneven",
+     "does not settle at the largest sizes (50.0, 50.0, 100 GB/s at 4 MiB, 16 MiB and 64 MiB)", None),
+    ([10, 20, 105, 100], "still rising",
+     "is still rising at the largest sizes (20.0, 105, 100 GB/s at 4 MiB, 16 MiB and 64 MiB)", None),
+    ([100, 90, 98, 98, 98], "levels off", "levels off from 16 MiB on, at 98.0 to 98.0 GB/s (after a dip from "
+     "100 GB/s at 1 MiB to 90.0 GB/s at 4 MiB)", 2),
+    ([10, 100, 95], "uneven", "does not settle at the largest sizes (10.0, 100, 95.0 GB/s at 1 MiB, 4 MiB and 16 MiB)",
+     None),  # 5% below the peak is not yet a fall
+])
+def test_describe_curve_at_its_boundaries(values, kind, words, plateau_from):
+    sizes = [2**20 * 4**i for i in range(len(values))]
+    assert claims.describe_curve(sizes, values) == claims.CurveShape(kind, words, plateau_from)
+
+
+@pytest.mark.parametrize("tolerance", [0, 1, 1.5, -0.1])
+def test_describe_curve_takes_a_tolerance_strictly_between_0_and_1(tolerance):
+    with pytest.raises(ValueError, match=rf"^tolerance is a share between 0 and 1, e.g. 0.05; got {tolerance!r}$"):
+        claims.describe_curve([1, 2, 3], [1, 2, 3], tolerance=tolerance)
+    with pytest.raises(ValueError, match="^describe_curve needs as many sizes as values, at least 3 of each$"):
+        claims.describe_curve([1, 2, 3, 4], [1, 2, 3])

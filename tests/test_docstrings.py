@@ -5,7 +5,8 @@ the name in its code cells: ``module.name`` (the notebooks import ``from helpers
 or ``from helpers.module import name``. A class also counts as used where the notebook calls a
 helper whose return annotation names the class (``timing.cuda_events(...)`` hands over a
 ``Timing``). What no notebook calls says instead who calls it, in a "Used by ..." sentence
-naming one or more of: ``module.function`` of the helpers (whose code uses the name),
+naming one or more of: ``module.function`` of the helpers (whose code refers to that very object:
+each name is resolved through that module's own imports, so ``json.load`` is not ``records.load``),
 "the command line (datamove)" (``helpers/cli.py`` uses it), "the course's tools" (a script in
 ``tools/`` uses it), "the course's tests" (for the checks that exist for the test suite, such as
 ``records.check_recordings``). Those are checked as well; nothing else takes the place of a notebook.
@@ -83,6 +84,34 @@ def module_files() -> dict[str, Path]:
     return found
 
 
+@cache
+def reexported() -> dict[tuple[str, str], str]:
+    """``{(module, name): package}`` for each name a helpers subpackage's ``__all__`` re-exports
+    from one of its modules: ``distributed.launch`` is ``supervisor.launch``, so a notebook that
+    calls ``distributed.launch`` uses it."""
+    found = {}
+    for info in pkgutil.walk_packages(helpers.__path__, "helpers."):
+        if info.ispkg:
+            package = importlib.import_module(info.name)
+            for name in getattr(package, "__all__", ()):
+                owner = getattr(getattr(package, name), "__module__", "")
+                if owner.startswith(info.name + "."):
+                    found[(owner.rsplit(".", 1)[-1], name)] = info.name.rsplit(".", 1)[-1]
+    return found
+
+
+def _spellings(module: str, name: str) -> set[tuple[str, str]]:
+    """``(module, name)`` and, where a subpackage re-exports it, ``(package, name)``."""
+    package = reexported().get((module, name))
+    return {(module, name)} | ({(package, name)} if package else set())
+
+
+def _module_defining(package: str, name: str) -> str:
+    """The module of ``package`` that defines the re-exported ``name`` (else ``package`` itself)."""
+    return next((module for (module, other), pkg in reexported().items() if (pkg, other) == (package, name)),
+                package)
+
+
 def public_objects() -> list[tuple[str, str, object]]:
     """``(module, name, object)`` for every public function and class defined in a helpers module."""
     found = []
@@ -104,12 +133,12 @@ def _returns(obj: object, cls: str) -> bool:
 
 def used_in_notebook(stem: str, module: str, name: str, obj: object) -> bool:
     uses = notebook_uses(stem)
-    if (module, name) in uses:
+    if _spellings(module, name) & uses:
         return True
     if not inspect.isclass(obj):
         return False
     return any(_returns(other, name) for mod, other_name, other in public_objects()
-               if (mod, other_name) in uses)
+               if _spellings(mod, other_name) & uses)
 
 
 @cache
@@ -136,6 +165,50 @@ def helper_uses(module: str, owner: str) -> set[str]:
     return names
 
 
+def _module_object(short: str) -> object:
+    path = module_files()[short]
+    return importlib.import_module("helpers." + ".".join(path.relative_to(ROOT / "helpers").with_suffix("").parts))
+
+
+@cache
+def _definitions(module: str) -> dict[str, ast.AST]:
+    """``{function or class: its syntax tree}`` for the top level of ``helpers/<module>.py``."""
+    tree = ast.parse(module_files()[module].read_text())
+    return {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def _resolve(node: ast.expr, namespace: dict[str, object]) -> object:
+    """The object a name or a dotted name stands for in a module (None where it cannot say)."""
+    if isinstance(node, ast.Name):
+        return namespace.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _resolve(node.value, namespace)
+        return getattr(base, node.attr, None) if inspect.ismodule(base) else None
+    return None
+
+
+def refers_to(user_module: str, owner: str, module: str, name: str) -> bool:
+    """Whether the code of ``helpers.<user_module>.<owner>``, itself or through the module's private
+    functions it calls, refers to the very object ``helpers.<module>.<name>``: each name is resolved
+    through the user module's own imports, so ``json.load`` is not ``records.load``."""
+    target = getattr(_module_object(module), name, None)
+    if target is None:
+        return False
+    namespace, defined = vars(_module_object(user_module)), _definitions(user_module)
+    seen, todo = set(), [owner]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in defined:
+            continue
+        seen.add(current)
+        for sub in ast.walk(defined[current]):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and _resolve(sub, namespace) is target:
+                return True
+            if isinstance(sub, ast.Name) and sub.id.startswith("_"):
+                todo.append(sub.id)
+    return False
+
+
 def _own_file_uses(path: Path, module: str, name: str) -> bool:
     """Whether ``name`` is used in its own module's file ``path`` (helpers/cli.py calls its own
     functions) or is that file's entry point in pyproject.toml (``datamove = "helpers.cli:main"``)."""
@@ -151,13 +224,15 @@ def _users_problems(where: str, module: str, name: str, sentence: str) -> list[s
     for phrase, paths in USERS_BY_PHRASE.items():
         if phrase in sentence:
             named = True
-            if not any((module, name) in file_uses(path) or _own_file_uses(path, module, name) for path in paths):
+            if not any(_spellings(module, name) & file_uses(path) or _own_file_uses(path, module, name)
+                       for path in paths):
                 problems.append(f"{where} is 'Used by {phrase}', but {module}.{name} is not used there")
     for user_module, owner in HELPER_NAME.findall(sentence):
+        user_module = _module_defining(user_module, owner)
         if user_module not in module_files():
             continue  # a file name such as replay_all.py, not a helper
         named = True
-        if name not in helper_uses(user_module, owner) or (user_module, owner) == (module, name):
+        if not refers_to(user_module, owner, module, name) or (user_module, owner) == (module, name):
             problems.append(f"{where} is 'Used by {user_module}.{owner}', whose code does not use {name}")
     if not named:
         problems.append(f"{where}: 'Used by {sentence}' names no helper (module.function), "
@@ -221,6 +296,16 @@ def test_the_checker_checks_who_uses_what_no_notebook_calls():
     assert len(wrong) == 1 and "'Used by timing.cuda_events', whose code does not use synchronize_all" in wrong[0]
     assert "not used there" in problems_of("timing", "synchronize_all", _fake("Used by the course's tools."))[0]
     assert "names no helper" in problems_of("timing", "synchronize_all", _fake("Used by everyone."))[0]
+
+
+def test_a_name_that_only_looks_the_same_is_not_a_use():
+    """trace.load_chrome_trace calls json.load, not records.load (issue 27 found the old checker,
+    which compared bare names, fooled by it)."""
+    wrong = problems_of("store", "load", _fake("Used by trace.load_chrome_trace.", "records.store"))
+    assert len(wrong) == 1 and "whose code does not use load" in wrong[0]
+    assert problems_of("store", "load", _fake("Used by records.figure_rows.", "records.store")) == []
+    assert refers_to("running", "Run", "hardware", "gpu_name")
+    assert not refers_to("running", "Run", "hardware", "no_such_function")
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -3,7 +3,6 @@ import json
 import types
 import weakref
 
-import numpy as np
 import pytest
 import torch
 
@@ -64,24 +63,11 @@ def test_pcie_theoretical():
     assert hardware.pcie_theoretical_gbps(None, 16) is None
 
 
-def test_check_count_says_what_is_counted():
-    assert hardware.check_count(3, "repeats", 1) == 3
-    with pytest.raises(ValueError, match="repeats must be a whole number >= 1, got 0"):
-        hardware.check_count(0, "repeats", 1)
-    with pytest.raises(ValueError, match="active must be a whole number of steps >= 1, got 1.5"):
-        hardware.check_count(1.5, "active", 1, "steps")
-    with pytest.raises(ValueError):
-        hardware.check_count(True, "warmup")
-
-
-def test_check_size():
-    assert hardware.check_size(4) == 4
-    assert type(hardware.check_size(np.int64(4))) is int
-    for bad in (0, -1):
-        with pytest.raises(ValueError, match="positive"):
-            hardware.check_size(bad)
-    with pytest.raises(TypeError):
-        hardware.check_size(1.5)
+def test_gpu_name_is_the_first_gpus_or_none():
+    assert hardware.gpu_name({"gpus": [{"name": "H100"}, {"name": "A100"}]}) == "H100"
+    assert hardware.gpu_name({"gpus": []}) is None and hardware.gpu_name({}) is None
+    with pytest.raises(TypeError, match="gpu_name reads a machine's description"):
+        hardware.gpu_name("H100")
 
 
 def test_free_memory_collects_garbage_and_reports_nothing_held_without_a_gpu(monkeypatch):

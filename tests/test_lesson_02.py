@@ -1,6 +1,7 @@
 """Notebook 02's analysis (helpers/lessons/non_blocking.py and non_blocking_claims.py) on the
 recordings of every recorded machine, and on synthetic runs for the branches they do not reach."""
 
+import inspect
 import re
 
 import matplotlib
@@ -137,7 +138,7 @@ def test_the_returns_sentences_follow_a_pageable_copy_that_hands_back_control_ea
 def test_the_profile_counts_are_the_recorded_per_loop_counts_times_the_loops(machine):
     run = SMALL[machine]
     steps = non_blocking.profiled_loops()
-    assert steps == trace.profile.__kwdefaults__["active"]
+    assert steps == inspect.signature(trace.profile).parameters["active"].default
     in_profile = non_blocking.calls_in_profile(run)
     for label, r in run.value.items():
         for name, per_loop in r["calls per loop"].items():

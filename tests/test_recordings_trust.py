@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import codec, distributed, records, timing, trace
+from helpers import codec, distributed, hardware, records, timing, trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -163,7 +163,7 @@ def test_a_machine_with_too_few_gpus_is_not_asked_for_an_experiment(course):
 
 def test_a_new_measuring_version_makes_every_recording_stale(course, monkeypatch):
     nb, root = course
-    monkeypatch.setattr(records, "MEASURING_VERSION", records.MEASURING_VERSION + 1)
+    monkeypatch.setattr(records.fingerprints, "MEASURING_VERSION", records.MEASURING_VERSION + 1)
     assert len(problems(nb, root)) == 2
 
 
@@ -217,8 +217,22 @@ def test_the_course_recordings_are_sound_and_current():
 def test_the_measuring_code_is_changed_deliberately():
     assert records.measuring_code_hash() == records.MEASURING_CODE, (
         "timing, trace or distributed changed. If the change alters what experiments measure, bump "
-        "records.MEASURING_VERSION (every recording becomes stale: re-record); either way set "
-        f"records.MEASURING_CODE = {records.measuring_code_hash()!r}")
+        "records.MEASURING_VERSION (every recording becomes stale: re-record); either way run "
+        f"`make measuring-code` (it sets records.MEASURING_CODE = {records.measuring_code_hash()!r})")
+
+
+def test_make_measuring_code_writes_the_hash_and_nothing_else(tmp_path):
+    from helpers.records.fingerprints import write_measuring_code
+
+    copy = tmp_path / "fingerprints.py"
+    original = Path(records.fingerprints.__file__).read_text()
+    copy.write_text(original.replace(f'MEASURING_CODE = "{records.MEASURING_CODE}"', 'MEASURING_CODE = "0"'))
+    assert write_measuring_code(copy) == records.measuring_code_hash()
+    assert copy.read_text() == original.replace(f'"{records.MEASURING_CODE}"', f'"{records.measuring_code_hash()}"')
+    copy.write_text("nothing to set\n")
+    with pytest.raises(RuntimeError, match="no line MEASURING_CODE"):
+        write_measuring_code(copy)
+    assert copy.read_text() == "nothing to set\n"
 
 
 # ---------------------------------------------------------------- explicit replay
@@ -256,7 +270,7 @@ def test_the_default_is_this_machine_else_the_most_gpus(replaying, monkeypatch):
     choice = records.choose_recording("nb", "exp", 1)
     assert (choice.machine, choice.reason) == ("2xB", "it is the one with the most GPUs of those that recorded it "
                                                "(1xA, 2xB); set COURSE_REPLAY_MACHINE to choose another")
-    monkeypatch.setattr(records, "_this_machine_name", lambda: "1xA")
+    monkeypatch.setattr(records.replay_choice, "_this_machine_name", lambda: "1xA")
     assert records.choose_recording("nb", "exp", 1).reason == "it is this machine"
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
     assert records.choose_recording("nb", "exp", 1).reason == "COURSE_REPLAY_MACHINE chose it"
@@ -270,7 +284,7 @@ def test_the_first_sentence_says_which_machine_and_why(tmp_path, monkeypatch, ca
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     monkeypatch.delenv("COURSE_REPLAY", raising=False)
     monkeypatch.delenv("COURSE_REPLAY_MACHINE", raising=False)
-    monkeypatch.setattr(records.hardware, "gpu_count", lambda: 0)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
     fp = records.fingerprint(sentence_experiment)
     for machine, gpus in (("1xA", 1), ("4xB", 4)):
         path = records.save("nb", "sentence_experiment", 7, fp=fp, root=tmp_path)
@@ -382,6 +396,7 @@ def test_the_helpers_have_no_import_circle():
     for module in graph:
         visit(module, [])
     assert graph["codec"] == set(), "codec is the bottom floor: it imports no other helper"
+    assert graph["checks"] == set(), "checks is the bottom floor too: every helper may use it"
     assert "records" not in graph["timing"] | graph["trace"] | graph["distributed"]
 
 
@@ -447,7 +462,7 @@ def test_replayed_claims_are_exported_and_live_ones_are_not(tmp_path, monkeypatc
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["kind"], r["machine"], r["name"], r["verdict"], r["measured"]) for r in rows] == [
         ("claim", "2xB", "replayed claim", "holds", "3 GB/s")]
-    assert set(records.INDEX_KEYS) <= set(rows[0])
+    assert set(records.index_row({"machine": {}})) <= set(rows[0])
 
 
 def test_the_index_holds_every_timing_sorted_and_reads_back(tmp_path, course):

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from helpers import records, timing
+from helpers import hardware, records, timing
 from helpers.codec import Attachment
 
 
@@ -160,7 +160,7 @@ def test_fingerprint_does_not_depend_on_the_python_version():
     expected value was computed identically with Python 3.11, 3.12 and 3.13."""
     source = 'def f(x: int = 1) -> int:\n    return f"{x!r:>4}"'
     assert records.fingerprint_source(source) == "7c0b98c3e55254f4"
-    canonical = records._canonical(records._definition_node(source))
+    canonical = records.fingerprints._canonical(records.fingerprints._definition_node(source))
     assert "type_params" not in canonical and "decorator_list" not in canonical
 
 
@@ -187,16 +187,16 @@ def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_
     path = records.save("nb", "experiment_a", {"values": [7]}, fp=records.fingerprint(experiment_a),
                         params={"n": 1}, root=tmp_path)
     fake_gpu_machine(path, gpus=2, name="2xFAKE-GPU")
-    monkeypatch.setattr(records.hardware, "gpu_count", lambda: 1)
-    monkeypatch.setattr(records, "_this_machine_name", lambda: "1xFAKE-GPU")
-    monkeypatch.setattr(records.hardware, "memory_in_use", lambda: {})
-    monkeypatch.setattr(records.hardware, "free_memory", lambda baseline: {})
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    monkeypatch.setattr(records.replay_choice, "_this_machine_name", lambda: "1xFAKE-GPU")
+    monkeypatch.setattr(hardware, "memory_in_use", lambda: {})
+    monkeypatch.setattr(hardware, "free_memory", lambda baseline: {})
     run = records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 99})
     assert not run.live and run.value == {"values": [7]} and run.machine == "2xFAKE-GPU"
     assert "this machine has 1 GPU and the experiment needs 2" in capsys.readouterr().out
     live = records.run_or_replay(experiment_a, notebook="nb", gpus=1, params={"n": 2})
     assert live.live and live.value == {"values": [0, 1]}
-    monkeypatch.setattr(records.hardware, "gpu_count", lambda: 2)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
     assert records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 2}).live
 
 

@@ -88,6 +88,18 @@ def test_notebook_from_script_and_back(tmp_path):
     assert nbtool.to_py(path).startswith("# %% [markdown]\n# # Title")
 
 
+def test_to_py_without_a_script_prints_the_text_git_diffs(tmp_path, capsys):
+    """.gitattributes names tools/nbtool.py to-py as the notebooks' textconv: one argument, text out."""
+    nbtool = load("nbtool")
+    script = tmp_path / "s.py"
+    script.write_text("# %% [markdown]\n# # Title\n\n# %%\nx = 1\n")
+    path = tmp_path / "n.ipynb"
+    nbtool.write(nbtool.from_py(script), path)
+    assert nbtool.main(["to-py", str(path)]) == 0
+    assert capsys.readouterr().out == nbtool.to_py(path) == "# %% [markdown]\n# # Title\n\n# %%\nx = 1\n"
+    assert "diff=nbtext" in (ROOT / ".gitattributes").read_text()
+
+
 def test_the_truth_check_names_notebook_cell_machine_and_values(tmp_path):
     replay_all = load("replay_all")
     executed = tmp_path / "1xH100"

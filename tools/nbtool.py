@@ -2,6 +2,7 @@
 
     python tools/nbtool.py from-py SCRIPT.py NOTEBOOK.ipynb   # '# %%' / '# %% [markdown]' cells -> notebook
     python tools/nbtool.py to-py NOTEBOOK.ipynb SCRIPT.py     # the reverse, to edit a notebook as text
+    python tools/nbtool.py to-py NOTEBOOK.ipynb               # the same text on standard output
     python tools/nbtool.py strip NOTEBOOK.ipynb [...]         # drop outputs and execution counts
 
 Notebooks are committed without outputs and with kernel ``python3``; ``from-py`` and
@@ -88,6 +89,8 @@ def main(argv: list[str]) -> int:
         write(from_py(Path(argv[1])), Path(argv[2]))
     elif len(argv) >= 3 and argv[0] == "to-py":
         Path(argv[2]).write_text(to_py(Path(argv[1])))
+    elif len(argv) == 2 and argv[0] == "to-py":  # to standard output: git's textconv for notebooks
+        sys.stdout.write(to_py(Path(argv[1])))
     elif len(argv) >= 2 and argv[0] == "strip":
         for name in argv[1:]:
             strip(Path(name))

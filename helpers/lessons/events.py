@@ -11,6 +11,7 @@ tests/test_lesson_04.py.
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 import matplotlib.pyplot as plt
 
@@ -141,7 +142,7 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
     """
     first = run.value
     ratio = {name: times[0] / statistics.median(times[1:]) for name, times in first.items()}
-    least, most = min(ratio, key=ratio.get), max(ratio, key=ratio.get)
+    least, most = min(ratio, key=ratio.__getitem__), max(ratio, key=ratio.__getitem__)
     settle = {name: _settled_from(times) for name, times in first.items()}
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(f"The first call took {_fig(ratio[least])} times the median of the later calls for {_short(least)} "
@@ -180,7 +181,7 @@ def show_spread(run: Run) -> tables.Table:
         q1, q3 = t.quartiles_s
         table.add(label, t.median_us, t.mean_s * 1e6, q1 * 1e6, q3 * 1e6, t.spread, t.min_s * 1e6, t.max_s * 1e6,
                   len(t.samples_s))
-        bars = ax.hist([s * 1e6 for s in t.samples_s], bins=30, alpha=0.6, label=label)[2]
+        bars: Any = ax.hist([s * 1e6 for s in t.samples_s], bins=30, alpha=0.6, label=label)[2]
         ax.axvline(t.median_us, linestyle="--", color=bars[0].get_facecolor()[:3], linewidth=1.2,
                    label=f"median, {label} ({t.median_us:.1f} us)")
     ax.set_xlabel("time per call (us)")

@@ -341,7 +341,7 @@ def stopped_at(case: dict[str, Any], rank: int) -> str:
 
     Used by nccl.stops and nccl.stopped_line.
     """
-    last = case["marks"][rank][-1][1] if case["marks"][rank] else None
+    last: Any = case["marks"][rank][-1][1] if case["marks"][rank] else None
     if case["status"][rank] == "returned":
         return "nothing: it finished"
     return NEXT_LINE.get(last, "before the first mark")

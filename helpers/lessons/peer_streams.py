@@ -123,10 +123,10 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
 
 # ---------------------------------------------------------------- 7. the blog post's experiment: reading the 8 traces
 
-def _lane_names(profile: trace.Profile, lanes: list[str]) -> dict[tuple[int, int], str]:
+def _lane_names(profile: trace.Profile, lanes: list[str]) -> dict[tuple[int | None, int | None], str]:
     """``{(device, stream): name}``, read off the spin kernels that mark_streams() ran in turn."""
     marks = sorted(profile.select(kind="kernel", name=_MARK), key=lambda iv: iv.start_us)
-    names: dict[tuple[int, int], str] = {}
+    names: dict[tuple[int | None, int | None], str] = {}
     for k, iv in enumerate(marks):
         names.setdefault((iv.device, iv.stream), lanes[k % len(lanes)])
     return names
@@ -144,7 +144,7 @@ def _receiver_kernels(profile: trace.Profile) -> list[trace.Interval]:
     return [iv for iv in profile.select(kind="kernel", device=1) if _MARK not in iv.name]
 
 
-def _lanes_of(intervals: list[trace.Interval], names: dict[tuple[int, int], str]) -> str:
+def _lanes_of(intervals: list[trace.Interval], names: dict[tuple[int | None, int | None], str]) -> str:
     """The names of the lanes the intervals ran on, e.g. 'cuda:0 side stream s0'."""
     found = {names.get((iv.device, iv.stream), f"GPU {iv.device} stream {iv.stream}") for iv in intervals}
     return ", ".join(sorted(found)) or "none found"
@@ -316,10 +316,12 @@ def _first_step_gpu_work(profile: trace.Profile, lanes: int) -> list[trace.Inter
     return [iv for iv in profile.intervals if iv.on_gpu and iv.start_us < second_step and _MARK not in iv.name]
 
 
-def _stream_names(names: dict[tuple[int, int], str]) -> dict[int, str]:
+def _stream_names(names: dict[tuple[int | None, int | None], str]) -> dict[int, str]:
     """{stream id: 'side stream s0' ...} for plotting.timeline, when no id names two streams."""
     by_id: dict[int, set[str]] = {}
     for (_, stream), name in names.items():
+        if stream is None:  # a lane the profiler gave no stream id cannot be named by one
+            continue
         by_id.setdefault(stream, set()).add(name.split(" ", 1)[1])
     return {stream: found.pop() for stream, found in by_id.items() if len(found) == 1}
 

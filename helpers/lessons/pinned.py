@@ -12,6 +12,7 @@ tests/test_lesson_01.py.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import matplotlib.pyplot as plt
 from IPython.display import display
@@ -62,7 +63,7 @@ def _part_of(part: float, whole: float, whole_words: str) -> str:
 
 # ---------------------------------------------------------------- 1. where the host waits
 
-def _staging(run: Run) -> dict[str, dict[str, float | str]]:
+def _staging(run: Run) -> dict[str, dict[str, Any]]:
     """Per kind of memory: the GPU's copy time, the host's time inside cudaMemcpyAsync and in the
     synchronize call (us), and the copies' names."""
     found = {}
@@ -470,7 +471,7 @@ def _bandwidth_claim(table: claims.ClaimsTable, run: Run) -> None:
     big = [i for i, n in enumerate(sizes) if n >= MiB]
     gains = [claims.ratio(claims.measured(rows[i]["h2d_pinned"], as_rate=True),
                           claims.measured(rows[i]["h2d_pageable"], as_rate=True)) for i in big]
-    least = min(range(len(gains)), key=lambda j: gains[j].value) if big else None
+    least = min(range(len(gains)), key=lambda j: gains[j].value) if big else 0
     table.add("Page-locked memory lets the device read it directly, much faster than pageable memory, "
               "which must first be copied to a page-locked buffer",
               source=f"{TUTORIAL} (background)",

@@ -53,10 +53,15 @@ def _order(run: Run) -> tuple[list[list[trace.Interval]], bool, bool]:
     return steps, in_order, never_overlap
 
 
+def _stream_order(stream: int | None) -> int:
+    """Streams by id; an interval the profiler gave no stream sorts first."""
+    return -1 if stream is None else stream
+
+
 def _lane_overlap(intervals: list[trace.Interval]) -> float:
     """Overlap ratio of the kernels of two streams (0.0 when they all ran on one stream)."""
     kernels = trace.select(intervals, kind="kernel")
-    lanes = [[iv for iv in kernels if iv.stream == s] for s in sorted({iv.stream for iv in kernels})]
+    lanes = [[iv for iv in kernels if iv.stream == s] for s in sorted({iv.stream for iv in kernels}, key=_stream_order)]
     return trace.overlap_ratio(lanes[0], lanes[1]) if len(lanes) == 2 else 0.0
 
 
@@ -98,8 +103,9 @@ def _parallel(run: Run) -> dict[str, dict[str, Any]]:
 
 def _gains(parallel: dict[str, dict[str, Any]]) -> tuple[claims.Value, claims.Value]:
     """GPU busy time on two streams over that on one: (spin kernels, matmuls)."""
-    return tuple(claims.ratio(parallel[f"{kind}, two streams"]["busy_us"], parallel[f"{kind}, one stream"]["busy_us"])
-                 for kind in ("spins", "matmuls"))
+    spins, matmuls = (claims.ratio(parallel[f"{kind}, two streams"]["busy_us"],
+                                   parallel[f"{kind}, one stream"]["busy_us"]) for kind in ("spins", "matmuls"))
+    return spins, matmuls
 
 
 def show_ordering(run: Run) -> None:
@@ -263,7 +269,7 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
 def _copy_lanes_overlap(intervals: list[trace.Interval]) -> float:
     """Overlap ratio of the copies of two streams (0.0 when they all ran on one stream)."""
     copies = trace.select(intervals, kind="memcpy")
-    lanes = [[iv for iv in copies if iv.stream == s] for s in sorted({iv.stream for iv in copies})]
+    lanes = [[iv for iv in copies if iv.stream == s] for s in sorted({iv.stream for iv in copies}, key=_stream_order)]
     return trace.overlap_ratio(lanes[0], lanes[1]) if len(lanes) == 2 else 0.0
 
 

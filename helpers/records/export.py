@@ -1,0 +1,75 @@
+"""The flat export: ``results/index.jsonl``, one row per machine x figure or verdict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import config, hardware, timing
+from .store import load
+from .validation import _DEVICE_CLOCKS, _leaves
+
+INDEX_NAME = "index.jsonl"
+def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+    """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``
+    (kind, name, value, unit, spread, verdict and any extra keys).
+
+    Used by records.figure_rows, claims.ClaimsTable and claims.WhatWeSee.
+    """
+    m = header["machine"]
+    row = {"kind": None, "machine": m.get("machine"), "gpu": hardware.gpu_name(m),
+           "driver": m.get("driver"), "torch": m.get("torch"), "cuda": m.get("cuda"), "nccl": m.get("nccl"),
+           "date": header.get("date"), "commit": header.get("commit"), "notebook": header.get("notebook"),
+           "experiment": header.get("experiment"), "name": None, "value": None, "unit": None,
+           "spread": None, "verdict": None}
+    row.update(fields)
+    return row
+
+
+def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
+    """One ``figure`` row per timing in every recording, in the index's order: GB/s for a device-timed copy (with its
+    bytes), else seconds per call; the spread is the timing's IQR over its median.
+
+    Used by the course's tools (tools/replay_all.py).
+    """
+    root = root or config.results_dir()
+    rows = []
+    for path in sorted(root.glob("*/*/*.json")):
+        header, value = load(path)
+        for where, t in _leaves(value):
+            if not isinstance(t, timing.Timing):
+                continue
+            rate = bool(t.nbytes) and t.method in _DEVICE_CLOCKS
+            rows.append(index_row(header, kind="figure", name=where.removeprefix("result"), label=t.label,
+                                  value=t.gbps if rate else t.median_s, unit="GB/s" if rate else "s",
+                                  spread=t.spread, bytes=t.nbytes, method=t.method, samples=len(t.samples_s)))
+    return sorted(rows, key=_sort_key)
+
+
+def _sort_key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(row.get(k)) for k in ("kind", "machine", "notebook", "experiment", "name"))
+
+
+def read_index(root: Path | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+    """The rows of ``results/index.jsonl`` (of one ``kind``, 'figure' or 'claim', if given).
+
+    Used by the course's tools (tools/replay_all.py).
+    """
+    path = (root or config.results_dir()) / INDEX_NAME
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if kind is None or r["kind"] == kind]
+
+
+def write_index(rows: Iterable[Mapping[str, Any]], root: Path | None = None) -> Path:
+    """Write ``results/index.jsonl``, one sorted JSON object a line; return its path.
+
+    Used by the course's tools (tools/replay_all.py).
+    """
+    path = (root or config.results_dir()) / INDEX_NAME
+    text = "".join(json.dumps(row, allow_nan=True) + "\n" for row in sorted(rows, key=_sort_key))
+    path.write_text(text)
+    return path

@@ -1,0 +1,197 @@
+"""Fingerprints: what a recording says about the code that made it.
+
+A fingerprint covers an experiment's syntax tree (no decorators, comments or formatting), the
+trees of the notebook functions it reaches, and ``MEASURING_VERSION``; ``measuring_code_hash``
+hashes the measuring modules themselves, so a change to them is always a decision.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import inspect
+import re
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+# Bump when the helpers change what an experiment measures (timing, trace, distributed):
+# every recording then becomes stale and is re-recorded. tests/test_recordings_trust.py keeps
+# MEASURING_CODE in step with that code, so a change to it is always a decision; after deciding,
+# `make measuring-code` writes the new hash here.
+# Last decision: cuda_events(hold_us="auto") sizes its hold and (with target_s) its calls from queued
+# calls; only experiments that pass "auto" (00 and 01, re-recorded with it) measure differently; an experiment
+# that passes a number measures as before, so no recording changes.
+MEASURING_VERSION = 1
+MEASURING_CODE = "b1879a9c249d4776"
+_MEASURING_MODULES = ("timing", "trace", "distributed")
+
+
+def _definition_node(source: str) -> ast.FunctionDef:
+    tree = ast.parse(textwrap.dedent(source))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            node.decorator_list = []
+            return node
+    raise ValueError("the source holds no function definition")
+
+
+def _canonical(node: Any) -> str:
+    """A syntax tree as text, leaving out empty and None fields.
+
+    ``ast.dump`` is not stable across Python versions (3.12 added ``type_params=[]`` to every
+    function, 3.13 changed which empty fields it shows), and recordings made on a GPU machine's
+    Python must match notebooks checked on another Python.
+    """
+    if isinstance(node, ast.AST):
+        fields = [f"{name}={_canonical(value)}" for name, value in ast.iter_fields(node)
+                  if value is not None and value != [] and name != "type_comment"]
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(_canonical(item) for item in node) + "]"
+    return repr(node)
+
+
+def free_names(node: ast.AST) -> set[str]:
+    """Names a function reads that it does not bind itself: its globals (and builtins).
+
+    Used by records.fingerprint (what a fingerprint follows).
+    """
+    bound: set[str] = set()
+    read: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            (read if isinstance(sub.ctx, ast.Load) else bound).add(sub.id)
+        elif isinstance(sub, ast.arg):
+            bound.add(sub.arg)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
+            bound.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in sub.names)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            bound.add(sub.name)
+    return read - bound
+
+
+def fingerprint_source(source: str, reached: Mapping[str, str] | None = None) -> str:
+    """Fingerprint of an experiment: its syntax tree (without decorators or comments), the
+    trees of the notebook functions it reaches (``{name: source}``), and ``MEASURING_VERSION``.
+
+    Reformatting or editing comments keeps it; changing the code of the experiment or of any
+    function it calls changes it; the Python version does not matter.
+
+    Used by records.fingerprint and records.experiments_in_notebook.
+    """
+    parts = [f"measuring code v{MEASURING_VERSION}", _canonical(_definition_node(source))]
+    parts += [f"{name} = {_canonical(_definition_node(src))}" for name, src in sorted((reached or {}).items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _source_of(fn: Any) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError) as err:
+        raise TypeError(
+            f"cannot read the source of {fn!r}: pass a function defined with def in a notebook or module"
+        ) from err
+
+
+def check_experiment(fn: Any) -> None:
+    """Raise ``TypeError`` unless ``fn`` is a function defined with ``def`` at the top of a
+    cell or module: a lambda, a ``functools.partial``, a method or a closure keeps part of
+    what it does out of its source, where no recording could check it.
+
+    Used by records.fingerprint.
+    """
+    what = ("pass a function defined with def at the top of a notebook cell, and give it its "
+            "values through params=")
+    if isinstance(fn, functools.partial):
+        raise TypeError(f"the experiment is a functools.partial of {fn.func.__name__}: {what}")
+    if not inspect.isfunction(fn):
+        raise TypeError(f"the experiment must be a function, got {type(fn).__name__}: {what}")
+    if fn.__name__ == "<lambda>":
+        raise TypeError(f"the experiment is a lambda: {what}")
+    if fn.__closure__ or "<locals>" in fn.__qualname__:
+        captured = ", ".join(fn.__code__.co_freevars) or "names of the function around it"
+        raise TypeError(f"the experiment {fn.__name__} is defined inside another function and "
+                        f"captures {captured}: {what}")
+
+
+def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
+    """``{name: source}`` of the functions defined beside ``fn`` (same notebook or module) that
+    it calls, directly or through each other."""
+    reached: dict[str, str] = {}
+    todo = [fn]
+    while todo:
+        current = todo.pop()
+        for name in sorted(free_names(_definition_node(_source_of(current)))):
+            obj = current.__globals__.get(name)
+            if (name in reached or obj is fn or not inspect.isfunction(obj)
+                    or obj.__module__ != fn.__module__ or obj.__qualname__ != obj.__name__):
+                continue
+            reached[name] = _source_of(obj)
+            todo.append(obj)
+    return reached
+
+
+def fingerprint(fn: Callable[..., Any]) -> str:
+    """Fingerprint of an experiment function as it is now (see ``fingerprint_source``).
+
+    Used by records.run_or_replay.
+    """
+    check_experiment(fn)
+    return fingerprint_source(_source_of(fn), _reached_functions(fn))
+
+
+def _measuring_files() -> list[Path]:
+    """The files of the measuring modules: ``helpers/<name>.py``, or every file of the package
+    ``helpers/<name>/`` where a module has become one."""
+    helpers = Path(__file__).resolve().parent.parent
+    files: list[Path] = []
+    for name in _MEASURING_MODULES:
+        module = helpers / f"{name}.py"
+        files += [module] if module.exists() else sorted((helpers / name).rglob("*.py"))
+    return files
+
+
+def measuring_code_hash() -> str:
+    """Hash of the measuring modules' code (``timing``, ``trace``, ``distributed``), without
+    docstrings and comments: a test compares it with ``MEASURING_CODE``, and
+    ``make measuring-code`` sets ``MEASURING_CODE`` to it.
+
+    Used by records.write_measuring_code and the course's tests (test_recordings_trust.py
+    compares it with ``MEASURING_CODE``).
+    """
+    digest = hashlib.sha256()
+    for path in _measuring_files():
+        tree = ast.parse(path.read_text())
+        nodes: list[Any] = list(ast.walk(tree))  # any node with a body: module, def, class, if, for ...
+        for node in nodes:
+            body = getattr(node, "body", None)
+            if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+        digest.update(_canonical(tree).encode())
+    return digest.hexdigest()[:16]
+
+
+
+def write_measuring_code(path: Path | None = None) -> str:
+    """Set ``MEASURING_CODE`` in this file (or ``path``, a copy of it) to
+    ``measuring_code_hash()``; return the new hash.
+
+    Run it (``make measuring-code``) after deciding, for a change to timing, trace or
+    distributed, whether ``MEASURING_VERSION`` must be bumped too.
+
+    Used by the course's tests (test_recordings_trust.py checks it writes the hash).
+    """
+    path = path or Path(__file__)
+    new = measuring_code_hash()
+    text, count = re.subn(r'^MEASURING_CODE = "[0-9a-f]*"$', f'MEASURING_CODE = "{new}"', path.read_text(),
+                          count=1, flags=re.MULTILINE)
+    if count != 1:
+        raise RuntimeError(f"{path} has no line MEASURING_CODE = \"...\" to set")
+    path.write_text(text)
+    return new

@@ -1,0 +1,212 @@
+"""Run or replay: ``run_or_replay`` measures live where the hardware is and replays elsewhere,
+saying which machine's numbers a notebook shows and why."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import checks, codec, config, hardware
+from .fingerprints import fingerprint
+from .header import environment_header
+from .notebook_reader import experiments_in_notebook
+from .replay_choice import choose_recording
+from .store import load, read_header, recordings_of, rerecord_command, save
+
+DESCRIBE_WIDTH = 100  # characters per line of Run.describe(): a notebook's output, or the site, shows them whole
+
+
+@dataclasses.dataclass
+class Run:
+    """What ``run_or_replay`` gives back: the value, and where and when it was measured.
+
+    ``reason`` says, for a replay, why this machine does not measure and why that recording.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+
+    value: Any
+    live: bool
+    header: dict[str, Any]
+    saved_to: Path | None = None
+    reason: str = ""
+
+    @property
+    def machine(self) -> str:
+        return self.header["machine"]["machine"]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.header["params"]
+
+    @property
+    def gpu_name(self) -> str:
+        return hardware.gpu_name(self.header["machine"]) or "no GPU"
+
+    def describe(self) -> str:
+        """One plain sentence: measured here, or replayed from which machine, why, and when;
+        wrapped into lines of at most ``DESCRIBE_WIDTH`` characters (words are never split)."""
+        m = self.header["machine"]
+        versions = f"torch {m.get('torch')}, driver {m.get('driver') or '-'}"
+        if self.live:
+            sentence = f"Measured live on this machine ({self.machine}: {self.gpu_name}, {versions})."
+        else:
+            sentence = (
+                f"Replayed from {self.machine}, not measured here: {self.reason}. Recorded there "
+                f"({self.gpu_name}, {versions}) on {self.header['date'][:10]} at commit "
+                f"{self.header.get('commit') or 'unknown'}."
+            )
+        return textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
+
+    def where(self) -> str:
+        """A few words for tables: ``live on X`` or ``replayed from X``."""
+        return f"{'live on' if self.live else 'replayed from'} {self.machine}"
+
+
+def _check_arguments(fn: Any, notebook: Any, gpus: Any, params: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"run_or_replay needs the experiment function itself, got {type(fn).__name__}")
+    if not isinstance(notebook, str) or not notebook:
+        raise TypeError("notebook must be the notebook's name as a string, e.g. '01_pinned_memory'")
+    if not checks.is_whole(gpus) or gpus < 0:
+        raise ValueError(f"gpus must be the number of GPUs the experiment needs (0, 1, 2, ...), got {gpus!r}")
+    if params is not None and not isinstance(params, dict):
+        raise TypeError("params must be a dict of keyword arguments for the experiment")
+    codec.check_recordable(params or {}, "params")
+
+
+def _why_not_live(gpus: int) -> str:
+    have = hardware.gpu_count()
+    if have >= gpus:
+        return f"{config.REPLAY_ENV}=1 asks for replay"
+    return f"this machine has {have or 'no'} GPU{'s' if have != 1 else ''} and the experiment needs {gpus}"
+
+
+def _replay(notebook: str, name: str, gpus: int, fp: str, params: dict[str, Any]) -> Run:
+    choice = choose_recording(notebook, name, gpus)
+    header, value = load(choice.path)
+    if header["fingerprint"] != fp:
+        warnings.warn(
+            f"the recording {choice.path} was made from a different version of {name}() or of the "
+            f"functions it calls (fingerprint {header['fingerprint']} != {fp}): "
+            f"{rerecord_command(choice.machine, [notebook])}",
+            stacklevel=3,
+        )
+    elif not config.quick_mode() and header["params"] != codec.encode(params, None, "params"):
+        warnings.warn(f"the recording {choice.path} was made with other params than these: "
+                      f"{rerecord_command(choice.machine, [notebook])}", stacklevel=3)
+    reason = f"{_why_not_live(gpus)}; {choice.machine} is replayed because {choice.reason}"
+    return Run(value, False, header, reason=reason)
+
+
+_DESCRIBED: set[tuple[str, str, str, str]] = set()  # (notebook, machine, date, reason) described in full
+
+
+def _said_once(notebook: str, run: Run) -> str:
+    """The replay's full sentence the first time a notebook replays a machine's recording of a
+    day, then one line that points back to it."""
+    key = (notebook, run.machine, run.header["date"][:10], run.reason)
+    if key in _DESCRIBED:
+        return f"Replayed from {run.machine} (recorded {key[2]}), as said above."
+    _DESCRIBED.add(key)
+    return run.describe()
+
+
+def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
+    """What a notebook's set-up cell prints first: this machine's report where it has a GPU to
+    measure with; elsewhere a line on this machine, then the report of the recorded machine its
+    replays come from (``COURSE_REPLAY_MACHINE``'s first that recorded the notebook, else the one
+    with the most GPUs, then the newest). Each experiment still says where its numbers come from.
+
+    Taught in 01_pinned_memory.
+    """
+    if hardware.gpu_count():
+        return hardware.report()
+    root = root or config.results_dir()
+    here = hardware.describe()
+    headers = {folder.parent.name: read_header(next(iter(sorted(folder.glob("*.json")))))
+               for folder in sorted(root.glob(f"*/{notebook}")) if any(folder.glob("*.json"))}
+    this = f"This machine ({here.get('machine')}: {here.get('cpu')}) has no GPU to measure with"
+    if not headers:
+        return f"{this}, and no machine has recorded {notebook}: {rerecord_command(None, [notebook])}"
+    wanted = [m for m in config.replay_machines() if m in headers]
+    if wanted:
+        chosen, why = wanted[0], f"{config.REPLAY_MACHINE_ENV} chose it"
+    else:
+        chosen = max(headers, key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m))
+        why = "it has the most GPUs of the machines that recorded this notebook"
+    sentence = (f"{this}: the experiments below replay recordings made on {chosen} ({why}; each experiment "
+                f"says where its numbers come from).")
+    return (textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False) + "\n\n"
+            + hardware.report(headers[chosen]["machine"]))
+
+
+def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[str, Run]:
+    """``{machine: Run}`` for every recorded machine that has ``notebook/name``, each replayed as
+    a notebook would replay it there: the value and header of that machine's recording.
+
+    Used by the course's tests (the lessons' analysis is tested on every recording).
+    """
+    found = {}
+    for path in recordings_of(notebook, name, 0, root):
+        header, value = load(path)
+        found[path.parts[-3]] = Run(value, False, header, reason=f"the recording of {path.parts[-3]}")
+    return found
+
+
+def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
+                  params: dict[str, Any] | None = None, name: str | None = None) -> Run:
+    """Run experiment ``fn(**params)`` live if this machine has ``gpus`` GPUs, else replay it.
+
+    Live: the result is measured now; with ``COURSE_RECORD=1`` (and not in quick mode) it is
+    also saved as a recording. Either way the value the notebook gets has been through the
+    recordings' encoding (``codec.round_trip``), so live and replay hand over the same types.
+    Replay: ``choose_recording`` picks the recording and the first sentence printed says which
+    and why. ``gpus=0`` experiments always run live and are never recorded. ``params`` must be
+    recordable; that is checked before the experiment runs.
+
+    Taught in 00_start_here.
+    """
+    _check_arguments(fn, notebook, gpus, params)
+    fp = fingerprint(fn)  # refuses lambdas, partials and closures first
+    params = params or {}
+    name = name or fn.__name__
+    live = hardware.gpu_count() >= gpus and not (gpus and config.replay_forced())
+    if not live:
+        run = _replay(notebook, name, gpus, fp, params)
+        print(_said_once(notebook, run))
+        return run
+    held = hardware.memory_in_use()
+    value = fn(**params)
+    hardware.free_memory(baseline=held)
+    run = Run(codec.round_trip(value), True, environment_header(notebook, name, fp, params))
+    if gpus and config.recording_enabled() and not config.quick_mode():
+        run.saved_to = save(notebook, name, value, fp=fp, params=params)
+    print(run.describe() + (f" Recorded to {run.saved_to}." if run.saved_to else ""))
+    return run
+
+
+def replay_plan(notebook_path: Path | str) -> tuple[list[str], list[str], str]:
+    """For a notebook on this machine: (experiments that run live, experiments that replay,
+    one line saying which machine the replays come from and why, or why none can).
+
+    Used by the lessons (helpers/lessons/).
+    """
+    path = Path(notebook_path)
+    found = experiments_in_notebook(path)
+    have = hardware.gpu_count()
+    live = [n for n, e in found.items() if e.gpus <= have and not (e.gpus and config.replay_forced())]
+    replay = [n for n in found if n not in live]
+    if not replay:
+        return live, replay, "-"
+    try:
+        choices = {choose_recording(path.stem, n, found[n].gpus).machine for n in replay}
+    except ValueError as err:
+        return live, replay, f"cannot replay: {err}"
+    first = choose_recording(path.stem, replay[0], found[replay[0]].gpus)
+    machines = ", ".join(sorted(choices))
+    return live, replay, machines + ("" if len(choices) > 1 else f" ({first.reason})")

@@ -1,0 +1,157 @@
+"""Recordings on disk: where one goes, saving it, reading it back, and which machines have one."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+# timing, trace and distributed define the recorded types: importing them registers those
+# types, so ``load`` works on its own.
+from .. import codec, config, distributed, timing, trace  # noqa: F401
+from .header import HEADER_KEYS, environment_header
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be read: the message names the file and how to re-record it.
+
+    Used by records.load, records.read_header and records.validate_recording.
+    """
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def recording_path(machine: str, notebook: str, name: str, root: Path | None = None) -> Path:
+    """``results/<machine>/<notebook>/<name>.json``.
+
+    Used by records.save.
+    """
+    for label, part in (("machine", machine), ("notebook", notebook), ("name", name)):
+        if not isinstance(part, str) or not _SAFE_NAME.fullmatch(part) or ".." in part:
+            raise ValueError(f"{label} {part!r} cannot name a folder or file under results/: use letters, digits "
+                             f"and . _ + - (e.g. '2xNVIDIA-H200', '01_pinned_memory', 'copy_bandwidth')")
+    return (root or config.results_dir()) / machine / notebook / f"{name}.json"
+
+
+def save(notebook: str, name: str, value: Any, *, fp: str, params: dict[str, Any] | None = None,
+         root: Path | None = None) -> Path:
+    """Save an experiment's result with its environment header; return the file written.
+
+    Used by records.run_or_replay.
+    """
+    header = environment_header(notebook, name, fp, params or {})
+    path = recording_path(header["machine"]["machine"], notebook, name, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    copied: list[str] = []
+
+    def attach(src: str) -> str:
+        dest = f"{name}.{len(copied)}.{Path(src).name}"
+        shutil.copyfile(src, path.parent / dest)
+        copied.append(dest)
+        return dest
+
+    record = {"header": header, "result": codec.encode(value, attach)}
+    path.write_text(codec.dumps(record))
+    return path
+
+
+def rerecord_command(machine: str | None, notebooks: Iterable[str]) -> str:
+    """The commands that re-record ``notebooks`` on a machine like ``machine``.
+
+    Used by records.load, records.choose_recording and records.format_problems (in
+    their messages).
+    """
+    names = " ".join(f"notebooks/{nb}.ipynb" for nb in sorted(set(notebooks)))
+    where = f"on a {machine} machine" if machine else "on a GPU machine with enough GPUs"
+    archive = f"gpu-results-{machine or '<machine>'}.tar.gz"
+    return (f"{where}: make gpu-all NOTEBOOKS=\"{names}\" OUT=build/gpu-out; "
+            f"then here: make unpack ARCHIVE=build/gpu-out/{archive}")
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    """The raw JSON of a recording, or ``RecordingError`` naming the file and the fix."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise RecordingError(f"{path} cannot be read ({err}): {_fix(path)}") from err
+    except json.JSONDecodeError as err:
+        raise RecordingError(f"{path} is not a readable recording (JSON error: {err}): {_fix(path)}") from err
+    if not isinstance(record, dict) or not isinstance(record.get("header"), dict) or "result" not in record:
+        raise RecordingError(f"{path} has no header and result: {_fix(path)}")
+    missing = [key for key in HEADER_KEYS if key not in record["header"]]
+    if missing or not isinstance(record["header"]["machine"], dict):
+        raise RecordingError(f"{path}: its header lacks {', '.join(missing) or 'the machine'}: {_fix(path)}")
+    return record
+
+
+def _fix(path: Path) -> str:
+    machine = path.parts[-3] if len(path.parts) >= 3 else None
+    return (f"re-record it ({rerecord_command(machine, [path.parent.name])}) "
+            f"or restore it with `git checkout -- {path}`")
+
+
+def read_header(path: Path | str) -> dict[str, Any]:
+    """A recording's environment header, checked (``RecordingError`` names the file otherwise).
+
+    Used by records.choose_recording and records.check_recordings.
+    """
+    return _read_record(Path(path))["header"]
+
+
+def load(path: Path | str) -> tuple[dict[str, Any], Any]:
+    """Read a recording: ``(header, result)``, with registered types and attachments restored.
+
+    A file that is not a whole recording raises ``RecordingError`` naming it and the fix.
+
+    Used by records.run_or_replay (to replay), records.validate_recording and
+    records.figure_rows.
+    """
+    path = Path(path)
+    record = _read_record(path)
+    try:
+        return record["header"], codec.decode(record["result"], path.parent)
+    except (TypeError, ValueError) as err:
+        raise RecordingError(f"{path}: its result cannot be decoded ({err}): "
+                             f"{rerecord_command(path.parts[-3], [path.parent.name])}") from err
+
+
+def _gpu_total(path: Path) -> int:
+    """How many GPUs the machine that made a recording had."""
+    return len(read_header(path)["machine"].get("gpus") or [])
+
+
+def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
+    """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name.
+
+    Used by records.choose_recording.
+    """
+    root = root or config.results_dir()
+    found = []
+    for path in sorted(root.glob(f"*/{notebook}/{name}.json")):
+        if _gpu_total(path) >= gpus:
+            found.append(path)
+    return found
+
+
+def recorded_machine_names(root: Path | None = None) -> list[str]:
+    """Names of the machines with recordings under the results folder, sorted.
+
+    Used by records.choose_recording and the course's tools.
+    """
+    root = root or config.results_dir()
+    return sorted(p.name for p in root.glob("*") if p.is_dir() and not p.name.startswith(".")
+                  and any(p.glob("*/*.json")))
+
+
+def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
+    """The machine headers of every recorded machine, one each (for reports in 00_start_here).
+
+    Taught in 00_start_here.
+    """
+    root = root or config.results_dir()
+    return [read_header(sorted((root / name).glob("*/*.json"))[0])["machine"]
+            for name in recorded_machine_names(root)]
