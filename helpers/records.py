@@ -55,7 +55,7 @@ from . import codec, config, distributed, hardware, timing, trace  # noqa: F401
 # calls; only experiments that pass "auto" (00 and 01, re-recorded with it) measure differently; an experiment
 # that passes a number measures as before, so no recording changes.
 MEASURING_VERSION = 1
-MEASURING_CODE = "433aa91ccc1c0189"
+MEASURING_CODE = "1e79b4f3fa791068"
 _MEASURING_MODULES = ("timing", "trace", "distributed")
 
 HEADER_KEYS = ("machine", "date", "commit", "quick", "notebook", "experiment", "fingerprint", "params")
@@ -193,8 +193,13 @@ def measuring_code_hash() -> str:
     ``MEASURING_CODE``).
     """
     digest = hashlib.sha256()
-    for name in _MEASURING_MODULES:
-        tree = ast.parse((Path(__file__).parent / f"{name}.py").read_text())
+    helpers = Path(__file__).parent
+    files: list[Path] = []
+    for name in _MEASURING_MODULES:  # helpers/<name>.py, or every .py of helpers/<name>/ (a package)
+        module = helpers / f"{name}.py"
+        files += [module] if module.exists() else sorted((helpers / name).rglob("*.py"))
+    for path in files:
+        tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             body = getattr(node, "body", None)
             if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)

@@ -407,7 +407,7 @@ def test_an_interrupt_leaves_no_rank_nor_folder_behind(temp_folder, monkeypatch)
         pids.extend(rank.process.pid for rank in run.ranks)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(distributed, "_watch", interrupted)
+    monkeypatch.setattr(distributed.supervisor, "_watch", interrupted)
     with pytest.raises(KeyboardInterrupt):
         distributed.supervise(_nothing, 2, backend="gloo")
     assert len(pids) == 2 and all(_gone(pid) for pid in pids)
@@ -418,7 +418,7 @@ def test_a_failure_while_launching_removes_the_folder(temp_folder, monkeypatch):
     def no_port():
         raise OSError("no free port")
 
-    monkeypatch.setattr(distributed, "free_port", no_port)
+    monkeypatch.setattr(distributed.supervisor, "free_port", no_port)
     with pytest.raises(OSError, match="no free port"):
         distributed.supervise(_nothing, 2, backend="gloo")
     assert list(temp_folder.iterdir()) == []

@@ -33,7 +33,7 @@ USED_BY = re.compile(r"Used by (.*?)(?:\.\s|\.$)", re.DOTALL)
 NOTEBOOK_NAME = re.compile(r"\b\d\d_[a-z0-9_]+")
 HELPER_NAME = re.compile(r"\b([a-z_]+)\.([A-Za-z_][A-Za-z0-9_]*)\b")
 USERS_BY_PHRASE = {
-    "the command line (datamove)": [ROOT / "helpers" / "cli.py"],
+    "the command line (datamove)": sorted((ROOT / "helpers" / "cli").glob("*.py")),
     "the lessons (helpers/lessons/)": sorted((ROOT / "helpers" / "lessons").glob("*.py")),
     "the course's tools": sorted((ROOT / "tools").glob("*.py")),
     "the course's tests": sorted((ROOT / "tests").glob("test_*.py")),
@@ -83,6 +83,34 @@ def module_files() -> dict[str, Path]:
     return found
 
 
+@cache
+def reexported() -> dict[tuple[str, str], str]:
+    """``{(module, name): package}`` for each name a helpers subpackage's ``__all__`` re-exports
+    from one of its modules: ``distributed.launch`` is ``supervisor.launch``, so a notebook that
+    calls ``distributed.launch`` uses it."""
+    found = {}
+    for info in pkgutil.walk_packages(helpers.__path__, "helpers."):
+        if info.ispkg:
+            package = importlib.import_module(info.name)
+            for name in getattr(package, "__all__", ()):
+                owner = getattr(getattr(package, name), "__module__", "")
+                if owner.startswith(info.name + "."):
+                    found[(owner.rsplit(".", 1)[-1], name)] = info.name.rsplit(".", 1)[-1]
+    return found
+
+
+def _spellings(module: str, name: str) -> set[tuple[str, str]]:
+    """``(module, name)`` and, where a subpackage re-exports it, ``(package, name)``."""
+    package = reexported().get((module, name))
+    return {(module, name)} | ({(package, name)} if package else set())
+
+
+def _module_defining(package: str, name: str) -> str:
+    """The module of ``package`` that defines the re-exported ``name`` (else ``package`` itself)."""
+    return next((module for (module, other), pkg in reexported().items() if (pkg, other) == (package, name)),
+                package)
+
+
 def public_objects() -> list[tuple[str, str, object]]:
     """``(module, name, object)`` for every public function and class defined in a helpers module."""
     found = []
@@ -104,12 +132,12 @@ def _returns(obj: object, cls: str) -> bool:
 
 def used_in_notebook(stem: str, module: str, name: str, obj: object) -> bool:
     uses = notebook_uses(stem)
-    if (module, name) in uses:
+    if _spellings(module, name) & uses:
         return True
     if not inspect.isclass(obj):
         return False
     return any(_returns(other, name) for mod, other_name, other in public_objects()
-               if (mod, other_name) in uses)
+               if _spellings(mod, other_name) & uses)
 
 
 @cache
@@ -151,9 +179,11 @@ def _users_problems(where: str, module: str, name: str, sentence: str) -> list[s
     for phrase, paths in USERS_BY_PHRASE.items():
         if phrase in sentence:
             named = True
-            if not any((module, name) in file_uses(path) or _own_file_uses(path, module, name) for path in paths):
+            if not any(_spellings(module, name) & file_uses(path) or _own_file_uses(path, module, name)
+                       for path in paths):
                 problems.append(f"{where} is 'Used by {phrase}', but {module}.{name} is not used there")
     for user_module, owner in HELPER_NAME.findall(sentence):
+        user_module = _module_defining(user_module, owner)
         if user_module not in module_files():
             continue  # a file name such as replay_all.py, not a helper
         named = True
