@@ -714,3 +714,13 @@ def test_nvbandwidth_lists_its_testcases_and_refuses_unknown_ones(capsys):
     text = nvbandwidth_cmd.matrix_text(nvbandwidth_cmd.TESTCASES[0], host)
     assert text.splitlines()[0] == "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)"
     assert text.splitlines()[2].split() == ["0", "55.00", "55.00"] and text.endswith("SUM host_to_device_memcpy_ce 110.00")
+
+
+def test_collectives_sweep_ranks_prints_busbw_against_n(capsys):
+    code, out, _ = run(capsys, "collectives", "--sweep-ranks", "--backend", "gloo", "-g", "2", "--ops", "all_reduce",
+                       "-e", "16K", "-n", "2", "-w", "1", "--samples", "2", "--timeout", "120")
+    lines = out.strip().splitlines()
+    assert code == 0 and lines[0].startswith("# busbw (GB/s) at 16 KiB against the number of ranks, gloo")
+    assert lines[1].split() == ["#", "N", "all_reduce"]
+    n, busbw = lines[2].split()
+    assert n == "2" and float(busbw) > 0
