@@ -88,7 +88,8 @@ class StreamedRows:
     """
 
     def __init__(self, args: argparse.Namespace, columns: dict[str, tuple[str, int, Callable[[Any], str]]]) -> None:
-        self.columns, self.rows = columns, []  # type: list[dict[str, Any]]
+        self.columns = columns
+        self.rows: list[dict[str, Any]] = []
         self.mode = "json" if getattr(args, "json", False) else "csv" if getattr(args, "csv", False) else "text"
         self.writer: Any = None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .. import experiments, hardware, timing
@@ -66,7 +67,7 @@ def _f2(x: Any) -> str:
 COPY_COLUMNS = {"size_text": "size", "gbps": "GB/s", "gbps_slowest": "slowest", "gbps_fastest": "fastest",
                 "spread": "IQR/median", "time_us": "us/copy", "link_share": "of link", "calls_per_sample": "calls",
                 "method": "clock"}
-_COPY_WIDTHS = {"size_text": (9, str), "gbps": (8, _f2), "gbps_slowest": (8, _f2), "gbps_fastest": (8, _f2),
+_COPY_WIDTHS: dict[str, tuple[int, Callable[[Any], str]]] = {"size_text": (9, str), "gbps": (8, _f2), "gbps_slowest": (8, _f2), "gbps_fastest": (8, _f2),
                 "spread": (10, lambda x: f"{x:.3f}"), "time_us": (10, lambda x: f"{x:.1f}"),
                 "link_share": (7, lambda x: f"{x:.0%}"), "calls_per_sample": (6, str), "method": (24, str)}
 

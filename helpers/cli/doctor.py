@@ -88,7 +88,7 @@ def _doctor_facts(nccl_timeout_s: float | None) -> dict[str, Any]:
         "numa_cpus": {node: sorted(hardware.numa_node_cpus(node)) for node in set(numa.values()) if node is not None},
         "affinity": sorted(hardware.cpu_affinity()), "activity": activity, "pid": os.getpid(),
         "memlock": hardware.pinned_memory_limit_bytes(), "peer": hardware.peer_access(),
-        "nccl": _nccl_fact(gpus, nccl_timeout_s) if can_nccl else None,
+        "nccl": _nccl_fact(gpus, nccl_timeout_s) if can_nccl and nccl_timeout_s is not None else None,
         "traces": str(traces), "free_disk": hardware.free_disk_bytes(traces),
         "machine": machine, "recorded": records.recorded_machine_names(),
     }
