@@ -6,7 +6,7 @@ or ``from helpers.module import name``. A class also counts as used where the no
 helper whose return annotation names the class (``timing.cuda_events(...)`` hands over a
 ``Timing``). What no notebook calls says instead who calls it, in a "Used by ..." sentence
 naming one or more of: ``module.function`` of the helpers (whose code uses the name),
-"the command line (datamove)" (``helpers/cli.py`` uses it), "the course's tools" (a script in
+"the command line (datamove)" (a module of ``helpers/cli/`` uses it), "the course's tools" (a script in
 ``tools/`` uses it), "the course's tests" (for the checks that exist for the test suite, such as
 ``records.check_recordings``). Those are checked as well; nothing else takes the place of a notebook.
 """
@@ -165,7 +165,7 @@ def helper_uses(module: str, owner: str) -> set[str]:
 
 
 def _own_file_uses(path: Path, module: str, name: str) -> bool:
-    """Whether ``name`` is used in its own module's file ``path`` (helpers/cli.py calls its own
+    """Whether ``name`` is used in its own module's file ``path`` (a helpers/cli/ module calls its own
     functions) or is that file's entry point in pyproject.toml (``datamove = "helpers.cli:main"``)."""
     if path != module_files().get(module):
         return False
