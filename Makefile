@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(call install_torch,$(BIN))
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,cli]"
 	touch $@
 
 ## run: execute every notebook (live where the hardware is, replaying elsewhere), with outputs

@@ -1,4 +1,4 @@
-"""Tests of ``datamove`` (helpers/cli.py) and the machine facts it reads (helpers/hardware.py).
+"""Tests of ``datamove`` (helpers/cli/) and the machine facts it reads (helpers/hardware.py).
 
 On the CPU: help texts, sizes, errors (one line, exit 2), doctor, JSON/CSV shapes with injected
 measurements, the copies composed call for call as notebooks 01 and 05 compose them, check
@@ -23,6 +23,17 @@ import pytest
 import torch
 
 from helpers import cli, distributed, experiments, hardware, records, timing
+from helpers.cli import (
+    cli_args,
+    cli_output,
+    collectives_cmd,
+    copy_cmds,
+    doctor,
+    nccl_tests_format,
+    nvbandwidth_cmd,
+    record_check,
+    topo,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB, GiB = 2**20, 2**30
@@ -67,38 +78,38 @@ def test_the_console_script_is_cli_main():
 @pytest.mark.parametrize("text, nbytes", [("4096", 4096), ("4KiB", 4096), ("64MiB", 64 * MiB), ("1GiB", GiB),
                                           ("1GB", 10**9), ("2 kb", 2000), ("512B", 512), ("1gib", GiB)])
 def test_sizes_take_bytes_binary_and_decimal_units(text, nbytes):
-    assert cli.parse_size(text) == nbytes
+    assert cli_args.parse_size(text) == nbytes
 
 
 @pytest.mark.parametrize("text", ["", "4XB", "-4", "1.5GiB", "0", "GiB", "4 KiBs"])
 def test_a_bad_size_is_a_value_error_that_says_what_to_pass(text):
     with pytest.raises(ValueError, match="pass bytes"):
-        cli.parse_size(text)
+        cli_args.parse_size(text)
 
 
 def test_size_ranges_and_lists():
-    assert cli.parse_sizes("4KiB:1MiB") == [4096, 16384, 65536, 262144, MiB]
-    assert cli.parse_sizes("1KiB:8KiB:2") == [1024, 2048, 4096, 8192]
-    assert cli.parse_sizes("4KiB,64MiB") == [4096, 64 * MiB]
+    assert cli_args.parse_sizes("4KiB:1MiB") == [4096, 16384, 65536, 262144, MiB]
+    assert cli_args.parse_sizes("1KiB:8KiB:2") == [1024, 2048, 4096, 8192]
+    assert cli_args.parse_sizes("4KiB,64MiB") == [4096, 64 * MiB]
     for bad in ("1MiB:4KiB", "1KiB:1MiB:1", "1:2:3:4", ""):
         with pytest.raises(ValueError):
-            cli.parse_sizes(bad)
+            cli_args.parse_sizes(bad)
 
 
 def test_tolerances_and_ops():
-    assert cli.parse_tolerance("5%") == pytest.approx(0.05) and cli.parse_tolerance("0.1") == 0.1
+    assert cli_args.parse_tolerance("5%") == pytest.approx(0.05) and cli_args.parse_tolerance("0.1") == 0.1
     for bad in ("5", "100%", "-1%", "five"):
         with pytest.raises(ValueError, match="e.g. 5%"):
-            cli.parse_tolerance(bad)
-    assert cli.parse_ops("all") == list(distributed.COLLECTIVE_OPS)
-    assert cli.parse_ops("all_reduce, broadcast") == ["all_reduce", "broadcast"]
+            cli_args.parse_tolerance(bad)
+    assert cli_args.parse_ops("all") == list(distributed.COLLECTIVE_OPS)
+    assert cli_args.parse_ops("all_reduce, broadcast") == ["all_reduce", "broadcast"]
     with pytest.raises(ValueError, match="unknown collective allreduce"):
-        cli.parse_ops("allreduce")
+        cli_args.parse_ops("allreduce")
 
 
 @pytest.mark.parametrize("argv, words", [
     (["h2d", "--sizes", "4XB"], "'4XB' is not a size"),
-    (["d2h", "--sizes", "1MiB:4KiB"], "the largest size comes second"),
+    (["d2h", "--sizes", "1MiB:4KiB"], "below the smallest"),
     (["collectives", "--ops", "all_reduce,allgather"], "unknown collective allgather"),
     (["check", "--tolerance", "5"], "is not a tolerance"),
     (["collectives", "--nproc", "0"], "'0' is not a whole number >= 1"),
@@ -126,11 +137,11 @@ def _fake_timing(nbytes: int, seconds: float = 1e-3, label: str = "H2D pinned") 
 @pytest.fixture
 def fake_copies(monkeypatch):
     """h2d/d2h without a GPU: the measurement and the machine's facts injected."""
-    monkeypatch.setattr(cli, "_need_gpus", lambda n, why="": None)
-    monkeypatch.setattr(cli, "_host_copy", lambda direction, pinned, n: _fake_timing(n, n / 50e9))
-    monkeypatch.setattr(cli, "_link_of_gpu0", lambda: {"gen": 5, "width": 16, "theoretical_gbps": 63.0,
+    monkeypatch.setattr(copy_cmds, "need_gpus", lambda n, why="": None)
+    monkeypatch.setattr(copy_cmds, "host_copy", lambda direction, pinned, n: _fake_timing(n, n / 50e9))
+    monkeypatch.setattr(copy_cmds, "link_of_gpu0", lambda: {"gen": 5, "width": 16, "theoretical_gbps": 63.0,
                                                        "memory_ceiling_gbps": 4800.0})
-    monkeypatch.setattr(cli, "_machine_facts", lambda: {"machine": "1xFake", "gpu": "Fake GPU", "driver": "1",
+    monkeypatch.setattr(copy_cmds, "machine_facts", lambda: {"machine": "1xFake", "gpu": "Fake GPU", "driver": "1",
                                                         "torch": "2", "cuda": "13.0", "nccl": None, "date": "d"})
 
 
@@ -148,7 +159,7 @@ def test_h2d_json_has_the_machine_the_link_and_a_row_per_size(capsys, fake_copie
 def test_d2h_csv_is_a_header_and_a_line_per_size(capsys, fake_copies):
     code, out, _ = run(capsys, "d2h", "--pageable", "--sizes", "4KiB:64KiB", "--csv")
     lines = out.strip().splitlines()
-    assert code == 0 and lines[0].split(",") == list(cli.COPY_COLUMNS)
+    assert code == 0 and lines[0].split(",") == list(copy_cmds.COPY_COLUMNS)
     assert [line.split(",")[0] for line in lines[1:]] == ["4 KiB", "16 KiB", "64 KiB"]
 
 
@@ -158,24 +169,120 @@ def test_the_table_names_the_memory_and_the_link(capsys, fake_copies):
     assert "1 MiB" in out and "50.00" in out
 
 
-def test_collective_rows_have_nccl_tests_columns_and_factors():
-    timings = {"all_reduce": [_fake_timing(GiB, 0.01)], "broadcast": [_fake_timing(GiB, 0.01)]}
-    rows = cli._collective_rows(timings, {"all_reduce": [0], "broadcast": [3]}, world=4)
-    reduce, bcast = rows
-    assert reduce["algbw_gbps"] == pytest.approx(GiB / 0.01 / 1e9)
-    assert reduce["busbw_gbps"] == pytest.approx(reduce["algbw_gbps"] * 2 * 3 / 4)
-    assert (reduce["redop"], reduce["root"], reduce["count"], reduce["type"]) == ("sum", -1, GiB // 4, "float")
-    assert (bcast["redop"], bcast["root"], bcast["wrong"]) == ("none", 0, 3)
-    assert bcast["busbw_gbps"] == pytest.approx(bcast["algbw_gbps"])
-    assert reduce["time_us"] == pytest.approx(1e4)
+def test_a_collective_row_has_nccl_tests_fields_and_factors():
+    reduce = nccl_tests_format.result("all_reduce", GiB, 0.01, 0, world=4)
+    gather = nccl_tests_format.result("all_gather", GiB, 0.01, 3, world=4)
+    group = reduce["in_place"]  # torch's all_reduce works in place: its column, N/A in the other
+    assert reduce["out_of_place"] is None and gather["in_place"] is None
+    assert group["alg_bw"] == pytest.approx(GiB / 0.01 / 1e9)
+    assert group["bus_bw"] == pytest.approx(group["alg_bw"] * 2 * 3 / 4)
+    assert (reduce["redop"], reduce["root"].strip(), reduce["count"], reduce["type"]) == ("sum", "-1", GiB // 4, "float")
+    assert gather["count"] == GiB // 4 // 4 and gather["out_of_place"]["nwrong"] == 3  # per-rank count, as nccl-tests
+    assert gather["out_of_place"]["bus_bw"] == pytest.approx(gather["out_of_place"]["alg_bw"] * 3 / 4)
+    assert group["time"] == pytest.approx(1e4)
+    line = nccl_tests_format.row_line(gather)
+    assert line.split()[-4:] == ["N/A"] * 4 and line.split()[5] == "10000"
 
 
-def test_progress_bar_with_tqdm_and_without(monkeypatch):
-    monkeypatch.setitem(sys.modules, "tqdm", None)  # not installed
-    assert cli._progress([1, 2], "x") == [1, 2]
-    made = {}
-    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=lambda items, **kw: made.update(kw) or items))
-    assert list(cli._progress([1, 2], "sizes")) == [1, 2] and made["desc"] == "sizes" and made["file"] is sys.stderr
+def test_times_print_as_in_nccl_tests_logs():
+    assert [nccl_tests_format.time_str(us) for us in (13.24, 135.8, 6759.0, 12646.0, 1059765.0)] == [
+        "  13.24", "  135.8", " 6759.0", "  12646", "1059765"]
+
+
+def test_progress_line_goes_to_stderr_only_on_a_terminal(capsys):
+    quiet = cli_output.Progress("sizes", 2)  # pytest's stderr is no terminal
+    quiet.step()
+    assert capsys.readouterr().err == ""
+    shown = cli_output.Progress("all_reduce", 2, force=True)
+    shown.step("all_reduce 1 KiB")
+    shown.close()
+    err = capsys.readouterr().err
+    assert "all_reduce 1 KiB: 1/2 done" in err and err.endswith("\r\x1b[K")
+
+
+FIXTURE_LOG = ROOT / "tests" / "fixtures" / "nccl_tests_all_reduce_2x8xH100.log"
+
+
+def test_the_parser_reads_a_real_nccl_tests_log():
+    log = nccl_tests_format.parse_log(FIXTURE_LOG.read_text())
+    assert log["config"] == {"nthreads": 1, "ngpus": 1, "minimum_bytes": 8, "maximum_bytes": 8589934592,
+                             "step_factor": 2, "warmup_iters": 5, "iterations": 20, "validation": 1}
+    assert len(log["devices"]) == 16 and log["devices"][15]["device_info"] == "NVIDIA H100 80GB HBM3"
+    assert len(log["results"]) == 31 and log["results"][-1]["size"] == 8589934592
+    last = log["results"][-1]
+    assert last["out_of_place"] == {"time": 47535.0, "alg_bw": 180.71, "bus_bw": 338.82, "nwrong": 0.0}
+    assert (log["out_of_bounds"], log["average_bus_bandwidth"]) == (0, 70.742)
+    # the average is nccl-tests' own: the mean busbw of both groups of every row
+    buses = [r[g]["bus_bw"] for r in log["results"] for g in ("out_of_place", "in_place")]
+    assert sum(buses) / len(buses) == pytest.approx(70.742, abs=0.01)
+
+
+def test_datamove_prints_the_first_gloo_row_within_seconds_in_nccl_tests_format(tmp_path):
+    """Rows stream as measured (flushed), and the same parser reads datamove's log with the
+    same fields as the real nccl-tests log; -J writes nccl-tests' JSON beside it."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "0"}
+    cmd = [sys.executable, "-m", "helpers.cli", "collectives", "--backend", "gloo", "-g", "2", "--ops",
+           "all_reduce,all_gather", "-b", "1K", "-e", "16K", "-f", "4", "-w", "1", "-n", "2", "--samples", "2",
+           "-J", str(tmp_path / "out.json")]
+    import time
+
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines, first_row_s = [], None
+    for line in proc.stdout:
+        lines.append(line)
+        if first_row_s is None and line.strip()[:1].isdigit():
+            first_row_s = time.monotonic() - start
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert first_row_s is not None and first_row_s < 30  # a few seconds alone; 2 busy cores in CI
+    text = "".join(lines)
+    log = nccl_tests_format.parse_log(text)
+    assert log["config"]["ngpus"] == 2 and log["config"]["step_factor"] == 4 and log["config"]["warmup_iters"] == 1
+    assert [r["size"] for r in log["results"]] == [1024, 4096, 16384] * 2
+    assert set(log["results"][0]) == set(nccl_tests_format.parse_log(FIXTURE_LOG.read_text())["results"][0])
+    assert log["results"][0]["out_of_place"] is None and log["results"][0]["in_place"]["nwrong"] == 0
+    assert log["results"][3]["in_place"] is None and log["results"][3]["out_of_place"]["bus_bw"] >= 0
+    assert log["out_of_bounds"] == 0 and log["average_bus_bandwidth"] is not None
+    assert text.count("# Using devices") == 2 and "#  Rank  1 Group  0 Pid" in text
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["config"]["ngpus"] == 2 and len(doc["results"]) == 6 and doc["out_of_bounds"]["count"] == 0
+    assert doc["average_bus_bandwidth"]["bandwidth"] >= 0 and doc["config"]["devices"][1]["rank"] == 1
+
+
+def test_the_default_sizes_fit_the_backend():
+    args = cli.build_parser().parse_args(["collectives"])
+    gloo = collectives_cmd._chosen_sizes(args, "gloo", 2)
+    nccl = collectives_cmd._chosen_sizes(args, "nccl", 2)
+    assert gloo[-1] == 4 * MiB and nccl[-1] == GiB and gloo[0] == nccl[0] == 1024
+    args = cli.build_parser().parse_args(["collectives", "-b", "8", "-e", "128M", "-f", "2", "-g", "2"])
+    sizes = collectives_cmd._chosen_sizes(args, "nccl", 2)
+    assert sizes[0] == 8 and sizes[-1] == 128 * MiB and len(sizes) == 25
+
+
+def test_rank_counts_are_powers_of_two_then_every_gpu():
+    assert collectives_cmd.rank_counts(1) == []
+    assert collectives_cmd.rank_counts(2) == [2]
+    assert collectives_cmd.rank_counts(6) == [2, 4, 6]
+    assert collectives_cmd.rank_counts(8) == [2, 4, 8]
+
+
+def test_version_and_topo_without_a_gpu(capsys, monkeypatch):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("datamove ")
+    monkeypatch.setattr(hardware, "driver_present", lambda: False)
+    code, out, _ = run(capsys, "topo")
+    assert code == 0 and out.startswith("CPU only: no NVIDIA GPU here")
+
+
+def test_topo_names_links_and_ceilings(monkeypatch):
+    assert topo.nvlink_ceiling_gbps("NV18", "NVIDIA H100 80GB HBM3") == 450.0
+    assert topo.nvlink_ceiling_gbps("SYS", "NVIDIA H100 80GB HBM3") is None
+    facts = {"source": "NVML", "links": [["X", "NV18"], ["NV18", "X"]], "ceilings_gbps": [[None, 450.0], [450.0, None]],
+             "gpus": [{"index": i, "name": "H100", "bus_id": f"0000:0{i}:00.0", "pcie": "gen 5 x16",
+                       "pcie_gbps": 63.0, "numa": i} for i in range(2)]}
+    text = topo.topo_text(facts)
+    assert "NV18 450" in text and "GPU1 H100  0000:01:00.0  PCIe gen 5 x16 (63.0 GB/s one way)  NUMA node 1" in text
 
 
 # ---------------------------------------------------------------- the notebooks' own experiments
@@ -186,9 +293,9 @@ def test_h2d_and_d2h_run_notebook_01s_saved_timed_copy_with_its_samples(monkeypa
     calls = []
     monkeypatch.setattr(experiments, "timed_copy", lambda n, direction, pinned, repeats: calls.append(
         (n, direction, pinned, repeats)) or _fake_timing(n))
-    cli._host_copy("h2d", True, 4096)
-    cli._host_copy("d2h", False, cli.LARGE_BYTES)
-    assert calls == [(4096, "h2d", True, cli.REPEATS_SMALL), (cli.LARGE_BYTES, "d2h", False, cli.REPEATS_LARGE)]
+    copy_cmds.host_copy("h2d", True, 4096)
+    copy_cmds.host_copy("d2h", False, copy_cmds.LARGE_BYTES)
+    assert calls == [(4096, "h2d", True, copy_cmds.REPEATS_SMALL), (copy_cmds.LARGE_BYTES, "d2h", False, copy_cmds.REPEATS_LARGE)]
 
 
 def test_the_command_line_takes_the_notebooks_full_size_params():
@@ -196,13 +303,13 @@ def test_the_command_line_takes_the_notebooks_full_size_params():
         return records.experiments_in_notebook(ROOT / "notebooks" / f"{notebook}.ipynb")[name].params
 
     copies = params("01_pinned_memory", "copy_bandwidth")
-    assert (cli.REPEATS_SMALL, cli.REPEATS_LARGE) == (copies["repeats_small"], copies["repeats_large"])
-    assert cli.P2P_REPEATS == params("05_device_to_device", "peer_copy_bandwidth")["repeats"]
+    assert (copy_cmds.REPEATS_SMALL, copy_cmds.REPEATS_LARGE) == (copies["repeats_small"], copies["repeats_large"])
+    assert copy_cmds.P2P_REPEATS == params("05_device_to_device", "peer_copy_bandwidth")["repeats"]
     latency = params("05_device_to_device", "peer_copy_latency")
-    assert (cli.LATENCY_REPEATS, cli.LATENCY_CALLS) == (latency["repeats"], latency["calls"])
-    assert cli.LATENCY_BYTES in latency["sizes"]
+    assert (copy_cmds.LATENCY_REPEATS, copy_cmds.LATENCY_CALLS) == (latency["repeats"], latency["calls"])
+    assert copy_cmds.LATENCY_BYTES in latency["sizes"]
     collectives = params("06_nccl_point_to_point_and_collectives", "bandwidth")
-    assert (cli.COLLECTIVE_WARMUP, cli.COLLECTIVE_ITERS, cli.COLLECTIVE_SAMPLES) == (
+    assert (collectives_cmd.COLLECTIVE_WARMUP, collectives_cmd.COLLECTIVE_ITERS, collectives_cmd.COLLECTIVE_SAMPLES) == (
         collectives["warmup"], collectives["iters"], collectives["samples"])
 
 
@@ -219,7 +326,7 @@ def test_p2p_runs_notebook_05s_saved_experiments_with_its_params(monkeypatch, ca
 
     monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
     monkeypatch.setattr(hardware, "peer_access", lambda: [[True, True], [True, True]])
-    monkeypatch.setattr(cli, "_machine_facts", lambda: {"gpu": "FAKE", "gpus": 2})
+    monkeypatch.setattr(copy_cmds, "machine_facts", lambda: {"gpu": "FAKE", "gpus": 2})
     monkeypatch.setattr(experiments, "peer_copy_bandwidth", fake("one", ["0->1", "1->0"], 300e9))
     monkeypatch.setattr(experiments, "peer_copy_both_ways", fake("both", ["0<->1"], 600e9))
     monkeypatch.setattr(experiments, "peer_copy_latency", fake("latency", ["0->0", "0->1", "1->0", "1->1"], 1e6))
@@ -229,10 +336,10 @@ def test_p2p_runs_notebook_05s_saved_experiments_with_its_params(monkeypatch, ca
     assert called["one"] == {"sizes": [64 * 2**20], "repeats": params["peer_copy_bandwidth"].params["repeats"]}
     assert called["both"] == {"sizes": [64 * 2**20], "repeats": params["peer_copy_both_ways"].params["repeats"]}
     latency = params["peer_copy_latency"].params
-    assert called["latency"] == {"sizes": [cli.LATENCY_BYTES], "repeats": latency["repeats"], "calls": latency["calls"]}
+    assert called["latency"] == {"sizes": [copy_cmds.LATENCY_BYTES], "repeats": latency["repeats"], "calls": latency["calls"]}
     assert out["unidirectional_gbps"][0][1] == pytest.approx(300) and out["unidirectional_gbps"][0][0] is None
     assert out["bidirectional_gbps"][1][0] == pytest.approx(600)
-    assert out["latency_us"][1][1] == pytest.approx(cli.LATENCY_BYTES / 1e6 * 1e6)
+    assert out["latency_us"][1][1] == pytest.approx(copy_cmds.LATENCY_BYTES / 1e6 * 1e6)
 
 
 def test_helpers_experiments_is_what_the_notebooks_save():
@@ -260,36 +367,36 @@ def _healthy_facts(**changes) -> dict:
 
 
 def _statuses(facts) -> dict[str, str]:
-    return {c.name: c.status for rule in cli.DOCTOR_CHECKS for c in rule(facts)}
+    return {c.name: c.status for rule in doctor.DOCTOR_CHECKS for c in rule(facts)}
 
 
 def test_a_healthy_machine_passes_every_check():
-    assert set(_statuses(_healthy_facts()).values()) == {cli.PASS}
+    assert set(_statuses(_healthy_facts()).values()) == {doctor.PASS}
 
 
 @pytest.mark.parametrize("change, name, status", [
     ({"links": [{"index": 0, "bus_id": "x", "gen_current": 5, "gen_max": 5, "width_current": 8, "width_max": 16}]},
-     "GPU 0 PCIe link", cli.FAIL),
+     "GPU 0 PCIe link", doctor.FAIL),
     ({"links": [{"index": 0, "bus_id": "x", "gen_current": 3, "gen_max": 5, "width_current": 16, "width_max": 16}]},
-     "GPU 0 PCIe link", cli.WARN),
-    ({"affinity": [2, 3]}, "GPU 0 NUMA node", cli.WARN),
-    ({"activity": [{"index": 1, "utilization_pct": 95, "pids": [42, 7]}]}, "GPU 1 other work", cli.WARN),
-    ({"driver_cuda": "12.4"}, "driver vs torch's CUDA", cli.FAIL),
-    ({"torch_cuda": None}, "driver vs torch's CUDA", cli.FAIL),
-    ({"gpus": 0}, "GPUs visible", cli.FAIL),
-    ({"memlock": 64 * 2**10}, "pinned-memory limit (ulimit -l)", cli.WARN),
-    ({"peer": [[True, False], [True, True]]}, "peer access", cli.WARN),
-    ({"nccl": {"ok": False, "seen": "rank 1 raised"}}, "NCCL all_reduce", cli.FAIL),
-    ({"free_disk": GiB // 2}, "free disk for traces", cli.FAIL),
-    ({"recorded": []}, "recordings for this machine", cli.WARN),
+     "GPU 0 PCIe link", doctor.WARN),
+    ({"affinity": [2, 3]}, "GPU 0 NUMA node", doctor.WARN),
+    ({"activity": [{"index": 1, "utilization_pct": 95, "pids": [42, 7]}]}, "GPU 1 other work", doctor.WARN),
+    ({"driver_cuda": "12.4"}, "driver vs torch's CUDA", doctor.FAIL),
+    ({"torch_cuda": None}, "driver vs torch's CUDA", doctor.FAIL),
+    ({"gpus": 0}, "GPUs visible", doctor.FAIL),
+    ({"memlock": 64 * 2**10}, "pinned-memory limit (ulimit -l)", doctor.WARN),
+    ({"peer": [[True, False], [True, True]]}, "peer access", doctor.WARN),
+    ({"nccl": {"ok": False, "seen": "rank 1 raised"}}, "NCCL all_reduce", doctor.FAIL),
+    ({"free_disk": GiB // 2}, "free disk for traces", doctor.FAIL),
+    ({"recorded": []}, "recordings for this machine", doctor.WARN),
 ])
 def test_each_check_catches_its_problem_and_gives_a_fix(change, name, status):
-    checks = {c.name: c for rule in cli.DOCTOR_CHECKS for c in rule(_healthy_facts(**change))}
+    checks = {c.name: c for rule in doctor.DOCTOR_CHECKS for c in rule(_healthy_facts(**change))}
     assert checks[name].status == status and checks[name].fix, checks[name]
 
 
 def test_doctor_exits_1_on_a_fail_and_prints_the_fix(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "_doctor_facts", lambda timeout: _healthy_facts(driver_cuda="12.4"))
+    monkeypatch.setattr(doctor, "_doctor_facts", lambda timeout: _healthy_facts(driver_cuda="12.4"))
     code, out, _ = run(capsys, "doctor")
     assert code == 1 and "FAIL  driver vs torch's CUDA" in out and "fix: update the driver" in out
     assert out.strip().endswith("1 FAIL on 2xNVIDIA-H200")
@@ -298,11 +405,12 @@ def test_doctor_exits_1_on_a_fail_and_prints_the_fix(capsys, monkeypatch):
 def test_doctor_on_this_machine(capsys):
     code, out, _ = run(capsys, "doctor", "--json", "--timeout", "120")
     payload = json.loads(out)
-    assert {row["status"] for row in payload["rows"]} <= {cli.PASS, cli.WARN, cli.FAIL}
+    assert {row["status"] for row in payload["rows"]} <= {doctor.PASS, doctor.WARN, doctor.FAIL}
     assert all(set(row) == {"name", "status", "seen", "fix"} for row in payload["rows"])
-    if hardware.gpu_count() == 0:  # says so, warns, exits 0
+    if hardware.gpu_count() == 0:  # says so plainly, warns about nothing that needs no fix, exits 0
         assert code == 0 and payload["machine"] == "cpu-only"
-        assert payload["rows"][0]["status"] == cli.WARN and "no CUDA GPU" in payload["rows"][0]["seen"]
+        assert payload["rows"][0]["seen"].startswith("CPU only: the notebooks replay")
+        assert payload["counts"][doctor.WARN] == 0 and payload["counts"][doctor.FAIL] == 0
 
 
 # ---------------------------------------------------------------- check against a baseline
@@ -324,21 +432,21 @@ def _write_index(folder: Path, scale: float) -> None:
 @pytest.fixture
 def measured_as_recorded(monkeypatch):
     """`check` on a pretend 2xH200 whose measurements equal its recorded figures."""
-    recorded = cli.baseline_figures(records.read_index(kind="figure"), MACHINE)
+    recorded = record_check.baseline_figures(records.read_index(kind="figure"), MACHINE)
     gaps = records.recording_gaps(ROOT / "results" / MACHINE)  # an experiment it could not record has no baseline
-    assert set(recorded) == {h.key for h in cli.HEADLINES if f"{h.notebook}/{h.experiment}" not in gaps}
-    monkeypatch.setattr(cli, "_this_machine", lambda: MACHINE)
-    monkeypatch.setattr(cli, "_measure_headline", lambda key, base: recorded[key]["gbps"])
+    assert set(recorded) == {h.key for h in record_check.HEADLINES if f"{h.notebook}/{h.experiment}" not in gaps}
+    monkeypatch.setattr(record_check, "_this_machine", lambda: MACHINE)
+    monkeypatch.setattr(record_check, "_measure_headline", lambda key, base: recorded[key]["gbps"])
     return recorded
 
 
 def test_baseline_figures_are_the_recorded_headlines():
     rows = records.read_index(kind="figure")
-    found = cli.baseline_figures(rows, MACHINE)
+    found = record_check.baseline_figures(rows, MACHINE)
     assert found["all_reduce busbw"]["bytes"] == GiB and found["P2P cuda:0 -> cuda:1"]["bytes"] == 256 * MiB
     ranks = found["all_reduce busbw"]["ranks"]
     assert ranks == 2 and found["all_reduce busbw"]["gbps"] > 0  # 2 GPUs: 2 ranks
-    one_gpu = cli.baseline_figures(rows, "1xNVIDIA-H200")
+    one_gpu = record_check.baseline_figures(rows, "1xNVIDIA-H200")
     assert one_gpu.keys() == {"H2D pinned", "D2H pinned"} and one_gpu["H2D pinned"]["bytes"] == 256 * MiB
     h2d = next(r for r in rows if r["machine"] == "1xNVIDIA-H200" and r["label"] == "H2D pinned"
                and r["bytes"] == 256 * MiB)
@@ -365,21 +473,21 @@ def test_check_fails_when_the_baseline_is_raised_by_20_percent(capsys, monkeypat
 
 def test_compare_figures_edges():
     base = {"a": {"bytes": 1, "gbps": 100.0, "date": "d"}, "b": {"bytes": 1, "gbps": 100.0, "date": "d"}}
-    rows = cli.compare_figures(base, {"a": 95.0, "b": None}, 0.05)
+    rows = record_check.compare_figures(base, {"a": 95.0, "b": None}, 0.05)
     assert [r["verdict"] for r in rows] == ["pass", "skipped"]
-    assert cli.compare_figures(base, {"a": 94.9}, 0.05)[0]["verdict"] == "REGRESSION"
-    assert cli.compare_figures(base, {"a": 150.0}, 0.05)[0]["verdict"] == "pass"  # faster is no regression
+    assert record_check.compare_figures(base, {"a": 94.9}, 0.05)[0]["verdict"] == "REGRESSION"
+    assert record_check.compare_figures(base, {"a": 150.0}, 0.05)[0]["verdict"] == "pass"  # faster is no regression
 
 
 # ---------------------------------------------------------------- record
 
 def test_record_runs_tools_gpu_run_and_reads_the_archive_name(tmp_path):
-    cmd = cli._gpu_run_command(tmp_path, True, False, [Path("notebooks/00_start_here.ipynb")])
+    cmd = record_check._gpu_run_command(tmp_path, True, False, [Path("notebooks/00_start_here.ipynb")])
     assert cmd[1].endswith("tools/gpu_run.py") and cmd[2:5] == ["--out", str(tmp_path), "--quick"]
-    assert cli._recorded_machine(tmp_path) is None
+    assert record_check._recorded_machine(tmp_path) is None
     (tmp_path / "gpu-results-2xNVIDIA-H200.tar.gz").write_bytes(b"")
-    assert cli._recorded_machine(tmp_path) == "2xNVIDIA-H200"
-    assert any("torch>=2.11" in " ".join(c) for c in cli._install_commands())
+    assert record_check._recorded_machine(tmp_path) == "2xNVIDIA-H200"
+    assert any("torch>=2.11" in " ".join(c) for c in record_check._install_commands())
 
 
 # ---------------------------------------------------------------- collectives with gloo ranks
@@ -387,11 +495,13 @@ def test_record_runs_tools_gpu_run_and_reads_the_archive_name(tmp_path):
 def test_collectives_spawned_here_with_gloo(capsys):
     code, out, _ = run(capsys, "collectives", "--backend", "gloo", "--ops", "all_reduce,all_to_all", "--sizes",
                        "1KiB,16KiB", "--warmup", "1", "--iters", "2", "--samples", "2", "--json", "--timeout", "120")
-    payload = json.loads(out)
-    assert code == 0 and payload["world_size"] == 2 and payload["backend"] == "gloo"
-    assert [(r["op"], r["size"]) for r in payload["rows"]] == [("all_reduce", 1024), ("all_reduce", 16384),
-                                                               ("all_to_all", 1024), ("all_to_all", 16384)]
-    assert all(r["wrong"] == 0 and r["busbw_gbps"] > 0 for r in payload["rows"])
+    doc = json.loads(out)  # nccl-tests' -J JSON
+    assert code == 0 and doc["config"]["ngpus"] == 2 and doc["config"]["devices"][0]["device_info"] == "CPU (gloo)"
+    assert [(r["op"], r["size"]) for r in doc["results"]] == [("all_reduce", 1024), ("all_reduce", 16384),
+                                                             ("all_to_all", 1024), ("all_to_all", 16384)]
+    groups = [r["in_place"] if r["op"] == "all_reduce" else r["out_of_place"] for r in doc["results"]]
+    assert all(g["nwrong"] == 0 and g["bus_bw"] > 0 for g in groups)
+    assert doc["out_of_bounds"] == {"count": 0, "okay": True}
 
 
 def _free_port() -> int:
@@ -410,7 +520,7 @@ def test_collectives_across_two_torchrun_nodes_meeting_at_one_rendezvous(tmp_pat
                "--node-rank", str(node), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
                "--rdzv-id", "datamove-test", "--rdzv-conf", "join_timeout=120", "--max-restarts", "0",
                "-m", "helpers.cli", "collectives", "--backend", "gloo", "--ops", "all_reduce,all_gather",
-               "--sizes", "1KiB,64KiB", "--warmup", "1", "--iters", "2", "--samples", "2", "--timeout", "120"]
+               "--sizes", "1KiB,64KiB", "-w", "1", "-n", "2", "--samples", "2", "--timeout", "120"]
         nodes.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True))
     outputs = []
@@ -424,9 +534,9 @@ def test_collectives_across_two_torchrun_nodes_meeting_at_one_rendezvous(tmp_pat
                 proc.communicate(timeout=10)
     assert [p.returncode for p in nodes] == [0, 0], "\n---\n".join(outputs)
     together = "\n".join(outputs)
-    assert together.count("# 4 ranks, gloo") == 1, together  # rank 0 alone prints
+    assert together.count("# nThread 1 nGpus 4") == 2, together  # rank 0 alone prints, a header per op
     rows = [line.split() for line in together.splitlines() if line.strip()[:1].isdigit()]
-    assert len(rows) == 4 and all(row[-1] == "0" for row in rows), together  # #wrong 0
+    assert len(rows) == 4 and all({row[8], row[12]} == {"0", "N/A"} for row in rows), together  # #wrong 0
 
 
 # ---------------------------------------------------------------- machine facts (helpers/hardware.py)
@@ -554,7 +664,63 @@ def test_h2d_pinned_at_256_mib_is_within_3_percent_of_a_plain_to_cuda(capsys):
 @pytest.mark.gpu2
 def test_collectives_all_reduce_busbw_at_1_gib_is_sane(capsys):
     code, out, _ = run(capsys, "collectives", "--ops", "all_reduce", "--sizes", "1GiB", "--nproc", "2", "--json")
-    row = json.loads(out)["rows"][0]
+    row = json.loads(out)["results"][0]["in_place"]
     ceiling = hardware.ceiling_gbps(hardware.describe())
-    print(f"datamove collectives all_reduce 1 GiB on 2 GPUs: busbw {row['busbw_gbps']:.1f} GB/s")
-    assert code == 0 and row["wrong"] == 0 and 1.0 < row["busbw_gbps"] < ceiling
+    print(f"datamove collectives all_reduce 1 GiB on 2 GPUs: busbw {row['bus_bw']:.1f} GB/s")
+    assert code == 0 and row["nwrong"] == 0 and 1.0 < row["bus_bw"] < ceiling
+
+
+# ---------------------------------------------------------------- nvbandwidth's names and matrices
+
+@pytest.mark.parametrize("machine", ["2xNVIDIA-H200", "4xNVIDIA-H200"])
+def test_nvbandwidth_matrices_and_sums_match_notebook_05s_recorded_figures(machine):
+    """The GPU x GPU matrix and SUM line built from notebook 05's recordings hold, pair by pair,
+    the figures results/index.jsonl lists for them (largest size), and SUM is their total."""
+    path = records.recording_path(machine, "05_device_to_device", "peer_copy_bandwidth")
+    if not path.exists():
+        pytest.skip(f"no peer_copy_bandwidth recording for {machine}")
+    _, one_way = records.load(path)
+    _, both = records.load(records.recording_path(machine, "05_device_to_device", "peer_copy_both_ways"))
+    gpus = int(machine.split("x", 1)[0])
+    last = len(next(iter(one_way.values()))) - 1
+    index = {(r["name"], r["experiment"]): r["value"] for r in records.read_index(kind="figure")
+             if r["machine"] == machine and r["notebook"] == "05_device_to_device"}
+    write = nvbandwidth_cmd.pair_matrix(one_way, gpus, last)
+    total = nvbandwidth_cmd.pair_matrix(both, gpus, last)
+    for key in one_way:
+        i, j = map(int, key.split("->"))
+        assert write[i][j] == pytest.approx(index[(f"['{key}'][{last}]", "peer_copy_bandwidth")])
+    for key in both:
+        i, j = map(int, key.split("<->"))
+        assert total[i][j] == total[j][i] == pytest.approx(index[(f"['{key}'][{last}]", "peer_copy_both_ways")])
+    assert all(write[i][i] is None for i in range(gpus))
+    case = nvbandwidth_cmd.find_testcase("device_to_device_memcpy_write_ce")
+    text = nvbandwidth_cmd.matrix_text(case, write)
+    expected_sum = sum(index[(f"['{key}'][{last}]", "peer_copy_bandwidth")] for key in one_way)
+    assert text.splitlines()[0] == "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)"
+    assert text.splitlines()[-1] == f"SUM device_to_device_memcpy_write_ce {expected_sum:.2f}"
+    entry = nvbandwidth_cmd.json_testcase(case, write)
+    assert entry["sum"] == pytest.approx(expected_sum) and entry["bandwidth_matrix"][0][0] == "N/A"
+    assert float(entry["bandwidth_matrix"][0][1]) == pytest.approx(write[0][1], rel=1e-5)
+
+
+def test_nvbandwidth_lists_its_testcases_and_refuses_unknown_ones(capsys):
+    code, out, _ = run(capsys, "nvbandwidth", "-l")
+    assert code == 0 and "0, host_to_device_memcpy_ce:" in out and "device_to_host_memcpy_ce" in out
+    assert nvbandwidth_cmd.find_testcase("1").key == "device_to_host_memcpy_ce"
+    with pytest.raises(ValueError, match="-l lists them"):
+        nvbandwidth_cmd.find_testcase("device_to_device_memcpy_read_sm")
+    host = nvbandwidth_cmd.host_matrix([_fake_timing(512 * MiB, 512 * MiB / 55e9)] * 2)
+    text = nvbandwidth_cmd.matrix_text(nvbandwidth_cmd.TESTCASES[0], host)
+    assert text.splitlines()[0] == "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)"
+    assert text.splitlines()[2].split() == ["0", "55.00", "55.00"] and text.endswith("SUM host_to_device_memcpy_ce 110.00")
+
+
+def test_collectives_sweep_ranks_prints_busbw_against_n(capsys):
+    code, out, _ = run(capsys, "collectives", "--sweep-ranks", "--backend", "gloo", "-g", "2", "--ops", "all_reduce",
+                       "-e", "16K", "-n", "2", "-w", "1", "--samples", "2", "--timeout", "120")
+    lines = out.strip().splitlines()
+    assert code == 0 and lines[0].startswith("# busbw (GB/s) at 16 KiB against the number of ranks, gloo")
+    assert lines[1].split() == ["#", "N", "all_reduce"]
+    n, busbw = lines[2].split()
+    assert n == "2" and float(busbw) > 0

@@ -7,7 +7,7 @@ helper whose return annotation names the class (``timing.cuda_events(...)`` hand
 ``Timing``). What no notebook calls says instead who calls it, in a "Used by ..." sentence
 naming one or more of: ``module.function`` of the helpers (whose code refers to that very object:
 each name is resolved through that module's own imports, so ``json.load`` is not ``records.load``),
-"the command line (datamove)" (``helpers/cli.py`` uses it), "the course's tools" (a script in
+"the command line (datamove)" (a module of ``helpers/cli/`` uses it), "the course's tools" (a script in
 ``tools/`` uses it), "the course's tests" (for the checks that exist for the test suite, such as
 ``records.check_recordings``). Those are checked as well; nothing else takes the place of a notebook.
 """
@@ -34,7 +34,7 @@ USED_BY = re.compile(r"Used by (.*?)(?:\.\s|\.$)", re.DOTALL)
 NOTEBOOK_NAME = re.compile(r"\b\d\d_[a-z0-9_]+")
 HELPER_NAME = re.compile(r"\b([a-z_]+)\.([A-Za-z_][A-Za-z0-9_]*)\b")
 USERS_BY_PHRASE = {
-    "the command line (datamove)": [ROOT / "helpers" / "cli.py"],
+    "the command line (datamove)": sorted((ROOT / "helpers" / "cli").glob("*.py")),
     "the lessons (helpers/lessons/)": sorted((ROOT / "helpers" / "lessons").glob("*.py")),
     "the course's tools": sorted((ROOT / "tools").glob("*.py")),
     "the course's tests": sorted((ROOT / "tests").glob("test_*.py")),
@@ -210,7 +210,7 @@ def refers_to(user_module: str, owner: str, module: str, name: str) -> bool:
 
 
 def _own_file_uses(path: Path, module: str, name: str) -> bool:
-    """Whether ``name`` is used in its own module's file ``path`` (helpers/cli.py calls its own
+    """Whether ``name`` is used in its own module's file ``path`` (a helpers/cli/ module calls its own
     functions) or is that file's entry point in pyproject.toml (``datamove = "helpers.cli:main"``)."""
     if path != module_files().get(module):
         return False

@@ -1,0 +1,142 @@
+"""How ``datamove`` prints: rows as they are measured (flushed at once), a progress line on
+stderr for long sweeps, tables through ``helpers.tables.Table``, JSON and CSV, and the machine a
+figure was measured on.
+
+Used by the command line (datamove).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as _dt
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from .. import hardware, tables
+
+
+def say(line: str = "", stream: TextIO | None = None) -> None:
+    """Print one line and flush it, so a pipe or a log sees each row when it is measured.
+
+    Used by the command line (datamove).
+    """
+    out = stream or sys.stdout
+    out.write(line + "\n")
+    out.flush()
+
+
+class Progress:
+    """A one-line progress report on stderr (``all_reduce: 3/8 rows, 12 s``), rewritten in place
+    where stderr is a terminal, left out where it is not (a log gets the rows, not the bar).
+
+    Used by the command line (datamove).
+    """
+
+    def __init__(self, what: str, total: int, stream: TextIO | None = None, force: bool = False) -> None:
+        self.what, self.total, self.done = what, total, 0
+        self.stream = stream or sys.stderr
+        self.shown = force or bool(getattr(self.stream, "isatty", lambda: False)())
+        self.start = time.monotonic()
+
+    def line(self) -> str:
+        """The progress line as it reads now."""
+        return f"{self.what}: {self.done}/{self.total} done, {time.monotonic() - self.start:.0f} s"
+
+    def step(self, what: str | None = None) -> None:
+        """One more row measured (``what``: a new label, e.g. the next op)."""
+        self.done += 1
+        self.what = what or self.what
+        if self.shown:
+            self.stream.write("\r" + self.line() + "\x1b[K")
+            self.stream.flush()
+
+    def close(self) -> None:
+        """Clear the line (the rows stay on stdout)."""
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> str:
+    """Rows as ``helpers.tables.Table`` text; ``columns`` maps a row key to its heading.
+
+    Used by the command line (datamove).
+    """
+    return tables.Table(list(columns.values()), [[row.get(key) for key in columns] for row in rows]).to_text()
+
+
+def matrix_table(title: str, matrix: list[list[float | None]], unit: str) -> str:
+    """A GPU x GPU matrix (row: from, column: to) as ``helpers.tables.Table`` text.
+
+    Used by the command line (datamove).
+    """
+    n = len(matrix)
+    rows = [[f"cuda:{i}", *row] for i, row in enumerate(matrix)]
+    return f"{title} ({unit}; row: from, column: to)\n" + tables.Table(
+        ["from", *(f"cuda:{j}" for j in range(n))], rows).to_text()
+
+
+class StreamedRows:
+    """Rows printed one by one as they are measured: fixed-width text for people, or CSV with
+    its header first (``--csv``); with ``--json`` nothing is printed until the end.
+
+    Used by the command line (datamove).
+    """
+
+    def __init__(self, args: argparse.Namespace, columns: dict[str, tuple[str, int, Callable[[Any], str]]]) -> None:
+        self.columns = columns
+        self.rows: list[dict[str, Any]] = []
+        self.mode = "json" if getattr(args, "json", False) else "csv" if getattr(args, "csv", False) else "text"
+        self.writer: Any = None
+
+    def header(self) -> None:
+        """The column headings (text) or the CSV header."""
+        if self.mode == "text":
+            say("  ".join(head.rjust(width) for head, width, _ in self.columns.values()))
+        elif self.mode == "csv":
+            self.writer = csv.DictWriter(sys.stdout, fieldnames=list(self.columns), extrasaction="ignore",
+                                         lineterminator="\n")
+            self.writer.writeheader()
+            sys.stdout.flush()
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Keep ``row`` and print it now."""
+        self.rows.append(row)
+        if self.mode == "text":
+            say("  ".join(("-" if row.get(key) is None else show(row[key])).rjust(width)
+                          for key, (_, width, show) in self.columns.items()))
+        elif self.mode == "csv":
+            self.writer.writerow(row)
+            sys.stdout.flush()
+
+
+def emit(args: argparse.Namespace, payload: dict[str, Any], columns: dict[str, str], text: str) -> None:
+    """Print the payload as JSON (``--json``), its rows as CSV (``--csv``) or ``text`` for people.
+
+    Used by the command line (datamove).
+    """
+    if getattr(args, "json", False):
+        say(json.dumps(payload, indent=2, allow_nan=True, default=str))
+    elif getattr(args, "csv", False):
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(payload["rows"])
+        sys.stdout.flush()
+    else:
+        say(text)
+
+
+def machine_facts() -> dict[str, Any]:
+    """Where a figure was measured, for the JSON header: machine, GPU, driver, versions, date.
+
+    Used by the command line (datamove).
+    """
+    info = hardware.describe()
+    gpus = info.get("gpus") or []
+    return {"machine": info["machine"], "gpu": gpus[0]["name"] if gpus else None, "driver": info.get("driver"),
+            "torch": info.get("torch"), "cuda": info.get("cuda"), "nccl": info.get("nccl"),
+            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}

@@ -1,0 +1,137 @@
+"""The body of each rank's process: its own process group, its output to files, the group joined,
+the worker called, its result or traceback sent back, the group left.
+
+Used by helpers.distributed.supervisor.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import cloudpickle
+import torch
+import torch.distributed as dist
+
+from . import in_rank
+from .launch_settings import RANK_ENV
+
+
+def _plain(obj: Any) -> Any:
+    """Tensors become (nested) lists on the host; containers are walked; the rest is kept."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu().tolist()
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_plain(v) for v in obj) if type(obj) in (list, tuple) else obj
+    return obj
+
+
+def _redirect_output(folder: str, rank: int) -> None:
+    """Send this process's stdout and stderr (Python's and C++'s) to files the parent reads."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        with open(os.path.join(folder, f"rank{rank}.{name}"), "wb", buffering=0) as f:
+            os.dup2(f.fileno(), fd)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(line_buffering=True)  # a line printed is a line written
+
+
+def _join_group(rank: int, spec: dict[str, Any]) -> None:
+    os.environ.clear()  # the notebook's environment at the launch, not the forkserver's at its start
+    os.environ.update(spec["parent_env"])
+    os.environ.update(RANK_ENV)
+    os.environ.update(spec["env"])
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec["port"]), RANK=str(rank),
+                      WORLD_SIZE=str(spec["world_size"]), LOCAL_RANK=str(rank),
+                      LOCAL_WORLD_SIZE=str(spec["world_size"]))
+    timeout = _dt.timedelta(seconds=spec["group_timeout_s"])
+    if spec["backend"] == "nccl":
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl", timeout=timeout, device_id=torch.device("cuda", rank))
+        from ..timing import sleep_cycles_per_us
+
+        sleep_cycles_per_us()  # calibrate delay() now, not in the middle of a measurement
+    else:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // spec["world_size"]))
+        dist.init_process_group("gloo", timeout=timeout)
+
+
+def _own_process_group() -> None:
+    """Make this rank the leader of a new session and process group (its id is the rank's pid), so
+    that the parent can kill the rank and everything it started (``subprocess``) at once."""
+    try:
+        os.setsid()
+    except OSError:  # already a group leader (never, for a rank: it is a new child)
+        pass
+
+
+def _end_my_group() -> None:
+    """Kill this rank's process group - the rank and what it started - or, if the rank is not
+    the leader of its own group (it always is), the rank alone."""
+    if os.getpgid(0) == os.getpid():
+        os.killpg(0, signal.SIGKILL)
+    os._exit(1)
+
+
+def _exit_with_parent() -> None:
+    """End this rank, and what it started, as soon as the notebook's process goes away (killed,
+    crashed), so no rank is orphaned; runs in a thread of the rank."""
+    parent = mp.parent_process()
+    if parent is not None:
+        wait([parent.sentinel])
+        _end_my_group()
+
+
+def _rank_main(spec: dict[str, Any], rank: int, conn: Connection, release: Any) -> None:
+    """The body of each rank's process (started by ``supervise``)."""
+    _own_process_group()
+    _redirect_output(spec["folder"], rank)
+    threading.Thread(target=_exit_with_parent, daemon=True, name="exit-with-parent").start()
+    in_rank._pipe = conn
+    try:
+        worker, args, kwargs = cloudpickle.loads(spec["payload"])
+        _join_group(rank, spec)
+        conn.send(("start", time.monotonic()))
+        result = worker(rank, spec["world_size"], *args, **kwargs)
+        try:
+            data = cloudpickle.dumps(_plain(result))
+        except Exception as err:  # noqa: BLE001 - say which result could not travel
+            raise TypeError(f"the worker's result ({type(result).__name__}) cannot be sent back: {err}; "
+                            f"return numbers, lists, dicts or tensors") from err
+        conn.send(("result", data))
+    except BaseException:  # noqa: BLE001 - everything goes back to the parent as text
+        try:
+            conn.send(("error", traceback.format_exc()))
+        except OSError:
+            pass  # the parent has gone
+    finally:
+        in_rank._pipe = None
+        _leave(spec, release, conn)
+
+
+def _leave(spec: dict[str, Any], release: Any, conn: Connection) -> None:
+    """Leave the group when every rank is done (or the parent says so), so a rank that finished
+    early never tears the group down under one still working; then end the process."""
+    release.wait(spec["release_wait_s"])
+    if dist.is_initialized():
+        try:
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001, S110 - leaving is best effort
+            pass
+    conn.close()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    os._exit(0)  # skip the interpreter's slow clean-up: everything worth keeping was sent
+
+

@@ -1,0 +1,428 @@
+"""The parent's side of a launch: start the ranks from a forkserver, watch them against the
+deadlines, stop them, collect an ``Outcome``; ``supervise`` and ``launch``.
+
+Taught in 06_nccl_point_to_point_and_collectives.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+
+from .launch_checks import _check_launch, _payload, free_port
+from .launch_settings import (
+    DEATH_NEWS_S,
+    FAILURE_GRACE_S,
+    OUTPUT_KIB,
+    STARTUP_TIMEOUT_S,
+    TEARDOWN_S,
+)
+from .outcome import DIED, RAISED, RETURNED, STOPPED, Outcome
+from .rank_process import _rank_main
+
+
+@dataclass
+class _Rank:
+    """The parent's view of one rank: its process, its pipe, and what it has said so far."""
+
+    process: Any
+    conn: Connection | None
+    status: str | None = None
+    result: Any = None
+    error: str | None = None
+    started_at: float | None = None
+    marks: list[list[Any]] = field(default_factory=list)
+    exit_seen: bool = False
+    on_report: Callable[[Any], None] | None = None  # called with each value the rank reports
+
+    @property
+    def done(self) -> bool:
+        return self.status is not None
+
+
+@dataclass
+class _Launch:
+    """One launch as the parent sees it: what the ranks were told, the ranks, the clock readings
+    (``time.monotonic``), and the ranks that failed, first to fail first."""
+
+    spec: dict[str, Any]
+    release: Any  # the event that lets ranks that all returned leave the group
+    ranks: list[_Rank] = field(default_factory=list)
+    launched: float = field(default_factory=time.monotonic)
+    all_started: float | None = None
+    finished: float | None = None
+    failures: list[int] = field(default_factory=list)
+    killed: bool = False
+    on_report: Callable[[int, Any], None] | None = None
+
+
+def _spec(payload: bytes, world_size: int, backend: str, env: Mapping[str, str] | None, folder: str,
+          patience_s: float) -> dict[str, Any]:
+    """What every rank is told: the worker, the group to join, where to write its output."""
+    return {
+        "payload": payload,
+        "world_size": world_size,
+        "backend": backend,
+        "port": free_port(),
+        "env": dict(env or {}),
+        "parent_env": dict(os.environ),
+        "folder": folder,
+        # The group's own timeout (and the wait to leave it) outlast our deadlines: we stop ranks.
+        "group_timeout_s": patience_s,
+        "release_wait_s": patience_s,
+    }
+
+
+def start_context() -> Any:
+    """The multiprocessing context that starts the ranks: "forkserver" with this module (and so
+    torch) preloaded, where the system has it (Linux, macOS); else "spawn". See the module's
+    docstring for why never "fork".
+
+    Used by distributed.supervise.
+    """
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload([__package__ or "helpers.distributed"])  # no effect once the server runs: it has them already
+    return ctx
+
+
+def _start_ranks(run: _Launch, ctx: Any) -> None:
+    """Start one process per rank, each with a pipe on which it tells the parent how it goes."""
+    for rank in range(run.spec["world_size"]):
+        reader, writer = ctx.Pipe(duplex=False)
+        process = ctx.Process(target=_rank_main, args=(run.spec, rank, writer, run.release),
+                              name=f"rank{rank}", daemon=True)
+        on_report = None if run.on_report is None else functools.partial(run.on_report, rank)
+        run.ranks.append(_Rank(process, reader, on_report=on_report))  # before start: the clean-up closes its pipe
+        try:
+            process.start()
+        finally:
+            writer.close()
+
+
+def _read_messages(rank: _Rank) -> None:
+    """Take every message waiting on a rank's pipe; close the pipe at its end."""
+    while rank.conn is not None:
+        try:
+            if not rank.conn.poll():
+                return
+            message = rank.conn.recv()
+        except (EOFError, OSError):
+            rank.conn.close()
+            rank.conn = None
+            return
+        kind = message[0]
+        if kind == "start":
+            rank.started_at = message[1]
+        elif kind == "mark" and rank.started_at is not None:
+            rank.marks.append([round(message[1] - rank.started_at, 6), message[2]])
+        elif kind == "mark":
+            rank.marks.append([0.0, message[2]])
+        elif kind == "report" and rank.on_report is not None and rank.status is None:
+            rank.on_report(cloudpickle.loads(message[1]))
+        elif kind == "result" and rank.status is None:
+            try:
+                rank.result, rank.status = cloudpickle.loads(message[1]), RETURNED
+            except Exception as err:  # noqa: BLE001
+                rank.status, rank.error = RAISED, f"its result could not be read back here: {err!r}"
+        elif kind == "error" and rank.status is None:
+            rank.status, rank.error = RAISED, message[1]
+
+
+def _exit_words(exitcode: int | None) -> str:
+    """How a process ended, in words: 'died with SIGKILL' (a signal) or 'exited with code 3'."""
+    if exitcode is None:
+        return "ended (its exit code could not be read)"
+    if exitcode < 0:
+        try:
+            return f"died with {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"died with signal {-exitcode}"
+    return f"exited with code {exitcode}"
+
+
+def _has_ended(process: Any) -> bool:
+    """Whether a rank's process has ended; once its sentinel says it is ending, wait (up to a
+    second) for its exit code, so that a death is seen as soon as the ranks it cut off."""
+    if not process.is_alive():
+        return True
+    if wait([process.sentinel], timeout=0):
+        process.join(1.0)
+        return not process.is_alive()
+    return False
+
+
+def _notice_exit(rank: _Rank) -> None:
+    """If the rank's process has ended without returning or raising, mark it 'died' and say how."""
+    if rank.exit_seen or not _has_ended(rank.process):
+        return
+    rank.exit_seen = True
+    _read_messages(rank)  # what it sent just before it ended
+    if rank.done:
+        return
+    rank.status, rank.error = DIED, f"{_exit_words(rank.process.exitcode)} before returning"
+    if rank.started_at is None:
+        rank.error += (" (before its worker started: from a script, call launch() under "
+                       "`if __name__ == '__main__':`, as multiprocessing's spawn needs)")
+
+
+def _note_failures(run: _Launch) -> None:
+    """Add the ranks that newly raised or died to ``run.failures``: deaths first, since a rank
+    that dies cuts the others off and makes them raise, never the other way round."""
+    new = [i for i, r in enumerate(run.ranks) if r.status in (RAISED, DIED) and i not in run.failures]
+    run.failures += sorted(new, key=lambda i: run.ranks[i].status != DIED)
+
+
+def _take_news(run: _Launch) -> None:
+    """Read what every rank has sent, notice the processes that ended, note who failed.
+
+    A rank that dies cuts its peers off, and their exception can reach us before its process
+    has ended; so on news of an exception, give deaths ``DEATH_NEWS_S`` to show first."""
+    for rank in run.ranks:
+        _read_messages(rank)
+    if any(r.status == RAISED and i not in run.failures for i, r in enumerate(run.ranks)):
+        wait([r.process.sentinel for r in run.ranks if not r.exit_seen], timeout=DEATH_NEWS_S)
+    for rank in run.ranks:
+        _notice_exit(rank)
+    _note_failures(run)
+
+
+def _watch(run: _Launch, startup_timeout_s: float, timeout_s: float) -> None:
+    """Wait for news from the ranks until every one is done or a deadline passes: start-up's,
+    then the workers' (``timeout_s`` from when the last rank started its worker); once a rank
+    has failed, the others have ``FAILURE_GRACE_S`` more to report."""
+    deadline = run.launched + startup_timeout_s
+    while True:
+        _take_news(run)
+        now = time.monotonic()
+        if run.all_started is None and all(r.started_at is not None or r.done for r in run.ranks):
+            run.all_started, deadline = now, now + timeout_s
+        if all(r.done for r in run.ranks) or now >= deadline:
+            break
+        if run.failures:
+            deadline = min(deadline, now + FAILURE_GRACE_S)
+        waitables = [r.conn for r in run.ranks if r.conn is not None]
+        waitables += [r.process.sentinel for r in run.ranks if not r.exit_seen]
+        wait(waitables, timeout=deadline - now)
+    run.finished = time.monotonic()
+
+
+def _wait_for_exits(ranks: list[_Rank], seconds: float) -> None:
+    """Wait until every rank's process has ended, or ``seconds`` have passed."""
+    end = time.monotonic() + seconds
+    pending = [r.process.sentinel for r in ranks]
+    while pending and time.monotonic() < end:
+        ready = wait(pending, timeout=end - time.monotonic())
+        pending = [s for s in pending if s not in ready]
+
+
+def _kill_group(process: Any) -> None:
+    """SIGKILL a rank's process group: the rank and everything it started (its group's id is
+    its pid, see ``_own_process_group``); the rank alone if it had not made its group yet."""
+    if process.pid is None:
+        return  # never started
+    # While a process of the group lives, the system gives no other process the group's id.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        pass  # no such group: the rank had not called setsid yet, or the group is gone
+    if process.is_alive():
+        process.kill()
+
+
+def _kill_all(run: _Launch) -> None:
+    """Kill every rank's process group, then reap the ranks."""
+    for rank in run.ranks:
+        _kill_group(rank.process)
+    for rank in run.ranks:
+        if rank.process.pid is not None:
+            rank.process.join(3.0)
+    run.killed = True
+
+
+def _stop(run: _Launch) -> None:
+    """End every rank and what it started: when all returned, let them leave the group first
+    (up to ``TEARDOWN_S``); then kill each rank's process group, whatever is left of it.
+
+    What every rank said before the kill is read first, and a rank that had not finished is
+    'stopped' from then on: the kill cuts its peers off, and what they raise or how they die
+    after it (gloo's "Connection closed by peer") is the kill's doing, not theirs."""
+    if all(r.status == RETURNED for r in run.ranks):
+        run.release.set()
+        _wait_for_exits(run.ranks, TEARDOWN_S)
+    for rank in run.ranks:
+        _read_messages(rank)
+    _note_failures(run)
+    for rank in run.ranks:
+        if not rank.done:
+            rank.status = STOPPED
+    _kill_all(run)
+
+
+def _reason(run: _Launch, startup_timeout_s: float, timeout_s: float) -> str:
+    """One phrase: how the launch ended."""
+    if run.failures:
+        first = run.ranks[run.failures[0]]
+        how = first.error if first.status == DIED else first.status
+        return f"rank {run.failures[0]} {how}; ranks still running were stopped"
+    if all(r.status == RETURNED for r in run.ranks):
+        return "every rank returned"
+    if run.all_started is None:
+        waited = (run.finished or run.launched) - run.launched
+        return (f"start-up took longer than startup_timeout_s={startup_timeout_s:g} s (waited {waited:.1f} s); "
+                f"the ranks were stopped")
+    return f"the deadline ({timeout_s:g} s) passed; ranks still running were stopped"
+
+
+def _tail(path: Path) -> str:
+    """The last ``OUTPUT_KIB`` KiB of a rank's output file, read without reading the rest; when
+    the start was cut, it begins at a whole line, after a note of how much was left out."""
+    limit = OUTPUT_KIB * 1024
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - limit))
+            data = f.read(limit)
+    except OSError:
+        return ""
+    if size <= limit:
+        return data.decode("utf-8", errors="replace")
+    cut = data.find(b"\n") + 1  # 0 when there is no line end: keep it all
+    return (f"[... the first {size - len(data) + cut} bytes are not kept]\n"
+            + data[cut:].decode("utf-8", errors="replace"))
+
+
+def _collect(run: _Launch, timeout_s: float, startup_timeout_s: float) -> Outcome:
+    """The ``Outcome``: the last messages read, ranks not done marked 'stopped', the ends of
+    their output read back."""
+    for rank in run.ranks:
+        _read_messages(rank)  # marks sent just before the end
+    _note_failures(run)
+    for rank in run.ranks:
+        if not rank.done:
+            rank.status = STOPPED
+    folder, started = Path(run.spec["folder"]), run.all_started
+    return Outcome(
+        backend=run.spec["backend"],
+        world_size=run.spec["world_size"],
+        timeout_s=float(timeout_s),
+        status=[r.status or STOPPED for r in run.ranks],
+        results=[r.result for r in run.ranks],
+        errors=[r.error for r in run.ranks],
+        marks=[r.marks for r in run.ranks],
+        printed=[_tail(folder / f"rank{i}.stdout") for i in range(len(run.ranks))],
+        log=[_tail(folder / f"rank{i}.stderr") for i in range(len(run.ranks))],
+        reason=_reason(run, startup_timeout_s, timeout_s),
+        startup_s=None if started is None else round(started - run.launched, 3),
+        elapsed_s=round((run.finished or run.launched) - (started if started is not None else run.launched), 3),
+        startup_timeout_s=float(startup_timeout_s),
+        failure_order=list(run.failures),
+    )
+
+
+def _clean_up(run: _Launch | None, folder: str) -> None:
+    """On any way out (an exception or an interrupt included): no process, pipe or folder is left."""
+    if run is not None:
+        if not run.killed:
+            _kill_all(run)
+        for rank in run.ranks:
+            if rank.conn is not None:
+                rank.conn.close()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def supervise(
+    worker: Callable[..., Any],
+    world_size: int | None = None,
+    *,
+    backend: str | None = None,
+    timeout_s: float = 60.0,
+    startup_timeout_s: float = STARTUP_TIMEOUT_S,
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    on_report: Callable[[int, Any], None] | None = None,
+) -> Outcome:
+    """Run ``worker(rank, world_size, *args, **kwargs)`` in ``world_size`` new processes, one per
+    rank, each in the default process group; watch them until all return or a deadline passes.
+
+    ``backend``: 'nccl' (one GPU per rank: rank r uses GPU r), 'gloo' (CPU) or None for
+    ``choose_backend``. ``world_size`` defaults to ``default_world_size()`` (at most
+    ``MAX_WORLD_SIZE``). Start-up (starting the processes, the forkserver's import of torch on
+    the first launch, joining the group) may take
+    ``startup_timeout_s`` seconds; the workers then have ``timeout_s`` seconds (each at most
+    ``MAX_TIMEOUT_S``). At the deadline, or ``FAILURE_GRACE_S`` after a rank fails, the ranks
+    still running are killed, each with what it started (its process group). ``env`` adds
+    environment variables to the ranks (e.g. NCCL_DEBUG); ``RANK_ENV`` and the launcher's own
+    variables are always set. Tensors in a result come back as lists. Bad arguments raise
+    ``ValueError`` / ``TypeError`` before any process starts. ``on_report(rank, value)`` is
+    called here, as it arrives, with each value a rank passes to ``report`` (datamove prints
+    each row of a sweep when it is measured).
+
+    Never raises for what happens inside the ranks: see ``Outcome`` (and ``launch``).
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    world_size, backend = _check_launch(worker, world_size, backend, timeout_s, startup_timeout_s,
+                                        args, kwargs, env)
+    payload = _payload(worker, args, kwargs)
+    ctx = start_context()
+    folder = tempfile.mkdtemp(prefix="course-ranks-")
+    run: _Launch | None = None
+    try:
+        spec = _spec(payload, world_size, backend, env, folder, startup_timeout_s + timeout_s + 60.0)
+        run = _Launch(spec, ctx.Event(), on_report=on_report)
+        _start_ranks(run, ctx)
+        _watch(run, startup_timeout_s, timeout_s)
+        _stop(run)
+        return _collect(run, timeout_s, startup_timeout_s)
+    finally:
+        _clean_up(run, folder)
+
+
+def launch(
+    worker: Callable[..., Any],
+    world_size: int | None = None,
+    *,
+    backend: str | None = None,
+    timeout_s: float = 60.0,
+    startup_timeout_s: float = STARTUP_TIMEOUT_S,
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    on_report: Callable[[int, Any], None] | None = None,
+) -> list[Any]:
+    """Run ``worker(rank, world_size, *args, **kwargs)`` on every rank; return the results in
+    rank order.
+
+    The same as ``supervise`` (see it for the arguments), but the rank that failed first raises
+    ``WorkerError`` naming it (with its traceback, or its exit code or signal if it died), and
+    ranks still running at a deadline are killed and raise ``LaunchTimeout`` (a
+    ``TimeoutError``) naming them and the deadline (start-up's or the workers').
+
+    >>> def hello(rank, world_size):  # doctest: +SKIP
+    ...     return f"rank {rank} of {world_size}"
+    >>> launch(hello, 2, backend="gloo")  # doctest: +SKIP
+    ['rank 0 of 2', 'rank 1 of 2']
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    outcome = supervise(worker, world_size, backend=backend, timeout_s=timeout_s,
+                        startup_timeout_s=startup_timeout_s, args=args, kwargs=kwargs, env=env,
+                        on_report=on_report)
+    return outcome.raise_for_status()
+
+
