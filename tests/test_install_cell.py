@@ -80,7 +80,7 @@ def test_the_committed_cell_names_pyprojects_repository_and_version(capsys):
 
 def test_where_the_course_is_installed_the_cell_does_nothing(monkeypatch):
     """In a clone set up by `make`, the distribution is installed at the notebook's version."""
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("the cell ran a command"))
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail("the cell ran a command"))
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert importlib.metadata.version("moving-data-course") == version, "run `make setup` again"
     exec(compile(install_cell.cell_source(URL), "install cell", "exec"), {})
@@ -93,7 +93,17 @@ def run_alone(monkeypatch, tmp_path, source=SOURCE):
     def missing(name):
         raise importlib.metadata.PackageNotFoundError(name)
     monkeypatch.setattr(importlib.metadata, "version", missing)
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **k: commands.append(cmd))
+    class Child:  # a command that prints one line and succeeds
+        def __init__(self, command, **kwargs):
+            commands.append(list(command))
+            self.stdout, self.returncode = iter([f"ran {command[0]}\n"]), 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+    monkeypatch.setattr(subprocess, "Popen", Child)
     monkeypatch.setenv("COURSE_HOME", str(tmp_path / "course"))
     exec(compile(source, "install cell", "exec"), {})
     return commands
@@ -114,7 +124,9 @@ def test_alone_it_fetches_the_notebooks_version_shallow_and_runs_the_installer(m
     assert (python, script, flag) == (sys.executable, str(tmp_path / "course" / "tools" / "install_course.py"),
                                       "--loaded")
     assert {"sys", "pytest"} <= set(loaded.split(","))
-    assert "fetching v9.8.7 of " + URL in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "fetching v9.8.7 of " + URL in out
+    assert f"ran {sys.executable}" in out  # what the installer prints is shown in the notebook
     monkeypatch.setenv("COURSE_SOURCE", "/some/clone")
     monkeypatch.setenv("COURSE_REF", "0123abc")
     assert run_alone(monkeypatch, tmp_path)[1][-2:] == ["/some/clone", "0123abc"]

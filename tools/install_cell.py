@@ -66,12 +66,20 @@ if installed != VERSION:
     print(f"{{COURSE}} {{'is not installed here' if installed is None else installed + ' is installed'}}; "
           f"this notebook is {{VERSION}}'s: "
           f"fetching {{ref}} of {{source}} into {{home}}", flush=True)
+
+    def run(*command):  # shows what the command prints: a kernel does not show a child's output
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
+            for line in child.stdout:
+                print(line, end="", flush=True)
+        if child.returncode:
+            raise RuntimeError(f"{{' '.join(command[:4])}} failed (its output is above)")
+
     home.mkdir(parents=True, exist_ok=True)
     for git in (["init", "--quiet"], ["fetch", "--quiet", "--depth", "1", source, ref],
                 ["checkout", "--quiet", "FETCH_HEAD"]):
-        subprocess.run(["git", "-C", str(home), *git], check=True)
+        run("git", "-C", str(home), *git)
     loaded = ",".join(sorted({{name.partition(".")[0] for name in sys.modules}}))
-    subprocess.run([sys.executable, str(home / "tools" / "install_course.py"), "--loaded", loaded], check=True)
+    run(sys.executable, str(home / "tools" / "install_course.py"), "--loaded", loaded)
     importlib.invalidate_caches()  # the course is importable in this kernel now
 '''
 
@@ -197,7 +205,8 @@ def trial(notebook: str, python: Path, folder: Path) -> int:
         return 1
     after = versions(python, [*KEPT, project()["name"]], env, folder)
     cells = json.loads(path.read_text())["cells"]
-    printed = "".join(o.get("text", "") for o in cells[[c["cell_type"] for c in cells].index("code")]["outputs"])
+    first = cells[[c["cell_type"] for c in cells].index("code")]["outputs"]
+    printed = "".join("".join(o.get("text", "")) for o in first)  # a stream's text: a string or a list of lines
     print("trial: what the first cell printed:\n  " + "\n  ".join(printed.strip().splitlines()))
     problems = [f"{name} was {before[name]}, is {after[name]}" for name in KEPT if before[name] != after[name]]
     if after[project()["name"]] != project()["version"]:
