@@ -106,7 +106,7 @@ def clone_root(package: Path = PACKAGE) -> Path | None:
     folder above ``helpers/`` when it holds pyproject.toml; None for an installed package
     (its folder is site-packages, never written into).
 
-    Used by results_dir and traces_dir.
+    Used by config.results_dir and config.traces_dir.
     """
     root = package.parent
     return root if (root / "pyproject.toml").is_file() else None
@@ -132,7 +132,7 @@ def user_cache(home: Path | None = None) -> Path:
     """The course's folder in the user's cache: ``$XDG_CACHE_HOME/moving-data-course``, else
     ``~/.cache/moving-data-course`` (not created here).
 
-    Used by traces_dir for an installed package.
+    Used by config.traces_dir for an installed package.
     """
     base = os.environ.get("XDG_CACHE_HOME")
     cache = Path(base) if base and Path(base).is_absolute() else (home or Path.home()) / ".cache"
