@@ -91,9 +91,9 @@ index: $(STAMP)
 LAB_PORT ?= 8888
 NO_BROWSER ?=
 lab: $(STAMP)
-	@$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[dev,lab]"
 	@$(BIN)/python -c "import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
-	    sys.exit(s.connect_ex(('127.0.0.1', $(LAB_PORT))) == 0 and 'port $(LAB_PORT) is busy (another lab?): run make lab LAB_PORT=8899')"
+	    sys.exit(s.connect_ex(('127.0.0.1', $(LAB_PORT))) == 0 and f'port $(LAB_PORT) is busy (another lab?): run make lab LAB_PORT={$(LAB_PORT) + 1}')"
+	@$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[dev,lab]"
 	$(BIN)/python tools/workspace.py prepare
 	@echo "JupyterLab on workspace/ at http://localhost:$(LAB_PORT)/lab (with the token printed below)"
 	$(BIN)/jupyter lab --ServerApp.root_dir=workspace --port=$(LAB_PORT) --ServerApp.port_retries=0 \
