@@ -65,8 +65,12 @@ def fresh(tmp_path_factory):
     venv.EnvBuilder(with_pip=True).create(folder / "venv")
     python = folder / "venv" / "bin" / "python"
     pins = install_course.read_pins((ROOT / "constraints.txt").read_text())
-    pip(python, f"torch=={pins['torch']}", f"numpy=={pins['numpy']}", f"matplotlib=={pins['matplotlib']}",
-        "nbclient", "ipykernel")
+    torch = f"torch=={pins['torch']}"
+    local = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--dry-run", "--no-index", "--no-deps",
+                            torch], capture_output=True, check=False).returncode == 0
+    # as `make setup`: a wheel on this disk, else PyTorch's CPU build (PyPI's Linux torch bundles CUDA)
+    pip(python, *([] if local else ["--index-url", install_course.CPU_INDEX]), torch)
+    pip(python, f"numpy=={pins['numpy']}", f"matplotlib=={pins['matplotlib']}", "nbclient", "ipykernel")
     site = Path(subprocess.run([str(python), "-c", "import torch, pathlib; print(pathlib.Path(torch.__file__).parent.parent)"],
                                capture_output=True, text=True, check=True).stdout.strip())
     relabel(site, "torch", OTHER_TORCH)

@@ -208,7 +208,9 @@ def trial(notebook: str, python: Path, folder: Path) -> int:
     first = cells[[c["cell_type"] for c in cells].index("code")]["outputs"]
     printed = "".join("".join(o.get("text", "")) for o in first)  # a stream's text: a string or a list of lines
     print("trial: what the first cell printed:\n  " + "\n  ".join(printed.strip().splitlines()))
-    problems = [f"{name} was {before[name]}, is {after[name]}" for name in KEPT if before[name] != after[name]]
+    # one that was there must be as it was; one that was not may have been installed
+    problems = [f"{name} was {before[name]}, is {after[name]}" for name in KEPT
+                if before[name] is not None and before[name] != after[name]]
     if after[project()["name"]] != project()["version"]:
         problems.append(f"the course is {after[project()['name']] or 'not installed'}, not {project()['version']}")
     if REPLAY_SENTENCE not in json.dumps([c.get("outputs", []) for c in cells]):
@@ -216,7 +218,7 @@ def trial(notebook: str, python: Path, folder: Path) -> int:
     if problems:
         print("trial: " + "; ".join(problems), file=sys.stderr)
         return 1
-    kept = ", ".join(f"{n} {before[n]}" for n in KEPT)
+    kept = ", ".join(f"{n} {before[n]}" for n in KEPT if before[n] is not None)
     print(f"trial: {notebook} ran alone in {seconds:.0f} s (installing the course included), replayed, "
           f"and left {kept} as they were")
     return 0
