@@ -107,8 +107,9 @@ reset-workspace:
 
 ## fresh-notebook-test: a committed notebook run alone, as in Colab: a fresh environment outside
 ## the clone (a Jupyter kernel and torch, no course), its first cell installs the course from
-## this repository, then it replays (tools/install_cell.py trial). About 1-2 minutes with the wheels
-## on this disk (1:09 measured), mostly pip. `make slow-test` also runs it beside another torch.
+## this repository, then it replays (tools/install_cell.py trial). 1-4 minutes with the wheels on
+## the disk, mostly pip (1:09 on an idle 2-core machine, 3:40 on a busy one; the notebook's own run,
+## first cell included, 28 s). `make slow-test` runs it beside another torch, and the wheel.
 FRESH_NOTEBOOK ?= 00_start_here
 fresh-notebook-test:
 	@dir=$$(mktemp -d /tmp/course-alone-XXXXXX) && trap 'rm -rf "$$dir"' EXIT && \

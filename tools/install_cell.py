@@ -220,7 +220,7 @@ def trial(notebook: str, python: Path, folder: Path) -> int:
         return 1
     kept = ", ".join(f"{n} {before[n]}" for n in KEPT if before[n] is not None)
     print(f"trial: {notebook} ran alone in {seconds:.0f} s (installing the course included), replayed, "
-          f"and left {kept} as they were")
+          f"and left {kept} untouched")
     return 0
 
 
