@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -129,3 +130,14 @@ def test_the_lesson_shape_counts_experiments_and_the_rest(tmp_path):
     assert shape.longest_other_cell == 2 and shape.forbidden == ["calls_for("]
     problems = " ".join(shape.problems())
     assert "experiments are 50% of the code (at least 55%)" in problems and "uses calls_for" in problems
+
+
+def test_make_help_lists_every_documented_target():
+    """`make help` prints each `## target:` line of the Makefile, and each names a real target."""
+    makefile = (ROOT / "Makefile").read_text()
+    documented = re.findall(r"(?m)^## ([a-z0-9-]+):", makefile)
+    assert {"help", "run", "test", "lab", "slow-test", "constraints"} <= set(documented)
+    for target in documented:
+        assert re.search(rf"(?m)^{target}:", makefile), f"## {target}: documents no target"
+    shown = subprocess.run(["make", "-s", "-C", str(ROOT), "help"], capture_output=True, text=True, check=True).stdout
+    assert [line.split(":")[0] for line in shown.splitlines() if line and not line.startswith(" ")] == documented
