@@ -1,16 +1,20 @@
-# Every command a user, an instructor or CI runs. The two that matter:
+# Every command a user, an instructor or CI runs (`make help` lists them). The two that matter:
 #   make run    set up if needed, then execute every notebook into build/notebooks/
 #   make test   set up if needed, then lint, unit tests, and every notebook (quick mode)
-# On a lent GPU machine without network: `make gpu-all OUT=folder` (see README).
+# On a lent GPU machine without network: `make gpu-all OUT=folder` (see CONTRIBUTING.md).
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-comma  := ,
-# The torch build: PyPI's default (CUDA) build where an NVIDIA driver is present, otherwise
-# the CPU build 2.13.0. Override with e.g. `make TORCH_SPEC='torch==2.11.0' test`.
-TORCH_SPEC ?= $(if $(shell command -v nvidia-smi 2>/dev/null),torch>=2.11$(comma)<2.15,torch==2.13.0)
+# The pinned versions every install uses (pip --constraint): `make constraints` rewrites it.
+CONSTRAINTS := constraints.txt
+PIP_INSTALL = -m pip install --quiet --constraint $(CONSTRAINTS)
+# setuptools' ten-line "Editable installation" warning, printed on every editable install
+EDITABLE := PYTHONWARNINGS='ignore:Editable installation'
+# The torch build: constraints.txt's version; PyPI's default (CUDA) build where an NVIDIA
+# driver is present, otherwise the CPU build. Override with e.g. `make TORCH_SPEC='torch==2.11.0' test`.
+TORCH_SPEC ?= torch==$(shell sed -n 's/^torch==//p' $(CONSTRAINTS))
 # Where torch comes from: a wheel already on this machine when pip's configuration points at
 # one (find-links: fast, offline); else, on Linux without an NVIDIA driver, PyTorch's CPU index
 # (PyPI's Linux torch bundles CUDA, several GB); else PyPI.
@@ -24,16 +28,28 @@ install_torch = if $(1)/python -m pip install --quiet --dry-run --no-index --no-
 # where a GPU is measured (two notebooks timing the same GPU would disturb each other).
 JOBS ?= $(if $(shell command -v nvidia-smi 2>/dev/null),1,2)
 
-.PHONY: measuring-code setup run test replay-all index lab reset-workspace fresh-notebook-test lint unit notebooks clean gpu-wheels gpu-prepare gpu-all gpu-check unpack site site-test
+.PHONY: help setup constraints slow-test measuring-code run test replay-all index lab reset-workspace fresh-notebook-test lint unit notebooks clean gpu-wheels gpu-prepare gpu-all gpu-check unpack site site-test
 
+## help: this list
+help:
+	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); print ""; print; next } /^## / { sub(/^## /, "    "); print }' $(MAKEFILE_LIST)
+
+## setup: the virtual environment .venv (done by every target that needs it)
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "the course needs Python 3.11 or newer; $(PYTHON) is " + sys.version.split()[0] + ": run e.g. make PYTHON=python3.12")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(call install_torch,$(BIN))
-	$(BIN)/python -m pip install --quiet -e ".[dev,cli]"
+	$(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[dev,cli]"
 	touch $@
+
+## constraints: rewrite constraints.txt, one version in each of pyproject.toml's ranges (then commit it)
+constraints: $(STAMP)
+	$(BIN)/python -m pip install --quiet --dry-run --ignore-installed --report build/pip-report.json \
+	    "$(TORCH_SPEC)" ".[dev,lab,cli]"
+	$(BIN)/python tools/constraints.py build/pip-report.json > $(CONSTRAINTS)
 
 ## run: execute every notebook (live where the hardware is, replaying elsewhere), with outputs
 run: $(STAMP)
@@ -49,7 +65,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python tools/install_cell.py check notebooks/*.ipynb
-	COURSE_QUICK=1 $(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2" --durations=10 \
+	COURSE_QUICK=1 $(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2 and not slow" --durations=10 \
 	    --nbmake --nbmake-timeout=300 tests notebooks
 	$(BIN)/python tools/replay_all.py
 
@@ -58,7 +74,7 @@ test: $(STAMP)
 ## repository has been formatted once; STRICT_FORMAT=1 makes it fail (the default after that).
 STRICT_FORMAT ?=
 lint: $(STAMP)
-	@$(BIN)/python -c "import mypy" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[dev,lint]"
+	@$(BIN)/python -c "import mypy" 2>/dev/null || $(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[dev,lint]"
 	$(BIN)/ruff check .
 	$(if $(STRICT_FORMAT),$(BIN)/ruff format --check .,@$(BIN)/ruff format --check --output-format concise . \
 	    | tail -1 | sed 's/$$/ (not enforced until the repository-wide ruff format: STRICT_FORMAT=1)/')
@@ -68,13 +84,18 @@ lint: $(STAMP)
 ## 20 s on two cores); `make test` runs them all, and the notebooks, and the truth check
 UNIT_SLOW := tests/test_cli.py tests/test_distributed.py tests/test_collectives.py
 unit: $(STAMP)
-	$(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2" $(foreach f,$(UNIT_SLOW),--ignore=$(f)) tests
+	$(BIN)/pytest -q -n $(JOBS) -m "not gpu and not gpu2 and not slow" $(foreach f,$(UNIT_SLOW),--ignore=$(f)) tests
 
 ## measuring-code: after a change to timing, trace or distributed, and after deciding whether it
 ## changes what experiments measure (then bump records.MEASURING_VERSION by hand), write the new
 ## hash into records.MEASURING_CODE (the guard test test_the_measuring_code_is_changed_deliberately)
 measuring-code: $(STAMP)
 	$(BIN)/python -c "from helpers.records import fingerprints; print('MEASURING_CODE =', fingerprints.write_measuring_code())"
+
+## slow-test: the course installed as a learner gets it, in a fresh environment (pip: minutes;
+## .ci/run runs it after `make test`): the committed first cell beside another torch, and the wheel
+slow-test: $(STAMP)
+	$(BIN)/pytest -q -p no:cacheprovider -m slow tests/test_fresh_install.py
 
 ## replay-all: only the truth check of `make test`: every notebook replayed on every recorded
 ## machine (executed copies in build/replay/<machine>/), checks, verdicts, index current
@@ -93,33 +114,38 @@ index: $(STAMP)
 LAB_PORT ?= 8888
 NO_BROWSER ?=
 lab: $(STAMP)
-	@$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[dev,lab]"
+	@$(BIN)/python -c "import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
+	    sys.exit(s.connect_ex(('127.0.0.1', $(LAB_PORT))) == 0 and f'port $(LAB_PORT) is busy (another lab?): run make lab LAB_PORT={$(LAB_PORT) + 1}')"
+	@$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[dev,lab]"
 	$(BIN)/python tools/workspace.py prepare
 	@echo "JupyterLab on workspace/ at http://localhost:$(LAB_PORT)/lab (with the token printed below)"
 	$(BIN)/jupyter lab --ServerApp.root_dir=workspace --port=$(LAB_PORT) --ServerApp.port_retries=0 \
 	    $(if $(filter 1,$(NO_BROWSER)),--no-browser) $(if $(filter 0,$(shell id -u)),--allow-root)
 
-## reset-workspace: put one notebook of workspace/ back as the course has it (your copy is replaced)
+## reset-workspace: put one notebook of workspace/ back as the course has it (NOTEBOOK=...; your
+## copy is kept beside it as NAME.backup-TIME.ipynb)
 NOTEBOOK ?=
 reset-workspace:
 	@$(PYTHON) tools/workspace.py reset $(NOTEBOOK)
 
 ## fresh-notebook-test: a committed notebook run alone, as in Colab: a fresh environment outside
 ## the clone (a Jupyter kernel and torch, no course), its first cell installs the course from
-## this repository, then it replays (tools/install_cell.py trial). 4-5 minutes, mostly pip.
+## this repository, then it replays (tools/install_cell.py trial). 1-4 minutes with the wheels on
+## the disk, mostly pip (1:09 on an idle 2-core machine, 3:40 on a busy one; the notebook's own run,
+## first cell included, 28 s). `make slow-test` runs it beside another torch, and the wheel.
 FRESH_NOTEBOOK ?= 00_start_here
 fresh-notebook-test:
 	@dir=$$(mktemp -d /tmp/course-alone-XXXXXX) && trap 'rm -rf "$$dir"' EXIT && \
 	$(PYTHON) -m venv "$$dir/venv" && \
 	$(call install_torch,$$dir/venv/bin) && \
-	"$$dir/venv/bin/python" -m pip install --quiet nbclient ipykernel && \
+	"$$dir/venv/bin/python" $(PIP_INSTALL) nbclient ipykernel && \
 	$(PYTHON) tools/install_cell.py trial --python "$$dir/venv/bin/python" --folder "$$dir" $(FRESH_NOTEBOOK)
 
 ## site: the course as a website in build/site/, offline, from the notebooks replayed on every
 ## recorded machine (replays first when build/replay/ is missing or older than notebooks/, results/)
 SITE_STAMP := $(VENV)/.installed-site
 $(SITE_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[dev,site]"
+	$(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[dev,site]"
 	touch $@
 site: $(SITE_STAMP)
 	$(BIN)/python tools/build_site.py

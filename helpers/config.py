@@ -7,8 +7,8 @@
 | ``COURSE_REPLAY=1`` | replay recordings even where the hardware is present (to see a recorded machine's numbers) |
 | ``COURSE_REPLAY_MACHINE=NAME[,NAME...]`` | which recorded machine to replay, or machines in order of preference; each must be recorded |
 | ``COURSE_INDEX_OUT=PATH`` | while replaying, append each claim's verdict to this JSON-lines file (``make replay-all``) |
-| ``COURSE_RESULTS_DIR=PATH`` | where recordings are read and written (default: ``results/`` beside this package) |
-| ``COURSE_TRACES_DIR=PATH`` | where live profiler traces are written (default: ``build/traces/`` beside this package) |
+| ``COURSE_RESULTS_DIR=PATH`` | where recordings are read and written (default: ``results/`` of the clone, or the recordings installed with the package) |
+| ``COURSE_TRACES_DIR=PATH`` | where live profiler traces are written (default: ``build/traces/`` of the clone, or the user's cache folder when installed) |
 
 Taught in 00_start_here.
 """
@@ -97,24 +97,63 @@ def index_out() -> Path | None:
     return _absolute(INDEX_OUT_ENV, value) if value else None
 
 
-def results_dir() -> Path:
+PACKAGE = Path(__file__).resolve().parent
+PROJECT = "moving-data-course"  # the distribution's name (pyproject.toml), also the cache folder's
+
+
+def clone_root(package: Path = PACKAGE) -> Path | None:
+    """The clone this package is used from (editable install, ``make``, ``PYTHONPATH``): the
+    folder above ``helpers/`` when it holds pyproject.toml; None for an installed package
+    (its folder is site-packages, never written into).
+
+    Used by config.results_dir and config.traces_dir.
+    """
+    root = package.parent
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def results_dir(package: Path = PACKAGE) -> Path:
     """The folder that holds recordings: ``results/<machine>/<notebook>/<experiment>.json``.
+
+    ``COURSE_RESULTS_DIR`` when set; else ``results/`` of the clone; else, for an installed
+    package (``pip install .``), the copy of the recordings installed with it
+    (``helpers/results/``).
 
     Taught in 00_start_here.
     """
     env = os.environ.get(RESULTS_ENV)
     if env:
         return _absolute(RESULTS_ENV, env)
-    return Path(__file__).resolve().parent.parent / "results"
+    root = clone_root(package)
+    return root / "results" if root is not None else package / "results"
 
 
-def traces_dir() -> Path:
-    """The folder live Chrome traces are written to (created if missing; ignored by git).
+def user_cache(home: Path | None = None) -> Path:
+    """The course's folder in the user's cache: ``$XDG_CACHE_HOME/moving-data-course``, else
+    ``~/.cache/moving-data-course`` (not created here).
+
+    Used by config.traces_dir for an installed package.
+    """
+    base = os.environ.get("XDG_CACHE_HOME")
+    cache = Path(base) if base and Path(base).is_absolute() else (home or Path.home()) / ".cache"
+    return cache / PROJECT
+
+
+def traces_dir(package: Path = PACKAGE) -> Path:
+    """The folder live Chrome traces are written to (created if missing): ``COURSE_TRACES_DIR``
+    when set, else ``build/traces/`` of the clone (ignored by git), else, for an installed
+    package, ``traces/`` in the user's cache (``user_cache``), never site-packages.
 
     Used by trace.profile.
     """
     env = os.environ.get(TRACES_ENV)
-    folder = _absolute(TRACES_ENV, env) if env else Path(__file__).resolve().parent.parent / "build" / "traces"
+    root = clone_root(package)
+    if env:
+        folder = _absolute(TRACES_ENV, env)
+    elif root is not None:
+        folder = root / "build" / "traces"
+    else:
+        folder = user_cache() / "traces"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

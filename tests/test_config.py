@@ -35,3 +35,23 @@ def test_traces_dir_default_and_override(monkeypatch, tmp_path):
     assert config.traces_dir() == tmp_path / "t" and (tmp_path / "t").is_dir()
     monkeypatch.delenv("COURSE_TRACES_DIR")
     assert config.traces_dir() == Path(__file__).resolve().parent.parent / "build" / "traces"
+
+
+def test_an_installed_package_reads_its_own_recordings_and_writes_traces_to_the_cache(monkeypatch, tmp_path):
+    """`pip install .` puts helpers/ (with helpers/results/) in site-packages, without pyproject.toml."""
+    site = tmp_path / "site-packages" / "helpers"
+    (site / "results").mkdir(parents=True)
+    monkeypatch.delenv("COURSE_RESULTS_DIR", raising=False)
+    monkeypatch.delenv("COURSE_TRACES_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert config.clone_root(site) is None
+    assert config.results_dir(site) == site / "results"
+    assert config.traces_dir(site) == tmp_path / "cache" / "moving-data-course" / "traces"
+    assert not (tmp_path / "site-packages" / "build").exists()
+    clone = tmp_path / "clone"
+    (clone / "helpers").mkdir(parents=True)
+    (clone / "pyproject.toml").write_text("")
+    assert config.results_dir(clone / "helpers") == clone / "results"
+    assert config.traces_dir(clone / "helpers") == clone / "build" / "traces"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # ignored, as the XDG rules say
+    assert config.user_cache(tmp_path) == tmp_path / ".cache" / "moving-data-course"

@@ -4,8 +4,6 @@ checked. (`make fresh-notebook-test` runs one notebook alone for real, in a fres
 import importlib.metadata
 import importlib.util
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -48,7 +46,7 @@ def test_apply_puts_the_cell_first_among_code_cells_once(tmp_path):
 
 
 def test_an_older_cell_is_replaced_and_check_names_the_stale_notebook(tmp_path, capsys):
-    old = install_cell.MARKER + "\nprint('an older set-up')"
+    old = "# Set-up: run alone (Colab, any Jupyter server), this cell installs the course.\nprint('an older set-up')"
     path = write(tmp_path / "01_b.ipynb", notebook(("markdown", "m"), ("code", old), ("code", "x = 1")))
     assert install_cell.main(["check", "--url", URL, str(path)]) == 1
     assert "01_b.ipynb" in capsys.readouterr().err
@@ -58,10 +56,11 @@ def test_an_older_cell_is_replaced_and_check_names_the_stale_notebook(tmp_path, 
 
 
 def test_bad_inputs_say_what_to_pass(tmp_path):
-    for url in ('https://x"; import os; "', "a\nb"):
+    for url in ('https://x"; import os; "', "a\nb", "", "https://{x}"):
         with pytest.raises(ValueError, match="without quotes"):
             install_cell.cell_source(url)
-    assert "set os.environ['COURSE_SOURCE']" in install_cell.cell_source("")  # no repository known yet
+    with pytest.raises(ValueError, match="release version"):
+        install_cell.cell_source(URL, version="1.0; import os")
     with pytest.raises(SystemExit, match="not a notebook"):
         install_cell.main(["check", "--url", URL, str(write(tmp_path / "x.ipynb", {"cells": 3}))])
     with pytest.raises(SystemExit):
@@ -70,48 +69,79 @@ def test_bad_inputs_say_what_to_pass(tmp_path):
         install_cell.trial("../etc", Path(sys.executable), tmp_path)
 
 
-def test_the_torch_range_is_pyprojects():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    (low, high) = install_cell.TORCH_RANGE
-    assert f"torch>={low[0]}.{low[1]},<{high[0]}.{high[1]}" in deps
+def test_the_committed_cell_names_pyprojects_repository_and_version(capsys):
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert install_cell.main(["show"]) == 0
+    shown = capsys.readouterr().out
+    assert f'"{project["name"]}", "{project["version"]}", "{project["urls"]["Repository"]}"' in shown
+    assert "torch" not in shown.split("\n", 2)[2]  # ranges live in pyproject.toml, not in the cell
+    assert install_cell.main(["check", *map(str, sorted((ROOT / "notebooks").glob("*.ipynb")))]) == 0
 
 
-def test_in_a_clone_the_cell_does_nothing(monkeypatch):
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("the cell ran a command"))
-    exec(compile(SOURCE, "install cell", "exec"), {})
+def test_where_the_course_is_installed_the_cell_does_nothing(monkeypatch):
+    """In a clone set up by `make`, the distribution is installed at the notebook's version."""
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail("the cell ran a command"))
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert importlib.metadata.version("moving-data-course") == version, "run `make setup` again"
+    exec(compile(install_cell.cell_source(URL), "install cell", "exec"), {})
 
 
-@pytest.mark.parametrize("driver, torch_version, torch_from_cpu_index", [
-    (None, None, True),              # no driver, no torch: PyTorch's CPU index
-    (None, "2.13.0+cpu", False),     # no driver, a torch that fits: kept
-    (None, "2.4.1", True),           # no driver, an old torch: the CPU build of a fitting one
-    ("/usr/bin/nvidia-smi", None, False),  # a driver: pip's own choice (PyPI's CUDA build)
-])
-def test_alone_it_clones_and_installs_choosing_the_cpu_index_without_a_driver(
-        monkeypatch, tmp_path, driver, torch_version, torch_from_cpu_index):
+def run_alone(monkeypatch, tmp_path, source=SOURCE):
+    """Execute the cell where the course is not installed; returns the commands it ran."""
     commands = []
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **k: commands.append(cmd))
-    monkeypatch.setattr(shutil, "which", lambda name: driver)
-    monkeypatch.setattr(sys, "platform", "linux")
 
-    def version(name):
-        if torch_version is None:
-            raise importlib.metadata.PackageNotFoundError(name)
-        return torch_version
-    monkeypatch.setattr(importlib.metadata, "version", version)
-    monkeypatch.setattr(sys, "path", list(sys.path))
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    class Child:  # a command that prints one line and succeeds
+        def __init__(self, command, **kwargs):
+            commands.append(list(command))
+            self.stdout, self.returncode = iter([f"ran {command[0]}\n"]), 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+    monkeypatch.setattr(subprocess, "Popen", Child)
     monkeypatch.setenv("COURSE_HOME", str(tmp_path / "course"))
+    exec(compile(source, "install cell", "exec"), {})
+    return commands
+
+
+def test_alone_it_fetches_the_notebooks_version_shallow_and_runs_the_installer(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("COURSE_SOURCE", raising=False)
+    monkeypatch.delenv("COURSE_REF", raising=False)
+    source = install_cell.cell_source(URL, version="9.8.7")
+    (tmp_path / "helpers.py").write_text("")  # a learner's own helpers module does not count as the course
+    monkeypatch.syspath_prepend(str(tmp_path))
+    commands = run_alone(monkeypatch, tmp_path, source)
+    home = str(tmp_path / "course")
+    assert commands[:3] == [["git", "-C", home, "init", "--quiet"],
+                            ["git", "-C", home, "fetch", "--quiet", "--depth", "1", URL, "v9.8.7"],
+                            ["git", "-C", home, "checkout", "--quiet", "FETCH_HEAD"]]
+    (python, script, flag, loaded) = commands[3]
+    assert (python, script, flag) == (sys.executable, str(tmp_path / "course" / "tools" / "install_course.py"),
+                                      "--loaded")
+    assert {"sys", "pytest"} <= set(loaded.split(","))
+    out = capsys.readouterr().out
+    assert "fetching v9.8.7 of " + URL in out
+    assert f"ran {sys.executable}" in out  # what the installer prints is shown in the notebook
     monkeypatch.setenv("COURSE_SOURCE", "/some/clone")
-    monkeypatch.setenv("COURSE_RESULTS_DIR", "placeholder")
-    monkeypatch.delenv("COURSE_RESULTS_DIR")
-    exec(compile(SOURCE, "install cell", "exec"), {})
-    assert commands[0] == ["git", "clone", "--quiet", "/some/clone", str(tmp_path / "course")]
-    cpu = [c for c in commands if install_cell.CPU_INDEX in c]
-    assert bool(cpu) == torch_from_cpu_index
-    assert commands[-1][-2:] == ["-e", str(tmp_path / "course")]
-    assert sys.path[0] == str(tmp_path / "course")
-    assert os.environ.get("COURSE_RESULTS_DIR") == str(tmp_path / "course" / "results")
+    monkeypatch.setenv("COURSE_REF", "0123abc")
+    assert run_alone(monkeypatch, tmp_path)[1][-2:] == ["/some/clone", "0123abc"]
+
+
+def test_alone_on_python_3_10_it_stops_first_with_a_clear_message(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "version_info", (3, 10, 14))
+    with pytest.raises(RuntimeError, match="Python 3.11 or newer"):
+        run_alone(monkeypatch, tmp_path)
+
+
+def test_the_trial_fetches_the_tag_only_where_it_is_head():
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert install_cell.reference() in (None, head)
 
 
 def test_the_cell_passes_the_projects_ruff(tmp_path):

@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -59,27 +60,28 @@ def test_the_index_figures_match_the_recordings():
     assert machines == set(records.recorded_machine_names()), "every recorded machine has its verdicts in the index"
 
 
-def _requirements_of_pyproject():
-    """What `make setup` and `make lab` install: the dependencies, the dev and the lab extras."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    extras = project["optional-dependencies"]
-    return set(project["dependencies"]) | set(extras["dev"]) | set(extras["lab"])
+def test_environment_yml_installs_the_pip_set_up_at_the_pinned_versions():
+    """conda's route installs what `make setup`, `make lab` and datamove's extras install, with
+    the same constraints file, and writes no version range of its own (those are pyproject's)."""
+    environment = yaml_pip_lines((ROOT / "environment.yml").read_text())
+    assert environment == ["--constraint constraints.txt", "-e .[dev,lab,cli]"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {"dev", "lab", "cli"} <= set(extras)
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--constraint $(CONSTRAINTS)" in makefile and "CONSTRAINTS := constraints.txt" in makefile
 
 
-def _requirements_of_environment_yml():
-    lines = (ROOT / "environment.yml").read_text().splitlines()
+def yaml_pip_lines(text):
+    """The lines under ``- pip:`` of a conda environment file."""
+    lines = text.splitlines()
     start = lines.index("  - pip:")
-    reqs = set()
+    found = []
     for line in lines[start + 1:]:
         match = re.match(r"\s{6}- (.+)$", line)
         if not match:
             break
-        reqs.add(match.group(1).strip().strip('"'))
-    return reqs - {"-e ."}
-
-
-def test_environment_yml_matches_pyproject():
-    assert _requirements_of_environment_yml() == _requirements_of_pyproject()
+        found.append(match.group(1).strip().strip('"'))
+    return found
 
 
 def test_jupyterlab_is_the_lab_extra_not_a_runtime_dependency():
@@ -128,3 +130,14 @@ def test_the_lesson_shape_counts_experiments_and_the_rest(tmp_path):
     assert shape.longest_other_cell == 2 and shape.forbidden == ["calls_for("]
     problems = " ".join(shape.problems())
     assert "experiments are 50% of the code (at least 55%)" in problems and "uses calls_for" in problems
+
+
+def test_make_help_lists_every_documented_target():
+    """`make help` prints each `## target:` line of the Makefile, and each names a real target."""
+    makefile = (ROOT / "Makefile").read_text()
+    documented = re.findall(r"(?m)^## ([a-z0-9-]+):", makefile)
+    assert {"help", "run", "test", "lab", "slow-test", "constraints"} <= set(documented)
+    for target in documented:
+        assert re.search(rf"(?m)^{target}:", makefile), f"## {target}: documents no target"
+    shown = subprocess.run(["make", "-s", "-C", str(ROOT), "help"], capture_output=True, text=True, check=True).stdout
+    assert [line.split(":")[0] for line in shown.splitlines() if line and not line.startswith(" ")] == documented

@@ -249,3 +249,13 @@ def test_site_pages_leave_out_the_theme_files(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("<html></html>")
     assert [p.relative_to(tmp_path).as_posix() for p in site_test.site_pages(tmp_path)] == ["index.html", "runs/2xA/01.html"]
+
+
+def test_the_browser_is_the_setting_then_the_usual_names_on_path(tmp_path):
+    on_path = {"google-chrome": "/opt/google/chrome/chrome", "/my/chromium": "/my/chromium"}
+    assert site_test.find_browser({"COURSE_BROWSER": "/my/chromium"}, on_path.get) == Path("/my/chromium")
+    assert site_test.find_browser({}, on_path.get) == Path("/opt/google/chrome/chrome")
+    assert site_test.find_browser({}, {"chromium": "/usr/bin/chromium", **on_path}.get) == Path("/usr/bin/chromium")
+    assert site_test.find_browser({}, {}.get) is None  # Playwright's own Chromium, if downloaded
+    with pytest.raises(SystemExit, match="COURSE_BROWSER='/nope' is not a runnable browser"):
+        site_test.find_browser({"COURSE_BROWSER": "/nope"}, on_path.get)

@@ -66,6 +66,11 @@ def test_reset_restores_one_notebook_and_leaves_the_others(course):
     assert workspace.reset("01_next.ipynb", course) == course / "notebooks" / "01_next.ipynb"
     assert text_of(course / "workspace" / "01_next.ipynb") == "committed 01_next"
     assert text_of(course / "workspace" / "00_start.ipynb") == "mine 00_start"
+    (kept,) = (course / "workspace").glob("01_next.backup-*.ipynb")  # the learner's edits are kept
+    assert text_of(kept) == "mine 01_next"
+    workspace.reset("01_next", course)  # a second reset in the same second keeps both backups
+    assert sorted(text_of(p) for p in (course / "workspace").glob("01_next.backup-*.ipynb")) == [
+        "committed 01_next", "mine 01_next"]
 
 
 def test_a_bad_notebook_name_lists_the_names_and_changes_nothing(course):

@@ -1,22 +1,28 @@
 """The first code cell of every notebook: it lets a notebook run alone, outside a clone.
 
-In a clone set up by ``make``, ``import helpers`` works and the cell does nothing. Opened alone
-in Colab or any Jupyter server, it clones the course (the helpers and the recordings under
-``results/``, which replays read) into ``~/moving-data-course`` and installs it with pip; on
-Linux without an NVIDIA driver it first takes torch from PyTorch's CPU index, since PyPI's Linux
-torch bundles CUDA (several GB). ``COURSE_SOURCE`` overrides where the course is cloned from
-(a URL, a path, or ``file://``; the tests point it at a local clone), ``COURSE_HOME`` where it
-goes.
+Where the course is installed (a clone set up by ``make``: the ``moving-data-course``
+distribution at the notebook's version) the cell does nothing. Opened alone (Colab, Kaggle, a
+JupyterHub, any Jupyter server) it fetches the notebook's version of the course (the tag
+``v<version>``, one commit deep) into ``~/moving-data-course`` and runs its
+``tools/install_course.py`` with the kernel's Python, which installs the course around what is
+there: a torch, numpy or matplotlib already installed is never replaced (the steps are in that
+file). It prints each step, and in one line when the kernel must be restarted.
 
-    python tools/install_cell.py show  [--url URL]                  # print the cell
-    python tools/install_cell.py apply [--url URL] notebooks/*.ipynb   # insert it, or bring it up to date
-    python tools/install_cell.py check [--url URL] notebooks/*.ipynb   # exit 1 naming each notebook whose
-                                                                       # first code cell is not the cell
+Settings, for the tests and for people following another version: ``COURSE_SOURCE`` where the
+course is fetched from (a URL, a path, or ``file://``), ``COURSE_REF`` which tag, branch or
+commit, ``COURSE_HOME`` the folder it goes into.
+
+    python tools/install_cell.py show                        # print the cell
+    python tools/install_cell.py apply notebooks/*.ipynb     # insert it, or bring it up to date
+    python tools/install_cell.py check notebooks/*.ipynb     # exit 1 naming each notebook whose
+                                                             # first code cell is not the cell
     python tools/install_cell.py trial --python VENV/bin/python --folder DIR 00_start_here
-                                       # run it alone there, cloning the course from this repository
-                                       # (`make fresh-notebook-test`)
+                      # run the committed notebook, unmodified, alone there, its course fetched
+                      # from this repository (`make fresh-notebook-test`)
 
-The repository URL is ``--url`` or, without it, ``[project.urls] Repository`` of pyproject.toml.
+The repository URL and the version are pyproject.toml's (``[project.urls] Repository``,
+``version``): the cell is written from there, and ``check`` fails when they change until
+``apply`` is run (a release does).
 """
 
 from __future__ import annotations
@@ -32,43 +38,55 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MARKER = "# Set-up: run alone (Colab, any Jupyter server), this cell installs the course."
-# The torch range of pyproject.toml's dependencies (tests/test_install_cell.py keeps them equal).
-TORCH_RANGE = ((2, 11), (2, 15))
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+MARKER = "# Set-up: run alone (Colab, Kaggle, any Jupyter server), this cell installs the course."
+OLD_MARKERS = (MARKER, "# Set-up: run alone")  # an older cell is recognised by its first words
 
 TEMPLATE = '''\
 {marker}
-# In a clone set up by `make` it does nothing.
-import importlib.util
+# Where it is installed (a clone set up by `make`), it does nothing.
+import sys
+from importlib.metadata import PackageNotFoundError, version
 
-if importlib.util.find_spec("helpers") is None:
+COURSE, VERSION, REPOSITORY = "{name}", "{version}", "{url}"
+try:
+    installed = version(COURSE)
+except PackageNotFoundError:
+    installed = None
+if installed != VERSION:
+    import importlib
     import os
     import pathlib
-    import shutil
     import subprocess
-    import sys
-    from importlib.metadata import PackageNotFoundError, version
 
-    home = pathlib.Path(os.environ.get("COURSE_HOME", pathlib.Path.home() / "moving-data-course"))
-    if not (home / "helpers").is_dir():
-        source = os.environ.get("COURSE_SOURCE", "{url}")
-        if not source:
-            raise RuntimeError("the course is not installed here: set os.environ['COURSE_SOURCE'] to its git "
-                               "repository (the one this notebook came from) and run this cell again")
-        subprocess.run(["git", "clone", "--quiet", source, str(home)], check=True)
-    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
-    try:
-        torch_ok = {low} <= tuple(int(n) for n in version("torch").split(".")[:2]) < {high}
-    except (PackageNotFoundError, ValueError):
-        torch_ok = False
-    if not torch_ok and sys.platform == "linux" and shutil.which("nvidia-smi") is None:
-        # No NVIDIA driver: PyTorch's CPU build, not PyPI's (which bundles CUDA, several GB).
-        subprocess.run(pip + ["--index-url", "{cpu_index}", "torch>={low_v},<{high_v}"], check=True)
-    subprocess.run(pip + ["-e", str(home)], check=True)
-    sys.path.insert(0, str(home))  # for this kernel; a restarted one finds the installed course
-    os.environ.setdefault("COURSE_RESULTS_DIR", str(home / "results"))  # the recordings to replay
+    if sys.version_info < (3, 11):  # noqa: UP036 (a hosted kernel may be older than the course)
+        raise RuntimeError(f"the course needs Python 3.11 or newer; this kernel runs {{sys.version.split()[0]}}")
+    source = os.environ.get("COURSE_SOURCE", REPOSITORY)
+    ref = os.environ.get("COURSE_REF", f"v{{VERSION}}")
+    home = pathlib.Path(os.environ.get("COURSE_HOME", pathlib.Path.home() / COURSE))
+    print(f"{{COURSE}} {{'is not installed here' if installed is None else installed + ' is installed'}}; "
+          f"this notebook is {{VERSION}}'s: "
+          f"fetching {{ref}} of {{source}} into {{home}}", flush=True)
+
+    def run(*command):  # shows what the command prints: a kernel does not show a child's output
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
+            for line in child.stdout:
+                print(line, end="", flush=True)
+        if child.returncode:
+            raise RuntimeError(f"{{' '.join(command[:4])}} failed (its output is above)")
+
+    home.mkdir(parents=True, exist_ok=True)
+    for git in (["init", "--quiet"], ["fetch", "--quiet", "--depth", "1", source, ref],
+                ["checkout", "--quiet", "FETCH_HEAD"]):
+        run("git", "-C", str(home), *git)
+    loaded = ",".join(sorted({{name.partition(".")[0] for name in sys.modules}}))
+    run(sys.executable, str(home / "tools" / "install_course.py"), "--loaded", loaded)
+    importlib.invalidate_caches()  # the course is importable in this kernel now
 '''
+
+
+def project(root: Path = ROOT) -> dict:
+    """pyproject.toml's ``[project]`` table. Used by ``tools/install_cell.py``."""
+    return tomllib.loads((root / "pyproject.toml").read_text())["project"]
 
 
 def repository_url(root: Path = ROOT) -> str | None:
@@ -76,22 +94,23 @@ def repository_url(root: Path = ROOT) -> str | None:
 
     Used by ``tools/install_cell.py``.
     """
-    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    return project.get("urls", {}).get("Repository")
+    return project(root).get("urls", {}).get("Repository")
 
 
-def cell_source(url: str) -> str:
-    """The install cell's source, cloning from ``url`` unless ``COURSE_SOURCE`` says otherwise;
-    with ``url`` empty (no repository known yet) the cell asks for ``COURSE_SOURCE``.
+def cell_source(url: str, version: str | None = None, name: str | None = None) -> str:
+    """The install cell's source, fetching ``version`` (default: pyproject's) of the course from
+    ``url`` unless ``COURSE_SOURCE`` says otherwise.
 
     Used by ``tools/install_cell.py``.
     """
-    if not isinstance(url, str) or '"' in url or "\\" in url or "\n" in url:
+    if not isinstance(url, str) or not url or any(c in url for c in '"\\\n{}'):
         raise ValueError(f"the repository URL {url!r} must be a non-empty URL or path without quotes, "
-                         f"backslashes or newlines, e.g. https://github.com/OWNER/REPO.git")
-    (low, high) = TORCH_RANGE
-    return TEMPLATE.format(marker=MARKER, url=url, cpu_index=CPU_INDEX, low=low, high=high,
-                           low_v=".".join(map(str, low)), high_v=".".join(map(str, high))).rstrip("\n")
+                         f"backslashes, braces or newlines, e.g. https://github.com/OWNER/REPO")
+    meta = project()
+    version = version or meta["version"]
+    if not re.fullmatch(r"\d+(\.\d+)*([a-z]+\d+)?", version):
+        raise ValueError(f"version {version!r} is not a release version such as 0.2.0")
+    return TEMPLATE.format(marker=MARKER, name=name or meta["name"], version=version, url=url).rstrip("\n")
 
 
 def _first_code_cell(nb: dict) -> dict | None:
@@ -113,7 +132,7 @@ def applied(nb: dict, source: str) -> dict:
 
     Used by ``tools/install_cell.py``.
     """
-    cells = [c for c in nb["cells"] if not "".join(c["source"]).startswith(MARKER)]
+    cells = [c for c in nb["cells"] if not "".join(c["source"]).startswith(OLD_MARKERS)]
     first_code = next((i for i, c in enumerate(cells) if c["cell_type"] == "code"), len(cells))
     lines = source.splitlines(keepends=True)
     cells.insert(first_code, {"cell_type": "code", "execution_count": None, "metadata": {},
@@ -124,16 +143,39 @@ def applied(nb: dict, source: str) -> dict:
 
 
 RUN_NOTEBOOK = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
-                "NotebookClient(nb, timeout=600, kernel_name='python3', "
+                "NotebookClient(nb, timeout=900, kernel_name='python3', "
                 "resources={'metadata': {'path': sys.argv[2]}}).execute(); nbformat.write(nb, sys.argv[1])")
 REPLAY_SENTENCE = "Replayed from "
+KEPT = ("torch", "numpy", "matplotlib")
+VERSIONS = ("import json, sys; from importlib.metadata import version, PackageNotFoundError\n"
+            "def v(n):\n    try: return version(n)\n    except PackageNotFoundError: return None\n"
+            "print(json.dumps({n: v(n) for n in sys.argv[1:]}))")
+
+
+def versions(python: Path, names: list[str], env: dict[str, str], cwd: Path) -> dict[str, str | None]:
+    """The installed version of each distribution in ``names`` for ``python`` (None: absent)."""
+    out = subprocess.run([str(python), "-c", VERSIONS, *names], env=env, cwd=cwd, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def reference(root: Path = ROOT) -> str | None:
+    """What the trial fetches: None (the cell's own ``v<version>`` tag) when that tag is HEAD,
+    else HEAD's commit (``COURSE_REF``), since the notebook tried is HEAD's."""
+    def rev(name: str) -> str:
+        return subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", name],
+                              capture_output=True, text=True, check=False).stdout.strip()
+    head = rev("HEAD^{commit}")
+    return None if rev(f"v{project(root)['version']}^{{commit}}") == head else head
 
 
 def trial(notebook: str, python: Path, folder: Path) -> int:
-    """Run ``notebook`` as committed (HEAD), with the install cell, alone in ``folder``: executed by
-    ``python`` (a fresh environment with a Jupyter kernel and torch, not the course), cloning the
-    course from this repository. Fails unless the course got installed there and the notebook ran
-    and replayed. Returns 0, or 1 with the reason; prints the seconds it took.
+    """Run ``notebook`` as committed (HEAD), unmodified, alone in ``folder``, executed by
+    ``python`` (a fresh environment with a Jupyter kernel and its own torch, numpy and
+    matplotlib, no course): its first cell fetches the course from this repository
+    (``COURSE_SOURCE``). Fails unless the course got installed, torch, numpy and matplotlib are
+    the versions they were, and the notebook ran and replayed. Returns 0, or 1 with the reason;
+    prints the seconds it took.
 
     Used by ``make fresh-notebook-test``.
     """
@@ -145,11 +187,14 @@ def trial(notebook: str, python: Path, folder: Path) -> int:
         print(f"trial: notebooks/{notebook}.ipynb is not committed: {committed.stderr.strip()}", file=sys.stderr)
         return 1
     path = folder / f"{notebook}.ipynb"
-    path.write_text(json.dumps(applied(json.loads(committed.stdout), cell_source(str(ROOT))), indent=1))
-    home = folder / "course"
+    path.write_text(committed.stdout)  # as committed: its install cell is not touched
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("COURSE_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
-    env.update(COURSE_SOURCE=str(ROOT), COURSE_HOME=str(home))
+    env.update(COURSE_SOURCE=str(ROOT), COURSE_HOME=str(folder / "course"))
+    if (ref := reference()) is not None:
+        env["COURSE_REF"] = ref
+        print(f"trial: tag v{project()['version']} is not HEAD: the cell fetches HEAD's commit {ref[:12]}")
+    before = versions(python, list(KEPT), env, folder)
     start = time.perf_counter()
     run = subprocess.run([str(python), "-c", RUN_NOTEBOOK, str(path), str(folder)], cwd=folder, env=env,
                          capture_output=True, text=True, check=False)
@@ -158,17 +203,24 @@ def trial(notebook: str, python: Path, folder: Path) -> int:
         print(f"trial: {notebook} failed alone after {seconds:.0f} s:\n{(run.stdout + run.stderr)[-3000:]}",
               file=sys.stderr)
         return 1
-    where = subprocess.run([str(python), "-c", "import helpers; print(helpers.__file__)"], cwd=folder,
-                           env=env, capture_output=True, text=True, check=False).stdout.strip()
-    outputs = json.dumps([c.get("outputs", []) for c in json.loads(path.read_text())["cells"]])
-    if not where.startswith(str(home)):
-        print(f"trial: the course was not installed from its clone in {home} (helpers: {where or 'missing'})",
-              file=sys.stderr)
+    after = versions(python, [*KEPT, project()["name"]], env, folder)
+    cells = json.loads(path.read_text())["cells"]
+    first = cells[[c["cell_type"] for c in cells].index("code")]["outputs"]
+    printed = "".join("".join(o.get("text", "")) for o in first)  # a stream's text: a string or a list of lines
+    print("trial: what the first cell printed:\n  " + "\n  ".join(printed.strip().splitlines()))
+    # one that was there must be as it was; one that was not may have been installed
+    problems = [f"{name} was {before[name]}, is {after[name]}" for name in KEPT
+                if before[name] is not None and before[name] != after[name]]
+    if after[project()["name"]] != project()["version"]:
+        problems.append(f"the course is {after[project()['name']] or 'not installed'}, not {project()['version']}")
+    if REPLAY_SENTENCE not in json.dumps([c.get("outputs", []) for c in cells]):
+        problems.append(f"{notebook} ran but printed no {REPLAY_SENTENCE!r}: it did not replay")
+    if problems:
+        print("trial: " + "; ".join(problems), file=sys.stderr)
         return 1
-    if REPLAY_SENTENCE not in outputs:
-        print(f"trial: {notebook} ran but printed no {REPLAY_SENTENCE!r}: it did not replay", file=sys.stderr)
-        return 1
-    print(f"trial: {notebook} ran alone in {seconds:.0f} s (installing the course included) and replayed")
+    kept = ", ".join(f"{n} {before[n]}" for n in KEPT if before[n] is not None)
+    print(f"trial: {notebook} ran alone in {seconds:.0f} s (installing the course included), replayed, "
+          f"and left {kept} untouched")
     return 0
 
 
@@ -195,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.python and args.folder and len(args.notebooks) == 1):
             parser.error("trial needs --python, --folder and one notebook name, e.g. 00_start_here")
         return trial(str(args.notebooks[0]), args.python, args.folder)
-    url = args.url or repository_url() or ""  # without one, the cell asks for COURSE_SOURCE
+    url = args.url or repository_url()
+    if not url:
+        raise SystemExit("install_cell: pyproject.toml has no [project.urls] Repository; add it or pass --url")
     source = cell_source(url)
     if args.command == "show":
         print(source)
@@ -208,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         if is_current(nb, source):
             continue
         if args.command == "apply":
-            had_one = any("".join(c["source"]).startswith(MARKER) for c in nb["cells"])
+            had_one = any("".join(c["source"]).startswith(OLD_MARKERS) for c in nb["cells"])
             path.write_text(json.dumps(applied(nb, source), indent=1, ensure_ascii=False) + "\n")
             print(f"{path}: install cell {'updated' if had_one else 'added'}")
         else:

@@ -5,8 +5,11 @@ natural width, and every request the page makes is to ``file:`` or ``data:`` (al
 recorded; anything else fails: the site must work offline). A screenshot of each whole page
 is kept under build/site-shots/ (named after the page's path) for a person to look at.
 
-Chromium is Debian's (/usr/bin/chromium) driven by Playwright's Python package; as root it is
-installed with apt when missing, otherwise this stops with one line saying what to install.
+The browser is driven by Playwright's Python package. Which browser: ``COURSE_BROWSER`` (a path
+or a command name) when set; else the first of chromium, chromium-browser, google-chrome,
+google-chrome-stable, chrome on PATH; else the Chromium Playwright downloads for the user
+(``python -m playwright install chromium``, no root needed). Without any, it stops with one
+line saying what to install.
 
     python tools/site_test.py             # every page of build/site/
     python tools/site_test.py --page claims.html --page index.html
@@ -17,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -27,7 +29,8 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "build" / "site"
 SHOTS = ROOT / "build" / "site-shots"
-CHROMIUM = Path("/usr/bin/chromium")
+BROWSER_ENV = "COURSE_BROWSER"
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 ALLOWED_SCHEMES = ("file", "data")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -52,16 +55,26 @@ def shot_name(page: Path, site: Path = SITE) -> str:
     return str(page.relative_to(site).with_suffix("")).replace(os.sep, "__") + ".png"
 
 
-def ensure_chromium() -> Path:
-    """Debian's chromium, installed with apt when missing and running as root; else SystemExit."""
-    if CHROMIUM.exists():
-        return CHROMIUM
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise SystemExit("make site-test needs Debian's chromium at /usr/bin/chromium: "
-                         "run `sudo apt-get install -y chromium`")
-    print("installing chromium with apt-get (about 30 s)", flush=True)
-    subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=True, stdout=subprocess.DEVNULL)
-    return CHROMIUM
+def find_browser(env: dict[str, str] | None = None, which=shutil.which) -> Path | None:
+    """The Chromium-family browser to drive: ``COURSE_BROWSER`` (a path, or a name looked up on
+    PATH) when set, else the first of ``BROWSER_NAMES`` on PATH; None for Playwright's own
+    download. A ``COURSE_BROWSER`` that names nothing runnable is a SystemExit saying so.
+
+    Used by ``make site-test``.
+    """
+    setting = (os.environ if env is None else env).get(BROWSER_ENV, "")
+    if setting:
+        found = which(setting)
+        if not found:
+            raise SystemExit(f"site_test: {BROWSER_ENV}={setting!r} is not a runnable browser; set it to "
+                             f"a Chromium or Chrome executable, or unset it to look for {', '.join(BROWSER_NAMES)}")
+        return Path(found)
+    return next((Path(found) for name in BROWSER_NAMES if (found := which(name))), None)
+
+
+NO_BROWSER = (f"make site-test needs Chromium or Chrome: install one on PATH ({', '.join(BROWSER_NAMES)}), "
+              f"set {BROWSER_ENV}=/path/to/chrome, or run `.venv/bin/python -m playwright install chromium` "
+              "(no root needed)")
 
 
 def check_page(context, page_path: Path, shots: Path) -> PageReport:
@@ -101,14 +114,17 @@ def run(pages: list[Path], shots: Path = SHOTS) -> list[PageReport]:
         from playwright.sync_api import sync_playwright
     except ImportError as err:
         raise SystemExit("make site-test needs Playwright's Python package: .venv/bin/pip install -e '.[site]'") from err
-    chromium = ensure_chromium()
+    browser = find_browser()
     if shots.exists():
         shutil.rmtree(shots)
     shots.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="site-test-profile-") as profile, sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            profile, executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900}, service_workers="block")
+        try:
+            context = pw.chromium.launch_persistent_context(
+                profile, executable_path=str(browser) if browser else None, headless=True, args=CHROMIUM_ARGS,
+                viewport={"width": 1280, "height": 900}, service_workers="block")
+        except Exception as err:  # Playwright's Error: no browser of its own downloaded, or one that will not start
+            raise SystemExit(f"{NO_BROWSER}\n({browser or 'Playwright Chromium'}: {str(err).splitlines()[0]})") from err
         try:
             return [check_page(context, page, shots) for page in pages]
         finally:

@@ -1,7 +1,8 @@
 """The learner's workspace: copies of the notebooks to work in, so notebooks/ stays as committed.
 
     python tools/workspace.py prepare          # make workspace/ on first use; add new notebooks
-    python tools/workspace.py reset NOTEBOOK   # put one notebook back as the course has it
+    python tools/workspace.py reset NOTEBOOK   # put one notebook back as the course has it,
+                                               # the learner's copy kept as NAME.backup-TIME.ipynb
 
 ``make lab`` runs ``prepare`` and opens JupyterLab in ``workspace/``; ``make reset-workspace
 NOTEBOOK=03_streams_and_overlap`` runs ``reset``. A notebook is copied from its executed copy in
@@ -22,6 +23,7 @@ import json
 import os
 import secrets
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,9 +133,37 @@ def prepare(root: Path = ROOT) -> list[str]:
     return missing
 
 
+def backup(folder: Path, name: str, now: float | None = None) -> Path | None:
+    """Copy ``folder/<name>.ipynb`` (the learner's edits) to ``folder/<name>.backup-<time>.ipynb``
+    before it is replaced; return the copy, or None when there is no notebook to keep. Never
+    overwrites an earlier backup.
+
+    Used by ``make reset-workspace``.
+    """
+    current = folder / f"{name}.ipynb"
+    if not current.exists() or current.is_symlink():
+        return None
+    with open(current, "rb") as f:
+        data = f.read()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    for attempt in range(100):
+        copy = folder / f"{name}.backup-{stamp}{f'-{attempt}' if attempt else ''}.ipynb"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            with os.fdopen(os.open(copy, flags, 0o644), "wb") as f:
+                f.write(data)
+            return copy
+        except FileExistsError:
+            continue
+        except OSError as e:
+            copy.unlink(missing_ok=True)
+            raise Refused(f"cannot back up {current} before restoring it: {e}; nothing was changed") from e
+    raise Refused(f"cannot back up {current}: 100 backups of {stamp} exist; nothing was changed")
+
+
 def reset(notebook: str, root: Path = ROOT) -> Path:
-    """Put ``workspace/<notebook>.ipynb`` back as the course has it (executed copy or committed);
-    return the file it came from.
+    """Put ``workspace/<notebook>.ipynb`` back as the course has it (executed copy or committed),
+    after copying the learner's version aside (``backup``); return the file it came from.
 
     Used by ``make reset-workspace``.
     """
@@ -144,7 +174,10 @@ def reset(notebook: str, root: Path = ROOT) -> Path:
                       f"(e.g. make reset-workspace NOTEBOOK={names[0] if names else '00_start_here'})")
     source = source_of(name, root)
     data = read_checked(source)
-    write_all(workspace_folder(root, create=True), {name: data})
+    folder = workspace_folder(root, create=True)
+    if (kept := backup(folder, name)) is not None:
+        print(f"your version is kept as workspace/{kept.name}")
+    write_all(folder, {name: data})
     return source
 
 
