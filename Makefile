@@ -70,9 +70,9 @@ test: $(STAMP)
 	$(BIN)/python tools/replay_all.py
 
 ## lint: ruff check, ruff format --check and mypy on helpers/ (mypy and pre-commit come from the
-## lint extra, installed on first use). The format check reports without failing until the
-## repository has been formatted once; STRICT_FORMAT=1 makes it fail (the default after that).
-STRICT_FORMAT ?=
+## lint extra, installed on first use). STRICT_FORMAT= (empty) reports the format check without
+## failing, for a branch from before the repository-wide format.
+STRICT_FORMAT ?= 1
 lint: $(STAMP)
 	@$(BIN)/python -c "import mypy" 2>/dev/null || $(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[dev,lint]"
 	$(BIN)/ruff check .

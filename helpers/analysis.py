@@ -28,13 +28,18 @@ def steps_of(profile: trace.Profile) -> list[list[trace.Interval]]:
     """
     if not isinstance(profile, trace.Profile):
         raise TypeError(f"steps_of takes a trace.Profile, got {type(profile).__name__}")
-    starts = sorted(iv.start_us for iv in profile.select(kind="annotation")
-                    if iv.name.startswith("ProfilerStep#") and iv.device is None)
+    starts = sorted(
+        iv.start_us
+        for iv in profile.select(kind="annotation")
+        if iv.name.startswith("ProfilerStep#") and iv.device is None
+    )
     if not starts:
         return [list(profile.intervals)]
     ends = [*starts[1:], math.inf]
-    return [[iv for iv in profile.intervals if start <= iv.start_us < end]
-            for start, end in zip(starts, ends, strict=True)]
+    return [
+        [iv for iv in profile.intervals if start <= iv.start_us < end]
+        for start, end in zip(starts, ends, strict=True)
+    ]
 
 
 def across(values: Sequence[float], unit: str = "") -> claims.Value:
@@ -53,7 +58,9 @@ def across(values: Sequence[float], unit: str = "") -> claims.Value:
     return claims.Value(statistics.median(values), (q3 - q1) / 2, unit, len(values))
 
 
-def paired(numerators: Sequence[float], denominators: Sequence[float], unit: str = "x") -> claims.Value:
+def paired(
+    numerators: Sequence[float], denominators: Sequence[float], unit: str = "x"
+) -> claims.Value:
     """Ratios of samples taken together (the i-th numerator with the i-th denominator, e.g. the
     time until ``.to()`` returned and until the same copy finished), as a ``claims.Value``: the
     median ratio and half the interquartile range of the ratios. Unlike ``claims.ratio``, which
@@ -64,15 +71,18 @@ def paired(numerators: Sequence[float], denominators: Sequence[float], unit: str
     """
     numerators, denominators = list(numerators), list(denominators)
     if len(numerators) != len(denominators):
-        raise ValueError(f"paired() needs as many numerators as denominators, got {len(numerators)} and "
-                         f"{len(denominators)}")
+        raise ValueError(
+            f"paired() needs as many numerators as denominators, got {len(numerators)} and "
+            f"{len(denominators)}"
+        )
     if any(d == 0 for d in denominators):
         raise ValueError("paired(): a denominator is 0; pair non-zero measurements")
     return across([n / d for n, d in zip(numerators, denominators, strict=True)], unit)
 
 
-def per_step(profile: trace.Profile, measure: Callable[[list[trace.Interval]], float],
-             unit: str = "") -> claims.Value:
+def per_step(
+    profile: trace.Profile, measure: Callable[[list[trace.Interval]], float], unit: str = ""
+) -> claims.Value:
     """``measure(intervals of one step)`` for every profiled step, as a ``claims.Value``.
 
     Used by the lessons (helpers/lessons/).
@@ -97,10 +107,14 @@ def propagated(f: Callable[..., float], *values: claims.Value, unit: str = "x") 
     """
     if not values:
         raise ValueError("propagated() needs at least one claims.Value")
-    corners = [f(*combo) for combo in itertools.product(*((v.value - v.spread, v.value + v.spread)
-                                                          for v in values))]
+    corners = [
+        f(*combo)
+        for combo in itertools.product(*((v.value - v.spread, v.value + v.spread) for v in values))
+    ]
     samples = min((v.samples for v in values if v.samples is not None), default=None)
-    return claims.Value(f(*(v.value for v in values)), (max(corners) - min(corners)) / 2, unit, samples)
+    return claims.Value(
+        f(*(v.value for v in values)), (max(corners) - min(corners)) / 2, unit, samples
+    )
 
 
 _RANK = {claims.DOES_NOT_HOLD: 0, claims.BORDERLINE: 1, claims.HOLDS: 2}
@@ -115,8 +129,13 @@ def weakest(named: Mapping[str, claims.Comparison]) -> tuple[str, claims.Compari
     """
     if not named:
         raise ValueError("weakest() needs at least one named comparison")
-    return min(named.items(), key=lambda item: (
-        _RANK[item[1].verdict], abs(item[1].value.value - item[1].threshold) / (item[1].margin or 1.0)))
+    return min(
+        named.items(),
+        key=lambda item: (
+            _RANK[item[1].verdict],
+            abs(item[1].value.value - item[1].threshold) / (item[1].margin or 1.0),
+        ),
+    )
 
 
 def in_words(comparison: claims.Comparison, above: str, same: str, below: str) -> str:

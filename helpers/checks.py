@@ -54,5 +54,7 @@ def check_size(nbytes: Any, name: str = "size") -> int:
     if not is_whole(nbytes):
         raise TypeError(f"{name} must be a whole number of bytes (an int), got {nbytes!r}")
     if nbytes <= 0:
-        raise ValueError(f"{name} must be a positive number of bytes, got {nbytes}; pass e.g. 2**20 for 1 MiB")
+        raise ValueError(
+            f"{name} must be a positive number of bytes, got {nbytes}; pass e.g. 2**20 for 1 MiB"
+        )
     return int(nbytes)

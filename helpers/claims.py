@@ -44,6 +44,7 @@ _SIDES = ("above", "below")
 
 # ---------------------------------------------------------------- values with their noise
 
+
 @dataclass(frozen=True)
 class Value:
     """A measured number with its noise: ``spread`` is half the interquartile range, in ``unit``.
@@ -62,14 +63,18 @@ class Value:
             if not checks.is_number(number) or math.isnan(float(number)):
                 raise TypeError(f"Value.{name} must be a number, got {number!r}")
         if self.spread < 0:
-            raise ValueError(f"Value.spread is a half-width and cannot be negative, got {self.spread!r}")
+            raise ValueError(
+                f"Value.spread is a half-width and cannot be negative, got {self.spread!r}"
+            )
 
     def decimals(self) -> int:
         """Decimal places that show the value to 3 significant digits and the spread to at least
         one, but the value to no more than 4 (and at most 6 places): the value and its spread are
         always rounded alike, and a spread too small to show is written ``<0.0001``."""
+
         def places(x: float, digits: int) -> int:
             return digits - 1 - math.floor(math.log10(abs(x))) if x else 0
+
         most = places(self.value, 4) if self.value else 6
         return max(0, min(6, most, max(places(self.value, 3), places(self.spread, 1))))
 
@@ -89,7 +94,7 @@ class Value:
         place) where a spread above zero rounds to nothing."""
         places = self.decimals()
         if self.spread and round(self.spread, places) == 0 and not abs(self.value) >= 1e6:
-            return f"<{_fixed(10.0 ** -places, places)}"
+            return f"<{_fixed(10.0**-places, places)}"
         return _fixed(self.spread, places)
 
     def __str__(self) -> str:
@@ -153,6 +158,7 @@ def ratio(numerator: Timing | Value, denominator: Timing | Value, unit: str = "x
 
 # ---------------------------------------------------------------- comparisons and verdicts
 
+
 @dataclass(frozen=True)
 class Comparison:
     """A measured ``Value`` against a ``threshold``; the claim holds when the value is on the
@@ -164,8 +170,12 @@ class Comparison:
     value: Value
     threshold: float
     holds_if: str
-    floor: float = 0.0  # how far the value moved between runs on this kind of machine (half the range)
-    between: tuple[float, float] | None = None  # set by within(): the claim's two bounds, for display
+    floor: float = (
+        0.0  # how far the value moved between runs on this kind of machine (half the range)
+    )
+    between: tuple[float, float] | None = (
+        None  # set by within(): the claim's two bounds, for display
+    )
 
     @property
     def margin(self) -> float:
@@ -209,7 +219,9 @@ def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -
         value = measured(value)
     elif not isinstance(value, Value):
         if not checks.is_number(value):
-            raise TypeError(f"compare() takes a claims.Value, a timing.Timing or a number, got {value!r}")
+            raise TypeError(
+                f"compare() takes a claims.Value, a timing.Timing or a number, got {value!r}"
+            )
         value = Value(float(value))
     return Comparison(value, float(threshold), holds_if)
 
@@ -252,10 +264,13 @@ def verdict_of(row: dict) -> str | None:
     if row.get("threshold") is None or row.get("value") is None:
         return None
     value = Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")
-    return Comparison(value, row["threshold"], row["holds_if"], float(row.get("floor") or 0.0)).verdict
+    return Comparison(
+        value, row["threshold"], row["holds_if"], float(row.get("floor") or 0.0)
+    ).verdict
 
 
 # ---------------------------------------------------------------- the claims table
+
 
 @dataclass
 class Claim:
@@ -282,12 +297,15 @@ class ClaimsTable:
 
     def __init__(self, notebook: str) -> None:
         if not isinstance(notebook, str) or not notebook:
-            raise TypeError("ClaimsTable needs the notebook's name, e.g. ClaimsTable('01_pinned_memory')")
+            raise TypeError(
+                "ClaimsTable needs the notebook's name, e.g. ClaimsTable('01_pinned_memory')"
+            )
         self.notebook = notebook
         self.claims: list[Claim] = []
 
-    def add(self, claim: str, *, source: str, measured: str, holds: object,
-            run: Run | None = None) -> Claim:
+    def add(
+        self, claim: str, *, source: str, measured: str, holds: object, run: Run | None = None
+    ) -> Claim:
         """Add a claim with its computed verdict: ``holds`` is a ``compare(...)`` (value,
         threshold, spread), a bool, or None; ``run`` says whether it was live or replayed."""
         for name, value in (("claim", claim), ("source", source), ("measured", measured)):
@@ -296,22 +314,42 @@ class ClaimsTable:
         where = run.where() if run is not None else "this machine"
         comparison = holds if isinstance(holds, Comparison) else None
         if comparison is not None and run is not None:
-            floor = run_to_run_floor(run.machine, self.notebook, claim, comparison.threshold, comparison.holds_if,
-                                     comparison.value.value)
+            floor = run_to_run_floor(
+                run.machine,
+                self.notebook,
+                claim,
+                comparison.threshold,
+                comparison.holds_if,
+                comparison.value.value,
+            )
             if floor > comparison.floor:
                 comparison = dataclasses.replace(comparison, floor=floor)
                 holds = comparison
         row = Claim(claim, source, measured, _as_verdict(holds), where, comparison)
         self.claims.append(row)
         if comparison is not None:
-            fields = dict(value=comparison.value.value, unit=comparison.value.unit,
-                          spread=comparison.value.spread, threshold=comparison.threshold,
-                          holds_if=comparison.holds_if, holds_if_text=comparison.holds_if_text(),
-                          margin=comparison.margin, floor=comparison.floor)
+            fields = dict(
+                value=comparison.value.value,
+                unit=comparison.value.unit,
+                spread=comparison.value.spread,
+                threshold=comparison.threshold,
+                holds_if=comparison.holds_if,
+                holds_if_text=comparison.holds_if_text(),
+                margin=comparison.margin,
+                floor=comparison.floor,
+            )
         else:
             fields = dict(value=None if holds is None else bool(holds))
-        _export(self.notebook, run, kind="claim", name=row.text, verdict=row.verdict,
-                source=row.source, measured=row.measured, **fields)
+        _export(
+            self.notebook,
+            run,
+            kind="claim",
+            name=row.text,
+            verdict=row.verdict,
+            source=row.source,
+            measured=row.measured,
+            **fields,
+        )
         return row
 
     def verdicts(self) -> dict[str, str]:
@@ -320,8 +358,12 @@ class ClaimsTable:
 
     def table(self) -> Table:
         """The rows as a ``tables.Table``: claim, source, measured, value ± spread, holds if, where, verdict."""
-        table = Table(["claim", "source", "measured", "value ± spread", "holds if", "where", "verdict"],
-                      title=f"Claims tested in {self.notebook}", caption=self._note(), bold=["verdict"])
+        table = Table(
+            ["claim", "source", "measured", "value ± spread", "holds if", "where", "verdict"],
+            title=f"Claims tested in {self.notebook}",
+            caption=self._note(),
+            bold=["verdict"],
+        )
         for c in self.claims:
             value = side = None
             if c.comparison is not None:
@@ -359,15 +401,25 @@ class ClaimsTable:
         return str(self)
 
 
-_BORDERLINE_NOTE = (f"borderline here: the value is within its noise of the threshold (its spread, or how far "
-                    f"it moved between recorded runs of this machine kind, and at least {SPREAD_FLOOR:.0%} of the "
-                    "threshold), so another run could call it either way.")
+_BORDERLINE_NOTE = (
+    f"borderline here: the value is within its noise of the threshold (its spread, or how far "
+    f"it moved between recorded runs of this machine kind, and at least {SPREAD_FLOOR:.0%} of the "
+    "threshold), so another run could call it either way."
+)
 
-RUN_TO_RUN_FILE = "run_to_run.json"  # under results/: written by tools/run_to_run.py from the index's history
+RUN_TO_RUN_FILE = (
+    "run_to_run.json"  # under results/: written by tools/run_to_run.py from the index's history
+)
 
 
-def run_to_run_floor(machine: str, notebook: str, claim: str, threshold: float | None = None,
-                     holds_if: str | None = None, value: float | None = None) -> float:
+def run_to_run_floor(
+    machine: str,
+    notebook: str,
+    claim: str,
+    threshold: float | None = None,
+    holds_if: str | None = None,
+    value: float | None = None,
+) -> float:
     """How far a claim's value moved between the recorded runs of a machine kind: half the range
     of its values in the history of ``results/index.jsonl`` (``results/run_to_run.json``, written
     by ``tools/run_to_run.py``); 0 where it was recorded once. Given this run's ``value`` and the
@@ -386,7 +438,11 @@ def run_to_run_floor(machine: str, notebook: str, claim: str, threshold: float |
         return 0.0
     floor = float(found.get("floor", 0.0))
     if value is not None and threshold is not None:
-        across = [abs(value - v) for v in found.get("values", []) if (v - threshold) * (value - threshold) < 0]
+        across = [
+            abs(value - v)
+            for v in found.get("values", [])
+            if (v - threshold) * (value - threshold) < 0
+        ]
         floor = max([floor, *across])
     return floor
 
@@ -417,6 +473,7 @@ def _export(notebook: str, run: Run | None, **fields: object) -> None:
 
 # ---------------------------------------------------------------- what we see
 
+
 @dataclass(frozen=True)
 class CurveShape:
     """How a curve of values against sizes ends: ``kind`` is "levels off", "still rising",
@@ -431,8 +488,9 @@ class CurveShape:
     plateau_from: int | None = None
 
 
-def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "GB/s",
-                   tolerance: float = 0.05) -> CurveShape:
+def describe_curve(
+    sizes: Sequence[int], values: Sequence[float], unit: str = "GB/s", tolerance: float = 0.05
+) -> CurveShape:
     """How a bandwidth curve ends, in words with its numbers, ``tolerance`` being the relative
     change still called flat (sizes in bytes, said with binary prefixes).
 
@@ -453,13 +511,17 @@ def describe_curve(sizes: Sequence[int], values: Sequence[float], unit: str = "G
         return f"{fig(values[i])} {unit} at {format_bytes(sizes[i])}"
 
     if last < peak * (1 - tolerance):
-        return CurveShape("peaks, then falls", f"peaks at {at(peak_at)}, then falls to {at(len(values) - 1)}")
+        return CurveShape(
+            "peaks, then falls", f"peaks at {at(peak_at)}, then falls to {at(len(values) - 1)}"
+        )
     start = len(values) - 1
     while start > 0 and abs(values[start - 1] - last) <= tolerance * last:
         start -= 1
     if start >= len(values) - 2:
-        tail = (f"{', '.join(fig(v) for v in values[-3:])} {unit} at {format_bytes(sizes[-3])}, "
-                f"{format_bytes(sizes[-2])} and {format_bytes(sizes[-1])}")
+        tail = (
+            f"{', '.join(fig(v) for v in values[-3:])} {unit} at {format_bytes(sizes[-3])}, "
+            f"{format_bytes(sizes[-2])} and {format_bytes(sizes[-1])}"
+        )
         if values[-3] < values[-2] <= values[-1] * (1 + tolerance):
             return CurveShape("still rising", f"is still rising at the largest sizes ({tail})")
         return CurveShape("uneven", f"does not settle at the largest sizes ({tail})")
@@ -514,18 +576,34 @@ class WhatWeSee:
         live here): a live check is not written to the index, whose rows must replay the same."""
         if type(holds).__name__ not in ("bool", "bool_"):
             raise TypeError(f"check() needs holds as a bool computed from the data, got {holds!r}")
-        if not isinstance(statement, str) or not statement or not isinstance(measured, str) or not measured:
-            raise TypeError("check() needs the statement and what was measured, as non-empty strings")
+        if (
+            not isinstance(statement, str)
+            or not statement
+            or not isinstance(measured, str)
+            or not measured
+        ):
+            raise TypeError(
+                "check() needs the statement and what was measured, as non-empty strings"
+            )
         item = Check(statement, bool(holds), measured)
         self.checks.append(item)
-        _export(self.notebook, run or self.run, kind="check", name=statement, verdict=HOLDS if item.holds else DOES_NOT_HOLD,
-                value=item.holds, measured=measured)
+        _export(
+            self.notebook,
+            run or self.run,
+            kind="check",
+            name=statement,
+            verdict=HOLDS if item.holds else DOES_NOT_HOLD,
+            value=item.holds,
+            measured=measured,
+        )
         return item.holds
 
     def to_markdown(self) -> str:
         where = ""
         if self.run is not None:
-            where = f" ({'measured here' if self.run.live else 'replayed from ' + self.run.machine})"
+            where = (
+                f" ({'measured here' if self.run.live else 'replayed from ' + self.run.machine})"
+            )
         text = f"**What we see**{where}: " + " ".join(self.sentences)
         for c in self.checks:
             mark = "✓ as expected" if c.holds else FAILED_CHECK

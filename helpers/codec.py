@@ -66,10 +66,14 @@ def encode(obj: Any, attach: Callable[[str], str] | None = None, where: str = "r
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         name = type(obj).__name__
         if _TYPES.get(name) is not type(obj):
-            raise TypeError(f"{where} is a {name}, which is not registered for recordings: "
-                            f"decorate it with @codec.register")
-        fields = {f.name: encode(getattr(obj, f.name), attach, f"{where}.{f.name}")
-                  for f in dataclasses.fields(obj)}
+            raise TypeError(
+                f"{where} is a {name}, which is not registered for recordings: "
+                f"decorate it with @codec.register"
+            )
+        fields = {
+            f.name: encode(getattr(obj, f.name), attach, f"{where}.{f.name}")
+            for f in dataclasses.fields(obj)
+        }
         return {"__type__": name, **fields}
     if isinstance(obj, dict):
         return {_key(k, where): encode(v, attach, f"{where}[{k!r}]") for k, v in obj.items()}
@@ -107,8 +111,10 @@ def decode(obj: Any, folder: Path | None = None) -> Any:
         return {k: decode(v, folder) for k, v in obj.items()}
     name = obj["__type__"]
     if name not in _TYPES:
-        raise ValueError(f"unknown recorded type {name!r}: known are {sorted(registered_types())}; "
-                         f"is the helpers package up to date?")
+        raise ValueError(
+            f"unknown recorded type {name!r}: known are {sorted(registered_types())}; "
+            f"is the helpers package up to date?"
+        )
     fields = {k: decode(v, folder) for k, v in obj.items() if k != "__type__"}
     if name == "Attachment" and folder is not None:
         fields["path"] = str(folder / fields["path"])
@@ -139,4 +145,3 @@ def check_recordable(obj: Any, where: str = "params") -> None:
     Used by records.run_or_replay.
     """
     encode(obj, None, where)
-

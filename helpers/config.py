@@ -38,8 +38,10 @@ _FALSE = {"", "0", "false", "no", "off"}
 def _flag(name: str) -> bool:
     value = os.environ.get(name, "").strip().lower()
     if value not in _TRUE | _FALSE:
-        raise ValueError(f"{name}={os.environ[name]!r} is neither on nor off: set it to 1 (or true, yes, on) "
-                         f"or to 0 (or false, no, off), or unset it")
+        raise ValueError(
+            f"{name}={os.environ[name]!r} is neither on nor off: set it to 1 (or true, yes, on) "
+            f"or to 0 (or false, no, off), or unset it"
+        )
     return value in _TRUE
 
 
@@ -48,8 +50,10 @@ def _absolute(name: str, value: str) -> Path:
     folder is not the one the variable was set in."""
     path = Path(value).expanduser()
     if not path.is_absolute():
-        raise ValueError(f"{name}={value!r} is a relative path; notebooks run in another folder, so give an "
-                         f"absolute one, e.g. {name}={Path(value).resolve()}")
+        raise ValueError(
+            f"{name}={value!r} is a relative path; notebooks run in another folder, so give an "
+            f"absolute one, e.g. {name}={Path(value).resolve()}"
+        )
     return path
 
 
@@ -85,7 +89,9 @@ def replay_machines() -> list[str]:
 
     Used by records.choose_recording.
     """
-    return [name.strip() for name in os.environ.get(REPLAY_MACHINE_ENV, "").split(",") if name.strip()]
+    return [
+        name.strip() for name in os.environ.get(REPLAY_MACHINE_ENV, "").split(",") if name.strip()
+    ]
 
 
 def index_out() -> Path | None:

@@ -14,28 +14,39 @@ import math
 from . import checks
 
 
-def check_number(answer: float | None, expected: float, *, rel_tol: float = 0.15,
-                 unit: str = "", hint: str = "") -> bool | None:
+def check_number(
+    answer: float | None, expected: float, *, rel_tol: float = 0.15, unit: str = "", hint: str = ""
+) -> bool | None:
     """Print whether ``answer`` is within ``rel_tol`` of ``expected``; return True/False/None.
     A first wrong answer gets the hint and no value; the next wrong one gets the measured value.
 
     Taught in 00_start_here.
     """
     if answer is None:
-        print(f"Not answered yet. Replace None with your estimate{f' (in {unit})' if unit else ''}.")
+        print(
+            f"Not answered yet. Replace None with your estimate{f' (in {unit})' if unit else ''}."
+        )
         return None
     if not checks.is_number(answer):
-        raise TypeError(f"the answer must be a number{f' in {unit}' if unit else ''}, got {answer!r}")
+        raise TypeError(
+            f"the answer must be a number{f' in {unit}' if unit else ''}, got {answer!r}"
+        )
     ok = math.isclose(answer, expected, rel_tol=rel_tol)
     u = f" {unit}" if unit else ""
     if ok:
-        print(f"Right: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} (within {rel_tol:.0%} counts).")
+        print(
+            f"Right: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} (within {rel_tol:.0%} counts)."
+        )
     elif _first_miss(("number", expected, hint)) and hint:
-        print(f"Not quite: {answer:.4g}{u} is not within {rel_tol:.0%} of the measurement. "
-              f"Hint: {hint}. Change your answer and run the cell again.")
+        print(
+            f"Not quite: {answer:.4g}{u} is not within {rel_tol:.0%} of the measurement. "
+            f"Hint: {hint}. Change your answer and run the cell again."
+        )
     else:
-        print(f"Not quite: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} "
-              f"(within {rel_tol:.0%} counts).")
+        print(
+            f"Not quite: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} "
+            f"(within {rel_tol:.0%} counts)."
+        )
     return ok
 
 
@@ -49,7 +60,9 @@ def _first_miss(question: tuple[object, ...]) -> bool:
     return first
 
 
-def check_choice(answer: str | None, expected: str, *, choices: list[str], hint: str = "") -> bool | None:
+def check_choice(
+    answer: str | None, expected: str, *, choices: list[str], hint: str = ""
+) -> bool | None:
     """Print whether ``answer`` is the expected one of ``choices``; return True/False/None.
     A first wrong answer gets the hint, the next the answer; one that is not a choice is told so
     (None: not answered).
@@ -57,15 +70,20 @@ def check_choice(answer: str | None, expected: str, *, choices: list[str], hint:
     Taught in 01_pinned_memory.
     """
     if not isinstance(choices, (list, tuple)) or not all(isinstance(c, str) for c in choices):
-        raise TypeError(f"choices is a list of strings, e.g. ['below 1 MiB', '1-64 MiB'], got {choices!r}")
+        raise TypeError(
+            f"choices is a list of strings, e.g. ['below 1 MiB', '1-64 MiB'], got {choices!r}"
+        )
     if expected not in choices:
         raise ValueError(f"expected {expected!r} is not one of the choices {choices}")
     if answer is None:
         print(f"Not answered yet. Replace None with one of {choices}.")
         return None
     if answer not in choices:
-        print(f"{answer!r} is not one of the choices; copy one of them exactly: "
-              + ", ".join(repr(c) for c in choices) + ".")
+        print(
+            f"{answer!r} is not one of the choices; copy one of them exactly: "
+            + ", ".join(repr(c) for c in choices)
+            + "."
+        )
         return None
     ok = answer == expected
     if ok:

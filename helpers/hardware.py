@@ -45,8 +45,13 @@ def _nvidia_smi(*args: str) -> str | None:
 
 def _smi_gpu_rows() -> list[dict[str, str]]:
     fields = [
-        "index", "driver_version", "pcie.link.gen.current", "pcie.link.gen.max",
-        "pcie.link.width.current", "pcie.link.width.max", "pci.bus_id",
+        "index",
+        "driver_version",
+        "pcie.link.gen.current",
+        "pcie.link.gen.max",
+        "pcie.link.width.current",
+        "pcie.link.width.max",
+        "pci.bus_id",
     ]
     text = _nvidia_smi(f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits")
     if not text:
@@ -117,14 +122,16 @@ def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
     Used by the lessons (helpers/lessons/).
     """
     if topo is not None and not isinstance(topo, str):
-        raise TypeError(f"gpu_links reads the text of `nvidia-smi topo -m` (or None), got {type(topo).__name__}")
+        raise TypeError(
+            f"gpu_links reads the text of `nvidia-smi topo -m` (or None), got {type(topo).__name__}"
+        )
     lines = [_TERMINAL_ESCAPES.sub("", line) for line in (topo or "").splitlines()]
     start = next((n for n, line in enumerate(lines) if "GPU0" in line.split("\t")[:2]), None)
     if start is None:
         return {}
     columns = [field.strip() for field in lines[start].split("\t") if field.strip()]
     links: dict[tuple[int, int], str] = {}
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         row = re.match(r"GPU(\d+)\t", line)
         if not row:
             continue
@@ -133,6 +140,7 @@ def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
             if other and other.group(1) != row.group(1):
                 links[(int(row.group(1)), int(other.group(1)))] = cell
     return links
+
 
 def describe() -> dict[str, Any]:
     """The machine as a plain, JSON-ready dict: the environment header of every recording.
@@ -150,18 +158,20 @@ def describe() -> dict[str, Any]:
     for i in range(n):
         props = torch.cuda.get_device_properties(i)
         row = smi.get(str(i), {})
-        gpus.append({
-            "index": i,
-            "name": props.name,
-            "memory_bytes": int(props.total_memory),
-            "capability": f"{props.major}.{props.minor}",
-            "sm_count": int(props.multi_processor_count),
-            "pci_bus_id": row.get("pci.bus_id"),
-            "pcie_gen_current": _as_int(row.get("pcie.link.gen.current")),
-            "pcie_gen_max": _as_int(row.get("pcie.link.gen.max")),
-            "pcie_width_current": _as_int(row.get("pcie.link.width.current")),
-            "pcie_width_max": _as_int(row.get("pcie.link.width.max")),
-        })
+        gpus.append(
+            {
+                "index": i,
+                "name": props.name,
+                "memory_bytes": int(props.total_memory),
+                "capability": f"{props.major}.{props.minor}",
+                "sm_count": int(props.multi_processor_count),
+                "pci_bus_id": row.get("pci.bus_id"),
+                "pcie_gen_current": _as_int(row.get("pcie.link.gen.current")),
+                "pcie_gen_max": _as_int(row.get("pcie.link.gen.max")),
+                "pcie_width_current": _as_int(row.get("pcie.link.width.current")),
+                "pcie_width_max": _as_int(row.get("pcie.link.width.max")),
+            }
+        )
     peer = peer_access()
     driver = next(iter(smi.values()), {}).get("driver_version")
     info = {
@@ -208,8 +218,10 @@ def gpu_name(info: dict[str, Any]) -> str | None:
 
 def _check_info(info: Any, what: str) -> None:
     if not isinstance(info, dict):
-        raise TypeError(f"{what} reads a machine's description, the dict hardware.describe() returns (or a "
-                        f"recording's header['machine']), got {type(info).__name__}")
+        raise TypeError(
+            f"{what} reads a machine's description, the dict hardware.describe() returns (or a "
+            f"recording's header['machine']), got {type(info).__name__}"
+        )
 
 
 def _gib(nbytes: int | None) -> str:
@@ -229,16 +241,26 @@ def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
     if gen not in per_lane_gts:
         raise ValueError(f"gen is a PCIe generation 1-6 (or None when unknown), got {gen!r}")
     if not is_whole(width) or width not in (1, 2, 4, 8, 16, 32):
-        raise ValueError(f"width is a PCIe link width of 1, 2, 4, 8, 16 or 32 lanes (or None), got {width!r}")
+        raise ValueError(
+            f"width is a PCIe link width of 1, 2, 4, 8, 16 or 32 lanes (or None), got {width!r}"
+        )
     encoding = 0.8 if gen <= 2 else 128 / 130
     return per_lane_gts[gen] * encoding * width / 8
 
 
 # Memory bandwidth of each GPU model in decimal GB/s, from NVIDIA's datasheets; matched by the
 # longest key found in the GPU's name. Only recordings' plausibility checks use it.
-MEMORY_GBPS = {"H100 80GB HBM3": 3350.0, "H100 PCIe": 2000.0, "H100 NVL": 3900.0, "H200": 4800.0,
-               "A100-SXM4-80GB": 2039.0, "A100-SXM4-40GB": 1555.0, "A100 80GB PCIe": 1935.0,
-               "L40S": 864.0, "B200": 8000.0}
+MEMORY_GBPS = {
+    "H100 80GB HBM3": 3350.0,
+    "H100 PCIe": 2000.0,
+    "H100 NVL": 3900.0,
+    "H200": 4800.0,
+    "A100-SXM4-80GB": 2039.0,
+    "A100-SXM4-40GB": 1555.0,
+    "A100 80GB PCIe": 1935.0,
+    "L40S": 864.0,
+    "B200": 8000.0,
+}
 # Above every GPU memory NVIDIA shipped by 2026: the bound for a GPU missing from MEMORY_GBPS.
 UNKNOWN_GPU_CEILING_GBPS = 10_000.0
 
@@ -280,20 +302,30 @@ def report(info: dict[str, Any] | None = None) -> str:
         link = "PCIe link unknown"
         if g.get("pcie_gen_max"):
             peak = pcie_theoretical_gbps(g.get("pcie_gen_max"), g.get("pcie_width_max"))
-            link = (f"PCIe gen {g.get('pcie_gen_current')}/{g.get('pcie_gen_max')} "
-                    f"x{g.get('pcie_width_current')}/{g.get('pcie_width_max')} (now/max"
-                    + (f"; max {peak:.1f} GB/s raw per direction)" if peak else ")"))
+            link = (
+                f"PCIe gen {g.get('pcie_gen_current')}/{g.get('pcie_gen_max')} "
+                f"x{g.get('pcie_width_current')}/{g.get('pcie_width_max')} (now/max"
+                + (f"; max {peak:.1f} GB/s raw per direction)" if peak else ")")
+            )
         lines.append(
             f"gpu {g['index']}          {g['name']}, {_gib(g['memory_bytes'])}, sm_{g['capability'].replace('.', '')}, "
             f"{g['sm_count']} SMs, {link}"
         )
     peer = info.get("peer_access") or []
     if len(peer) > 1:
-        lines.append("peer access    " + "  ".join(
-            f"{i}->{j}:{'yes' if peer[i][j] else 'no'}" for i in range(len(peer)) for j in range(len(peer)) if i != j
-        ))
+        lines.append(
+            "peer access    "
+            + "  ".join(
+                f"{i}->{j}:{'yes' if peer[i][j] else 'no'}"
+                for i in range(len(peer))
+                for j in range(len(peer))
+                if i != j
+            )
+        )
     if info.get("gpu_links"):
-        lines.append("gpu links (nvidia-smi topo -m; NV# = # NVLinks, PIX/PXB/PHB/NODE/SYS = through PCIe):")
+        lines.append(
+            "gpu links (nvidia-smi topo -m; NV# = # NVLinks, PIX/PXB/PHB/NODE/SYS = through PCIe):"
+        )
         lines.extend("    " + row for row in _topology_matrix(info["gpu_links"]))
     return "\n".join(lines)
 
@@ -322,7 +354,9 @@ def memory_in_use() -> dict[str, int]:
         used[f"gpu{i}_reserved"] = int(torch.cuda.memory_reserved(i))
     if gpu_count():
         stats = torch.cuda.host_memory_stats()
-        used["pinned_host"] = int(stats.get("allocated_bytes.current", stats.get("reserved_bytes.current", 0)))
+        used["pinned_host"] = int(
+            stats.get("allocated_bytes.current", stats.get("reserved_bytes.current", 0))
+        )
     return used
 
 
@@ -339,7 +373,9 @@ def free_memory(baseline: dict[str, int] | None = None) -> dict[str, int]:
     """
     _empty_caches()
     used = memory_in_use()
-    if baseline is None or any(used[key] > baseline.get(key, 0) for key in used if not key.endswith("_reserved")):
+    if baseline is None or any(
+        used[key] > baseline.get(key, 0) for key in used if not key.endswith("_reserved")
+    ):
         gc.collect()
         _empty_caches()
         used = memory_in_use()
@@ -391,17 +427,30 @@ def pcie_links() -> list[dict[str, Any]]:
     """
     nvml = _nvml()
     try:
-        return [{"index": i, "bus_id": _text(nvml.nvmlDeviceGetPciInfo(h).busId),
-                 "gen_current": nvml.nvmlDeviceGetCurrPcieLinkGeneration(h),
-                 "gen_max": nvml.nvmlDeviceGetMaxPcieLinkGeneration(h),
-                 "width_current": nvml.nvmlDeviceGetCurrPcieLinkWidth(h),
-                 "width_max": nvml.nvmlDeviceGetMaxPcieLinkWidth(h)} for i, h in _nvml_handles(nvml)]
+        return [
+            {
+                "index": i,
+                "bus_id": _text(nvml.nvmlDeviceGetPciInfo(h).busId),
+                "gen_current": nvml.nvmlDeviceGetCurrPcieLinkGeneration(h),
+                "gen_max": nvml.nvmlDeviceGetMaxPcieLinkGeneration(h),
+                "width_current": nvml.nvmlDeviceGetCurrPcieLinkWidth(h),
+                "width_max": nvml.nvmlDeviceGetMaxPcieLinkWidth(h),
+            }
+            for i, h in _nvml_handles(nvml)
+        ]
     except Exception:  # noqa: BLE001 - NVML missing or refusing a query: ask nvidia-smi
         pass
-    return [{"index": int(row["index"]), "bus_id": row["pci.bus_id"],
-             "gen_current": _as_int(row["pcie.link.gen.current"]), "gen_max": _as_int(row["pcie.link.gen.max"]),
-             "width_current": _as_int(row["pcie.link.width.current"]),
-             "width_max": _as_int(row["pcie.link.width.max"])} for row in _smi_gpu_rows()]
+    return [
+        {
+            "index": int(row["index"]),
+            "bus_id": row["pci.bus_id"],
+            "gen_current": _as_int(row["pcie.link.gen.current"]),
+            "gen_max": _as_int(row["pcie.link.gen.max"]),
+            "width_current": _as_int(row["pcie.link.width.current"]),
+            "width_max": _as_int(row["pcie.link.width.max"]),
+        }
+        for row in _smi_gpu_rows()
+    ]
 
 
 def parse_cpulist(text: str) -> set[int]:
@@ -410,12 +459,16 @@ def parse_cpulist(text: str) -> set[int]:
     Used by hardware.numa_node_cpus.
     """
     if not isinstance(text, str):
-        raise TypeError(f"parse_cpulist reads a CPU list such as '0-3,8', got {type(text).__name__}")
+        raise TypeError(
+            f"parse_cpulist reads a CPU list such as '0-3,8', got {type(text).__name__}"
+        )
     cpus: set[int] = set()
     for part in filter(None, (p.strip() for p in text.split(","))):
         low, dash, high = part.partition("-")
         if not low.isdigit() or (dash and not high.isdigit()):
-            raise ValueError(f"{part!r} in the CPU list {text!r} is not N or N-M; pass e.g. '0-3,8'")
+            raise ValueError(
+                f"{part!r} in the CPU list {text!r} is not N or N-M; pass e.g. '0-3,8'"
+            )
         cpus.update(range(int(low), int(high or low) + 1))
     return cpus
 
@@ -430,7 +483,9 @@ def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
         raise ValueError(f"bus_id is a PCI bus id such as '00000000:18:00.0', got {bus_id!r}")
     domain, rest = bus_id.split(":", 1)
     try:
-        path = os.path.join(sys_root, "bus", "pci", "devices", f"{int(domain, 16):04x}:{rest.lower()}", "numa_node")
+        path = os.path.join(
+            sys_root, "bus", "pci", "devices", f"{int(domain, 16):04x}:{rest.lower()}", "numa_node"
+        )
         with open(path) as f:
             node = int(f.read().strip())
     except (OSError, ValueError):
@@ -445,7 +500,9 @@ def numa_node_cpus(node: int, sys_root: str = "/sys") -> set[int]:
     """
     node = check_count(node, "node", 0)
     try:
-        with open(os.path.join(sys_root, "devices", "system", "node", f"node{node}", "cpulist")) as f:
+        with open(
+            os.path.join(sys_root, "devices", "system", "node", f"node{node}", "cpulist")
+        ) as f:
             return parse_cpulist(f.read())
     except OSError:
         return set()
@@ -470,12 +527,20 @@ def gpu_activity() -> list[dict[str, Any]]:
     """
     nvml = _nvml()
     try:
-        return [{"index": i, "utilization_pct": nvml.nvmlDeviceGetUtilizationRates(h).gpu,
-                 "pids": sorted(p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(h))}
-                for i, h in _nvml_handles(nvml)]
+        return [
+            {
+                "index": i,
+                "utilization_pct": nvml.nvmlDeviceGetUtilizationRates(h).gpu,
+                "pids": sorted(p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(h)),
+            }
+            for i, h in _nvml_handles(nvml)
+        ]
     except Exception:  # noqa: BLE001 - NVML missing or refusing a query: ask nvidia-smi
         pass
-    text = _nvidia_smi("--query-gpu=index,utilization.gpu,pci.bus_id", "--format=csv,noheader,nounits") or ""
+    text = (
+        _nvidia_smi("--query-gpu=index,utilization.gpu,pci.bus_id", "--format=csv,noheader,nounits")
+        or ""
+    )
     apps = _nvidia_smi("--query-compute-apps=gpu_bus_id,pid", "--format=csv,noheader,nounits") or ""
     pids: dict[str, list[int]] = {}
     for line in apps.strip().splitlines():
@@ -486,8 +551,13 @@ def gpu_activity() -> list[dict[str, Any]]:
     for line in text.strip().splitlines():
         values = [v.strip() for v in line.split(",")]
         if len(values) == 3 and values[0].isdigit():
-            found.append({"index": int(values[0]), "utilization_pct": _as_int(values[1]),
-                          "pids": sorted(pids.get(values[2], []))})
+            found.append(
+                {
+                    "index": int(values[0]),
+                    "utilization_pct": _as_int(values[1]),
+                    "pids": sorted(pids.get(values[2], [])),
+                }
+            )
     return found
 
 
@@ -558,9 +628,13 @@ def pinned_host_bytes(stats: dict[str, Any]) -> tuple[int | None, int | None]:
     Used by the lessons (helpers/lessons/).
     """
     if not isinstance(stats, dict):
-        raise TypeError(f"pinned_host_bytes takes the dict of torch.cuda.host_memory_stats(), got {type(stats).__name__}")
+        raise TypeError(
+            f"pinned_host_bytes takes the dict of torch.cuda.host_memory_stats(), got {type(stats).__name__}"
+        )
     if "reserved_bytes.current" in stats:
-        return stats["reserved_bytes.current"], stats.get("active_bytes.current", stats.get("allocated_bytes.current"))
+        return stats["reserved_bytes.current"], stats.get(
+            "active_bytes.current", stats.get("allocated_bytes.current")
+        )
     if "active_bytes.current" in stats:
         return stats.get("allocated_bytes.current"), stats["active_bytes.current"]
     return None, None
@@ -590,7 +664,10 @@ def _nvml_link_counts(nvml: Any) -> list[list[int]]:
                 to_switch[i] += 1
             elif remote in index_of:
                 direct[i][index_of[remote]] += 1
-    return [[0 if i == j else direct[i][j] + min(to_switch[i], to_switch[j]) for j in range(n)] for i in range(n)]
+    return [
+        [0 if i == j else direct[i][j] + min(to_switch[i], to_switch[j]) for j in range(n)]
+        for i in range(n)
+    ]
 
 
 def gpu_topology() -> dict[str, Any]:
@@ -610,14 +687,23 @@ def gpu_topology() -> dict[str, Any]:
         except nvml.NVMLError:
             counts = None
         if counts is not None:
-            return {"source": "NVML", "links": [["X" if i == j else f"NV{k}" if k else "PCIe"
-                                                  for j, k in enumerate(row)] for i, row in enumerate(counts)]}
+            return {
+                "source": "NVML",
+                "links": [
+                    ["X" if i == j else f"NV{k}" if k else "PCIe" for j, k in enumerate(row)]
+                    for i, row in enumerate(counts)
+                ],
+            }
     pairs = gpu_links(_nvidia_smi("topo", "-m"))
     if not pairs:
         return {"source": None, "links": []}
     n = max(max(pair) for pair in pairs) + 1
-    return {"source": "nvidia-smi topo -m",
-            "links": [["X" if i == j else pairs.get((i, j), "unknown") for j in range(n)] for i in range(n)]}
+    return {
+        "source": "nvidia-smi topo -m",
+        "links": [
+            ["X" if i == j else pairs.get((i, j), "unknown") for j in range(n)] for i in range(n)
+        ],
+    }
 
 
 def copy_engine_count(device: int = 0) -> int | None:

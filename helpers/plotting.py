@@ -45,7 +45,9 @@ def _new_axes(ax: Axes | None, figsize: tuple[float, float] = (7, 4)) -> Axes:
 def _numbers(values: Any, what: str, positive: bool = False) -> list[float]:
     """``values`` (a list, tuple or numpy array of numbers) as a list of floats, or a clear error."""
     if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__len__"):
-        raise TypeError(f"{what} must be a sequence of numbers (list, tuple or numpy array), got {type(values).__name__}")
+        raise TypeError(
+            f"{what} must be a sequence of numbers (list, tuple or numpy array), got {type(values).__name__}"
+        )
     out = []
     for v in values:
         if not checks.is_number(v):
@@ -72,20 +74,27 @@ class _PowersOfTwo(Locator):
 
     def tick_values(self, vmin: float, vmax: float) -> list[float]:
         first, last = math.floor(math.log2(max(vmin, 1e-9))), math.ceil(math.log2(max(vmax, 2e-9)))
-        step = next((s for s in (1, 2, 5, 10) if (last - first) / s <= 10), 10 * math.ceil((last - first) / 100))
-        return [2.0 ** e for e in range(first - first % step, last + 1, step)]
+        step = next(
+            (s for s in (1, 2, 5, 10) if (last - first) / s <= 10),
+            10 * math.ceil((last - first) / 100),
+        )
+        return [2.0**e for e in range(first - first % step, last + 1, step)]
 
 
 def _one_axis(ax: Any, axis: Any, caller: str) -> tuple[Any, Callable[..., Any]]:
     """``ax``'s x or y axis and the setter of its scale, the arguments checked."""
     if not isinstance(ax, Axes):
-        raise TypeError(f"{caller} needs a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}")
+        raise TypeError(
+            f"{caller} needs a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}"
+        )
     if axis not in ("x", "y"):
         raise ValueError(f"axis is 'x' or 'y', got {axis!r}")
     return (ax.xaxis, ax.set_xscale) if axis == "x" else (ax.yaxis, ax.set_yscale)
 
 
-def size_axis(ax: Axes, axis: str = "x", label: str = "transfer size (bytes, binary prefixes)") -> Axes:
+def size_axis(
+    ax: Axes, axis: str = "x", label: str = "transfer size (bytes, binary prefixes)"
+) -> Axes:
     """Make ``axis`` ("x" or "y") of ``ax`` a log2 axis of sizes in bytes, ticks labelled with
     binary prefixes (1 KiB, 64 MiB, 1 GiB), never 6x10^1. Returns ``ax``.
 
@@ -120,10 +129,14 @@ def _group_colours(labels: Sequence[str], groups: Mapping[str, str] | None) -> d
     if groups is None:
         return {}
     if not isinstance(groups, Mapping):
-        raise TypeError("groups maps each series' label to its group's label, e.g. {'cuda:0 -> cuda:1': 'NVLink'}")
+        raise TypeError(
+            "groups maps each series' label to its group's label, e.g. {'cuda:0 -> cuda:1': 'NVLink'}"
+        )
     missing = [label for label in labels if label not in groups]
     if missing:
-        raise ValueError(f"groups gives no group for the series {missing}: map every series to a group's label")
+        raise ValueError(
+            f"groups gives no group for the series {missing}: map every series to a group's label"
+        )
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     names = list(dict.fromkeys(groups[label] for label in labels))
     return {name: cycle[k % len(cycle)] for k, name in enumerate(names)}
@@ -150,30 +163,50 @@ def bandwidth_vs_size(
     if not isinstance(series, Mapping) or not series:
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
     if not isinstance(title, str):
-        raise TypeError(f"title must be a string (plotting.machine_title(...) makes one), got {title!r}")
+        raise TypeError(
+            f"title must be a string (plotting.machine_title(...) makes one), got {title!r}"
+        )
     if ceiling_gbps is not None and not checks.is_number(ceiling_gbps):
         raise TypeError(f"ceiling_gbps is a rate in GB/s (or None), got {ceiling_gbps!r}")
     ax = _new_axes(ax)
     colours = _group_colours(list(series), groups)
-    counts = {g: sum(1 for label in series if groups[label] == g) for g in colours} if groups else {}
+    counts = (
+        {g: sum(1 for label in series if groups[label] == g) for g in colours} if groups else {}
+    )
     shown: set[str] = set()
     for label, pair in series.items():
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise TypeError(f"series {label!r} must be a pair (sizes in bytes, GB/s), got {type(pair).__name__}")
+            raise TypeError(
+                f"series {label!r} must be a pair (sizes in bytes, GB/s), got {type(pair).__name__}"
+            )
         sizes = _numbers(pair[0], f"series {label!r}: sizes", positive=True)
         gbps = _numbers(pair[1], f"series {label!r}: GB/s", positive=True)
         if len(sizes) != len(gbps) or not sizes:
-            raise ValueError(f"series {label!r}: sizes and GB/s must be non-empty and of equal length")
+            raise ValueError(
+                f"series {label!r}: sizes and GB/s must be non-empty and of equal length"
+            )
         if groups:
             group = groups[label]
             name = f"{group} ({counts[group]} series)" if counts[group] > 1 else group
-            ax.plot(sizes, gbps, marker="o", markersize=3, color=colours[group], alpha=0.8,
-                    label="_nolegend_" if group in shown else name)
+            ax.plot(
+                sizes,
+                gbps,
+                marker="o",
+                markersize=3,
+                color=colours[group],
+                alpha=0.8,
+                label="_nolegend_" if group in shown else name,
+            )
             shown.add(group)
         else:
             ax.plot(sizes, gbps, marker="o", label=label)
     if ceiling_gbps:
-        ax.axhline(ceiling_gbps, linestyle="--", color="grey", label=f"{ceiling_label} ({ceiling_gbps:.0f} GB/s)")
+        ax.axhline(
+            ceiling_gbps,
+            linestyle="--",
+            color="grey",
+            label=f"{ceiling_label} ({ceiling_gbps:.0f} GB/s)",
+        )
     size_axis(ax)
     log_axis(ax, "y")
     ax.set_ylabel("bandwidth (decimal GB/s)")
@@ -207,8 +240,13 @@ def bars_with_ratios(
     base = values[baseline]
     for bar, height in zip(bars, heights, strict=True):
         ratio = f"\n{height / base:.2f}x" if base else ""
-        ax.annotate(f"{height:.3g}{ratio}", (bar.get_x() + bar.get_width() / 2, height),
-                    ha="center", va="bottom", fontsize=8)
+        ax.annotate(
+            f"{height:.3g}{ratio}",
+            (bar.get_x() + bar.get_width() / 2, height),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.tick_params(axis="x", labelrotation=20)
@@ -278,17 +316,27 @@ DEFAULT_STREAM_ID = 7  # the stream id the profiler (Kineto) gives each GPU's de
 
 
 def _stream_label(device: int, stream: int, names: Mapping[int, str] | None) -> str:
-    name = (names or {}).get(stream) or ("default stream" if stream == DEFAULT_STREAM_ID else f"stream {stream}")
+    name = (names or {}).get(stream) or (
+        "default stream" if stream == DEFAULT_STREAM_ID else f"stream {stream}"
+    )
     return f"GPU {device}: {name}"
 
 
-def _timeline_lanes(intervals: list[Interval], include_host: bool, ranges: Sequence[str] = (),
-                    stream_names: Mapping[int, str] | None = None) -> dict[str, list[Interval]]:
+def _timeline_lanes(
+    intervals: list[Interval],
+    include_host: bool,
+    ranges: Sequence[str] = (),
+    stream_names: Mapping[int, str] | None = None,
+) -> dict[str, list[Interval]]:
     """Lane label -> its intervals: GPU lanes by (device, stream), host threads, host ranges."""
     gpu: dict[tuple[int, int], list[Interval]] = {}
     host: dict[int, list[Interval]] = {}
     for iv in intervals:
-        if iv.kind in ("kernel", "memcpy", "memset") and iv.device is not None and iv.stream is not None:
+        if (
+            iv.kind in ("kernel", "memcpy", "memset")
+            and iv.device is not None
+            and iv.stream is not None
+        ):
             gpu.setdefault((iv.device, iv.stream), []).append(iv)
         elif include_host and iv.kind == "runtime":
             host.setdefault(iv.thread if iv.thread is not None else -1, []).append(iv)
@@ -297,7 +345,11 @@ def _timeline_lanes(intervals: list[Interval], include_host: bool, ranges: Seque
         who = f"host thread {thread}" if thread >= 0 else "host"
         lanes[f"{who}: CUDA runtime calls"] = host[thread]
     for name in ranges:
-        spans = [iv for iv in intervals if iv.kind == "annotation" and iv.device is None and name in iv.name]
+        spans = [
+            iv
+            for iv in intervals
+            if iv.kind == "annotation" and iv.device is None and name in iv.name
+        ]
         if spans:
             lanes[f"host range: {name}"] = spans
     return lanes
@@ -311,12 +363,16 @@ def _check_timeline_input(intervals: object, title: object, unit: object) -> lis
             f"timeline needs a list of trace.Interval (e.g. run.value.intervals), got {type(intervals).__name__}"
         )
     if not intervals:
-        raise ValueError("timeline needs at least one interval: the list is empty (did the profile record any steps?)")
+        raise ValueError(
+            "timeline needs at least one interval: the list is empty (did the profile record any steps?)"
+        )
     for iv in intervals:
         if not isinstance(iv, Interval):
             raise TypeError(f"timeline needs trace.Interval objects, found a {type(iv).__name__}")
     if not isinstance(title, str):
-        raise TypeError("title must be a string, e.g. plotting.machine_title('H2D next to a kernel', run.machine, run.live)")
+        raise TypeError(
+            "title must be a string, e.g. plotting.machine_title('H2D next to a kernel', run.machine, run.live)"
+        )
     if unit not in ("auto", "us", "ms"):
         raise ValueError(f"unit must be 'auto', 'us' or 'ms', got {unit!r}")
     return list(intervals)
@@ -329,7 +385,9 @@ def _span_us(lanes: Mapping[str, list[Interval]]) -> tuple[float, float]:
     return t0, max(iv.end_us for iv in drawn) - t0
 
 
-def _draw_lanes(ax: Axes, lanes: Mapping[str, list[Interval]], t0: float, scale: float, min_width: float) -> set[str]:
+def _draw_lanes(
+    ax: Axes, lanes: Mapping[str, list[Interval]], t0: float, scale: float, min_width: float
+) -> set[str]:
     """Draw each lane as a row of slices coloured by kind, first lane on top; the kinds drawn."""
     used: set[str] = set()
     for row, lane in enumerate(lanes.values()):
@@ -338,7 +396,9 @@ def _draw_lanes(ax: Axes, lanes: Mapping[str, list[Interval]], t0: float, scale:
             width = max(iv.duration_us * scale, min_width)
             by_style.setdefault(_timeline_style(iv), []).append(((iv.start_us - t0) * scale, width))
         for style, bars in by_style.items():
-            hatched: dict[str, Any] = {"edgecolors": "black", "hatch": "//"} if style == "range" else {}
+            hatched: dict[str, Any] = (
+                {"edgecolors": "black", "hatch": "//"} if style == "range" else {}
+            )
             ax.broken_barh(bars, (row - 0.4, 0.8), facecolors=_TIMELINE_STYLE[style][1], **hatched)
             used.add(style)
     ax.set_yticks(range(len(lanes)), list(lanes))
@@ -349,17 +409,32 @@ def _draw_lanes(ax: Axes, lanes: Mapping[str, list[Interval]], t0: float, scale:
 
 def _colour_key(used: set[str]) -> list[Patch]:
     """One legend entry per kind of slice drawn, in the key's fixed order."""
-    return [Patch(facecolor=color, edgecolor="black" if style == "range" else color,
-                  hatch="//" if style == "range" else None, label=text)
-            for style, (text, color) in _TIMELINE_STYLE.items() if style in used]
+    return [
+        Patch(
+            facecolor=color,
+            edgecolor="black" if style == "range" else color,
+            hatch="//" if style == "range" else None,
+            label=text,
+        )
+        for style, (text, color) in _TIMELINE_STYLE.items()
+        if style in used
+    ]
 
 
-def _lanes_or_error(intervals: list[Interval], include_host: bool, ranges: Sequence[str],
-                    stream_names: Mapping[int, str] | None = None) -> dict[str, list[Interval]]:
-    if stream_names is not None and (not isinstance(stream_names, Mapping) or not all(
-            isinstance(k, int) and isinstance(v, str) for k, v in stream_names.items())):
-        raise TypeError(f"stream_names maps the profiler's stream ids to the notebook's names, e.g. {{13: 'side'}}; "
-                        f"got {stream_names!r}")
+def _lanes_or_error(
+    intervals: list[Interval],
+    include_host: bool,
+    ranges: Sequence[str],
+    stream_names: Mapping[int, str] | None = None,
+) -> dict[str, list[Interval]]:
+    if stream_names is not None and (
+        not isinstance(stream_names, Mapping)
+        or not all(isinstance(k, int) and isinstance(v, str) for k, v in stream_names.items())
+    ):
+        raise TypeError(
+            f"stream_names maps the profiler's stream ids to the notebook's names, e.g. {{13: 'side'}}; "
+            f"got {stream_names!r}"
+        )
     lanes = _timeline_lanes(intervals, include_host, ranges, stream_names)
     if not lanes:
         raise ValueError(
@@ -406,7 +481,13 @@ def timeline(
     ax.set_xlim(0, span * scale * 1.02 or 1.0)
     ax.set_xlabel(f"time ({unit})")
     ax.set_title(title)
-    ax.legend(handles=_colour_key(used), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(
+        handles=_colour_key(used),
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        frameon=False,
+    )
     return ax
 
 
@@ -433,24 +514,44 @@ def timelines(
     if not isinstance(panels, Mapping) or not panels:
         raise ValueError("timelines needs at least one panel: {'panel title': run.value.intervals}")
     if not isinstance(title, str):
-        raise TypeError("title must be a string, e.g. plotting.machine_title('Copies beside kernels', run.machine, run.live)")
-    lanes_of = {name: _lanes_or_error(_check_timeline_input(ivs, str(name), unit), include_host, ranges,
-                                      stream_names) for name, ivs in panels.items()}
+        raise TypeError(
+            "title must be a string, e.g. plotting.machine_title('Copies beside kernels', run.machine, run.live)"
+        )
+    lanes_of = {
+        name: _lanes_or_error(
+            _check_timeline_input(ivs, str(name), unit), include_host, ranges, stream_names
+        )
+        for name, ivs in panels.items()
+    }
     starts = {name: _span_us(lanes)[0] for name, lanes in lanes_of.items()}
     longest = max(_span_us(lanes)[1] for lanes in lanes_of.values())
     unit, scale = _unit_and_scale(unit, longest)
     heights = [0.8 + 0.45 * len(lanes) for lanes in lanes_of.values()]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 0.9 + sum(heights)), sharex=True,
-                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(10, 0.9 + sum(heights)),
+        sharex=True,
+        gridspec_kw={"height_ratios": heights},
+        squeeze=False,
+    )
     used: set[str] = set()
     for ax, (name, lanes) in zip(axes[:, 0], lanes_of.items(), strict=True):
         used |= _draw_lanes(ax, lanes, starts[name], scale, longest * scale * _MIN_DRAWN_FRACTION)
         ax.set_title(str(name), fontsize=10, loc="left")
     axes[-1, 0].set_xlim(0, longest * scale * 1.02 or 1.0)
-    axes[-1, 0].set_xlabel(f"time since the panel's first slice ({unit}), same scale in every panel")
+    axes[-1, 0].set_xlabel(
+        f"time since the panel's first slice ({unit}), same scale in every panel"
+    )
     fig.suptitle(title)
-    fig.legend(handles=_colour_key(used), loc="upper center", bbox_to_anchor=(0.5, 0.0),
-               ncol=min(4, len(used)), fontsize=8, frameon=False)
+    fig.legend(
+        handles=_colour_key(used),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(4, len(used)),
+        fontsize=8,
+        frameon=False,
+    )
     fig.tight_layout()
     return fig
 
@@ -458,7 +559,9 @@ def timelines(
 # ---------------------------------------------------------------- collectives (06)
 
 
-BEFORE_AFTER_MAX_WIDTH_IN = 10.5  # a wider drawing is shrunk by the page until its text cannot be read
+BEFORE_AFTER_MAX_WIDTH_IN = (
+    10.5  # a wider drawing is shrunk by the page until its text cannot be read
+)
 _VALUE_CHARS = 20  # a value's text wraps, between its elements, at this many characters
 _CHAR_IN = 0.076  # inches per character of 9-point monospace
 _LINE_IN = 0.19  # inches per line of 9-point text in a box
@@ -497,21 +600,42 @@ def _rank_blocks(n_ranks: int, column_in: float, label_in: float) -> list[list[i
     fit = max(1, int((BEFORE_AFTER_MAX_WIDTH_IN - label_in) // column_in))
     blocks = math.ceil(n_ranks / fit)
     per_block = math.ceil(n_ranks / blocks)
-    return [list(range(start, min(start + per_block, n_ranks))) for start in range(0, n_ranks, per_block)]
+    return [
+        list(range(start, min(start + per_block, n_ranks)))
+        for start in range(0, n_ranks, per_block)
+    ]
 
 
-def _draw_cell(ax: Axes, before: list[str], after: list[str], height_lines: float, top_lines: float) -> None:
+def _draw_cell(
+    ax: Axes, before: list[str], after: list[str], height_lines: float, top_lines: float
+) -> None:
     """One rank's data in one row, ``top_lines`` lines down: the value before (grey box) above
     the value after (green if it changed); the axes are ``height_lines`` lines high."""
     ax.set_axis_off()
     box = {"boxstyle": "round,pad=0.3", "ec": "#999999"}
     y = 1 - (top_lines + 0.35) / height_lines
-    ax.text(0.03, y, "\n".join(before), va="top", ha="left", family="monospace", fontsize=9,
-            bbox={**box, "fc": "#eeeeee"})
+    ax.text(
+        0.03,
+        y,
+        "\n".join(before),
+        va="top",
+        ha="left",
+        family="monospace",
+        fontsize=9,
+        bbox={**box, "fc": "#eeeeee"},
+    )
     y -= (len(before) + 0.8) / height_lines
     ax.text(0.03, y, "  \u2193", va="center", ha="left", fontsize=10)
-    ax.text(0.03, y - 0.75 / height_lines, "\n".join(after), va="top", ha="left", family="monospace", fontsize=9,
-            bbox={**box, "fc": "#cfe8cf" if before != after else "#eeeeee"})
+    ax.text(
+        0.03,
+        y - 0.75 / height_lines,
+        "\n".join(after),
+        va="top",
+        ha="left",
+        family="monospace",
+        fontsize=9,
+        bbox={**box, "fc": "#cfe8cf" if before != after else "#eeeeee"},
+    )
 
 
 def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: str) -> Figure:
@@ -529,20 +653,36 @@ def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: st
     Used by the lessons (helpers/lessons/).
     """
     if not isinstance(collectives, Mapping) or not collectives:
-        raise ValueError("draw_before_after needs {collective name: {'before': [...], 'after': [...]}}")
+        raise ValueError(
+            "draw_before_after needs {collective name: {'before': [...], 'after': [...]}}"
+        )
     if not isinstance(title, str):
-        raise TypeError(f"title must be a string (plotting.machine_title(...) makes one), got {title!r}")
-    world = {len(c.get("before", [])) for c in collectives.values()} | {len(c.get("after", [])) for c in collectives.values()}
+        raise TypeError(
+            f"title must be a string (plotting.machine_title(...) makes one), got {title!r}"
+        )
+    world = {len(c.get("before", [])) for c in collectives.values()} | {
+        len(c.get("after", [])) for c in collectives.values()
+    }
     if len(world) != 1 or 0 in world:
-        raise ValueError("every collective needs one 'before' and one 'after' value per rank, for the same ranks")
+        raise ValueError(
+            "every collective needs one 'before' and one 'after' value per rank, for the same ranks"
+        )
     n_ranks = world.pop()
-    lines = {name: [(_value_lines(c["before"][r]), _value_lines(c["after"][r])) for r in range(n_ranks)]
-             for name, c in collectives.items()}
-    labels = {name: "\n".join([name, *textwrap.wrap(str(c.get("call") or ""), _CALL_CHARS)])
-              for name, c in collectives.items()}
-    chars = max(len(line) for cells in lines.values() for pair in cells for side in pair for line in side)
+    lines = {
+        name: [(_value_lines(c["before"][r]), _value_lines(c["after"][r])) for r in range(n_ranks)]
+        for name, c in collectives.items()
+    }
+    labels = {
+        name: "\n".join([name, *textwrap.wrap(str(c.get("call") or ""), _CALL_CHARS)])
+        for name, c in collectives.items()
+    }
+    chars = max(
+        len(line) for cells in lines.values() for pair in cells for side in pair for line in side
+    )
     column_in = _CHAR_IN * max(chars, 10) + 0.35
-    label_in = 0.07 * max(len(line) for label in labels.values() for line in label.splitlines()) + 0.35
+    label_in = (
+        0.07 * max(len(line) for label in labels.values() for line in label.splitlines()) + 0.35
+    )
     blocks = _rank_blocks(n_ranks, column_in, label_in)
     # one grid row per (block, collective), in lines of text: the rank headings atop a block's
     # first row, then before, the arrow, after and a gap; a gap of 2 lines between blocks
@@ -557,20 +697,49 @@ def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: st
     width_in = max(label_in + column_in * len(blocks[0]) + side_in, 6.0)  # room for the title
     height_in = head_in + sum(heights) + 0.1
     fig = plt.figure(figsize=(width_in, height_in))
-    grid = fig.add_gridspec(len(rows), len(blocks[0]), height_ratios=heights, left=label_in / width_in,
-                            right=1 - side_in / width_in, top=1 - head_in / height_in, bottom=0.1 / height_in,
-                            hspace=0, wspace=0)
+    grid = fig.add_gridspec(
+        len(rows),
+        len(blocks[0]),
+        height_ratios=heights,
+        left=label_in / width_in,
+        right=1 - side_in / width_in,
+        top=1 - head_in / height_in,
+        bottom=0.1 / height_in,
+        hspace=0,
+        wspace=0,
+    )
     for row, (block, name, height_lines, top) in enumerate(rows):
         for col, rank in enumerate(block):
             ax = fig.add_subplot(grid[row, col])
             _draw_cell(ax, *lines[name][rank], height_lines, top)
             if top:
-                ax.text(0.03, 1 - (top - 1.2) / height_lines, f"rank {rank}", va="center", ha="left",
-                        fontsize=10, fontweight="bold")
+                ax.text(
+                    0.03,
+                    1 - (top - 1.2) / height_lines,
+                    f"rank {rank}",
+                    va="center",
+                    ha="left",
+                    fontsize=10,
+                    fontweight="bold",
+                )
             if col == 0:
-                ax.text(-0.05, 1 - (top + 0.35) / height_lines, labels[name], va="top", ha="right", fontsize=9,
-                        transform=ax.transAxes)
+                ax.text(
+                    -0.05,
+                    1 - (top + 0.35) / height_lines,
+                    labels[name],
+                    va="top",
+                    ha="right",
+                    fontsize=9,
+                    transform=ax.transAxes,
+                )
     fig.suptitle(title, y=1 - 0.12 / height_in, va="top")
-    fig.text(0.5, 1 - 0.48 / height_in, "before the call (grey) \u2193 after it (green where it changed)",
-             ha="center", va="top", fontsize=9, color="#555555")
+    fig.text(
+        0.5,
+        1 - 0.48 / height_in,
+        "before the call (grey) \u2193 after it (green where it changed)",
+        ha="center",
+        va="top",
+        fontsize=9,
+        color="#555555",
+    )
     return fig

@@ -55,12 +55,21 @@ def _column(spec: Any) -> tuple[str, str, Any]:
     """``(name, unit, fmt)`` from a column given as "name", ("name", "unit") or ("name", "unit", fmt)."""
     if isinstance(spec, str) and spec:
         return spec, "", None
-    if isinstance(spec, tuple) and 2 <= len(spec) <= 3 and all(isinstance(s, str) for s in spec[:2]) and spec[0]:
+    if (
+        isinstance(spec, tuple)
+        and 2 <= len(spec) <= 3
+        and all(isinstance(s, str) for s in spec[:2])
+        and spec[0]
+    ):
         fmt = spec[2] if len(spec) == 3 else None
         if fmt is not None and not isinstance(fmt, str) and not callable(fmt):
-            raise TypeError(f"column {spec[0]!r}: a format is a spec such as '.1f' or a function, got {fmt!r}")
+            raise TypeError(
+                f"column {spec[0]!r}: a format is a spec such as '.1f' or a function, got {fmt!r}"
+            )
         return spec[0], spec[1], fmt
-    raise TypeError(f"a column is 'name', ('name', 'unit') or ('name', 'unit', '.1f'), got {spec!r}")
+    raise TypeError(
+        f"a column is 'name', ('name', 'unit') or ('name', 'unit', '.1f'), got {spec!r}"
+    )
 
 
 class Table:
@@ -73,8 +82,15 @@ class Table:
     Taught in 01_pinned_memory.
     """
 
-    def __init__(self, columns: Sequence[Any], rows: Sequence[Sequence[Any]] = (), *, title: str = "",
-                 caption: str = "", bold: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        columns: Sequence[Any],
+        rows: Sequence[Sequence[Any]] = (),
+        *,
+        title: str = "",
+        caption: str = "",
+        bold: Sequence[str] = (),
+    ) -> None:
         if isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence) or not columns:
             raise TypeError("Table needs a list of columns, e.g. Table(['size', ('time', 'us')])")
         if not isinstance(title, str) or not isinstance(caption, str):
@@ -83,7 +99,9 @@ class Table:
         names = [name for name, _, _ in self.columns]
         unknown = set(bold) - set(names)
         if unknown:
-            raise ValueError(f"bold names columns {sorted(unknown)} that the table does not have: pick from {names}")
+            raise ValueError(
+                f"bold names columns {sorted(unknown)} that the table does not have: pick from {names}"
+            )
         self.title, self.caption, self.bold = title, caption, set(bold)
         self.rows: list[list[Any]] = []
         for row in rows:
@@ -92,7 +110,9 @@ class Table:
     def add(self, *cells: Any) -> Table:
         """Append one row: one cell per column, in order. Returns the table."""
         if len(cells) != len(self.columns):
-            raise ValueError(f"a row needs {len(self.columns)} cells ({', '.join(self.headers)}), got {len(cells)}")
+            raise ValueError(
+                f"a row needs {len(self.columns)} cells ({', '.join(self.headers)}), got {len(cells)}"
+            )
         self.rows.append(list(cells))
         return self
 
@@ -103,11 +123,17 @@ class Table:
 
     def _numeric(self) -> list[bool]:
         """Which columns hold numbers only (right-aligned)."""
-        return [all(row[i] is None or checks.is_number(row[i]) for row in self.rows) and any(
-            checks.is_number(row[i]) for row in self.rows) for i in range(len(self.columns))]
+        return [
+            all(row[i] is None or checks.is_number(row[i]) for row in self.rows)
+            and any(checks.is_number(row[i]) for row in self.rows)
+            for i in range(len(self.columns))
+        ]
 
     def _cells(self) -> list[list[str]]:
-        return [[_format_cell(v, fmt) for v, (_, _, fmt) in zip(row, self.columns, strict=True)] for row in self.rows]
+        return [
+            [_format_cell(v, fmt) for v, (_, _, fmt) in zip(row, self.columns, strict=True)]
+            for row in self.rows
+        ]
 
     # ------------------------------------------------------------ text
     def __str__(self) -> str:
@@ -140,8 +166,10 @@ class Table:
         lines.append("| " + " | ".join(_md(h) for h in self.headers) + " |")
         lines.append("| " + " | ".join("---:" if n else "---" for n in numeric) + " |")
         for row in self._cells():
-            shown = [f"**{_md(c)}**" if name in self.bold else _md(c)
-                     for c, (name, _, _) in zip(row, self.columns, strict=True)]
+            shown = [
+                f"**{_md(c)}**" if name in self.bold else _md(c)
+                for c, (name, _, _) in zip(row, self.columns, strict=True)
+            ]
             lines.append("| " + " | ".join(shown) + " |")
         if self.caption:
             lines += ["", f"*{self.caption}*"]
@@ -152,19 +180,30 @@ class Table:
         pad = "padding:2px 8px;"
         out = ['<table style="border-collapse:collapse;font-size:0.9em;margin:0.5em 0">']
         if self.title:
-            out.append(f'<caption style="caption-side:top;text-align:left;font-weight:bold">{html.escape(self.title)}</caption>')
-        out.append("<thead><tr>" + "".join(
-            f'<th style="{pad}border-bottom:1px solid #888;text-align:{"right" if n else "left"}">{html.escape(h)}</th>'
-            for h, n in zip(self.headers, numeric, strict=True)) + "</tr></thead><tbody>")
+            out.append(
+                f'<caption style="caption-side:top;text-align:left;font-weight:bold">{html.escape(self.title)}</caption>'
+            )
+        out.append(
+            "<thead><tr>"
+            + "".join(
+                f'<th style="{pad}border-bottom:1px solid #888;text-align:{"right" if n else "left"}">{html.escape(h)}</th>'
+                for h, n in zip(self.headers, numeric, strict=True)
+            )
+            + "</tr></thead><tbody>"
+        )
         for row in self._cells():
             tds = []
             for c, n, (name, _, _) in zip(row, numeric, self.columns, strict=True):
                 text = f"<b>{html.escape(c)}</b>" if name in self.bold else html.escape(c)
-                tds.append(f'<td style="{pad}text-align:{"right" if n else "left"};vertical-align:top">{text}</td>')
+                tds.append(
+                    f'<td style="{pad}text-align:{"right" if n else "left"};vertical-align:top">{text}</td>'
+                )
             out.append("<tr>" + "".join(tds) + "</tr>")
         out.append("</tbody></table>")
         if self.caption:
-            out.append(f'<p style="font-size:0.85em;margin-top:0"><i>{html.escape(self.caption)}</i></p>')
+            out.append(
+                f'<p style="font-size:0.85em;margin-top:0"><i>{html.escape(self.caption)}</i></p>'
+            )
         return "\n".join(out)
 
 
@@ -180,16 +219,21 @@ def _grid_width(headers: list[str], cells: list[list[str]], columns: list[int]) 
     return sum(_widths(headers, cells, columns)) + 3 * (len(columns) - 1)
 
 
-def _grid(headers: list[str], cells: list[list[str]], numeric: list[bool], columns: list[int]) -> list[str]:
+def _grid(
+    headers: list[str], cells: list[list[str]], numeric: list[bool], columns: list[int]
+) -> list[str]:
     """Aligned lines of ``columns``: header, a rule, one line per row."""
     widths = _widths(headers, cells, columns)
 
     def line(texts: list[str]) -> str:
-        return " | ".join(t.rjust(w) if numeric[i] else t.ljust(w)
-                          for t, w, i in zip(texts, widths, columns, strict=True)).rstrip()
+        return " | ".join(
+            t.rjust(w) if numeric[i] else t.ljust(w)
+            for t, w, i in zip(texts, widths, columns, strict=True)
+        ).rstrip()
 
-    return ([line([headers[i] for i in columns]), "-+-".join("-" * w for w in widths)]
-            + [line([row[i] for i in columns]) for row in cells])
+    return [line([headers[i] for i in columns]), "-+-".join("-" * w for w in widths)] + [
+        line([row[i] for i in columns]) for row in cells
+    ]
 
 
 def _blocks(headers: list[str], cells: list[list[str]], width: int) -> list[list[int]]:
@@ -210,5 +254,7 @@ def _records(headers: list[str], cells: list[list[str]]) -> list[str]:
     pad = max(len(h) for h in headers)
     out: list[str] = []
     for n, row in enumerate(cells):
-        out += ([""] if n else []) + [f"{h.rjust(pad)}: {c}" for h, c in zip(headers, row, strict=True)]
+        out += ([""] if n else []) + [
+            f"{h.rjust(pad)}: {c}" for h, c in zip(headers, row, strict=True)
+        ]
     return out

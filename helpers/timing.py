@@ -46,7 +46,11 @@ def format_bytes(nbytes: float) -> str:
     nbytes = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(nbytes) < 1024 or unit == "TiB":
-            return f"{nbytes:.0f} {unit}" if unit == "B" or float(nbytes).is_integer() else f"{nbytes:.3g} {unit}"
+            return (
+                f"{nbytes:.0f} {unit}"
+                if unit == "B" or float(nbytes).is_integer()
+                else f"{nbytes:.3g} {unit}"
+            )
         nbytes /= 1024
     raise AssertionError("unreachable")
 
@@ -59,7 +63,10 @@ def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
 
     Taught in 00_start_here.
     """
-    smallest, largest = checks.check_size(smallest, "smallest"), checks.check_size(largest, "largest")
+    smallest, largest = (
+        checks.check_size(smallest, "smallest"),
+        checks.check_size(largest, "largest"),
+    )
     if largest < smallest:
         raise ValueError(f"largest ({largest}) must be at least smallest ({smallest})")
     factor = checks.check_count(factor, "factor", 2)
@@ -143,20 +150,28 @@ class Timing:
     def gbps(self) -> float:
         """Decimal GB/s at the median time (bytes / 1e9 / s); needs ``nbytes``."""
         if not self.nbytes:
-            raise ValueError(f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate")
+            raise ValueError(
+                f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate"
+            )
         if self.median_s == 0:
-            raise ValueError(f"Timing {self.label!r} has a median of 0 s, below the clock's resolution: "
-                             f"time more calls per sample to get a rate")
+            raise ValueError(
+                f"Timing {self.label!r} has a median of 0 s, below the clock's resolution: "
+                f"time more calls per sample to get a rate"
+            )
         return self.nbytes / self.median_s / 1e9
 
     @property
     def gbps_range(self) -> tuple[float, float]:
         """(slowest, fastest) sample as decimal GB/s."""
         if not self.nbytes:
-            raise ValueError(f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate")
+            raise ValueError(
+                f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate"
+            )
         if self.min_s == 0:
-            raise ValueError(f"Timing {self.label!r} has a sample of 0 s, below the clock's resolution: "
-                             f"time more calls per sample to get a rate")
+            raise ValueError(
+                f"Timing {self.label!r} has a sample of 0 s, below the clock's resolution: "
+                f"time more calls per sample to get a rate"
+            )
         return self.nbytes / self.max_s / 1e9, self.nbytes / self.min_s / 1e9
 
     def is_noisy(self, limit: float = NOISY_SPREAD) -> bool:
@@ -181,8 +196,10 @@ def _format_seconds(seconds: float) -> str:
 
 def _check_counts(fn: Any, repeats: int, warmup: int, calls: int | None) -> None:
     if not callable(fn):
-        raise TypeError(f"pass the work to time as a function of no arguments (e.g. lambda: dst.copy_(src)), "
-                        f"got {type(fn).__name__} {fn!r:.60}")
+        raise TypeError(
+            f"pass the work to time as a function of no arguments (e.g. lambda: dst.copy_(src)), "
+            f"got {type(fn).__name__} {fn!r:.60}"
+        )
     checks.check_count(repeats, "repeats", 1)
     checks.check_count(warmup, "warmup", 0)
     if calls is not None:
@@ -193,17 +210,24 @@ def _check_target(calls_per_sample: int | None, target_s: float | None) -> None:
     if target_s is None:
         return
     if calls_per_sample is not None:
-        raise ValueError(f"pass calls_per_sample= or target_s=, not both (got {calls_per_sample!r} and "
-                         f"{target_s!r}): target_s chooses the number of calls per sample itself")
+        raise ValueError(
+            f"pass calls_per_sample= or target_s=, not both (got {calls_per_sample!r} and "
+            f"{target_s!r}): target_s chooses the number of calls per sample itself"
+        )
     if not checks.is_number(target_s):
-        raise TypeError(f"target_s is the seconds one sample should last, e.g. 2e-3; got {target_s!r}")
+        raise TypeError(
+            f"target_s is the seconds one sample should last, e.g. 2e-3; got {target_s!r}"
+        )
     if not (math.isfinite(target_s) and 0 < target_s <= LONGEST_TARGET_S):
-        raise ValueError(f"target_s is the seconds one sample should last, above 0 and at most "
-                         f"{LONGEST_TARGET_S:g} (e.g. 2e-3); got {target_s!r}")
+        raise ValueError(
+            f"target_s is the seconds one sample should last, above 0 and at most "
+            f"{LONGEST_TARGET_S:g} (e.g. 2e-3); got {target_s!r}"
+        )
 
 
-def _sized(target_s: float | None, calls_per_sample: int | None,
-           time_one_call: Callable[[], float]) -> tuple[int, dict[str, float]]:
+def _sized(
+    target_s: float | None, calls_per_sample: int | None, time_one_call: Callable[[], float]
+) -> tuple[int, dict[str, float]]:
     """Calls per sample, and what ``Timing.extra`` records about how they were chosen: as given
     (1 when neither is given), or enough that a sample lasts about ``target_s`` judged from one
     call timed after the warm-up (at most ``MOST_CALLS_PER_SAMPLE``)."""
@@ -231,27 +255,37 @@ def _cuda_index(device: Any, what: str) -> int:
     """The index of the CUDA device that ``device`` names: None (the current one), an index,
     ``'cuda:N'`` or a ``torch.device``."""
     if not torch.cuda.is_available():
-        raise ValueError(f"{what} holds a CUDA stream and needs a CUDA GPU; on a machine without one there is "
-                         f"nothing to hold")
+        raise ValueError(
+            f"{what} holds a CUDA stream and needs a CUDA GPU; on a machine without one there is "
+            f"nothing to hold"
+        )
     if device is None:
         return torch.cuda.current_device()
     if not (checks.is_whole(device) or isinstance(device, (str, torch.device))):
-        raise TypeError(f"{what}: device is a CUDA device index, 'cuda:N' or a torch.device (or None for the "
-                        f"current one), got {device!r}")
+        raise TypeError(
+            f"{what}: device is a CUDA device index, 'cuda:N' or a torch.device (or None for the "
+            f"current one), got {device!r}"
+        )
     if isinstance(device, numbers.Integral):
         index = int(device)
     else:
         try:
             as_device = torch.device(device)
         except RuntimeError as err:
-            raise ValueError(f"{what}: {device!r} is not a device; pass 'cuda:N' or a GPU index") from err
+            raise ValueError(
+                f"{what}: {device!r} is not a device; pass 'cuda:N' or a GPU index"
+            ) from err
         if as_device.type != "cuda":
-            raise ValueError(f"{what} holds a CUDA stream, and {device!r} is not a CUDA device; pass a GPU "
-                             f"index or 'cuda:N'")
+            raise ValueError(
+                f"{what} holds a CUDA stream, and {device!r} is not a CUDA device; pass a GPU "
+                f"index or 'cuda:N'"
+            )
         index = torch.cuda.current_device() if as_device.index is None else as_device.index
     if not 0 <= index < torch.cuda.device_count():
-        raise ValueError(f"{what}: device is a CUDA device index 0-{torch.cuda.device_count() - 1} (or None for "
-                         f"the current one), got {device!r}")
+        raise ValueError(
+            f"{what}: device is a CUDA device index 0-{torch.cuda.device_count() - 1} (or None for "
+            f"the current one), got {device!r}"
+        )
     return index
 
 
@@ -285,7 +319,9 @@ def hold_stream(microseconds: float, device: int | str | torch.device | None = N
     Taught in 03_streams_and_overlap.
     """
     if not checks.is_number(microseconds):
-        raise TypeError(f"microseconds is how long to hold the stream, a number >= 0, got {microseconds!r}")
+        raise TypeError(
+            f"microseconds is how long to hold the stream, a number >= 0, got {microseconds!r}"
+        )
     if not (math.isfinite(microseconds) and microseconds >= 0):
         raise ValueError(f"microseconds must be a finite number >= 0, got {microseconds!r}")
     index = _cuda_index(device, "hold_stream")
@@ -332,9 +368,13 @@ def cuda_events(
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    one_call = (lambda: _events_queued_call_s(fn)) if auto_hold else (lambda: _events_one_call_s(fn))
+    one_call = (
+        (lambda: _events_queued_call_s(fn)) if auto_hold else (lambda: _events_one_call_s(fn))
+    )
     calls_per_sample, sizing = _sized(target_s, calls_per_sample, one_call)
-    hold = _queueing_us(fn, calls_per_sample) * 2 + AUTO_HOLD_FLOOR_US if auto_hold else float(hold_us)
+    hold = (
+        _queueing_us(fn, calls_per_sample) * 2 + AUTO_HOLD_FLOOR_US if auto_hold else float(hold_us)
+    )
     samples: list[float] = []
     enqueue_us: list[float] = []
     retakes = 0
@@ -357,7 +397,9 @@ def cuda_events(
     extra = {"hold_us": hold, "enqueue_us": statistics.median(enqueue_us)} if hold else {}
     if auto_hold:
         extra["hold_auto"] = 1.0  # the hold was sized from the queueing time
-    result = Timing(samples, "cuda events", nbytes, label, calls_per_sample, warmup, {**extra, **sizing})
+    result = Timing(
+        samples, "cuda events", nbytes, label, calls_per_sample, warmup, {**extra, **sizing}
+    )
     if hold and extra["enqueue_us"] > hold:
         warnings.warn(
             f"{label or 'timing'}: queueing {calls_per_sample} calls took {extra['enqueue_us']:.0f} us, "
@@ -373,8 +415,10 @@ def _check_hold(hold_us: Any) -> bool:
     if hold_us == "auto":
         return True
     if not checks.is_finite_at_least(hold_us, 0):
-        raise ValueError(f"hold_us is how long to hold the stream before each sample, in microseconds (a number "
-                         f">= 0), or \"auto\" to size it from the calls; got {hold_us!r}")
+        raise ValueError(
+            f"hold_us is how long to hold the stream before each sample, in microseconds (a number "
+            f'>= 0), or "auto" to size it from the calls; got {hold_us!r}'
+        )
     return False
 
 
@@ -447,7 +491,9 @@ def host_clock(
         fn()
     calls_per_sample, sizing = _sized(target_s, calls_per_sample, lambda: _host_seconds(fn, 1))
     samples = [_host_seconds(fn, calls_per_sample) / calls_per_sample for _ in range(repeats)]
-    result = Timing(samples, "synchronised host clock", nbytes, label, calls_per_sample, warmup, sizing)
+    result = Timing(
+        samples, "synchronised host clock", nbytes, label, calls_per_sample, warmup, sizing
+    )
     return _warn_if_noisy(result)
 
 
@@ -477,13 +523,21 @@ def benchmark(
     """
     _check_counts(fn, 1, 0, 1)
     if not (checks.is_number(min_run_time) and checks.is_number(max_run_time)):
-        raise TypeError(f"min_run_time and max_run_time are seconds, got {min_run_time!r} and {max_run_time!r}")
+        raise TypeError(
+            f"min_run_time and max_run_time are seconds, got {min_run_time!r} and {max_run_time!r}"
+        )
     if min_run_time <= 0 or max_run_time < min_run_time:
         raise ValueError("need 0 < min_run_time <= max_run_time (seconds)")
     timer = torch_benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label)
     measurement = timer.adaptive_autorange(min_run_time=min_run_time, max_run_time=max_run_time)
-    result = Timing(list(measurement.times), "torch.utils.benchmark", nbytes, label,
-                    int(measurement.number_per_run), 0)
+    result = Timing(
+        list(measurement.times),
+        "torch.utils.benchmark",
+        nbytes,
+        label,
+        int(measurement.number_per_run),
+        0,
+    )
     return _warn_if_noisy(result)
 
 
@@ -509,9 +563,13 @@ def verify_copy(expected: torch.Tensor, actual: torch.Tensor, what: str = "copy"
     Taught in 00_start_here.
     """
     if not isinstance(expected, torch.Tensor) or not isinstance(actual, torch.Tensor):
-        raise TypeError(f"verify_copy compares two tensors (the source, then the copy), got "
-                        f"{type(expected).__name__} and {type(actual).__name__}")
+        raise TypeError(
+            f"verify_copy compares two tensors (the source, then the copy), got "
+            f"{type(expected).__name__} and {type(actual).__name__}"
+        )
     if expected.shape != actual.shape:
-        raise AssertionError(f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
+        raise AssertionError(
+            f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}"
+        )
     if not torch.equal(expected.cpu(), actual.cpu()):
         raise AssertionError(f"{what}: contents differ from the source")

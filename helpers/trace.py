@@ -63,7 +63,9 @@ _CATEGORY_KIND = {
 _GPU_ANNOTATION = "gpu_user_annotation"
 
 # "Memcpy HtoD (Pinned -> Device)", "Memcpy PtoP (Device -> Device)", "Memcpy DtoD", ...
-_COPY_NAME = re.compile(r"^\s*Memcpy\s+(?P<kind>[A-Za-z]+)(?:\s*\((?P<src>[^()]*?)\s*->\s*(?P<dst>[^()]*?)\))?")
+_COPY_NAME = re.compile(
+    r"^\s*Memcpy\s+(?P<kind>[A-Za-z]+)(?:\s*\((?P<src>[^()]*?)\s*->\s*(?P<dst>[^()]*?)\))?"
+)
 _TRAILING_INT = re.compile(r"(-?\d+)\s*$")
 
 
@@ -145,10 +147,14 @@ def load_chrome_trace(path: str | Path) -> dict[str, Any]:
     Used by trace.profile.
     """
     if not isinstance(path, (str, Path)):
-        raise TypeError(f"load_chrome_trace needs the path of a trace file, got {type(path).__name__}")
+        raise TypeError(
+            f"load_chrome_trace needs the path of a trace file, got {type(path).__name__}"
+        )
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"no trace file at {path}: pass the path of a .json or .json.gz Chrome trace")
+        raise ValueError(
+            f"no trace file at {path}: pass the path of a .json or .json.gz Chrome trace"
+        )
     with path.open("rb") as f:
         gzipped = f.read(2) == b"\x1f\x8b"
     opener = gzip.open if gzipped else open
@@ -156,12 +162,16 @@ def load_chrome_trace(path: str | Path) -> dict[str, Any]:
         with opener(path, "rt", encoding="utf-8") as f:
             data = json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as err:
-        raise ValueError(f"{path} is not a readable Chrome trace (JSON, optionally gzipped): {err}") from err
+        raise ValueError(
+            f"{path} is not a readable Chrome trace (JSON, optionally gzipped): {err}"
+        ) from err
     if isinstance(data, list):
         return {"traceEvents": data}
     if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
         return data
-    raise ValueError(f"{path} holds JSON but no trace events: expected a list or {{'traceEvents': [...]}}")
+    raise ValueError(
+        f"{path} holds JSON but no trace events: expected a list or {{'traceEvents': [...]}}"
+    )
 
 
 def _as_int(value: Any) -> int | None:
@@ -194,7 +204,9 @@ def parse_copy_name(name: str) -> tuple[str | None, str | None, str | None]:
     Used by trace.intervals_from_chrome_trace (the copy kind and memories of a copy).
     """
     if name is not None and not isinstance(name, str):
-        raise TypeError(f"parse_copy_name reads a copy's name from a trace (a string), got {type(name).__name__}")
+        raise TypeError(
+            f"parse_copy_name reads a copy's name from a trace (a string), got {type(name).__name__}"
+        )
     match = _COPY_NAME.match(name or "")
     if not match:
         return None, None, None
@@ -233,8 +245,13 @@ def _interval_from_event(event: Any) -> Interval | None:
         return None
     args = event["args"] if isinstance(event.get("args"), dict) else {}
     name = str(event.get("name", ""))
-    interval = Interval(kind=kind, name=name, start_us=start, end_us=start + max(duration, 0.0),
-                        correlation=_as_int(args.get("correlation")))
+    interval = Interval(
+        kind=kind,
+        name=name,
+        start_us=start,
+        end_us=start + max(duration, 0.0),
+        correlation=_as_int(args.get("correlation")),
+    )
     if kind in GPU_KINDS or category == _GPU_ANNOTATION:
         interval.device, interval.stream = _gpu_place(event, args)
     else:
@@ -260,7 +277,9 @@ def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Inter
     if isinstance(trace, dict):
         events = trace.get("traceEvents")
         if not isinstance(events, list):
-            raise ValueError("the trace dict has no 'traceEvents' list: pass load_chrome_trace(path)")
+            raise ValueError(
+                "the trace dict has no 'traceEvents' list: pass load_chrome_trace(path)"
+            )
     elif isinstance(trace, list):
         events = trace
     else:
@@ -288,8 +307,15 @@ def _gzip_file(src: Path, dest: Path) -> Path:
     return dest
 
 
-def profile(fn: Callable[[], Any], *, wait: int = 1, warmup: int = 1, active: int = 2,
-            skip_first: int = 1, name: str = "trace") -> Profile:
+def profile(
+    fn: Callable[[], Any],
+    *,
+    wait: int = 1,
+    warmup: int = 1,
+    active: int = 2,
+    skip_first: int = 1,
+    name: str = "trace",
+) -> Profile:
     """Run ``fn()`` under ``torch.profiler`` and return the intervals of the active steps.
 
     ``fn`` is called ``skip_first + wait + warmup + active`` times, with ``prof.step()`` after
@@ -303,10 +329,14 @@ def profile(fn: Callable[[], Any], *, wait: int = 1, warmup: int = 1, active: in
     Taught in 03_streams_and_overlap.
     """
     if not callable(fn):
-        raise TypeError(f"profile needs a function to call with no arguments, got {type(fn).__name__}")
+        raise TypeError(
+            f"profile needs a function to call with no arguments, got {type(fn).__name__}"
+        )
     _check_schedule(wait, warmup, active, skip_first)
     if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
-        raise ValueError(f"name must be a short file-name-safe string such as 'h2d_overlap', got {name!r}")
+        raise ValueError(
+            f"name must be a short file-name-safe string such as 'h2d_overlap', got {name!r}"
+        )
 
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
@@ -319,15 +349,19 @@ def profile(fn: Callable[[], Any], *, wait: int = 1, warmup: int = 1, active: in
         prof.export_chrome_trace(str(plain))
         exported.append(plain)
 
-    schedule = torch.profiler.schedule(wait=wait, warmup=warmup, active=active,
-                                       skip_first=skip_first, repeat=1)
-    with torch.profiler.profile(activities=activities, schedule=schedule,
-                                on_trace_ready=on_trace_ready) as prof:
+    schedule = torch.profiler.schedule(
+        wait=wait, warmup=warmup, active=active, skip_first=skip_first, repeat=1
+    )
+    with torch.profiler.profile(
+        activities=activities, schedule=schedule, on_trace_ready=on_trace_ready
+    ) as prof:
         for _ in range(skip_first + wait + warmup + active):
             fn()
             prof.step()
     if not exported or not plain.is_file():
-        raise RuntimeError(f"torch.profiler wrote no trace into {folder}; was the profiler disabled?")
+        raise RuntimeError(
+            f"torch.profiler wrote no trace into {folder}; was the profiler disabled?"
+        )
     intervals = intervals_from_chrome_trace(load_chrome_trace(plain))
     packed = _gzip_file(plain, folder / f"{name}.trace.json.gz")
     plain.unlink()
@@ -341,7 +375,9 @@ def _check_intervals(intervals: Any, what: str = "intervals") -> list[Interval]:
     if isinstance(intervals, Profile):
         return list(intervals.intervals)
     if isinstance(intervals, (str, bytes)) or not isinstance(intervals, Iterable):
-        raise TypeError(f"{what} must be a list of trace.Interval (e.g. profile.intervals), got {type(intervals).__name__}")
+        raise TypeError(
+            f"{what} must be a list of trace.Interval (e.g. profile.intervals), got {type(intervals).__name__}"
+        )
     intervals = list(intervals)
     for iv in intervals:
         if not isinstance(iv, Interval):
@@ -355,13 +391,21 @@ def _kind_set(kind: str | Iterable[str] | None) -> set[str] | None:
     kinds = {kind} if isinstance(kind, str) else set(kind)
     unknown = kinds - set(KINDS)
     if unknown:
-        raise ValueError(f"unknown interval kind(s) {sorted(unknown)}: use one or more of {list(KINDS)}")
+        raise ValueError(
+            f"unknown interval kind(s) {sorted(unknown)}: use one or more of {list(KINDS)}"
+        )
     return kinds
 
 
-def select(intervals: Sequence[Interval], *, kind: str | Iterable[str] | None = None,
-           name: str | None = None, device: int | None = None, stream: int | None = None,
-           copy_kind: str | None = None) -> list[Interval]:
+def select(
+    intervals: Sequence[Interval],
+    *,
+    kind: str | Iterable[str] | None = None,
+    name: str | None = None,
+    device: int | None = None,
+    stream: int | None = None,
+    copy_kind: str | None = None,
+) -> list[Interval]:
     """The intervals that match every criterion given (None means any).
 
     ``kind``: one of ``KINDS`` or several; ``name``: a substring of the name (case matters);
@@ -374,13 +418,16 @@ def select(intervals: Sequence[Interval], *, kind: str | Iterable[str] | None = 
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a substring to look for, got {type(name).__name__}")
     if copy_kind is not None and copy_kind not in COPY_KINDS:
-        raise ValueError(f"copy_kind {copy_kind!r} is not one the profiler reports: use one of {list(COPY_KINDS)} "
-                         f"(HtoD is host to device)")
+        raise ValueError(
+            f"copy_kind {copy_kind!r} is not one the profiler reports: use one of {list(COPY_KINDS)} "
+            f"(HtoD is host to device)"
+        )
     for label, number in (("device", device), ("stream", stream)):
         if number is not None and not checks.is_whole(number):
             raise TypeError(f"{label} must be an int index (or None for any), got {number!r}")
     return [
-        iv for iv in intervals
+        iv
+        for iv in intervals
         if (kinds is None or iv.kind in kinds)
         and (name is None or name in iv.name)
         and (device is None or iv.device == device)
@@ -389,8 +436,9 @@ def select(intervals: Sequence[Interval], *, kind: str | Iterable[str] | None = 
     ]
 
 
-def count(intervals: Sequence[Interval], kind: str | Iterable[str] | None = None,
-          name: str | None = None) -> int:
+def count(
+    intervals: Sequence[Interval], kind: str | Iterable[str] | None = None, name: str | None = None
+) -> int:
     """How many intervals have this ``kind`` and a name containing ``name``.
 
     Taught in 02_non_blocking.
@@ -413,8 +461,10 @@ def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> 
     elif isinstance(runtime_call, str):
         calls = select(intervals, kind="runtime", name=runtime_call)
     else:
-        raise TypeError("runtime_call must be a 'runtime' trace.Interval or a runtime call's name, "
-                        f"got {type(runtime_call).__name__}")
+        raise TypeError(
+            "runtime_call must be a 'runtime' trace.Interval or a runtime call's name, "
+            f"got {type(runtime_call).__name__}"
+        )
     ids = {c.correlation for c in calls if c.correlation is not None}
     return [iv for iv in intervals if iv.on_gpu and iv.correlation in ids]
 
@@ -429,7 +479,10 @@ def relative(intervals: Sequence[Interval], t0: float | None = None) -> list[Int
         return []
     if t0 is None:
         t0 = min(iv.start_us for iv in intervals)
-    return [dataclasses.replace(iv, start_us=iv.start_us - t0, end_us=iv.end_us - t0) for iv in intervals]
+    return [
+        dataclasses.replace(iv, start_us=iv.start_us - t0, end_us=iv.end_us - t0)
+        for iv in intervals
+    ]
 
 
 # ---------------------------------------------------------------- overlap arithmetic
@@ -439,7 +492,9 @@ def _spans(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[fl
     if isinstance(intervals, Profile):
         intervals = intervals.intervals
     if isinstance(intervals, (str, bytes)) or not isinstance(intervals, Iterable):
-        raise TypeError(f"expected a list of trace.Interval or (start_us, end_us) pairs, got {type(intervals).__name__}")
+        raise TypeError(
+            f"expected a list of trace.Interval or (start_us, end_us) pairs, got {type(intervals).__name__}"
+        )
     spans = []
     for iv in intervals:
         if isinstance(iv, Interval):
@@ -449,7 +504,9 @@ def _spans(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[fl
         else:
             raise TypeError(f"expected a trace.Interval or a (start_us, end_us) pair, got {iv!r}")
         if end < start:
-            raise ValueError(f"an interval ends before it starts ({start} > {end}): check the trace")
+            raise ValueError(
+                f"an interval ends before it starts ({start} > {end}): check the trace"
+            )
         spans.append((start, end))
     return spans
 
@@ -478,7 +535,9 @@ def covered_us(intervals: Iterable[Interval | tuple[float, float]]) -> float:
     return sum(end - start for start, end in merge(intervals))
 
 
-def overlap_us(a: Iterable[Interval | tuple[float, float]], b: Iterable[Interval | tuple[float, float]]) -> float:
+def overlap_us(
+    a: Iterable[Interval | tuple[float, float]], b: Iterable[Interval | tuple[float, float]]
+) -> float:
     """Microseconds during which something of ``a`` and something of ``b`` both run.
 
     Each set is merged first, then the two sorted lists are swept together (as Holistic Trace
@@ -499,7 +558,9 @@ def overlap_us(a: Iterable[Interval | tuple[float, float]], b: Iterable[Interval
     return total
 
 
-def overlap_ratio(a: Iterable[Interval | tuple[float, float]], b: Iterable[Interval | tuple[float, float]]) -> float:
+def overlap_ratio(
+    a: Iterable[Interval | tuple[float, float]], b: Iterable[Interval | tuple[float, float]]
+) -> float:
     """``overlap_us(a, b) / min(covered_us(a), covered_us(b))``: 1.0 when the shorter set is
     entirely hidden behind the other, 0.0 when they never run together.
 
@@ -515,8 +576,10 @@ def overlap_ratio(a: Iterable[Interval | tuple[float, float]], b: Iterable[Inter
     a, b = merge(a), merge(b)
     for label, spans in (("a", a), ("b", b)):
         if not spans:
-            raise ValueError(f"overlap_ratio: set {label} is empty; select some intervals first "
-                             "(e.g. select(profile.intervals, kind='memcpy'))")
+            raise ValueError(
+                f"overlap_ratio: set {label} is empty; select some intervals first "
+                "(e.g. select(profile.intervals, kind='memcpy'))"
+            )
     shorter = min(covered_us(a), covered_us(b))
     if shorter <= 0:
         raise ValueError("overlap_ratio: one set covers no time (zero-length intervals only)")

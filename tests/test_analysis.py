@@ -16,8 +16,15 @@ def kernel(start, end, stream=7, name="gemm"):
 
 
 def copy(start, end, stream=9):
-    return trace.Interval("memcpy", "Memcpy HtoD (Pinned -> Device)", start, end, device=0, stream=stream,
-                          copy_kind="HtoD")
+    return trace.Interval(
+        "memcpy",
+        "Memcpy HtoD (Pinned -> Device)",
+        start,
+        end,
+        device=0,
+        stream=stream,
+        copy_kind="HtoD",
+    )
 
 
 def host_step(n, start, end):
@@ -28,10 +35,13 @@ def two_step_profile():
     """Step 3: the copy entirely under the kernel; step 4: half of it. The GPU-lane copy of the
     step range must not start a step."""
     intervals = [
-        host_step(3, 0, 100), trace.Interval("annotation", "ProfilerStep#3", 5, 95, device=0, stream=7),
-        kernel(10, 60), copy(20, 40),
+        host_step(3, 0, 100),
+        trace.Interval("annotation", "ProfilerStep#3", 5, 95, device=0, stream=7),
+        kernel(10, 60),
+        copy(20, 40),
         host_step(4, 100, 200),
-        kernel(110, 150), copy(140, 160),
+        kernel(110, 150),
+        copy(140, 160),
     ]
     return trace.Profile(intervals=intervals, steps=2)
 
@@ -58,9 +68,18 @@ def test_across_gives_the_median_and_half_the_interquartile_range():
 
 
 def test_per_step_measures_each_step_apart():
-    ratio = analysis.per_step(two_step_profile(), lambda step: trace.overlap_ratio(
-        trace.select(step, kind="memcpy"), trace.select(step, kind="kernel")), "x")
-    assert (ratio.value, ratio.samples, ratio.unit) == (pytest.approx(0.75), 2, "x")  # steps 1.0 and 0.5
+    ratio = analysis.per_step(
+        two_step_profile(),
+        lambda step: trace.overlap_ratio(
+            trace.select(step, kind="memcpy"), trace.select(step, kind="kernel")
+        ),
+        "x",
+    )
+    assert (ratio.value, ratio.samples, ratio.unit) == (
+        pytest.approx(0.75),
+        2,
+        "x",
+    )  # steps 1.0 and 0.5
     assert ratio.spread == pytest.approx(0.125)
 
 
@@ -80,12 +99,22 @@ def test_weakest_picks_the_deciding_comparison():
 
 def test_added_and_propagated():
     total = analysis.added(claims.Value(1.0, 0.1, "s", 5), claims.Value(2.0, 0.2, "s", 3))
-    assert (total.value, total.spread, total.unit, total.samples) == (3.0, pytest.approx(0.3), "s", 3)
+    assert (total.value, total.spread, total.unit, total.samples) == (
+        3.0,
+        pytest.approx(0.3),
+        "s",
+        3,
+    )
     assert analysis.added(claims.Value(1.0), claims.Value(2.0)).samples is None
-    best = analysis.propagated(lambda c, k: (c + k) / max(c, k), claims.Value(1.0, 0.1, samples=5),
-                               claims.Value(1.0, 0.0, samples=4))
+    best = analysis.propagated(
+        lambda c, k: (c + k) / max(c, k),
+        claims.Value(1.0, 0.1, samples=5),
+        claims.Value(1.0, 0.0, samples=4),
+    )
     assert best.value == pytest.approx(2.0)
-    assert best.spread == pytest.approx((2.1 / 1.1 - 1.9 / 1.0) / 2)  # half the range at the corners
+    assert best.spread == pytest.approx(
+        (2.1 / 1.1 - 1.9 / 1.0) / 2
+    )  # half the range at the corners
     assert (best.unit, best.samples) == ("x", 4)
     with pytest.raises(ValueError):
         analysis.propagated(lambda: 1.0)
@@ -95,8 +124,9 @@ def test_in_words_and_times():
     above = claims.compare(claims.Value(2.0, 0.1), 1.0, holds_if="above")
     below = claims.compare(claims.Value(0.5, 0.1), 1.0, holds_if="above")
     inside = claims.compare(claims.Value(1.05, 0.1), 1.0, holds_if="above")
-    assert [analysis.in_words(c, "faster", "as fast", "slower") for c in (above, inside, below)] == [
-        "faster", "as fast", "slower"]
+    assert [
+        analysis.in_words(c, "faster", "as fast", "slower") for c in (above, inside, below)
+    ] == ["faster", "as fast", "slower"]
     assert analysis.times(claims.Value(1.2912, 0.0634, "x")) == "1.29x ± 0.06"
 
 

@@ -29,17 +29,20 @@ def test_ratio_adds_relative_spreads():
         claims.ratio(claims.Value(1.0), claims.Value(0.0))
 
 
-@pytest.mark.parametrize("value, spread, threshold, side, verdict", [
-    (1.5, 0.05, 2.0, "below", claims.HOLDS),
-    (2.5, 0.05, 2.0, "below", claims.DOES_NOT_HOLD),
-    (2.0, 0.05, 2.0, "below", claims.BORDERLINE),       # the pin-then-copy ratio on H200
-    (1.97, 0.05, 2.0, "below", claims.BORDERLINE),      # ... and on H100: no flip between them
-    (0.91, 0.02, 0.90, "above", claims.BORDERLINE),     # two-stream overlap on H100
-    (0.95, 0.02, 0.90, "above", claims.HOLDS),
-    (0.85, 0.02, 0.90, "above", claims.DOES_NOT_HOLD),
-    (1.005, 0.0, 1.0, "above", claims.BORDERLINE),      # the 1% floor with no spread at all
-    (1.02, 0.0, 1.0, "above", claims.HOLDS),
-])
+@pytest.mark.parametrize(
+    "value, spread, threshold, side, verdict",
+    [
+        (1.5, 0.05, 2.0, "below", claims.HOLDS),
+        (2.5, 0.05, 2.0, "below", claims.DOES_NOT_HOLD),
+        (2.0, 0.05, 2.0, "below", claims.BORDERLINE),  # the pin-then-copy ratio on H200
+        (1.97, 0.05, 2.0, "below", claims.BORDERLINE),  # ... and on H100: no flip between them
+        (0.91, 0.02, 0.90, "above", claims.BORDERLINE),  # two-stream overlap on H100
+        (0.95, 0.02, 0.90, "above", claims.HOLDS),
+        (0.85, 0.02, 0.90, "above", claims.DOES_NOT_HOLD),
+        (1.005, 0.0, 1.0, "above", claims.BORDERLINE),  # the 1% floor with no spread at all
+        (1.02, 0.0, 1.0, "above", claims.HOLDS),
+    ],
+)
 def test_a_value_inside_its_noise_is_borderline(value, spread, threshold, side, verdict):
     comparison = claims.compare(claims.Value(value, spread), threshold, holds_if=side)
     assert comparison.verdict == verdict
@@ -47,10 +50,18 @@ def test_a_value_inside_its_noise_is_borderline(value, spread, threshold, side, 
     assert claims.verdict_of(row) == verdict
 
 
-@pytest.mark.parametrize("value, verdict, bound", [
-    (1.38, claims.HOLDS, 1), (1.7, claims.HOLDS, 2), (2.5, claims.DOES_NOT_HOLD, 2), (0.5, claims.DOES_NOT_HOLD, 1),
-    (1.99, claims.BORDERLINE, 2), (1.005, claims.BORDERLINE, 1), (1.2, claims.HOLDS, 1),
-])
+@pytest.mark.parametrize(
+    "value, verdict, bound",
+    [
+        (1.38, claims.HOLDS, 1),
+        (1.7, claims.HOLDS, 2),
+        (2.5, claims.DOES_NOT_HOLD, 2),
+        (0.5, claims.DOES_NOT_HOLD, 1),
+        (1.99, claims.BORDERLINE, 2),
+        (1.005, claims.BORDERLINE, 1),
+        (1.2, claims.HOLDS, 1),
+    ],
+)
 def test_within_decides_at_the_nearer_bound(value, verdict, bound):
     comparison = claims.within(claims.Value(value, 0.01), 1, 2)
     assert comparison.verdict == verdict and comparison.threshold == bound
@@ -75,8 +86,12 @@ def test_compare_refuses_what_it_cannot_compare():
 
 def test_the_table_shows_value_threshold_and_spread():
     table = claims.ClaimsTable("01_pinned_memory")
-    table.add("twice as slow", source="seed 003", measured="ratio",
-              holds=claims.compare(claims.Value(2.0, 0.04, "x"), 2, holds_if="below"))
+    table.add(
+        "twice as slow",
+        source="seed 003",
+        measured="ratio",
+        holds=claims.compare(claims.Value(2.0, 0.04, "x"), 2, holds_if="below"),
+    )
     table.add("profiler names it", source="seed 003", measured="names", holds=True)
     md = table.to_markdown()
     assert "| 2.00 ± 0.04 x | < 2 |" in md and "**borderline here**" in md
@@ -86,14 +101,25 @@ def test_the_table_shows_value_threshold_and_spread():
 
 def test_a_claim_between_two_bounds_shows_both_and_a_count_shows_no_spread():
     table = claims.ClaimsTable("01_pinned_memory")
-    table.add("slower, at most twice", source="seed 003", measured="ratio",
-              holds=claims.within(claims.Value(1.35, 0.06, "x"), 1, 2))
-    table.add("rare", source="seed 003", measured="share of sizes",
-              holds=claims.compare(claims.Value(7 / 11, unit="of 11 sizes"), 0.25, holds_if="below"))
+    table.add(
+        "slower, at most twice",
+        source="seed 003",
+        measured="ratio",
+        holds=claims.within(claims.Value(1.35, 0.06, "x"), 1, 2),
+    )
+    table.add(
+        "rare",
+        source="seed 003",
+        measured="share of sizes",
+        holds=claims.compare(claims.Value(7 / 11, unit="of 11 sizes"), 0.25, holds_if="below"),
+    )
     md = table.to_markdown()
     assert "| 1.35 ± 0.06 x | between 1 and 2 |" in md
     assert "| 0.636 of 11 sizes | < 0.25 |" in md
-    assert claims.Value(20.0).without_spread() == "20" and claims.Value(0.5).without_spread() == "0.500"
+    assert (
+        claims.Value(20.0).without_spread() == "20"
+        and claims.Value(0.5).without_spread() == "0.500"
+    )
     assert "(holds if between 1 and 2 x)" in str(claims.within(claims.Value(1.35, 0.06, "x"), 1, 2))
 
 
@@ -103,15 +129,26 @@ def test_replayed_verdicts_and_checks_reach_the_index_file(tmp_path, monkeypatch
     header = {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"}
     replayed, live = records.Run(1, False, header), records.Run(1, True, header)
     table = claims.ClaimsTable("nb")
-    table.add("c", source="s", measured="m", holds=claims.compare(claims.Value(3.0, 0.1), 2, holds_if="above"),
-              run=replayed)
+    table.add(
+        "c",
+        source="s",
+        measured="m",
+        holds=claims.compare(claims.Value(3.0, 0.1), 2, holds_if="above"),
+        run=replayed,
+    )
     table.add("live", source="s", measured="m", holds=True, run=live)
     seen = claims.WhatWeSee("nb", replayed)
     seen.check("the loop ends with one synchronize", False, "2 synchronize calls")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["kind"], r["name"], r["verdict"]) for r in rows] == [
-        ("claim", "c", claims.HOLDS), ("check", "the loop ends with one synchronize", claims.DOES_NOT_HOLD)]
-    assert rows[0]["threshold"] == 2 and rows[0]["spread"] == 0.1 and claims.verdict_of(rows[0]) == claims.HOLDS
+        ("claim", "c", claims.HOLDS),
+        ("check", "the loop ends with one synchronize", claims.DOES_NOT_HOLD),
+    ]
+    assert (
+        rows[0]["threshold"] == 2
+        and rows[0]["spread"] == 0.1
+        and claims.verdict_of(rows[0]) == claims.HOLDS
+    )
 
 
 def test_what_we_see_prints_sentences_and_marks_failed_checks():
@@ -122,7 +159,10 @@ def test_what_we_see_prints_sentences_and_marks_failed_checks():
     assert seen.check("one synchronize", False, "2 counted") is False
     md = seen._repr_markdown_()
     assert md.startswith("**What we see** (replayed from 1xH100): Pinned copies reach 55.4 GB/s.")
-    assert "✓ as expected: pinned beats pageable" in md and "✗ **not on this machine**: one synchronize" in md
+    assert (
+        "✓ as expected: pinned beats pageable" in md
+        and "✗ **not on this machine**: one synchronize" in md
+    )
     with pytest.raises(TypeError, match="bool"):
         seen.check("typed", "yes", "m")
     with pytest.raises(TypeError, match="sentence"):
@@ -133,14 +173,41 @@ MiB = 2**20
 SIZES = [MiB * 2**i for i in range(9)]
 
 
-@pytest.mark.parametrize("values, kind, words", [
-    ([30, 35, 40, 45, 47, 48, 49.0, 51.4, 54.6], "still rising", "(49.0, 51.4, 54.6 GB/s at 64 MiB, 128 MiB and 256 MiB)"),
-    ([30, 41.9, 40, 37.5, 45, 52, 53, 53.5, 53.2], "levels off", "after a dip from 40.0 GB/s at 4 MiB to 37.5 GB/s"),
-    ([3, 8, 12.24, 11, 10, 9, 8, 7, 6.71], "peaks, then falls", "peaks at 12.2 GB/s at 4 MiB, then falls to 6.71"),
-    ([10, 20, 50, 51, 50.5, 51.2, 50.8, 51, 50.9], "levels off", "levels off from 4 MiB on, at 50.0 to 51.2 GB/s"),
-    ([10, 12, 14, 15, 16, 16.5, 17.6, 15.6, 17.5], "uneven", "does not settle at the largest sizes (17.6, 15.6, 17.5"),
-    ([900, 2000, 5069, 4300, 4154, 4241, 4245, 4230, 4240], "peaks, then falls", "peaks at 5069 GB/s at 4 MiB, then falls to 4240 GB/s"),
-])
+@pytest.mark.parametrize(
+    "values, kind, words",
+    [
+        (
+            [30, 35, 40, 45, 47, 48, 49.0, 51.4, 54.6],
+            "still rising",
+            "(49.0, 51.4, 54.6 GB/s at 64 MiB, 128 MiB and 256 MiB)",
+        ),
+        (
+            [30, 41.9, 40, 37.5, 45, 52, 53, 53.5, 53.2],
+            "levels off",
+            "after a dip from 40.0 GB/s at 4 MiB to 37.5 GB/s",
+        ),
+        (
+            [3, 8, 12.24, 11, 10, 9, 8, 7, 6.71],
+            "peaks, then falls",
+            "peaks at 12.2 GB/s at 4 MiB, then falls to 6.71",
+        ),
+        (
+            [10, 20, 50, 51, 50.5, 51.2, 50.8, 51, 50.9],
+            "levels off",
+            "levels off from 4 MiB on, at 50.0 to 51.2 GB/s",
+        ),
+        (
+            [10, 12, 14, 15, 16, 16.5, 17.6, 15.6, 17.5],
+            "uneven",
+            "does not settle at the largest sizes (17.6, 15.6, 17.5",
+        ),
+        (
+            [900, 2000, 5069, 4300, 4154, 4241, 4245, 4230, 4240],
+            "peaks, then falls",
+            "peaks at 5069 GB/s at 4 MiB, then falls to 4240 GB/s",
+        ),
+    ],
+)
 def test_describe_curve_says_how_the_curve_ends(values, kind, words):
     shape = claims.describe_curve(SIZES, values)
     assert shape.kind == kind and words in shape.words
@@ -155,6 +222,7 @@ def test_describe_curve_needs_matching_lists():
 
 # ---------------------------------------------------------------- numpy bools are verdicts too
 
+
 def test_numpy_bools_give_verdicts_and_become_python_bools(tmp_path, monkeypatch):
     import numpy as np
 
@@ -166,10 +234,14 @@ def test_numpy_bools_give_verdicts_and_become_python_bools(tmp_path, monkeypatch
     held = seen.check("numpy says yes", np.bool_(True), "3 > 2")
     failed = seen.check("numpy says no", np.bool_(False), "1 > 2")
     assert (held, failed) == (True, False) and type(held) is bool and type(failed) is bool
-    assert [c.holds for c in seen.checks] == [True, False] and all(type(c.holds) is bool for c in seen.checks)
+    assert [c.holds for c in seen.checks] == [True, False] and all(
+        type(c.holds) is bool for c in seen.checks
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["name"], r["verdict"], r["value"]) for r in rows] == [
-        ("numpy says yes", claims.HOLDS, True), ("numpy says no", claims.DOES_NOT_HOLD, False)]
+        ("numpy says yes", claims.HOLDS, True),
+        ("numpy says no", claims.DOES_NOT_HOLD, False),
+    ]
 
 
 def test_numpy_bools_in_the_claims_table():
@@ -196,10 +268,15 @@ def test_numbers_and_strings_are_not_verdicts(holds):
 
 # ---------------------------------------------------------------- arithmetic no other test pins down
 
+
 def test_a_rate_keeps_the_relative_spread_of_its_time():
     # quartiles 0.9 and 1.1 ms around a 1 ms median: +-10% of 1 GB/s
-    rate = claims.measured(timed(1.0e-3, 1.2e-3, 0.8e-3, 1.1e-3, 0.9e-3, nbytes=10**6), as_rate=True)
-    assert rate.value == pytest.approx(1.0) and rate.spread == pytest.approx(0.1) and rate.samples == 5
+    rate = claims.measured(
+        timed(1.0e-3, 1.2e-3, 0.8e-3, 1.1e-3, 0.9e-3, nbytes=10**6), as_rate=True
+    )
+    assert (
+        rate.value == pytest.approx(1.0) and rate.spread == pytest.approx(0.1) and rate.samples == 5
+    )
 
 
 def test_ratio_divides_and_adds_the_relative_spreads_of_both_sides():
@@ -218,7 +295,9 @@ def test_within_at_the_middle_decides_at_the_lower_bound():
     assert claims.within(claims.Value(1.5), 1, 2).threshold == 1
 
 
-@pytest.mark.parametrize("row", [{"value": 1.0}, {"threshold": 1.0}, {"value": None, "threshold": 1.0}])
+@pytest.mark.parametrize(
+    "row", [{"value": 1.0}, {"threshold": 1.0}, {"value": None, "threshold": 1.0}]
+)
 def test_verdict_of_a_row_without_value_or_threshold_is_none(row):
     assert claims.verdict_of({"holds_if": "above", **row}) is None
 
@@ -226,26 +305,48 @@ def test_verdict_of_a_row_without_value_or_threshold_is_none(row):
 def test_what_a_claim_and_a_check_write_to_the_index(tmp_path, monkeypatch):
     out = tmp_path / "rows.jsonl"
     monkeypatch.setenv("COURSE_INDEX_OUT", str(out))
-    run = records.Run(1, False, {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"})
+    run = records.Run(
+        1, False, {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"}
+    )
     table = claims.ClaimsTable("01_nb")
-    table.add("faster", source="seed 1", measured="ratio of medians",
-              holds=claims.compare(claims.Value(3.0, 0.1, "x"), 2, holds_if="above"), run=run)
+    table.add(
+        "faster",
+        source="seed 1",
+        measured="ratio of medians",
+        holds=claims.compare(claims.Value(3.0, 0.1, "x"), 2, holds_if="above"),
+        run=run,
+    )
     table.add("named", source="seed 2", measured="names", holds=False, run=run)
     table.add("untestable", source="seed 3", measured="-", holds=None, run=run)
     claims.WhatWeSee("01_nb", run).check("one sync", True, "1 call")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["notebook"] for r in rows} == {"01_nb"}
     first = rows[0]
-    assert (first["source"], first["measured"], first["unit"], first["spread"], first["holds_if"]) == (
-        "seed 1", "ratio of medians", "x", 0.1, "above")
+    assert (
+        first["source"],
+        first["measured"],
+        first["unit"],
+        first["spread"],
+        first["holds_if"],
+    ) == ("seed 1", "ratio of medians", "x", 0.1, "above")
     assert first["margin"] == table.claims[0].comparison.margin
-    assert [(r["name"], r["value"]) for r in rows[1:]] == [("named", False), ("untestable", None), ("one sync", True)]
+    assert [(r["name"], r["value"]) for r in rows[1:]] == [
+        ("named", False),
+        ("untestable", None),
+        ("one sync", True),
+    ]
     assert rows[3]["measured"] == "1 call" and rows[2]["verdict"] == claims.NOT_TESTABLE
 
 
-@pytest.mark.parametrize("make", [lambda: claims.ClaimsTable(""), lambda: claims.WhatWeSee(""),
-                                  lambda: claims.WhatWeSee("nb").check("s", True, ""),
-                                  lambda: claims.WhatWeSee("nb").check("", True, "m")])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: claims.ClaimsTable(""),
+        lambda: claims.WhatWeSee(""),
+        lambda: claims.WhatWeSee("nb").check("s", True, ""),
+        lambda: claims.WhatWeSee("nb").check("", True, "m"),
+    ],
+)
 def test_empty_names_and_sentences_are_refused(make):
     with pytest.raises(TypeError, match="name|non-empty"):
         make()
@@ -257,20 +358,54 @@ def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_pat
     import json as _json
 
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
-    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(_json.dumps(
-        {"1xA": {"03_x": {"parallel": {"floor": 0.04, "runs": 2, "values": [0.87, 0.95], "threshold": 0.9,
-                                       "holds_if": "above"}}}}))
-    run = records.Run(1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"})
+    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(
+        _json.dumps(
+            {
+                "1xA": {
+                    "03_x": {
+                        "parallel": {
+                            "floor": 0.04,
+                            "runs": 2,
+                            "values": [0.87, 0.95],
+                            "threshold": 0.9,
+                            "holds_if": "above",
+                        }
+                    }
+                }
+            }
+        )
+    )
+    run = records.Run(
+        1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"}
+    )
     value = claims.Value(0.93, 0.001)
     assert claims.compare(value, 0.9, holds_if="above").verdict == claims.HOLDS
     table = claims.ClaimsTable("03_x")
-    row = table.add("parallel", source="s", measured="m", holds=claims.compare(value, 0.9, holds_if="above"), run=run)
+    row = table.add(
+        "parallel",
+        source="s",
+        measured="m",
+        holds=claims.compare(value, 0.9, holds_if="above"),
+        run=run,
+    )
     # half the range is 0.04; 0.93 is 0.06 from the recorded 0.87 on the threshold's other side
     assert row.verdict == claims.BORDERLINE and row.comparison.floor == pytest.approx(0.06)
     assert "0.930 ± 0.001 (runs differ by ± 0.060)" in table.to_markdown()
-    other = table.add("other", source="s", measured="m", holds=claims.compare(value, 0.9, holds_if="above"), run=run)
+    other = table.add(
+        "other",
+        source="s",
+        measured="m",
+        holds=claims.compare(value, 0.9, holds_if="above"),
+        run=run,
+    )
     assert other.verdict == claims.HOLDS  # no history for it: its own spread decides
-    row_of_index = {"value": 0.93, "spread": 0.001, "threshold": 0.9, "holds_if": "above", "floor": 0.04}
+    row_of_index = {
+        "value": 0.93,
+        "spread": 0.001,
+        "threshold": 0.9,
+        "holds_if": "above",
+        "floor": 0.04,
+    }
     assert claims.verdict_of(row_of_index) == claims.BORDERLINE
     assert claims.verdict_of({**row_of_index, "floor": None}) == claims.HOLDS
     # the same claim tested against another threshold is another test: its history does not count
@@ -278,15 +413,18 @@ def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_pat
     assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.9, "above") == 0.04
 
 
-@pytest.mark.parametrize("value, spread, text", [
-    (0.249851, 7.2e-07, "0.2499 x ± <0.0001"),  # no more than 4 significant digits of the value
-    (0.9401, 0.0004, "0.9401 x ± 0.0004"),
-    (1.0040, 0.0003, "1.004 x ± <0.001"),
-    (2.03, 0.317, "2.03 x ± 0.32"),  # 3 digits of the value, one of the spread
-    (10105, 544, "10105 x ± 544"),
-    (0.00845, 0.00077, "0.00845 x ± 0.00077"),
-    (33.52, 0.0, "33.5 x ± 0.0"),  # no spread at all is not 'below' anything
-])
+@pytest.mark.parametrize(
+    "value, spread, text",
+    [
+        (0.249851, 7.2e-07, "0.2499 x ± <0.0001"),  # no more than 4 significant digits of the value
+        (0.9401, 0.0004, "0.9401 x ± 0.0004"),
+        (1.0040, 0.0003, "1.004 x ± <0.001"),
+        (2.03, 0.317, "2.03 x ± 0.32"),  # 3 digits of the value, one of the spread
+        (10105, 544, "10105 x ± 544"),
+        (0.00845, 0.00077, "0.00845 x ± 0.00077"),
+        (33.52, 0.0, "33.5 x ± 0.0"),  # no spread at all is not 'below' anything
+    ],
+)
 def test_a_value_shows_at_most_four_digits_and_a_spread_below_them_as_such(value, spread, text):
     assert str(claims.Value(value, spread, "x")) == text
 
@@ -295,20 +433,43 @@ def test_a_run_to_run_floor_shows_two_significant_digits_at_most(tmp_path, monke
     import json as _json
 
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
-    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(_json.dumps(
-        {"1xA": {"05_x": {"same": {"floor": 0.027805, "runs": 3, "values": [0.0, 0.05, 0.03], "threshold": 0.2,
-                                   "holds_if": "below"}}}}))
-    run = records.Run(1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"})
+    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(
+        _json.dumps(
+            {
+                "1xA": {
+                    "05_x": {
+                        "same": {
+                            "floor": 0.027805,
+                            "runs": 3,
+                            "values": [0.0, 0.05, 0.03],
+                            "threshold": 0.2,
+                            "holds_if": "below",
+                        }
+                    }
+                }
+            }
+        )
+    )
+    run = records.Run(
+        1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"}
+    )
     table = claims.ClaimsTable("05_x")
-    table.add("same", source="s", measured="m", holds=claims.compare(claims.Value(0.000049), 0.2, holds_if="below"),
-              run=run)
+    table.add(
+        "same",
+        source="s",
+        measured="m",
+        holds=claims.compare(claims.Value(0.000049), 0.2, holds_if="below"),
+        run=run,
+    )
     assert "| 0.000049 (runs differ by ± 0.028) |" in table.to_markdown()  # not ± 0.027805
 
 
 def test_a_value_whose_samples_were_all_alike_says_so_instead_of_plus_minus_zero():
     assert str(claims.Value(0.0, 0.0, "", 2)) == "0 in every sample"
     assert str(claims.Value(0.5, 0.0, "x", 5)) == "0.500 x in every sample"
-    assert str(claims.Value(2.0, 0.0, "x")) == "2.00 x ± 0.00"  # samples not known: the spread as it is
+    assert (
+        str(claims.Value(2.0, 0.0, "x")) == "2.00 x ± 0.00"
+    )  # samples not known: the spread as it is
 
 
 def test_no_two_recorded_runs_get_opposite_verdicts(tmp_path, monkeypatch):
@@ -316,37 +477,103 @@ def test_no_two_recorded_runs_get_opposite_verdicts(tmp_path, monkeypatch):
 
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     values = [0.866, 0.868, 0.874, 0.871, 0.707]  # 1xH100's 'large copies come close', five runs
-    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(_json.dumps(
-        {"1xA": {"00_x": {"close": {"floor": (max(values) - min(values)) / 2, "runs": 5, "values": values,
-                                    "threshold": 0.8, "holds_if": "above"}}}}))
-    run = records.Run(1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"})
-    for value in values:  # each recorded run, the extremes too, is borderline: none holds while another does not
+    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(
+        _json.dumps(
+            {
+                "1xA": {
+                    "00_x": {
+                        "close": {
+                            "floor": (max(values) - min(values)) / 2,
+                            "runs": 5,
+                            "values": values,
+                            "threshold": 0.8,
+                            "holds_if": "above",
+                        }
+                    }
+                }
+            }
+        )
+    )
+    run = records.Run(
+        1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"}
+    )
+    for value in (
+        values
+    ):  # each recorded run, the extremes too, is borderline: none holds while another does not
         table = claims.ClaimsTable("00_x")
-        row = table.add("close", source="s", measured="m", run=run,
-                        holds=claims.compare(claims.Value(value, 0.003), 0.8, holds_if="above"))
+        row = table.add(
+            "close",
+            source="s",
+            measured="m",
+            run=run,
+            holds=claims.compare(claims.Value(value, 0.003), 0.8, holds_if="above"),
+        )
         assert row.verdict == claims.BORDERLINE, value
-    far = claims.ClaimsTable("00_x").add("close", source="s", measured="m", run=run,
-                                         holds=claims.compare(claims.Value(2.0, 0.003), 0.8, holds_if="above"))
-    assert far.verdict == claims.BORDERLINE  # a recorded run (0.707) did not hold: this kind has shown both sides
-    other = claims.ClaimsTable("00_x").add("close", source="s", measured="m", run=run,
-                                           holds=claims.compare(claims.Value(0.9, 0.003), 0.6, holds_if="above"))
-    assert other.verdict == claims.HOLDS  # another threshold is another test: no floor from this history
-    assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above", 0.95) == pytest.approx(0.95 - 0.707)
-    assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above") == pytest.approx((0.874 - 0.707) / 2)
+    far = claims.ClaimsTable("00_x").add(
+        "close",
+        source="s",
+        measured="m",
+        run=run,
+        holds=claims.compare(claims.Value(2.0, 0.003), 0.8, holds_if="above"),
+    )
+    assert (
+        far.verdict == claims.BORDERLINE
+    )  # a recorded run (0.707) did not hold: this kind has shown both sides
+    other = claims.ClaimsTable("00_x").add(
+        "close",
+        source="s",
+        measured="m",
+        run=run,
+        holds=claims.compare(claims.Value(0.9, 0.003), 0.6, holds_if="above"),
+    )
+    assert (
+        other.verdict == claims.HOLDS
+    )  # another threshold is another test: no floor from this history
+    assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above", 0.95) == pytest.approx(
+        0.95 - 0.707
+    )
+    assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above") == pytest.approx(
+        (0.874 - 0.707) / 2
+    )
 
 
-@pytest.mark.parametrize("values, kind, words, plateau_from", [
-    ([100, 100, 100, 100], "levels off", "levels off from 1 MiB on, at 100 to 100 GB/s", 0),
-    ([10, 10, 105, 100, 100], "levels off", "levels off from 16 MiB on, at 100 to 105 GB/s", 2),  # 5% is flat
-    ([10, 50, 50, 100], "uneven",
-     "does not settle at the largest sizes (50.0, 50.0, 100 GB/s at 4 MiB, 16 MiB and 64 MiB)", None),
-    ([10, 20, 105, 100], "still rising",
-     "is still rising at the largest sizes (20.0, 105, 100 GB/s at 4 MiB, 16 MiB and 64 MiB)", None),
-    ([100, 90, 98, 98, 98], "levels off", "levels off from 16 MiB on, at 98.0 to 98.0 GB/s (after a dip from "
-     "100 GB/s at 1 MiB to 90.0 GB/s at 4 MiB)", 2),
-    ([10, 100, 95], "uneven", "does not settle at the largest sizes (10.0, 100, 95.0 GB/s at 1 MiB, 4 MiB and 16 MiB)",
-     None),  # 5% below the peak is not yet a fall
-])
+@pytest.mark.parametrize(
+    "values, kind, words, plateau_from",
+    [
+        ([100, 100, 100, 100], "levels off", "levels off from 1 MiB on, at 100 to 100 GB/s", 0),
+        (
+            [10, 10, 105, 100, 100],
+            "levels off",
+            "levels off from 16 MiB on, at 100 to 105 GB/s",
+            2,
+        ),  # 5% is flat
+        (
+            [10, 50, 50, 100],
+            "uneven",
+            "does not settle at the largest sizes (50.0, 50.0, 100 GB/s at 4 MiB, 16 MiB and 64 MiB)",
+            None,
+        ),
+        (
+            [10, 20, 105, 100],
+            "still rising",
+            "is still rising at the largest sizes (20.0, 105, 100 GB/s at 4 MiB, 16 MiB and 64 MiB)",
+            None,
+        ),
+        (
+            [100, 90, 98, 98, 98],
+            "levels off",
+            "levels off from 16 MiB on, at 98.0 to 98.0 GB/s (after a dip from "
+            "100 GB/s at 1 MiB to 90.0 GB/s at 4 MiB)",
+            2,
+        ),
+        (
+            [10, 100, 95],
+            "uneven",
+            "does not settle at the largest sizes (10.0, 100, 95.0 GB/s at 1 MiB, 4 MiB and 16 MiB)",
+            None,
+        ),  # 5% below the peak is not yet a fall
+    ],
+)
 def test_describe_curve_at_its_boundaries(values, kind, words, plateau_from):
     sizes = [2**20 * 4**i for i in range(len(values))]
     assert claims.describe_curve(sizes, values) == claims.CurveShape(kind, words, plateau_from)
@@ -354,7 +581,11 @@ def test_describe_curve_at_its_boundaries(values, kind, words, plateau_from):
 
 @pytest.mark.parametrize("tolerance", [0, 1, 1.5, -0.1])
 def test_describe_curve_takes_a_tolerance_strictly_between_0_and_1(tolerance):
-    with pytest.raises(ValueError, match=rf"^tolerance is a share between 0 and 1, e.g. 0.05; got {tolerance!r}$"):
+    with pytest.raises(
+        ValueError, match=rf"^tolerance is a share between 0 and 1, e.g. 0.05; got {tolerance!r}$"
+    ):
         claims.describe_curve([1, 2, 3], [1, 2, 3], tolerance=tolerance)
-    with pytest.raises(ValueError, match="^describe_curve needs as many sizes as values, at least 3 of each$"):
+    with pytest.raises(
+        ValueError, match="^describe_curve needs as many sizes as values, at least 3 of each$"
+    ):
         claims.describe_curve([1, 2, 3, 4], [1, 2, 3])

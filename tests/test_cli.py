@@ -51,6 +51,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 # ---------------------------------------------------------------- help and arguments
 
+
 def test_every_subcommand_has_a_help_that_says_what_it_does(capsys):
     code, out, _ = run(capsys, "--help")
     assert code == 0
@@ -68,15 +69,33 @@ def test_the_console_script_is_cli_main():
 
     script = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["datamove"]
     assert script == "helpers.cli:main"
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["cli"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["cli"]
     assert {e.split(">")[0] for e in extras} == {"tqdm", "nvidia-ml-py"}
-    help_text = subprocess.run([sys.executable, "-m", "helpers.cli", "--help"], cwd=ROOT, capture_output=True,
-                               text=True, timeout=120)
+    help_text = subprocess.run(
+        [sys.executable, "-m", "helpers.cli", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert help_text.returncode == 0 and help_text.stdout.startswith("usage: datamove")
 
 
-@pytest.mark.parametrize("text, nbytes", [("4096", 4096), ("4KiB", 4096), ("64MiB", 64 * MiB), ("1GiB", GiB),
-                                          ("1GB", 10**9), ("2 kb", 2000), ("512B", 512), ("1gib", GiB)])
+@pytest.mark.parametrize(
+    "text, nbytes",
+    [
+        ("4096", 4096),
+        ("4KiB", 4096),
+        ("64MiB", 64 * MiB),
+        ("1GiB", GiB),
+        ("1GB", 10**9),
+        ("2 kb", 2000),
+        ("512B", 512),
+        ("1gib", GiB),
+    ],
+)
 def test_sizes_take_bytes_binary_and_decimal_units(text, nbytes):
     assert cli_args.parse_size(text) == nbytes
 
@@ -97,7 +116,10 @@ def test_size_ranges_and_lists():
 
 
 def test_tolerances_and_ops():
-    assert cli_args.parse_tolerance("5%") == pytest.approx(0.05) and cli_args.parse_tolerance("0.1") == 0.1
+    assert (
+        cli_args.parse_tolerance("5%") == pytest.approx(0.05)
+        and cli_args.parse_tolerance("0.1") == 0.1
+    )
     for bad in ("5", "100%", "-1%", "five"):
         with pytest.raises(ValueError, match="e.g. 5%"):
             cli_args.parse_tolerance(bad)
@@ -107,21 +129,31 @@ def test_tolerances_and_ops():
         cli_args.parse_ops("allreduce")
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["h2d", "--sizes", "4XB"], "'4XB' is not a size"),
-    (["d2h", "--sizes", "1MiB:4KiB"], "below the smallest"),
-    (["collectives", "--ops", "all_reduce,allgather"], "unknown collective allgather"),
-    (["check", "--tolerance", "5"], "is not a tolerance"),
-    (["collectives", "--nproc", "0"], "'0' is not a whole number >= 1"),
-    (["collectives", "--samples", "-2"], "is not a whole number >= 1"),
-    (["collectives", "--backend", "gloo", "--sizes", "100"], "not a multiple of 4 x 2 ranks"),
-    (["h2d", "--sizes", "4KiB"] if hardware.gpu_count() < 1 else ["h2d", "--sizes", "4098"], "needs 1 CUDA GPU"
-     if hardware.gpu_count() < 1 else "whole 4-byte words"),
-    (["p2p"], "needs 2 CUDA GPU(s)"),
-    (["record"], "no NVIDIA driver"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["h2d", "--sizes", "4XB"], "'4XB' is not a size"),
+        (["d2h", "--sizes", "1MiB:4KiB"], "below the smallest"),
+        (["collectives", "--ops", "all_reduce,allgather"], "unknown collective allgather"),
+        (["check", "--tolerance", "5"], "is not a tolerance"),
+        (["collectives", "--nproc", "0"], "'0' is not a whole number >= 1"),
+        (["collectives", "--samples", "-2"], "is not a whole number >= 1"),
+        (["collectives", "--backend", "gloo", "--sizes", "100"], "not a multiple of 4 x 2 ranks"),
+        (
+            ["h2d", "--sizes", "4KiB"] if hardware.gpu_count() < 1 else ["h2d", "--sizes", "4098"],
+            "needs 1 CUDA GPU" if hardware.gpu_count() < 1 else "whole 4-byte words",
+        ),
+        (["p2p"], "needs 2 CUDA GPU(s)"),
+        (["record"], "no NVIDIA driver"),
+    ],
+)
 def test_a_request_that_cannot_be_served_is_one_line_and_exit_2(capsys, argv, words):
-    if argv == ["p2p"] and hardware.gpu_count() >= 2 or argv == ["record"] and hardware.driver_present():
+    if (
+        argv == ["p2p"]
+        and hardware.gpu_count() >= 2
+        or argv == ["record"]
+        and hardware.driver_present()
+    ):
         pytest.skip("this machine can serve it")
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
@@ -130,19 +162,38 @@ def test_a_request_that_cannot_be_served_is_one_line_and_exit_2(capsys, argv, wo
 
 # ---------------------------------------------------------------- output shapes (measurements injected)
 
+
 def _fake_timing(nbytes: int, seconds: float = 1e-3, label: str = "H2D pinned") -> timing.Timing:
-    return timing.Timing([seconds * 0.99, seconds, seconds * 1.02], "cuda events", nbytes, label, 4, 1)
+    return timing.Timing(
+        [seconds * 0.99, seconds, seconds * 1.02], "cuda events", nbytes, label, 4, 1
+    )
 
 
 @pytest.fixture
 def fake_copies(monkeypatch):
     """h2d/d2h without a GPU: the measurement and the machine's facts injected."""
     monkeypatch.setattr(copy_cmds, "need_gpus", lambda n, why="": None)
-    monkeypatch.setattr(copy_cmds, "host_copy", lambda direction, pinned, n: _fake_timing(n, n / 50e9))
-    monkeypatch.setattr(copy_cmds, "link_of_gpu0", lambda: {"gen": 5, "width": 16, "theoretical_gbps": 63.0,
-                                                       "memory_ceiling_gbps": 4800.0})
-    monkeypatch.setattr(copy_cmds, "machine_facts", lambda: {"machine": "1xFake", "gpu": "Fake GPU", "driver": "1",
-                                                        "torch": "2", "cuda": "13.0", "nccl": None, "date": "d"})
+    monkeypatch.setattr(
+        copy_cmds, "host_copy", lambda direction, pinned, n: _fake_timing(n, n / 50e9)
+    )
+    monkeypatch.setattr(
+        copy_cmds,
+        "link_of_gpu0",
+        lambda: {"gen": 5, "width": 16, "theoretical_gbps": 63.0, "memory_ceiling_gbps": 4800.0},
+    )
+    monkeypatch.setattr(
+        copy_cmds,
+        "machine_facts",
+        lambda: {
+            "machine": "1xFake",
+            "gpu": "Fake GPU",
+            "driver": "1",
+            "torch": "2",
+            "cuda": "13.0",
+            "nccl": None,
+            "date": "d",
+        },
+    )
 
 
 def test_h2d_json_has_the_machine_the_link_and_a_row_per_size(capsys, fake_copies):
@@ -176,17 +227,27 @@ def test_a_collective_row_has_nccl_tests_fields_and_factors():
     assert reduce["out_of_place"] is None and gather["in_place"] is None
     assert group["alg_bw"] == pytest.approx(GiB / 0.01 / 1e9)
     assert group["bus_bw"] == pytest.approx(group["alg_bw"] * 2 * 3 / 4)
-    assert (reduce["redop"], reduce["root"].strip(), reduce["count"], reduce["type"]) == ("sum", "-1", GiB // 4, "float")
-    assert gather["count"] == GiB // 4 // 4 and gather["out_of_place"]["nwrong"] == 3  # per-rank count, as nccl-tests
-    assert gather["out_of_place"]["bus_bw"] == pytest.approx(gather["out_of_place"]["alg_bw"] * 3 / 4)
+    assert (reduce["redop"], reduce["root"].strip(), reduce["count"], reduce["type"]) == (
+        "sum",
+        "-1",
+        GiB // 4,
+        "float",
+    )
+    assert (
+        gather["count"] == GiB // 4 // 4 and gather["out_of_place"]["nwrong"] == 3
+    )  # per-rank count, as nccl-tests
+    assert gather["out_of_place"]["bus_bw"] == pytest.approx(
+        gather["out_of_place"]["alg_bw"] * 3 / 4
+    )
     assert group["time"] == pytest.approx(1e4)
     line = nccl_tests_format.row_line(gather)
     assert line.split()[-4:] == ["N/A"] * 4 and line.split()[5] == "10000"
 
 
 def test_times_print_as_in_nccl_tests_logs():
-    assert [nccl_tests_format.time_str(us) for us in (13.24, 135.8, 6759.0, 12646.0, 1059765.0)] == [
-        "  13.24", "  135.8", " 6759.0", "  12646", "1059765"]
+    assert [
+        nccl_tests_format.time_str(us) for us in (13.24, 135.8, 6759.0, 12646.0, 1059765.0)
+    ] == ["  13.24", "  135.8", " 6759.0", "  12646", "1059765"]
 
 
 def test_progress_line_goes_to_stderr_only_on_a_terminal(capsys):
@@ -205,12 +266,27 @@ FIXTURE_LOG = ROOT / "tests" / "fixtures" / "nccl_tests_all_reduce_2x8xH100.log"
 
 def test_the_parser_reads_a_real_nccl_tests_log():
     log = nccl_tests_format.parse_log(FIXTURE_LOG.read_text())
-    assert log["config"] == {"nthreads": 1, "ngpus": 1, "minimum_bytes": 8, "maximum_bytes": 8589934592,
-                             "step_factor": 2, "warmup_iters": 5, "iterations": 20, "validation": 1}
-    assert len(log["devices"]) == 16 and log["devices"][15]["device_info"] == "NVIDIA H100 80GB HBM3"
+    assert log["config"] == {
+        "nthreads": 1,
+        "ngpus": 1,
+        "minimum_bytes": 8,
+        "maximum_bytes": 8589934592,
+        "step_factor": 2,
+        "warmup_iters": 5,
+        "iterations": 20,
+        "validation": 1,
+    }
+    assert (
+        len(log["devices"]) == 16 and log["devices"][15]["device_info"] == "NVIDIA H100 80GB HBM3"
+    )
     assert len(log["results"]) == 31 and log["results"][-1]["size"] == 8589934592
     last = log["results"][-1]
-    assert last["out_of_place"] == {"time": 47535.0, "alg_bw": 180.71, "bus_bw": 338.82, "nwrong": 0.0}
+    assert last["out_of_place"] == {
+        "time": 47535.0,
+        "alg_bw": 180.71,
+        "bus_bw": 338.82,
+        "nwrong": 0.0,
+    }
     assert (log["out_of_bounds"], log["average_bus_bandwidth"]) == (0, 70.742)
     # the average is nccl-tests' own: the mean busbw of both groups of every row
     buses = [r[g]["bus_bw"] for r in log["results"] for g in ("out_of_place", "in_place")]
@@ -221,13 +297,38 @@ def test_datamove_prints_the_first_gloo_row_within_seconds_in_nccl_tests_format(
     """Rows stream as measured (flushed), and the same parser reads datamove's log with the
     same fields as the real nccl-tests log; -J writes nccl-tests' JSON beside it."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "0"}
-    cmd = [sys.executable, "-m", "helpers.cli", "collectives", "--backend", "gloo", "-g", "2", "--ops",
-           "all_reduce,all_gather", "-b", "1K", "-e", "16K", "-f", "4", "-w", "1", "-n", "2", "--samples", "2",
-           "-J", str(tmp_path / "out.json")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "helpers.cli",
+        "collectives",
+        "--backend",
+        "gloo",
+        "-g",
+        "2",
+        "--ops",
+        "all_reduce,all_gather",
+        "-b",
+        "1K",
+        "-e",
+        "16K",
+        "-f",
+        "4",
+        "-w",
+        "1",
+        "-n",
+        "2",
+        "--samples",
+        "2",
+        "-J",
+        str(tmp_path / "out.json"),
+    ]
     import time
 
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     lines, first_row_s = [], None
     for line in proc.stdout:
         lines.append(line)
@@ -237,16 +338,32 @@ def test_datamove_prints_the_first_gloo_row_within_seconds_in_nccl_tests_format(
     assert first_row_s is not None and first_row_s < 30  # a few seconds alone; 2 busy cores in CI
     text = "".join(lines)
     log = nccl_tests_format.parse_log(text)
-    assert log["config"]["ngpus"] == 2 and log["config"]["step_factor"] == 4 and log["config"]["warmup_iters"] == 1
+    assert (
+        log["config"]["ngpus"] == 2
+        and log["config"]["step_factor"] == 4
+        and log["config"]["warmup_iters"] == 1
+    )
     assert [r["size"] for r in log["results"]] == [1024, 4096, 16384] * 2
-    assert set(log["results"][0]) == set(nccl_tests_format.parse_log(FIXTURE_LOG.read_text())["results"][0])
-    assert log["results"][0]["out_of_place"] is None and log["results"][0]["in_place"]["nwrong"] == 0
-    assert log["results"][3]["in_place"] is None and log["results"][3]["out_of_place"]["bus_bw"] >= 0
+    assert set(log["results"][0]) == set(
+        nccl_tests_format.parse_log(FIXTURE_LOG.read_text())["results"][0]
+    )
+    assert (
+        log["results"][0]["out_of_place"] is None and log["results"][0]["in_place"]["nwrong"] == 0
+    )
+    assert (
+        log["results"][3]["in_place"] is None and log["results"][3]["out_of_place"]["bus_bw"] >= 0
+    )
     assert log["out_of_bounds"] == 0 and log["average_bus_bandwidth"] is not None
     assert text.count("# Using devices") == 2 and "#  Rank  1 Group  0 Pid" in text
     doc = json.loads((tmp_path / "out.json").read_text())
-    assert doc["config"]["ngpus"] == 2 and len(doc["results"]) == 6 and doc["out_of_bounds"]["count"] == 0
-    assert doc["average_bus_bandwidth"]["bandwidth"] >= 0 and doc["config"]["devices"][1]["rank"] == 1
+    assert (
+        doc["config"]["ngpus"] == 2
+        and len(doc["results"]) == 6
+        and doc["out_of_bounds"]["count"] == 0
+    )
+    assert (
+        doc["average_bus_bandwidth"]["bandwidth"] >= 0 and doc["config"]["devices"][1]["rank"] == 1
+    )
 
 
 def test_the_default_sizes_fit_the_backend():
@@ -254,7 +371,9 @@ def test_the_default_sizes_fit_the_backend():
     gloo = collectives_cmd._chosen_sizes(args, "gloo", 2)
     nccl = collectives_cmd._chosen_sizes(args, "nccl", 2)
     assert gloo[-1] == 4 * MiB and nccl[-1] == GiB and gloo[0] == nccl[0] == 1024
-    args = cli.build_parser().parse_args(["collectives", "-b", "8", "-e", "128M", "-f", "2", "-g", "2"])
+    args = cli.build_parser().parse_args(
+        ["collectives", "-b", "8", "-e", "128M", "-f", "2", "-g", "2"]
+    )
     sizes = collectives_cmd._chosen_sizes(args, "nccl", 2)
     assert sizes[0] == 8 and sizes[-1] == 128 * MiB and len(sizes) == 25
 
@@ -278,39 +397,75 @@ def test_version_and_topo_without_a_gpu(capsys, monkeypatch):
 def test_topo_names_links_and_ceilings(monkeypatch):
     assert topo.nvlink_ceiling_gbps("NV18", "NVIDIA H100 80GB HBM3") == 450.0
     assert topo.nvlink_ceiling_gbps("SYS", "NVIDIA H100 80GB HBM3") is None
-    facts = {"source": "NVML", "links": [["X", "NV18"], ["NV18", "X"]], "ceilings_gbps": [[None, 450.0], [450.0, None]],
-             "gpus": [{"index": i, "name": "H100", "bus_id": f"0000:0{i}:00.0", "pcie": "gen 5 x16",
-                       "pcie_gbps": 63.0, "numa": i} for i in range(2)]}
+    facts = {
+        "source": "NVML",
+        "links": [["X", "NV18"], ["NV18", "X"]],
+        "ceilings_gbps": [[None, 450.0], [450.0, None]],
+        "gpus": [
+            {
+                "index": i,
+                "name": "H100",
+                "bus_id": f"0000:0{i}:00.0",
+                "pcie": "gen 5 x16",
+                "pcie_gbps": 63.0,
+                "numa": i,
+            }
+            for i in range(2)
+        ],
+    }
     text = topo.topo_text(facts)
-    assert "NV18 450" in text and "GPU1 H100  0000:01:00.0  PCIe gen 5 x16 (63.0 GB/s one way)  NUMA node 1" in text
+    assert (
+        "NV18 450" in text
+        and "GPU1 H100  0000:01:00.0  PCIe gen 5 x16 (63.0 GB/s one way)  NUMA node 1" in text
+    )
 
 
 # ---------------------------------------------------------------- the notebooks' own experiments
+
 
 def test_h2d_and_d2h_run_notebook_01s_saved_timed_copy_with_its_samples(monkeypatch):
     """h2d/d2h call notebook 01's timed_copy (its #@save cell, helpers/experiments.py) with the
     samples copy_bandwidth takes at that size."""
     calls = []
-    monkeypatch.setattr(experiments, "timed_copy", lambda n, direction, pinned, repeats: calls.append(
-        (n, direction, pinned, repeats)) or _fake_timing(n))
+    monkeypatch.setattr(
+        experiments,
+        "timed_copy",
+        lambda n, direction, pinned, repeats: (
+            calls.append((n, direction, pinned, repeats)) or _fake_timing(n)
+        ),
+    )
     copy_cmds.host_copy("h2d", True, 4096)
     copy_cmds.host_copy("d2h", False, copy_cmds.LARGE_BYTES)
-    assert calls == [(4096, "h2d", True, copy_cmds.REPEATS_SMALL), (copy_cmds.LARGE_BYTES, "d2h", False, copy_cmds.REPEATS_LARGE)]
+    assert calls == [
+        (4096, "h2d", True, copy_cmds.REPEATS_SMALL),
+        (copy_cmds.LARGE_BYTES, "d2h", False, copy_cmds.REPEATS_LARGE),
+    ]
 
 
 def test_the_command_line_takes_the_notebooks_full_size_params():
     def params(notebook, name):
-        return records.experiments_in_notebook(ROOT / "notebooks" / f"{notebook}.ipynb")[name].params
+        return records.experiments_in_notebook(ROOT / "notebooks" / f"{notebook}.ipynb")[
+            name
+        ].params
 
     copies = params("01_pinned_memory", "copy_bandwidth")
-    assert (copy_cmds.REPEATS_SMALL, copy_cmds.REPEATS_LARGE) == (copies["repeats_small"], copies["repeats_large"])
+    assert (copy_cmds.REPEATS_SMALL, copy_cmds.REPEATS_LARGE) == (
+        copies["repeats_small"],
+        copies["repeats_large"],
+    )
     assert copy_cmds.P2P_REPEATS == params("05_device_to_device", "peer_copy_bandwidth")["repeats"]
     latency = params("05_device_to_device", "peer_copy_latency")
-    assert (copy_cmds.LATENCY_REPEATS, copy_cmds.LATENCY_CALLS) == (latency["repeats"], latency["calls"])
+    assert (copy_cmds.LATENCY_REPEATS, copy_cmds.LATENCY_CALLS) == (
+        latency["repeats"],
+        latency["calls"],
+    )
     assert copy_cmds.LATENCY_BYTES in latency["sizes"]
     collectives = params("06_nccl_point_to_point_and_collectives", "bandwidth")
-    assert (collectives_cmd.COLLECTIVE_WARMUP, collectives_cmd.COLLECTIVE_ITERS, collectives_cmd.COLLECTIVE_SAMPLES) == (
-        collectives["warmup"], collectives["iters"], collectives["samples"])
+    assert (
+        collectives_cmd.COLLECTIVE_WARMUP,
+        collectives_cmd.COLLECTIVE_ITERS,
+        collectives_cmd.COLLECTIVE_SAMPLES,
+    ) == (collectives["warmup"], collectives["iters"], collectives["samples"])
 
 
 def test_p2p_runs_notebook_05s_saved_experiments_with_its_params(monkeypatch, capsys):
@@ -321,7 +476,10 @@ def test_p2p_runs_notebook_05s_saved_experiments_with_its_params(monkeypatch, ca
     def fake(name, keys, rate):
         def experiment(**kwargs):
             called[name] = kwargs
-            return {key: [_fake_timing(kwargs["sizes"][0], kwargs["sizes"][0] / rate)] for key in keys}
+            return {
+                key: [_fake_timing(kwargs["sizes"][0], kwargs["sizes"][0] / rate)] for key in keys
+            }
+
         return experiment
 
     monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
@@ -329,38 +487,78 @@ def test_p2p_runs_notebook_05s_saved_experiments_with_its_params(monkeypatch, ca
     monkeypatch.setattr(copy_cmds, "machine_facts", lambda: {"gpu": "FAKE", "gpus": 2})
     monkeypatch.setattr(experiments, "peer_copy_bandwidth", fake("one", ["0->1", "1->0"], 300e9))
     monkeypatch.setattr(experiments, "peer_copy_both_ways", fake("both", ["0<->1"], 600e9))
-    monkeypatch.setattr(experiments, "peer_copy_latency", fake("latency", ["0->0", "0->1", "1->0", "1->1"], 1e6))
+    monkeypatch.setattr(
+        experiments, "peer_copy_latency", fake("latency", ["0->0", "0->1", "1->0", "1->1"], 1e6)
+    )
     assert cli.main(["p2p", "--size", "64MiB", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     params = records.experiments_in_notebook(ROOT / "notebooks" / "05_device_to_device.ipynb")
-    assert called["one"] == {"sizes": [64 * 2**20], "repeats": params["peer_copy_bandwidth"].params["repeats"]}
-    assert called["both"] == {"sizes": [64 * 2**20], "repeats": params["peer_copy_both_ways"].params["repeats"]}
+    assert called["one"] == {
+        "sizes": [64 * 2**20],
+        "repeats": params["peer_copy_bandwidth"].params["repeats"],
+    }
+    assert called["both"] == {
+        "sizes": [64 * 2**20],
+        "repeats": params["peer_copy_both_ways"].params["repeats"],
+    }
     latency = params["peer_copy_latency"].params
-    assert called["latency"] == {"sizes": [copy_cmds.LATENCY_BYTES], "repeats": latency["repeats"], "calls": latency["calls"]}
-    assert out["unidirectional_gbps"][0][1] == pytest.approx(300) and out["unidirectional_gbps"][0][0] is None
+    assert called["latency"] == {
+        "sizes": [copy_cmds.LATENCY_BYTES],
+        "repeats": latency["repeats"],
+        "calls": latency["calls"],
+    }
+    assert (
+        out["unidirectional_gbps"][0][1] == pytest.approx(300)
+        and out["unidirectional_gbps"][0][0] is None
+    )
     assert out["bidirectional_gbps"][1][0] == pytest.approx(600)
     assert out["latency_us"][1][1] == pytest.approx(copy_cmds.LATENCY_BYTES / 1e6 * 1e6)
 
 
 def test_helpers_experiments_is_what_the_notebooks_save():
     """helpers/experiments.py is generated from the notebooks' #@save cells: never edited by hand."""
-    save = subprocess.run([sys.executable, str(ROOT / "tools" / "save_experiments.py"), "--check"],
-                          capture_output=True, text=True)
+    save = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "save_experiments.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert save.returncode == 0, save.stderr
 
 
 # ---------------------------------------------------------------- doctor
 
+
 def _healthy_facts(**changes) -> dict:
     facts = {
-        "gpus": 2, "driver": True, "torch": "2.11.0+cu130", "torch_cuda": "13.0", "driver_cuda": "13.0",
+        "gpus": 2,
+        "driver": True,
+        "torch": "2.11.0+cu130",
+        "torch_cuda": "13.0",
+        "driver_cuda": "13.0",
         "visible_devices": None,
-        "links": [{"index": i, "bus_id": f"00000000:{i}8:00.0", "gen_current": 5, "gen_max": 5, "width_current": 16,
-                   "width_max": 16} for i in range(2)],
-        "numa": {0: 0, 1: 1}, "numa_cpus": {0: [0, 1], 1: [2, 3]}, "affinity": [0, 1, 2, 3],
-        "activity": [{"index": i, "utilization_pct": 0, "pids": [42]} for i in range(2)], "pid": 42,
-        "memlock": None, "peer": [[True, True], [True, True]], "nccl": {"ok": True, "seen": "2 ranks returned"},
-        "traces": "/tmp", "free_disk": 100 * GiB, "machine": "2xNVIDIA-H200", "recorded": ["2xNVIDIA-H200"],
+        "links": [
+            {
+                "index": i,
+                "bus_id": f"00000000:{i}8:00.0",
+                "gen_current": 5,
+                "gen_max": 5,
+                "width_current": 16,
+                "width_max": 16,
+            }
+            for i in range(2)
+        ],
+        "numa": {0: 0, 1: 1},
+        "numa_cpus": {0: [0, 1], 1: [2, 3]},
+        "affinity": [0, 1, 2, 3],
+        "activity": [{"index": i, "utilization_pct": 0, "pids": [42]} for i in range(2)],
+        "pid": 42,
+        "memlock": None,
+        "peer": [[True, True], [True, True]],
+        "nccl": {"ok": True, "seen": "2 ranks returned"},
+        "traces": "/tmp",
+        "free_disk": 100 * GiB,
+        "machine": "2xNVIDIA-H200",
+        "recorded": ["2xNVIDIA-H200"],
     }
     facts.update(changes)
     return facts
@@ -374,22 +572,57 @@ def test_a_healthy_machine_passes_every_check():
     assert set(_statuses(_healthy_facts()).values()) == {doctor.PASS}
 
 
-@pytest.mark.parametrize("change, name, status", [
-    ({"links": [{"index": 0, "bus_id": "x", "gen_current": 5, "gen_max": 5, "width_current": 8, "width_max": 16}]},
-     "GPU 0 PCIe link", doctor.FAIL),
-    ({"links": [{"index": 0, "bus_id": "x", "gen_current": 3, "gen_max": 5, "width_current": 16, "width_max": 16}]},
-     "GPU 0 PCIe link", doctor.WARN),
-    ({"affinity": [2, 3]}, "GPU 0 NUMA node", doctor.WARN),
-    ({"activity": [{"index": 1, "utilization_pct": 95, "pids": [42, 7]}]}, "GPU 1 other work", doctor.WARN),
-    ({"driver_cuda": "12.4"}, "driver vs torch's CUDA", doctor.FAIL),
-    ({"torch_cuda": None}, "driver vs torch's CUDA", doctor.FAIL),
-    ({"gpus": 0}, "GPUs visible", doctor.FAIL),
-    ({"memlock": 64 * 2**10}, "pinned-memory limit (ulimit -l)", doctor.WARN),
-    ({"peer": [[True, False], [True, True]]}, "peer access", doctor.WARN),
-    ({"nccl": {"ok": False, "seen": "rank 1 raised"}}, "NCCL all_reduce", doctor.FAIL),
-    ({"free_disk": GiB // 2}, "free disk for traces", doctor.FAIL),
-    ({"recorded": []}, "recordings for this machine", doctor.WARN),
-])
+@pytest.mark.parametrize(
+    "change, name, status",
+    [
+        (
+            {
+                "links": [
+                    {
+                        "index": 0,
+                        "bus_id": "x",
+                        "gen_current": 5,
+                        "gen_max": 5,
+                        "width_current": 8,
+                        "width_max": 16,
+                    }
+                ]
+            },
+            "GPU 0 PCIe link",
+            doctor.FAIL,
+        ),
+        (
+            {
+                "links": [
+                    {
+                        "index": 0,
+                        "bus_id": "x",
+                        "gen_current": 3,
+                        "gen_max": 5,
+                        "width_current": 16,
+                        "width_max": 16,
+                    }
+                ]
+            },
+            "GPU 0 PCIe link",
+            doctor.WARN,
+        ),
+        ({"affinity": [2, 3]}, "GPU 0 NUMA node", doctor.WARN),
+        (
+            {"activity": [{"index": 1, "utilization_pct": 95, "pids": [42, 7]}]},
+            "GPU 1 other work",
+            doctor.WARN,
+        ),
+        ({"driver_cuda": "12.4"}, "driver vs torch's CUDA", doctor.FAIL),
+        ({"torch_cuda": None}, "driver vs torch's CUDA", doctor.FAIL),
+        ({"gpus": 0}, "GPUs visible", doctor.FAIL),
+        ({"memlock": 64 * 2**10}, "pinned-memory limit (ulimit -l)", doctor.WARN),
+        ({"peer": [[True, False], [True, True]]}, "peer access", doctor.WARN),
+        ({"nccl": {"ok": False, "seen": "rank 1 raised"}}, "NCCL all_reduce", doctor.FAIL),
+        ({"free_disk": GiB // 2}, "free disk for traces", doctor.FAIL),
+        ({"recorded": []}, "recordings for this machine", doctor.WARN),
+    ],
+)
 def test_each_check_catches_its_problem_and_gives_a_fix(change, name, status):
     checks = {c.name: c for rule in doctor.DOCTOR_CHECKS for c in rule(_healthy_facts(**change))}
     assert checks[name].status == status and checks[name].fix, checks[name]
@@ -424,8 +657,10 @@ def _write_index(folder: Path, scale: float) -> None:
     bandwidth = Path(MACHINE, "06_nccl_point_to_point_and_collectives", "bandwidth.json")
     (folder / bandwidth).parent.mkdir(parents=True)
     shutil.copyfile(ROOT / "results" / bandwidth, folder / bandwidth)
-    rows = [dict(r, value=r["value"] * scale) if (r["machine"], r["kind"]) == (MACHINE, "figure") else r
-            for r in records.read_index()]
+    rows = [
+        dict(r, value=r["value"] * scale) if (r["machine"], r["kind"]) == (MACHINE, "figure") else r
+        for r in records.read_index()
+    ]
     records.write_index(rows, folder)
 
 
@@ -433,8 +668,12 @@ def _write_index(folder: Path, scale: float) -> None:
 def measured_as_recorded(monkeypatch):
     """`check` on a pretend 2xH200 whose measurements equal its recorded figures."""
     recorded = record_check.baseline_figures(records.read_index(kind="figure"), MACHINE)
-    gaps = records.recording_gaps(ROOT / "results" / MACHINE)  # an experiment it could not record has no baseline
-    assert set(recorded) == {h.key for h in record_check.HEADLINES if f"{h.notebook}/{h.experiment}" not in gaps}
+    gaps = records.recording_gaps(
+        ROOT / "results" / MACHINE
+    )  # an experiment it could not record has no baseline
+    assert set(recorded) == {
+        h.key for h in record_check.HEADLINES if f"{h.notebook}/{h.experiment}" not in gaps
+    }
     monkeypatch.setattr(record_check, "_this_machine", lambda: MACHINE)
     monkeypatch.setattr(record_check, "_measure_headline", lambda key, base: recorded[key]["gbps"])
     return recorded
@@ -443,13 +682,24 @@ def measured_as_recorded(monkeypatch):
 def test_baseline_figures_are_the_recorded_headlines():
     rows = records.read_index(kind="figure")
     found = record_check.baseline_figures(rows, MACHINE)
-    assert found["all_reduce busbw"]["bytes"] == GiB and found["P2P cuda:0 -> cuda:1"]["bytes"] == 256 * MiB
+    assert (
+        found["all_reduce busbw"]["bytes"] == GiB
+        and found["P2P cuda:0 -> cuda:1"]["bytes"] == 256 * MiB
+    )
     ranks = found["all_reduce busbw"]["ranks"]
     assert ranks == 2 and found["all_reduce busbw"]["gbps"] > 0  # 2 GPUs: 2 ranks
     one_gpu = record_check.baseline_figures(rows, "1xNVIDIA-H200")
-    assert one_gpu.keys() == {"H2D pinned", "D2H pinned"} and one_gpu["H2D pinned"]["bytes"] == 256 * MiB
-    h2d = next(r for r in rows if r["machine"] == "1xNVIDIA-H200" and r["label"] == "H2D pinned"
-               and r["bytes"] == 256 * MiB)
+    assert (
+        one_gpu.keys() == {"H2D pinned", "D2H pinned"}
+        and one_gpu["H2D pinned"]["bytes"] == 256 * MiB
+    )
+    h2d = next(
+        r
+        for r in rows
+        if r["machine"] == "1xNVIDIA-H200"
+        and r["label"] == "H2D pinned"
+        and r["bytes"] == 256 * MiB
+    )
     assert one_gpu["H2D pinned"]["gbps"] == h2d["value"]
 
 
@@ -458,31 +708,48 @@ def test_check_passes_on_an_unchanged_machine(capsys, monkeypatch, tmp_path, mea
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     code, out, _ = run(capsys, "check", "--tolerance", "5%", "--json")
     payload = json.loads(out)
-    assert code == 0 and [r["verdict"] for r in payload["rows"]] == ["pass"] * len(measured_as_recorded)
+    assert code == 0 and [r["verdict"] for r in payload["rows"]] == ["pass"] * len(
+        measured_as_recorded
+    )
 
 
-def test_check_fails_when_the_baseline_is_raised_by_20_percent(capsys, monkeypatch, tmp_path, measured_as_recorded):
+def test_check_fails_when_the_baseline_is_raised_by_20_percent(
+    capsys, monkeypatch, tmp_path, measured_as_recorded
+):
     _write_index(tmp_path, 1.2)
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     code, out, _ = run(capsys, "check", "--tolerance", "5%")
     n = len(measured_as_recorded)
-    assert code == 1 and out.count("REGRESSION") == n and "-16.7%" in out and f"{n} regression(s)" in out
+    assert (
+        code == 1
+        and out.count("REGRESSION") == n
+        and "-16.7%" in out
+        and f"{n} regression(s)" in out
+    )
     code, _, _ = run(capsys, "check", "--tolerance", "20%")  # 1/1.2 = -16.7% is within 20%
     assert code == 0
 
 
 def test_compare_figures_edges():
-    base = {"a": {"bytes": 1, "gbps": 100.0, "date": "d"}, "b": {"bytes": 1, "gbps": 100.0, "date": "d"}}
+    base = {
+        "a": {"bytes": 1, "gbps": 100.0, "date": "d"},
+        "b": {"bytes": 1, "gbps": 100.0, "date": "d"},
+    }
     rows = record_check.compare_figures(base, {"a": 95.0, "b": None}, 0.05)
     assert [r["verdict"] for r in rows] == ["pass", "skipped"]
     assert record_check.compare_figures(base, {"a": 94.9}, 0.05)[0]["verdict"] == "REGRESSION"
-    assert record_check.compare_figures(base, {"a": 150.0}, 0.05)[0]["verdict"] == "pass"  # faster is no regression
+    assert (
+        record_check.compare_figures(base, {"a": 150.0}, 0.05)[0]["verdict"] == "pass"
+    )  # faster is no regression
 
 
 # ---------------------------------------------------------------- record
 
+
 def test_record_runs_tools_gpu_run_and_reads_the_archive_name(tmp_path):
-    cmd = record_check._gpu_run_command(tmp_path, True, False, [Path("notebooks/00_start_here.ipynb")])
+    cmd = record_check._gpu_run_command(
+        tmp_path, True, False, [Path("notebooks/00_start_here.ipynb")]
+    )
     assert cmd[1].endswith("tools/gpu_run.py") and cmd[2:5] == ["--out", str(tmp_path), "--quick"]
     assert record_check._recorded_machine(tmp_path) is None
     (tmp_path / "gpu-results-2xNVIDIA-H200.tar.gz").write_bytes(b"")
@@ -492,14 +759,42 @@ def test_record_runs_tools_gpu_run_and_reads_the_archive_name(tmp_path):
 
 # ---------------------------------------------------------------- collectives with gloo ranks
 
+
 def test_collectives_spawned_here_with_gloo(capsys):
-    code, out, _ = run(capsys, "collectives", "--backend", "gloo", "--ops", "all_reduce,all_to_all", "--sizes",
-                       "1KiB,16KiB", "--warmup", "1", "--iters", "2", "--samples", "2", "--json", "--timeout", "120")
+    code, out, _ = run(
+        capsys,
+        "collectives",
+        "--backend",
+        "gloo",
+        "--ops",
+        "all_reduce,all_to_all",
+        "--sizes",
+        "1KiB,16KiB",
+        "--warmup",
+        "1",
+        "--iters",
+        "2",
+        "--samples",
+        "2",
+        "--json",
+        "--timeout",
+        "120",
+    )
     doc = json.loads(out)  # nccl-tests' -J JSON
-    assert code == 0 and doc["config"]["ngpus"] == 2 and doc["config"]["devices"][0]["device_info"] == "CPU (gloo)"
-    assert [(r["op"], r["size"]) for r in doc["results"]] == [("all_reduce", 1024), ("all_reduce", 16384),
-                                                             ("all_to_all", 1024), ("all_to_all", 16384)]
-    groups = [r["in_place"] if r["op"] == "all_reduce" else r["out_of_place"] for r in doc["results"]]
+    assert (
+        code == 0
+        and doc["config"]["ngpus"] == 2
+        and doc["config"]["devices"][0]["device_info"] == "CPU (gloo)"
+    )
+    assert [(r["op"], r["size"]) for r in doc["results"]] == [
+        ("all_reduce", 1024),
+        ("all_reduce", 16384),
+        ("all_to_all", 1024),
+        ("all_to_all", 16384),
+    ]
+    groups = [
+        r["in_place"] if r["op"] == "all_reduce" else r["out_of_place"] for r in doc["results"]
+    ]
     assert all(g["nwrong"] == 0 and g["bus_bw"] > 0 for g in groups)
     assert doc["out_of_bounds"] == {"count": 0, "okay": True}
 
@@ -516,13 +811,49 @@ def test_collectives_across_two_torchrun_nodes_meeting_at_one_rendezvous(tmp_pat
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
     nodes = []
     for node in (0, 1):
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
-               "--node-rank", str(node), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
-               "--rdzv-id", "datamove-test", "--rdzv-conf", "join_timeout=120", "--max-restarts", "0",
-               "-m", "helpers.cli", "collectives", "--backend", "gloo", "--ops", "all_reduce,all_gather",
-               "--sizes", "1KiB,64KiB", "-w", "1", "-n", "2", "--samples", "2", "--timeout", "120"]
-        nodes.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "2",
+            "--nproc-per-node",
+            "2",
+            "--node-rank",
+            str(node),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            f"127.0.0.1:{port}",
+            "--rdzv-id",
+            "datamove-test",
+            "--rdzv-conf",
+            "join_timeout=120",
+            "--max-restarts",
+            "0",
+            "-m",
+            "helpers.cli",
+            "collectives",
+            "--backend",
+            "gloo",
+            "--ops",
+            "all_reduce,all_gather",
+            "--sizes",
+            "1KiB,64KiB",
+            "-w",
+            "1",
+            "-n",
+            "2",
+            "--samples",
+            "2",
+            "--timeout",
+            "120",
+        ]
+        nodes.append(
+            subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        )
     outputs = []
     try:
         for proc in nodes:
@@ -534,12 +865,17 @@ def test_collectives_across_two_torchrun_nodes_meeting_at_one_rendezvous(tmp_pat
                 proc.communicate(timeout=10)
     assert [p.returncode for p in nodes] == [0, 0], "\n---\n".join(outputs)
     together = "\n".join(outputs)
-    assert together.count("# nThread 1 nGpus 4") == 2, together  # rank 0 alone prints, a header per op
+    assert together.count("# nThread 1 nGpus 4") == 2, (
+        together
+    )  # rank 0 alone prints, a header per op
     rows = [line.split() for line in together.splitlines() if line.strip()[:1].isdigit()]
-    assert len(rows) == 4 and all({row[8], row[12]} == {"0", "N/A"} for row in rows), together  # #wrong 0
+    assert len(rows) == 4 and all({row[8], row[12]} == {"0", "N/A"} for row in rows), (
+        together
+    )  # #wrong 0
 
 
 # ---------------------------------------------------------------- machine facts (helpers/hardware.py)
+
 
 def test_cpulists_and_numa_nodes_from_sysfs(tmp_path):
     assert hardware.parse_cpulist("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
@@ -608,10 +944,18 @@ class _FakeNvml:
 def test_nvml_is_read_where_installed(monkeypatch):
     monkeypatch.setattr(hardware, "_nvml", lambda: _FakeNvml())
     links = hardware.pcie_links()
-    assert links[1] == {"index": 1, "bus_id": "00000000:18:00.0", "gen_current": 4, "gen_max": 5,
-                        "width_current": 16, "width_max": 16}
-    assert hardware.gpu_activity() == [{"index": 0, "utilization_pct": 0, "pids": []},
-                                       {"index": 1, "utilization_pct": 30, "pids": [3, 9]}]
+    assert links[1] == {
+        "index": 1,
+        "bus_id": "00000000:18:00.0",
+        "gen_current": 4,
+        "gen_max": 5,
+        "width_current": 16,
+        "width_max": 16,
+    }
+    assert hardware.gpu_activity() == [
+        {"index": 0, "utilization_pct": 0, "pids": []},
+        {"index": 1, "utilization_pct": 30, "pids": [3, 9]},
+    ]
     assert hardware.driver_cuda_version() == "13.0"
 
 
@@ -622,17 +966,33 @@ def test_nvidia_smi_is_parsed_without_nvml(monkeypatch):
         None: "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |",
     }
     monkeypatch.setattr(hardware, "_nvml", lambda: None)
-    monkeypatch.setattr(hardware, "_nvidia_smi", lambda *args: answers.get(args[0] if args else None))
-    monkeypatch.setattr(hardware, "_smi_gpu_rows", lambda: [
-        {"index": "0", "pci.bus_id": "00000000:18:00.0", "pcie.link.gen.current": "5", "pcie.link.gen.max": "5",
-         "pcie.link.width.current": "8", "pcie.link.width.max": "16"}])
-    assert hardware.gpu_activity() == [{"index": 0, "utilization_pct": 7, "pids": [1234]},
-                                       {"index": 1, "utilization_pct": 0, "pids": []}]
+    monkeypatch.setattr(
+        hardware, "_nvidia_smi", lambda *args: answers.get(args[0] if args else None)
+    )
+    monkeypatch.setattr(
+        hardware,
+        "_smi_gpu_rows",
+        lambda: [
+            {
+                "index": "0",
+                "pci.bus_id": "00000000:18:00.0",
+                "pcie.link.gen.current": "5",
+                "pcie.link.gen.max": "5",
+                "pcie.link.width.current": "8",
+                "pcie.link.width.max": "16",
+            }
+        ],
+    )
+    assert hardware.gpu_activity() == [
+        {"index": 0, "utilization_pct": 7, "pids": [1234]},
+        {"index": 1, "utilization_pct": 0, "pids": []},
+    ]
     assert hardware.pcie_links()[0]["width_current"] == 8
     assert hardware.driver_cuda_version() == "13.0"
 
 
 # ---------------------------------------------------------------- on GPUs
+
 
 def _events_gbps(copy, nbytes: int, calls: int = 10, samples: int = 7) -> float:
     """A plain copy timed with bare CUDA events: median over samples of `calls` copies."""
@@ -657,13 +1017,17 @@ def test_h2d_pinned_at_256_mib_is_within_3_percent_of_a_plain_to_cuda(capsys):
     measured = json.loads(out)["rows"][0]["gbps"]
     host = torch.empty(256 * MiB, dtype=torch.uint8, pin_memory=True)
     plain = _events_gbps(lambda: host.to("cuda"), 256 * MiB)
-    print(f"datamove h2d pinned 256 MiB: {measured:.2f} GB/s; plain tensor.to('cuda'): {plain:.2f} GB/s")
+    print(
+        f"datamove h2d pinned 256 MiB: {measured:.2f} GB/s; plain tensor.to('cuda'): {plain:.2f} GB/s"
+    )
     assert code == 0 and math.isclose(measured, plain, rel_tol=0.03), (measured, plain)
 
 
 @pytest.mark.gpu2
 def test_collectives_all_reduce_busbw_at_1_gib_is_sane(capsys):
-    code, out, _ = run(capsys, "collectives", "--ops", "all_reduce", "--sizes", "1GiB", "--nproc", "2", "--json")
+    code, out, _ = run(
+        capsys, "collectives", "--ops", "all_reduce", "--sizes", "1GiB", "--nproc", "2", "--json"
+    )
     row = json.loads(out)["results"][0]["in_place"]
     ceiling = hardware.ceiling_gbps(hardware.describe())
     print(f"datamove collectives all_reduce 1 GiB on 2 GPUs: busbw {row['bus_bw']:.1f} GB/s")
@@ -671,6 +1035,7 @@ def test_collectives_all_reduce_busbw_at_1_gib_is_sane(capsys):
 
 
 # ---------------------------------------------------------------- nvbandwidth's names and matrices
+
 
 @pytest.mark.parametrize("machine", ["2xNVIDIA-H200", "4xNVIDIA-H200"])
 def test_nvbandwidth_matrices_and_sums_match_notebook_05s_recorded_figures(machine):
@@ -680,11 +1045,16 @@ def test_nvbandwidth_matrices_and_sums_match_notebook_05s_recorded_figures(machi
     if not path.exists():
         pytest.skip(f"no peer_copy_bandwidth recording for {machine}")
     _, one_way = records.load(path)
-    _, both = records.load(records.recording_path(machine, "05_device_to_device", "peer_copy_both_ways"))
+    _, both = records.load(
+        records.recording_path(machine, "05_device_to_device", "peer_copy_both_ways")
+    )
     gpus = int(machine.split("x", 1)[0])
     last = len(next(iter(one_way.values()))) - 1
-    index = {(r["name"], r["experiment"]): r["value"] for r in records.read_index(kind="figure")
-             if r["machine"] == machine and r["notebook"] == "05_device_to_device"}
+    index = {
+        (r["name"], r["experiment"]): r["value"]
+        for r in records.read_index(kind="figure")
+        if r["machine"] == machine and r["notebook"] == "05_device_to_device"
+    }
     write = nvbandwidth_cmd.pair_matrix(one_way, gpus, last)
     total = nvbandwidth_cmd.pair_matrix(both, gpus, last)
     for key in one_way:
@@ -692,7 +1062,11 @@ def test_nvbandwidth_matrices_and_sums_match_notebook_05s_recorded_figures(machi
         assert write[i][j] == pytest.approx(index[(f"['{key}'][{last}]", "peer_copy_bandwidth")])
     for key in both:
         i, j = map(int, key.split("<->"))
-        assert total[i][j] == total[j][i] == pytest.approx(index[(f"['{key}'][{last}]", "peer_copy_both_ways")])
+        assert (
+            total[i][j]
+            == total[j][i]
+            == pytest.approx(index[(f"['{key}'][{last}]", "peer_copy_both_ways")])
+        )
     assert all(write[i][i] is None for i in range(gpus))
     case = nvbandwidth_cmd.find_testcase("device_to_device_memcpy_write_ce")
     text = nvbandwidth_cmd.matrix_text(case, write)
@@ -713,14 +1087,37 @@ def test_nvbandwidth_lists_its_testcases_and_refuses_unknown_ones(capsys):
     host = nvbandwidth_cmd.host_matrix([_fake_timing(512 * MiB, 512 * MiB / 55e9)] * 2)
     text = nvbandwidth_cmd.matrix_text(nvbandwidth_cmd.TESTCASES[0], host)
     assert text.splitlines()[0] == "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)"
-    assert text.splitlines()[2].split() == ["0", "55.00", "55.00"] and text.endswith("SUM host_to_device_memcpy_ce 110.00")
+    assert text.splitlines()[2].split() == ["0", "55.00", "55.00"] and text.endswith(
+        "SUM host_to_device_memcpy_ce 110.00"
+    )
 
 
 def test_collectives_sweep_ranks_prints_busbw_against_n(capsys):
-    code, out, _ = run(capsys, "collectives", "--sweep-ranks", "--backend", "gloo", "-g", "2", "--ops", "all_reduce",
-                       "-e", "16K", "-n", "2", "-w", "1", "--samples", "2", "--timeout", "120")
+    code, out, _ = run(
+        capsys,
+        "collectives",
+        "--sweep-ranks",
+        "--backend",
+        "gloo",
+        "-g",
+        "2",
+        "--ops",
+        "all_reduce",
+        "-e",
+        "16K",
+        "-n",
+        "2",
+        "-w",
+        "1",
+        "--samples",
+        "2",
+        "--timeout",
+        "120",
+    )
     lines = out.strip().splitlines()
-    assert code == 0 and lines[0].startswith("# busbw (GB/s) at 16 KiB against the number of ranks, gloo")
+    assert code == 0 and lines[0].startswith(
+        "# busbw (GB/s) at 16 KiB against the number of ranks, gloo"
+    )
     assert lines[1].split() == ["#", "N", "all_reduce"]
     n, busbw = lines[2].split()
     assert n == "2" and float(busbw) > 0

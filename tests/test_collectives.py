@@ -20,8 +20,13 @@ SIZES = [64, 4096]  # bytes: multiples of 4 x 4 ranks
 
 
 def _timings(world_size, backend="gloo", ops=distributed.COLLECTIVE_OPS, sizes=SIZES):
-    return distributed.launch(distributed.collective_timings, world_size, backend=backend, timeout_s=120,
-                              kwargs=dict(ops=list(ops), sizes=sizes, warmup=1, iters=2, samples=3))
+    return distributed.launch(
+        distributed.collective_timings,
+        world_size,
+        backend=backend,
+        timeout_s=120,
+        kwargs=dict(ops=list(ops), sizes=sizes, warmup=1, iters=2, samples=3),
+    )
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
@@ -36,7 +41,9 @@ def test_every_op_gives_right_results_and_timings_per_size(world_size):
             timings = result["timings"][op]
             assert [t.nbytes for t in timings] == SIZES
             assert all(isinstance(t, timing.Timing) and len(t.samples_s) == 3 for t in timings)
-            assert all(t.calls_per_sample == 2 and t.method == "synchronised host clock" for t in timings)
+            assert all(
+                t.calls_per_sample == 2 and t.method == "synchronised host clock" for t in timings
+            )
             assert all(t.median_s > 0 for t in timings)
 
 
@@ -46,11 +53,18 @@ def test_wrong_elements_are_counted():
 
         def half_reduce(tensor, *args, **kwargs):  # a reduction that forgets the second half
             real(tensor, *args, **kwargs)
-            tensor[tensor.numel() // 2:] = -1.0
+            tensor[tensor.numel() // 2 :] = -1.0
 
         dist.all_reduce = half_reduce
-        return distributed.collective_timings(rank, world_size, ops=["all_reduce", "broadcast"], sizes=[256],
-                                              warmup=0, iters=1, samples=1)
+        return distributed.collective_timings(
+            rank,
+            world_size,
+            ops=["all_reduce", "broadcast"],
+            sizes=[256],
+            warmup=0,
+            iters=1,
+            samples=1,
+        )
 
     for result in distributed.launch(broken, 4, backend="gloo", timeout_s=60):
         assert result["wrong"] == {"all_reduce": [32], "broadcast": [0]}
@@ -74,30 +88,38 @@ def test_bus_factor_covers_every_collective_for_any_world_size(n):
     assert factors["broadcast"] == 1.0
 
 
-@pytest.mark.parametrize(("kwargs", "error", "words"), [
-    (dict(ops=["allreduce"]), ValueError, "unknown collective"),
-    (dict(ops="all_reduce"), TypeError, "list of collective names"),
-    (dict(ops=[]), TypeError, "non-empty"),
-    (dict(sizes=[100]), ValueError, "multiple of 4 x world_size = 16"),
-    (dict(sizes=[8]), ValueError, "multiple of 4 x world_size"),
-    (dict(sizes=[0]), ValueError, "positive"),
-    (dict(sizes=[]), TypeError, "non-empty list"),
-    (dict(sizes=[64.0]), TypeError, "whole number of bytes"),
-    (dict(warmup=-1), ValueError, "warmup"),
-    (dict(iters=0), ValueError, "iters"),
-    (dict(samples=0), ValueError, "samples"),
-    (dict(rank=4), ValueError, "rank must be 0 to"),
-    (dict(world_size=0), ValueError, "world_size"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        (dict(ops=["allreduce"]), ValueError, "unknown collective"),
+        (dict(ops="all_reduce"), TypeError, "list of collective names"),
+        (dict(ops=[]), TypeError, "non-empty"),
+        (dict(sizes=[100]), ValueError, "multiple of 4 x world_size = 16"),
+        (dict(sizes=[8]), ValueError, "multiple of 4 x world_size"),
+        (dict(sizes=[0]), ValueError, "positive"),
+        (dict(sizes=[]), TypeError, "non-empty list"),
+        (dict(sizes=[64.0]), TypeError, "whole number of bytes"),
+        (dict(warmup=-1), ValueError, "warmup"),
+        (dict(iters=0), ValueError, "iters"),
+        (dict(samples=0), ValueError, "samples"),
+        (dict(rank=4), ValueError, "rank must be 0 to"),
+        (dict(world_size=0), ValueError, "world_size"),
+    ],
+)
 def test_bad_arguments_say_what_to_pass(kwargs, error, words):
-    args = dict(rank=0, world_size=4, ops=["all_reduce"], sizes=[64], warmup=0, iters=1, samples=1) | kwargs
+    args = (
+        dict(rank=0, world_size=4, ops=["all_reduce"], sizes=[64], warmup=0, iters=1, samples=1)
+        | kwargs
+    )
     with pytest.raises(error, match=words):
         distributed.collective_timings(args.pop("rank"), args.pop("world_size"), **args)
 
 
 def test_outside_a_process_group_it_says_how_to_start_one():
     with pytest.raises(ValueError, match="distributed.launch"):
-        distributed.collective_timings(0, 2, ops=["all_reduce"], sizes=[64], warmup=0, iters=1, samples=1)
+        distributed.collective_timings(
+            0, 2, ops=["all_reduce"], sizes=[64], warmup=0, iters=1, samples=1
+        )
 
 
 @pytest.mark.gpu2

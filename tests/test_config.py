@@ -37,7 +37,9 @@ def test_traces_dir_default_and_override(monkeypatch, tmp_path):
     assert config.traces_dir() == Path(__file__).resolve().parent.parent / "build" / "traces"
 
 
-def test_an_installed_package_reads_its_own_recordings_and_writes_traces_to_the_cache(monkeypatch, tmp_path):
+def test_an_installed_package_reads_its_own_recordings_and_writes_traces_to_the_cache(
+    monkeypatch, tmp_path
+):
     """`pip install .` puts helpers/ (with helpers/results/) in site-packages, without pyproject.toml."""
     site = tmp_path / "site-packages" / "helpers"
     (site / "results").mkdir(parents=True)

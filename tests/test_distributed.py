@@ -44,34 +44,51 @@ def test_algbw_is_bytes_per_second_in_decimal_gb():
     assert distributed.algbw_gbps(1e9, 1.0) == 1.0
 
 
-@pytest.mark.parametrize(("op", "n", "factor"), [
-    ("all_reduce", 2, 1.0), ("all_reduce", 8, 1.75), ("all_reduce", 1, 0.0),
-    ("all_gather", 2, 0.5), ("all_gather", 8, 0.875), ("reduce_scatter", 4, 0.75),
-    ("all_to_all", 8, 0.875), ("broadcast", 8, 1.0), ("reduce", 8, 1.0), ("send_recv", 2, 1.0),
-])
+@pytest.mark.parametrize(
+    ("op", "n", "factor"),
+    [
+        ("all_reduce", 2, 1.0),
+        ("all_reduce", 8, 1.75),
+        ("all_reduce", 1, 0.0),
+        ("all_gather", 2, 0.5),
+        ("all_gather", 8, 0.875),
+        ("reduce_scatter", 4, 0.75),
+        ("all_to_all", 8, 0.875),
+        ("broadcast", 8, 1.0),
+        ("reduce", 8, 1.0),
+        ("send_recv", 2, 1.0),
+    ],
+)
 def test_bus_factors_are_nccl_tests_ones(op, n, factor):
     assert distributed.bus_factor(op, n) == pytest.approx(factor)
 
 
 def test_busbw_matches_hand_computed_nccl_tests_numbers():
     # nccl-tests, 8 GPUs, all_reduce of 1 GiB in 5 ms: algbw 214.75 GB/s, busbw x 14/8
-    assert distributed.busbw_gbps("all_reduce", 2**30, 0.005, 8) == pytest.approx(214.748 * 1.75, rel=1e-5)
+    assert distributed.busbw_gbps("all_reduce", 2**30, 0.005, 8) == pytest.approx(
+        214.748 * 1.75, rel=1e-5
+    )
     # all_gather of a 1 GiB output on 2 ranks in 1.5 ms: algbw 715.83 GB/s, busbw half of it
-    assert distributed.busbw_gbps("all_gather", 2**30, 0.0015, 2) == pytest.approx(715.828 / 2, rel=1e-5)
+    assert distributed.busbw_gbps("all_gather", 2**30, 0.0015, 2) == pytest.approx(
+        715.828 / 2, rel=1e-5
+    )
     assert distributed.busbw_gbps("broadcast", 4e9, 0.01, 2) == pytest.approx(400.0)
 
 
-@pytest.mark.parametrize(("call", "error"), [
-    (lambda: distributed.busbw_gbps("allreduce", 1024, 1.0, 2), ValueError),
-    (lambda: distributed.busbw_gbps("all_reduce", 1024, 1.0, 0), ValueError),
-    (lambda: distributed.bus_factor("all_reduce", 2.0), ValueError),
-    (lambda: distributed.algbw_gbps(0, 1.0), ValueError),
-    (lambda: distributed.algbw_gbps(-5, 1.0), ValueError),
-    (lambda: distributed.algbw_gbps(1024, 0.0), ValueError),
-    (lambda: distributed.algbw_gbps(1024, float("nan")), ValueError),
-    (lambda: distributed.algbw_gbps("1024", 1.0), TypeError),
-    (lambda: distributed.algbw_gbps(True, 1.0), TypeError),
-])
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: distributed.busbw_gbps("allreduce", 1024, 1.0, 2), ValueError),
+        (lambda: distributed.busbw_gbps("all_reduce", 1024, 1.0, 0), ValueError),
+        (lambda: distributed.bus_factor("all_reduce", 2.0), ValueError),
+        (lambda: distributed.algbw_gbps(0, 1.0), ValueError),
+        (lambda: distributed.algbw_gbps(-5, 1.0), ValueError),
+        (lambda: distributed.algbw_gbps(1024, 0.0), ValueError),
+        (lambda: distributed.algbw_gbps(1024, float("nan")), ValueError),
+        (lambda: distributed.algbw_gbps("1024", 1.0), TypeError),
+        (lambda: distributed.algbw_gbps(True, 1.0), TypeError),
+    ],
+)
 def test_bandwidth_helpers_reject_bad_input(call, error):
     with pytest.raises(error):
         call()
@@ -121,7 +138,9 @@ def _all_gone_within(pids, seconds):
     return all(_gone(pid) for pid in pids)
 
 
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to see processes end")
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads /proc to see processes end"
+)
 
 BAD_ARGUMENTS = [
     (dict(worker="not a function"), TypeError, "a function worker"),
@@ -156,9 +175,13 @@ BAD_ARGUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("function", [distributed.launch, distributed.supervise], ids=["launch", "supervise"])
+@pytest.mark.parametrize(
+    "function", [distributed.launch, distributed.supervise], ids=["launch", "supervise"]
+)
 @pytest.mark.parametrize(("kwargs", "error", "words"), BAD_ARGUMENTS)
-def test_bad_arguments_are_answered_before_anything_starts(function, kwargs, error, words, temp_folder):
+def test_bad_arguments_are_answered_before_anything_starts(
+    function, kwargs, error, words, temp_folder
+):
     call = dict(worker=_nothing, world_size=2, backend="gloo")
     call.update(kwargs)
     with pytest.raises(error, match=re.escape(words)):
@@ -167,10 +190,21 @@ def test_bad_arguments_are_answered_before_anything_starts(function, kwargs, err
 
 
 def test_good_arguments_pass_the_checks():
-    assert distributed._check_launch(_nothing, np.int64(2), "gloo", 1, 1, (), None, None) == (2, "gloo")
-    assert distributed._check_launch(_takes_one, 4, "gloo", 86400, 0.5, [7], None, {"NCCL_DEBUG": "INFO"}) == (4, "gloo")
-    assert distributed._check_launch(_takes_one, 2, "gloo", 1, 1, (), {"value": 7}, None) == (2, "gloo")
-    assert distributed._check_launch(print, 2, "gloo", 1, 1, ("any", "thing"), None, None) == (2, "gloo")
+    assert distributed._check_launch(_nothing, np.int64(2), "gloo", 1, 1, (), None, None) == (
+        2,
+        "gloo",
+    )
+    assert distributed._check_launch(
+        _takes_one, 4, "gloo", 86400, 0.5, [7], None, {"NCCL_DEBUG": "INFO"}
+    ) == (4, "gloo")
+    assert distributed._check_launch(_takes_one, 2, "gloo", 1, 1, (), {"value": 7}, None) == (
+        2,
+        "gloo",
+    )
+    assert distributed._check_launch(print, 2, "gloo", 1, 1, ("any", "thing"), None, None) == (
+        2,
+        "gloo",
+    )
 
 
 @pytest.mark.skipif(hardware.gpu_count() >= 2, reason="this machine has the GPUs NCCL needs")
@@ -201,14 +235,31 @@ def test_helpers_do_nothing_outside_a_worker():
 
 def _outcome(status, errors=None, failure_order=(), startup_s=0.5, elapsed_s=2.0):
     n = len(status)
-    return distributed.Outcome("gloo", n, 2.0, list(status), [None] * n, errors or [None] * n, [[] for _ in status],
-                               [""] * n, [""] * n, "r", startup_s, elapsed_s, startup_timeout_s=30.0,
-                               failure_order=list(failure_order))
+    return distributed.Outcome(
+        "gloo",
+        n,
+        2.0,
+        list(status),
+        [None] * n,
+        errors or [None] * n,
+        [[] for _ in status],
+        [""] * n,
+        [""] * n,
+        "r",
+        startup_s,
+        elapsed_s,
+        startup_timeout_s=30.0,
+        failure_order=list(failure_order),
+    )
 
 
 def test_the_rank_that_failed_first_is_blamed_not_the_lowest():
-    outcome = _outcome(["raised", "died"], ["Traceback: peer closed", "died with SIGKILL before returning"], [1, 0])
-    with pytest.raises(distributed.WorkerError, match="rank 1 of 2 .gloo. died with SIGKILL") as caught:
+    outcome = _outcome(
+        ["raised", "died"], ["Traceback: peer closed", "died with SIGKILL before returning"], [1, 0]
+    )
+    with pytest.raises(
+        distributed.WorkerError, match="rank 1 of 2 .gloo. died with SIGKILL"
+    ) as caught:
         outcome.raise_for_status()
     assert caught.value.rank == 1
     # without an order (an Outcome made by hand), the lowest failed rank
@@ -220,15 +271,24 @@ def test_a_timeout_says_which_deadline_with_its_value():
     with pytest.raises(distributed.LaunchTimeout, match=r"ranks \[1\] .* within timeout_s=2 s"):
         _outcome(["returned", "stopped"]).raise_for_status()
     at_start = _outcome(["stopped", "stopped"], startup_s=None, elapsed_s=30.2)
-    with pytest.raises(distributed.LaunchTimeout, match=r"startup_timeout_s=30 s .* stopped after 30.2 s"):
+    with pytest.raises(
+        distributed.LaunchTimeout, match=r"startup_timeout_s=30 s .* stopped after 30.2 s"
+    ):
         at_start.raise_for_status()
     assert _outcome(["returned", "returned"]).raise_for_status() == [None, None]
 
 
-@pytest.mark.parametrize(("exitcode", "words"), [
-    (3, "exited with code 3"), (0, "exited with code 0"), (-9, "died with SIGKILL"), (-11, "died with SIGSEGV"),
-    (-200, "died with signal 200"), (None, "could not be read"),
-])
+@pytest.mark.parametrize(
+    ("exitcode", "words"),
+    [
+        (3, "exited with code 3"),
+        (0, "exited with code 0"),
+        (-9, "died with SIGKILL"),
+        (-11, "died with SIGSEGV"),
+        (-200, "died with signal 200"),
+        (None, "could not be read"),
+    ],
+)
 def test_an_exit_code_is_said_in_words(exitcode, words):
     assert words in distributed._exit_words(exitcode)
 
@@ -241,7 +301,7 @@ def test_only_the_end_of_a_long_output_is_read(tmp_path):
     text = distributed._tail(path)
     kept = text.splitlines()
     assert kept[0].startswith("[... the first ") and kept[0].endswith(" bytes are not kept]")
-    assert kept[1:] == lines[-len(kept) + 1:]  # whole lines, the last ones
+    assert kept[1:] == lines[-len(kept) + 1 :]  # whole lines, the last ones
     assert limit - 100 < len("\n".join(kept[1:]).encode()) <= limit
     assert int(kept[0].split()[3]) + len(text.split("\n", 1)[1].encode()) == path.stat().st_size
     path.write_text("short\n")
@@ -267,25 +327,46 @@ def _report(rank, world_size, greeting):
         dist.send(torch.arange(4.0), dst=world_size - 1)
     elif rank == world_size - 1:
         dist.recv(message, src=0)
-    return {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "backend": dist.get_backend(),
-            "device": str(distributed.rank_device()), "child": child.pid, "pid": __import__("os").getpid(),
-            "all_reduce": total, "broadcast": shared, "recv": message}
+    return {
+        "rank": dist.get_rank(),
+        "world_size": dist.get_world_size(),
+        "backend": dist.get_backend(),
+        "device": str(distributed.rank_device()),
+        "child": child.pid,
+        "pid": __import__("os").getpid(),
+        "all_reduce": total,
+        "broadcast": shared,
+        "recv": message,
+    }
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_ranks_run_collectives_and_report_in_rank_order(world_size, temp_folder):
-    outcome = distributed.supervise(_report, world_size, backend="gloo", timeout_s=60, args=("hello",))
+    outcome = distributed.supervise(
+        _report, world_size, backend="gloo", timeout_s=60, args=("hello",)
+    )
     assert outcome.ok, outcome.describe()
     results = outcome.results
     assert [r["rank"] for r in results] == list(range(world_size))
-    assert all(r["world_size"] == world_size and r["backend"] == "gloo" and r["device"] == "cpu" for r in results)
+    assert all(
+        r["world_size"] == world_size and r["backend"] == "gloo" and r["device"] == "cpu"
+        for r in results
+    )
     n = world_size
-    assert [r["all_reduce"] for r in results] == [[n * (n + 1) / 2, 10 * n * (n + 1) / 2]] * n  # tensors: lists
+    assert [r["all_reduce"] for r in results] == [
+        [n * (n + 1) / 2, 10 * n * (n + 1) / 2]
+    ] * n  # tensors: lists
     assert [r["broadcast"] for r in results] == [[7, 8, 9]] * n
-    assert [r["recv"] for r in results] == [[0.0] * 4] * (n - 1) + [[0.0, 1.0, 2.0, 3.0]]  # rank 0 to the last
+    assert [r["recv"] for r in results] == [[0.0] * 4] * (n - 1) + [
+        [0.0, 1.0, 2.0, 3.0]
+    ]  # rank 0 to the last
     assert [outcome.reached(r) for r in range(n)] == [["started"]] * n
     assert [p.strip() for p in outcome.printed] == [f"hello from rank {r}" for r in range(n)]
-    assert outcome.startup_s is not None and outcome.elapsed_s is not None and outcome.failure_order == []
+    assert (
+        outcome.startup_s is not None
+        and outcome.elapsed_s is not None
+        and outcome.failure_order == []
+    )
     # what the ranks started went with them, and nothing is left behind
     assert _all_gone_within([r["child"] for r in results] + [r["pid"] for r in results], 5)
     assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
@@ -299,16 +380,26 @@ def test_ranks_take_the_environment_at_the_launch_and_start_without_importing_to
     """Ranks are forked from a forkserver started once (it imported torch then): each launch still
     gives them the environment the notebook has now, and starts them in well under a second."""
     monkeypatch.setenv("COURSE_TEST_VALUE", "first")
-    assert distributed.launch(_environment, 2, backend="gloo", args=("COURSE_TEST_VALUE",)) == ["first"] * 2
+    assert (
+        distributed.launch(_environment, 2, backend="gloo", args=("COURSE_TEST_VALUE",))
+        == ["first"] * 2
+    )
     monkeypatch.setenv("COURSE_TEST_VALUE", "second")
     monkeypatch.delenv("NCCL_DEBUG", raising=False)
-    outcome = distributed.supervise(_environment, 2, backend="gloo", args=("COURSE_TEST_VALUE",),
-                                    env={"NCCL_DEBUG": "WARN"})
+    outcome = distributed.supervise(
+        _environment, 2, backend="gloo", args=("COURSE_TEST_VALUE",), env={"NCCL_DEBUG": "WARN"}
+    )
     assert outcome.results == ["second"] * 2, outcome.describe()
-    assert distributed.launch(_environment, 2, backend="gloo", args=("NCCL_DEBUG",),
-                              env={"NCCL_DEBUG": "WARN"}) == ["WARN"] * 2
+    assert (
+        distributed.launch(
+            _environment, 2, backend="gloo", args=("NCCL_DEBUG",), env={"NCCL_DEBUG": "WARN"}
+        )
+        == ["WARN"] * 2
+    )
     if distributed.start_context().get_start_method() == "forkserver":
-        assert outcome.startup_s < 1.5, f"start-up took {outcome.startup_s} s: a fork, not an import of torch"
+        assert outcome.startup_s < 1.5, (
+            f"start-up took {outcome.startup_s} s: a fork, not an import of torch"
+        )
 
 
 def _fails_on_last_rank(rank, world_size):
@@ -343,17 +434,25 @@ def _dies_in_a_collective(rank, world_size, how):
     return rank
 
 
-@pytest.mark.parametrize(("world_size", "how", "words"), [
-    (2, "exit", "exited with code 3"), (4, "SIGKILL", "died with SIGKILL"),
-])
+@pytest.mark.parametrize(
+    ("world_size", "how", "words"),
+    [
+        (2, "exit", "exited with code 3"),
+        (4, "SIGKILL", "died with SIGKILL"),
+    ],
+)
 def test_a_rank_that_dies_is_named_with_its_exit_code_or_signal(world_size, how, words):
-    outcome = distributed.supervise(_dies_in_a_collective, world_size, backend="gloo", timeout_s=60, args=(how,))
+    outcome = distributed.supervise(
+        _dies_in_a_collective, world_size, backend="gloo", timeout_s=60, args=(how,)
+    )
     last = world_size - 1
     assert outcome.status[last] == "died" and outcome.errors[last] == f"{words} before returning"
     assert all(s in ("raised", "stopped") for s in outcome.status[:last]), outcome.describe()
     assert outcome.failure_order[0] == last and outcome.reason.startswith(f"rank {last} {words}")
     assert outcome.elapsed_s < distributed.FAILURE_GRACE_S + distributed.DEATH_NEWS_S + 1.0
-    with pytest.raises(distributed.WorkerError, match=f"rank {last} of {world_size} .gloo. {words}") as caught:
+    with pytest.raises(
+        distributed.WorkerError, match=f"rank {last} of {world_size} .gloo. {words}"
+    ) as caught:
         outcome.raise_for_status()
     assert caught.value.rank == last
 
@@ -378,7 +477,9 @@ def _wait_on_own_child(rank, world_size):
 def test_a_hanging_rank_is_stopped_at_the_deadline_with_what_it_started():
     timeout_s = 2.0
     start = time.monotonic()
-    with pytest.raises(distributed.LaunchTimeout, match=r"ranks \[1\] .* within timeout_s=2 s") as caught:
+    with pytest.raises(
+        distributed.LaunchTimeout, match=r"ranks \[1\] .* within timeout_s=2 s"
+    ) as caught:
         distributed.launch(_wait_on_own_child, 2, backend="gloo", timeout_s=timeout_s)
     outcome = caught.value.outcome
     returned = time.monotonic()
@@ -387,18 +488,24 @@ def test_a_hanging_rank_is_stopped_at_the_deadline_with_what_it_started():
     # Stopped at the deadline: not before it, and within a second after it (the parent's wake-up).
     # Start-up is left out of every bound: under heavy load it alone can take half a minute.
     assert timeout_s <= outcome.elapsed_s < timeout_s + 1.0
-    assert returned - start - outcome.startup_s < timeout_s + 10  # the kill and the collection are quick
+    assert (
+        returned - start - outcome.startup_s < timeout_s + 10
+    )  # the kill and the collection are quick
     child = int(outcome.reached(1)[0].split()[1])
     assert _all_gone_within([child], 5), "the hanging rank's child outlived it"
 
 
 def test_a_start_up_timeout_is_reported_with_its_value(temp_folder):
     # 1 ms: less than forking two ranks and joining them in a group takes (tens of ms at least)
-    outcome = distributed.supervise(_nothing, 2, backend="gloo", timeout_s=60, startup_timeout_s=0.001)
+    outcome = distributed.supervise(
+        _nothing, 2, backend="gloo", timeout_s=60, startup_timeout_s=0.001
+    )
     assert outcome.status == ["stopped", "stopped"] and outcome.startup_s is None
     assert 0.001 <= outcome.elapsed_s < 1.0
     assert "startup_timeout_s=0.001 s" in outcome.reason
-    with pytest.raises(distributed.LaunchTimeout, match=r"within startup_timeout_s=0.001 s .* stopped after 0.\d s"):
+    with pytest.raises(
+        distributed.LaunchTimeout, match=r"within startup_timeout_s=0.001 s .* stopped after 0.\d s"
+    ):
         outcome.raise_for_status()
     assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
 
@@ -427,7 +534,7 @@ def test_a_failure_while_launching_removes_the_folder(temp_folder, monkeypatch):
     assert list(temp_folder.iterdir()) == []
 
 
-_LAUNCHER = '''
+_LAUNCHER = """
 import sys
 
 from helpers import distributed
@@ -445,7 +552,7 @@ def worker(rank, world_size, folder):
 
 if __name__ == "__main__":
     distributed.supervise(worker, 2, backend="gloo", timeout_s=120, args=(sys.argv[1],))
-'''
+"""
 
 
 @linux_only
@@ -457,15 +564,27 @@ def test_no_rank_outlives_its_parent(tmp_path):
     # Its stderr goes to a file: once it is killed, multiprocessing's resource tracker says (rightly)
     # that it cleaned up the launcher's semaphores.
     with (tmp_path / "launcher.stderr").open("wb") as stderr:
-        parent = subprocess.Popen([sys.executable, str(script), str(folder)], cwd=ROOT, stderr=stderr,
-                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+        parent = subprocess.Popen(
+            [sys.executable, str(script), str(folder)],
+            cwd=ROOT,
+            stderr=stderr,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
     try:
-        end = time.monotonic() + 150  # start-up under heavy load; the ranks write their pids at once after it
-        while len(list(folder.glob("*.pids"))) < 2 and time.monotonic() < end and parent.poll() is None:
+        end = (
+            time.monotonic() + 150
+        )  # start-up under heavy load; the ranks write their pids at once after it
+        while (
+            len(list(folder.glob("*.pids"))) < 2
+            and time.monotonic() < end
+            and parent.poll() is None
+        ):
             time.sleep(0.1)
         pids = [int(pid) for path in folder.glob("*.pids") for pid in path.read_text().split()]
-        assert len(pids) == 4, (f"the ranks did not start (launcher exit code {parent.poll()}):\n"
-                                f"{(tmp_path / 'launcher.stderr').read_text()[-3000:]}")
+        assert len(pids) == 4, (
+            f"the ranks did not start (launcher exit code {parent.poll()}):\n"
+            f"{(tmp_path / 'launcher.stderr').read_text()[-3000:]}"
+        )
         assert not any(_gone(pid) for pid in pids)
     finally:
         parent.kill()
@@ -478,7 +597,11 @@ def test_no_rank_outlives_its_parent(tmp_path):
 
 def test_draw_before_after_draws_one_row_per_collective():
     data = {
-        "broadcast": {"before": [[1, 2, 3], [0, 0, 0]], "after": [[1, 2, 3], [1, 2, 3]], "call": "broadcast(t, src=0)"},
+        "broadcast": {
+            "before": [[1, 2, 3], [0, 0, 0]],
+            "after": [[1, 2, 3], [1, 2, 3]],
+            "call": "broadcast(t, src=0)",
+        },
         "gather": {"before": [[0, 1], [1, 2]], "after": [[[0, 1], [1, 2]], None]},
     }
     fig = plotting.draw_before_after(data, title="test")
@@ -563,7 +686,9 @@ def test_nccl_wait_with_timeout_on_a_missing_send_is_bounded_by_the_launcher():
     start = time.monotonic()
     outcome = distributed.supervise(_nccl_wait_timeout, 2, backend="nccl", timeout_s=deadline_s)
     print(outcome.describe())
-    assert time.monotonic() - start - (outcome.startup_s or 0.0) < deadline_s + 15, outcome.describe()
+    assert time.monotonic() - start - (outcome.startup_s or 0.0) < deadline_s + 15, (
+        outcome.describe()
+    )
     case = outcome.status[1]
     if case == "returned":  # the wait raised at its timeout and the worker caught it
         assert outcome.reached(1) == ["waiting", "wait raised"], outcome.describe()
@@ -571,7 +696,12 @@ def test_nccl_wait_with_timeout_on_a_missing_send_is_bounded_by_the_launcher():
     elif case == "stopped":  # the wait kept the host, or irecv itself did while NCCL connects the
         # pair lazily and the peer never comes (2xH200, torch 2.11: seen 2026-11-23): the deadline ended it
         assert outcome.reached(1) in ([], ["waiting"]) and outcome.reason.startswith("the deadline")
-        assert outcome.status[0] == "returned" and deadline_s <= outcome.elapsed_s < deadline_s + 1.0
+        assert (
+            outcome.status[0] == "returned" and deadline_s <= outcome.elapsed_s < deadline_s + 1.0
+        )
     else:  # NCCL ended the process itself: named with how it ended, before the deadline
         assert case == "died" and outcome.failure_order[0] == 1, outcome.describe()
-        assert outcome.errors[1].startswith(("died with", "exited with code")) and outcome.elapsed_s < deadline_s
+        assert (
+            outcome.errors[1].startswith(("died with", "exited with code"))
+            and outcome.elapsed_s < deadline_s
+        )

@@ -62,8 +62,12 @@ def _uses(tree: ast.AST) -> set[tuple[str, str]]:
 @cache
 def notebook_uses(stem: str) -> frozenset[tuple[str, str]]:
     cells = json.loads(NOTEBOOKS[stem].read_text())["cells"]
-    return frozenset(use for cell in cells if cell["cell_type"] == "code"
-                     for use in _uses(_code_of("".join(cell["source"]))))
+    return frozenset(
+        use
+        for cell in cells
+        if cell["cell_type"] == "code"
+        for use in _uses(_code_of("".join(cell["source"])))
+    )
 
 
 @cache
@@ -108,8 +112,14 @@ def _spellings(module: str, name: str) -> set[tuple[str, str]]:
 
 def _module_defining(package: str, name: str) -> str:
     """The module of ``package`` that defines the re-exported ``name`` (else ``package`` itself)."""
-    return next((module for (module, other), pkg in reexported().items() if (pkg, other) == (package, name)),
-                package)
+    return next(
+        (
+            module
+            for (module, other), pkg in reexported().items()
+            if (pkg, other) == (package, name)
+        ),
+        package,
+    )
 
 
 def public_objects() -> list[tuple[str, str, object]]:
@@ -117,17 +127,23 @@ def public_objects() -> list[tuple[str, str, object]]:
     found = []
     for short, path in module_files().items():
         module = importlib.import_module(
-            "helpers." + ".".join(path.relative_to(ROOT / "helpers").with_suffix("").parts))
+            "helpers." + ".".join(path.relative_to(ROOT / "helpers").with_suffix("").parts)
+        )
         for name, obj in vars(module).items():
-            if (not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
-                    and obj.__module__ == module.__name__):
+            if (
+                not name.startswith("_")
+                and (inspect.isfunction(obj) or inspect.isclass(obj))
+                and obj.__module__ == module.__name__
+            ):
                 found.append((short, name, obj))
     return found
 
 
 def _returns(obj: object, cls: str) -> bool:
     """Whether ``obj`` is a function whose return annotation names the class ``cls``."""
-    annotation = getattr(obj, "__annotations__", {}).get("return") if inspect.isfunction(obj) else None
+    annotation = (
+        getattr(obj, "__annotations__", {}).get("return") if inspect.isfunction(obj) else None
+    )
     return annotation is not None and re.search(rf"\b{cls}\b", str(annotation)) is not None
 
 
@@ -137,8 +153,11 @@ def used_in_notebook(stem: str, module: str, name: str, obj: object) -> bool:
         return True
     if not inspect.isclass(obj):
         return False
-    return any(_returns(other, name) for mod, other_name, other in public_objects()
-               if _spellings(mod, other_name) & uses)
+    return any(
+        _returns(other, name)
+        for mod, other_name, other in public_objects()
+        if _spellings(mod, other_name) & uses
+    )
 
 
 @cache
@@ -146,9 +165,15 @@ def _top_level(module: str) -> dict[str, frozenset[str]]:
     """``{function or class: every name its code mentions}`` for ``helpers/<module>.py``."""
     path = module_files().get(module)
     tree = ast.parse(path.read_text()) if path is not None else ast.Module([], [])
-    return {node.name: frozenset(sub.id if isinstance(sub, ast.Name) else sub.attr for sub in ast.walk(node)
-                                 if isinstance(sub, (ast.Name, ast.Attribute)))
-            for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    return {
+        node.name: frozenset(
+            sub.id if isinstance(sub, ast.Name) else sub.attr
+            for sub in ast.walk(node)
+            if isinstance(sub, (ast.Name, ast.Attribute))
+        )
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+    }
 
 
 def helper_uses(module: str, owner: str) -> set[str]:
@@ -167,14 +192,18 @@ def helper_uses(module: str, owner: str) -> set[str]:
 
 def _module_object(short: str) -> object:
     path = module_files()[short]
-    return importlib.import_module("helpers." + ".".join(path.relative_to(ROOT / "helpers").with_suffix("").parts))
+    return importlib.import_module(
+        "helpers." + ".".join(path.relative_to(ROOT / "helpers").with_suffix("").parts)
+    )
 
 
 @cache
 def _definitions(module: str) -> dict[str, ast.AST]:
     """``{function or class: its syntax tree}`` for the top level of ``helpers/<module>.py``."""
     tree = ast.parse(module_files()[module].read_text())
-    return {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    return {
+        node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+    }
 
 
 def _resolve(node: ast.expr, namespace: dict[str, object]) -> object:
@@ -215,7 +244,8 @@ def _own_file_uses(path: Path, module: str, name: str) -> bool:
     if path != module_files().get(module):
         return False
     return f'"helpers.{module}:{name}"' in (ROOT / "pyproject.toml").read_text() or any(
-        name in helper_uses(module, owner) for owner in _top_level(module) if owner != name)
+        name in helper_uses(module, owner) for owner in _top_level(module) if owner != name
+    )
 
 
 def _users_problems(where: str, module: str, name: str, sentence: str) -> list[str]:
@@ -224,19 +254,29 @@ def _users_problems(where: str, module: str, name: str, sentence: str) -> list[s
     for phrase, paths in USERS_BY_PHRASE.items():
         if phrase in sentence:
             named = True
-            if not any(_spellings(module, name) & file_uses(path) or _own_file_uses(path, module, name)
-                       for path in paths):
-                problems.append(f"{where} is 'Used by {phrase}', but {module}.{name} is not used there")
+            if not any(
+                _spellings(module, name) & file_uses(path) or _own_file_uses(path, module, name)
+                for path in paths
+            ):
+                problems.append(
+                    f"{where} is 'Used by {phrase}', but {module}.{name} is not used there"
+                )
     for user_module, owner in HELPER_NAME.findall(sentence):
         user_module = _module_defining(user_module, owner)
         if user_module not in module_files():
             continue  # a file name such as replay_all.py, not a helper
         named = True
-        if not refers_to(user_module, owner, module, name) or (user_module, owner) == (module, name):
-            problems.append(f"{where} is 'Used by {user_module}.{owner}', whose code does not use {name}")
+        if not refers_to(user_module, owner, module, name) or (user_module, owner) == (
+            module,
+            name,
+        ):
+            problems.append(
+                f"{where} is 'Used by {user_module}.{owner}', whose code does not use {name}"
+            )
     if not named:
-        problems.append(f"{where}: 'Used by {sentence}' names no helper (module.function), "
-                        f"command line or tool")
+        problems.append(
+            f"{where}: 'Used by {sentence}' names no helper (module.function), command line or tool"
+        )
     return problems
 
 
@@ -246,7 +286,9 @@ def problems_of(module: str, name: str, obj: object) -> list[str]:
     where = f"helpers.{module}.{name}"
     taught, used_by = TAUGHT.findall(doc + " "), USED_BY.findall(doc + " ")
     if not taught and not used_by:
-        return [f"{where} has no 'Taught in NN_name.' sentence, nor a 'Used by module.function.' one"]
+        return [
+            f"{where} has no 'Taught in NN_name.' sentence, nor a 'Used by module.function.' one"
+        ]
     problems = [p for sentence in used_by for p in _users_problems(where, module, name, sentence)]
     for sentence in taught:
         stems = NOTEBOOK_NAME.findall(sentence)
@@ -256,26 +298,34 @@ def problems_of(module: str, name: str, obj: object) -> list[str]:
             if stem not in NOTEBOOKS:
                 problems.append(f"{where} is 'Taught in {stem}', which is not a notebook")
             elif not used_in_notebook(stem, module, name, obj):
-                problems.append(f"{where} is 'Taught in {stem}', but that notebook's code never uses {module}.{name}")
+                problems.append(
+                    f"{where} is 'Taught in {stem}', but that notebook's code never uses {module}.{name}"
+                )
     return problems
 
 
 def test_every_public_helper_is_taught_where_its_docstring_says():
     problems = [p for module, name, obj in public_objects() for p in problems_of(module, name, obj)]
-    assert not problems, f"{len(problems)} untrue or missing 'Taught in' sentences:\n" + "\n".join(problems)
+    assert not problems, f"{len(problems)} untrue or missing 'Taught in' sentences:\n" + "\n".join(
+        problems
+    )
 
 
 # ---------------------------------------------------------------- the checker itself can fail
 
+
 def _fake(doc: str, module: str = "timing"):
     def fake() -> None: ...
+
     fake.__doc__ = doc
     fake.__module__ = f"helpers.{module}"
     return fake
 
 
 def test_the_checker_accepts_a_true_sentence_and_refuses_false_ones():
-    assert problems_of("timing", "cuda_events", _fake("Time it.\n\nTaught in 04_event_timing.")) == []
+    assert (
+        problems_of("timing", "cuda_events", _fake("Time it.\n\nTaught in 04_event_timing.")) == []
+    )
     wrong = problems_of("timing", "cuda_events", _fake("Taught in 00_start_here and 99_nowhere."))
     assert len(wrong) == 1 and "'Taught in 99_nowhere', which is not a notebook" in wrong[0]
     never = problems_of("timing", "no_such_function", _fake("Taught in 04_event_timing."))
@@ -287,15 +337,25 @@ def test_the_checker_counts_a_class_handed_over_by_a_function_the_notebook_calls
     from helpers import timing
 
     assert used_in_notebook("04_event_timing", "timing", "Timing", timing.Timing)
-    assert not used_in_notebook("04_event_timing", "timing", "NoSuchClass", type("NoSuchClass", (), {}))
+    assert not used_in_notebook(
+        "04_event_timing", "timing", "NoSuchClass", type("NoSuchClass", (), {})
+    )
 
 
 def test_the_checker_checks_who_uses_what_no_notebook_calls():
     assert problems_of("timing", "synchronize_all", _fake("Used by timing.host_clock.")) == []
     wrong = problems_of("timing", "synchronize_all", _fake("Used by timing.cuda_events."))
-    assert len(wrong) == 1 and "'Used by timing.cuda_events', whose code does not use synchronize_all" in wrong[0]
-    assert "not used there" in problems_of("timing", "synchronize_all", _fake("Used by the course's tools."))[0]
-    assert "names no helper" in problems_of("timing", "synchronize_all", _fake("Used by everyone."))[0]
+    assert (
+        len(wrong) == 1
+        and "'Used by timing.cuda_events', whose code does not use synchronize_all" in wrong[0]
+    )
+    assert (
+        "not used there"
+        in problems_of("timing", "synchronize_all", _fake("Used by the course's tools."))[0]
+    )
+    assert (
+        "names no helper" in problems_of("timing", "synchronize_all", _fake("Used by everyone."))[0]
+    )
 
 
 def test_a_name_that_only_looks_the_same_is_not_a_use():
@@ -303,14 +363,22 @@ def test_a_name_that_only_looks_the_same_is_not_a_use():
     which compared bare names, fooled by it)."""
     wrong = problems_of("store", "load", _fake("Used by trace.load_chrome_trace.", "records.store"))
     assert len(wrong) == 1 and "whose code does not use load" in wrong[0]
-    assert problems_of("store", "load", _fake("Used by records.figure_rows.", "records.store")) == []
+    assert (
+        problems_of("store", "load", _fake("Used by records.figure_rows.", "records.store")) == []
+    )
     assert refers_to("running", "Run", "hardware", "gpu_name")
     assert not refers_to("running", "Run", "hardware", "no_such_function")
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from helpers import timing\nt = timing.cuda_events(f)", {("timing", "cuda_events")}),
-    ("from helpers.trace import overlap_ratio\n%matplotlib inline\n!ls", {("trace", "overlap_ratio")}),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from helpers import timing\nt = timing.cuda_events(f)", {("timing", "cuda_events")}),
+        (
+            "from helpers.trace import overlap_ratio\n%matplotlib inline\n!ls",
+            {("trace", "overlap_ratio")},
+        ),
+    ],
+)
 def test_uses_reads_attributes_and_imports(source, expected):
     assert expected <= _uses(_code_of(source))

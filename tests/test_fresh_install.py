@@ -44,8 +44,11 @@ install_course = _load("install_course")
 
 
 def pip(python, *args, cwd=None):
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args],
-                   check=True, cwd=cwd)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args],
+        check=True,
+        cwd=cwd,
+    )
 
 
 def relabel(site: Path, name: str, new: str) -> None:
@@ -53,7 +56,9 @@ def relabel(site: Path, name: str, new: str) -> None:
     METADATA's Version line rewritten); the code is untouched."""
     (info,) = site.glob(f"{name}-*.dist-info")
     metadata = info / "METADATA"
-    metadata.write_text(re.sub(r"(?m)^Version: .*$", f"Version: {new}", metadata.read_text(), count=1))
+    metadata.write_text(
+        re.sub(r"(?m)^Version: .*$", f"Version: {new}", metadata.read_text(), count=1)
+    )
     info.rename(site / f"{name}-{new}.dist-info")
 
 
@@ -66,18 +71,52 @@ def fresh(tmp_path_factory):
     python = folder / "venv" / "bin" / "python"
     pins = install_course.read_pins((ROOT / "constraints.txt").read_text())
     torch = f"torch=={pins['torch']}"
-    local = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--dry-run", "--no-index", "--no-deps",
-                            torch], capture_output=True, check=False).returncode == 0
+    local = (
+        subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--dry-run",
+                "--no-index",
+                "--no-deps",
+                torch,
+            ],
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
+    )
     # as `make setup`: a wheel on this disk, else PyTorch's CPU build (PyPI's Linux torch bundles CUDA)
     pip(python, *([] if local else ["--index-url", install_course.CPU_INDEX]), torch)
-    pip(python, f"numpy=={pins['numpy']}", f"matplotlib=={pins['matplotlib']}", "nbclient", "ipykernel")
-    site = Path(subprocess.run([str(python), "-c", "import torch, pathlib; print(pathlib.Path(torch.__file__).parent.parent)"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    pip(
+        python,
+        f"numpy=={pins['numpy']}",
+        f"matplotlib=={pins['matplotlib']}",
+        "nbclient",
+        "ipykernel",
+    )
+    site = Path(
+        subprocess.run(
+            [
+                str(python),
+                "-c",
+                "import torch, pathlib; print(pathlib.Path(torch.__file__).parent.parent)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     relabel(site, "torch", OTHER_TORCH)
     return python, site
 
 
-def test_the_committed_first_cell_keeps_another_torch_and_the_notebook_replays(fresh, tmp_path, capsys):
+def test_the_committed_first_cell_keeps_another_torch_and_the_notebook_replays(
+    fresh, tmp_path, capsys
+):
     python, _ = fresh
     assert install_cell.trial("00_start_here", python, tmp_path) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
@@ -85,11 +124,15 @@ def test_the_committed_first_cell_keeps_another_torch_and_the_notebook_replays(f
     assert f"torch {OTHER_TORCH}" in out.splitlines()[-1]
 
 
-def test_the_wheel_replays_00_from_another_folder_and_writes_nothing_into_site_packages(fresh, tmp_path):
+def test_the_wheel_replays_00_from_another_folder_and_writes_nothing_into_site_packages(
+    fresh, tmp_path
+):
     python, site = fresh
     wheels = tmp_path / "wheels"
-    subprocess.run([str(python), "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)],
-                   check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)],
+        check=True,
+    )
     (wheel,) = wheels.glob("moving_data_course-*.whl")
     pip(python, "--no-deps", "--force-reinstall", str(wheel))
     pip(python, "--constraint", str(ROOT / "constraints.txt"), "tensordict", "cloudpickle")
@@ -98,13 +141,31 @@ def test_the_wheel_replays_00_from_another_folder_and_writes_nothing_into_site_p
     folder.mkdir()
     notebook = folder / "00_start_here.ipynb"
     notebook.write_text((ROOT / "notebooks" / "00_start_here.ipynb").read_text())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "PYTHON", "VIRTUAL_ENV"))}
-    env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), COURSE_QUICK="1")
-    where = subprocess.run([str(python), "-c", "from helpers import config; print(config.results_dir())"],
-                           cwd=folder, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("COURSE_", "PYTHON", "VIRTUAL_ENV"))
+    }
+    env.update(
+        HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), COURSE_QUICK="1"
+    )
+    where = subprocess.run(
+        [str(python), "-c", "from helpers import config; print(config.results_dir())"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(where) == site / "helpers" / "results" and (Path(where) / "index.jsonl").is_file()
-    run = subprocess.run([str(python), "-c", install_cell.RUN_NOTEBOOK, str(notebook), str(folder)], cwd=folder,
-                         env=env, capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [str(python), "-c", install_cell.RUN_NOTEBOOK, str(notebook), str(folder)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     outputs = json.dumps([c.get("outputs", []) for c in json.loads(notebook.read_text())["cells"]])
     assert install_cell.REPLAY_SENTENCE in outputs

@@ -18,11 +18,21 @@ def test_describe_this_machine_is_plain_json():
 
 def test_describe_reads_a_two_gpu_machine(monkeypatch):
     """Two fake H200s: the names, PCIe numbers (nvidia-smi's text as ints), peer matrix and name."""
-    props = types.SimpleNamespace(name="NVIDIA H200", total_memory=141 * 2**30, major=9, minor=0,
-                                  multi_processor_count=132)
-    rows = [{"index": str(i), "driver_version": "580.1", "pcie.link.gen.current": "5", "pcie.link.gen.max": "5",
-             "pcie.link.width.current": "16", "pcie.link.width.max": "[N/A]", "pci.bus_id": f"0000:{i}"}
-            for i in range(2)]
+    props = types.SimpleNamespace(
+        name="NVIDIA H200", total_memory=141 * 2**30, major=9, minor=0, multi_processor_count=132
+    )
+    rows = [
+        {
+            "index": str(i),
+            "driver_version": "580.1",
+            "pcie.link.gen.current": "5",
+            "pcie.link.gen.max": "5",
+            "pcie.link.width.current": "16",
+            "pcie.link.width.max": "[N/A]",
+            "pci.bus_id": f"0000:{i}",
+        }
+        for i in range(2)
+    ]
     monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
     monkeypatch.setattr(hardware, "_smi_gpu_rows", lambda: rows)
     monkeypatch.setattr(hardware, "_gpu_links", lambda: "GPU0\tX\tNV18")
@@ -30,11 +40,23 @@ def test_describe_reads_a_two_gpu_machine(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
     monkeypatch.setattr(torch.cuda, "can_device_access_peer", lambda i, j: (i, j) == (0, 1))
     info = hardware.describe()
-    assert info["machine"] == "2xNVIDIA-H200" and info["driver"] == "580.1" and info["nccl"] == "2.27.3"
+    assert (
+        info["machine"] == "2xNVIDIA-H200"
+        and info["driver"] == "580.1"
+        and info["nccl"] == "2.27.3"
+    )
     assert info["peer_access"] == [[True, True], [False, True]]
     first = info["gpus"][0]
-    assert (first["capability"], first["sm_count"], first["memory_bytes"]) == ("9.0", 132, 141 * 2**30)
-    assert (first["pcie_gen_current"], first["pcie_width_current"], first["pcie_width_max"]) == (5, 16, None)
+    assert (first["capability"], first["sm_count"], first["memory_bytes"]) == (
+        "9.0",
+        132,
+        141 * 2**30,
+    )
+    assert (first["pcie_gen_current"], first["pcie_width_current"], first["pcie_width_max"]) == (
+        5,
+        16,
+        None,
+    )
     assert info["gpus"][1]["pci_bus_id"] == "0000:1" and info["gpu_links"] == "GPU0\tX\tNV18"
 
 
@@ -42,17 +64,39 @@ def test_machine_name():
     assert hardware.machine_name({"gpus": []}) == "cpu-only"
     two = {"gpus": [{"name": "NVIDIA H200"}, {"name": "NVIDIA H200"}]}
     assert hardware.machine_name(two) == "2xNVIDIA-H200"
-    assert hardware.machine_name({"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}) == "1xNVIDIA-H100-80GB-HBM3"
+    assert (
+        hardware.machine_name({"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]})
+        == "1xNVIDIA-H100-80GB-HBM3"
+    )
 
 
 def test_report_of_a_recorded_gpu_machine():
     info = {
-        "machine": "2xNVIDIA-H200", "cpu": "x", "cpu_cores": 32, "ram_bytes": 2**38,
-        "python": "3.12", "torch": "2.11", "cuda": "13.0", "nccl": "2.27", "driver": "580",
-        "gpus": [{"index": i, "name": "NVIDIA H200", "memory_bytes": 141 * 2**30, "capability": "9.0",
-                  "sm_count": 132, "pcie_gen_current": 5, "pcie_gen_max": 5,
-                  "pcie_width_current": 16, "pcie_width_max": 16} for i in range(2)],
-        "peer_access": [[True, True], [True, True]], "gpu_links": "GPU0 X NV18",
+        "machine": "2xNVIDIA-H200",
+        "cpu": "x",
+        "cpu_cores": 32,
+        "ram_bytes": 2**38,
+        "python": "3.12",
+        "torch": "2.11",
+        "cuda": "13.0",
+        "nccl": "2.27",
+        "driver": "580",
+        "gpus": [
+            {
+                "index": i,
+                "name": "NVIDIA H200",
+                "memory_bytes": 141 * 2**30,
+                "capability": "9.0",
+                "sm_count": 132,
+                "pcie_gen_current": 5,
+                "pcie_gen_max": 5,
+                "pcie_width_current": 16,
+                "pcie_width_max": 16,
+            }
+            for i in range(2)
+        ],
+        "peer_access": [[True, True], [True, True]],
+        "gpu_links": "GPU0 X NV18",
     }
     text = hardware.report(info)
     assert "0->1:yes" in text and "NV18" in text and "63.0 GB/s" in text
@@ -94,7 +138,9 @@ def _two_fake_gpus(monkeypatch, calls, allocated):
     monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda i: calls.append(f"sync {i}"))
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty device cache"))
-    monkeypatch.setattr(torch._C, "_host_emptyCache", lambda: calls.append("empty pinned cache"), raising=False)
+    monkeypatch.setattr(
+        torch._C, "_host_emptyCache", lambda: calls.append("empty pinned cache"), raising=False
+    )
     monkeypatch.setattr(gc, "collect", lambda: calls.append("gc") or 0)
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda i: allocated[i])
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda i: 20 + i)
@@ -109,15 +155,22 @@ def test_free_memory_empties_the_caches_after_synchronising_every_gpu(monkeypatc
     _two_fake_gpus(monkeypatch, calls, [10, 11])
     used = hardware.free_memory()  # no baseline: a garbage collection, then the caches once more
     assert calls == EMPTY + ["gc"] + EMPTY
-    assert used == {"gpu0_allocated": 10, "gpu0_reserved": 20, "gpu1_allocated": 11, "gpu1_reserved": 21,
-                    "pinned_host": 3}
+    assert used == {
+        "gpu0_allocated": 10,
+        "gpu0_reserved": 20,
+        "gpu1_allocated": 11,
+        "gpu1_reserved": 21,
+        "pinned_host": 3,
+    }
 
 
 def test_free_memory_collects_garbage_only_when_the_experiment_left_memory_held(monkeypatch):
     calls, allocated = [], [10, 11]
     _two_fake_gpus(monkeypatch, calls, allocated)
     before = hardware.memory_in_use()
-    assert hardware.free_memory(baseline=before) == before and calls == EMPTY  # nothing left: no gc.collect
+    assert (
+        hardware.free_memory(baseline=before) == before and calls == EMPTY
+    )  # nothing left: no gc.collect
     calls.clear()
     allocated[1] = 11 + 2**20  # a tensor the experiment left behind, in a cycle or not
     hardware.free_memory(baseline=before)
@@ -140,7 +193,13 @@ def _recorded_topology(machine):
     import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "results" / machine / "05_device_to_device" / "peer_access_and_links.json"
+    path = (
+        Path(__file__).resolve().parent.parent
+        / "results"
+        / machine
+        / "05_device_to_device"
+        / "peer_access_and_links.json"
+    )
     return json.loads(path.read_text())["result"]["gpu_links"]
 
 
@@ -170,8 +229,10 @@ def test_pinned_host_bytes_reads_both_generations_of_key_names():
 
 
 def test_the_report_shows_the_topology_matrix_once_without_legend_or_colour_codes():
-    topo = ("\x1b[4mGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-63\nGPU1\tNV18\t X \t0-63\n\n"
-            "Legend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n")
+    topo = (
+        "\x1b[4mGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-63\nGPU1\tNV18\t X \t0-63\n\n"
+        "Legend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n"
+    )
     text = hardware.report({"machine": "2xGPU", "gpus": [], "gpu_links": topo})
     assert "Legend" not in text and "\x1b" not in text and "\t" not in text
     assert text.count("NV18") == 2 and "GPU1" in text

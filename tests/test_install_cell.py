@@ -20,10 +20,21 @@ SOURCE = install_cell.cell_source(URL)
 
 
 def notebook(*cells):
-    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
-            "cells": [{"cell_type": kind, "metadata": {}, "source": [text], "id": "x",
-                       **({"outputs": [], "execution_count": None} if kind == "code" else {})}
-                      for kind, text in cells]}
+    return {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": kind,
+                "metadata": {},
+                "source": [text],
+                "id": "x",
+                **({"outputs": [], "execution_count": None} if kind == "code" else {}),
+            }
+            for kind, text in cells
+        ],
+    }
 
 
 def write(path, nb):
@@ -32,7 +43,10 @@ def write(path, nb):
 
 
 def test_apply_puts_the_cell_first_among_code_cells_once(tmp_path):
-    path = write(tmp_path / "00_a.ipynb", notebook(("markdown", "What you will learn"), ("code", "import torch")))
+    path = write(
+        tmp_path / "00_a.ipynb",
+        notebook(("markdown", "What you will learn"), ("code", "import torch")),
+    )
     assert install_cell.main(["check", "--url", URL, str(path)]) == 1
     assert install_cell.main(["apply", "--url", URL, str(path)]) == 0
     once = path.read_text()
@@ -47,7 +61,9 @@ def test_apply_puts_the_cell_first_among_code_cells_once(tmp_path):
 
 def test_an_older_cell_is_replaced_and_check_names_the_stale_notebook(tmp_path, capsys):
     old = "# Set-up: run alone (Colab, any Jupyter server), this cell installs the course.\nprint('an older set-up')"
-    path = write(tmp_path / "01_b.ipynb", notebook(("markdown", "m"), ("code", old), ("code", "x = 1")))
+    path = write(
+        tmp_path / "01_b.ipynb", notebook(("markdown", "m"), ("code", old), ("code", "x = 1"))
+    )
     assert install_cell.main(["check", "--url", URL, str(path)]) == 1
     assert "01_b.ipynb" in capsys.readouterr().err
     install_cell.main(["apply", "--url", URL, str(path)])
@@ -73,9 +89,13 @@ def test_the_committed_cell_names_pyprojects_repository_and_version(capsys):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert install_cell.main(["show"]) == 0
     shown = capsys.readouterr().out
-    assert f'"{project["name"]}", "{project["version"]}", "{project["urls"]["Repository"]}"' in shown
+    assert (
+        f'"{project["name"]}", "{project["version"]}", "{project["urls"]["Repository"]}"' in shown
+    )
     assert "torch" not in shown.split("\n", 2)[2]  # ranges live in pyproject.toml, not in the cell
-    assert install_cell.main(["check", *map(str, sorted((ROOT / "notebooks").glob("*.ipynb")))]) == 0
+    assert (
+        install_cell.main(["check", *map(str, sorted((ROOT / "notebooks").glob("*.ipynb")))]) == 0
+    )
 
 
 def test_where_the_course_is_installed_the_cell_does_nothing(monkeypatch):
@@ -92,7 +112,9 @@ def run_alone(monkeypatch, tmp_path, source=SOURCE):
 
     def missing(name):
         raise importlib.metadata.PackageNotFoundError(name)
+
     monkeypatch.setattr(importlib.metadata, "version", missing)
+
     class Child:  # a command that prints one line and succeeds
         def __init__(self, command, **kwargs):
             commands.append(list(command))
@@ -103,26 +125,36 @@ def run_alone(monkeypatch, tmp_path, source=SOURCE):
 
         def __exit__(self, *exc):
             return False
+
     monkeypatch.setattr(subprocess, "Popen", Child)
     monkeypatch.setenv("COURSE_HOME", str(tmp_path / "course"))
     exec(compile(source, "install cell", "exec"), {})
     return commands
 
 
-def test_alone_it_fetches_the_notebooks_version_shallow_and_runs_the_installer(monkeypatch, tmp_path, capsys):
+def test_alone_it_fetches_the_notebooks_version_shallow_and_runs_the_installer(
+    monkeypatch, tmp_path, capsys
+):
     monkeypatch.delenv("COURSE_SOURCE", raising=False)
     monkeypatch.delenv("COURSE_REF", raising=False)
     source = install_cell.cell_source(URL, version="9.8.7")
-    (tmp_path / "helpers.py").write_text("")  # a learner's own helpers module does not count as the course
+    (tmp_path / "helpers.py").write_text(
+        ""
+    )  # a learner's own helpers module does not count as the course
     monkeypatch.syspath_prepend(str(tmp_path))
     commands = run_alone(monkeypatch, tmp_path, source)
     home = str(tmp_path / "course")
-    assert commands[:3] == [["git", "-C", home, "init", "--quiet"],
-                            ["git", "-C", home, "fetch", "--quiet", "--depth", "1", URL, "v9.8.7"],
-                            ["git", "-C", home, "checkout", "--quiet", "FETCH_HEAD"]]
+    assert commands[:3] == [
+        ["git", "-C", home, "init", "--quiet"],
+        ["git", "-C", home, "fetch", "--quiet", "--depth", "1", URL, "v9.8.7"],
+        ["git", "-C", home, "checkout", "--quiet", "FETCH_HEAD"],
+    ]
     (python, script, flag, loaded) = commands[3]
-    assert (python, script, flag) == (sys.executable, str(tmp_path / "course" / "tools" / "install_course.py"),
-                                      "--loaded")
+    assert (python, script, flag) == (
+        sys.executable,
+        str(tmp_path / "course" / "tools" / "install_course.py"),
+        "--loaded",
+    )
     assert {"sys", "pytest"} <= set(loaded.split(","))
     out = capsys.readouterr().out
     assert "fetching v9.8.7 of " + URL in out
@@ -139,8 +171,9 @@ def test_alone_on_python_3_10_it_stops_first_with_a_clear_message(monkeypatch, t
 
 
 def test_the_trial_fetches_the_tag_only_where_it_is_head():
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert install_cell.reference() in (None, head)
 
 
@@ -150,6 +183,10 @@ def test_the_cell_passes_the_projects_ruff(tmp_path):
         pytest.skip("ruff is not installed beside this python")
     path = write(tmp_path / "00_a.ipynb", notebook(("markdown", "m"), ("code", "x = 1")))
     install_cell.main(["apply", "--url", URL, str(path)])
-    out = subprocess.run([str(ruff), "check", "--config", str(ROOT / "pyproject.toml"), str(path)],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [str(ruff), "check", "--config", str(ROOT / "pyproject.toml"), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 0, out.stdout

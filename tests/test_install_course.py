@@ -24,8 +24,13 @@ install_course = _load("install_course")
 constraints = _load("constraints")
 PINS = install_course.read_pins((ROOT / "constraints.txt").read_text())
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-HOSTED = {"torch": "2.10.0+cu126", "numpy": "1.26.4", "matplotlib": "3.8.0", "ipykernel": "6.17.1",
-          "cloudpickle": "3.1.1"}
+HOSTED = {
+    "torch": "2.10.0+cu126",
+    "numpy": "1.26.4",
+    "matplotlib": "3.8.0",
+    "ipykernel": "6.17.1",
+    "cloudpickle": "3.1.1",
+}
 
 
 def pip_args(steps):
@@ -34,8 +39,12 @@ def pip_args(steps):
 
 def test_a_hosted_torch_numpy_and_matplotlib_are_kept_and_only_what_is_missing_is_installed():
     steps = install_course.plan(ROOT, HOSTED, linux_without_driver=True)
-    assert steps[0].pip is None and steps[0].says.startswith("torch 2.10.0+cu126 is installed: kept")
-    assert "tested with torch>=" in steps[0].says  # 2.10 is outside the course's range: said, not acted on
+    assert steps[0].pip is None and steps[0].says.startswith(
+        "torch 2.10.0+cu126 is installed: kept"
+    )
+    assert (
+        "tested with torch>=" in steps[0].says
+    )  # 2.10 is outside the course's range: said, not acted on
     (course, missing) = pip_args(steps)
     assert course == ["--no-deps", "--force-reinstall", str(ROOT)]
     assert [install_course.requirement_name(r) for r in missing] == ["tensordict"]
@@ -57,13 +66,21 @@ def test_a_torch_in_range_is_kept_without_a_note_and_no_torch_gets_the_pinned_bu
     assert gpu.pip == [f"torch=={PINS['torch']}"] and gpu.fallback is None
     everything = install_course.plan(ROOT, {}, linux_without_driver=False)[-1].pip
     assert sorted(map(install_course.requirement_name, everything)) == sorted(
-        install_course.requirement_name(r) for r in PROJECT["dependencies"] if not r.startswith("torch"))
+        install_course.requirement_name(r)
+        for r in PROJECT["dependencies"]
+        if not r.startswith("torch")
+    )
 
 
 def test_restart_is_asked_only_for_modules_the_kernel_had_imported(monkeypatch):
-    monkeypatch.setattr(install_course.metadata, "packages_distributions",
-                        lambda: {"helpers": ["moving-data-course"], "numpy": ["numpy"], "yaml": ["PyYAML"]})
-    assert install_course.needs_restart(["moving_data_course", "pyyaml"], {"helpers", "numpy"}) == ["helpers"]
+    monkeypatch.setattr(
+        install_course.metadata,
+        "packages_distributions",
+        lambda: {"helpers": ["moving-data-course"], "numpy": ["numpy"], "yaml": ["PyYAML"]},
+    )
+    assert install_course.needs_restart(["moving_data_course", "pyyaml"], {"helpers", "numpy"}) == [
+        "helpers"
+    ]
     assert install_course.needs_restart(["tensordict"], {"helpers", "numpy"}) == []
 
 
@@ -72,7 +89,9 @@ def test_bad_lines_say_what_to_write():
         install_course.read_pins("torch>=2.11\n")
     with pytest.raises(ValueError, match="torch>=2.11"):
         install_course.requirement_name(">=2")
-    assert install_course.read_pins("# a comment\nTorch_Vision==0.1  # why\n") == {"torch-vision": "0.1"}
+    assert install_course.read_pins("# a comment\nTorch_Vision==0.1  # why\n") == {
+        "torch-vision": "0.1"
+    }
 
 
 def test_a_dry_run_prints_the_steps_and_installs_nothing(monkeypatch, capsys):
@@ -94,9 +113,15 @@ def test_constraints_pin_one_version_in_every_range_of_pyproject():
         req = Requirement(line)
         name = install_course.canonical(req.name)
         assert name in PINS, f"constraints.txt lacks {name}: run `make constraints`"
-        assert req.specifier.contains(PINS[name], prereleases=True), f"{name}=={PINS[name]} is outside {line}"
+        assert req.specifier.contains(PINS[name], prereleases=True), (
+            f"{name}=={PINS[name]} is outside {line}"
+        )
     assert "ruff" in PINS
-    report = {"install": [{"metadata": {"name": "torch", "version": "2.13.0+cpu"}},
-                          {"metadata": {"name": "moving-data-course", "version": "0.2.0"}},
-                          {"metadata": {"name": "Jinja2", "version": "3.1.6"}}]}
+    report = {
+        "install": [
+            {"metadata": {"name": "torch", "version": "2.13.0+cpu"}},
+            {"metadata": {"name": "moving-data-course", "version": "0.2.0"}},
+            {"metadata": {"name": "Jinja2", "version": "3.1.6"}},
+        ]
+    }
     assert constraints.pins(report) == ["Jinja2==3.1.6", "torch==2.13.0"]

@@ -29,18 +29,30 @@ def test_the_curve_sentences_state_the_smallest_and_best_rates_and_the_half_poin
     seen = start.see_curve(run)
     first = seen.sentences[0]
     smallest, best = _gbps(first)[:2]
-    assert smallest == pytest.approx(rates[0], rel=5e-3) and best == pytest.approx(max(rates), rel=5e-3)
+    assert smallest == pytest.approx(rates[0], rel=5e-3) and best == pytest.approx(
+        max(rates), rel=5e-3
+    )
     half = next(s for s, r in zip(run.params["sizes"], rates, strict=True) if r >= max(rates) / 2)
     assert first.endswith(f"at {timing.format_bytes(half)}.")
-    assert seen.sentences[1] == f"Pinned H2D {claims.describe_curve(run.params['sizes'], rates).words}."
+    assert (
+        seen.sentences[1]
+        == f"Pinned H2D {claims.describe_curve(run.params['sizes'], rates).words}."
+    )
     assert start.best_rate_gbps(run) == max(rates)
 
 
 def test_a_curve_still_rising_says_it_found_no_limit_and_a_dip_is_named():
     sizes = [2**12, 2**14, 2**16, 2**18, 2**20]
     rates = [1.0, 5.0, 4.0, 10.0, 20.0]
-    rising = [timing.Timing([n / r / 1e9] * 3, "cuda events", n) for n, r in zip(sizes, rates, strict=True)]
-    run = records.Run(rising, False, {"machine": {"machine": "1xFAKE"}, "params": {"sizes": sizes}, "date": "2026"})
+    rising = [
+        timing.Timing([n / r / 1e9] * 3, "cuda events", n)
+        for n, r in zip(sizes, rates, strict=True)
+    ]
+    run = records.Run(
+        rising,
+        False,
+        {"machine": {"machine": "1xFAKE"}, "params": {"sizes": sizes}, "date": "2026"},
+    )
     text = " ".join(start.see_curve(run).sentences)
     assert "has not found the link's limit" in text
     assert "dips from 5 GB/s at 16 KiB to 4 GB/s at 64 KiB" in text
@@ -50,11 +62,19 @@ def test_a_curve_still_rising_says_it_found_no_limit_and_a_dip_is_named():
 def test_the_timeline_sentence_gives_the_overlap_ratio_and_the_matching_words(machine):
     run = TIMELINES[machine]
     intervals = run.value.intervals
-    expected = trace.overlap_ratio(trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel"))
+    expected = trace.overlap_ratio(
+        trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
+    )
     (sentence,) = start.see_timeline(run).sentences
     assert start.hidden_share(run) == expected
     assert f"{expected:.0%} of the shorter activity" in sentence
-    words = "ran beside the kernel" if expected >= 0.9 else "only in part" if expected > 0.1 else "did not overlap"
+    words = (
+        "ran beside the kernel"
+        if expected >= 0.9
+        else "only in part"
+        if expected > 0.1
+        else "did not overlap"
+    )
     assert words in sentence
 
 
@@ -63,12 +83,18 @@ def test_the_claims_table_decides_on_the_ratio_and_the_link_share(machine):
     curve, report = CURVES[machine], MACHINES[machine]
     table = start.claims_table(curve, report)
     small, large = table.claims
-    smallest, best = claims.measured(curve.value[0], as_rate=True), max(
-        (claims.measured(t, as_rate=True) for t in curve.value), key=lambda v: v.value)
+    smallest, best = (
+        claims.measured(curve.value[0], as_rate=True),
+        max((claims.measured(t, as_rate=True) for t in curve.value), key=lambda v: v.value),
+    )
     assert small.comparison.value.value == pytest.approx(smallest.value / best.value)
-    assert small.verdict == claims.compare(claims.ratio(smallest, best), 0.1, holds_if="below").verdict
+    assert (
+        small.verdict == claims.compare(claims.ratio(smallest, best), 0.1, holds_if="below").verdict
+    )
     gpu0 = report.value["gpus"][0]
-    link = hardware.pcie_theoretical_gbps(gpu0.get("pcie_gen_current"), gpu0.get("pcie_width_current"))
+    link = hardware.pcie_theoretical_gbps(
+        gpu0.get("pcie_gen_current"), gpu0.get("pcie_width_current")
+    )
     if link:
         assert large.comparison.value.value == pytest.approx(curve.value[-1].gbps / link, rel=1e-6)
     else:

@@ -16,13 +16,23 @@ from helpers import claims, hardware, records, timing, trace
 from helpers.lessons import pinned, pinned_sizes
 
 NOTEBOOK = "01_pinned_memory"
-NAMES = ("h2d_trace", "copy_bandwidth", "tutorial_timings", "pin_then_copy_by_size", "pinned_allocator")
+NAMES = (
+    "h2d_trace",
+    "copy_bandwidth",
+    "tutorial_timings",
+    "pin_then_copy_by_size",
+    "pinned_allocator",
+)
 RUNS = {name: records.recorded_runs(NOTEBOOK, name) for name in NAMES}
 MACHINES = sorted(RUNS["copy_bandwidth"])
 NUMBER = r"(-?\d+(?:\.\d+)?)"
 MiB = 2**20
 KEYS = ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable")
-PAGE, PIN, PIN_TO = "pageable_tensor.to('cuda:0')", "pageable_tensor.pin_memory()", "pageable_tensor.pin_memory().to('cuda:0')"
+PAGE, PIN, PIN_TO = (
+    "pageable_tensor.to('cuda:0')",
+    "pageable_tensor.pin_memory()",
+    "pageable_tensor.pin_memory().to('cuda:0')",
+)
 PINNED = "pinned_tensor.to('cuda:0')"
 
 
@@ -37,7 +47,10 @@ def run_of(name, machine):
 
 
 def fake_run(value, gpus=None, **params):
-    machine = {"machine": "1xFAKE", "gpus": gpus or [{"name": "FAKE", "pcie_gen_max": 5, "pcie_width_max": 16}]}
+    machine = {
+        "machine": "1xFAKE",
+        "gpus": gpus or [{"name": "FAKE", "pcie_gen_max": 5, "pcie_width_max": 16}],
+    }
     return records.Run(value, False, {"machine": machine, "params": params, "date": "2026-01-01"})
 
 
@@ -85,10 +98,13 @@ def T(seconds, nbytes=None, n=5, label=""):
 def test_every_machine_that_recorded_01_is_tested():
     everyone = set(RUNS["h2d_trace"])
     assert len(MACHINES) >= 2 and len(everyone) >= 3
-    assert all(set(runs) | records.gap_machines(NOTEBOOK, name) == everyone for name, runs in RUNS.items())
+    assert all(
+        set(runs) | records.gap_machines(NOTEBOOK, name) == everyone for name, runs in RUNS.items()
+    )
 
 
 # ---------------------------------------------------------------- 1. where the host waits
+
 
 def _union_us(intervals):
     spans = sorted((iv.start_us, iv.end_us) for iv in intervals)
@@ -102,9 +118,13 @@ def _union_us(intervals):
 
 def _staging_here(profile):
     copies = [iv for iv in profile.intervals if iv.kind == "memcpy" and iv.copy_kind == "HtoD"]
+
     def inside(name):
         calls = [iv for iv in profile.intervals if iv.kind == "runtime" and name in iv.name]
-        return sum(_union_us([c for c in calls if c.thread == t]) for t in {c.thread for c in calls})
+        return sum(
+            _union_us([c for c in calls if c.thread == t]) for t in {c.thread for c in calls}
+        )
+
     return _union_us(copies), inside("cudaMemcpyAsync"), inside("Synchronize")
 
 
@@ -114,16 +134,25 @@ def test_the_staging_sentences_give_the_host_call_against_the_copy(machine):
     page_copy, page_call, _ = _staging_here(run.value["pageable"]["profile"])
     pin_copy, pin_call, pin_sync = _staging_here(run.value["pinned"]["profile"])
     names, page, pin, gpu = pinned.see_staging(run).sentences
-    assert "Pageable -> Device" in names and "Pinned -> Device" in names and "single sample" in names
-    call, times, copy_us = numbers(rf"for {NUMBER} us, {NUMBER} times the GPU's copy time \({NUMBER} us\)", page)
+    assert (
+        "Pageable -> Device" in names and "Pinned -> Device" in names and "single sample" in names
+    )
+    call, times, copy_us = numbers(
+        rf"for {NUMBER} us, {NUMBER} times the GPU's copy time \({NUMBER} us\)", page
+    )
     assert call == round(page_call) and copy_us == round(page_copy)
     assert times == pytest.approx(page_call / page_copy, abs=0.006) and page_call > page_copy
     assert ("returned only when (nearly) all" in page) == (page_call / page_copy >= 0.8)
-    call, share, sync = numbers(rf"took {NUMBER} us, {NUMBER}% of the copy's time, and the host waited {NUMBER} us", pin)
+    call, share, sync = numbers(
+        rf"took {NUMBER} us, {NUMBER}% of the copy's time, and the host waited {NUMBER} us", pin
+    )
     assert call == round(pin_call) and share == pytest.approx(pin_call / pin_copy * 100, abs=0.051)
     assert sync == round(pin_sync)
-    pin_us, page_us, longer = numbers(rf"pinned copy took {NUMBER} us against {NUMBER} us from pageable memory: "
-                                      rf"the pageable copy took {NUMBER} times as long", gpu)
+    pin_us, page_us, longer = numbers(
+        rf"pinned copy took {NUMBER} us against {NUMBER} us from pageable memory: "
+        rf"the pageable copy took {NUMBER} times as long",
+        gpu,
+    )
     assert (pin_us, page_us) == (round(pin_copy), round(page_copy))
     assert longer == pytest.approx(page_copy / pin_copy, abs=0.051)
 
@@ -142,17 +171,32 @@ def test_the_staging_table_holds_each_copy_and_draws_two_timelines(machine):
 
 def _profile(copy_us, call_us, sync_us, memory):
     name = f"Memcpy HtoD ({memory} -> Device)"
-    return trace.Profile([
-        trace.Interval("runtime", "cudaMemcpyAsync", 0.0, call_us, thread=1),
-        trace.Interval("memcpy", name, 5.0, 5.0 + copy_us, device=0, stream=7, copy_kind="HtoD",
-                       src_memory=memory, dst_memory="Device"),
-        trace.Interval("runtime", "cudaStreamSynchronize", call_us, call_us + sync_us, thread=1),
-    ])
+    return trace.Profile(
+        [
+            trace.Interval("runtime", "cudaMemcpyAsync", 0.0, call_us, thread=1),
+            trace.Interval(
+                "memcpy",
+                name,
+                5.0,
+                5.0 + copy_us,
+                device=0,
+                stream=7,
+                copy_kind="HtoD",
+                src_memory=memory,
+                dst_memory="Device",
+            ),
+            trace.Interval(
+                "runtime", "cudaStreamSynchronize", call_us, call_us + sync_us, thread=1
+            ),
+        ]
+    )
 
 
 def test_a_pageable_call_that_returns_early_and_a_slower_pinned_copy_are_said_so():
-    value = {"pageable": {"is_pinned": False, "profile": _profile(1000.0, 300.0, 700.0, "Pageable")},
-             "pinned": {"is_pinned": True, "profile": _profile(2000.0, 10.0, 1990.0, "Pinned")}}
+    value = {
+        "pageable": {"is_pinned": False, "profile": _profile(1000.0, 300.0, 700.0, "Pageable")},
+        "pinned": {"is_pinned": True, "profile": _profile(2000.0, 10.0, 1990.0, "Pinned")},
+    }
     _, page, pin, gpu = pinned.see_staging(fake_run(value, nbytes=64 * MiB)).sentences
     assert "for 300 us, 30.0% of the GPU's copy time (1000 us)" in page
     assert "returned well before the copy ended" in page
@@ -161,6 +205,7 @@ def test_a_pageable_call_that_returns_early_and_a_slower_pinned_copy_are_said_so
 
 
 # ---------------------------------------------------------------- 2. bandwidth
+
 
 def _gbps_here(run):
     return {key: [rate(row[key]) for row in run.value["rows"]] for key in KEYS}
@@ -173,23 +218,47 @@ def test_the_bandwidth_sentences_give_the_ceiling_the_curves_and_the_gain(machin
     ceiling = max(gbps["h2d_pinned"] + gbps["d2h_pinned"])
     sentences = pinned.see_bandwidth(run).sentences
     smallest_best = max(gbps[key][0] for key in KEYS)
-    best, share, said_ceiling = numbers(rf"moves {NUMBER} GB/s, {NUMBER}% of the measured ceiling \({NUMBER} GB/s\)",
-                                        sentences[0])
-    assert best == float(f"{smallest_best:.2g}") and share == pytest.approx(smallest_best / ceiling * 100, abs=0.051)
+    best, share, said_ceiling = numbers(
+        rf"moves {NUMBER} GB/s, {NUMBER}% of the measured ceiling \({NUMBER} GB/s\)", sentences[0]
+    )
+    assert best == float(f"{smallest_best:.2g}") and share == pytest.approx(
+        smallest_best / ceiling * 100, abs=0.051
+    )
     assert said_ceiling == pytest.approx(ceiling, abs=0.051) and share < 100
     for sentence, key in zip(sentences[1:5], pinned.COPIES, strict=True):
-        assert sentence == f"{pinned.COPIES[key]} {claims.describe_curve(sizes, gbps[key], tolerance=pinned.FLAT[key]).words}."
-    spreads = {kind: sorted(half_iqr(row[k].samples_s) / median(row[k]) for row in run.value["rows"]
-                            for k in KEYS if k.endswith(kind)) for kind in ("pinned", "pageable")}
+        assert (
+            sentence
+            == f"{pinned.COPIES[key]} {claims.describe_curve(sizes, gbps[key], tolerance=pinned.FLAT[key]).words}."
+        )
+    spreads = {
+        kind: sorted(
+            half_iqr(row[k].samples_s) / median(row[k])
+            for row in run.value["rows"]
+            for k in KEYS
+            if k.endswith(kind)
+        )
+        for kind in ("pinned", "pageable")
+    }
     page, pin = (spreads[kind][len(spreads[kind]) // 2] for kind in ("pageable", "pinned"))
     if page > pin:
-        assert numbers(rf"median spread of {NUMBER}% of the value against {NUMBER}%", sentences[5]) == [
-            round(page * 100, 1), round(pin * 100, 1)]
+        assert numbers(
+            rf"median spread of {NUMBER}% of the value against {NUMBER}%", sentences[5]
+        ) == [round(page * 100, 1), round(pin * 100, 1)]
     for sentence, direction in zip(sentences[-2:], ("h2d", "d2h"), strict=True):
-        times = [a / b for a, b in zip(gbps[f"{direction}_pinned"], gbps[f"{direction}_pageable"], strict=True)]
-        low, high, last = numbers(rf"moved {NUMBER} to {NUMBER} times the pageable copy's GB/s over all sizes, "
-                                  rf"{NUMBER} times at", sentence)
-        assert (low, high, last) == (round(min(times), 1), round(max(times), 1), round(times[-1], 1))
+        times = [
+            a / b
+            for a, b in zip(gbps[f"{direction}_pinned"], gbps[f"{direction}_pageable"], strict=True)
+        ]
+        low, high, last = numbers(
+            rf"moved {NUMBER} to {NUMBER} times the pageable copy's GB/s over all sizes, "
+            rf"{NUMBER} times at",
+            sentence,
+        )
+        assert (low, high, last) == (
+            round(min(times), 1),
+            round(max(times), 1),
+            round(times[-1], 1),
+        )
         assert sentence.startswith(direction.upper()) and low > 1
 
 
@@ -221,15 +290,23 @@ def test_the_copy_time_exercise_uses_the_largest_pinned_rate(machine):
 def _bandwidth_value(h2d_pinned_gbps, sizes, n=5):
     rows = []
     for size, g in zip(sizes, h2d_pinned_gbps, strict=True):
-        rows.append({"h2d_pinned": T(size / g / 1e9, size, n), "d2h_pinned": T(size / g / 1e9, size, n),
-                     "h2d_pageable": T(size / (g / 4) / 1e9, size, n), "d2h_pageable": T(size / (g / 3) / 1e9, size, n)})
+        rows.append(
+            {
+                "h2d_pinned": T(size / g / 1e9, size, n),
+                "d2h_pinned": T(size / g / 1e9, size, n),
+                "h2d_pageable": T(size / (g / 4) / 1e9, size, n),
+                "d2h_pageable": T(size / (g / 3) / 1e9, size, n),
+            }
+        )
     return {"sizes": sizes, "rows": rows}
 
 
 def test_a_ceiling_above_the_reported_link_is_never_a_share_above_100(capsys):
     sizes = [2**20, 2**24, 2**26, 2**28]
-    run = fake_run(_bandwidth_value([10.0, 20.0, 25.0, 25.0], sizes, n=3),
-                   gpus=[{"name": "FAKE", "pcie_gen_max": 3, "pcie_width_max": 8}])  # 7.9 GB/s raw
+    run = fake_run(
+        _bandwidth_value([10.0, 20.0, 25.0, 25.0], sizes, n=3),
+        gpus=[{"name": "FAKE", "pcie_gen_max": 3, "pcie_width_max": 8}],
+    )  # 7.9 GB/s raw
     pinned.show_bandwidth(run)
     out = capsys.readouterr().out
     assert "the ceiling is above it" in out and "above the reported link's raw rate" in out
@@ -239,12 +316,15 @@ def test_a_ceiling_above_the_reported_link_is_never_a_share_above_100(capsys):
 
 
 def test_an_unreported_link_is_said_so(capsys):
-    run = fake_run(_bandwidth_value([10.0, 20.0, 25.0], [2**20, 2**24, 2**26]), gpus=[{"name": "FAKE"}])
+    run = fake_run(
+        _bandwidth_value([10.0, 20.0, 25.0], [2**20, 2**24, 2**26]), gpus=[{"name": "FAKE"}]
+    )
     pinned.show_bandwidth(run)
     assert "PCIe link: not reported by nvidia-smi" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- 3. the tutorial's statements
+
 
 def _us_text(t):
     v = claims.measured(t)
@@ -261,19 +341,33 @@ def test_the_timer_sentences_give_each_statement_and_the_verdict(machine):
     assert fastest == f"The fastest of the four is `{quickest}`, at {_us_text(tut[quickest])}."
     value, spread = ratio_of(tut[PIN], tut[PAGE])
     said, said_spread = numbers(rf"{NUMBER}x ± {NUMBER} the pageable copy's time", alone)
-    assert said == pytest.approx(value, rel=6e-3) and said_spread == pytest.approx(spread, rel=0.1, abs=0.006)
-    word = {"above": "longer than", "same": "within the noise", "below": "less than"}[side(value, spread)]
+    assert said == pytest.approx(value, rel=6e-3) and said_spread == pytest.approx(
+        spread, rel=0.1, abs=0.006
+    )
+    word = {"above": "longer than", "same": "within the noise", "below": "less than"}[
+        side(value, spread)
+    ]
     assert word in alone and _us_text(tut[PIN]) in alone and _us_text(tut[PAGE]) in alone
     total = median(tut[PIN]) + median(tut[PINNED])
-    got_total, times = numbers(rf"add up to {NUMBER} us, and the statement took {NUMBER} times that sum", parts)
-    assert got_total == pytest.approx(total * 1e6, abs=0.051) and times == pytest.approx(median(tut[PIN_TO]) / total, abs=0.006)
+    got_total, times = numbers(
+        rf"add up to {NUMBER} us, and the statement took {NUMBER} times that sum", parts
+    )
+    assert got_total == pytest.approx(total * 1e6, abs=0.051) and times == pytest.approx(
+        median(tut[PIN_TO]) / total, abs=0.006
+    )
     value, spread = ratio_of(tut[PIN_TO], tut[PAGE])
-    said, said_spread = numbers(rf"took {NUMBER}x ± {NUMBER} the plain pageable copy's time", verdict)
-    assert said == pytest.approx(value, rel=6e-3) and said_spread == pytest.approx(spread, rel=0.1, abs=0.006)
+    said, said_spread = numbers(
+        rf"took {NUMBER}x ± {NUMBER} the plain pageable copy's time", verdict
+    )
+    assert said == pytest.approx(value, rel=6e-3) and said_spread == pytest.approx(
+        spread, rel=0.1, abs=0.006
+    )
     expected = "holds" if 1 + max(spread, 0.01) < value < 2 - max(spread, 0.02) else None
     if expected:
         assert verdict.endswith("**holds**.")
-    assert ("samples)" in verdict) == (min(len(tut[PIN_TO].samples_s), len(tut[PAGE].samples_s)) < 5)
+    assert ("samples)" in verdict) == (
+        min(len(tut[PIN_TO].samples_s), len(tut[PAGE].samples_s)) < 5
+    )
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -298,14 +392,23 @@ def test_twice_as_slow_at_the_tutorials_size_holds_on_every_recording():
 
 
 def test_a_short_pin_and_a_pin_then_copy_over_twice_as_slow_are_said_so():
-    value = {PAGE: T(400e-6, 4_000_000), PINNED: T(100e-6, 4_000_000), PIN: T(200e-6, 4_000_000),
-             PIN_TO: T(900e-6, 4_000_000)}
+    value = {
+        PAGE: T(400e-6, 4_000_000),
+        PINNED: T(100e-6, 4_000_000),
+        PIN: T(200e-6, 4_000_000),
+        PIN_TO: T(900e-6, 4_000_000),
+    }
     _, alone, _, verdict = pinned.see_tutorial(fake_run(value, numel=1_000_000)).sentences
     assert "less than the whole pageable copy" in alone
-    assert "2.25x ± 0.02" in verdict and verdict.endswith("**does not hold here**.") and "samples" not in verdict
+    assert (
+        "2.25x ± 0.02" in verdict
+        and verdict.endswith("**does not hold here**.")
+        and "samples" not in verdict
+    )
 
 
 # ---------------------------------------------------------------- 4. the sweep
+
 
 def _ratios_here(run, key):
     return [median(row[key]) / median(row["pageable_to"]) for row in run.value["rows"]]
@@ -322,19 +425,30 @@ def test_the_sweep_sentences_say_where_pinning_pays(machine):
     run = run_of("pin_then_copy_by_size", machine)
     sizes, rows = run.value["sizes"], run.value["rows"]
     sentences = pinned_sizes.see_sweep(run).sentences
-    for sentence, key in zip(sentences[:3], ("pin_then_to", "pin_then_to_nb", "pin_then_to_nb_cold"), strict=True):
+    for sentence, key in zip(
+        sentences[:3], ("pin_then_to", "pin_then_to_nb", "pin_then_to_nb_cold"), strict=True
+    ):
         ratios = _ratios_here(run, key)
         first = _first_win(sizes, ratios)
         if first is None:
             assert "never stays below 1" in sentence
-            low, high, last = numbers(rf"ratio {NUMBER} to {NUMBER}; {NUMBER} at the largest", sentence)
-            assert (low, high, last) == tuple(float(f"{x:.3g}") for x in (min(ratios), max(ratios), ratios[-1]))
+            low, high, last = numbers(
+                rf"ratio {NUMBER} to {NUMBER}; {NUMBER} at the largest", sentence
+            )
+            assert (low, high, last) == tuple(
+                float(f"{x:.3g}") for x in (min(ratios), max(ratios), ratios[-1])
+            )
             continue
         k = sizes.index(first)
         assert f"from {timing.format_bytes(first)} on" in sentence
         slower = sum(r >= 1 for r in ratios[:k])
         assert f"at or above 1 at {slower} of the {k} smaller sizes" in sentence
-        x0, x1, y0, y1 = math.log2(sizes[k - 1]), math.log2(sizes[k]), math.log(ratios[k - 1]), math.log(ratios[k])
+        x0, x1, y0, y1 = (
+            math.log2(sizes[k - 1]),
+            math.log2(sizes[k]),
+            math.log(ratios[k - 1]),
+            math.log(ratios[k]),
+        )
         at = 2 ** (x0 - y0 * (x1 - x0) / (y1 - y0))
         assert sizes[k - 1] < at <= sizes[k]
         assert f"crosses 1 at about {timing.format_bytes(round(at))}" in sentence
@@ -342,15 +456,25 @@ def test_the_sweep_sentences_say_where_pinning_pays(machine):
     parts = sentences[3]
     shown = [sizes.index(first) - 1, sizes.index(first)] if first is not None else [len(sizes) - 1]
     for i in shown:
-        pin, pinned_copy, page = (median(rows[i][k]) * 1e3 for k in ("pin_memory", "pinned_to", "pageable_to"))
-        assert (f"at {timing.format_bytes(sizes[i])}, `pin_memory()` ({pin:.3f} ms" in parts
-                and f"plus the pinned copy ({pinned_copy:.3f} ms" in parts
-                and f"against {page:.3f} ms for the pageable copy" in parts)
+        pin, pinned_copy, page = (
+            median(rows[i][k]) * 1e3 for k in ("pin_memory", "pinned_to", "pageable_to")
+        )
+        assert (
+            f"at {timing.format_bytes(sizes[i])}, `pin_memory()` ({pin:.3f} ms" in parts
+            and f"plus the pinned copy ({pinned_copy:.3f} ms" in parts
+            and f"against {page:.3f} ms for the pageable copy" in parts
+        )
     big = [row for n, row in zip(sizes, rows, strict=True) if n >= MiB]
-    lows = numbers(rf"copies at {NUMBER} to {NUMBER} GB/s, while the pageable copy runs at {NUMBER} to {NUMBER} GB/s",
-                   sentences[4])
-    expected = [min(rate(r["pin_memory"]) for r in big), max(rate(r["pin_memory"]) for r in big),
-                min(rate(r["pageable_to"]) for r in big), max(rate(r["pageable_to"]) for r in big)]
+    lows = numbers(
+        rf"copies at {NUMBER} to {NUMBER} GB/s, while the pageable copy runs at {NUMBER} to {NUMBER} GB/s",
+        sentences[4],
+    )
+    expected = [
+        min(rate(r["pin_memory"]) for r in big),
+        max(rate(r["pin_memory"]) for r in big),
+        min(rate(r["pageable_to"]) for r in big),
+        max(rate(r["pageable_to"]) for r in big),
+    ]
     assert lows == [float(f"{x:.3g}") for x in expected]
 
 
@@ -360,7 +484,11 @@ def test_the_sweep_table_and_its_notes(machine, capsys):
     sizes, rows = run.value["sizes"], run.value["rows"]
     pinned_sizes.show_sweep(run)
     out = capsys.readouterr().out
-    uncached = [n for n, row in zip(sizes, rows, strict=True) if median(row["pin_memory"]) > 20 * median(row["pinned_to"])]
+    uncached = [
+        n
+        for n, row in zip(sizes, rows, strict=True)
+        if median(row["pin_memory"]) > 20 * median(row["pinned_to"])
+    ]
     notes = re.findall(r"note: at (\S+ \S+) a warm pin_memory\(\)", out)
     assert notes == [timing.format_bytes(n) for n in uncached]
     assert len(plt.gcf().axes) == 2
@@ -382,14 +510,23 @@ def test_the_crossing_exercise_names_the_range_of_the_interpolated_crossing(mach
 
 
 def _sweep_value(sizes, ms_by_key, n=5):
-    rows = [{key: T(ms[i] / 1e3, size, n) for key, ms in ms_by_key.items()} for i, size in enumerate(sizes)]
+    rows = [
+        {key: T(ms[i] / 1e3, size, n) for key, ms in ms_by_key.items()}
+        for i, size in enumerate(sizes)
+    ]
     return {"sizes": sizes, "rows": rows}
 
 
 def test_a_sweep_where_pinning_never_pays_says_so_at_the_largest_size(capsys):
     sizes = [2**12, 2**22, 2**26]
-    ms = {"pageable_to": [0.02, 0.4, 9.0], "pinned_to": [0.02, 0.1, 1.3], "pin_memory": [0.5, 0.3, 8.0],
-          "pin_then_to": [0.6, 0.5, 10.0], "pin_then_to_nb": [0.6, 0.45, 9.5], "pin_then_to_nb_cold": [1.0, 2.0, 30.0]}
+    ms = {
+        "pageable_to": [0.02, 0.4, 9.0],
+        "pinned_to": [0.02, 0.1, 1.3],
+        "pin_memory": [0.5, 0.3, 8.0],
+        "pin_then_to": [0.6, 0.5, 10.0],
+        "pin_then_to_nb": [0.6, 0.45, 9.5],
+        "pin_then_to_nb_cold": [1.0, 2.0, 30.0],
+    }
     run = fake_run(_sweep_value(sizes, ms, n=3), sizes=sizes)
     sentences = pinned_sizes.see_sweep(run).sentences
     assert "never stays below 1 (ratio 1.11 to 30; 1.11 at the largest size)" in sentences[0]
@@ -397,7 +534,10 @@ def test_a_sweep_where_pinning_never_pays_says_so_at_the_largest_size(capsys):
     assert sentences[-1] == "Each time is the median of as few as 3 samples at the largest sizes."
     assert pinned_sizes.crossover_range(run) == "never"
     pinned_sizes.show_sweep(run)
-    assert "note: at 4 KiB a warm pin_memory() alone took 0.500 ms per call, 25 times as long" in capsys.readouterr().out
+    assert (
+        "note: at 4 KiB a warm pin_memory() alone took 0.500 ms per call, 25 times as long"
+        in capsys.readouterr().out
+    )
 
 
 def test_the_crossing_interpolates_between_the_last_losing_and_first_winning_size():
@@ -421,6 +561,7 @@ def test_range_of():
 
 # ---------------------------------------------------------------- the two clocks
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_two_clocks_sentences_compare_the_same_statements(machine):
     run_tut, run_pin = run_of("tutorial_timings", machine), run_of("pin_then_copy_by_size", machine)
@@ -428,40 +569,73 @@ def test_the_two_clocks_sentences_compare_the_same_statements(machine):
     near = min(range(len(sizes)), key=lambda i: abs(math.log2(sizes[i]) - math.log2(4_000_000)))
     row = run_pin.value["rows"][near]
     sentences = pinned_sizes.see_two_clocks(run_tut, run_pin).sentences
-    assert f"is {timing.format_bytes(sizes[near])} ({sizes[near] / 4_000_000:.2f} times as many bytes)" in sentences[0]
-    for sentence, statement, key in zip(sentences[1:4], (PAGE, PIN, PIN_TO), ("pageable_to", "pin_memory", "pin_then_to"),
-                                        strict=True):
+    assert (
+        f"is {timing.format_bytes(sizes[near])} ({sizes[near] / 4_000_000:.2f} times as many bytes)"
+        in sentences[0]
+    )
+    for sentence, statement, key in zip(
+        sentences[1:4],
+        (PAGE, PIN, PIN_TO),
+        ("pageable_to", "pin_memory", "pin_then_to"),
+        strict=True,
+    ):
         assert f"took {_us_text(tut[statement])} under the Timer" in sentence
         assert f"and {_us_text(row[key])} on the host clock" in sentence
         assert f"{rate(tut[statement]):.3g} against {rate(row[key]):.3g} GB/s" in sentence
-    said = numbers(rf"is {NUMBER}x ± {NUMBER} under the Timer.*?, {NUMBER}x ± {NUMBER} on the host clock with the "
-                   rf"blocking statement and {NUMBER}x ± {NUMBER} with", sentences[4])
-    expected = [*ratio_of(tut[PIN_TO], tut[PAGE]), *ratio_of(row["pin_then_to"], row["pageable_to"]),
-                *ratio_of(row["pin_then_to_nb"], row["pageable_to"])]
+    said = numbers(
+        rf"is {NUMBER}x ± {NUMBER} under the Timer.*?, {NUMBER}x ± {NUMBER} on the host clock with the "
+        rf"blocking statement and {NUMBER}x ± {NUMBER} with",
+        sentences[4],
+    )
+    expected = [
+        *ratio_of(tut[PIN_TO], tut[PAGE]),
+        *ratio_of(row["pin_then_to"], row["pageable_to"]),
+        *ratio_of(row["pin_then_to_nb"], row["pageable_to"]),
+    ]
     assert said == pytest.approx(expected, rel=0.06, abs=0.006)
     value, spread = ratio_of(row["pin_then_to"], row["pin_then_to_nb"])
-    got, got_spread = numbers(rf"the blocking form took {NUMBER}x ± {NUMBER} the non-blocking", sentences[5])
-    assert got == pytest.approx(value, rel=6e-3) and got_spread == pytest.approx(spread, rel=0.1, abs=0.006)
-    word = {"above": "non-blocking calls were shorter", "same": "the same within the noise",
-            "below": "non-blocking calls were longer"}[side(value, spread)]
+    got, got_spread = numbers(
+        rf"the blocking form took {NUMBER}x ± {NUMBER} the non-blocking", sentences[5]
+    )
+    assert got == pytest.approx(value, rel=6e-3) and got_spread == pytest.approx(
+        spread, rel=0.1, abs=0.006
+    )
+    word = {
+        "above": "non-blocking calls were shorter",
+        "same": "the same within the noise",
+        "below": "non-blocking calls were longer",
+    }[side(value, spread)]
     assert word in sentences[5]
 
 
-@pytest.mark.parametrize(("nonblocking_ms", "word"), [(0.3, "the same within the noise"),
-                                                      (0.45, "non-blocking calls were longer")])
+@pytest.mark.parametrize(
+    ("nonblocking_ms", "word"),
+    [(0.3, "the same within the noise"), (0.45, "non-blocking calls were longer")],
+)
 def test_non_blocking_calls_no_shorter_are_not_called_a_gain(nonblocking_ms, word):
     sizes = [2**20, 2**22, 2**24]
-    ms = {"pageable_to": [0.1, 0.4, 1.6], "pinned_to": [0.03, 0.1, 0.4], "pin_memory": [0.02, 0.03, 0.13],
-          "pin_then_to": [0.08, 0.3, 0.9], "pin_then_to_nb": [0.08, nonblocking_ms, 0.9],
-          "pin_then_to_nb_cold": [0.8, 1.8, 6.0]}
-    tut = {PAGE: T(370e-6, 4_000_000), PINNED: T(100e-6, 4_000_000), PIN: T(390e-6, 4_000_000),
-           PIN_TO: T(540e-6, 4_000_000)}
-    sentences = pinned_sizes.see_two_clocks(fake_run(tut, numel=1_000_000),
-                                            fake_run(_sweep_value(sizes, ms), sizes=sizes)).sentences
+    ms = {
+        "pageable_to": [0.1, 0.4, 1.6],
+        "pinned_to": [0.03, 0.1, 0.4],
+        "pin_memory": [0.02, 0.03, 0.13],
+        "pin_then_to": [0.08, 0.3, 0.9],
+        "pin_then_to_nb": [0.08, nonblocking_ms, 0.9],
+        "pin_then_to_nb_cold": [0.8, 1.8, 6.0],
+    }
+    tut = {
+        PAGE: T(370e-6, 4_000_000),
+        PINNED: T(100e-6, 4_000_000),
+        PIN: T(390e-6, 4_000_000),
+        PIN_TO: T(540e-6, 4_000_000),
+    }
+    sentences = pinned_sizes.see_two_clocks(
+        fake_run(tut, numel=1_000_000), fake_run(_sweep_value(sizes, ms), sizes=sizes)
+    ).sentences
     assert word in sentences[-1] and "pipelining above" not in sentences[-1]
 
 
 # ---------------------------------------------------------------- "up to twice as slow"
+
 
 def test_twice_as_slow_needs_slower_but_at_most_twice():
     verdict, V = pinned_sizes._twice_as_slow_verdict, claims.Value
@@ -469,7 +643,9 @@ def test_twice_as_slow_needs_slower_but_at_most_twice():
     assert comparison.verdict == claims.HOLDS and "at most twice" in words
     comparison, words = verdict([V(1.5, 0.1), V(5.0, 0.2)])
     assert comparison.verdict == claims.DOES_NOT_HOLD and "more than twice as slow" in words
-    assert comparison.value.value == 5.0 and comparison.threshold == 2  # judged on the worst ratio, at 2
+    assert (
+        comparison.value.value == 5.0 and comparison.threshold == 2
+    )  # judged on the worst ratio, at 2
     comparison, words = verdict([V(0.3, 0.01), V(0.5, 0.01)])
     assert comparison.verdict == claims.DOES_NOT_HOLD and "never slower" in words
     assert comparison.threshold == 1
@@ -483,7 +659,9 @@ def test_twice_as_slow_is_borderline_within_the_noise_of_either_bound():
     assert comparison.verdict == claims.BORDERLINE and "within its noise of 2" in words
     assert verdict([V(1.9, 0.2)])[0].verdict == claims.BORDERLINE  # 2 lies inside 1.9 ± 0.2
     assert verdict([V(1.005)])[0].verdict == claims.BORDERLINE  # the 1% floor around 1
-    assert verdict([V(1.97, 0.01)])[0].verdict == claims.HOLDS  # 0.03 from 2, outside 0.02 (1% of 2)
+    assert (
+        verdict([V(1.97, 0.01)])[0].verdict == claims.HOLDS
+    )  # 0.03 from 2, outside 0.02 (1% of 2)
     with pytest.raises(ValueError):
         verdict([])
 
@@ -496,14 +674,27 @@ def test_the_range_verdicts_judge_the_worst_ratio_of_each_range(machine):
     assert len(verdicts) == 6
     for label, (comparison, words) in verdicts.items():
         size_range, case = label.split(", ")
-        low, high = next((lo, hi) for name, lo, hi in pinned_sizes.SIZE_RANGES if name == size_range)
+        low, high = next(
+            (lo, hi) for name, lo, hi in pinned_sizes.SIZE_RANGES if name == size_range
+        )
         key = "pin_then_to_nb" if case == "warm cache" else "pin_then_to_nb_cold"
-        ratios = [ratio_of(row[key], row["pageable_to"]) for n, row in zip(sizes, rows, strict=True) if low <= n < high]
+        ratios = [
+            ratio_of(row[key], row["pageable_to"])
+            for n, row in zip(sizes, rows, strict=True)
+            if low <= n < high
+        ]
         worst, spread = max(ratios)
-        assert comparison.value.value == pytest.approx(worst) and comparison.value.spread == pytest.approx(spread)
+        assert comparison.value.value == pytest.approx(
+            worst
+        ) and comparison.value.spread == pytest.approx(spread)
         places = comparison.value.decimals()
-        low_said, worst_said = numbers(rf"ratios {NUMBER} to {NUMBER} over {len(ratios)} sizes", words)
-        assert (low_said, worst_said) == (round(min(r for r, _ in ratios), places), round(worst, places))
+        low_said, worst_said = numbers(
+            rf"ratios {NUMBER} to {NUMBER} over {len(ratios)} sizes", words
+        )
+        assert (low_said, worst_said) == (
+            round(min(r for r, _ in ratios), places),
+            round(worst, places),
+        )
         if side(worst, spread, 2.0) == "above":
             assert comparison.verdict == claims.DOES_NOT_HOLD and "more than twice" in words
         elif side(worst, spread, 1.0) == "below":
@@ -525,7 +716,10 @@ def test_the_verdicts_table_starts_at_the_tutorials_size(machine):
     first = table.rows[0]
     value, _ = ratio_of(run_tut.value[PIN_TO], run_tut.value[PAGE])
     assert first[0] == "1,000,000 float32" and f"{value:.2f}x" in first[3]
-    assert first[4] == claims.within(claims.ratio(run_tut.value[PIN_TO], run_tut.value[PAGE]), 1, 2).verdict
+    assert (
+        first[4]
+        == claims.within(claims.ratio(run_tut.value[PIN_TO], run_tut.value[PAGE]), 1, 2).verdict
+    )
     assert [row[4] for row in table.rows[1:]] == [c.verdict for c, _ in verdicts.values()]
 
 
@@ -540,6 +734,7 @@ def test_the_non_blocking_ratios_are_the_medians_over_the_pageable_copy(machine)
 
 # ---------------------------------------------------------------- 5. pinned allocations
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_allocator_sentences_give_the_costs_and_the_cache(machine):
     run = run_of("pinned_allocator", machine)
@@ -547,17 +742,29 @@ def test_the_allocator_sentences_give_the_costs_and_the_cache(machine):
     costs, extremes, cache = pinned.see_allocator(run).sentences
     over_reuse = [median(r["first"]) / median(r["reuse"]) for r in rows]
     over_page = [median(r["first"]) / median(r["pageable"]) for r in rows]
-    got = numbers(rf"took {NUMBER} to {NUMBER} times as long as a reuse from the cache, and {NUMBER} to {NUMBER} times",
-                  costs)
-    assert got == [round(min(over_reuse)), round(max(over_reuse)), round(min(over_page), 1), round(max(over_page), 1)]
+    got = numbers(
+        rf"took {NUMBER} to {NUMBER} times as long as a reuse from the cache, and {NUMBER} to {NUMBER} times",
+        costs,
+    )
+    assert got == [
+        round(min(over_reuse)),
+        round(max(over_reuse)),
+        round(min(over_page), 1),
+        round(max(over_page), 1),
+    ]
     assert ("medians of 3 samples each" in costs) == (run.params["repeats"] == 3)
     first_ms, last_ms = numbers(rf"It took {NUMBER} ms at \S+ \S+ and {NUMBER} ms at", extremes)
     assert first_ms == float(f"{median(rows[0]['first']) * 1e3:.3g}")
     assert last_ms == float(f"{median(rows[-1]['first']) * 1e3:.4g}")
     held = hardware.pinned_host_bytes(stages["holding one tensor"])[0]
     assert f"the cache held {timing.format_bytes(held)}" in cache
-    assert ("rounded up to a power of two" in cache) == (held & (held - 1) == 0 and held >= run.params["request"])
-    new = stages["holding a smaller tensor"]["num_host_alloc"] - stages["tensor deleted"]["num_host_alloc"]
+    assert ("rounded up to a power of two" in cache) == (
+        held & (held - 1) == 0 and held >= run.params["request"]
+    )
+    new = (
+        stages["holding a smaller tensor"]["num_host_alloc"]
+        - stages["tensor deleted"]["num_host_alloc"]
+    )
     assert f"needed {new} new `cudaHostAlloc` call(s)" in cache
     empty = hardware.pinned_host_bytes(stages["after _host_emptyCache()"])[0]
     assert cache.endswith(f"it held {timing.format_bytes(empty)}.")
@@ -572,21 +779,41 @@ def test_the_allocator_tables(machine, capsys):
     for row in run.value["rows"]:
         assert f"{median(row['first']) * 1e3:.3f}" in out
     assert f"median of {run.params['repeats']} samples per size" in out
-    broken = any(live is not None and held is not None and live > held
-                 for held, live in (hardware.pinned_host_bytes(s) for _, s in run.value["stages"]))
+    broken = any(
+        live is not None and held is not None and live > held
+        for held, live in (hardware.pinned_host_bytes(s) for _, s in run.value["stages"])
+    )
     assert ("reported more bytes in live tensors than its cache holds" in out) == broken
 
 
 def _allocator_value(stages):
-    rows = [{"nbytes": n, "first": T(n / 2e9, n, 3), "reuse": T(2e-5, n, 3), "pageable": T(n / 2e10, n, 3)}
-            for n in (MiB, 16 * MiB)]
-    labels = ["cache emptied", "holding one tensor", "tensor deleted", "holding a smaller tensor", "deleted again",
-              "after _host_emptyCache()"]
+    rows = [
+        {
+            "nbytes": n,
+            "first": T(n / 2e9, n, 3),
+            "reuse": T(2e-5, n, 3),
+            "pageable": T(n / 2e10, n, 3),
+        }
+        for n in (MiB, 16 * MiB)
+    ]
+    labels = [
+        "cache emptied",
+        "holding one tensor",
+        "tensor deleted",
+        "holding a smaller tensor",
+        "deleted again",
+        "after _host_emptyCache()",
+    ]
     return {"rows": rows, "stages": list(zip(labels, stages, strict=True)), "torch": "2.0"}
 
 
 def test_a_torch_that_does_not_report_held_bytes_is_said_so():
-    run = fake_run(_allocator_value([{"num_host_alloc": 1}] * 6), repeats=3, request=48 * MiB, smaller_request=40 * MiB)
+    run = fake_run(
+        _allocator_value([{"num_host_alloc": 1}] * 6),
+        repeats=3,
+        request=48 * MiB,
+        smaller_request=40 * MiB,
+    )
     sentences = pinned.see_allocator(run).sentences
     assert sentences[-1] == "torch 2.0 does not report the bytes its cache holds."
     assert math.isnan(pinned.held_mib(run))
@@ -594,9 +821,21 @@ def test_a_torch_that_does_not_report_held_bytes_is_said_so():
 
 def test_a_cache_that_allocates_for_the_smaller_request_is_said_so(capsys):
     def stats(held, live, allocs):
-        return {"reserved_bytes.current": held, "active_bytes.current": live, "num_host_alloc": allocs, "num_host_free": 0}
-    stages = [stats(0, 0, 0), stats(50 * MiB, 48 * MiB, 1), stats(50 * MiB, 0, 1), stats(90 * MiB, 40 * MiB, 2),
-              stats(90 * MiB, 0, 2), stats(0, 60 * MiB, 2)]
+        return {
+            "reserved_bytes.current": held,
+            "active_bytes.current": live,
+            "num_host_alloc": allocs,
+            "num_host_free": 0,
+        }
+
+    stages = [
+        stats(0, 0, 0),
+        stats(50 * MiB, 48 * MiB, 1),
+        stats(50 * MiB, 0, 1),
+        stats(90 * MiB, 40 * MiB, 2),
+        stats(90 * MiB, 0, 2),
+        stats(0, 60 * MiB, 2),
+    ]
     run = fake_run(_allocator_value(stages), repeats=3, request=48 * MiB, smaller_request=40 * MiB)
     cache = pinned.see_allocator(run).sentences[-1]
     assert "power of two" not in cache and "needed 1 new `cudaHostAlloc` call(s);" in cache
@@ -613,10 +852,16 @@ CLAIMS = {
     "Page-locked memory lets the device read it directly, much faster than pageable memory, which must first be "
     "copied to a page-locked buffer",
     f"{pinned_sizes.TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]",
-    *(f"{pinned_sizes.TWICE} [{size_range}, {case}, host clock]" for case in ("warm cache", "empty cache")
-      for size_range in ("below 1 MiB", "1 MiB to 64 MiB", "64 MiB and up")),
-    *("pin_memory() (a new pinned storage) followed by the copy can, in rare cases, be faster than the driver's "
-      f"chunked copy from pageable memory [{case}]" for case in ("warm cache", "empty cache")),
+    *(
+        f"{pinned_sizes.TWICE} [{size_range}, {case}, host clock]"
+        for case in ("warm cache", "empty cache")
+        for size_range in ("below 1 MiB", "1 MiB to 64 MiB", "64 MiB and up")
+    ),
+    *(
+        "pin_memory() (a new pinned storage) followed by the copy can, in rare cases, be faster than the driver's "
+        f"chunked copy from pageable memory [{case}]"
+        for case in ("warm cache", "empty cache")
+    ),
     "Pinning pays off for large tensors",
     "Pinned memory is more limited than pageable memory: a limited resource",
 }
@@ -642,28 +887,43 @@ def test_the_claims_table_keeps_every_claim_and_judges_it_from_the_runs(machine)
     pin = run_of("pin_then_copy_by_size", machine).value
     last = pin["rows"][-1]
     value, spread = ratio_of(last["pin_then_to"], last["pageable_to"])
-    expected = {"below": claims.HOLDS, "above": claims.DOES_NOT_HOLD, "same": claims.BORDERLINE}[side(value, spread)]
+    expected = {"below": claims.HOLDS, "above": claims.DOES_NOT_HOLD, "same": claims.BORDERLINE}[
+        side(value, spread)
+    ]
     assert verdicts["Pinning pays off for large tensors"] == expected
-    assert verdicts["Pinned memory is more limited than pageable memory: a limited resource"] == claims.NOT_TESTABLE
+    assert (
+        verdicts["Pinned memory is more limited than pageable memory: a limited resource"]
+        == claims.NOT_TESTABLE
+    )
     by_claim = {c.text: c for c in table.claims}
     bw = run_of("copy_bandwidth", machine).value
-    gains = [rate(r["h2d_pinned"]) / rate(r["h2d_pageable"]) for n, r in zip(bw["sizes"], bw["rows"], strict=True)
-             if n >= MiB]
+    gains = [
+        rate(r["h2d_pinned"]) / rate(r["h2d_pageable"])
+        for n, r in zip(bw["sizes"], bw["rows"], strict=True)
+        if n >= MiB
+    ]
     page_locked = [c for c in CLAIMS if c.startswith("Page-locked")][0]
     assert f"the largest is {max(gains):.2f}x" in by_claim[page_locked].measured
     assert verdicts[page_locked] == claims.HOLDS and min(gains) > 1.5
     for case, key in (("warm cache", "pin_then_to_nb"), ("empty cache", "pin_then_to_nb_cold")):
         ratios = [median(r[key]) / median(r["pageable_to"]) for r in pin["rows"]]
-        rare = [c for c in CLAIMS if c.startswith("pin_memory() (a new") and c.endswith(f"[{case}]")][0]
+        rare = [
+            c for c in CLAIMS if c.startswith("pin_memory() (a new") and c.endswith(f"[{case}]")
+        ][0]
         values = pinned_sizes.nonblocking_ratios(run_of("pin_then_copy_by_size", machine))[case]
         wins = sum(claims.compare(v, 1, holds_if="below").verdict == claims.HOLDS for v in values)
         assert wins <= sum(r < 1 for r in ratios)
-        assert f"faster beyond this run's noise at {wins} of {len(ratios)} sizes" in by_claim[rare].measured
+        assert (
+            f"faster beyond this run's noise at {wins} of {len(ratios)} sizes"
+            in by_claim[rare].measured
+        )
         best = min(ratios)
         if best > 1.02:  # never faster: the claim's "can be faster" fails
             assert verdicts[rare] == claims.DOES_NOT_HOLD
         elif wins / len(ratios) > 0.25 * 1.01 + 1 / len(ratios):  # faster at many sizes: not rare
-            assert verdicts[rare] == claims.DOES_NOT_HOLD and by_claim[rare].measured.endswith("shown: rare")
+            assert verdicts[rare] == claims.DOES_NOT_HOLD and by_claim[rare].measured.endswith(
+                "shown: rare"
+            )
         elif best < 0.98 and wins and wins / len(ratios) < 0.25 * 0.99:
             assert verdicts[rare] == claims.HOLDS
 
@@ -672,7 +932,10 @@ def _quick_like(run, sizes, samples):
     """The run cut down to quick mode's sizes and at most ``samples`` samples per Timing."""
     value = copy.deepcopy(run.value)
     keep = [i for i, n in enumerate(value["sizes"]) if n in sizes]
-    value["sizes"], value["rows"] = [value["sizes"][i] for i in keep], [value["rows"][i] for i in keep]
+    value["sizes"], value["rows"] = (
+        [value["sizes"][i] for i in keep],
+        [value["rows"][i] for i in keep],
+    )
     for row in value["rows"]:
         for t in row.values():
             t.samples_s = t.samples_s[:samples]
@@ -686,7 +949,10 @@ def test_quick_mode_sizes_give_every_verdict_they_can_and_say_their_few_samples(
     run_bw, run_pin = _quick_like(run_bw, quick, 3), _quick_like(run_pin, quick, 3)
     verdicts = pinned.claims_table(run_trace, run_bw, run_tut, run_pin, run_alloc).verdicts()
     assert len(verdicts) == len(CLAIMS)  # quick mode's three sizes reach every range
-    assert "(3 samples)" in pinned_sizes.twice_as_slow_verdicts(run_pin)["64 MiB and up, warm cache"][1]
+    assert (
+        "(3 samples)"
+        in pinned_sizes.twice_as_slow_verdicts(run_pin)["64 MiB and up, warm cache"][1]
+    )
     assert any("as few as 3 samples" in s for s in pinned.see_bandwidth(run_bw).sentences)
     assert any("as few as 3 samples" in s for s in pinned_sizes.see_sweep(run_pin).sentences)
 

@@ -35,7 +35,9 @@ def _numbers(text: str) -> list[float]:
 
 
 def _run(value, params, machine="1xFAKE"):
-    return records.Run(value, False, {"machine": {"machine": machine}, "params": params, "date": "2026"})
+    return records.Run(
+        value, False, {"machine": {"machine": machine}, "params": params, "date": "2026"}
+    )
 
 
 def _t(*ms, nbytes=4):
@@ -57,6 +59,7 @@ def test_every_machine_that_recorded_02_is_tested():
 
 # ---------------------------------------------------------------- 1. when .to() returns
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_waited_is_the_returned_over_the_finished_median(machine):
     run = RET[machine]
@@ -64,7 +67,9 @@ def test_waited_is_the_returned_over_the_finished_median(machine):
         r = run.value[label]
         assert share.value == pytest.approx(r["returned"].median_s / r["finished"].median_s)
         assert share.unit == "of the copy" and share.samples == len(r["returned"].samples_s)
-        per_sample = [a / b for a, b in zip(r["returned"].samples_s, r["finished"].samples_s, strict=True)]
+        per_sample = [
+            a / b for a, b in zip(r["returned"].samples_s, r["finished"].samples_s, strict=True)
+        ]
         assert share.spread == pytest.approx(analysis.across(per_sample).spread)
 
 
@@ -75,9 +80,13 @@ def test_the_returns_table_has_one_row_per_copy_with_its_medians(machine):
     assert isinstance(table, tables.Table) and [row[0] for row in table.rows] == list(run.value)
     for row, r in zip(table.rows, run.value.values(), strict=True):
         assert row[1] == r["returned"].median_ms and row[2] == r["finished"].median_ms
-        assert row[3] == pytest.approx(r["returned"].median_s / r["finished"].median_s) and row[3] <= 1
-    assert [row[4] for row in table.rows][-2:] == [run.value["D2H, blocking"]["result_pinned"],
-                                                   run.value["D2H, non_blocking"]["result_pinned"]]
+        assert (
+            row[3] == pytest.approx(r["returned"].median_s / r["finished"].median_s) and row[3] <= 1
+        )
+    assert [row[4] for row in table.rows][-2:] == [
+        run.value["D2H, blocking"]["result_pinned"],
+        run.value["D2H, non_blocking"]["result_pinned"],
+    ]
     assert machine in plt.gca().get_title() and plt.gca().get_yscale() == "log"
 
 
@@ -91,20 +100,32 @@ def test_the_returns_sentences_give_the_shares_and_times_of_the_run(machine):
     assert _numbers(blocking)[:2] == [round(min(shares) * 100, 1), round(max(shares) * 100, 1)]
     assert ("they return when they finish" in blocking) == (min(shares) >= 0.9)
     nb = ret["H2D from pinned, non_blocking"]
-    assert _numbers(pinned)[:3] == [round(nb["returned"].median_ms, 3), round(share["H2D from pinned, non_blocking"] * 100, 1),
-                                    round(nb["finished"].median_ms, 2)]
+    assert _numbers(pinned)[:3] == [
+        round(nb["returned"].median_ms, 3),
+        round(share["H2D from pinned, non_blocking"] * 100, 1),
+        round(nb["finished"].median_ms, 2),
+    ]
     assert f"after {share['D2H, non_blocking']:.1%}, its result in" in pinned
     assert pinned.endswith(("pinned memory.", "pageable memory."))
     assert ("in pinned memory" in pinned) == ret["D2H, non_blocking"]["result_pinned"]
     assert f"after {share['H2D from pageable, non_blocking']:.1%} of the copy's time" in pageable
-    assert ("waited for (nearly) the whole copy" in pageable) == (share["H2D from pageable, non_blocking"] >= 0.8)
+    assert ("waited for (nearly) the whole copy" in pageable) == (
+        share["H2D from pageable, non_blocking"] >= 0.8
+    )
     pin = ret["H2D pin_memory() then non_blocking"]
     assert _numbers(pin_then.split("`", 2)[2])[:4] == [
-        round(pin["returned"].median_ms, 2), round(share["H2D pin_memory() then non_blocking"] * 100),
-        round(pin["finished"].median_ms, 2), round(pin["returned"].median_s / nb["finished"].median_s, 2)]
+        round(pin["returned"].median_ms, 2),
+        round(share["H2D pin_memory() then non_blocking"] * 100),
+        round(pin["finished"].median_ms, 2),
+        round(pin["returned"].median_s / nb["finished"].median_s, 2),
+    ]
     assert "times the time the copy of an already pinned tensor takes to finish" in pin_then
     b, n = ret["D2H, blocking"]["finished"], ret["D2H, non_blocking"]["finished"]
-    assert _numbers(d2h)[:3] == [round(b.median_ms, 1), round(b.median_s / n.median_s, 1), round(n.median_ms, 2)]
+    assert _numbers(d2h)[:3] == [
+        round(b.median_ms, 1),
+        round(b.median_s / n.median_s, 1),
+        round(n.median_ms, 2),
+    ]
     assert "times as long as the `non_blocking` one" in d2h
 
 
@@ -124,8 +145,13 @@ def _returns_run(pageable_returned_ms: float, blocking_returned_ms: float, d2h_p
 
 def test_the_returns_sentences_follow_a_pageable_copy_that_hands_back_control_early():
     text = " ".join(non_blocking.see_returns(_returns_run(2.0, 5.0, d2h_pinned=False)).sentences)
-    assert "after 20.0% of the copy's time: the host got control back before the copy was done." in text
-    assert "returned after 50.0% to 100.0% of the copy's time." in text  # not "they return when they finish"
+    assert (
+        "after 20.0% of the copy's time: the host got control back before the copy was done."
+        in text
+    )
+    assert (
+        "returned after 50.0% to 100.0% of the copy's time." in text
+    )  # not "they return when they finish"
     assert "its result in pageable memory" in text
     assert "times the time the copy of an already pinned tensor takes to finish" in text
     assert "whose `non_blocking` call returned after 0.010 ms" in text
@@ -133,6 +159,7 @@ def test_the_returns_sentences_follow_a_pageable_copy_that_hands_back_control_ea
 
 
 # ---------------------------------------------------------------- 2. 1000 small copies
+
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_profile_counts_are_the_recorded_per_loop_counts_times_the_loops(machine):
@@ -159,35 +186,56 @@ def test_the_loops_table_and_sentences_give_the_counts_and_times(machine):
     table = non_blocking.show_loops(run)
     assert [row[0] for row in table.rows] == ["blocking", "non_blocking"]
     assert table.rows[0][1] == small["blocking"]["time"].median_ms
-    assert table.rows[1][5] == small["non_blocking"]["host in synchronize calls (us per loop)"] / 1e3
+    assert (
+        table.rows[1][5] == small["non_blocking"]["host in synchronize calls (us per loop)"] / 1e3
+    )
     assert f"ran {speedup.number()}x ± {speedup.spread_text()} as fast" in table.caption
     calls, profiles, times = non_blocking.see_loops(run).sentences
     per_loop = {label: r["calls per loop"] for label, r in small.items()}
-    assert _numbers(calls) == [count, per_loop["blocking"]["cudaMemcpyAsync"], per_loop["non_blocking"]["cudaMemcpyAsync"],
-                               per_loop["blocking"]["cudaStreamSynchronize"],
-                               per_loop["non_blocking"]["cudaStreamSynchronize"]]
+    assert _numbers(calls) == [
+        count,
+        per_loop["blocking"]["cudaMemcpyAsync"],
+        per_loop["non_blocking"]["cudaMemcpyAsync"],
+        per_loop["blocking"]["cudaStreamSynchronize"],
+        per_loop["non_blocking"]["cudaStreamSynchronize"],
+    ]
     in_profile = non_blocking.calls_in_profile(run)
-    assert _numbers(profiles)[:3] == [in_profile["blocking"]["cudaDeviceSynchronize"],
-                                      in_profile["non_blocking"]["cudaDeviceSynchronize"], non_blocking.profiled_loops()]
+    assert _numbers(profiles)[:3] == [
+        in_profile["blocking"]["cudaDeviceSynchronize"],
+        in_profile["non_blocking"]["cudaDeviceSynchronize"],
+        non_blocking.profiled_loops(),
+    ]
     assert f"it reads {per_loop['non_blocking']['cudaDeviceSynchronize']:g}," in profiles
-    assert _numbers(times)[:2] == [round(small["non_blocking"]["time"].median_ms, 2),
-                                   round(small["blocking"]["time"].median_ms, 2)]
+    assert _numbers(times)[:2] == [
+        round(small["non_blocking"]["time"].median_ms, 2),
+        round(small["blocking"]["time"].median_ms, 2),
+    ]
     assert f"{speedup.number()}x ± {speedup.spread_text()} as fast as the blocking loop" in times
     assert times.endswith(_speed_words(speedup) + ".")
 
 
-@pytest.mark.parametrize("blocking_ms, words", [
-    ((10.0, 10.0, 10.0), "faster beyond this run's noise."),
-    ((4.0, 4.0, 4.0), "slower beyond this run's noise."),
-    ((5.0, 5.0, 5.0), "the same within the noise."),
-])
+@pytest.mark.parametrize(
+    "blocking_ms, words",
+    [
+        ((10.0, 10.0, 10.0), "faster beyond this run's noise."),
+        ((4.0, 4.0, 4.0), "slower beyond this run's noise."),
+        ((5.0, 5.0, 5.0), "the same within the noise."),
+    ],
+)
 def test_the_loops_sentence_says_faster_slower_or_the_same(blocking_ms, words):
     calls = {"cudaMemcpyAsync": 10.0, "cudaStreamSynchronize": 10.0, "cudaDeviceSynchronize": 0.5}
-    value = {"blocking": {"time": _t(*blocking_ms), "calls per loop": calls,
-                          "host in synchronize calls (us per loop)": 100.0},
-             "non_blocking": {"time": _t(5.0, 5.0, 5.0), "calls per loop": dict(calls, cudaStreamSynchronize=0.0,
-                                                                                cudaDeviceSynchronize=1.5),
-                              "host in synchronize calls (us per loop)": 1.0}}
+    value = {
+        "blocking": {
+            "time": _t(*blocking_ms),
+            "calls per loop": calls,
+            "host in synchronize calls (us per loop)": 100.0,
+        },
+        "non_blocking": {
+            "time": _t(5.0, 5.0, 5.0),
+            "calls per loop": dict(calls, cudaStreamSynchronize=0.0, cudaDeviceSynchronize=1.5),
+            "host in synchronize calls (us per loop)": 1.0,
+        },
+    }
     run = _run(value, {"count": 10, "numel": 1000, "repeats": 3})
     assert non_blocking.see_loops(run).sentences[-1].endswith(words)
     assert non_blocking.own_device_syncs(run) == (1, 1.0)
@@ -195,51 +243,85 @@ def test_the_loops_sentence_says_faster_slower_or_the_same(blocking_ms, words):
 
 # ---------------------------------------------------------------- 3. the six timings
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_six_timings_are_ranked_and_their_speedups_named(machine):
     run = SIX[machine]
     six = run.value
     speedups = non_blocking.six_speedups(run)
     for way, modes in six.items():
-        assert speedups[way].value == pytest.approx(modes["blocking"].median_s / modes["non_blocking=True"].median_s)
+        assert speedups[way].value == pytest.approx(
+            modes["blocking"].median_s / modes["non_blocking=True"].median_s
+        )
     table = non_blocking.show_six(run)
     assert [row[0] for row in table.rows] == list(six) and "3 samples" in table.caption
     for row, modes in zip(table.rows, six.values(), strict=True):
         assert row[5] == pytest.approx(speedups[row[0]].value) and row[2] == modes["blocking"].gbps
     ranked, *per_way = non_blocking.see_six(run).sentences
     assert "medians of 3 samples each" in ranked
-    order = sorted((t.median_s, f"{way}, {mode}") for way, modes in six.items() for mode, t in modes.items())
+    order = sorted(
+        (t.median_s, f"{way}, {mode}") for way, modes in six.items() for mode, t in modes.items()
+    )
     positions = [ranked.index(f"{name} (") for _, name in order]
     assert positions == sorted(positions)
-    assert [float(x) for x in re.findall(r"\((\d+) ms\)", ranked)] == [round(s * 1e3) for s, _ in order]
+    assert [float(x) for x in re.findall(r"\((\d+) ms\)", ranked)] == [
+        round(s * 1e3) for s, _ in order
+    ]
     for sentence, (way, r) in zip(per_way[:3], speedups.items(), strict=True):
-        assert sentence.startswith(f"{way}: the `non_blocking=True` loop ran {r.number()}x ± {r.spread_text()} as fast")
+        assert sentence.startswith(
+            f"{way}: the `non_blocking=True` loop ran {r.number()}x ± {r.spread_text()} as fast"
+        )
         words = _speed_words(r)
-        assert sentence.endswith({"faster beyond this run's noise": "blocking one.", "slower beyond this run's noise":
-                                  "slower beyond this run's noise.", "the same within the noise": "within the noise."}[words])
+        assert sentence.endswith(
+            {
+                "faster beyond this run's noise": "blocking one.",
+                "slower beyond this run's noise": "slower beyond this run's noise.",
+                "the same within the noise": "within the noise.",
+            }[words]
+        )
     for sentence, mode in zip(per_way[3:], ("blocking", "non_blocking=True"), strict=True):
         by_hand = claims.ratio(six["pageable"][mode], six["pin_memory() then copy"][mode])
-        assert f"{mode}: `pin_memory()` then copy ran {by_hand.number()}x ± {by_hand.spread_text()}" in sentence
-        assert ("paid here" in sentence) == (_speed_words(by_hand) == "faster beyond this run's noise")
+        assert (
+            f"{mode}: `pin_memory()` then copy ran {by_hand.number()}x ± {by_hand.spread_text()}"
+            in sentence
+        )
+        assert ("paid here" in sentence) == (
+            _speed_words(by_hand) == "faster beyond this run's noise"
+        )
 
 
 def test_the_six_sentences_say_when_non_blocking_or_pinning_did_not_pay():
     def modes(blocking, non_blocking_ms):
         return {"blocking": _t(*blocking), "non_blocking=True": _t(*non_blocking_ms)}
 
-    value = {"pageable": modes((100, 100, 100), (120, 120, 120)),
-             "pinned": modes((50, 50, 50), (50, 50, 50)),
-             "pin_memory() then copy": modes((200, 200, 200), (100, 100, 100))}
-    text = " ".join(non_blocking.see_six(_run(value, {"count": 10, "numel": 10, "repeats": 3})).sentences)
-    assert "pageable: the `non_blocking=True` loop ran 0.833x ± 0.000 as fast as the blocking one, slower beyond" in text
-    assert "pinned: the `non_blocking=True` loop ran 1.00x ± 0.00 as fast as the blocking one, no change" in text
-    assert "Pinning by hand, blocking: `pin_memory()` then copy ran 0.500x ± 0.000 as fast as the pageable copy: " \
-           "it did not pay here." in text
-    assert "Pinning by hand, non_blocking=True: `pin_memory()` then copy ran 1.20x ± 0.00 as fast as the pageable " \
-           "copy: the staging by hand paid here." in text
+    value = {
+        "pageable": modes((100, 100, 100), (120, 120, 120)),
+        "pinned": modes((50, 50, 50), (50, 50, 50)),
+        "pin_memory() then copy": modes((200, 200, 200), (100, 100, 100)),
+    }
+    text = " ".join(
+        non_blocking.see_six(_run(value, {"count": 10, "numel": 10, "repeats": 3})).sentences
+    )
+    assert (
+        "pageable: the `non_blocking=True` loop ran 0.833x ± 0.000 as fast as the blocking one, slower beyond"
+        in text
+    )
+    assert (
+        "pinned: the `non_blocking=True` loop ran 1.00x ± 0.00 as fast as the blocking one, no change"
+        in text
+    )
+    assert (
+        "Pinning by hand, blocking: `pin_memory()` then copy ran 0.500x ± 0.000 as fast as the pageable copy: "
+        "it did not pay here." in text
+    )
+    assert (
+        "Pinning by hand, non_blocking=True: `pin_memory()` then copy ran 1.20x ± 0.00 as fast as the pageable "
+        "copy: the staging by hand paid here." in text
+    )
 
 
 # ---------------------------------------------------------------- 4. hazards
+
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_hazard_checks_and_sentences_agree_with_the_counts(machine):
@@ -251,24 +333,44 @@ def test_the_hazard_checks_and_sentences_agree_with_the_counts(machine):
     assert f"{min(returns) * 1e3:.3f} to {max(returns) * 1e3:.3f} ms" in table.caption
     seen = non_blocking.see_hazards(run)
     held, fixes, safe = seen.checks
-    assert held.holds == all(haz[label]["wrong"] == haz[label]["trials"] for label in non_blocking.HELD)
+    assert held.holds == all(
+        haz[label]["wrong"] == haz[label]["trials"] for label in non_blocking.HELD
+    )
     assert fixes.holds == all(haz[label]["wrong"] == 0 for label in non_blocking.FIXES)
     assert safe.holds == all(haz[label]["wrong"] == 0 for label in non_blocking.SAFE)
     assert held.holds and fixes.holds and safe.holds  # every recording
     tutorial, pageable = seen.sentences
-    d2h, h2d = haz["D2H non_blocking, read at once (tutorial's form)"], haz["H2D pinned, source zeroed (tutorial's form)"]
+    d2h, h2d = (
+        haz["D2H non_blocking, read at once (tutorial's form)"],
+        haz["H2D pinned, source zeroed (tutorial's form)"],
+    )
     assert f"went wrong in {d2h['wrong']} of {d2h['trials']} trials; " in tutorial
-    assert f"(tutorial's setting) went wrong in {h2d['wrong']} of {h2d['trials']} trials:" in tutorial
-    assert _numbers(pageable)[:3] == [round(min(returns) * 1e3, 2), round(max(returns) * 1e3, 2), run.value["hold_ms"]]
-    assert ("the driver waited for the stream" in pageable) == (min(returns) >= 0.8 * run.value["hold_ms"] / 1e3)
+    assert (
+        f"(tutorial's setting) went wrong in {h2d['wrong']} of {h2d['trials']} trials:" in tutorial
+    )
+    assert _numbers(pageable)[:3] == [
+        round(min(returns) * 1e3, 2),
+        round(max(returns) * 1e3, 2),
+        run.value["hold_ms"],
+    ]
+    assert ("the driver waited for the stream" in pageable) == (
+        min(returns) >= 0.8 * run.value["hold_ms"] / 1e3
+    )
 
 
 def _hazards_run(wrong: dict[str, int], pageable_return_s: list[float]):
-    labels = ["D2H non_blocking, read at once (tutorial's form)", *non_blocking.HELD, *non_blocking.FIXES,
-              *non_blocking.SAFE, "H2D pinned, source zeroed (tutorial's form)"]
+    labels = [
+        "D2H non_blocking, read at once (tutorial's form)",
+        *non_blocking.HELD,
+        *non_blocking.FIXES,
+        *non_blocking.SAFE,
+        "H2D pinned, source zeroed (tutorial's form)",
+    ]
     cases = {label: {"wrong": wrong.get(label, 0), "trials": 4} for label in labels}
-    return _run({"cases": cases, "hold_ms": 10.0, "pageable_return_s": pageable_return_s},
-                {"numel": 16, "trials": 4, "hold_ms": 10.0, "tutorial_shape": [2, 8], "tutorial_trials": 4})
+    return _run(
+        {"cases": cases, "hold_ms": 10.0, "pageable_return_s": pageable_return_s},
+        {"numel": 16, "trials": 4, "hold_ms": 10.0, "tutorial_shape": [2, 8], "tutorial_trials": 4},
+    )
 
 
 def test_the_hazard_checks_fail_when_a_fix_fails_and_a_quick_pageable_return_is_said():
@@ -276,7 +378,10 @@ def test_the_hazard_checks_fail_when_a_fix_fails_and_a_quick_pageable_return_is_
     seen = non_blocking.see_hazards(run)
     assert [c.holds for c in seen.checks] == [False, False, True]
     assert "D2H non_blocking, event before reading: 1 of 4" in seen.checks[1].measured
-    assert "returned after 1.00 to 2.00 ms although the stream was held for 10 ms: the driver copied" in seen.sentences[1]
+    assert (
+        "returned after 1.00 to 2.00 ms although the stream was held for 10 ms: the driver copied"
+        in seen.sentences[1]
+    )
     assert claims.FAILED_CHECK in seen.to_markdown()
 
 
@@ -287,7 +392,9 @@ def test_the_safe_choice_is_the_pageable_source(machine, capsys):
     assert non_blocking_claims.check_safe_choice(None, run) is None
     assert "Not answered yet" in capsys.readouterr().out
     assert non_blocking_claims.check_safe_choice(pageable, run) is True
-    assert non_blocking_claims.check_safe_choice(next(iter(non_blocking_claims.CHOICES)), run) is False
+    assert (
+        non_blocking_claims.check_safe_choice(next(iter(non_blocking_claims.CHOICES)), run) is False
+    )
 
 
 def test_the_safe_choice_says_so_when_the_measurements_single_out_none(capsys):
@@ -297,12 +404,15 @@ def test_the_safe_choice_says_so_when_the_measurements_single_out_none(capsys):
 
 
 def test_a_tutorial_case_is_shown_as_the_tutorials_setting():
-    assert non_blocking._shown("H2D pinned, source zeroed (tutorial's form)") == \
-        "H2D pinned, source zeroed (tutorial's setting)"
+    assert (
+        non_blocking._shown("H2D pinned, source zeroed (tutorial's form)")
+        == "H2D pinned, source zeroed (tutorial's setting)"
+    )
     assert non_blocking._shown("D2H blocking") == "D2H blocking"
 
 
 # ---------------------------------------------------------------- 5. tensordict
+
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_tensordict_sentences_give_the_ratios_and_their_direction(machine):
@@ -310,17 +420,26 @@ def test_the_tensordict_sentences_give_the_ratios_and_their_direction(machine):
     times = run.value["timings"]
     blocking, default, pin_main, pin_threads = list(times)
     ratios = non_blocking.tensordict_ratios(run)
-    assert ratios["pin vs default"].value == pytest.approx(times[pin_main].median_s / times[default].median_s)
-    assert ratios["threads vs main"].value == pytest.approx(times[pin_threads].median_s / times[pin_main].median_s)
+    assert ratios["pin vs default"].value == pytest.approx(
+        times[pin_main].median_s / times[default].median_s
+    )
+    assert ratios["threads vs main"].value == pytest.approx(
+        times[pin_threads].median_s / times[pin_main].median_s
+    )
     table = non_blocking.show_tensordict(run)
-    assert [row[0] for row in table.rows] == list(times) and run.value["tensordict"] in table.caption
+    assert [row[0] for row in table.rows] == list(times) and run.value[
+        "tensordict"
+    ] in table.caption
     against, words = non_blocking.see_tensordict(run).sentences
     assert f"(medians of {len(times[blocking].samples_s)} samples each)" in against
     for label in (default, pin_main, pin_threads):
         r = claims.ratio(times[label], times[blocking])
         assert f"`{label}` took {r.number()} ± {r.spread_text()} of its time" in against
     main_part, threads_part = words.split(", and pinning in threads")
-    for part, r in ((main_part, ratios["pin vs default"]), (threads_part, ratios["threads vs main"])):
+    for part, r in (
+        (main_part, ratios["pin vs default"]),
+        (threads_part, ratios["threads vs main"]),
+    ):
         assert f"({r.number()} ± {r.spread_text()} of its time)" in part
         if abs(r.value - 1) <= max(r.spread, 0.01):  # a ratio of times: below 1 is faster
             assert "the same as" in part and "within the noise" in part
@@ -328,16 +447,23 @@ def test_the_tensordict_sentences_give_the_ratios_and_their_direction(machine):
             assert ("faster than" if r.value < 1 else "slower than") in part
 
 
-@pytest.mark.parametrize("ratio, start", [
-    (claims.Value(0.88, 0.04, "x"), "faster than X (0.880 ± 0.040 of its time)"),
-    (claims.Value(1.16, 0.066, "x"), "slower than X"),  # 2xH200's num_threads=4 against num_threads=0
-    (claims.Value(0.97, 0.05, "x"), "the same as X within the noise"),
-])
+@pytest.mark.parametrize(
+    "ratio, start",
+    [
+        (claims.Value(0.88, 0.04, "x"), "faster than X (0.880 ± 0.040 of its time)"),
+        (
+            claims.Value(1.16, 0.066, "x"),
+            "slower than X",
+        ),  # 2xH200's num_threads=4 against num_threads=0
+        (claims.Value(0.97, 0.05, "x"), "the same as X within the noise"),
+    ],
+)
 def test_faster_or_slower_reads_a_ratio_of_times_with_its_noise(ratio, start):
     assert non_blocking._faster_or_slower(ratio, "X").startswith(start)
 
 
 # ---------------------------------------------------------------- 6. DataLoader
+
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_dataloader_check_and_sentence_agree_with_the_epochs(machine):
@@ -346,24 +472,34 @@ def test_the_dataloader_check_and_sentence_agree_with_the_epochs(machine):
     speedup = claims.ratio(dl["pin_memory=False"]["epoch"], dl["pin_memory=True"]["epoch"])
     assert non_blocking.dataloader_speedup(run) == speedup
     table = non_blocking.show_dataloader(run)
-    assert [row[:3] for row in table.rows] == [[label, r["pinned batches"], r["batches"]] for label, r in dl.items()]
+    assert [row[:3] for row in table.rows] == [
+        [label, r["pinned batches"], r["batches"]] for label, r in dl.items()
+    ]
     gpu_ms = run.params["step_ms"] * dl["pin_memory=True"]["batches"]
     assert f"{gpu_ms:.0f} ms" in table.caption
     seen = non_blocking.see_dataloader(run)
     (check,) = seen.checks
-    assert check.holds == (dl["pin_memory=True"]["pinned batches"] == dl["pin_memory=True"]["batches"]
-                           and dl["pin_memory=False"]["pinned batches"] == 0)
+    assert check.holds == (
+        dl["pin_memory=True"]["pinned batches"] == dl["pin_memory=True"]["batches"]
+        and dl["pin_memory=False"]["pinned batches"] == 0
+    )
     assert non_blocking.all_pinned_or_none(run) == (check.holds, check.measured)
     (sentence,) = seen.sentences
-    assert _numbers(sentence)[:4] == [round(dl["pin_memory=True"]["epoch"].median_ms),
-                                      round(dl["pin_memory=False"]["epoch"].median_ms), round(gpu_ms), speedup.samples]
+    assert _numbers(sentence)[:4] == [
+        round(dl["pin_memory=True"]["epoch"].median_ms),
+        round(dl["pin_memory=False"]["epoch"].median_ms),
+        round(gpu_ms),
+        speedup.samples,
+    ]
     assert f"{speedup.number()}x ± {speedup.spread_text()} as fast" in sentence
     assert sentence.endswith(_speed_words(speedup) + ".")
 
 
 def test_the_dataloader_check_fails_when_a_batch_is_not_pinned():
-    value = {"pin_memory=False": {"pinned batches": 0, "batches": 4, "epoch": _t(10, 10, 10)},
-             "pin_memory=True": {"pinned batches": 3, "batches": 4, "epoch": _t(5, 5, 5)}}
+    value = {
+        "pin_memory=False": {"pinned batches": 0, "batches": 4, "epoch": _t(10, 10, 10)},
+        "pin_memory=True": {"pinned batches": 3, "batches": 4, "epoch": _t(5, 5, 5)},
+    }
     run = _run(value, {"step_ms": 2.0})
     seen = non_blocking.see_dataloader(run)
     assert not seen.checks[0].holds and "pin_memory=True: 3 of 4 pinned" in seen.checks[0].measured
@@ -373,67 +509,132 @@ def test_the_dataloader_check_fails_when_a_batch_is_not_pinned():
 
 # ---------------------------------------------------------------- the claims table and the exercises
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_claims_table_decides_each_row_on_values_computed_here(machine):
-    small, ret, six, haz, td, dl = SMALL[machine], RET[machine], SIX[machine], HAZ[machine], TD[machine], DL[machine]
+    small, ret, six, haz, td, dl = (
+        SMALL[machine],
+        RET[machine],
+        SIX[machine],
+        HAZ[machine],
+        TD[machine],
+        DL[machine],
+    )
     table = non_blocking_claims.claims_table(small, ret, six, haz, td, dl)
     rows = {c.text: c for c in table.claims}
     assert len(table.claims) == len(rows) == 22
     per_loop = {label: r["calls per loop"] for label, r in small.value.items()}
     count = small.params["count"]
     copies = rows[".to() always calls cudaMemcpyAsync [blocking and non-blocking loops]"]
-    assert copies.comparison.value.value == min(per_loop["blocking"]["cudaMemcpyAsync"],
-                                                per_loop["non_blocking"]["cudaMemcpyAsync"]) / count
+    assert (
+        copies.comparison.value.value
+        == min(per_loop["blocking"]["cudaMemcpyAsync"], per_loop["non_blocking"]["cudaMemcpyAsync"])
+        / count
+    )
     assert copies.verdict == claims.HOLDS
-    one_sync = rows["The non-blocking loop does only one synchronization (the profiler table: 1000 cudaStreamSynchronize "
-                    "against one device synchronize)"]
+    one_sync = rows[
+        "The non-blocking loop does only one synchronization (the profiler table: 1000 cudaStreamSynchronize "
+        "against one device synchronize)"
+    ]
     assert one_sync.comparison.value.value == 1 and one_sync.verdict == claims.HOLDS
-    pinned = rows["With non_blocking=True the main thread on the host is not blocked [pinned source]"]
+    pinned = rows[
+        "With non_blocking=True the main thread on the host is not blocked [pinned source]"
+    ]
     r = ret.value["H2D from pinned, non_blocking"]
-    per_sample = analysis.across([a / b for a, b in zip(r["returned"].samples_s, r["finished"].samples_s, strict=True)])
-    assert pinned.comparison.value.value == pytest.approx(r["returned"].median_s / r["finished"].median_s)
+    per_sample = analysis.across(
+        [a / b for a, b in zip(r["returned"].samples_s, r["finished"].samples_s, strict=True)]
+    )
+    assert pinned.comparison.value.value == pytest.approx(
+        r["returned"].median_s / r["finished"].median_s
+    )
     assert pinned.comparison.value.spread == pytest.approx(per_sample.spread)
     pin_wait = rows["Pinning on the main thread blocks the host"]
-    expected = ret.value["H2D pin_memory() then non_blocking"]["returned"].median_s / r["finished"].median_s
-    assert pin_wait.comparison.value.value == pytest.approx(expected)  # against the copy, not a pinned call's return
-    assert pin_wait.comparison.threshold == 0.5 and (pin_wait.verdict == claims.HOLDS) == (expected > 0.5 * 1.05)
+    expected = (
+        ret.value["H2D pin_memory() then non_blocking"]["returned"].median_s
+        / r["finished"].median_s
+    )
+    assert pin_wait.comparison.value.value == pytest.approx(
+        expected
+    )  # against the copy, not a pinned call's return
+    assert pin_wait.comparison.threshold == 0.5 and (pin_wait.verdict == claims.HOLDS) == (
+        expected > 0.5 * 1.05
+    )
     speed = [c for text, c in rows.items() if text.startswith("Generally")]
     assert [c.comparison.value for c in speed] == [
         claims.ratio(small.value["blocking"]["time"], small.value["non_blocking"]["time"]),
-        *(claims.ratio(six.value[way]["blocking"], six.value[way]["non_blocking=True"]) for way in ("pageable", "pinned"))]
+        *(
+            claims.ratio(six.value[way]["blocking"], six.value[way]["non_blocking=True"])
+            for way in ("pageable", "pinned")
+        ),
+    ]
     cases = haz.value["cases"]
-    only_pageable = rows["Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on the "
-                         "host without synchronising"]
-    assert only_pageable.verdict == (claims.HOLDS if cases[non_blocking.SAFE[0]]["wrong"] == 0 and cases[
-        non_blocking.HELD[1]]["wrong"] > 0 and cases[non_blocking.HELD[0]]["wrong"] > 0 else claims.DOES_NOT_HOLD)
+    only_pageable = rows[
+        "Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on the "
+        "host without synchronising"
+    ]
+    assert only_pageable.verdict == (
+        claims.HOLDS
+        if cases[non_blocking.SAFE[0]]["wrong"] == 0
+        and cases[non_blocking.HELD[1]]["wrong"] > 0
+        and cases[non_blocking.HELD[0]]["wrong"] > 0
+        else claims.DOES_NOT_HOLD
+    )
     times = td.value["timings"]
     _, default, pin_main, pin_threads = list(times)
-    threads = rows["Pinning pays for large batches of large tensors when it runs in separate threads [tensordict "
-                   "num_threads]"]
+    threads = rows[
+        "Pinning pays for large batches of large tensors when it runs in separate threads [tensordict "
+        "num_threads]"
+    ]
     assert threads.comparison.value == claims.ratio(times[pin_threads], times[pin_main])
-    assert f"({times[pin_threads].median_ms:.1f} and {times[pin_main].median_ms:.1f} ms)" in threads.measured
-    loader = rows["Pinning pays for large batches of large tensors when it runs in separate threads [DataLoader "
-                  "pin_memory=True]"]
-    assert loader.comparison.value == claims.ratio(dl.value["pin_memory=False"]["epoch"], dl.value["pin_memory=True"]["epoch"])
+    assert (
+        f"({times[pin_threads].median_ms:.1f} and {times[pin_main].median_ms:.1f} ms)"
+        in threads.measured
+    )
+    loader = rows[
+        "Pinning pays for large batches of large tensors when it runs in separate threads [DataLoader "
+        "pin_memory=True]"
+    ]
+    assert loader.comparison.value == claims.ratio(
+        dl.value["pin_memory=False"]["epoch"], dl.value["pin_memory=True"]["epoch"]
+    )
     for c in table.claims:
         if c.comparison is not None:
             assert c.verdict == c.comparison.verdict
 
 
 def test_the_only_pageable_row_does_not_hold_when_the_pageable_copy_goes_wrong():
-    recorded = SMALL[MACHINES[0]], RET[MACHINES[0]], SIX[MACHINES[0]], TD[MACHINES[0]], DL[MACHINES[0]]
+    recorded = (
+        SMALL[MACHINES[0]],
+        RET[MACHINES[0]],
+        SIX[MACHINES[0]],
+        TD[MACHINES[0]],
+        DL[MACHINES[0]],
+    )
     small, ret, six, td, dl = recorded
-    haz = _hazards_run({non_blocking.SAFE[0]: 1, non_blocking.HELD[0]: 4, non_blocking.HELD[1]: 4}, [0.01])
+    haz = _hazards_run(
+        {non_blocking.SAFE[0]: 1, non_blocking.HELD[0]: 4, non_blocking.HELD[1]: 4}, [0.01]
+    )
     verdicts = non_blocking_claims.claims_table(small, ret, six, haz, td, dl).verdicts()
-    assert verdicts["Modifying a pageable source after a non_blocking H2D copy always works"] == claims.DOES_NOT_HOLD
-    assert verdicts["Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on the host "
-                    "without synchronising"] == claims.DOES_NOT_HOLD
+    assert (
+        verdicts["Modifying a pageable source after a non_blocking H2D copy always works"]
+        == claims.DOES_NOT_HOLD
+    )
+    assert (
+        verdicts[
+            "Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on the host "
+            "without synchronising"
+        ]
+        == claims.DOES_NOT_HOLD
+    )
 
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_exercises_answers_come_from_the_blocking_loop(machine):
     run = SMALL[machine]
     blocking = run.value["blocking"]
-    assert non_blocking_claims.syncs_per_blocking_copy(run) == \
-        blocking["calls per loop"]["cudaStreamSynchronize"] / run.params["count"] == 1
+    assert (
+        non_blocking_claims.syncs_per_blocking_copy(run)
+        == blocking["calls per loop"]["cudaStreamSynchronize"] / run.params["count"]
+        == 1
+    )
     assert non_blocking_claims.blocking_loop_ms(run) == blocking["time"].median_ms

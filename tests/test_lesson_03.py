@@ -20,7 +20,9 @@ NOTEBOOK = "03_streams_and_overlap"
 NAMES = ("stream_ordering", "pinned_x_streamed", "copy_engines", "launch_order", "double_buffering")
 RUNS = {name: records.recorded_runs(NOTEBOOK, name) for name in NAMES}
 MACHINES = sorted(RUNS["stream_ordering"])
-WITH_ALL = sorted(set.intersection(*(set(runs) for runs in RUNS.values())))  # a gap replays from another
+WITH_ALL = sorted(
+    set.intersection(*(set(runs) for runs in RUNS.values()))
+)  # a gap replays from another
 
 
 @pytest.fixture(autouse=True)
@@ -31,18 +33,27 @@ def _close_figures():
 
 def test_every_machine_that_recorded_03_is_tested():
     assert len(MACHINES) >= 3
-    assert all(RUNS[name].keys() | records.gap_machines(NOTEBOOK, name) == RUNS["stream_ordering"].keys()
-               for name in NAMES)
+    assert all(
+        RUNS[name].keys() | records.gap_machines(NOTEBOOK, name) == RUNS["stream_ordering"].keys()
+        for name in NAMES
+    )
 
 
 # ---------------------------------------------------------------- independent statistics
 
+
 def _steps(profile):
     """The intervals of each profiled step (from one ProfilerStep# host range to the next)."""
-    starts = sorted(iv.start_us for iv in profile.intervals
-                    if iv.kind == "annotation" and iv.name.startswith("ProfilerStep#") and iv.device is None)
+    starts = sorted(
+        iv.start_us
+        for iv in profile.intervals
+        if iv.kind == "annotation" and iv.name.startswith("ProfilerStep#") and iv.device is None
+    )
     bounds = [*starts[1:], float("inf")]
-    return [[iv for iv in profile.intervals if a <= iv.start_us < b] for a, b in zip(starts, bounds, strict=True)]
+    return [
+        [iv for iv in profile.intervals if a <= iv.start_us < b]
+        for a, b in zip(starts, bounds, strict=True)
+    ]
 
 
 def _median_per_step(profile, measure):
@@ -76,8 +87,13 @@ def _host_ms(profile):
 
 
 def _held(profile):
-    return _median_per_step(profile, lambda step: trace.host_blocked_us(step, "cudaMemcpyAsync")
-                            / trace.covered_us(_copy_vs_kernels(step)[0]))
+    return _median_per_step(
+        profile,
+        lambda step: (
+            trace.host_blocked_us(step, "cudaMemcpyAsync")
+            / trace.covered_us(_copy_vs_kernels(step)[0])
+        ),
+    )
 
 
 def _numbers(text):
@@ -93,6 +109,7 @@ def _after(text, prefix, unit=""):
 
 # ---------------------------------------------------------------- 1. streams and order
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_ordering_sentences_agree_with_the_trace(machine):
     run = RUNS["stream_ordering"][machine]
@@ -104,17 +121,25 @@ def test_the_ordering_sentences_agree_with_the_trace(machine):
     assert "in the order we queued them" in first
     assert f"the {min(spin_us):.0f} us one waited for the {spin_us[0]:.0f} us one" in first
 
-    spins_overlap = _median_per_step(run.value["spins, two streams"], lambda s: _two_lanes(s, "kernel"))
+    spins_overlap = _median_per_step(
+        run.value["spins, two streams"], lambda s: _two_lanes(s, "kernel")
+    )
     assert _after(spins, "side by side for", "%") == round(spins_overlap * 100)
-    spin_gain = (_median_per_step(run.value["spins, two streams"], _busy_us)
-                 / _median_per_step(run.value["spins, one stream"], _busy_us))
+    spin_gain = _median_per_step(run.value["spins, two streams"], _busy_us) / _median_per_step(
+        run.value["spins, one stream"], _busy_us
+    )
     assert _after(spins, "busy") == pytest.approx(spin_gain, abs=0.006)
     assert ("(about half)" in spins) == (0.45 <= spin_gain <= 0.6)
-    assert "2 profiled steps" in spins  # the trace's steps: fewer than 5, so the sentence says how many
+    assert (
+        "2 profiled steps" in spins
+    )  # the trace's steps: fewer than 5, so the sentence says how many
 
     def first_start_gap(step):  # the second stream's first kernel after the first stream's
         kernels = [iv for iv in step if iv.kind == "kernel"]
-        firsts = sorted(min(iv.start_us for iv in kernels if iv.stream == s) for s in {iv.stream for iv in kernels})
+        firsts = sorted(
+            min(iv.start_us for iv in kernels if iv.stream == s)
+            for s in {iv.stream for iv in kernels}
+        )
         return firsts[1] - firsts[0]
 
     gap = _median_per_step(run.value["spins, two streams"], first_start_gap)
@@ -123,9 +148,12 @@ def test_the_ordering_sentences_agree_with_the_trace(machine):
     assert f"that is the {(1 - spins_overlap) * 500:.0f} us they did not share." in spins
     assert "when the host launched it" in spins
 
-    mm_overlap = _median_per_step(run.value["matmuls, two streams"], lambda s: _two_lanes(s, "kernel"))
-    mm_gain = (_median_per_step(run.value["matmuls, two streams"], _busy_us)
-               / _median_per_step(run.value["matmuls, one stream"], _busy_us))
+    mm_overlap = _median_per_step(
+        run.value["matmuls, two streams"], lambda s: _two_lanes(s, "kernel")
+    )
+    mm_gain = _median_per_step(run.value["matmuls, two streams"], _busy_us) / _median_per_step(
+        run.value["matmuls, one stream"], _busy_us
+    )
     assert _after(mms, "side by side for", "%") == round(mm_overlap * 100)
     assert _after(mms, "kept the GPU busy") == pytest.approx(mm_gain, abs=0.006)
     assert mms.endswith("no time saved.") == (mm_gain >= 0.95)
@@ -144,7 +172,9 @@ def test_show_ordering_prints_the_facts_and_draws_two_timelines(machine, capsys)
 
 
 def _run(value, params, machine="1xFAKE"):
-    return records.Run(value, False, {"machine": {"machine": machine}, "params": params, "date": "2026-01-01"})
+    return records.Run(
+        value, False, {"machine": {"machine": machine}, "params": params, "date": "2026-01-01"}
+    )
 
 
 def _step_profile(steps, host_calls=()):
@@ -154,8 +184,18 @@ def _step_profile(steps, host_calls=()):
         t0 = n * 1000.0
         intervals.append(trace.Interval("annotation", f"ProfilerStep#{n}", t0, t0 + 999, thread=1))
         for iv in step:
-            intervals.append(trace.Interval(iv.kind, iv.name, iv.start_us + t0, iv.end_us + t0, device=iv.device,
-                                            stream=iv.stream, thread=iv.thread, copy_kind=iv.copy_kind))
+            intervals.append(
+                trace.Interval(
+                    iv.kind,
+                    iv.name,
+                    iv.start_us + t0,
+                    iv.end_us + t0,
+                    device=iv.device,
+                    stream=iv.stream,
+                    thread=iv.thread,
+                    copy_kind=iv.copy_kind,
+                )
+            )
     return trace.Profile(intervals=intervals, steps=len(steps))
 
 
@@ -164,7 +204,9 @@ def _kernel(start, end, stream=7, name="gemm"):
 
 
 def _copy(start, end, stream=9, kind="HtoD"):
-    return trace.Interval("memcpy", f"Memcpy {kind}", start, end, device=0, stream=stream, copy_kind=kind)
+    return trace.Interval(
+        "memcpy", f"Memcpy {kind}", start, end, device=0, stream=stream, copy_kind=kind
+    )
 
 
 def _memcpy_call(start, end):
@@ -174,36 +216,55 @@ def _memcpy_call(start, end):
 def _ordering_run(in_order, pair, matmuls, spin_us=(50.0, 400.0)):
     """Spin kernels of ``in_order`` (start, end) on one stream; ``pair`` and ``matmuls``: the
     (one stream, two streams) kernels of each pair, as lists of (start, end, stream)."""
+
     def profile(kernels):
         return _step_profile([[_kernel(a, b, s) for a, b, s in kernels]] * 2)
-    value = {"facts": {"current_is_default": True, "default_handle": 0, "side_handles": [1, 2]},
-             "in order": _step_profile([[_kernel(a, b) for a, b in in_order]] * 2),
-             "spins, one stream": profile(pair[0]), "spins, two streams": profile(pair[1]),
-             "matmuls, one stream": profile(matmuls[0]), "matmuls, two streams": profile(matmuls[1])}
+
+    value = {
+        "facts": {"current_is_default": True, "default_handle": 0, "side_handles": [1, 2]},
+        "in order": _step_profile([[_kernel(a, b) for a, b in in_order]] * 2),
+        "spins, one stream": profile(pair[0]),
+        "spins, two streams": profile(pair[1]),
+        "matmuls, one stream": profile(matmuls[0]),
+        "matmuls, two streams": profile(matmuls[1]),
+    }
     return _run(value, {"spin_us": list(spin_us), "pair_us": 100.0, "matmul_n": 64})
 
 
 def test_ordering_out_of_order_no_wait_and_time_saved():
     serial = [(0, 100, 1), (150, 250, 1)]  # a gap: busy time is the time covered, not the span
     # the short kernel queued first: nothing waited; two streams: 0.7 of the time, matmuls too
-    run = _ordering_run([(0, 50), (50, 450)], (serial, [(0, 100, 1), (40, 140, 2)]),
-                        (serial, [(0, 100, 1), (40, 140, 2)]))
+    run = _ordering_run(
+        [(0, 50), (50, 450)],
+        (serial, [(0, 100, 1), (40, 140, 2)]),
+        (serial, [(0, 100, 1), (40, 140, 2)]),
+    )
     first, spins, mms = streams.see_ordering(run).sentences
     assert first.endswith("whatever their length.")
     assert "busy 0.70 times as long" in spins and "(about half)" not in spins
     # no launches in this trace: the late start is not put on the host; 40 us late = 40 us not shared
-    assert spins.endswith("The second started 40.0 us after the first: that is the 40 us they did not share.")
+    assert spins.endswith(
+        "The second started 40.0 us after the first: that is the 40 us they did not share."
+    )
     assert mms.endswith("0.70 times as long as on one stream: time saved.")
     # the kernels swapped (the long one ran first) and overlapping: the order was not kept
-    swapped = _ordering_run([(0, 400), (300, 350)], (serial, serial), (serial, [(0, 100, 1), (70, 170, 2)]))
+    swapped = _ordering_run(
+        [(0, 400), (300, 350)], (serial, serial), (serial, [(0, 100, 1), (70, 170, 2)])
+    )
     first, _, mms = streams.see_ordering(swapped).sentences
-    assert "did not keep the order" in first and "in order: False, never overlapping: False" in first
+    assert (
+        "did not keep the order" in first and "in order: False, never overlapping: False" in first
+    )
     assert mms.endswith("0.85 times as long as on one stream: a little time saved.")
     table = streams_claims.claims_table(swapped, *_claims_runs()[1:])
-    assert table.verdicts()["Tasks on one stream execute strictly in the order they were submitted"] == claims.DOES_NOT_HOLD
+    assert (
+        table.verdicts()["Tasks on one stream execute strictly in the order they were submitted"]
+        == claims.DOES_NOT_HOLD
+    )
 
 
 # ---------------------------------------------------------------- 2. the tutorial's four cases
+
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_tutorial_sentences_agree_with_the_trace(machine):
@@ -215,13 +276,20 @@ def test_the_tutorial_sentences_agree_with_the_trace(machine):
     assert _after(pinned, "(overlap ratio") == pytest.approx(side, abs=1e-3)
     cur = _overlap(profiles["pinned, current stream"])
     assert ("ran one after the other" in current) == (cur < 0.2)
-    side_ms, current_ms = _host_ms(profiles["pageable, side stream"]), _host_ms(profiles["pageable, current stream"])
+    side_ms, current_ms = (
+        _host_ms(profiles["pageable, side stream"]),
+        _host_ms(profiles["pageable, current stream"]),
+    )
     assert _after(pageable, "for", " ms (side stream)") == pytest.approx(side_ms, abs=0.051)
     assert _after(pageable, "and", " ms (current stream)") == pytest.approx(current_ms, abs=0.051)
     held = [_held(profiles[f"pageable, {where}"]) for where in ("side stream", "current stream")]
     said = _numbers(pageable.split("current stream),")[1].split("times")[0])
-    assert said[0] == pytest.approx(held[0], abs=0.006) and said[-1] == pytest.approx(held[-1], abs=0.006)
-    pageable_overlap = [_overlap(profiles[f"pageable, {where}"]) for where in ("side stream", "current stream")]
+    assert said[0] == pytest.approx(held[0], abs=0.006) and said[-1] == pytest.approx(
+        held[-1], abs=0.006
+    )
+    pageable_overlap = [
+        _overlap(profiles[f"pageable, {where}"]) for where in ("side stream", "current stream")
+    ]
     assert ("only then launched the kernels" in pageable) == (max(pageable_overlap) < 0.2)
     assert "medians of 2 profiled steps" in pageable
 
@@ -232,7 +300,11 @@ def test_the_requirements_and_the_best_configuration(machine, capsys):
     overlaps = {label: _overlap(p) for label, p in run.value["profiles"].items()}
     assert streams.best_configuration(run) == max(overlaps, key=overlaps.get)
     table = streams_claims.show_requirements(run)
-    assert [row[1] for row in table.rows[:3]] == ["pinned, side stream", "pinned, current stream", "pageable, side stream"]
+    assert [row[1] for row in table.rows[:3]] == [
+        "pinned, side stream",
+        "pinned, current stream",
+        "pageable, side stream",
+    ]
     for row in table.rows[:3]:
         assert _numbers(row[2])[0] == pytest.approx(overlaps[row[1]], abs=1e-3)
     others = [v for label, v in overlaps.items() if label != "pinned, side stream"]
@@ -241,7 +313,10 @@ def test_the_requirements_and_the_best_configuration(machine, capsys):
     assert "2 profiled steps" in table.headers[2]
     streams.show_tutorial(run)
     out = capsys.readouterr().out
-    assert str(run.value["copy"]) in out and f"kernel: {run.value['matmuls_per_kernel']} matmuls" in out
+    assert (
+        str(run.value["copy"]) in out
+        and f"kernel: {run.value['matmuls_per_kernel']} matmuls" in out
+    )
     assert len(plt.get_fignums()) == 1
 
 
@@ -250,29 +325,54 @@ def _tutorial_run(overlaps, held):
     ``overlaps[label]`` of its time, the host in cudaMemcpyAsync ``held[label]`` of it."""
     profiles = {}
     for label, share in overlaps.items():
-        step = [_copy(0, 100), _kernel(100 - 100 * share, 200 - 100 * share), _memcpy_call(0, 100 * held[label])]
+        step = [
+            _copy(0, 100),
+            _kernel(100 - 100 * share, 200 - 100 * share),
+            _memcpy_call(0, 100 * held[label]),
+        ]
         profiles[label] = _step_profile([step, step])
-    return _run({"profiles": profiles, "copy": timing.Timing([1e-3], "cuda events", 1000),
-                 "one_matmul": timing.Timing([1e-4], "cuda events"), "matmuls_per_kernel": 3}, {})
+    return _run(
+        {
+            "profiles": profiles,
+            "copy": timing.Timing([1e-3], "cuda events", 1000),
+            "one_matmul": timing.Timing([1e-4], "cuda events"),
+            "matmuls_per_kernel": 3,
+        },
+        {},
+    )
 
 
-LABELS = ("pinned, side stream", "pinned, current stream", "pageable, side stream", "pageable, current stream")
+LABELS = (
+    "pinned, side stream",
+    "pinned, current stream",
+    "pageable, side stream",
+    "pageable, current stream",
+)
 
 
 def test_the_tutorial_sentences_when_the_requirements_are_not_needed():
-    run = _tutorial_run(dict(zip(LABELS, (1.0, 0.5, 0.6, 0.3), strict=True)),
-                        dict(zip(LABELS, (0.01, 0.01, 0.9, 1.1), strict=True)))
+    run = _tutorial_run(
+        dict(zip(LABELS, (1.0, 0.5, 0.6, 0.3), strict=True)),
+        dict(zip(LABELS, (0.01, 0.01, 0.9, 1.1), strict=True)),
+    )
     pinned, current, pageable = streams.see_tutorial(run).sentences
     assert "for 100% of its time" in pinned
     assert "still overlapped" in current
     assert "0.90 and 1.10 times as long as the GPU copy" in pageable
-    assert "and yet some of the kernel ran beside the copy: overlap ratios 0.60 (side stream) and 0.30" in pageable
+    assert (
+        "and yet some of the kernel ran beside the copy: overlap ratios 0.60 (side stream) and 0.30"
+        in pageable
+    )
     table = streams_claims.show_requirements(run)
-    assert table.rows[1][4] == claims.DOES_NOT_HOLD and table.rows[3][1] == "all four (decided by pageable, current stream)"
+    assert (
+        table.rows[1][4] == claims.DOES_NOT_HOLD
+        and table.rows[3][1] == "all four (decided by pageable, current stream)"
+    )
     assert streams.best_configuration(run) == "pinned, side stream"
 
 
 # ---------------------------------------------------------------- 3. copy engines
+
 
 @pytest.mark.parametrize("machine", sorted(RUNS["copy_engines"]))
 def test_the_engine_sentences_agree_with_the_timings_and_the_trace(machine, capsys):
@@ -298,10 +398,20 @@ def test_the_engine_sentences_agree_with_the_timings_and_the_trace(machine, caps
 
 def _engines_run(count, both_overlap, same_overlap, times_ms):
     def pair(share):
-        return _step_profile([[_copy(0, 100, 1), _copy(100 - 100 * share, 200 - 100 * share, 2, "DtoH")]] * 2)
+        return _step_profile(
+            [[_copy(0, 100, 1), _copy(100 - 100 * share, 200 - 100 * share, 2, "DtoH")]] * 2
+        )
+
     times = {label: timing.Timing([ms / 1e3] * 3, "host clock") for label, ms in times_ms.items()}
-    return _run({"copy_engines": count, "times": times, "H2D + D2H": pair(both_overlap),
-                 "H2D + H2D": pair(same_overlap)}, {})
+    return _run(
+        {
+            "copy_engines": count,
+            "times": times,
+            "H2D + D2H": pair(both_overlap),
+            "H2D + H2D": pair(same_overlap),
+        },
+        {},
+    )
 
 
 def test_the_engine_sentences_without_a_count_and_with_one_engine():
@@ -310,7 +420,9 @@ def test_the_engine_sentences_without_a_count_and_with_one_engine():
     count, opposite, same = streams.see_engines(run).sentences
     assert count == "The driver's copy engine count could not be read."
     assert opposite.endswith("0.95 times as long as the two one after the other.")
-    assert same.startswith("Two host-to-device copies ran side by side") and same.endswith("0.50 times as long as the two one after the other.")
+    assert same.startswith("Two host-to-device copies ran side by side") and same.endswith(
+        "0.50 times as long as the two one after the other."
+    )
     rows = {c.text: c for c in streams_claims.claims_table(*_claims_runs(engines=run)).claims}
     (engine_row,) = [c for text, c in rows.items() if text.startswith("Requirement (3)")]
     assert engine_row.verdict == claims.NOT_TESTABLE
@@ -323,6 +435,7 @@ def test_the_engine_sentences_without_a_count_and_with_one_engine():
 
 # ---------------------------------------------------------------- 4. launch order
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_launch_order_sentences_agree_with_the_trace(machine, capsys):
     run = RUNS["launch_order"][machine]
@@ -332,15 +445,25 @@ def test_the_launch_order_sentences_agree_with_the_trace(machine, capsys):
     said = _numbers(host.split("the labelled range")[0])
     assert said[:2] == pytest.approx([_host_ms(kf), _host_ms(cf)], abs=0.051)
     assert said[2:4] == pytest.approx([_held(kf), _held(cf)], abs=0.006)
-    s1_copy = [iv for iv in cf.intervals if iv.kind == "annotation" and iv.name == "S1 copy" and iv.device is None]
-    assert _after(host, "lasted", " ms") == pytest.approx(trace.covered_us(s1_copy) / cf.steps / 1e3, abs=0.051)
+    s1_copy = [
+        iv
+        for iv in cf.intervals
+        if iv.kind == "annotation" and iv.name == "S1 copy" and iv.device is None
+    ]
+    assert _after(host, "lasted", " ms") == pytest.approx(
+        trace.covered_us(s1_copy) / cf.steps / 1e3, abs=0.051
+    )
     assert ("ran beside it" in order) == (_overlap(kf) >= 0.5)
     assert _after(order, "an overlap ratio of") == pytest.approx(_overlap(kf), abs=0.006)
     assert _after(order, "launched before the kernel,") == pytest.approx(_overlap(cf), abs=0.006)
     assert order.endswith("(nearly) done.") == (_overlap(cf) < 0.2)
     pinned_kf, pinned_cf = profiles["pinned, kernel first"], profiles["pinned, copy first"]
-    assert _after(pinned, "at most", " us") == pytest.approx(max(_host_ms(pinned_kf), _host_ms(pinned_cf)) * 1e3, abs=0.51)
-    assert pinned.endswith("both orders overlap (above 0.95).") == (min(_overlap(pinned_kf), _overlap(pinned_cf)) > 0.96)
+    assert _after(pinned, "at most", " us") == pytest.approx(
+        max(_host_ms(pinned_kf), _host_ms(pinned_cf)) * 1e3, abs=0.51
+    )
+    assert pinned.endswith("both orders overlap (above 0.95).") == (
+        min(_overlap(pinned_kf), _overlap(pinned_cf)) > 0.96
+    )
     assert streams.host_in_memcpy_ms(run, "pageable, copy first") == pytest.approx(_host_ms(cf))
     streams.show_launch_order(run)
     out = capsys.readouterr().out
@@ -349,20 +472,42 @@ def test_the_launch_order_sentences_agree_with_the_trace(machine, capsys):
 
 def _order_run(kf_overlap, cf_overlap, pinned_overlaps, steps=2):
     profiles = {}
-    for label, share in (("pageable, kernel first", kf_overlap), ("pageable, copy first", cf_overlap),
-                         ("pinned, kernel first", pinned_overlaps[0]), ("pinned, copy first", pinned_overlaps[1])):
+    for label, share in (
+        ("pageable, kernel first", kf_overlap),
+        ("pageable, copy first", cf_overlap),
+        ("pinned, kernel first", pinned_overlaps[0]),
+        ("pinned, copy first", pinned_overlaps[1]),
+    ):
         held = 1.0 if label.startswith("pageable") else 0.01
-        profiles[label] = _step_profile([[_copy(0, 100), _kernel(100 - 100 * share, 200 - 100 * share),
-                                          _memcpy_call(0, 100 * held),
-                                          trace.Interval("annotation", "S1 copy", 0, 100, thread=1)]] * steps)
-    return _run({"profiles": profiles, "pageable_copy": timing.Timing([1e-4] * 3, "host clock"),
-                 "one_matmul": timing.Timing([1e-4], "cuda events"), "matmuls": 2}, {})
+        profiles[label] = _step_profile(
+            [
+                [
+                    _copy(0, 100),
+                    _kernel(100 - 100 * share, 200 - 100 * share),
+                    _memcpy_call(0, 100 * held),
+                    trace.Interval("annotation", "S1 copy", 0, 100, thread=1),
+                ]
+            ]
+            * steps
+        )
+    return _run(
+        {
+            "profiles": profiles,
+            "pageable_copy": timing.Timing([1e-4] * 3, "host clock"),
+            "one_matmul": timing.Timing([1e-4], "cuda events"),
+            "matmuls": 2,
+        },
+        {},
+    )
 
 
-@pytest.mark.parametrize("pinned_overlaps, ending", [
-    ((0.955, 1.0), "kernel first is within the noise of the 0.95 we count as overlap"),
-    ((1.0, 0.5), "copy first does not reach the 0.95 we count as overlap"),
-])
+@pytest.mark.parametrize(
+    "pinned_overlaps, ending",
+    [
+        ((0.955, 1.0), "kernel first is within the noise of the 0.95 we count as overlap"),
+        ((1.0, 0.5), "copy first does not reach the 0.95 we count as overlap"),
+    ],
+)
 def test_a_pinned_copy_that_does_not_clearly_overlap_is_named(pinned_overlaps, ending):
     run = _order_run(0.3, 0.4, pinned_overlaps)
     _, order, pinned = streams.see_launch_order(run).sentences
@@ -370,8 +515,14 @@ def test_a_pinned_copy_that_does_not_clearly_overlap_is_named(pinned_overlaps, e
     assert ending in pinned
     rows = streams_claims.claims_table(*_claims_runs(order=run)).verdicts()
     assert rows["Pinned memory is the reliable way to overlap (either launch order)"] == (
-        claims.BORDERLINE if "noise" in ending else claims.DOES_NOT_HOLD)
-    assert rows["With a pageable copy, overlap only happens when the kernel was launched before the copy"] == claims.DOES_NOT_HOLD
+        claims.BORDERLINE if "noise" in ending else claims.DOES_NOT_HOLD
+    )
+    assert (
+        rows[
+            "With a pageable copy, overlap only happens when the kernel was launched before the copy"
+        ]
+        == claims.DOES_NOT_HOLD
+    )
 
 
 def test_host_in_memcpy_ms_refuses_an_unknown_configuration():
@@ -381,6 +532,7 @@ def test_host_in_memcpy_ms_refuses_an_unknown_configuration():
 
 # ---------------------------------------------------------------- 5. prefetching
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_prefetching_sentences_agree_with_the_timings(machine, capsys):
     run = RUNS["double_buffering"][machine]
@@ -389,7 +541,10 @@ def test_the_prefetching_sentences_agree_with_the_timings(machine, capsys):
     (check,) = seen.checks
     assert check.holds == bool(db["same_results"])
     hidden_sentence, loops = seen.sentences
-    for loop, word in (("prefetched", "copy time in the prefetching loop"), ("serial", "in the serial loop")):
+    for loop, word in (
+        ("prefetched", "copy time in the prefetching loop"),
+        ("serial", "in the serial loop"),
+    ):
         profile = db[f"{loop} trace"]
         copies = profile.select(kind="memcpy", copy_kind="HtoD")
         share = trace.overlap_us(copies, profile.select(kind="kernel")) / trace.covered_us(copies)
@@ -420,11 +575,17 @@ def _prefetch_run(copy_ms, compute_ms, serial_ms, prefetched_ms, traced_copy_ms,
     def loop_trace(overlap):
         copies = [_copy(i * 2000, i * 2000 + traced_copy_ms * 1000) for i in range(n)]
         return trace.Profile(intervals=copies + [_kernel(0, n * 2000 * overlap)], steps=1)
-    value = {"copy": timing.Timing([copy_ms / 1e3] * 5, "cuda events", 1000),
-             "compute": timing.Timing([compute_ms / 1e3] * 5, "cuda events"), "matmuls_per_batch": 2,
-             "same_results": same, "serial": timing.Timing([s / 1e3 for s in serial_ms], "host clock"),
-             "prefetched": timing.Timing([prefetched_ms / 1e3] * 5, "host clock"),
-             "serial trace": loop_trace(0.0), "prefetched trace": loop_trace(1.0)}
+
+    value = {
+        "copy": timing.Timing([copy_ms / 1e3] * 5, "cuda events", 1000),
+        "compute": timing.Timing([compute_ms / 1e3] * 5, "cuda events"),
+        "matmuls_per_batch": 2,
+        "same_results": same,
+        "serial": timing.Timing([s / 1e3 for s in serial_ms], "host clock"),
+        "prefetched": timing.Timing([prefetched_ms / 1e3] * 5, "host clock"),
+        "serial trace": loop_trace(0.0),
+        "prefetched trace": loop_trace(1.0),
+    }
     return _run(value, {"n_batches": n})
 
 
@@ -438,33 +599,58 @@ def test_a_speed_up_above_the_bound_says_why_and_never_a_share_above_100_percent
     streams.show_prefetching(run)
     assert "share of the possible gain" not in capsys.readouterr().out
     quiet = _prefetch_run(1.0, 1.0, [8.0] * 5, 3.9, traced_copy_ms=1.0)
-    assert "measured apart, and differ from the loop's." in streams.see_prefetching(quiet).sentences[1]
+    assert (
+        "measured apart, and differ from the loop's." in streams.see_prefetching(quiet).sentences[1]
+    )
 
 
 def test_a_speed_up_at_the_bound_and_different_results():
     run = _prefetch_run(1.0, 1.0, [8.0] * 5, 5.0, traced_copy_ms=1.0, same=False)
     seen = streams.see_prefetching(run)
     assert not seen.checks[0].holds
-    assert "100% of the gain that the copy (1.00 ms) and compute (1.00 ms) measured apart allow for 4 batches (1.60x)" in seen.sentences[1]
-    assert seen.sentences[1].endswith("below the many-batch limit of 2.00x: the first copy and the last compute of the loop cannot be hidden.")
+    assert (
+        "100% of the gain that the copy (1.00 ms) and compute (1.00 ms) measured apart allow for 4 batches (1.60x)"
+        in seen.sentences[1]
+    )
+    assert seen.sentences[1].endswith(
+        "below the many-batch limit of 2.00x: the first copy and the last compute of the loop cannot be hidden."
+    )
     verdicts = streams_claims.claims_table(*_claims_runs(db=run)).verdicts()
-    assert verdicts["Copying the next batch on a second stream while computing this one improves efficiency"] == claims.DOES_NOT_HOLD
+    assert (
+        verdicts[
+            "Copying the next batch on a second stream while computing this one improves efficiency"
+        ]
+        == claims.DOES_NOT_HOLD
+    )
 
 
 # ---------------------------------------------------------------- the claims table
 
+
 def _claims_runs(**replace):
     machine = MACHINES[0]
-    runs = {"streams": RUNS["stream_ordering"][machine], "tutorial": RUNS["pinned_x_streamed"][machine],
-            "engines": RUNS["copy_engines"][machine], "order": RUNS["launch_order"][machine],
-            "db": RUNS["double_buffering"][machine]}
+    runs = {
+        "streams": RUNS["stream_ordering"][machine],
+        "tutorial": RUNS["pinned_x_streamed"][machine],
+        "engines": RUNS["copy_engines"][machine],
+        "order": RUNS["launch_order"][machine],
+        "db": RUNS["double_buffering"][machine],
+    }
     runs.update(replace)
     return [runs[k] for k in ("streams", "tutorial", "engines", "order", "db")]
 
 
 def _index_claims(machine):
-    rows = [json.loads(line) for line in (ROOT / "results" / "index.jsonl").read_text().splitlines() if line.strip()]
-    return [r for r in rows if r.get("notebook") == NOTEBOOK and r["kind"] == "claim" and r["machine"] == machine]
+    rows = [
+        json.loads(line)
+        for line in (ROOT / "results" / "index.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    return [
+        r
+        for r in rows
+        if r.get("notebook") == NOTEBOOK and r["kind"] == "claim" and r["machine"] == machine
+    ]
 
 
 @pytest.mark.parametrize("machine", WITH_ALL)
@@ -476,33 +662,57 @@ def test_the_claims_table_keeps_its_claims_and_decides_on_independent_numbers(ma
     tutorial, order, db = runs[1].value["profiles"], runs[3].value["profiles"], runs[4].value
     side = rows["An asynchronous copy on one stream and compute on another overlap"]
     assert side.comparison.value.value == pytest.approx(_overlap(tutorial["pinned, side stream"]))
-    gpu = rows["Requirement (2), the source must be pinned, on the GPU: a pageable copy cannot overlap a kernel, "
-               "even one launched before it"]
+    gpu = rows[
+        "Requirement (2), the source must be pinned, on the GPU: a pageable copy cannot overlap a kernel, "
+        "even one launched before it"
+    ]
     assert gpu.comparison.value.value == pytest.approx(_overlap(order["pageable, kernel first"]))
-    if _overlap(order["pageable, kernel first"]) > 0.3:  # a pageable copy did overlap a kernel launched before it
+    if (
+        _overlap(order["pageable, kernel first"]) > 0.3
+    ):  # a pageable copy did overlap a kernel launched before it
         assert gpu.verdict == claims.DOES_NOT_HOLD
     elif _overlap(order["pageable, kernel first"]) < 0.1:
         assert gpu.verdict == claims.HOLDS
     parallel = rows["Tasks on different streams can run in parallel"]
     assert parallel.comparison.value.value == pytest.approx(
-        _median_per_step(runs[0].value["spins, two streams"], lambda s: _two_lanes(s, "kernel")))
-    assert parallel.comparison.threshold == 0.5  # together for more than half a kernel: the host's late launch
-    assert parallel.verdict == claims.HOLDS  # of the second is all that is missing on the recorded machines
-    host = [c for text, c in rows.items() if text.startswith("Requirement (2), the source must be pinned, on the host")][0]
+        _median_per_step(runs[0].value["spins, two streams"], lambda s: _two_lanes(s, "kernel"))
+    )
+    assert (
+        parallel.comparison.threshold == 0.5
+    )  # together for more than half a kernel: the host's late launch
+    assert (
+        parallel.verdict == claims.HOLDS
+    )  # of the second is all that is missing on the recorded machines
+    host = [
+        c
+        for text, c in rows.items()
+        if text.startswith("Requirement (2), the source must be pinned, on the host")
+    ][0]
     assert host.comparison.value.value == pytest.approx(_held(tutorial["pageable, side stream"]))
-    prefetch = rows["Copying the next batch on a second stream while computing this one improves efficiency"]
+    prefetch = rows[
+        "Copying the next batch on a second stream while computing this one improves efficiency"
+    ]
     c, k, n = db["copy"].median_s, db["compute"].median_s, runs[4].params["n_batches"]
     half = 1 + (n * (c + k) / (c + (n - 1) * max(c, k) + k) - 1) / 2
-    assert prefetch.comparison.value.value == pytest.approx(db["serial"].median_s / db["prefetched"].median_s)
+    assert prefetch.comparison.value.value == pytest.approx(
+        db["serial"].median_s / db["prefetched"].median_s
+    )
     assert prefetch.comparison.threshold == pytest.approx(half)
     for claim in table.claims:
         if claim.comparison is not None:
             assert claim.verdict == claim.comparison.verdict
-            if claim.comparison.value.samples and claim.comparison.value.samples < 5 and "overlap ratio" in claim.measured:
-                assert f"{claim.comparison.value.samples} profiled steps" in claim.measured, claim.text
+            if (
+                claim.comparison.value.samples
+                and claim.comparison.value.samples < 5
+                and "overlap ratio" in claim.measured
+            ):
+                assert f"{claim.comparison.value.samples} profiled steps" in claim.measured, (
+                    claim.text
+                )
 
 
 # ---------------------------------------------------------------- the private statistics (ported from the notebook)
+
 
 def _two_step_profile():
     """Step 3: the copy entirely under the kernel; step 4: half of it. The hold's spin kernel
@@ -510,10 +720,14 @@ def _two_step_profile():
     intervals = [
         trace.Interval("annotation", "ProfilerStep#3", 0, 100, thread=1),
         trace.Interval("annotation", "ProfilerStep#3", 5, 95, device=0, stream=7),
-        _kernel(0, 10, name="at::cuda::spin_kernel"), _memcpy_call(1, 3),
-        _kernel(10, 60), _copy(20, 40),
-        trace.Interval("annotation", "ProfilerStep#4", 100, 200, thread=1), _memcpy_call(101, 121),
-        _kernel(110, 150), _copy(140, 160),
+        _kernel(0, 10, name="at::cuda::spin_kernel"),
+        _memcpy_call(1, 3),
+        _kernel(10, 60),
+        _copy(20, 40),
+        trace.Interval("annotation", "ProfilerStep#4", 100, 200, thread=1),
+        _memcpy_call(101, 121),
+        _kernel(110, 150),
+        _copy(140, 160),
     ]
     return trace.Profile(intervals=intervals, steps=2)
 
@@ -528,9 +742,13 @@ def test_copy_and_kernel_per_step_overlap_and_host_hold():
 
 
 def test_lane_overlaps():
-    assert streams._lane_overlap([_kernel(0, 10, stream=1), _kernel(5, 15, stream=2)]) == pytest.approx(0.5)
+    assert streams._lane_overlap(
+        [_kernel(0, 10, stream=1), _kernel(5, 15, stream=2)]
+    ) == pytest.approx(0.5)
     assert streams._lane_overlap([_kernel(0, 10, stream=1), _kernel(10, 20, stream=1)]) == 0.0
-    assert streams._copy_lanes_overlap([_copy(0, 10, stream=1), _copy(0, 10, stream=2)]) == pytest.approx(1.0)
+    assert streams._copy_lanes_overlap(
+        [_copy(0, 10, stream=1), _copy(0, 10, stream=2)]
+    ) == pytest.approx(1.0)
     assert streams._copy_lanes_overlap([_copy(0, 10, stream=1), _kernel(0, 10, stream=2)]) == 0.0
 
 
@@ -543,7 +761,12 @@ def test_the_hidden_share_is_a_share_of_the_copy_time_not_of_the_shorter():
 
 
 def test_range_ms_counts_the_host_ranges_per_step():
-    profile = trace.Profile(intervals=[trace.Interval("annotation", "S1 copy", 0, 3000, thread=1),
-                                       trace.Interval("annotation", "S1 copy", 0, 3000, device=0, stream=1),
-                                       trace.Interval("annotation", "S1 copy", 5000, 6000, thread=1)], steps=2)
+    profile = trace.Profile(
+        intervals=[
+            trace.Interval("annotation", "S1 copy", 0, 3000, thread=1),
+            trace.Interval("annotation", "S1 copy", 0, 3000, device=0, stream=1),
+            trace.Interval("annotation", "S1 copy", 5000, 6000, thread=1),
+        ],
+        steps=2,
+    )
     assert streams._range_ms(profile, "S1 copy") == pytest.approx(2.0)

@@ -16,8 +16,17 @@ from helpers import claims, records, tables, timing, trace
 from helpers.lessons import events, events_sync
 
 NOTEBOOK = "04_event_timing"
-NAMES = ("three_timers", "which_wait", "first_calls", "spread", "event_resolution", "three_tools",
-         "cross_stream_wait", "many_streams", "error_checking")
+NAMES = (
+    "three_timers",
+    "which_wait",
+    "first_calls",
+    "spread",
+    "event_resolution",
+    "three_tools",
+    "cross_stream_wait",
+    "many_streams",
+    "error_checking",
+)
 RUNS = {name: records.recorded_runs(NOTEBOOK, name) for name in NAMES}
 GPUS = records.recorded_runs(NOTEBOOK, "cross_gpu_wait")
 MACHINES = sorted(RUNS["three_timers"])
@@ -31,7 +40,9 @@ def _close_figures():
 
 
 def fake_run(value, **params):
-    return records.Run(value, False, {"machine": {"machine": "1xFAKE"}, "params": params, "date": "2026-01-01"})
+    return records.Run(
+        value, False, {"machine": {"machine": "1xFAKE"}, "params": params, "date": "2026-01-01"}
+    )
 
 
 def numbers(pattern, text):
@@ -71,20 +82,27 @@ def test_every_machine_that_recorded_04_is_tested():
 
 # ---------------------------------------------------------------- 1. three timers
 
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_timers_sentences_give_the_launch_share_and_the_synchronised_ratio(machine):
     run = RUNS["three_timers"][machine]
     no_sync, with_sync, ev = (run.value[k].samples_s for k in events.TIMERS)
     share = statistics.median(no_sync) / statistics.median(ev)
     first, second = events.see_timers(run).sentences
-    reported, rate, times = numbers(rf"reports {NUMBER}% of the events' time: {NUMBER} TFLOP/s, {NUMBER} times", first)
+    reported, rate, times = numbers(
+        rf"reports {NUMBER}% of the events' time: {NUMBER} TFLOP/s, {NUMBER} times", first
+    )
     assert reported == pytest.approx(share * 100, abs=0.051)
     assert rate == pytest.approx(run.value["flop"] / statistics.median(no_sync) / 1e12, abs=0.51)
     assert times == round(1 / share)
     value, spread = ratio_of(with_sync, ev)
     said, said_spread = numbers(rf"measures {NUMBER} ± {NUMBER} times the events' time", second)
-    assert said == pytest.approx(value, rel=5e-3) and said_spread == pytest.approx(spread, rel=0.1, abs=1e-3)
-    word = {"above": "longer", "same": "the same within the noise", "below": "shorter"}[side(value, spread)]
+    assert said == pytest.approx(value, rel=5e-3) and said_spread == pytest.approx(
+        spread, rel=0.1, abs=1e-3
+    )
+    word = {"above": "longer", "same": "the same within the noise", "below": "shorter"}[
+        side(value, spread)
+    ]
     assert second.endswith(f": {word}.") or f": {word}," in second
 
 
@@ -95,13 +113,17 @@ def test_the_timers_table_and_the_exercise_use_the_medians(machine):
     assert [row[0] for row in table.rows] == list(events.TIMERS)
     for row in table.rows:
         median = statistics.median(run.value[row[0]].samples_s)
-        assert row[1] == pytest.approx(median * 1e3) and row[2] == pytest.approx(run.value["flop"] / median / 1e12)
-    assert events.tflops(run) == pytest.approx(run.value["flop"] / statistics.median(run.value["CUDA events"].samples_s)
-                                               / 1e12)
+        assert row[1] == pytest.approx(median * 1e3) and row[2] == pytest.approx(
+            run.value["flop"] / median / 1e12
+        )
+    assert events.tflops(run) == pytest.approx(
+        run.value["flop"] / statistics.median(run.value["CUDA events"].samples_s) / 1e12
+    )
     assert plt.get_fignums(), "a bar chart is drawn"
 
 
 # ---------------------------------------------------------------- 2. which wait
+
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_wait_sentences_give_each_wait_against_its_kernel(machine):
@@ -110,15 +132,24 @@ def test_the_wait_sentences_give_each_wait_against_its_kernel(machine):
     ev_ms = statistics.median(wait["event.synchronize"].samples_s) * 1e3
     dev_ms = statistics.median(wait["torch.cuda.synchronize"].samples_s) * 1e3
     first, second = events_sync.see_wait(run).sentences
-    got_ev, ev_times = numbers(rf"`main_done.synchronize\(\)` returned after {NUMBER} ms, {NUMBER} times", first)
-    got_dev, dev_times = numbers(rf"`torch.cuda.synchronize\(\)` returned after {NUMBER} ms, {NUMBER} times", first)
-    assert got_ev == pytest.approx(ev_ms, abs=0.006) and ev_times == pytest.approx(ev_ms / (params["main_us"] / 1e3),
-                                                                                    abs=0.006)
+    got_ev, ev_times = numbers(
+        rf"`main_done.synchronize\(\)` returned after {NUMBER} ms, {NUMBER} times", first
+    )
+    got_dev, dev_times = numbers(
+        rf"`torch.cuda.synchronize\(\)` returned after {NUMBER} ms, {NUMBER} times", first
+    )
+    assert got_ev == pytest.approx(ev_ms, abs=0.006) and ev_times == pytest.approx(
+        ev_ms / (params["main_us"] / 1e3), abs=0.006
+    )
     assert got_dev == pytest.approx(dev_ms, abs=0.006) and dev_times == pytest.approx(
-        dev_ms / (params["side_us"] / 1e3), abs=0.006)
+        dev_ms / (params["side_us"] / 1e3), abs=0.006
+    )
     busy = wait["side_busy_after_event"]
-    assert f"still busy in {sum(busy)} of {len(busy)} runs" in first and f"(medians of {len(busy)} runs)" in first
-    assert f"answered \"{'not done' if wait['not_done_at_once'] else 'done'}\"" in second
+    assert (
+        f"still busy in {sum(busy)} of {len(busy)} runs" in first
+        and f"(medians of {len(busy)} runs)" in first
+    )
+    assert f'answered "{"not done" if wait["not_done_at_once"] else "done"}"' in second
     assert f"polled {wait['polls']} times" in second
 
 
@@ -132,10 +163,14 @@ def test_the_poll_time_is_the_polling_time_over_the_polls(machine, capsys):
 
 
 def test_a_kernel_done_before_the_first_poll_counts_one_poll_and_says_done():
-    value = {"event.synchronize": timing.Timing([0.002] * 3, "host clock"),
-             "torch.cuda.synchronize": timing.Timing([0.02] * 3, "host clock"),
-             "side_busy_after_event": [True, False, True], "not_done_at_once": False, "polls": 0,
-             "poll_wait_s": 1e-6}
+    value = {
+        "event.synchronize": timing.Timing([0.002] * 3, "host clock"),
+        "torch.cuda.synchronize": timing.Timing([0.02] * 3, "host clock"),
+        "side_busy_after_event": [True, False, True],
+        "not_done_at_once": False,
+        "polls": 0,
+        "poll_wait_s": 1e-6,
+    }
     run = fake_run(value, side_us=20_000.0, main_us=2_000.0, poll_us=5_000.0)
     assert events_sync.poll_us(run) == pytest.approx(1.0)
     first, second = events_sync.see_wait(run).sentences
@@ -145,10 +180,14 @@ def test_a_kernel_done_before_the_first_poll_counts_one_poll_and_says_done():
 
 # ---------------------------------------------------------------- 3. first calls
 
+
 def settles(times):
     """The first call (from the second) after which every call is within twice the later median."""
     later = statistics.median(times[1:])
-    return next((i + 1 for i in range(1, len(times)) if all(t <= 2 * later for t in times[i:])), len(times) + 1)
+    return next(
+        (i + 1 for i in range(1, len(times)) if all(t <= 2 * later for t in times[i:])),
+        len(times) + 1,
+    )
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -158,9 +197,16 @@ def test_the_first_calls_sentences_name_the_least_and_the_most(machine):
     least, most = min(ratio, key=ratio.get), max(ratio, key=ratio.get)
     seen = events.see_first_calls(run)
     first, second = seen.sentences
-    low, high = numbers(rf"took {NUMBER} times the median of the later calls for .* up to {NUMBER} times", first)
-    assert low == pytest.approx(ratio[least], abs=0.51) and high == pytest.approx(ratio[most], abs=0.51)
-    assert f"for {least.split(' (')[0]} (the least)" in first and f"for {most.split(' (')[0]} (the most)" in first
+    low, high = numbers(
+        rf"took {NUMBER} times the median of the later calls for .* up to {NUMBER} times", first
+    )
+    assert low == pytest.approx(ratio[least], abs=0.51) and high == pytest.approx(
+        ratio[most], abs=0.51
+    )
+    assert (
+        f"for {least.split(' (')[0]} (the least)" in first
+        and f"for {most.split(' (')[0]} (the most)" in first
+    )
     for name, times in run.value.items():
         assert f"{settles(times)} for {name.split(' (')[0]}" in second
     (check,) = seen.checks
@@ -173,15 +219,29 @@ def test_settled_from_finds_the_first_call_after_which_all_stay_near_the_median(
     assert events._settled_from([100.0, 1.0, 1.0, 1.0, 1.0]) == 2
     assert events._settled_from([100.0, 5.0, 1.0, 1.0, 1.0]) == 3
     assert events._settled_from([100.0, 1.0, 1.0, 9.0, 1.0, 1.0]) == 5
-    for times in ([100.0, 1.0, 1.0, 1.0, 1.0], [100.0, 1.0, 1.0, 9.0, 1.0, 1.0], [3.0, 1.0, 5.0], [1.0, 1.0, 9.0]):
+    for times in (
+        [100.0, 1.0, 1.0, 1.0, 1.0],
+        [100.0, 1.0, 1.0, 9.0, 1.0, 1.0],
+        [3.0, 1.0, 5.0],
+        [1.0, 1.0, 9.0],
+    ):
         assert events._settled_from(times) == settles(times)
 
 
 def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_keep_a_decimal():
-    value = {"op a (why)": [0.0030, 0.0010, 0.0040, 0.0010], "op b (why)": [0.0015, 0.0010, 0.0010, 0.0010]}
+    value = {
+        "op a (why)": [0.0030, 0.0010, 0.0040, 0.0010],
+        "op b (why)": [0.0015, 0.0010, 0.0010, 0.0010],
+    }
     seen = events.see_first_calls(fake_run(value))
-    assert "took 1.5 times the median of the later calls for op b (the least) up to 3.0 times for op a" in seen.sentences[0]
-    assert not seen.checks[0].holds and "op a: first 3.00 ms, slowest later 4.000 ms" in seen.checks[0].measured
+    assert (
+        "took 1.5 times the median of the later calls for op b (the least) up to 3.0 times for op a"
+        in seen.sentences[0]
+    )
+    assert (
+        not seen.checks[0].holds
+        and "op a: first 3.00 ms, slowest later 4.000 ms" in seen.checks[0].measured
+    )
 
 
 def test_first_over_later_keeps_the_spread():
@@ -191,6 +251,7 @@ def test_first_over_later_keeps_the_spread():
 
 
 # ---------------------------------------------------------------- 4. spread
+
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_spread_sentences_follow_the_samples(machine):
@@ -202,24 +263,37 @@ def test_the_spread_sentences_follow_the_samples(machine):
         median, mean = statistics.median(samples), statistics.fmean(samples)
         lo, hi, slowest, times, got_mean, got_median = numbers(
             rf"within {NUMBER}-{NUMBER} us, the slowest at {NUMBER} us, {NUMBER} times the median; the mean "
-            rf"\({NUMBER} us\) sits \w+ the median \({NUMBER} us\)", sentence)
+            rf"\({NUMBER} us\) sits \w+ the median \({NUMBER} us\)",
+            sentence,
+        )
         assert sentence.startswith(label.capitalize())
         assert (lo, hi) == pytest.approx((q1 * 1e6, q3 * 1e6), abs=0.006)
         assert slowest == pytest.approx(max(samples) * 1e6, abs=0.006)
         assert times == pytest.approx(max(samples) / median, abs=0.006)
         assert (got_mean, got_median) == pytest.approx((mean * 1e6, median * 1e6), abs=0.006)
-        assert f"sits {'above' if mean > median else 'below' if mean < median else 'at'} the median" in sentence
+        assert (
+            f"sits {'above' if mean > median else 'below' if mean < median else 'at'} the median"
+            in sentence
+        )
     value, spread = ratio_of(run.value["host clock"].samples_s, run.value["events"].samples_s)
     last = seen.sentences[2]
     said, said_spread = numbers(rf"median is {NUMBER} ± {NUMBER} times the events'", last)
-    assert said == pytest.approx(value, abs=0.006) and said_spread == pytest.approx(spread, abs=0.006)
-    assert f"({ {'above': 'longer', 'same': 'the same within the noise', 'below': 'shorter'}[side(value, spread)]})" \
+    assert said == pytest.approx(value, abs=0.006) and said_spread == pytest.approx(
+        spread, abs=0.006
+    )
+    assert (
+        f"({ {'above': 'longer', 'same': 'the same within the noise', 'below': 'shorter'}[side(value, spread)] })"
         in last
-    relative = {label: (lambda q: (q[1] - q[0]) / statistics.median(t.samples_s))(quartiles(t.samples_s))
-                for label, t in run.value.items()}
+    )
+    relative = {
+        label: (lambda q: (q[1] - q[0]) / statistics.median(t.samples_s))(quartiles(t.samples_s))
+        for label, t in run.value.items()
+    }
     wider = max(relative, key=relative.get)
     assert events.wider_spread(run) == wider
-    more, less = numbers(rf"the {wider} samples spread more \({NUMBER}% of their median against {NUMBER}%\)", last)
+    more, less = numbers(
+        rf"the {wider} samples spread more \({NUMBER}% of their median against {NUMBER}%\)", last
+    )
     assert more == pytest.approx(relative[wider] * 100, abs=0.051)
     assert less == pytest.approx(min(relative.values()) * 100, abs=0.051)
     table = events.show_spread(run)
@@ -228,14 +302,20 @@ def test_the_spread_sentences_follow_the_samples(machine):
 
 def test_a_host_clock_no_slower_than_the_events_is_said_to_be_the_same():
     same = [1e-5, 1.01e-5, 0.99e-5, 1e-5, 1.02e-5]
-    run = fake_run({"events": timing.Timing(same, "cuda events"), "host clock": timing.Timing(same, "host clock")},
-                   samples=5)
+    run = fake_run(
+        {
+            "events": timing.Timing(same, "cuda events"),
+            "host clock": timing.Timing(same, "host clock"),
+        },
+        samples=5,
+    )
     last = events.see_spread(run).sentences[2]
     assert "1.000 ± 0.010 times the events' (the same within the noise)" in last
     assert "both spread alike (1.0% of their median)" in last and "spread more" not in last
 
 
 # ---------------------------------------------------------------- 5. resolution
+
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_resolution_sentences_give_the_floor_and_the_batches(machine):
@@ -250,15 +330,24 @@ def test_the_resolution_sentences_give_the_floor_and_the_batches(machine):
     assert got == pytest.approx([floor, len(empty), min(empty), max(empty)], abs=0.006)
     distinct = sorted(set(empty))
     assert numbers(rf"values are {NUMBER} us apart", first)[0] == pytest.approx(
-        min(b - a for a, b in zip(distinct, distinct[1:], strict=False)), abs=6e-4)
+        min(b - a for a, b in zip(distinct, distinct[1:], strict=False)), abs=6e-4
+    )
     assert "the host's time between the two record calls" in first
-    assert numbers(rf"takes {NUMBER} us per kernel, the host's launch rate", first)[0] == pytest.approx(launched, abs=0.006)
-    assert numbers(rf"tiny kernel measures {NUMBER} us", second)[0] == pytest.approx(reading, abs=0.006)
+    assert numbers(rf"takes {NUMBER} us per kernel, the host's launch rate", first)[
+        0
+    ] == pytest.approx(launched, abs=0.006)
+    assert numbers(rf"tiny kernel measures {NUMBER} us", second)[0] == pytest.approx(
+        reading, abs=0.006
+    )
     assert reading > floor
     assert numbers(rf"the empty pair is {NUMBER}% of that reading", second)[0] == pytest.approx(
-        floor / reading * 100, abs=0.51)
-    got_launched, got_queued, times = numbers(rf"takes {NUMBER} us per kernel.*spin kernel, {NUMBER} us per kernel.*"
-                                              rf"reading is {NUMBER} times that", third)
+        floor / reading * 100, abs=0.51
+    )
+    got_launched, got_queued, times = numbers(
+        rf"takes {NUMBER} us per kernel.*spin kernel, {NUMBER} us per kernel.*"
+        rf"reading is {NUMBER} times that",
+        third,
+    )
     assert (got_launched, got_queued) == pytest.approx((launched, queued), abs=0.006)
     assert times == round(reading / queued)
     assert seen.checks[0].holds == (queued < launched)
@@ -274,9 +363,17 @@ def test_times_in_words_chooses_by_the_ratio():
 
 def test_a_reading_at_the_floor_never_shows_a_share_above_100_percent_and_one_value_has_no_step():
     batch = timing.Timing([2e-6] * 3, "cuda events", calls_per_sample=100)
-    slower = timing.Timing([1e-6] * 3, "cuda events", calls_per_sample=100, extra={"hold_us": 20.0, "enqueue_us": 5.0})
-    run = fake_run({"empty pair (us)": [8.0, 8.0], "one tiny kernel (us)": [6.0, 7.0],
-                    "batch, launched as we go": slower, "batch, queued behind a spin kernel": batch})
+    slower = timing.Timing(
+        [1e-6] * 3, "cuda events", calls_per_sample=100, extra={"hold_us": 20.0, "enqueue_us": 5.0}
+    )
+    run = fake_run(
+        {
+            "empty pair (us)": [8.0, 8.0],
+            "one tiny kernel (us)": [6.0, 7.0],
+            "batch, launched as we go": slower,
+            "batch, queued behind a spin kernel": batch,
+        }
+    )
     seen = events.see_resolution(run)
     assert "apart" not in seen.sentences[0]
     assert "no more than the empty pair" in seen.sentences[1] and "%" not in seen.sentences[1]
@@ -286,9 +383,12 @@ def test_a_reading_at_the_floor_never_shows_a_share_above_100_percent_and_one_va
 
 # ---------------------------------------------------------------- 6. three tools
 
+
 def profiler_seconds(tools):
     kernels = tools["profiler"].select(kind="kernel")
-    per_matmul = trace.covered_us(kernels) / (tools["matmuls_per_step"] * tools["profiler"].steps) / 1e6
+    per_matmul = (
+        trace.covered_us(kernels) / (tools["matmuls_per_step"] * tools["profiler"].steps) / 1e6
+    )
     durations = [iv.duration_us for iv in kernels]
     q1, q3 = quartiles(durations)
     return per_matmul, per_matmul * (q3 - q1) / 2 / statistics.median(durations)
@@ -300,7 +400,10 @@ def test_the_tools_sentence_gives_both_ratios_to_the_profiler(machine, capsys):
     prof, prof_spread = profiler_seconds(run.value)
     (sentence,) = events.see_tools(run).sentences
     expected = {}
-    for tool, pattern in (("events", r"events measure {0} ± {0} times"), ("benchmark", r"benchmark` {0} ± {0} times")):
+    for tool, pattern in (
+        ("events", r"events measure {0} ± {0} times"),
+        ("benchmark", r"benchmark` {0} ± {0} times"),
+    ):
         samples = run.value[tool].samples_s
         median = statistics.median(samples)
         q1, q3 = quartiles(samples)
@@ -308,9 +411,15 @@ def test_the_tools_sentence_gives_both_ratios_to_the_profiler(machine, capsys):
         spread = value * ((q3 - q1) / 2 / median + prof_spread / prof)
         match = re.search(pattern.format(NUMBER).replace(" ± (", " ± (<?)("), sentence)
         assert match, f"{pattern} not in {sentence!r}"
-        said, below, said_spread = float(match.group(1)), match.group(2) == "<", float(match.group(3))
+        said, below, said_spread = (
+            float(match.group(1)),
+            match.group(2) == "<",
+            float(match.group(3)),
+        )
         assert said == pytest.approx(value, abs=6e-4)
-        if below:  # a spread too small for the value's places is written as below one unit of the last
+        if (
+            below
+        ):  # a spread too small for the value's places is written as below one unit of the last
             assert 0 < spread < said_spread
         else:
             assert said_spread == pytest.approx(spread, abs=6e-4)
@@ -327,11 +436,15 @@ def test_the_tools_sentence_gives_both_ratios_to_the_profiler(machine, capsys):
 
 # ---------------------------------------------------------------- 7 and 8. ordering
 
+
 def ordering(part):
     kernels = sorted(part["trace"].select(kind="kernel"), key=lambda iv: iv.start_us)
-    pairs = [kernels[i:i + 2] for i in range(0, len(kernels) - 1, 2)]
-    after = sum(min(p, key=lambda iv: iv.duration_us).start_us >= max(p, key=lambda iv: iv.duration_us).end_us - 5
-                for p in pairs)
+    pairs = [kernels[i : i + 2] for i in range(0, len(kernels) - 1, 2)]
+    after = sum(
+        min(p, key=lambda iv: iv.duration_us).start_us
+        >= max(p, key=lambda iv: iv.duration_us).end_us - 5
+        for p in pairs
+    )
     done = part["producer_done_first"]
     return {"after": after, "steps": len(pairs), "done_first": sum(done), "checks": len(done)}
 
@@ -339,25 +452,37 @@ def ordering(part):
 def check_ordering_sentence(sentence, run, first, second):
     for label, lead in (("no wait", "Without the wait"), ("wait_event", "With `wait_event`")):
         c = ordering(run.value[label])
-        part = sentence[sentence.index(lead):]
-        assert part.startswith(f"{lead}, the {second} was done before the {first} was in "
-                               f"{c['checks'] - c['done_first']} of {c['checks']} checks, and its kernel started "
-                               f"after the {first}'s ended in {c['after']} of {c['steps']} traced steps")
+        part = sentence[sentence.index(lead) :]
+        assert part.startswith(
+            f"{lead}, the {second} was done before the {first} was in "
+            f"{c['checks'] - c['done_first']} of {c['checks']} checks, and its kernel started "
+            f"after the {first}'s ended in {c['after']} of {c['steps']} traced steps"
+        )
 
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_streams_sentences_count_the_ordering_from_the_trace(machine):
     run = RUNS["cross_stream_wait"][machine]
-    assert events_sync.ordering_counts(run) == {label: ordering(run.value[label]) for label in events_sync.CASES}
+    assert events_sync.ordering_counts(run) == {
+        label: ordering(run.value[label]) for label in events_sync.CASES
+    }
     seen = events_sync.see_streams(run)
     check_ordering_sentence(seen.sentences[0], run, "producer", "consumer")
-    waits = [iv.duration_us for iv in run.value["wait_event"]["trace"].select(kind="runtime")
-             if iv.name == "cudaStreamWaitEvent"]
-    assert numbers(rf"took {NUMBER} us at most", seen.sentences[1])[0] == pytest.approx(max(waits), abs=0.051)
+    waits = [
+        iv.duration_us
+        for iv in run.value["wait_event"]["trace"].select(kind="runtime")
+        if iv.name == "cudaStreamWaitEvent"
+    ]
+    assert numbers(rf"took {NUMBER} us at most", seen.sentences[1])[0] == pytest.approx(
+        max(waits), abs=0.051
+    )
     table = events_sync.show_streams(run)
     c = ordering(run.value["wait_event"])
-    assert table.rows[1] == ["wait_event", f"{c['done_first']} of {c['checks']} checks",
-                             f"{c['after']} of {c['steps']} traced steps"]
+    assert table.rows[1] == [
+        "wait_event",
+        f"{c['done_first']} of {c['checks']} checks",
+        f"{c['after']} of {c['steps']} traced steps",
+    ]
 
 
 @pytest.mark.parametrize("machine", sorted(GPUS))
@@ -366,31 +491,46 @@ def test_the_gpus_sentences_count_the_ordering_and_the_device_waits(machine):
     seen = events_sync.see_gpus(run)
     check_ordering_sentence(seen.sentences[0], run, "GPU 0 producer", "GPU 1 consumer")
     busy = run.value["gpu1_busy_after_sync0"]
-    s0, s1 = (statistics.median(run.value[k].samples_s) * 1e3 for k in ("synchronize(0)", "synchronize(1)"))
-    got0, got1 = numbers(rf"synchronize\(0\)` returned after {NUMBER} ms.*synchronize\(1\)` after {NUMBER} ms",
-                         seen.sentences[1])
+    s0, s1 = (
+        statistics.median(run.value[k].samples_s) * 1e3
+        for k in ("synchronize(0)", "synchronize(1)")
+    )
+    got0, got1 = numbers(
+        rf"synchronize\(0\)` returned after {NUMBER} ms.*synchronize\(1\)` after {NUMBER} ms",
+        seen.sentences[1],
+    )
     assert (got0, got1) == pytest.approx((s0, s1), abs=6e-4)
     assert f"busy in {sum(busy)} of {len(busy)} checks" in seen.sentences[1]
     assert events_sync.show_gpus(run).rows[0][0] == "no wait"
 
 
 def test_the_ordering_words_and_counts_on_a_synthetic_trace():
-    text = events_sync._ordering_words({"checks": 5, "done_first": 0, "after": 0, "steps": 2}, "producer", "consumer")
-    assert "consumer was done before the producer was in 5 of 5 checks" in text and "in 0 of 2 traced steps" in text
-    kernels = [trace.Interval("kernel", "spin", 0, 100, device=0, stream=1),
-               trace.Interval("kernel", "spin", 96, 106, device=1, stream=2),  # within the 5 us slack
-               trace.Interval("kernel", "spin", 200, 300, device=0, stream=1),
-               trace.Interval("kernel", "spin", 250, 260, device=1, stream=2)]
+    text = events_sync._ordering_words(
+        {"checks": 5, "done_first": 0, "after": 0, "steps": 2}, "producer", "consumer"
+    )
+    assert (
+        "consumer was done before the producer was in 5 of 5 checks" in text
+        and "in 0 of 2 traced steps" in text
+    )
+    kernels = [
+        trace.Interval("kernel", "spin", 0, 100, device=0, stream=1),
+        trace.Interval("kernel", "spin", 96, 106, device=1, stream=2),  # within the 5 us slack
+        trace.Interval("kernel", "spin", 200, 300, device=0, stream=1),
+        trace.Interval("kernel", "spin", 250, 260, device=1, stream=2),
+    ]
     assert events_sync._producer_then_consumer(trace.Profile(kernels, steps=2)) == (1, 2)
 
 
 def test_a_run_without_a_cudastreamwaitevent_on_the_host_says_nothing_of_it():
     profile = trace.Profile([trace.Interval("kernel", "spin", 0, 100, device=0, stream=1)], steps=1)
-    run = fake_run({label: {"producer_done_first": [True], "trace": profile} for label in events_sync.CASES})
+    run = fake_run(
+        {label: {"producer_done_first": [True], "trace": profile} for label in events_sync.CASES}
+    )
     assert len(events_sync.see_streams(run).sentences) == 1
 
 
 # ---------------------------------------------------------------- 9. many streams
+
 
 def within_hold(run):
     """Per count of streams, the recorded samples with the device samples cut to those whose
@@ -398,10 +538,16 @@ def within_hold(run):
     kernels, hold_us = run.params["kernels"], run.params["hold_us"]
     by = {}
     for c, v in run.value["by count"].items():
-        kept = [d for d, up in zip(v["device"].samples_s, v["launch"].samples_s, strict=True)
-                if up * kernels * 1e6 < hold_us]
-        by[int(c)] = dict(v, device=types.SimpleNamespace(samples_s=kept or v["device"].samples_s),
-                          outran=len(v["device"].samples_s) - len(kept))
+        kept = [
+            d
+            for d, up in zip(v["device"].samples_s, v["launch"].samples_s, strict=True)
+            if up * kernels * 1e6 < hold_us
+        ]
+        by[int(c)] = dict(
+            v,
+            device=types.SimpleNamespace(samples_s=kept or v["device"].samples_s),
+            outran=len(v["device"].samples_s) - len(kept),
+        )
     return by
 
 
@@ -415,39 +561,74 @@ def test_the_many_streams_sentences_give_the_times_and_their_ratios(machine):
     seen = events_sync.see_many(run)
     first, second, third, *outran = seen.sentences
     dropped = {c: v["outran"] for c, v in by.items() if v["outran"]}
-    assert bool(outran) == bool(dropped)  # only a run that left samples out says so, naming each count
+    assert bool(outran) == bool(
+        dropped
+    )  # only a run that left samples out says so, naming each count
     if dropped:
-        assert all(f"{n} of the {len(run.value['by count'][str(c)]['launch'].samples_s)} batches on {c} stream"
-                   in outran[0] for c, n in dropped.items())
+        assert all(
+            f"{n} of the {len(run.value['by count'][str(c)]['launch'].samples_s)} batches on {c} stream"
+            in outran[0]
+            for c, n in dropped.items()
+        )
     made = run.value["torch.cuda.Stream()"].samples_s
     assert numbers(rf"Asking for a stream took {NUMBER} us", first)[0] == pytest.approx(
-        statistics.median(made) * 1e6, abs=0.006)
+        statistics.median(made) * 1e6, abs=0.006
+    )
     pool, repeat = run.value["distinct CUDA streams"], run.value["first repeat at"]
     assert f"stand for {pool} CUDA streams" in first
     assert (f"object {repeat + 1} is the first stream again" in first) == (repeat >= 0)
-    words = {"device": ("slower", "no different within the noise", "tiny kernels from different streams ran side by side"),
-             "last doubling": ("slower", "the same within the noise", "faster"),
-             "launch": ("more", "the same within the noise", "less")}
+    words = {
+        "device": (
+            "slower",
+            "no different within the noise",
+            "tiny kernels from different streams ran side by side",
+        ),
+        "last doubling": ("slower", "the same within the noise", "faster"),
+        "launch": ("more", "the same within the noise", "less"),
+    }
     for name, key, a, b, pattern, sentence in (
-            ("device", "device", most, few, rf"on {most}, {NUMBER} ± {NUMBER} times the time on {few} \(([^)]+)\)",
-             second),
-            ("last doubling", "device", most, before,
-             rf"on {most} streams it took {NUMBER} ± {NUMBER} times its time on {before} \(([^)]+)\)", second),
-            ("launch", "launch", most, few, rf"with {most}, {NUMBER} ± {NUMBER} times the cost with {few} \(([^)]+)\)",
-             third)):
+        (
+            "device",
+            "device",
+            most,
+            few,
+            rf"on {most}, {NUMBER} ± {NUMBER} times the time on {few} \(([^)]+)\)",
+            second,
+        ),
+        (
+            "last doubling",
+            "device",
+            most,
+            before,
+            rf"on {most} streams it took {NUMBER} ± {NUMBER} times its time on {before} \(([^)]+)\)",
+            second,
+        ),
+        (
+            "launch",
+            "launch",
+            most,
+            few,
+            rf"with {most}, {NUMBER} ± {NUMBER} times the cost with {few} \(([^)]+)\)",
+            third,
+        ),
+    ):
         value, spread = ratio_of(by[a][key].samples_s, by[b][key].samples_s)
         ratio = events_sync.stream_ratios(run)[name]
         assert ratio.value == pytest.approx(value) and ratio.spread == pytest.approx(spread)
         match = re.search(pattern, sentence)
         assert match, (pattern, sentence)
         assert float(match.group(1)) == pytest.approx(value, rel=6e-3)
-        printed = match.group(2)  # rounded to the value's decimal places: within half a unit of the last one
+        printed = match.group(
+            2
+        )  # rounded to the value's decimal places: within half a unit of the last one
         half_unit = 0.5 * 10 ** -(len(printed.split(".")[1]) if "." in printed else 0)
         assert float(printed) == pytest.approx(spread, rel=0.1, abs=half_unit + 1e-9)
         above, same, below = words[name]
         assert match.group(3) == {"above": above, "same": same, "below": below}[side(value, spread)]
     got = numbers(rf"took {NUMBER} us per kernel on {few} stream and {NUMBER} us on {most}", second)
-    assert got == pytest.approx([statistics.median(by[c]["device"].samples_s) * 1e6 for c in (few, most)], abs=0.006)
+    assert got == pytest.approx(
+        [statistics.median(by[c]["device"].samples_s) * 1e6 for c in (few, most)], abs=0.006
+    )
     contents, enough_within_hold = seen.checks
     assert contents.holds == all(v["contents_ok"] for v in by.values())
     samples = len(run.value["by count"][str(few)]["launch"].samples_s)
@@ -459,11 +640,19 @@ def test_the_many_streams_sentences_give_the_times_and_their_ratios(machine):
 def _many_run(device_us, launch_us, *, contents_ok=True, repeat=-1, pool=64):
     by = {}
     for count, (dev, launch) in zip((1, 2, 4), zip(device_us, launch_us, strict=True), strict=True):
-        by[str(count)] = {"device": timing.Timing([dev * 1e-6] * 5, "cuda events", calls_per_sample=8),
-                          "launch": timing.Timing([launch * 1e-6] * 5, "host clock", calls_per_sample=8),
-                          "contents_ok": contents_ok, "expected_per_stream": 8}
-    value = {"torch.cuda.Stream()": timing.Timing([2e-6] * 5, "host clock"), "objects made": 64,
-             "distinct CUDA streams": pool, "first repeat at": repeat, "by count": by}
+        by[str(count)] = {
+            "device": timing.Timing([dev * 1e-6] * 5, "cuda events", calls_per_sample=8),
+            "launch": timing.Timing([launch * 1e-6] * 5, "host clock", calls_per_sample=8),
+            "contents_ok": contents_ok,
+            "expected_per_stream": 8,
+        }
+    value = {
+        "torch.cuda.Stream()": timing.Timing([2e-6] * 5, "host clock"),
+        "objects made": 64,
+        "distinct CUDA streams": pool,
+        "first repeat at": repeat,
+        "by count": by,
+    }
     return fake_run(value, kernels=8, hold_us=10.0)
 
 
@@ -474,30 +663,55 @@ def test_many_streams_that_cost_the_gpu_and_the_host_more_are_said_slower_and_mo
     assert "2.00 ± 0.00 times the time on 1 (slower)" in seen.sentences[1]
     assert "on 4 streams it took 2.00 ± 0.00 times its time on 2 (slower)" in seen.sentences[1]
     assert "2.00 ± 0.00 times the cost with 1 (more)" in seen.sentences[2]
-    assert [c.holds for c in seen.checks] == [False, False]  # 20 us * 8 kernels = 160 us > the 10 us hold
+    assert [c.holds for c in seen.checks] == [
+        False,
+        False,
+    ]  # 20 us * 8 kernels = 160 us > the 10 us hold
 
 
 def test_many_streams_within_the_noise_are_said_no_different():
     seen = events_sync.see_many(_many_run([1.0, 1.0, 1.0], [10.0, 10.0, 10.0]))
     assert "(no different within the noise)" in seen.sentences[1]
-    assert "(the same within the noise)" in seen.sentences[1] and "(the same within the noise)" in seen.sentences[2]
+    assert (
+        "(the same within the noise)" in seen.sentences[1]
+        and "(the same within the noise)" in seen.sentences[2]
+    )
 
 
 # ---------------------------------------------------------------- 10. errors
 
+
 def test_statement_that_raised_reads_the_markers():
     raised = events_sync._statement_that_raised
-    assert raised(["ready", "launched bad kernel", "next launch returned",
-                   "synchronize raised: AcceleratorError: CUDA error"]) == "synchronize"
-    assert raised(["ready", "launched bad kernel", "next launch raised: RuntimeError: x"]) == "next launch"
+    assert (
+        raised(
+            [
+                "ready",
+                "launched bad kernel",
+                "next launch returned",
+                "synchronize raised: AcceleratorError: CUDA error",
+            ]
+        )
+        == "synchronize"
+    )
+    assert (
+        raised(["ready", "launched bad kernel", "next launch raised: RuntimeError: x"])
+        == "next launch"
+    )
     assert raised(["ready", "bad launch raised: AcceleratorError: x"]) == "bad launch"
-    assert raised(["ready", "launched bad kernel", "next launch returned", "synchronize returned"]) == "none"
+    assert (
+        raised(["ready", "launched bad kernel", "next launch returned", "synchronize returned"])
+        == "none"
+    )
     assert raised(["ready", "launched bad kernel"]).startswith("next launch (no error printed")
 
 
 def first_missing(markers):
-    for statement, returned in (("bad launch", "launched bad kernel"), ("next launch", "next launch returned"),
-                                ("synchronize", "synchronize returned")):
+    for statement, returned in (
+        ("bad launch", "launched bad kernel"),
+        ("next launch", "next launch returned"),
+        ("synchronize", "synchronize returned"),
+    ):
         if returned not in markers:
             return statement
     return "none"
@@ -510,15 +724,23 @@ def test_the_error_sentences_name_where_each_error_surfaced(machine, capsys):
     assert raised == {case: first_missing(out["markers"]) for case, out in run.value.items()}
     seen = events_sync.see_errors(run)
     for case, out in run.value.items():
-        blocking = "with `CUDA_LAUNCH_BLOCKING=1`, at" if out["launch_blocking"] else \
-            "without `CUDA_LAUNCH_BLOCKING` the error surfaced at"
+        blocking = (
+            "with `CUDA_LAUNCH_BLOCKING=1`, at"
+            if out["launch_blocking"]
+            else "without `CUDA_LAUNCH_BLOCKING` the error surfaced at"
+        )
         sentence = next(s for s in seen.sentences if s.startswith(f"Bad kernel {out['scenario']}:"))
         assert f"{blocking} **{raised[case]}**" in sentence
     async_cases = [c for c, out in run.value.items() if not out["launch_blocking"]]
     later, at_launch = seen.checks
     assert later.holds == all(raised[c] in ("next launch", "synchronize") for c in async_cases)
-    assert at_launch.holds == all(raised[c] == "bad launch" for c in run.value if c not in async_cases)
-    hints = sum(any("CUDA_LAUNCH_BLOCKING" in line for line in run.value[c]["error_text"]) for c in async_cases)
+    assert at_launch.holds == all(
+        raised[c] == "bad launch" for c in run.value if c not in async_cases
+    )
+    hints = sum(
+        any("CUDA_LAUNCH_BLOCKING" in line for line in run.value[c]["error_text"])
+        for c in async_cases
+    )
     assert f"in {hints} of the {len(async_cases)} asynchronous cases" in seen.sentences[-1]
     events_sync.show_errors(run)
     out = capsys.readouterr().out
@@ -564,10 +786,21 @@ CLAIMS = (
 
 
 def table_for(machine, **replace):
-    runs = {name: RUNS[name][machine] for name in NAMES} | {"cross_gpu_wait": next(iter(GPUS.values()))} | replace
-    return events.claims_table(runs["three_timers"], runs["three_tools"], runs["which_wait"], runs["cross_stream_wait"],
-                               runs["cross_gpu_wait"], runs["first_calls"], runs["many_streams"],
-                               runs["error_checking"])
+    runs = (
+        {name: RUNS[name][machine] for name in NAMES}
+        | {"cross_gpu_wait": next(iter(GPUS.values()))}
+        | replace
+    )
+    return events.claims_table(
+        runs["three_timers"],
+        runs["three_tools"],
+        runs["which_wait"],
+        runs["cross_stream_wait"],
+        runs["cross_gpu_wait"],
+        runs["first_calls"],
+        runs["many_streams"],
+        runs["error_checking"],
+    )
 
 
 def verdict(value, spread, threshold, holds_if):
@@ -588,8 +821,12 @@ def test_the_claims_table_decides_on_the_measured_values(machine):
     rows = {c.text: c for c in table_for(machine).claims}
     assert tuple(rows) == CLAIMS, "the claims' texts are the results index's keys"
     timers = RUNS["three_timers"][machine].value
-    assert_decided(rows[CLAIMS[0]], *ratio_of(timers["perf_counter, no sync"].samples_s,
-                                              timers["CUDA events"].samples_s), 0.5, "below")
+    assert_decided(
+        rows[CLAIMS[0]],
+        *ratio_of(timers["perf_counter, no sync"].samples_s, timers["CUDA events"].samples_s),
+        0.5,
+        "below",
+    )
     tools = RUNS["three_tools"][machine].value
     prof, prof_spread = profiler_seconds(tools)
     samples = tools["events"].samples_s
@@ -602,15 +839,26 @@ def test_the_claims_table_decides_on_the_measured_values(machine):
     side_s = wait.params["side_us"] / 1e6
     samples = wait.value["torch.cuda.synchronize"].samples_s
     q1, q3 = quartiles(samples)
-    assert_decided(rows[CLAIMS[2]], statistics.median(samples) / side_s, (q3 - q1) / 2 / side_s, 0.9, "above")
+    assert_decided(
+        rows[CLAIMS[2]], statistics.median(samples) / side_s, (q3 - q1) / 2 / side_s, 0.9, "above"
+    )
     assert f"{side_s * 1e3:.0f} ms side-stream kernel" in rows[CLAIMS[2]].measured
-    assert rows[CLAIMS[3]].verdict == (claims.HOLDS if all(wait.value["side_busy_after_event"]) else claims.DOES_NOT_HOLD)
-    for claim, run in ((CLAIMS[4], RUNS["cross_stream_wait"][machine]), (CLAIMS[5], next(iter(GPUS.values())))):
+    assert rows[CLAIMS[3]].verdict == (
+        claims.HOLDS if all(wait.value["side_busy_after_event"]) else claims.DOES_NOT_HOLD
+    )
+    for claim, run in (
+        (CLAIMS[4], RUNS["cross_stream_wait"][machine]),
+        (CLAIMS[5], next(iter(GPUS.values()))),
+    ):
         w, nw = ordering(run.value["wait_event"]), ordering(run.value["no wait"])
-        ordered = w["done_first"] == w["checks"] and w["after"] == w["steps"] and nw["done_first"] == 0
+        ordered = (
+            w["done_first"] == w["checks"] and w["after"] == w["steps"] and nw["done_first"] == 0
+        )
         assert rows[claim].verdict == (claims.HOLDS if ordered else claims.DOES_NOT_HOLD)
-        assert f"ordered in trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']}" \
+        assert (
+            f"ordered in trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']}"
             in rows[claim].measured
+        )
     busy = next(iter(GPUS.values())).value["gpu1_busy_after_sync0"]
     assert rows[CLAIMS[6]].verdict == (claims.HOLDS if all(busy) else claims.DOES_NOT_HOLD)
     first = RUNS["first_calls"][machine].value
@@ -622,38 +870,64 @@ def test_the_claims_table_decides_on_the_measured_values(machine):
     assert name.split(" (")[0] in rows[CLAIMS[7]].measured
     many = within_hold(RUNS["many_streams"][machine])
     counts = sorted(many)
-    for claim, key, a, b, holds_if in ((CLAIMS[8], "device", counts[-1], counts[0], "below"),
-                                       (CLAIMS[9], "device", counts[-1], counts[-2], "above"),
-                                       (CLAIMS[10], "launch", counts[-1], counts[0], "above")):
-        assert_decided(rows[claim], *ratio_of(many[a][key].samples_s, many[b][key].samples_s), 1, holds_if)
+    for claim, key, a, b, holds_if in (
+        (CLAIMS[8], "device", counts[-1], counts[0], "below"),
+        (CLAIMS[9], "device", counts[-1], counts[-2], "above"),
+        (CLAIMS[10], "launch", counts[-1], counts[0], "above"),
+    ):
+        assert_decided(
+            rows[claim], *ratio_of(many[a][key].samples_s, many[b][key].samples_s), 1, holds_if
+        )
     errors = RUNS["error_checking"][machine].value
-    for claim, blocking, good in ((CLAIMS[11], False, ("next launch", "synchronize")), (CLAIMS[12], True, ("bad launch",))):
+    for claim, blocking, good in (
+        (CLAIMS[11], False, ("next launch", "synchronize")),
+        (CLAIMS[12], True, ("bad launch",)),
+    ):
         cases = [c for c, out in errors.items() if out["launch_blocking"] == blocking]
         at = {c: first_missing(errors[c]["markers"]) for c in cases}
-        assert rows[claim].measured.endswith("; ".join(f"{errors[c]['scenario']} raised at {at[c]}" for c in cases))
-        assert rows[claim].verdict == (claims.HOLDS if all(at[c] in good for c in cases) else claims.DOES_NOT_HOLD)
+        assert rows[claim].measured.endswith(
+            "; ".join(f"{errors[c]['scenario']} raised at {at[c]}" for c in cases)
+        )
+        assert rows[claim].verdict == (
+            claims.HOLDS if all(at[c] in good for c in cases) else claims.DOES_NOT_HOLD
+        )
 
 
 def test_the_claims_table_says_does_not_hold_when_the_error_surfaces_at_the_launch():
-    rows = {c.text: c.verdict for c in table_for(MACHINES[0], error_checking=errors_where_async_raised_at_once()).claims}
+    rows = {
+        c.text: c.verdict
+        for c in table_for(MACHINES[0], error_checking=errors_where_async_raised_at_once()).claims
+    }
     assert rows[CLAIMS[11]] == claims.DOES_NOT_HOLD and rows[CLAIMS[12]] == claims.HOLDS
 
 
 def test_the_claims_table_says_does_not_hold_when_the_side_stream_was_done_and_the_wait_short():
     run = RUNS["which_wait"][MACHINES[0]]
-    value = dict(run.value, side_busy_after_event=[False] * 5,
-                 **{"torch.cuda.synchronize": timing.Timing([0.002] * 5, "host clock")})
+    value = dict(
+        run.value,
+        side_busy_after_event=[False] * 5,
+        **{"torch.cuda.synchronize": timing.Timing([0.002] * 5, "host clock")},
+    )
     # a made-up machine: the recorded machine's runs (all ~1.0) would make a made-up 0.1 borderline by the
     # run-to-run rule (a kind that has shown both sides of the threshold is borderline)
     header = dict(run.header, machine=dict(run.header["machine"], machine="1xFAKE"))
-    rows = {c.text: c for c in table_for(MACHINES[0], which_wait=records.Run(value, False, header)).claims}
+    rows = {
+        c.text: c
+        for c in table_for(MACHINES[0], which_wait=records.Run(value, False, header)).claims
+    }
     assert rows[CLAIMS[3]].verdict == claims.DOES_NOT_HOLD
-    assert rows[CLAIMS[2]].verdict == claims.DOES_NOT_HOLD and rows[CLAIMS[2]].comparison.value.value == pytest.approx(0.1)
+    assert rows[CLAIMS[2]].verdict == claims.DOES_NOT_HOLD and rows[
+        CLAIMS[2]
+    ].comparison.value.value == pytest.approx(0.1)
 
 
 def test_share_of_keeps_the_spread():
     share = events._share_of(claims.Value(0.02, 0.001, "s", 5), 0.02)
-    assert share.value == pytest.approx(1.0) and share.spread == pytest.approx(0.05) and share.samples == 5
+    assert (
+        share.value == pytest.approx(1.0)
+        and share.spread == pytest.approx(0.05)
+        and share.samples == 5
+    )
 
 
 def test_every_show_function_draws_a_titled_figure_or_prints():
@@ -664,14 +938,22 @@ def test_every_show_function_draws_a_titled_figure_or_prints():
 
 
 def test_a_batch_launched_for_longer_than_the_hold_is_left_out_of_the_device_times():
-    run = _many_run([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])  # 8 kernels x 1 us = 8 us of launch, inside the 10 us hold
+    run = _many_run(
+        [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]
+    )  # 8 kernels x 1 us = 8 us of launch, inside the 10 us hold
     four = run.value["by count"]["4"]
-    four["device"] = timing.Timing([1e-6] * 4 + [9e-6], "cuda events", calls_per_sample=8)  # launch time leaked in
-    four["launch"] = timing.Timing([1e-6] * 4 + [2e-6], "host clock", calls_per_sample=8)  # 16 us: past the hold
+    four["device"] = timing.Timing(
+        [1e-6] * 4 + [9e-6], "cuda events", calls_per_sample=8
+    )  # launch time leaked in
+    four["launch"] = timing.Timing(
+        [1e-6] * 4 + [2e-6], "host clock", calls_per_sample=8
+    )  # 16 us: past the hold
     seen = events_sync.see_many(run)
     assert "1.00 us on 4" in seen.sentences[1]  # the median of the four samples inside the hold
-    assert seen.sentences[3] == ("The host took longer than the 0 ms hold to launch 1 of the 5 batches on 4 streams "
-                                 "(the longest 0.0 ms): the GPU waited for the launches there, so those samples are "
-                                 "left out of the device times above.")
+    assert seen.sentences[3] == (
+        "The host took longer than the 0 ms hold to launch 1 of the 5 batches on 4 streams "
+        "(the longest 0.0 ms): the GPU waited for the launches there, so those samples are "
+        "left out of the device times above."
+    )
     assert [c.holds for c in seen.checks] == [True, False]  # 4 kept of 5: fewer than 5
     assert events_sync.outran_hold(run) == {1: 0, 2: 0, 4: 1}

@@ -26,7 +26,12 @@ LATENCY = records.recorded_runs(NOTEBOOK, "peer_copy_latency")
 SEED = records.recorded_runs(NOTEBOOK, "seed000_overlap")
 EVENTS = records.recorded_runs(NOTEBOOK, "event_across_gpus")
 MACHINES = sorted(LINKS)
-LANES = ["cuda:0 default stream", "cuda:0 side stream s0", "cuda:1 default stream", "cuda:1 side stream s1"]
+LANES = [
+    "cuda:0 default stream",
+    "cuda:0 side stream s0",
+    "cuda:1 default stream",
+    "cuda:1 side stream s1",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +46,9 @@ def _or_other(runs: dict, machine: str) -> records.Run:
 
 
 def _run(value, **params) -> records.Run:
-    return records.Run(value, False, {"machine": {"machine": "2xFAKE"}, "params": params, "date": "2026"})
+    return records.Run(
+        value, False, {"machine": {"machine": "2xFAKE"}, "params": params, "date": "2026"}
+    )
 
 
 def _timing(gbps: float, nbytes: int = 2**20) -> timing.Timing:
@@ -62,9 +69,12 @@ def _plateau_start(rates: list[float]) -> int:
 
 def _rated_gbps(links: records.Run) -> float:
     """cuda:0 - cuda:1's rated one-way speed: its NVLinks x the median per-link rate nvidia-smi reports."""
-    count = int(re.fullmatch(r"NV(\d+)", hardware.gpu_links(links.value["gpu_links"])[(0, 1)]).group(1))
-    return count * statistics.median(float(x) for x in re.findall(r"Link \d+: ([\d.]+) GB/s",
-                                                                  links.value["nvlink_status"]))
+    count = int(
+        re.fullmatch(r"NV(\d+)", hardware.gpu_links(links.value["gpu_links"])[(0, 1)]).group(1)
+    )
+    return count * statistics.median(
+        float(x) for x in re.findall(r"Link \d+: ([\d.]+) GB/s", links.value["nvlink_status"])
+    )
 
 
 def test_every_machine_that_recorded_05_is_tested():
@@ -83,37 +93,64 @@ def test_the_links_sentences_count_the_pairs_and_compare_the_rated_speed_with_pc
     value, pairs = run.value, _pairs(run.value["gpus"])
     first, second = peer.see_links(run).sentences
     with_peer = sum(bool(value["peer_access"][i][j]) for i, j in pairs)
-    assert first.startswith(f"{machine} has {value['gpus']} GPUs: peer access on {with_peer} of the "
-                            f"{len(pairs)} ordered pairs, joined by NV18")
-    rated, ratio, pcie = re.search(r"is (\d+) GB/s per direction, ([\d.]+) times the ([\d.]+) GB/s", second).groups()
+    assert first.startswith(
+        f"{machine} has {value['gpus']} GPUs: peer access on {with_peer} of the "
+        f"{len(pairs)} ordered pairs, joined by NV18"
+    )
+    rated, ratio, pcie = re.search(
+        r"is (\d+) GB/s per direction, ([\d.]+) times the ([\d.]+) GB/s", second
+    ).groups()
     assert int(rated) == round(_rated_gbps(run))
     assert float(pcie) == pytest.approx(min(value["pcie_gbps"]), abs=0.05)
-    assert float(ratio) == pytest.approx(_rated_gbps(run) / min(value["pcie_gbps"]), abs=0.05) and float(ratio) > 1
+    assert (
+        float(ratio) == pytest.approx(_rated_gbps(run) / min(value["pcie_gbps"]), abs=0.05)
+        and float(ratio) > 1
+    )
     peer.show_links(run)
     out = capsys.readouterr().out
-    assert f"Every pair of GPUs of {machine} has peer access" in out and f"at most {min(value['pcie_gbps']):.1f} GB/s" in out
+    assert (
+        f"Every pair of GPUs of {machine} has peer access" in out
+        and f"at most {min(value['pcie_gbps']):.1f} GB/s" in out
+    )
     assert out.count("| NV18") == len(pairs)
     assert "\x1b[" not in out and "Legend" not in out  # the machine as today's report formats it
 
 
 def test_links_without_nvlink_or_peer_access_say_so(capsys):
     topo = "\tGPU0\tGPU1\nGPU0\t X \tSYS\nGPU1\tSYS\t X \n"
-    run = _run({"gpus": 2, "peer_access": [[True, False], [False, True]], "gpu_links": topo, "nvlink_status": None,
-                "capability": ["9.0", "9.0"], "pcie_gbps": [None, None], "report": "a fake machine"})
+    run = _run(
+        {
+            "gpus": 2,
+            "peer_access": [[True, False], [False, True]],
+            "gpu_links": topo,
+            "nvlink_status": None,
+            "capability": ["9.0", "9.0"],
+            "pcie_gbps": [None, None],
+            "report": "a fake machine",
+        }
+    )
     first, second = peer.see_links(run).sentences
     assert "peer access on 0 of the 2 ordered pairs, joined by SYS" in first
     assert second.startswith("No rated speed is known for these links")
     peer.show_links(run)
     out = capsys.readouterr().out
     assert "Some pairs have no peer access" in out and "crosses PCIe twice" not in out
-    assert peer.link_facts(run) == {"all_peer": False, "pcie_gbps": None, "rated_gbps": None, "link": "SYS"}
+    assert peer.link_facts(run) == {
+        "all_peer": False,
+        "pcie_gbps": None,
+        "rated_gbps": None,
+        "link": "SYS",
+    }
 
 
 def test_nvlink_rate_from_nvidia_smi_else_the_datasheet():
     status = "GPU 0: NVIDIA H200\n\t Link 0: 26.562 GB/s\n\t Link 1: 26.562 GB/s\n"
     rate, how = peer._nvlink_gbps("NV18", status, "9.0")
     assert rate == pytest.approx(18 * 26.562) and "nvidia-smi" in how
-    assert peer._nvlink_gbps("NV4", None, "8.0") == (pytest.approx(100.0), "4 links x 25.00 GB/s (NVIDIA datasheet)")
+    assert peer._nvlink_gbps("NV4", None, "8.0") == (
+        pytest.approx(100.0),
+        "4 links x 25.00 GB/s (NVIDIA datasheet)",
+    )
     assert peer._nvlink_gbps("SYS", status, "9.0") == (None, "SYS is not NVLink")
     assert peer._nvlink_gbps("NV2", None, "1.0")[0] is None
 
@@ -122,60 +159,118 @@ def test_nvlink_rate_from_nvidia_smi_else_the_datasheet():
 
 
 def _state(where: str, current: int, **changes) -> dict:
-    state = {"where": where, "current_device": current, "empty_on": f"cuda:{current}",
-             "current_stream_on": f"cuda:{current}", "to_cuda1_on": "cuda:1", "to_cuda1_correct": True,
-             "to_cuda_on": f"cuda:{current}", "to_cuda_correct": True}
+    state = {
+        "where": where,
+        "current_device": current,
+        "empty_on": f"cuda:{current}",
+        "current_stream_on": f"cuda:{current}",
+        "to_cuda1_on": "cuda:1",
+        "to_cuda1_correct": True,
+        "to_cuda_on": f"cuda:{current}",
+        "to_cuda_correct": True,
+    }
     return {**state, **changes}
 
 
 def _current(states: list[dict], correct: bool = True, error: str = "") -> records.Run:
-    return _run({"device_count": 2, "states": states, "stream_made_inside_device_1_on": "cuda:1",
-                 "operator_on_cuda1": {"current_device_before": 0, "result_on": "cuda:1", "current_device_after": 0,
-                                       "correct": correct},
-                 "mixed_devices_error": error, "start_device": 0, "restored_to": 0}, numel=1024)
+    return _run(
+        {
+            "device_count": 2,
+            "states": states,
+            "stream_made_inside_device_1_on": "cuda:1",
+            "operator_on_cuda1": {
+                "current_device_before": 0,
+                "result_on": "cuda:1",
+                "current_device_after": 0,
+                "correct": correct,
+            },
+            "mixed_devices_error": error,
+            "start_device": 0,
+            "restored_to": 0,
+        },
+        numel=1024,
+    )
 
 
-WHERE = ["at the start", "after torch.cuda.set_device(1)", "after torch.cuda.set_device(0)",
-         "inside with torch.cuda.device(1)", "after leaving with torch.cuda.device(1)",
-         "inside with torch.cuda.stream(<a stream of cuda:1>)", "after leaving with torch.cuda.stream(...)"]
-GOOD_STATES = [_state(where, current) for where, current in zip(WHERE, [0, 1, 0, 1, 0, 1, 0], strict=True)]
+WHERE = [
+    "at the start",
+    "after torch.cuda.set_device(1)",
+    "after torch.cuda.set_device(0)",
+    "inside with torch.cuda.device(1)",
+    "after leaving with torch.cuda.device(1)",
+    "inside with torch.cuda.stream(<a stream of cuda:1>)",
+    "after leaving with torch.cuda.stream(...)",
+]
+GOOD_STATES = [
+    _state(where, current) for where, current in zip(WHERE, [0, 1, 0, 1, 0, 1, 0], strict=True)
+]
 
 
 @pytest.mark.parametrize("machine", sorted(CURRENT))
 def test_the_current_device_sentences_count_the_states(machine, capsys):
     run = CURRENT[machine]
     value, states = run.value, run.value["states"]
-    followed = sum(s["empty_on"] == s["current_stream_on"] == s["to_cuda_on"] == f"cuda:{s['current_device']}"
-                   for s in states)
+    followed = sum(
+        s["empty_on"] == s["current_stream_on"] == s["to_cuda_on"] == f"cuda:{s['current_device']}"
+        for s in states
+    )
     by = {s["where"]: s for s in states}
-    decides = (by["after torch.cuda.set_device(1)"]["current_device"] == 1
-               and by["after torch.cuda.set_device(0)"]["current_device"] == 0 and followed == len(states))
+    decides = (
+        by["after torch.cuda.set_device(1)"]["current_device"] == 1
+        and by["after torch.cuda.set_device(0)"]["current_device"] == 0
+        and followed == len(states)
+    )
     first, second = peer_streams.see_current_device(run).sentences
     assert first.startswith(f"In {followed} of the {len(states)} states")
-    assert ("`torch.cuda.set_device(1)` made cuda:1" in first) == decides == peer_streams.set_device_decides(run)
-    assert f"landed on {by['inside with torch.cuda.device(1)']['empty_on']}; after the block, cuda:0 again" in first
+    assert (
+        ("`torch.cuda.set_device(1)` made cuda:1" in first)
+        == decides
+        == peer_streams.set_device_decides(run)
+    )
+    assert (
+        f"landed on {by['inside with torch.cuda.device(1)']['empty_on']}; after the block, cuda:0 again"
+        in first
+    )
     op = value["operator_on_cuda1"]
-    assert f"returned its result on {op['result_on']}" in second and ("right values" in second) == op["correct"]
-    assert (f'failed: "{value["mixed_devices_error"]}"' in second) == bool(value["mixed_devices_error"])
+    assert (
+        f"returned its result on {op['result_on']}" in second
+        and ("right values" in second) == op["correct"]
+    )
+    assert (f'failed: "{value["mixed_devices_error"]}"' in second) == bool(
+        value["mixed_devices_error"]
+    )
     to_1 = sum(s["to_cuda1_on"] == "cuda:1" for s in states)
     right = sum(s["to_cuda1_correct"] and s["to_cuda_correct"] for s in states)
-    assert f"landed on cuda:1 in {to_1} of {len(states)} states" in second and f"right in {right} of them" in second
+    assert (
+        f"landed on cuda:1 in {to_1} of {len(states)} states" in second
+        and f"right in {right} of them" in second
+    )
     follows, lands = peer_streams.see_current_device(run).checks
-    assert follows.holds == (followed == len(states)) and lands.holds == (to_1 == right == len(states))
+    assert follows.holds == (followed == len(states)) and lands.holds == (
+        to_1 == right == len(states)
+    )
     peer_streams.show_current_device(run)
     assert ("WRONG" in capsys.readouterr().out) == (right < len(states))
 
 
 def test_set_device_that_does_not_decide_and_wrong_values_are_said():
     assert peer_streams.set_device_decides(_current(GOOD_STATES))
-    for k, change in ((1, {"current_device": 0}), (1, {"empty_on": "cuda:0"}), (2, {"current_stream_on": "cuda:1"})):
+    for k, change in (
+        (1, {"current_device": 0}),
+        (1, {"empty_on": "cuda:0"}),
+        (2, {"current_stream_on": "cuda:1"}),
+    ):
         states = [dict(s, **change) if n == k else s for n, s in enumerate(GOOD_STATES)]
         run = _current(states, correct=False)
         first, second = peer_streams.see_current_device(run).sentences
-        assert not peer_streams.set_device_decides(run) and "did not make cuda:1 that device" in first
+        assert (
+            not peer_streams.set_device_decides(run) and "did not make cuda:1 that device" in first
+        )
         assert "WRONG values" in second and "raised no error" in second
         follows, lands = peer_streams.see_current_device(run).checks
-        assert not follows.holds and lands.holds  # one state's device="cuda" or stream left the current device
+        assert (
+            not follows.holds and lands.holds
+        )  # one state's device="cuda" or stream left the current device
 
 
 # ---------------------------------------------------------------- 3. the same-GPU copy
@@ -186,17 +281,30 @@ def test_the_same_gpu_sentences_take_the_plateau_of_the_largest_sizes(machine, c
     run = SAME[machine]
     sizes, rates = run.params["sizes"], [t.gbps for t in run.value]
     first, second = peer.see_same_gpu(run).sentences
-    low, high, median = re.search(r"at (\d+) to (\d+) GB/s: we take their median, (\d+) GB/s", first).groups()
-    start = [timing.format_bytes(s) for s in sizes].index(re.search(r"largest sizes, (.+?) to", first)[1])
+    low, high, median = re.search(
+        r"at (\d+) to (\d+) GB/s: we take their median, (\d+) GB/s", first
+    ).groups()
+    start = [timing.format_bytes(s) for s in sizes].index(
+        re.search(r"largest sizes, (.+?) to", first)[1]
+    )
     flat = rates[start:]
     assert all(abs(r - rates[-1]) <= 0.05 * rates[-1] for r in flat)
     assert start == 0 or abs(rates[start - 1] - rates[-1]) > 0.05 * rates[-1]
-    assert (int(low), int(high), int(median)) == (round(min(flat)), round(max(flat)), round(statistics.median(flat)))
+    assert (int(low), int(high), int(median)) == (
+        round(min(flat)),
+        round(max(flat)),
+        round(statistics.median(flat)),
+    )
     assert peer.memory_gbps(run) == statistics.median(flat)
-    assert first.startswith(f"The same-GPU copy runs at {rates[0]:.0f} GB/s at {timing.format_bytes(sizes[0])}.")
+    assert first.startswith(
+        f"The same-GPU copy runs at {rates[0]:.0f} GB/s at {timing.format_bytes(sizes[0])}."
+    )
     best = max(rates)
     assert rates.index(best) < start  # the L2 cache's bump, on both machines
-    assert f"The best point, {best:.0f} GB/s at {timing.format_bytes(sizes[rates.index(best)])}" in second
+    assert (
+        f"The best point, {best:.0f} GB/s at {timing.format_bytes(sizes[rates.index(best)])}"
+        in second
+    )
     assert f"above that plateau by {best / statistics.median(flat) - 1:.0%}" in second
     peer.show_same_gpu(run)
     assert capsys.readouterr().out.count(" GB/s  (") == len(sizes)
@@ -215,7 +323,9 @@ def test_the_plateau_is_the_largest_sizes_not_the_l2_bump():
 
 def test_a_same_gpu_curve_without_a_bump_says_so():
     sizes = [2**20, 2**22, 2**24]
-    (_, second) = peer.see_same_gpu(_run([_timing(r) for r in (100.0, 400.0, 410.0)], sizes=sizes)).sentences
+    (_, second) = peer.see_same_gpu(
+        _run([_timing(r) for r in (100.0, 400.0, 410.0)], sizes=sizes)
+    ).sentences
     assert second == "No middle size rises above the plateau here."
 
 
@@ -230,15 +340,27 @@ def test_the_one_way_sentences_give_the_plateaus_and_the_share_of_the_rated_spee
     first, second, third = seen.sentences
     shape = claims.describe_curve(sizes, [t.gbps for t in value["0->1"]])
     others = len(value) - 1
-    assert first == (f"The peer copy cuda:0 -> cuda:1 {shape.words}; "
-                     + ("so does the other direction's curve." if others == 1 else f"so do the other {others} curves."))
-    flats = [[t.gbps for t in ts][_plateau_start([t.gbps for t in ts]):] for ts in value.values()]
+    assert first == (
+        f"The peer copy cuda:0 -> cuda:1 {shape.words}; "
+        + (
+            "so does the other direction's curve."
+            if others == 1
+            else f"so do the other {others} curves."
+        )
+    )
+    flats = [[t.gbps for t in ts][_plateau_start([t.gbps for t in ts]) :] for ts in value.values()]
     peak, memory = max(t.gbps for ts in value.values() for t in ts), peer.memory_gbps(same)
     low, high, plateau, ratio, best = re.search(
         r"at (\d+) to (\d+) GB/s; the same-GPU copy's plateau, (\d+) GB/s, is ([\d.]+) times the best peer "
-        r"copy's (\d+) GB/s", second).groups()
+        r"copy's (\d+) GB/s",
+        second,
+    ).groups()
     assert (int(low), int(high)) == (round(min(map(min, flats))), round(max(map(max, flats))))
-    assert (int(plateau), float(ratio), int(best)) == (round(memory), round(memory / peak, 1), round(peak))
+    assert (int(plateau), float(ratio), int(best)) == (
+        round(memory),
+        round(memory / peak, 1),
+        round(peak),
+    )
     assert float(ratio) > 1  # the memory is the faster
     share = int(re.search(r"reaches (\d+)% of it", third)[1])
     assert share == round(100 * peak / _rated_gbps(links)) and share < 100
@@ -252,20 +374,38 @@ def test_the_one_way_sentences_give_the_plateaus_and_the_share_of_the_rated_spee
 
 
 def _peer_run(curves: dict[str, list[float]], sizes: list[int]) -> records.Run:
-    return _run({pair: [_timing(r, s) for r, s in zip(rates, sizes, strict=True)] for pair, rates in curves.items()},
-                sizes=sizes, repeats=5)
+    return _run(
+        {
+            pair: [_timing(r, s) for r, s in zip(rates, sizes, strict=True)]
+            for pair, rates in curves.items()
+        },
+        sizes=sizes,
+        repeats=5,
+    )
 
 
 def _links(link: str, n: int = 2, status: str | None = None) -> records.Run:
     header = "\t" + "\t".join(f"GPU{j}" for j in range(n))
     rows = [f"GPU{i}\t" + "\t".join(" X " if i == j else link for j in range(n)) for i in range(n)]
-    return _run({"gpus": n, "peer_access": [[True] * n for _ in range(n)], "gpu_links": "\n".join([header, *rows]),
-                 "nvlink_status": status, "capability": ["9.0"] * n, "pcie_gbps": [32.0] * n, "report": "fake"})
+    return _run(
+        {
+            "gpus": n,
+            "peer_access": [[True] * n for _ in range(n)],
+            "gpu_links": "\n".join([header, *rows]),
+            "nvlink_status": status,
+            "capability": ["9.0"] * n,
+            "pcie_gbps": [32.0] * n,
+            "report": "fake",
+        }
+    )
 
 
 SIZES = [2**20, 2**22, 2**24, 2**26]
-SAME_FAKE = _run([_timing(r, 2 * s) for r, s in zip((900.0, 2500.0, 3000.0, 3000.0), SIZES, strict=True)],
-                 sizes=SIZES, repeats=5)
+SAME_FAKE = _run(
+    [_timing(r, 2 * s) for r, s in zip((900.0, 2500.0, 3000.0, 3000.0), SIZES, strict=True)],
+    sizes=SIZES,
+    repeats=5,
+)
 
 
 def test_one_way_curves_of_other_kinds_and_a_link_without_a_rate():
@@ -279,8 +419,11 @@ def test_one_way_curves_of_other_kinds_and_a_link_without_a_rate():
 
 def test_a_copy_above_the_rated_speed_fails_the_check():
     status = "\t Link 0: 10.0 GB/s\n\t Link 1: 10.0 GB/s\n"
-    seen = peer.see_peer_bandwidth(_peer_run({"0->1": [5.0, 15.0, 25.0, 25.0], "1->0": [5.0, 15.0, 15.0, 15.0]},
-                                             SIZES), SAME_FAKE, _links("NV2", 2, status))
+    seen = peer.see_peer_bandwidth(
+        _peer_run({"0->1": [5.0, 15.0, 25.0, 25.0], "1->0": [5.0, 15.0, 15.0, 15.0]}, SIZES),
+        SAME_FAKE,
+        _links("NV2", 2, status),
+    )
     assert "reaches 125% of it" in seen.sentences[2]
     assert "so does" not in seen.sentences[0]  # the two directions' curves differ
     (check,) = seen.checks
@@ -290,8 +433,12 @@ def test_a_copy_above_the_rated_speed_fails_the_check():
 def test_the_exercises_expect_the_measured_values():
     for machine in MACHINES:
         rate = PEER[machine].value["1->0"][-1].gbps
-        assert peer.one_way_ms(PEER[machine], 2**30, src=1, dst=0) == pytest.approx(2**30 / rate / 1e6)
-        assert 2 < peer.one_way_ms(PEER[machine], 2**30, src=1, dst=0) < 3  # about 400 GB/s on NVLink
+        assert peer.one_way_ms(PEER[machine], 2**30, src=1, dst=0) == pytest.approx(
+            2**30 / rate / 1e6
+        )
+        assert (
+            2 < peer.one_way_ms(PEER[machine], 2**30, src=1, dst=0) < 3
+        )  # about 400 GB/s on NVLink
         assert peer.both_ways_largest_gbps(BOTH[machine]) == BOTH[machine].value["0<->1"][-1].gbps
 
 
@@ -315,26 +462,40 @@ def test_the_both_ways_sentences_give_the_shares_of_the_one_way_rates_added(mach
     shares = _shares(run, one_way)
     at_largest = [v for (_, size), v in shares.items() if size == largest]
     first, second, *notes = peer.see_both_ways(run, one_way, links).sentences
-    span = re.search(r"the total is (\d+)%(?: to (\d+)%)? of the two one-way rates added, over (\d+) pairs?", first)
-    assert int(span[1]) == round(100 * min(at_largest)) and int(span[2] or span[1]) == round(100 * max(at_largest))
+    span = re.search(
+        r"the total is (\d+)%(?: to (\d+)%)? of the two one-way rates added, over (\d+) pairs?",
+        first,
+    )
+    assert int(span[1]) == round(100 * min(at_largest)) and int(span[2] or span[1]) == round(
+        100 * max(at_largest)
+    )
     assert int(span[3]) == len(run.value)
     assert ("hardly slowed each other down" in first) == (min(at_largest) >= 0.9)
     (pair, size), lowest = min(shares.items(), key=lambda item: item[1])
     i, j = pair.split("<->")
-    assert f"lowest share at any size is {lowest:.0%}, cuda:{i} <-> cuda:{j} at {timing.format_bytes(size)}" in first
+    assert (
+        f"lowest share at any size is {lowest:.0%}, cuda:{i} <-> cuda:{j} at {timing.format_bytes(size)}"
+        in first
+    )
     total = run.value["0<->1"][-1].gbps
     assert f"the largest total, {total:.0f} GB/s" in second
     assert f"is {total / (2 * _rated_gbps(links)):.0%} of it" in second
     above = [v for v in shares.values() if v > 1]
-    leaks = [(pair, size) for r in (run, one_way) for pair, ts in r.value.items()
-             for size, t in zip(r.params["sizes"], ts, strict=True)
-             if t.extra.get("hold_us") and t.extra.get("enqueue_us", 0) > t.extra["hold_us"]]
+    leaks = [
+        (pair, size)
+        for r in (run, one_way)
+        for pair, ts in r.value.items()
+        for size, t in zip(r.params["sizes"], ts, strict=True)
+        if t.extra.get("hold_us") and t.extra.get("enqueue_us", 0) > t.extra["hold_us"]
+    ]
     assert len(notes) == bool(above) + bool(leaks)
     if above:
         assert f"{len(above)} share" in notes[0] and f"the highest {max(above):.0%}" in notes[0]
         assert "measurement problem" in notes[0]
     if leaks:
-        assert notes[-1].startswith("Launch time leaked into") and notes[-1].count(" us of hold)") == len(leaks)
+        assert notes[-1].startswith("Launch time leaked into") and notes[-1].count(
+            " us of hold)"
+        ) == len(leaks)
     peer.show_both_ways(run, one_way, links)
     assert "not a bound" in capsys.readouterr().out
 
@@ -345,10 +506,14 @@ def test_a_share_above_100_percent_and_a_leaking_hold_are_called_measurement_pro
     leaky.extra.update(hold_us=2700.0, enqueue_us=2722.0)
     both = _run({"0<->1": [_timing(15.0), leaky]}, sizes=SIZES[:2], repeats=5)
     _, _, above, leak = peer.see_both_ways(both, one_way, _links("PIX")).sentences
-    assert above.startswith("1 share is above 100% (the highest 112%, cuda:0 <-> cuda:1 at 4 MiB each way)")
-    assert leak == ("Launch time leaked into cuda:0 <-> cuda:1 at 4 MiB (2722 us of queueing, 2700 us of hold): "
-                    "queueing the sample's copies took longer than the spin kernel held the stream, so the GPU "
-                    "waited for the host, that rate is too low, and a share computed from it is no measure of the link.")
+    assert above.startswith(
+        "1 share is above 100% (the highest 112%, cuda:0 <-> cuda:1 at 4 MiB each way)"
+    )
+    assert leak == (
+        "Launch time leaked into cuda:0 <-> cuda:1 at 4 MiB (2722 us of queueing, 2700 us of hold): "
+        "queueing the sample's copies took longer than the spin kernel held the stream, so the GPU "
+        "waited for the host, that rate is too low, and a share computed from it is no measure of the link."
+    )
     assert peer._hold_leaks(one_way) == []
 
 
@@ -379,12 +544,20 @@ def test_every_pair_at_once_against_the_single_pair(machine, capsys):
     seen = peer.see_all_pairs(run, _or_other(LINKS, machine))
     (sentence,) = seen.sentences
     gpus = len({int(g) for pair in run.value["together"] for g in pair.split("->")})
-    assert sentence.startswith(f"With all {len(rates)} ordered pairs of {gpus} GPUs copying "
-                               f"{timing.format_bytes(run.params['nbytes'])} at once")
+    assert sentence.startswith(
+        f"With all {len(rates)} ordered pairs of {gpus} GPUs copying "
+        f"{timing.format_bytes(run.params['nbytes'])} at once"
+    )
     assert f"pair ran at {min(rates):.1f} to {max(rates):.1f} GB/s" in sentence
     low, high = f"{min(rates) / alone:.0%}", f"{max(rates) / alone:.0%}"
-    assert f"GB/s, {low if low == high else low + ' to ' + high} of the single pair's {alone:.1f} GB/s" in sentence
-    assert f"moved {total:.0f} GB/s in total, {total / alone:.1f} times the single pair's rate" in sentence
+    assert (
+        f"GB/s, {low if low == high else low + ' to ' + high} of the single pair's {alone:.1f} GB/s"
+        in sentence
+    )
+    assert (
+        f"moved {total:.0f} GB/s in total, {total / alone:.1f} times the single pair's rate"
+        in sentence
+    )
     (check,) = seen.checks  # NVML and nvidia-smi were both read on this machine
     assert check.holds and check.measured == f"{len(rates)} pairs agree"
     peer.show_all_pairs(run, PEER[machine])
@@ -399,16 +572,22 @@ def test_every_pair_at_once_without_a_run_or_with_links_that_disagree(capsys):
     peer.show_all_pairs(None, PEER[MACHINES[0]])
     assert "no machine has recorded it yet" in capsys.readouterr().out
     nbytes = 2**20
-    value = {"alone": _timing(100.0, nbytes), "total": _timing(150.0, 2 * nbytes),
-             "together": {"0->1": _timing(75.0, nbytes), "1->0": _timing(75.0, nbytes)},
-             "topology": {"source": "NVML", "links": [["X", "NV4"], ["NV4", "X"]]}}
+    value = {
+        "alone": _timing(100.0, nbytes),
+        "total": _timing(150.0, 2 * nbytes),
+        "together": {"0->1": _timing(75.0, nbytes), "1->0": _timing(75.0, nbytes)},
+        "topology": {"source": "NVML", "links": [["X", "NV4"], ["NV4", "X"]]},
+    }
     seen = peer.see_all_pairs(_run(value, nbytes=nbytes), _links("SYS"))
     (check,) = seen.checks
     assert not check.holds and "NVML NV4, nvidia-smi SYS" in check.measured
     assert "each pair ran at 75.0 GB/s, 75% of the single pair's 100.0 GB/s" in seen.sentences[0]
     value["topology"] = {"source": "nvidia-smi topo -m", "links": [["X", "NV4"], ["NV4", "X"]]}
     seen = peer.see_all_pairs(_run(value, nbytes=nbytes), _links("NV4"))
-    assert not seen.checks and seen.sentences[1] == "The topology was read from nvidia-smi topo -m on 2xFAKE."
+    assert (
+        not seen.checks
+        and seen.sentences[1] == "The topology was read from nvidia-smi topo -m on 2xFAKE."
+    )
 
 
 # ---------------------------------------------------------------- 6. latency
@@ -419,17 +598,29 @@ def test_the_latency_sentences_compare_peer_and_local_copies(machine, capsys):
     run = LATENCY[machine]
     value, sizes = run.value, run.params["sizes"]
     n = round(len(value) ** 0.5)
-    peer_us = [statistics.median(value[f"{i}->{j}"][k].median_us for i, j in _pairs(n)) for k in range(len(sizes))]
+    peer_us = [
+        statistics.median(value[f"{i}->{j}"][k].median_us for i, j in _pairs(n))
+        for k in range(len(sizes))
+    ]
     local_us = statistics.median(value[f"{i}->{i}"][0].median_us for i in range(n))
     first, second, third = peer.see_latency(run).sentences
-    assert first == (f"At {sizes[0]} B a copy between GPUs takes {peer_us[0]:.1f} us, {peer_us[0] / local_us:.1f} "
-                     f"times as long as a copy within one GPU ({local_us:.1f} us).")
+    assert first == (
+        f"At {sizes[0]} B a copy between GPUs takes {peer_us[0]:.1f} us, {peer_us[0] / local_us:.1f} "
+        f"times as long as a copy within one GPU ({local_us:.1f} us)."
+    )
     assert peer_us[0] > local_us
     assert f"goes from {peer_us[0]:.1f} to {peer_us[-1]:.1f} us" in second
     assert ("hardly matters" in second) == (abs(peer_us[-1] / peer_us[0] - 1) < 0.25)
-    fastest_peer = min(value[f"{i}->{j}"][k].median_us for i, j in _pairs(n) for k in range(len(sizes)))
-    slowest_local = max(value[f"{i}->{i}"][k].median_us for i in range(n) for k in range(len(sizes)))
-    assert f"({fastest_peer:.1f} us) is slower than the slowest copy within one GPU ({slowest_local:.1f} us)" in third
+    fastest_peer = min(
+        value[f"{i}->{j}"][k].median_us for i, j in _pairs(n) for k in range(len(sizes))
+    )
+    slowest_local = max(
+        value[f"{i}->{i}"][k].median_us for i in range(n) for k in range(len(sizes))
+    )
+    assert (
+        f"({fastest_peer:.1f} us) is slower than the slowest copy within one GPU ({slowest_local:.1f} us)"
+        in third
+    )
     assert fastest_peer > slowest_local
     peer.show_latency(run)
     assert capsys.readouterr().out.count("time per copy of") == len(sizes)
@@ -437,20 +628,31 @@ def test_the_latency_sentences_compare_peer_and_local_copies(machine, capsys):
 
 def test_latency_of_one_size_where_a_local_copy_is_the_slower():
     us = {"0->0": 20.0, "0->1": 10.0, "1->0": 13.0, "1->1": 20.0}
-    run = _run({p: [timing.Timing([t / 1e6] * 5, "cuda events", 4)] for p, t in us.items()}, sizes=[4])
+    run = _run(
+        {p: [timing.Timing([t / 1e6] * 5, "cuda events", 4)] for p, t in us.items()}, sizes=[4]
+    )
     first, second = peer.see_latency(run).sentences
-    assert first == "At 4 B a copy between GPUs takes 11.5 us, 0.6 times as long as a copy within one GPU (20.0 us)."
-    assert second == ("The fastest peer copy of any pair and size (10.0 us) is not slower than the slowest copy within "
-                      "one GPU (20.0 us).")
+    assert (
+        first
+        == "At 4 B a copy between GPUs takes 11.5 us, 0.6 times as long as a copy within one GPU (20.0 us)."
+    )
+    assert second == (
+        "The fastest peer copy of any pair and size (10.0 us) is not slower than the slowest copy within "
+        "one GPU (20.0 us)."
+    )
 
 
 # ---------------------------------------------------------------- 7. the blog post's experiment
 
 
 def _lane_of(profile: trace.Profile, device: int, stream: int) -> str:
-    marks = sorted((iv for iv in profile.intervals if iv.kind == "kernel" and "spin_kernel" in iv.name),
-                   key=lambda iv: iv.start_us)
-    return LANES[next(k for k, iv in enumerate(marks) if (iv.device, iv.stream) == (device, stream)) % 4]
+    marks = sorted(
+        (iv for iv in profile.intervals if iv.kind == "kernel" and "spin_kernel" in iv.name),
+        key=lambda iv: iv.start_us,
+    )
+    return LANES[
+        next(k for k, iv in enumerate(marks) if (iv.device, iv.stream) == (device, stream)) % 4
+    ]
 
 
 def _ratios(run: records.Run) -> dict[tuple[bool, bool, bool], float]:
@@ -458,14 +660,24 @@ def _ratios(run: records.Run) -> dict[tuple[bool, bool, bool], float]:
     for r in run.value["runs"]:
         p = r["profile"]
         copies = [iv for iv in p.intervals if iv.kind == "memcpy" and iv.copy_kind == "PtoP"]
-        kernels = [iv for iv in p.intervals if iv.kind == "kernel" and iv.device == 1 and "spin_kernel" not in iv.name]
-        found[(r["sender_streamed"], r["receiver_streamed"], r["non_blocking"])] = trace.overlap_ratio(copies, kernels)
+        kernels = [
+            iv
+            for iv in p.intervals
+            if iv.kind == "kernel" and iv.device == 1 and "spin_kernel" not in iv.name
+        ]
+        found[(r["sender_streamed"], r["receiver_streamed"], r["non_blocking"])] = (
+            trace.overlap_ratio(copies, kernels)
+        )
     return found
 
 
 def _issue_gaps(profile: trace.Profile) -> list[float]:
     """The host's time from each cudaMemcpyAsync's start to the next kernel launch, in us."""
-    launches = sorted(iv.start_us for iv in profile.intervals if iv.kind == "runtime" and "LaunchKernel" in iv.name)
+    launches = sorted(
+        iv.start_us
+        for iv in profile.intervals
+        if iv.kind == "runtime" and "LaunchKernel" in iv.name
+    )
     copies = [iv for iv in profile.intervals if iv.kind == "runtime" and "cudaMemcpy" in iv.name]
     return [next(t for t in launches if t >= c.end_us) - c.start_us for c in copies]
 
@@ -478,24 +690,45 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
     others = [v for (s, r, _), v in ratios.items() if not (s and r)]
     seen = peer_streams.see_combinations(run)
     lanes, overlap, nb, gap = seen.sentences
-    assert lanes == "The copy ran on the sender's current stream in 8 of 8 runs; B * B * B * B ran on cuda:1 default stream."
-    assert f"the overlap ratio was {both[0]:.2f} and {both[1]:.2f} (each over 2 profiled steps: overlap," in overlap
+    assert (
+        lanes
+        == "The copy ran on the sender's current stream in 8 of 8 runs; B * B * B * B ran on cuda:1 default stream."
+    )
+    assert (
+        f"the overlap ratio was {both[0]:.2f} and {both[1]:.2f} (each over 2 profiled steps: overlap,"
+        in overlap
+    )
     assert min(both) >= 0.8 and max(others) <= 0.2
     assert f"in the other 6 runs it was at most {max(others):.2f}" in overlap
     legacy = [ratios[(False, True, nb)] for nb in (True, False)]
     assert overlap.endswith(f"it was {legacy[0]:.2f} and {legacy[1]:.2f}: no overlap.")
-    change = max(abs(ratios[(s, r, True)] - ratios[(s, r, False)]) for s in (True, False) for r in (True, False))
+    change = max(
+        abs(ratios[(s, r, True)] - ratios[(s, r, False)])
+        for s in (True, False)
+        for r in (True, False)
+    )
     assert nb == f"Changing only non_blocking moved the ratio by at most {change:.2f}."
     issue_us = statistics.median(g for r in run.value["runs"] for g in _issue_gaps(r["profile"]))
-    copy_us = statistics.median(trace.covered_us([iv for iv in r["profile"].intervals if iv.kind == "memcpy"])
-                                / r["profile"].steps for r in run.value["runs"])
-    assert gap.startswith(f"The host took {issue_us:.0f} us from issuing the copy to launching the first "
-                          f"multiplication, {issue_us / copy_us:.0%} of the copy's {copy_us:.0f} us")
+    copy_us = statistics.median(
+        trace.covered_us([iv for iv in r["profile"].intervals if iv.kind == "memcpy"])
+        / r["profile"].steps
+        for r in run.value["runs"]
+    )
+    assert gap.startswith(
+        f"The host took {issue_us:.0f} us from issuing the copy to launching the first "
+        f"multiplication, {issue_us / copy_us:.0%} of the copy's {copy_us:.0f} us"
+    )
     on_source, check = seen.checks
     assert on_source.holds and on_source.measured == "8 of 8 runs"  # as the first sentence says
-    syncs = sum(1 for r in run.value["runs"] for iv in r["profile"].intervals
-                if iv.kind == "runtime" and "cudaStreamSynchronize" in iv.name)
-    assert check.holds == (syncs == 0) and check.measured.startswith(f"{syncs} cudaStreamSynchronize")
+    syncs = sum(
+        1
+        for r in run.value["runs"]
+        for iv in r["profile"].intervals
+        if iv.kind == "runtime" and "cudaStreamSynchronize" in iv.name
+    )
+    assert check.holds == (syncs == 0) and check.measured.startswith(
+        f"{syncs} cudaStreamSynchronize"
+    )
     peer_streams.show_combinations(run)
     out = capsys.readouterr().out
     assert "The blog post's claim holds here" in out and "the legacy default stream's rule" in out
@@ -506,53 +739,104 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_exercise_asks_for_the_lane_the_trace_shows(machine):
     run = SEED[machine]
-    r = next(r for r in run.value["runs"] if (r["sender_streamed"], r["receiver_streamed"], r["non_blocking"])
-             == (False, True, True))
-    (copy,) = {(iv.device, iv.stream) for iv in r["profile"].intervals if iv.kind == "memcpy" and iv.copy_kind == "PtoP"}
+    r = next(
+        r
+        for r in run.value["runs"]
+        if (r["sender_streamed"], r["receiver_streamed"], r["non_blocking"]) == (False, True, True)
+    )
+    (copy,) = {
+        (iv.device, iv.stream)
+        for iv in r["profile"].intervals
+        if iv.kind == "memcpy" and iv.copy_kind == "PtoP"
+    }
     expected = _lane_of(r["profile"], *copy)
     assert peer_streams.copy_lane(run, False, True, True) == expected == "cuda:0 default stream"
     assert peer_streams.lane_choices(run) == sorted(LANES)
 
 
-_STREAMS = {"cuda:0 default stream": (0, 7), "cuda:0 side stream s0": (0, 20), "cuda:1 default stream": (1, 15),
-            "cuda:1 side stream s1": (1, 30)}
+_STREAMS = {
+    "cuda:0 default stream": (0, 7),
+    "cuda:0 side stream s0": (0, 20),
+    "cuda:1 default stream": (1, 15),
+    "cuda:1 side stream s1": (1, 30),
+}
 
 
 def _seed_profile(sender: bool, ratio: float, syncs: int) -> trace.Profile:
     """One step: the four lane markers, a 100 us peer copy from the sender's stream, and B^4 on
     cuda:1's default stream starting so that ``ratio`` of the copy runs beside it."""
-    ivs = [trace.Interval("kernel", "spin_kernel", k, k + 0.5, *_STREAMS[lane]) for k, lane in enumerate(LANES)]
+    ivs = [
+        trace.Interval("kernel", "spin_kernel", k, k + 0.5, *_STREAMS[lane])
+        for k, lane in enumerate(LANES)
+    ]
     copy_lane = "cuda:0 side stream s0" if sender else "cuda:0 default stream"
-    ivs.append(trace.Interval("memcpy", "Memcpy PtoP", 10.0, 110.0, *_STREAMS[copy_lane], copy_kind="PtoP",
-                              src_device=0, dst_device=1))
-    ivs.append(trace.Interval("kernel", "mul_kernel", 110.0 - 100 * ratio, 310.0, *_STREAMS["cuda:1 default stream"]))
+    ivs.append(
+        trace.Interval(
+            "memcpy",
+            "Memcpy PtoP",
+            10.0,
+            110.0,
+            *_STREAMS[copy_lane],
+            copy_kind="PtoP",
+            src_device=0,
+            dst_device=1,
+        )
+    )
+    ivs.append(
+        trace.Interval(
+            "kernel", "mul_kernel", 110.0 - 100 * ratio, 310.0, *_STREAMS["cuda:1 default stream"]
+        )
+    )
     ivs.append(trace.Interval("runtime", "cudaMemcpyAsync", 5.0, 6.0, thread=1))
     ivs.append(trace.Interval("runtime", "cudaLaunchKernel", 8.0, 9.0, thread=1))
-    ivs += [trace.Interval("runtime", "cudaStreamSynchronize", 400.0 + k, 400.5 + k, thread=1) for k in range(syncs)]
+    ivs += [
+        trace.Interval("runtime", "cudaStreamSynchronize", 400.0 + k, 400.5 + k, thread=1)
+        for k in range(syncs)
+    ]
     return trace.Profile(ivs, None, 1)
 
 
 def _seed(ratios: dict[tuple[bool, bool], float], syncs: int = 0) -> records.Run:
-    runs = [{"sender_streamed": s, "receiver_streamed": r, "non_blocking": nb,
-             "profile": _seed_profile(s, ratios[(s, r)] + (0.01 if nb else 0.0), syncs)}
-            for s in (True, False) for r in (True, False) for nb in (True, False)]
+    runs = [
+        {
+            "sender_streamed": s,
+            "receiver_streamed": r,
+            "non_blocking": nb,
+            "profile": _seed_profile(s, ratios[(s, r)] + (0.01 if nb else 0.0), syncs),
+        }
+        for s in (True, False)
+        for r in (True, False)
+        for nb in (True, False)
+    ]
     return _run({"lanes": LANES, "runs": runs}, a_numel=1024, b_numel=4096)
 
 
 def test_a_partial_overlap_and_a_host_that_waits_are_said(capsys):
-    run = _seed({(True, True): 0.5, (True, False): 0.0, (False, True): 0.3, (False, False): 0.0}, syncs=1)
+    run = _seed(
+        {(True, True): 0.5, (True, False): 0.0, (False, True): 0.3, (False, False): 0.0}, syncs=1
+    )
     seen = peer_streams.see_combinations(run)
-    assert "the overlap ratio was 0.51 and 0.50 (each over 1 profiled steps: partial overlap" in seen.sentences[1]
+    assert (
+        "the overlap ratio was 0.51 and 0.50 (each over 1 profiled steps: partial overlap"
+        in seen.sentences[1]
+    )
     assert seen.sentences[1].endswith("it was 0.31 and 0.30: partial overlap.")
     assert "at most 0.31" in seen.sentences[1] and seen.sentences[2].endswith("at most 0.01.")
-    assert seen.sentences[3].startswith("The host took 3 us from issuing the copy to launching the first "
-                                        "multiplication, 3% of the copy's 100 us")
+    assert seen.sentences[3].startswith(
+        "The host took 3 us from issuing the copy to launching the first "
+        "multiplication, 3% of the copy's 100 us"
+    )
     on_source, check = seen.checks
-    assert on_source.holds == seen.sentences[0].startswith("The copy ran on the sender's current stream in 8 of 8")
+    assert on_source.holds == seen.sentences[0].startswith(
+        "The copy ran on the sender's current stream in 8 of 8"
+    )
     assert not check.holds and check.measured == "8 cudaStreamSynchronize calls in the 8 traces"
     peer_streams.show_combinations(run)
     out = capsys.readouterr().out
-    assert "does not hold here" in out and "sender s0, receiver s1, non_blocking=True: overlap ratio 0.51" in out
+    assert (
+        "does not hold here" in out
+        and "sender s0, receiver s1, non_blocking=True: overlap ratio 0.51" in out
+    )
     assert "partial" in out.split("what keeps B*B*B*B")[1]
     peer_streams.show_timelines(run)
     labels = {t.get_text() for ax in plt.gcf().axes for t in ax.get_yticklabels()}
@@ -566,15 +850,26 @@ def test_overlap_words_and_what_orders_the_copy():
     assert peer_streams._ordered_by(True, True) == "nothing"
     assert "legacy default stream" in peer_streams._ordered_by(False, True)
     assert peer_streams._ordered_by(True, False) == peer_streams._ordered_by(False, False)
-    assert peer_streams._stream_names({(0, 7): "cuda:0 default stream", (1, 7): "cuda:1 side stream s1"}) == {}
+    assert (
+        peer_streams._stream_names(
+            {(0, 7): "cuda:0 default stream", (1, 7): "cuda:1 side stream s1"}
+        )
+        == {}
+    )
 
 
 # ---------------------------------------------------------------- 8. events across GPUs
 
 
 def _gaps(profile: trace.Profile) -> list[float]:
-    first = sorted((iv for iv in profile.intervals if iv.kind == "kernel" and iv.device == 0), key=lambda iv: iv.start_us)
-    second = sorted((iv for iv in profile.intervals if iv.kind == "kernel" and iv.device == 1), key=lambda iv: iv.start_us)
+    first = sorted(
+        (iv for iv in profile.intervals if iv.kind == "kernel" and iv.device == 0),
+        key=lambda iv: iv.start_us,
+    )
+    second = sorted(
+        (iv for iv in profile.intervals if iv.kind == "kernel" and iv.device == 1),
+        key=lambda iv: iv.start_us,
+    )
     return [b.start_us - a.end_us for a, b in zip(first, second, strict=False)]
 
 
@@ -584,10 +879,15 @@ def test_the_event_sentence_gives_the_gaps_and_the_words_that_match(machine, cap
     with_wait, without = _gaps(run.value["with_wait"]), _gaps(run.value["without_wait"])
     assert peer_streams.event_gaps_us(run) == {"with_wait": with_wait, "without_wait": without}
     (sentence,) = peer_streams.see_event_wait(run).sentences
-    assert sentence.startswith(f"With the wait, cuda:1's kernel started {', '.join(f'{g:+.1f}' for g in with_wait)} "
-                               f"us after cuda:0's kernel ended (one value per profiled step, {len(with_wait)} steps; ")
+    assert sentence.startswith(
+        f"With the wait, cuda:1's kernel started {', '.join(f'{g:+.1f}' for g in with_wait)} "
+        f"us after cuda:0's kernel ended (one value per profiled step, {len(with_wait)} steps; "
+    )
     assert ("it waited: none started earlier than -10 us" in sentence) == (min(with_wait) >= -10)
-    assert f"without it, {', '.join(f'{g:+.1f}' for g in without)} us: while cuda:0 was still spinning." in sentence
+    assert (
+        f"without it, {', '.join(f'{g:+.1f}' for g in without)} us: while cuda:0 was still spinning."
+        in sentence
+    )
     assert max(without) < -10 and peer_streams.ran_free(run)
     peer_streams.show_event_wait(run)
     out = capsys.readouterr().out
@@ -598,17 +898,32 @@ def test_the_event_sentence_gives_the_gaps_and_the_words_that_match(machine, cap
 
 def _events(with_wait_start: float, without_start: float) -> records.Run:
     def profile(start: float) -> trace.Profile:
-        return trace.Profile([trace.Interval("kernel", "spin", 0.0, 1000.0, 0, 20),
-                              trace.Interval("kernel", "spin", start, start + 200.0, 1, 30)], None, 1)
-    return _run({"with_wait": profile(with_wait_start), "without_wait": profile(without_start)},
-                hold_us=1000.0, kernel_us=200.0)
+        return trace.Profile(
+            [
+                trace.Interval("kernel", "spin", 0.0, 1000.0, 0, 20),
+                trace.Interval("kernel", "spin", start, start + 200.0, 1, 30),
+            ],
+            None,
+            1,
+        )
+
+    return _run(
+        {"with_wait": profile(with_wait_start), "without_wait": profile(without_start)},
+        hold_us=1000.0,
+        kernel_us=200.0,
+    )
 
 
 def test_an_event_that_holds_nothing_back_is_said():
     run = _events(with_wait_start=500.0, without_start=1005.0)
     (sentence,) = peer_streams.see_event_wait(run).sentences
-    assert "started -500.0 us after" in sentence and "it did not wait: it started earlier than -10 us" in sentence
-    assert sentence.endswith("+5.0 us: not while cuda:0 was spinning.") and not peer_streams.ran_free(run)
+    assert (
+        "started -500.0 us after" in sentence
+        and "it did not wait: it started earlier than -10 us" in sentence
+    )
+    assert sentence.endswith(
+        "+5.0 us: not while cuda:0 was spinning."
+    ) and not peer_streams.ran_free(run)
 
 
 # ---------------------------------------------------------------- the claims table
@@ -621,34 +936,52 @@ def test_the_claims_table_decides_on_the_numbers_of_each_run(machine):
     table = peer_claims.claims_table(seed, one_way, events, links, current, SAME[machine])
     overlap, only, nb, direct, event, nvlink, set_device = table.claims
     ratios = _ratios(seed)
-    assert overlap.comparison.value.value == min(ratios[(True, True, True)], ratios[(True, True, False)])
+    assert overlap.comparison.value.value == min(
+        ratios[(True, True, True)], ratios[(True, True, False)]
+    )
     assert only.comparison.value.value == max(v for (s, r, _), v in ratios.items() if not (s and r))
     assert overlap.verdict == only.verdict == nb.verdict == claims.HOLDS
     best = max((t for ts in one_way.value.values() for t in ts), key=lambda t: t.gbps)
     assert direct.comparison.value == claims.measured(best, as_rate=True)
-    assert direct.comparison.threshold == min(links.value["pcie_gbps"]) and direct.verdict == claims.HOLDS
+    assert (
+        direct.comparison.threshold == min(links.value["pcie_gbps"])
+        and direct.verdict == claims.HOLDS
+    )
     with_wait = _gaps(events.value["with_wait"])
-    assert event.comparison.value.value == min(with_wait) and event.comparison.value.samples == len(with_wait)
+    assert event.comparison.value.value == min(with_wait) and event.comparison.value.samples == len(
+        with_wait
+    )
     assert event.verdict == claims.compare(min(with_wait), -10.0, holds_if="above").verdict
     assert nvlink.comparison.value.value == pytest.approx(best.gbps / _rated_gbps(links))
     share = claims.measured(best, as_rate=True)
-    expected = claims.compare(claims.Value(share.value / _rated_gbps(links), share.spread / _rated_gbps(links)), 0.75,
-                              holds_if="above")
+    expected = claims.compare(
+        claims.Value(share.value / _rated_gbps(links), share.spread / _rated_gbps(links)),
+        0.75,
+        holds_if="above",
+    )
     assert nvlink.verdict == expected.verdict == claims.HOLDS
-    assert set_device.verdict == claims.HOLDS and "ran on cuda:1 with cuda:0 current" in set_device.measured
+    assert (
+        set_device.verdict == claims.HOLDS
+        and "ran on cuda:1 with cuda:0 current" in set_device.measured
+    )
 
 
 def test_claims_on_a_machine_without_nvlink_and_with_an_event_that_cannot_be_told_apart():
     seed = _seed({(True, True): 0.9, (True, False): 0.0, (False, True): 0.0, (False, False): 0.0})
     one_way = _peer_run({"0->1": [5.0, 10.0, 20.0, 20.0], "1->0": [5.0, 10.0, 20.0, 20.0]}, SIZES)
-    table = peer_claims.claims_table(seed, one_way, _events(1005.0, 1005.0), _links("SYS"),
-                                     _current(GOOD_STATES), SAME_FAKE)
+    table = peer_claims.claims_table(
+        seed, one_way, _events(1005.0, 1005.0), _links("SYS"), _current(GOOD_STATES), SAME_FAKE
+    )
     verdicts = list(table.verdicts().values())
     assert verdicts[:3] == [claims.HOLDS] * 3
     direct, event, nvlink, set_device = table.claims[3:]
-    assert direct.comparison.threshold == 32.0 and direct.verdict == claims.DOES_NOT_HOLD  # 20 GB/s < PCIe's 32
+    assert (
+        direct.comparison.threshold == 32.0 and direct.verdict == claims.DOES_NOT_HOLD
+    )  # 20 GB/s < PCIe's 32
     assert event.verdict == claims.NOT_TESTABLE and "cannot be told apart" in event.measured
-    assert nvlink.verdict == claims.NOT_TESTABLE and nvlink.measured == "the link is SYS, not NVLink"
+    assert (
+        nvlink.verdict == claims.NOT_TESTABLE and nvlink.measured == "the link is SYS, not NVLink"
+    )
     assert set_device.verdict == claims.HOLDS
 
 
@@ -667,7 +1000,9 @@ class _FakeNvml:
         pass
 
     def __init__(self, links: dict[int, list[tuple[str, str]]]) -> None:
-        self.links = links  # GPU -> [(remote kind 'gpu<k>' | 'switch', state 'up' | 'down')] per link
+        self.links = (
+            links  # GPU -> [(remote kind 'gpu<k>' | 'switch', state 'up' | 'down')] per link
+        )
 
     def nvmlDeviceGetCount(self):
         return len(self.links)
@@ -688,7 +1023,11 @@ class _FakeNvml:
 
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, h, link):
         kind = self._link(h, link)[0]
-        return self.NVML_NVLINK_DEVICE_TYPE_SWITCH if kind == "switch" else self.NVML_NVLINK_DEVICE_TYPE_GPU
+        return (
+            self.NVML_NVLINK_DEVICE_TYPE_SWITCH
+            if kind == "switch"
+            else self.NVML_NVLINK_DEVICE_TYPE_GPU
+        )
 
     def nvmlDeviceGetNvLinkRemotePciInfo(self, h, link):
         kind = self._link(h, link)[0]
@@ -698,23 +1037,46 @@ class _FakeNvml:
 
 def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
     # GPU 0 and 1: two direct links up, one down; GPU 2: no NVLink (PCIe only)
-    direct = _FakeNvml({0: [("gpu1", "up"), ("gpu1", "up"), ("gpu1", "down")], 1: [("gpu0", "up"), ("gpu0", "up")],
-                        2: []})
+    direct = _FakeNvml(
+        {
+            0: [("gpu1", "up"), ("gpu1", "up"), ("gpu1", "down")],
+            1: [("gpu0", "up"), ("gpu0", "up")],
+            2: [],
+        }
+    )
     monkeypatch.setattr(hardware, "_nvml", lambda: direct)
-    assert hardware.gpu_topology() == {"source": "NVML", "links": [["X", "NV2", "PCIe"], ["NV2", "X", "PCIe"],
-                                                                   ["PCIe", "PCIe", "X"]]}
+    assert hardware.gpu_topology() == {
+        "source": "NVML",
+        "links": [["X", "NV2", "PCIe"], ["NV2", "X", "PCIe"], ["PCIe", "PCIe", "X"]],
+    }
     # an HGX board: every GPU has four links to NVSwitches, one of GPU 2's is down
-    switched = _FakeNvml({0: [("switch", "up")] * 4, 1: [("switch", "up")] * 4,
-                          2: [("switch", "up")] * 3 + [("switch", "down")]})
+    switched = _FakeNvml(
+        {
+            0: [("switch", "up")] * 4,
+            1: [("switch", "up")] * 4,
+            2: [("switch", "up")] * 3 + [("switch", "down")],
+        }
+    )
     monkeypatch.setattr(hardware, "_nvml", lambda: switched)
-    assert hardware.gpu_topology()["links"] == [["X", "NV4", "NV3"], ["NV4", "X", "NV3"], ["NV3", "NV3", "X"]]
+    assert hardware.gpu_topology()["links"] == [
+        ["X", "NV4", "NV3"],
+        ["NV4", "X", "NV3"],
+        ["NV3", "NV3", "X"],
+    ]
 
 
 def test_gpu_topology_falls_back_to_nvidia_smi_then_to_nothing(monkeypatch):
-    topo = ("\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-47\nGPU1\tNV18\t X \t0-47\n")
+    topo = (
+        "\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-47\nGPU1\tNV18\t X \t0-47\n"
+    )
     monkeypatch.setattr(hardware, "_nvml", lambda: None)
-    monkeypatch.setattr(hardware, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None)
-    assert hardware.gpu_topology() == {"source": "nvidia-smi topo -m", "links": [["X", "NV18"], ["NV18", "X"]]}
+    monkeypatch.setattr(
+        hardware, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
+    )
+    assert hardware.gpu_topology() == {
+        "source": "nvidia-smi topo -m",
+        "links": [["X", "NV18"], ["NV18", "X"]],
+    }
     monkeypatch.setattr(hardware, "_nvidia_smi", lambda *args: None)
     assert hardware.gpu_topology() == {"source": None, "links": []}
 
@@ -724,14 +1086,21 @@ def test_copies_without_peer_access_or_through_the_host_are_not_direct():
     one_way = _peer_run({"0->1": [5.0, 10.0, 40.0, 40.0], "1->0": [5.0, 10.0, 40.0, 40.0]}, SIZES)
     links = _links("PIX")
     links.value["peer_access"] = [[True, False], [False, True]]
-    table = peer_claims.claims_table(seed, one_way, _events(1005.0, 500.0), links, _current(GOOD_STATES), SAME_FAKE)
+    table = peer_claims.claims_table(
+        seed, one_way, _events(1005.0, 500.0), links, _current(GOOD_STATES), SAME_FAKE
+    )
     direct = table.claims[3]
-    assert direct.comparison is None and direct.verdict == claims.DOES_NOT_HOLD  # 40 GB/s beats PCIe, but no peer access
-    assert direct.measured.startswith("peer access on all pairs: False; copy kinds in the traces: PtoP;")
+    assert (
+        direct.comparison is None and direct.verdict == claims.DOES_NOT_HOLD
+    )  # 40 GB/s beats PCIe, but no peer access
+    assert direct.measured.startswith(
+        "peer access on all pairs: False; copy kinds in the traces: PtoP;"
+    )
     staged = seed.value["runs"][0]["profile"].intervals
     staged.append(trace.Interval("memcpy", "Memcpy HtoD", 500.0, 510.0, 0, 7, copy_kind="HtoD"))
-    table = peer_claims.claims_table(seed, one_way, _events(1005.0, 500.0), _links("PIX"), _current(GOOD_STATES),
-                                     SAME_FAKE)
+    table = peer_claims.claims_table(
+        seed, one_way, _events(1005.0, 500.0), _links("PIX"), _current(GOOD_STATES), SAME_FAKE
+    )
     assert table.claims[3].comparison is None and table.claims[3].verdict == claims.DOES_NOT_HOLD
     assert table.claims[4].verdict == claims.HOLDS  # +5 us with the wait, -500 us without
 
@@ -740,5 +1109,11 @@ def test_a_leaking_hold_is_named_for_the_same_gpu_copy_and_the_latency_too():
     leaky = _timing(90.0)
     leaky.extra.update(hold_us=2000.0, enqueue_us=2500.0)
     same = _run([_timing(100.0), leaky], sizes=SIZES[:2])
-    assert peer._hold_leaks(same) == ["cuda:0 -> cuda:0 at 4 MiB (2500 us of queueing, 2000 us of hold)"]
-    assert peer.see_same_gpu(same).sentences[-1].startswith("Launch time leaked into cuda:0 -> cuda:0 at 4 MiB")
+    assert peer._hold_leaks(same) == [
+        "cuda:0 -> cuda:0 at 4 MiB (2500 us of queueing, 2000 us of hold)"
+    ]
+    assert (
+        peer.see_same_gpu(same)
+        .sentences[-1]
+        .startswith("Launch time leaked into cuda:0 -> cuda:0 at 4 MiB")
+    )

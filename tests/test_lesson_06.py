@@ -19,15 +19,31 @@ from helpers import claims, distributed, records, timing, trace
 from helpers.lessons import nccl, nccl_claims, nccl_speed
 
 NOTEBOOK = "06_nccl_point_to_point_and_collectives"
-NAMES = ("seven_collectives_nccl", "host_timing_nccl", "missing_send_nccl", "wait_timeout_nccl", "overlap",
-         "bandwidth")
+NAMES = (
+    "seven_collectives_nccl",
+    "host_timing_nccl",
+    "missing_send_nccl",
+    "wait_timeout_nccl",
+    "overlap",
+    "bandwidth",
+)
 RUNS = {name: records.recorded_runs(NOTEBOOK, name) for name in NAMES}
 HOST, MISS, OVERLAP = RUNS["host_timing_nccl"], RUNS["missing_send_nccl"], RUNS["overlap"]
 COLL, WAIT, BW = RUNS["seven_collectives_nccl"], RUNS["wait_timeout_nccl"], RUNS["bandwidth"]
 MACHINES = sorted(HOST)
 NUMBER = r"([-+]?\d+(?:\.\d+)?)"
-RECV_LINE, PRINT_LINE, FINISHED = "torch.distributed.recv(t, src=0)", "print(t)", "nothing: it finished"
-P2P = ["first recv", "recv", "irecv + wait()", "irecv + wait(timeout)", "irecv + poll is_completed()"]
+RECV_LINE, PRINT_LINE, FINISHED = (
+    "torch.distributed.recv(t, src=0)",
+    "print(t)",
+    "nothing: it finished",
+)
+P2P = [
+    "first recv",
+    "recv",
+    "irecv + wait()",
+    "irecv + wait(timeout)",
+    "irecv + poll is_completed()",
+]
 CLAIMS = [
     "A blocking recv of a CUDA tensor (NCCL, after the first) returns once the receive is enqueued, before the data "
     "has arrived",
@@ -59,7 +75,9 @@ def _close_figures():
 
 
 def fake_run(value, live=False, machine="2xFAKE", **params):
-    return records.Run(value, live, {"machine": {"machine": machine}, "params": params, "date": "2026-01-01"})
+    return records.Run(
+        value, live, {"machine": {"machine": machine}, "params": params, "date": "2026-01-01"}
+    )
 
 
 def gloo_run(value, **params):
@@ -90,13 +108,16 @@ def test_every_machine_that_recorded_06_is_tested():
 
 
 def test_where_it_runs_says_live_or_replayed_and_how_many_ranks():
-    assert "replay recordings" in nccl.where_it_runs(0, 8) and "replay recordings" in nccl.where_it_runs(1, 8)
+    assert "replay recordings" in nccl.where_it_runs(
+        0, 8
+    ) and "replay recordings" in nccl.where_it_runs(1, 8)
     assert "run live, on up to 4 ranks" in nccl.where_it_runs(4, 8)
     assert "run live, on up to 8 ranks" in nccl.where_it_runs(16, 8)
     assert "This machine has 16 GPU(s)" in nccl.where_it_runs(16, 8)
 
 
 # ---------------------------------------------------------------- 1. the seven collectives
+
 
 def simulated_collectives(n, reduce_scratch=False):
     """What n ranks hold before and after each collective, computed element by element here; with
@@ -108,22 +129,45 @@ def simulated_collectives(n, reduce_scratch=False):
     own = [[r + 1, r + 2, r + 3] for r in range(n)]
     summed = [sum(own[r][k] for r in range(n)) for k in range(3)]
     partial = [[sum(own[q][k] for q in range(r, n)) for k in range(3)] for r in range(n)]
-    data["reduce"] = {"before": own, "after": [summed] + (partial[1:] if reduce_scratch else own[1:])}
+    data["reduce"] = {
+        "before": own,
+        "after": [summed] + (partial[1:] if reduce_scratch else own[1:]),
+    }
     gathered = [[r, r + 1, r + 2] for r in range(n)]
     data["gather"] = {"before": gathered, "after": [gathered] + [None] * (n - 1)}
-    data["all_reduce"] = {"before": [[float(x) for x in o] for o in own], "after": [[float(x) for x in summed]] * n}
-    data["all_gather"] = {"before": [[float(r)] for r in range(n)], "after": [[[float(r)] for r in range(n)]] * n}
+    data["all_reduce"] = {
+        "before": [[float(x) for x in o] for o in own],
+        "after": [[float(x) for x in summed]] * n,
+    }
+    data["all_gather"] = {
+        "before": [[float(r)] for r in range(n)],
+        "after": [[[float(r)] for r in range(n)]] * n,
+    }
     inputs = [[[float(r + i)] for i in range(n)] for r in range(n)]
-    data["reduce_scatter"] = {"before": inputs, "after": [[sum(inputs[r][i][0] for r in range(n))] for i in range(n)]}
+    data["reduce_scatter"] = {
+        "before": inputs,
+        "after": [[sum(inputs[r][i][0] for r in range(n))] for i in range(n)],
+    }
     return data
 
 
 def gloo_collectives(n=4, reduce_scratch=True, pids=None, ports=None):
-    who = [{"rank": r, "world_size": n, "backend": "gloo", "device": "cpu", "pid": (pids or list(range(100, 100 + n)))[r],
-            "MASTER_PORT": (ports or [5000] * n)[r]} for r in range(n)]
+    who = [
+        {
+            "rank": r,
+            "world_size": n,
+            "backend": "gloo",
+            "device": "cpu",
+            "pid": (pids or list(range(100, 100 + n)))[r],
+            "MASTER_PORT": (ports or [5000] * n)[r],
+        }
+        for r in range(n)
+    ]
     data = simulated_collectives(n, reduce_scratch)
-    return gloo_run({"who": who, "blocking": data, "async_op=True": simulated_collectives(n, reduce_scratch)},
-                    max_world_size=n)
+    return gloo_run(
+        {"who": who, "blocking": data, "async_op=True": simulated_collectives(n, reduce_scratch)},
+        max_world_size=n,
+    )
 
 
 @pytest.mark.parametrize("machine", sorted(COLL))
@@ -142,7 +186,11 @@ def test_mismatches_finds_a_wrong_rank_and_ignores_the_ranks_that_are_not_the_de
     run = gloo_collectives(2)
     assert nccl.mismatches(run) == []
     run.value["blocking"]["all_reduce"]["after"][1] = [0, 0, 0]
-    run.value["async_op=True"]["reduce"]["after"][1] = [9, 9, 9]  # not the destination: anything goes
+    run.value["async_op=True"]["reduce"]["after"][1] = [
+        9,
+        9,
+        9,
+    ]  # not the destination: anything goes
     run.value["async_op=True"]["gather"]["after"][1] = [[1]]
     assert nccl.mismatches(run) == ["blocking all_reduce rank 1: [0, 0, 0] != [3, 5, 7]"]
     run.value["async_op=True"]["gather"]["after"][0] = [[0, 1, 2]]
@@ -175,10 +223,16 @@ def test_the_collectives_sentences_say_where_the_ranks_ran_and_what_reduce_left(
     assert "on " + ", ".join(devices) in nccl_who and len(set(devices)) == len(devices)
     assert "each in a process of its own, met at one store port" in nccl_who
     assert "every rank holds what the source says" in nccl_who
-    before, after = run.value["blocking"]["reduce"]["before"][1], run.value["blocking"]["reduce"]["after"][1]
+    before, after = (
+        run.value["blocking"]["reduce"]["before"][1],
+        run.value["blocking"]["reduce"]["after"][1],
+    )
     assert str(after) in nccl_reduce and ("what it had before" in nccl_reduce) == (before == after)
     assert "all on cpu" in gloo_who and "(live on cpu-only)" in gloo_who
-    assert f"holds {gloo.value['blocking']['reduce']['after'][1]}, no longer its own [2, 3, 4]" in gloo_reduce
+    assert (
+        f"holds {gloo.value['blocking']['reduce']['after'][1]}, no longer its own [2, 3, 4]"
+        in gloo_reduce
+    )
     assert not seen.checks
 
 
@@ -192,14 +246,26 @@ def test_the_collectives_sentences_say_a_shared_process_another_port_and_wrong_r
 
 # ---------------------------------------------------------------- 2 and 4. what returns when
 
+
 def gloo_host_rows(repeats=2, late_ms=50.0, first_ms=300.0, early=False):
     """A gloo host_timing run as the notebook measures it live: every wait holds the host for the
     delay (or, with ``early``, recv returns at once without the data: a broken backend)."""
     rows = []
 
     def row(call, late, returned, waited, done, got, **more):
-        rows.append(dict(call=call, backend="gloo", late_s=late / 1e3, returned_s=returned / 1e3, waited_s=waited / 1e3,
-                         done_s=done / 1e3, arrived=got, value_ok=True, **more))
+        rows.append(
+            dict(
+                call=call,
+                backend="gloo",
+                late_s=late / 1e3,
+                returned_s=returned / 1e3,
+                waited_s=waited / 1e3,
+                done_s=done / 1e3,
+                arrived=got,
+                value_ok=True,
+                **more,
+            )
+        )
 
     row("first recv", first_ms, first_ms + 1, first_ms + 1, first_ms + 1.3, True)
     for i in range(repeats):
@@ -207,10 +273,25 @@ def gloo_host_rows(repeats=2, late_ms=50.0, first_ms=300.0, early=False):
         row("recv", late_ms, wait, wait, late_ms + 0.8, not early)
         for how in ("wait()", "wait(timeout)", "poll is_completed()"):
             poll = how.startswith("poll")
-            row(f"irecv + {how}", late_ms, 0.05, 4 * late_ms if poll else late_ms + 0.6 + i / 10, late_ms + 0.9,
-                None if poll else True, completed_at_return=False, completed_by_poll=False if poll else None)
+            row(
+                f"irecv + {how}",
+                late_ms,
+                0.05,
+                4 * late_ms if poll else late_ms + 0.6 + i / 10,
+                late_ms + 0.9,
+                None if poll else True,
+                completed_at_return=False,
+                completed_by_poll=False if poll else None,
+            )
         row("all_reduce", late_ms, late_ms + 3 + i, late_ms + 3 + i, late_ms + 3.2 + i, True)
-        row("all_reduce(async_op=True) + wait()", late_ms, 0.1, late_ms + 1 + i, late_ms + 1.2 + i, True)
+        row(
+            "all_reduce(async_op=True) + wait()",
+            late_ms,
+            0.1,
+            late_ms + 1 + i,
+            late_ms + 1.2 + i,
+            True,
+        )
     return gloo_run(rows, first_delay_s=first_ms / 1e3, delay_s=late_ms / 1e3, repeats=repeats)
 
 
@@ -223,13 +304,17 @@ def test_summary_is_the_median_of_the_repeats_in_ms(machine):
         assert s["waited_ms"] == pytest.approx(ms(run, call, "waited_s"))
         assert s["done_ms"] == pytest.approx(ms(run, call, "done_s"))
         assert s["n"] == sum(r["call"] == call for r in run.value)
-        assert s["late_ms"] == pytest.approx(run.params["first_delay_s" if call == "first recv" else "delay_s"] * 1e3)
+        assert s["late_ms"] == pytest.approx(
+            run.params["first_delay_s" if call == "first recv" else "delay_s"] * 1e3
+        )
         if call != "irecv + poll is_completed()":
             assert s["arrived"] == pytest.approx(arrived(run, call))
     assert rows["first recv"]["n"] == 1 and rows["recv"]["n"] == run.params["repeats"]
     assert rows["irecv + poll is_completed()"]["arrived"] is None
     assert rows["irecv + wait()"]["completed_by_poll"] is None
-    assert rows["irecv + poll is_completed()"]["completed_by_poll"] == [True] * run.params["repeats"]
+    assert (
+        rows["irecv + poll is_completed()"]["completed_by_poll"] == [True] * run.params["repeats"]
+    )
 
 
 def test_summary_refuses_wrong_data():
@@ -241,22 +326,34 @@ def test_summary_refuses_wrong_data():
 
 def test_how_soon_says_at_once_or_after_how_long_and_whether_the_data_was_there():
     assert nccl.how_soon({"waited_ms": 0.08, "late_ms": 50.0, "arrived": 0}) == "at once (0.080 ms)"
-    assert nccl.how_soon({"waited_ms": 50.8, "late_ms": 50.0, "arrived": 1}) == "only after 50.8 ms with the data there"
-    assert nccl.how_soon({"waited_ms": 30.0, "late_ms": 50.0, "arrived": 0.5}) == \
-        "only after 30.0 ms with the data there in 50% of repeats"
-    assert nccl.how_soon({"waited_ms": 200.0, "late_ms": 50.0, "arrived": None}) == "only after 200.0 ms"
-    assert nccl.how_soon({"returned_ms": 9.9, "late_ms": 50.0, "arrived": 1}, "returned_ms").startswith("at once")
+    assert (
+        nccl.how_soon({"waited_ms": 50.8, "late_ms": 50.0, "arrived": 1})
+        == "only after 50.8 ms with the data there"
+    )
+    assert (
+        nccl.how_soon({"waited_ms": 30.0, "late_ms": 50.0, "arrived": 0.5})
+        == "only after 30.0 ms with the data there in 50% of repeats"
+    )
+    assert (
+        nccl.how_soon({"waited_ms": 200.0, "late_ms": 50.0, "arrived": None})
+        == "only after 200.0 ms"
+    )
+    assert nccl.how_soon(
+        {"returned_ms": 9.9, "late_ms": 50.0, "arrived": 1}, "returned_ms"
+    ).startswith("at once")
 
 
 def check_how_soon(text, call, run, key="waited_s"):
     """The words of one call in a sentence agree with its median, computed here."""
     value, late = ms(run, call, key), run.value[-1]["late_s"] * 1e3
     if value < nccl.QUICK_BACK * late:
-        assert numbers(rf"`?{re.escape(call)}`? gave the host back at once \({NUMBER} ms\)", text)[0] == \
-            pytest.approx(value, abs=0.0005)
+        assert numbers(rf"`?{re.escape(call)}`? gave the host back at once \({NUMBER} ms\)", text)[
+            0
+        ] == pytest.approx(value, abs=0.0005)
     else:
-        assert numbers(rf"`?{re.escape(call)}`? gave the host back only after {NUMBER} ms", text)[0] == \
-            pytest.approx(value, abs=0.05)
+        assert numbers(rf"`?{re.escape(call)}`? gave the host back only after {NUMBER} ms", text)[
+            0
+        ] == pytest.approx(value, abs=0.05)
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -265,27 +362,36 @@ def test_the_point_to_point_sentences_agree_with_the_medians(machine, capsys):
     nccl.show_point_to_point(gloo, run)
     out = capsys.readouterr().out
     completed = sum(r["completed_at_return"] for r in run.value if r["call"] == "irecv + wait()")
-    assert f"irecv + wait(): is_completed() right after irecv returned: True in {completed} of " \
-           f"{run.params['repeats']} repeats" in out
+    assert (
+        f"irecv + wait(): is_completed() right after irecv returned: True in {completed} of "
+        f"{run.params['repeats']} repeats" in out
+    )
     assert "first recv: 1 call; every other call: 5 repeats;" in out
     assert "first recv: 1 call; every other call: 2 repeats;" in out
     seen = nccl.see_point_to_point(gloo, run)
     with_gloo, with_nccl, first = seen.sentences
-    assert numbers(rf"against a sender {NUMBER} ms late \(medians of {NUMBER} repeats\)", with_nccl) == \
-        [run.params["delay_s"] * 1e3, run.params["repeats"]]
+    assert numbers(
+        rf"against a sender {NUMBER} ms late \(medians of {NUMBER} repeats\)", with_nccl
+    ) == [run.params["delay_s"] * 1e3, run.params["repeats"]]
     assert "medians of 2 repeats" in with_gloo and "(live on cpu-only)" in with_gloo
     for call in P2P[1:4]:
         check_how_soon(with_nccl, call, run)
         check_how_soon(with_gloo, call, gloo)
-    assert numbers(rf"`synchronize\(\)` returned after {NUMBER} ms", with_nccl)[0] == \
-        pytest.approx(ms(run, "recv", "done_s"), abs=0.05)
+    assert numbers(rf"`synchronize\(\)` returned after {NUMBER} ms", with_nccl)[0] == pytest.approx(
+        ms(run, "recv", "done_s"), abs=0.05
+    )
     first_ms, later_ms = ms(run, "first recv", "returned_s"), ms(run, "recv", "returned_s")
-    said_first, times, said_later = numbers(rf"returned after {NUMBER} ms, {NUMBER} times a later one's {NUMBER} ms",
-                                            first)
-    assert said_first == pytest.approx(first_ms, abs=0.05) and said_later == pytest.approx(later_ms, abs=0.0005)
+    said_first, times, said_later = numbers(
+        rf"returned after {NUMBER} ms, {NUMBER} times a later one's {NUMBER} ms", first
+    )
+    assert said_first == pytest.approx(first_ms, abs=0.05) and said_later == pytest.approx(
+        later_ms, abs=0.0005
+    )
     assert times == pytest.approx(first_ms / later_ms, abs=0.5) and "one call" in first
     first_there = arrived(run, "first recv") == 1
-    assert ("already there" in first) == first_there and ("not there yet" in first) == (not first_there)
+    assert ("already there" in first) == first_there and ("not there yet" in first) == (
+        not first_there
+    )
     assert [c.holds for c in seen.checks] == [True]
     assert "medians of 2 repeats" in seen.checks[0].measured
 
@@ -313,35 +419,65 @@ def test_the_collective_timing_sentences_agree_with_the_medians(machine, capsys)
     with_gloo, with_nccl = nccl.see_collective_timing(gloo, run).sentences
     for text, r in ((with_gloo, gloo), (with_nccl, run)):
         late = r.value[-1]["late_s"] * 1e3
-        for phrase, call, key in (("blocking `all_reduce` gave the host back", "all_reduce", "returned_s"),
-                                  ("the call returned", "all_reduce(async_op=True) + wait()", "returned_s"),
-                                  ("`work.wait()` gave the host back", "all_reduce(async_op=True) + wait()", "waited_s")):
+        for phrase, call, key in (
+            ("blocking `all_reduce` gave the host back", "all_reduce", "returned_s"),
+            ("the call returned", "all_reduce(async_op=True) + wait()", "returned_s"),
+            ("`work.wait()` gave the host back", "all_reduce(async_op=True) + wait()", "waited_s"),
+        ):
             value = ms(r, call, key)
             if value < nccl.QUICK_BACK * late:
-                assert numbers(rf"{re.escape(phrase)} at once \({NUMBER} ms\)", text)[0] == pytest.approx(value, abs=5e-4)
+                assert numbers(rf"{re.escape(phrase)} at once \({NUMBER} ms\)", text)[
+                    0
+                ] == pytest.approx(value, abs=5e-4)
             else:
-                assert numbers(rf"{re.escape(phrase)} only after {NUMBER} ms", text)[0] == pytest.approx(value, abs=0.05)
+                assert numbers(rf"{re.escape(phrase)} only after {NUMBER} ms", text)[
+                    0
+                ] == pytest.approx(value, abs=0.05)
         done = max(ms(r, c, "done_s") for c in nccl.COLL_CALLS)
-        assert numbers(rf"`synchronize\(\)` returned after {NUMBER} ms", text)[0] == pytest.approx(done, abs=0.05)
+        assert numbers(rf"`synchronize\(\)` returned after {NUMBER} ms", text)[0] == pytest.approx(
+            done, abs=0.05
+        )
     assert "at once" not in with_gloo.split("async_op=True")[0]  # gloo's blocking call waits
     assert with_nccl.count("at once") == 3 and "medians of 5 repeats" in with_nccl
 
 
 # ---------------------------------------------------------------- 3. the missing send
 
+
 def gloo_missing(status1="stopped", marks1=(("start", 0.002),), elapsed_s=0.5, timeout_s=0.5):
-    case = {"warm_up": True, "status": ["returned", status1], "marks": [[[0.001, "start"]], [[t, m] for m, t in marks1]],
-            "printed": ["", ""], "reason": "the deadline (0.5 s) passed; ranks still running were stopped",
-            "timeout_s": timeout_s, "startup_s": 0.1, "elapsed_s": elapsed_s}
+    case = {
+        "warm_up": True,
+        "status": ["returned", status1],
+        "marks": [[[0.001, "start"]], [[t, m] for m, t in marks1]],
+        "printed": ["", ""],
+        "reason": "the deadline (0.5 s) passed; ranks still running were stopped",
+        "timeout_s": timeout_s,
+        "startup_s": 0.1,
+        "elapsed_s": elapsed_s,
+    }
     return gloo_run([case], warm_ups=[True], timeout_s=timeout_s)
 
 
 def test_stopped_at_reads_the_last_mark():
-    assert nccl.stopped_at({"marks": [[], [[0.0, "start"]]], "status": ["returned", "stopped"]}, 1) == RECV_LINE
-    assert nccl.stopped_at({"marks": [[], [[0.0, "start"], [0.1, "recv returned"]]],
-                            "status": ["returned", "stopped"]}, 1) == PRINT_LINE
+    assert (
+        nccl.stopped_at({"marks": [[], [[0.0, "start"]]], "status": ["returned", "stopped"]}, 1)
+        == RECV_LINE
+    )
+    assert (
+        nccl.stopped_at(
+            {
+                "marks": [[], [[0.0, "start"], [0.1, "recv returned"]]],
+                "status": ["returned", "stopped"],
+            },
+            1,
+        )
+        == PRINT_LINE
+    )
     assert nccl.stopped_at({"marks": [[], []], "status": ["returned", "returned"]}, 1) == FINISHED
-    assert nccl.stopped_at({"marks": [[], []], "status": ["returned", "stopped"]}, 1) == "before the first mark"
+    assert (
+        nccl.stopped_at({"marks": [[], []], "status": ["returned", "stopped"]}, 1)
+        == "before the first mark"
+    )
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -352,16 +488,30 @@ def test_the_missing_send_stops_where_the_marks_say(machine, capsys):
         want = PRINT_LINE if labels[-1] == "recv returned" else RECV_LINE
         assert nccl.stopped_line(run, case["warm_up"]) == want
     assert nccl.stopped_line(run, True) == PRINT_LINE and nccl.stopped_line(run, False) == RECV_LINE
-    assert nccl.stops(gloo, run) == {("gloo", True): RECV_LINE, ("nccl", False): RECV_LINE, ("nccl", True): PRINT_LINE}
+    assert nccl.stops(gloo, run) == {
+        ("gloo", True): RECV_LINE,
+        ("nccl", False): RECV_LINE,
+        ("nccl", True): PRINT_LINE,
+    }
     nccl.show_missing_send(gloo, run)
     out = capsys.readouterr().out
-    assert out.count("-> rank 1's host stopped at:") == 3 and "This WILL print if NCCL is warmed-up" in out
-    assert f"the ranks ran {run.value[0]['elapsed_s']:.2f} s against a deadline of {run.params['timeout_s']:g} s" in out
+    assert (
+        out.count("-> rank 1's host stopped at:") == 3
+        and "This WILL print if NCCL is warmed-up" in out
+    )
+    assert (
+        f"the ranks ran {run.value[0]['elapsed_s']:.2f} s against a deadline of {run.params['timeout_s']:g} s"
+        in out
+    )
     seen = nccl.see_missing_send(gloo, run)
-    assert seen.sentences == [f"Rank 1's host stopped at (one run of each case): `{RECV_LINE}` (gloo, after a warm-up); "
-                              f"`{RECV_LINE}` (nccl, no warm-up); `{PRINT_LINE}` (nccl, after a warm-up)."]
+    assert seen.sentences == [
+        f"Rank 1's host stopped at (one run of each case): `{RECV_LINE}` (gloo, after a warm-up); "
+        f"`{RECV_LINE}` (nccl, no warm-up); `{PRINT_LINE}` (nccl, after a warm-up)."
+    ]
     longest = max(c["elapsed_s"] - c["timeout_s"] for c in [*run.value, *gloo.value])
-    assert numbers(rf"ran {NUMBER} s past", seen.checks[0].measured)[0] == pytest.approx(longest, abs=0.005)
+    assert numbers(rf"ran {NUMBER} s past", seen.checks[0].measured)[0] == pytest.approx(
+        longest, abs=0.005
+    )
     assert [c.holds for c in seen.checks] == [True] * 4
 
 
@@ -372,21 +522,40 @@ def test_the_missing_send_checks_fail_where_the_hang_is_not_bounded_or_stops_els
     assert "+1.50 s past its deadline" in late.checks[0].measured
     finished = nccl.see_missing_send(gloo_missing(status1="returned"), run)
     assert finished.checks[-1].holds is False and FINISHED in finished.checks[-1].measured
-    warm_only = fake_run([c for c in run.value if c["warm_up"]], backend="nccl", warm_ups=[True], timeout_s=4.0)
+    warm_only = fake_run(
+        [c for c in run.value if c["warm_up"]], backend="nccl", warm_ups=[True], timeout_s=4.0
+    )
     assert len(nccl.see_missing_send(gloo_missing(), warm_only).checks) == 3
 
 
 # ---------------------------------------------------------------- 3. wait(timeout) with no send
 
-def wait_run(marks1, status1="returned", result1=None, backend="nccl", wait_timeout_s=2.0, deadline_s=10.0):
-    value = {"status": ["returned", status1], "marks": [[[0.1, "connected"]], [[t, m] for m, t in marks1]],
-             "results": ["sent nothing", result1], "reason": "r", "elapsed_s": 2.1}
-    return fake_run(value, live=backend == "gloo", machine="cpu-only" if backend == "gloo" else "2xFAKE",
-                    backend=backend, wait_timeout_s=wait_timeout_s, deadline_s=deadline_s)
+
+def wait_run(
+    marks1, status1="returned", result1=None, backend="nccl", wait_timeout_s=2.0, deadline_s=10.0
+):
+    value = {
+        "status": ["returned", status1],
+        "marks": [[[0.1, "connected"]], [[t, m] for m, t in marks1]],
+        "results": ["sent nothing", result1],
+        "reason": "r",
+        "elapsed_s": 2.1,
+    }
+    return fake_run(
+        value,
+        live=backend == "gloo",
+        machine="cpu-only" if backend == "gloo" else "2xFAKE",
+        backend=backend,
+        wait_timeout_s=wait_timeout_s,
+        deadline_s=deadline_s,
+    )
 
 
 def test_wait_timeout_outcome_raised_measures_from_waiting():
-    run = wait_run([("connected", 0.1), ("waiting", 0.2), ("wait raised", 2.25)], result1="DistBackendError: timed out")
+    run = wait_run(
+        [("connected", 0.1), ("waiting", 0.2), ("wait raised", 2.25)],
+        result1="DistBackendError: timed out",
+    )
     raised, sentence, waited = nccl.wait_timeout_outcome(run)
     assert raised is True and waited == pytest.approx(2.05)
     assert "raised after 2.05 s" in sentence and "DistBackendError" in sentence
@@ -395,17 +564,29 @@ def test_wait_timeout_outcome_raised_measures_from_waiting():
 
 def test_wait_timeout_outcome_returned_and_stuck_in_wait():
     raised, sentence, waited = nccl.wait_timeout_outcome(
-        wait_run([("connected", 0.1), ("waiting", 0.2), ("wait returned", 0.5)], result1="wait returned"))
+        wait_run(
+            [("connected", 0.1), ("waiting", 0.2), ("wait returned", 0.5)], result1="wait returned"
+        )
+    )
     assert raised is False and waited == pytest.approx(0.3) and "returned after 0.30 s" in sentence
-    raised, sentence, waited = nccl.wait_timeout_outcome(wait_run([("connected", 0.1), ("waiting", 0.2)], "stopped"))
-    assert raised is False and waited is None and "inside wait()" in sentence and "stopped" in sentence
+    raised, sentence, waited = nccl.wait_timeout_outcome(
+        wait_run([("connected", 0.1), ("waiting", 0.2)], "stopped")
+    )
+    assert (
+        raised is False and waited is None and "inside wait()" in sentence and "stopped" in sentence
+    )
 
 
 def test_wait_timeout_outcome_says_when_rank_1_never_reached_the_wait():
     """The old recording's shape (before the pair was connected first): rank 1 was stopped inside
     irecv's connection set-up, with no mark at all."""
-    value = {"status": ["returned", "stopped"], "marks": [[], []], "results": [None, None],
-             "reason": "the deadline (10 s) passed; ranks still running were stopped", "elapsed_s": 10.0}
+    value = {
+        "status": ["returned", "stopped"],
+        "marks": [[], []],
+        "results": [None, None],
+        "reason": "the deadline (10 s) passed; ranks still running were stopped",
+        "elapsed_s": 10.0,
+    }
     run = fake_run(value, backend="nccl", wait_timeout_s=2.0, deadline_s=10.0)
     raised, sentence, waited = nccl.wait_timeout_outcome(run)
     assert raised is False and waited is None and not nccl.reached_wait(run)
@@ -415,22 +596,32 @@ def test_wait_timeout_outcome_says_when_rank_1_never_reached_the_wait():
 
 
 @pytest.mark.parametrize("machine", sorted(WAIT))
-def test_the_recorded_wait_raised_after_the_wait_began_and_the_sentence_says_how_late(machine, capsys):
+def test_the_recorded_wait_raised_after_the_wait_began_and_the_sentence_says_how_late(
+    machine, capsys
+):
     run = WAIT[machine]
     marks = {label: t for t, label in run.value["marks"][1]}
     waited, timeout_s = marks["wait raised"] - marks["waiting"], run.params["wait_timeout_s"]
     raised, sentence, said = nccl.wait_timeout_outcome(run)
     assert raised is True and said == pytest.approx(waited) and waited >= timeout_s
-    gloo = wait_run([("connected", 0.1), ("waiting", 0.2), ("wait raised", 0.71)], backend="gloo", wait_timeout_s=0.5,
-                    result1="RuntimeError: Timed out waiting 500ms for recv operation")
+    gloo = wait_run(
+        [("connected", 0.1), ("waiting", 0.2), ("wait raised", 0.71)],
+        backend="gloo",
+        wait_timeout_s=0.5,
+        result1="RuntimeError: Timed out waiting 500ms for recv operation",
+    )
     nccl.show_wait_timeout(gloo, run)
     out = capsys.readouterr().out
     assert "gloo (live on cpu-only): wait(timeout=0.5 s) raised after 0.51 s" in out
     assert f"raised after {waited:.2f} s" in out
     on_gloo, on_nccl = nccl.see_wait_timeout(gloo, run).sentences
-    assert numbers(rf"the wait raised {NUMBER} s after it began", on_nccl)[0] == pytest.approx(waited, abs=0.005)
+    assert numbers(rf"the wait raised {NUMBER} s after it began", on_nccl)[0] == pytest.approx(
+        waited, abs=0.005
+    )
     late = abs(waited - timeout_s) > nccl.ON_TIME_SHARE * timeout_s
-    assert ("well after its timeout" in on_nccl) == late and ("as the timeout came due" in on_nccl) == (not late)
+    assert ("well after its timeout" in on_nccl) == late and (
+        "as the timeout came due" in on_nccl
+    ) == (not late)
     assert "as the timeout came due" in on_gloo and "(one run)" in on_gloo
 
 
@@ -440,11 +631,18 @@ def test_the_wait_sentences_say_before_stuck_and_never_reached():
     never = wait_run([("connected", 0.1)], status1="stopped")
     before, in_wait = nccl.see_wait_timeout(early, stuck).sentences
     assert "raised 0.50 s after it began, before its timeout of 2 s" in before
-    assert "neither raised nor returned" in in_wait and "did not, by itself, give the host back" in in_wait
+    assert (
+        "neither raised nor returned" in in_wait
+        and "did not, by itself, give the host back" in in_wait
+    )
     assert "never reached wait(timeout=2 s)" in nccl.see_wait_timeout(never, never).sentences[0]
     on_time = wait_run([("connected", 0.1), ("waiting", 0.2), ("wait raised", 2.6)], result1="E: x")
-    slightly_early = wait_run([("connected", 0.1), ("waiting", 0.2), ("wait raised", 1.8)], result1="E: x")
-    for sentence in nccl.see_wait_timeout(on_time, slightly_early).sentences:  # 2.40 and 1.60 s: within a quarter
+    slightly_early = wait_run(
+        [("connected", 0.1), ("waiting", 0.2), ("wait raised", 1.8)], result1="E: x"
+    )
+    for sentence in nccl.see_wait_timeout(
+        on_time, slightly_early
+    ).sentences:  # 2.40 and 1.60 s: within a quarter
         assert "as the timeout came due" in sentence
 
 
@@ -470,19 +668,35 @@ def _wait_without_send(rank, world_size, wait_timeout_s):
 
 
 def test_a_real_gloo_wait_timeout_is_read_as_raised_at_its_timeout():
-    outcome = distributed.supervise(_wait_without_send, 2, backend="gloo", timeout_s=20.0, args=(0.5,))
-    value = {"status": outcome.status, "marks": outcome.marks, "results": outcome.results, "reason": outcome.reason,
-             "elapsed_s": outcome.elapsed_s}
+    outcome = distributed.supervise(
+        _wait_without_send, 2, backend="gloo", timeout_s=20.0, args=(0.5,)
+    )
+    value = {
+        "status": outcome.status,
+        "marks": outcome.marks,
+        "results": outcome.results,
+        "reason": outcome.reason,
+        "elapsed_s": outcome.elapsed_s,
+    }
     run = gloo_run(value, wait_timeout_s=0.5, deadline_s=20.0)
     assert [label for _, label in value["marks"][1]][:2] == ["connected", "waiting"]
     raised, _, waited = nccl.wait_timeout_outcome(run)
     assert raised and 0.4 < waited < 5.0
-    table = nccl_claims.claims_table(HOST[MACHINES[0]], WAIT["2xNVIDIA-H200"], run, MISS[MACHINES[0]],
-                                     COLL["2xNVIDIA-H200"], gloo_collectives(), OVERLAP[MACHINES[0]], BW["2xNVIDIA-H200"])
+    table = nccl_claims.claims_table(
+        HOST[MACHINES[0]],
+        WAIT["2xNVIDIA-H200"],
+        run,
+        MISS[MACHINES[0]],
+        COLL["2xNVIDIA-H200"],
+        gloo_collectives(),
+        OVERLAP[MACHINES[0]],
+        BW["2xNVIDIA-H200"],
+    )
     assert table.verdicts()[CLAIMS[11]] == claims.HOLDS
 
 
 # ---------------------------------------------------------------- 4. overlap
+
 
 def _union(spans):
     merged = []
@@ -507,25 +721,50 @@ def kernel(name, start, end, stream=7):
 
 
 def test_split_kernels_and_overlap_of_on_a_profile_built_by_hand():
-    blocking = trace.Profile([kernel("ncclDevKernel_AllReduce", 0, 100, 20), kernel("gemm", 100, 250),
-                              trace.Interval("memcpy", "Memcpy DtoD", 0, 5, device=0, stream=7)], steps=1)
-    hidden = trace.Profile([trace.Interval("annotation", "ProfilerStep#3", 0, 190),
-                            kernel("ncclDevKernel_AllReduce", 0, 100, 20), kernel("gemm", 20, 170),
-                            trace.Interval("annotation", "ProfilerStep#4", 200, 390),
-                            kernel("ncclDevKernel_AllReduce", 200, 300, 20), kernel("gemm", 200, 350)], steps=2)
+    blocking = trace.Profile(
+        [
+            kernel("ncclDevKernel_AllReduce", 0, 100, 20),
+            kernel("gemm", 100, 250),
+            trace.Interval("memcpy", "Memcpy DtoD", 0, 5, device=0, stream=7),
+        ],
+        steps=1,
+    )
+    hidden = trace.Profile(
+        [
+            trace.Interval("annotation", "ProfilerStep#3", 0, 190),
+            kernel("ncclDevKernel_AllReduce", 0, 100, 20),
+            kernel("gemm", 20, 170),
+            trace.Interval("annotation", "ProfilerStep#4", 200, 390),
+            kernel("ncclDevKernel_AllReduce", 200, 300, 20),
+            kernel("gemm", 200, 350),
+        ],
+        steps=2,
+    )
     nccl_kernels, others = nccl_speed.split_kernels(blocking)
-    assert [k.name for k in nccl_kernels] == ["ncclDevKernel_AllReduce"] and [k.name for k in others] == ["gemm"]
+    assert [k.name for k in nccl_kernels] == ["ncclDevKernel_AllReduce"] and [
+        k.name for k in others
+    ] == ["gemm"]
     found = nccl_speed.overlap_of(fake_run({"blocking": blocking, "async_op=True": hidden}))
-    assert found["blocking"] == {"ratio": claims.Value(0.0, 0.0, "", 1), "nccl_ms": 0.1, "other_ms": 0.15,
-                                 "busy_ms": 0.25, "steps": 1}
+    assert found["blocking"] == {
+        "ratio": claims.Value(0.0, 0.0, "", 1),
+        "nccl_ms": 0.1,
+        "other_ms": 0.15,
+        "busy_ms": 0.25,
+        "steps": 1,
+    }
     # one ratio per step, 80/100 and 100/100: their median, not the pooled 180/200 of the whole profile
     ratio = found["async_op=True"]["ratio"]
     assert (ratio.value, ratio.samples) == (pytest.approx(0.9), 2) and ratio.spread > 0
     assert found["async_op=True"]["busy_ms"] == pytest.approx(320 / 2 / 1e3)
-    said = nccl_speed.see_overlap(fake_run({"blocking": blocking, "async_op=True": hidden})).sentences
+    said = nccl_speed.see_overlap(
+        fake_run({"blocking": blocking, "async_op=True": hidden})
+    ).sentences
     assert "closer to their sum (0.250 ms) than to the longer of the two (0.150 ms)" in said[0]
     assert "overlap ratio 0.00 in every step" in said[0]
-    assert f"(2 profiled steps): overlap ratio {ratio}; " in said[1] and "closer to the longer of the two" in said[1]
+    assert (
+        f"(2 profiled steps): overlap ratio {ratio}; " in said[1]
+        and "closer to the longer of the two" in said[1]
+    )
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -545,37 +784,75 @@ def test_the_overlap_sentences_agree_with_the_kernels(machine, capsys):
         total = (_length(comm) + _length(comp)) / profile.steps / 1e3
         assert sentence.startswith(f"{mode} ({profile.steps} profiled steps)")
         assert numbers(rf"overlap ratio {NUMBER}", sentence)[0] == pytest.approx(ratio, abs=0.005)
-        assert numbers(rf"GPU busy {NUMBER} ms per step", sentence)[0] == pytest.approx(busy, abs=0.0005)
+        assert numbers(rf"GPU busy {NUMBER} ms per step", sentence)[0] == pytest.approx(
+            busy, abs=0.0005
+        )
         near_longer = busy - longer < total - busy
-        assert sentence.split("closer to ")[1].startswith("the longer" if near_longer else "their sum")
+        assert sentence.split("closer to ")[1].startswith(
+            "the longer" if near_longer else "their sum"
+        )
         assert (ratio > 0.5) == (mode == "async_op=True") and (ratio < 0.1) == (mode == "blocking")
 
 
 # ---------------------------------------------------------------- 5. algbw and busbw
 
-FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-          "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0, "all_to_all": lambda n: (n - 1) / n}
+FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "all_to_all": lambda n: (n - 1) / n,
+}
 
 
 def busbw_here(size, t, op, n):
     return size / t.median_s / 1e9 * FACTOR[op](n)
 
 
-def synthetic_bandwidth(sizes=(1024, 2**20, 2**24, 2**30), fixed_us=(20.0, 25.0, 90.0, 3000.0), plain=True,
-                        wrong=0, ceiling_gbps=300.0, world_sizes=(2, 4)):
+def synthetic_bandwidth(
+    sizes=(1024, 2**20, 2**24, 2**30),
+    fixed_us=(20.0, 25.0, 90.0, 3000.0),
+    plain=True,
+    wrong=0,
+    ceiling_gbps=300.0,
+    world_sizes=(2, 4),
+):
     """A bandwidth run: all_reduce and broadcast taking ``fixed_us`` at each size (broadcast twice as fast)."""
     sweep = []
     for n in world_sizes:
-        timings = {op: [timing.Timing([us * f * 1e-6, us * f * 1.01e-6, us * f * 0.99e-6], "cuda events", size)
-                        for size, us in zip(sizes, fixed_us, strict=True)] for op, f in (("all_reduce", 1.0),
-                                                                                           ("broadcast", 0.5))}
-        sweep.append({"world_size": n, "timings": timings, "wrong": {op: [wrong] + [0] * (len(sizes) - 1)
-                                                                   for op in timings},
-                      "plain_s": [fixed_us[-1] * 1e-6] * 3 if plain and n == world_sizes[-1] else None})
+        timings = {
+            op: [
+                timing.Timing(
+                    [us * f * 1e-6, us * f * 1.01e-6, us * f * 0.99e-6], "cuda events", size
+                )
+                for size, us in zip(sizes, fixed_us, strict=True)
+            ]
+            for op, f in (("all_reduce", 1.0), ("broadcast", 0.5))
+        }
+        sweep.append(
+            {
+                "world_size": n,
+                "timings": timings,
+                "wrong": {op: [wrong] + [0] * (len(sizes) - 1) for op in timings},
+                "plain_s": [fixed_us[-1] * 1e-6] * 3 if plain and n == world_sizes[-1] else None,
+            }
+        )
     ceiling = timing.Timing([2**30 / ceiling_gbps / 1e9] * 3, "cuda events", 2**30)
-    return fake_run({"ceiling": ceiling, "gpus": world_sizes[-1], "world_sizes": list(world_sizes), "sweep": sweep},
-                    sizes=list(sizes), ops=["all_reduce", "broadcast"], warmup=1, iters=20, samples=3,
-                    ceiling_bytes=2**30, max_world_size=8)
+    return fake_run(
+        {
+            "ceiling": ceiling,
+            "gpus": world_sizes[-1],
+            "world_sizes": list(world_sizes),
+            "sweep": sweep,
+        },
+        sizes=list(sizes),
+        ops=["all_reduce", "broadcast"],
+        warmup=1,
+        iters=20,
+        samples=3,
+        ceiling_bytes=2**30,
+        max_world_size=8,
+    )
 
 
 @pytest.mark.parametrize("machine", sorted(BW))
@@ -585,11 +862,18 @@ def test_busbw_and_the_exercise_agree_with_nccl_tests_factors(machine):
     n = entry["world_size"]
     busbw = nccl_speed.busbw_of(entry, sizes)
     for op, ts in entry["timings"].items():
-        assert busbw[op] == pytest.approx([busbw_here(s, t, op, n) for s, t in zip(sizes, ts, strict=True)])
+        assert busbw[op] == pytest.approx(
+            [busbw_here(s, t, op, n) for s, t in zip(sizes, ts, strict=True)]
+        )
     largest = entry["timings"]["all_reduce"][-1]
-    assert nccl_speed.busbw_if_ranks(run, 16) == pytest.approx(sizes[-1] / largest.median_s / 1e9 * 30 / 16)
+    assert nccl_speed.busbw_if_ranks(run, 16) == pytest.approx(
+        sizes[-1] / largest.median_s / 1e9 * 30 / 16
+    )
     value = nccl_speed.largest_all_reduce_busbw(run)
-    assert value.value == pytest.approx(busbw_here(sizes[-1], largest, "all_reduce", n)) and value.unit == "GB/s"
+    assert (
+        value.value == pytest.approx(busbw_here(sizes[-1], largest, "all_reduce", n))
+        and value.unit == "GB/s"
+    )
     assert value.samples == len(largest.samples_s)
     assert nccl_speed.sweep_of(run) == run.value["sweep"]
 
@@ -605,11 +889,18 @@ def test_the_bandwidth_sentences_agree_with_the_timings(machine, capsys):
     sizes, entry = run.params["sizes"], run.value["sweep"][-1]
     n, ceiling = entry["world_size"], run.value["ceiling"].gbps
     us = [t.median_s * 1e6 for t in entry["timings"]["all_reduce"]]
-    low, high = numbers(rf"an `all_reduce` takes {NUMBER} to {NUMBER} us whatever the size", seen.sentences[0])
+    low, high = numbers(
+        rf"an `all_reduce` takes {NUMBER} to {NUMBER} us whatever the size", seen.sentences[0]
+    )
     flat = [u for u in us if u <= 2 * min(us)]
-    assert low == pytest.approx(min(us), abs=0.05) and high == pytest.approx(max(us[: len(flat)]), abs=0.05)
+    assert low == pytest.approx(min(us), abs=0.05) and high == pytest.approx(
+        max(us[: len(flat)]), abs=0.05
+    )
     assert all(u <= 2 * min(us) for u in us[: len(flat)]) and us[len(flat)] > 2 * min(us)
-    assert f"to {us[-1]:.0f} us at 1 GiB" in seen.sentences[0] and "medians of 5 samples" in seen.sentences[0]
+    assert (
+        f"to {us[-1]:.0f} us at 1 GiB" in seen.sentences[0]
+        and "medians of 5 samples" in seen.sentences[0]
+    )
     shares = seen.sentences[-1]
     for op, ts in entry["timings"].items():
         share = busbw_here(sizes[-1], ts[-1], op, n) / ceiling
@@ -619,7 +910,10 @@ def test_the_bandwidth_sentences_agree_with_the_timings(machine, capsys):
     helper_gbps = busbw_here(sizes[-1], entry["timings"]["all_reduce"][-1], "all_reduce", n)
     plain_gbps = sizes[-1] / plain / 1e9 * FACTOR["all_reduce"](n)
     assert [c.holds for c in seen.checks] == [abs(helper_gbps / plain_gbps - 1) <= 0.03, True]
-    assert f"collective_timings {helper_gbps:.1f} GB/s, hand-written loop {plain_gbps:.1f} GB/s" in seen.checks[0].measured
+    assert (
+        f"collective_timings {helper_gbps:.1f} GB/s, hand-written loop {plain_gbps:.1f} GB/s"
+        in seen.checks[0].measured
+    )
     assert "over 1 world size" in seen.checks[1].measured
 
 
@@ -632,36 +926,52 @@ def test_the_bandwidth_sentences_on_a_sweep_built_by_hand():
     all_reduce = 2**30 / 3000e-6 / 1e9 * 1.5
     assert f"{all_reduce:.0f} GB/s, above it (`all_reduce`)" in seen.sentences[-1]
     assert not re.search(r"\b(1\d\d|[2-9]\d\d)%", " ".join(seen.sentences))
-    assert [c.holds for c in seen.checks] == [True, True] and "over 2 world sizes" in seen.checks[1].measured
+    assert [c.holds for c in seen.checks] == [True, True] and "over 2 world sizes" in seen.checks[
+        1
+    ].measured
     assert nccl_speed.busbw_if_ranks(run, 16) == pytest.approx(2**30 / 3000e-6 / 1e9 * 30 / 16)
 
 
 def test_the_bandwidth_checks_fail_on_wrong_elements_and_a_slow_helper_and_say_a_missing_loop():
     run = synthetic_bandwidth(wrong=3)
-    run.value["sweep"][-1]["plain_s"] = [2000e-6] * 3  # the hand-written loop is faster than the helper
+    run.value["sweep"][-1]["plain_s"] = [
+        2000e-6
+    ] * 3  # the hand-written loop is faster than the helper
     seen = nccl_speed.see_bandwidth(run)
     assert [c.holds for c in seen.checks] == [False, False]
     assert "12 wrong elements over 2 world sizes" in seen.checks[1].measured
     no_loop = nccl_speed.see_bandwidth(synthetic_bandwidth(plain=False))
     assert "no hand-written loop" in no_loop.sentences[-1] and len(no_loop.checks) == 1
     growing = nccl_speed.see_bandwidth(synthetic_bandwidth(fixed_us=(20.0, 50.0, 200.0, 3000.0)))
-    assert "an `all_reduce` of 1 KiB takes 20.0 us; from the smallest size on the time grows" in growing.sentences[0]
+    assert (
+        "an `all_reduce` of 1 KiB takes 20.0 us; from the smallest size on the time grows"
+        in growing.sentences[0]
+    )
 
 
 def test_a_recording_made_before_the_sweep_is_read_and_said_to_be_so(capsys):
     new = synthetic_bandwidth(world_sizes=(2,))
     entry = new.value["sweep"][0]
-    old = fake_run({"world_size": 2, "timings": entry["timings"], "ceiling": new.value["ceiling"]},
-                   machine="2xNVIDIA-H200", **new.params)
-    assert nccl_speed.sweep_of(old) == [{"world_size": 2, "timings": entry["timings"], "wrong": None, "plain_s": None}]
+    old = fake_run(
+        {"world_size": 2, "timings": entry["timings"], "ceiling": new.value["ceiling"]},
+        machine="2xNVIDIA-H200",
+        **new.params,
+    )
+    assert nccl_speed.sweep_of(old) == [
+        {"world_size": 2, "timings": entry["timings"], "wrong": None, "plain_s": None}
+    ]
     nccl_speed.show_bandwidth(old)
     out = capsys.readouterr().out
-    assert "predates the sweep" in out and "wrong elements over every check: not counted in this recording" in out
+    assert (
+        "predates the sweep" in out
+        and "wrong elements over every check: not counted in this recording" in out
+    )
     seen = nccl_speed.see_bandwidth(old)
     assert "no hand-written loop" in seen.sentences[-1] and not seen.checks
 
 
 # ---------------------------------------------------------------- the claims table
+
 
 def test_host_value_is_median_and_half_iqr_in_ms():
     rows = [{"call": "recv", "returned_s": s} for s in (0.001, 0.002, 0.003, 0.004, 0.005)]
@@ -680,10 +990,22 @@ def test_when_data_absent():
 def table_for(machine, host=None, wait_gloo=None, miss=None):
     """The claims table as the notebook builds it on ``machine`` (what it did not record from 2xNVIDIA-H200)."""
     two = "2xNVIDIA-H200"
-    wait_gloo = wait_gloo or wait_run([("connected", 0.1), ("waiting", 0.2), ("wait raised", 0.71)], backend="gloo",
-                                      wait_timeout_s=0.5, result1="RuntimeError: timed out")
-    return nccl_claims.claims_table(host or HOST[machine], WAIT[two], wait_gloo, miss or MISS[machine], COLL[two],
-                                    gloo_collectives(), OVERLAP[machine], BW[two])
+    wait_gloo = wait_gloo or wait_run(
+        [("connected", 0.1), ("waiting", 0.2), ("wait raised", 0.71)],
+        backend="gloo",
+        wait_timeout_s=0.5,
+        result1="RuntimeError: timed out",
+    )
+    return nccl_claims.claims_table(
+        host or HOST[machine],
+        WAIT[two],
+        wait_gloo,
+        miss or MISS[machine],
+        COLL[two],
+        gloo_collectives(),
+        OVERLAP[machine],
+        BW[two],
+    )
 
 
 def side(value, spread, threshold, holds_if):
@@ -702,23 +1024,42 @@ def test_the_claims_table_on_the_recordings(machine):
     rows = {c.text: c for c in table.claims}
     late = run.params["delay_s"] * 1e3
     recv = rows[CLAIMS[0]].comparison
-    assert recv.value.value == pytest.approx(ms(run, "recv", "returned_s")) and recv.threshold == pytest.approx(late / 5)
-    assert verdicts[CLAIMS[0]] == side(recv.value.value, recv.value.spread, late / 5, "below") == claims.HOLDS
+    assert recv.value.value == pytest.approx(
+        ms(run, "recv", "returned_s")
+    ) and recv.threshold == pytest.approx(late / 5)
+    assert (
+        verdicts[CLAIMS[0]]
+        == side(recv.value.value, recv.value.spread, late / 5, "below")
+        == claims.HOLDS
+    )
     first = rows[CLAIMS[2]].comparison
-    assert first.value.value == pytest.approx(ms(run, "first recv", "returned_s")) and first.value.samples == 1
-    assert verdicts[CLAIMS[2]] == claims.DOES_NOT_HOLD and "one call, no spread" in rows[CLAIMS[2]].measured
+    assert (
+        first.value.value == pytest.approx(ms(run, "first recv", "returned_s"))
+        and first.value.samples == 1
+    )
+    assert (
+        verdicts[CLAIMS[2]] == claims.DOES_NOT_HOLD
+        and "one call, no spread" in rows[CLAIMS[2]].measured
+    )
     ratio = rows[CLAIMS[1]].comparison.value
-    assert ratio.value == pytest.approx(ms(run, "first recv", "returned_s") / ms(run, "recv", "returned_s"))
+    assert ratio.value == pytest.approx(
+        ms(run, "first recv", "returned_s") / ms(run, "recv", "returned_s")
+    )
     assert verdicts[CLAIMS[1]] == claims.HOLDS
     completed = [r["completed_at_return"] for r in run.value if "completed_at_return" in r]
     assert not any(completed) and f"True in 0 of {len(completed)} calls" in rows[CLAIMS[7]].measured
-    assert rows[CLAIMS[7]].comparison.value.value == pytest.approx(ms(run, "irecv + poll is_completed()", "waited_s"))
+    assert rows[CLAIMS[7]].comparison.value.value == pytest.approx(
+        ms(run, "irecv + poll is_completed()", "waited_s")
+    )
     assert verdicts[CLAIMS[7]] == claims.DOES_NOT_HOLD
     wait_timeout = rows[CLAIMS[6]].comparison
     assert wait_timeout.value.value == pytest.approx(ms(run, "irecv + wait(timeout)", "waited_s"))
     assert verdicts[CLAIMS[6]] == claims.HOLDS
     done = min(ms(run, c, "done_s") for c in nccl.COLL_CALLS)
-    assert rows[CLAIMS[8]].comparison.value.value == pytest.approx(done) and verdicts[CLAIMS[8]] == claims.HOLDS
+    assert (
+        rows[CLAIMS[8]].comparison.value.value == pytest.approx(done)
+        and verdicts[CLAIMS[8]] == claims.HOLDS
+    )
     for text in CLAIMS[3:6] + CLAIMS[9:]:
         assert verdicts[text] == claims.HOLDS, text
     overlap = rows[CLAIMS[17]].comparison.value.value
@@ -726,9 +1067,17 @@ def test_the_claims_table_on_the_recordings(machine):
     busbw = rows[CLAIMS[18]].comparison.value
     bw = BW["2xNVIDIA-H200"]
     entry = bw.value["sweep"][-1]
-    here = busbw_here(bw.params["sizes"][-1], entry["timings"]["all_reduce"][-1], "all_reduce", entry["world_size"])
+    here = busbw_here(
+        bw.params["sizes"][-1],
+        entry["timings"]["all_reduce"][-1],
+        "all_reduce",
+        entry["world_size"],
+    )
     assert busbw.value == pytest.approx(here / bw.value["ceiling"].gbps)
-    assert f"busbw {here:.0f} GB/s over a GPU0 -> GPU1 copy's {bw.value['ceiling'].gbps:.0f} GB/s" in rows[CLAIMS[18]].measured
+    assert (
+        f"busbw {here:.0f} GB/s over a GPU0 -> GPU1 copy's {bw.value['ceiling'].gbps:.0f} GB/s"
+        in rows[CLAIMS[18]].measured
+    )
 
 
 def test_the_claims_that_do_not_hold_or_cannot_be_tested():
@@ -744,10 +1093,18 @@ def test_the_claims_that_do_not_hold_or_cannot_be_tested():
             row["completed_at_return"] = True
         changed.append(row)
     never = wait_run([("connected", 0.1)], status1="stopped", backend="gloo", wait_timeout_s=0.5)
-    warm_only = fake_run([c for c in MISS[MACHINES[0]].value if c["warm_up"]], backend="nccl", warm_ups=[True],
-                         timeout_s=4.0)
-    verdicts = table_for(MACHINES[0], host=fake_run(changed, **host.params), wait_gloo=never, miss=warm_only).verdicts()
+    warm_only = fake_run(
+        [c for c in MISS[MACHINES[0]].value if c["warm_up"]],
+        backend="nccl",
+        warm_ups=[True],
+        timeout_s=4.0,
+    )
+    verdicts = table_for(
+        MACHINES[0], host=fake_run(changed, **host.params), wait_gloo=never, miss=warm_only
+    ).verdicts()
     assert verdicts[CLAIMS[0]] == verdicts[CLAIMS[4]] == verdicts[CLAIMS[6]] == claims.DOES_NOT_HOLD
-    assert verdicts[CLAIMS[7]] == claims.HOLDS  # is_completed() said True right after irecv returned
+    assert (
+        verdicts[CLAIMS[7]] == claims.HOLDS
+    )  # is_completed() said True right after irecv returned
     assert verdicts[CLAIMS[11]] == claims.NOT_TESTABLE
     assert CLAIMS[13] not in verdicts

@@ -13,27 +13,46 @@ from helpers import records
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-spec = importlib.util.spec_from_file_location("notebook_times", ROOT / "tools" / "notebook_times.py")
+spec = importlib.util.spec_from_file_location(
+    "notebook_times", ROOT / "tools" / "notebook_times.py"
+)
 notebook_times = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(notebook_times)
 
 
 def executed(*spans):
     """An executed notebook: a markdown cell, then one code cell per (start, end) second."""
+
     def stamp(s):
         return (dt.datetime(2026, 1, 1, 10, tzinfo=dt.UTC) + dt.timedelta(seconds=s)).isoformat()
+
     cells = [{"cell_type": "markdown", "metadata": {}, "source": []}]
-    cells += [{"cell_type": "code", "source": [], "outputs": [], "metadata": {"execution": {
-        "iopub.execute_input": stamp(a), "shell.execute_reply": stamp(b)}}} for a, b in spans]
+    cells += [
+        {
+            "cell_type": "code",
+            "source": [],
+            "outputs": [],
+            "metadata": {
+                "execution": {"iopub.execute_input": stamp(a), "shell.execute_reply": stamp(b)}
+            },
+        }
+        for a, b in spans
+    ]
     return {"cells": cells}
 
 
 def test_times_come_from_the_cells_stamps():
     entry = notebook_times.times_of(executed((1, 3.5), (4, 10)), "abc123")
-    assert entry == {"date": "2026-01-01T10:00:01+00:00", "commit": "abc123", "seconds": 9.0,
-                     "cells": [{"cell": 1, "seconds": 2.5}, {"cell": 2, "seconds": 6.0}]}
+    assert entry == {
+        "date": "2026-01-01T10:00:01+00:00",
+        "commit": "abc123",
+        "seconds": 9.0,
+        "cells": [{"cell": 1, "seconds": 2.5}, {"cell": 2, "seconds": 6.0}],
+    }
     with pytest.raises(ValueError, match="no timed code cell"):
-        notebook_times.times_of({"cells": [{"cell_type": "code", "metadata": {}, "source": []}]}, "x")
+        notebook_times.times_of(
+            {"cells": [{"cell_type": "code", "metadata": {}, "source": []}]}, "x"
+        )
 
 
 def test_record_keeps_the_other_notebooks_and_writes_a_valid_file(tmp_path):
@@ -50,14 +69,26 @@ def test_record_keeps_the_other_notebooks_and_writes_a_valid_file(tmp_path):
         notebook_times.record(tmp_path, "slow", "00_a", first)
 
 
-@pytest.mark.parametrize("bad, why", [
-    ({"full": {"00_a": {"seconds": 1}}}, "exactly date, commit, seconds, cells"),
-    ({"full": {"00_a": {"date": "d", "commit": "c", "seconds": -1, "cells": []}}}, "seconds must be"),
-    ({"full": {"00_a": {"date": 1, "commit": "c", "seconds": 1, "cells": []}}}, "must be strings"),
-    ({"full": {"00_a": {"date": "d", "commit": "c", "seconds": 1, "cells": [{"cell": 1}]}}}, "cells must be"),
-    ({"slow": {}}, "keys are among full, quick"),
-    ({"full": []}, "must map notebooks"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ({"full": {"00_a": {"seconds": 1}}}, "exactly date, commit, seconds, cells"),
+        (
+            {"full": {"00_a": {"date": "d", "commit": "c", "seconds": -1, "cells": []}}},
+            "seconds must be",
+        ),
+        (
+            {"full": {"00_a": {"date": 1, "commit": "c", "seconds": 1, "cells": []}}},
+            "must be strings",
+        ),
+        (
+            {"full": {"00_a": {"date": "d", "commit": "c", "seconds": 1, "cells": [{"cell": 1}]}}},
+            "cells must be",
+        ),
+        ({"slow": {}}, "keys are among full, quick"),
+        ({"full": []}, "must map notebooks"),
+    ],
+)
 def test_a_malformed_run_times_file_is_refused_with_its_reason(tmp_path, bad, why):
     path = tmp_path / "run_times.json"
     path.write_text(json.dumps(bad))
@@ -74,7 +105,9 @@ def test_a_machine_folder_with_run_times_validates_and_unpack_checks_the_file(tm
     notebook.mkdir()
     for path in (real / "00_start_here").iterdir():
         (notebook / path.name).write_bytes(path.read_bytes())
-    notebook_times.record(folder, "full", "00_start_here", notebook_times.times_of(executed((0, 1)), "c"))
+    notebook_times.record(
+        folder, "full", "00_start_here", notebook_times.times_of(executed((0, 1)), "c")
+    )
     assert records.validate_machine_folder(folder, real.name) == []
     gpu_run = importlib.import_module("gpu_run")
     gpu_run.validate_extracted(tmp_path, real.name)  # raises nothing
@@ -89,10 +122,17 @@ def test_a_machine_without_times_says_not_recorded(tmp_path):
         (tmp_path / "notebooks" / f"{name}.ipynb").write_text("{}")
         (tmp_path / "results" / "1xGPU" / name).mkdir(parents=True)
     (tmp_path / "results" / "2xGPU" / "01_b").mkdir(parents=True)
-    notebook_times.record(tmp_path / "results" / "2xGPU", "full", "01_b",
-                          notebook_times.times_of(executed((0, 150)), "c"))
-    (tmp_path / "results" / "replay_times.json").write_text(json.dumps(
-        {"cpus": 2, "notebooks": {"00_a": notebook_times.times_of(executed((0, 7.4)), "c")}}))
+    notebook_times.record(
+        tmp_path / "results" / "2xGPU",
+        "full",
+        "01_b",
+        notebook_times.times_of(executed((0, 150)), "c"),
+    )
+    (tmp_path / "results" / "replay_times.json").write_text(
+        json.dumps(
+            {"cpus": 2, "notebooks": {"00_a": notebook_times.times_of(executed((0, 7.4)), "c")}}
+        )
+    )
     assert notebook_times.table(tmp_path).splitlines() == [
         "| notebook | live, 1xGPU | live, 2xGPU | replay (2 CPU cores) |",
         "| --- | --- | --- | --- |",
@@ -107,20 +147,39 @@ def test_live_times_only_where_recorded_and_quick_times_for_every_notebook_timed
     (tmp_path / "notebooks").mkdir()
     for name in ("00_a", "01_b"):
         (tmp_path / "notebooks" / f"{name}.ipynb").write_text("{}")
-    (tmp_path / "results" / "1xGPU" / "00_a").mkdir(parents=True)  # 01_b needs two GPUs: not recorded here
-    for mode, name, seconds in (("full", "00_a", 30), ("full", "01_b", 9), ("quick", "00_a", 6), ("quick", "01_b", 4)):
-        notebook_times.record(tmp_path / "results" / "1xGPU", mode, name,
-                              notebook_times.times_of(executed((0, seconds)), "c"))
+    (tmp_path / "results" / "1xGPU" / "00_a").mkdir(
+        parents=True
+    )  # 01_b needs two GPUs: not recorded here
+    for mode, name, seconds in (
+        ("full", "00_a", 30),
+        ("full", "01_b", 9),
+        ("quick", "00_a", 6),
+        ("quick", "01_b", 4),
+    ):
+        notebook_times.record(
+            tmp_path / "results" / "1xGPU",
+            mode,
+            name,
+            notebook_times.times_of(executed((0, seconds)), "c"),
+        )
     assert notebook_times.table(tmp_path).splitlines()[2:] == [
-        "| `00_a` | 30 s | not recorded |", "| `01_b` | - | not recorded |"]
+        "| `00_a` | 30 s | not recorded |",
+        "| `01_b` | - | not recorded |",
+    ]
     assert notebook_times.quick_table(tmp_path).splitlines() == [
-        "| notebook | quick, 1xGPU |", "| --- | --- |", "| `00_a` | 6 s |", "| `01_b` | 4 s |", "| all of them | 10 s |"]
+        "| notebook | quick, 1xGPU |",
+        "| --- | --- |",
+        "| `00_a` | 6 s |",
+        "| `01_b` | 4 s |",
+        "| all of them | 10 s |",
+    ]
 
 
 def test_the_readme_table_is_current():
     readme = (ROOT / "README.md").read_text()
-    assert notebook_times.readme_with_table(readme) == readme, \
+    assert notebook_times.readme_with_table(readme) == readme, (
         "README.md's table of notebook times is out of date: run `python tools/notebook_times.py write-readme`"
+    )
     with pytest.raises(ValueError, match="markers"):
         notebook_times.readme_with_table("no markers here")
 

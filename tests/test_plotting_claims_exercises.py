@@ -4,8 +4,11 @@ from helpers import claims, exercises, plotting, records
 
 
 def test_bandwidth_plot_has_units_and_log_axes():
-    ax = plotting.bandwidth_vs_size({"pinned H2D": ([2**10, 2**20], [1.0, 50.0])},
-                                    title=plotting.machine_title("H2D", "1xGPU", live=False), ceiling_gbps=55)
+    ax = plotting.bandwidth_vs_size(
+        {"pinned H2D": ([2**10, 2**20], [1.0, 50.0])},
+        title=plotting.machine_title("H2D", "1xGPU", live=False),
+        ceiling_gbps=55,
+    )
     assert "GB/s" in ax.get_ylabel() and "bytes" in ax.get_xlabel()
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert ax.get_title() == "H2D - 1xGPU (replayed)"
@@ -24,8 +27,14 @@ def test_bars_with_ratios_label_each_bar():
 
 
 def test_grouped_bars():
-    ax = plotting.grouped_bars({"pageable": {"blocking": 2.0, "non_blocking": 1.0},
-                                "pinned": {"blocking": 1.0, "non_blocking": 0.5}}, title="t", ylabel="ms")
+    ax = plotting.grouped_bars(
+        {
+            "pageable": {"blocking": 2.0, "non_blocking": 1.0},
+            "pinned": {"blocking": 1.0, "non_blocking": 0.5},
+        },
+        title="t",
+        ylabel="ms",
+    )
     assert len(ax.patches) == 4 and ax.get_ylabel() == "ms"
     with pytest.raises(TypeError):
         plotting.machine_title("x", None)
@@ -36,7 +45,11 @@ def test_claims_verdicts_are_computed():
     table.add("pinned is faster", source="seed 003", measured="2.0x", holds=2.0 > 1.5)
     table.add("twice as slow", source="seed 003", measured="ratio 5", holds=5 <= 2)
     table.add("needs 8 GPUs", source="seed 004", measured="-", holds=None)
-    assert list(table.verdicts().values()) == [claims.HOLDS, claims.DOES_NOT_HOLD, claims.NOT_TESTABLE]
+    assert list(table.verdicts().values()) == [
+        claims.HOLDS,
+        claims.DOES_NOT_HOLD,
+        claims.NOT_TESTABLE,
+    ]
     md = table._repr_markdown_()
     assert "01_pinned_memory" in md and "**holds**" in md and md.count("\n|") == 5
     with pytest.raises(TypeError, match="bool computed"):
@@ -46,7 +59,9 @@ def test_claims_verdicts_are_computed():
 
 
 def test_claims_say_where_it_was_measured():
-    run = records.Run(1, False, {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"})
+    run = records.Run(
+        1, False, {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"}
+    )
     row = claims.ClaimsTable("nb").add("c", source="s", measured="m", holds=True, run=run)
     assert row.where == "replayed from 2xH200"
 
@@ -58,7 +73,9 @@ def test_exercise_checkers(capsys):
     capsys.readouterr()
     assert exercises.check_number(9, 5.0, hint="look at the plot") is False
     first = capsys.readouterr().out
-    assert "Hint: look at the plot" in first and "gives" not in first, "a hint, not the answer, first"
+    assert "Hint: look at the plot" in first and "gives" not in first, (
+        "a hint, not the answer, first"
+    )
     assert exercises.check_number(8, 5.0, hint="look at the plot") is False
     second = capsys.readouterr().out
     assert "the measurement gives 5" in second and "Hint" not in second
@@ -67,9 +84,19 @@ def test_exercise_checkers(capsys):
     assert exercises.check_choice("pinned", "pinned", choices=["pinned", "pageable"]) is True
     assert exercises.check_choice(None, "pinned", choices=["pinned", "pageable"]) is None
     capsys.readouterr()
-    assert exercises.check_choice("pageable", "pinned", choices=["pinned", "pageable"], hint="the faster") is False
+    assert (
+        exercises.check_choice(
+            "pageable", "pinned", choices=["pinned", "pageable"], hint="the faster"
+        )
+        is False
+    )
     assert "Hint: the faster" in (out := capsys.readouterr().out) and "'pinned'" not in out
-    assert exercises.check_choice("pageable", "pinned", choices=["pinned", "pageable"], hint="the faster") is False
+    assert (
+        exercises.check_choice(
+            "pageable", "pinned", choices=["pinned", "pageable"], hint="the faster"
+        )
+        is False
+    )
     assert "the measurement says 'pinned'" in capsys.readouterr().out
     assert exercises.check_choice("pined", "pinned", choices=["pinned", "pageable"]) is None
     assert "'pined' is not one of the choices" in capsys.readouterr().out
@@ -84,11 +111,17 @@ from helpers.trace import Interval  # noqa: E402
 
 def _labels(axis):
     axis.figure.canvas.draw()
-    return [t.get_text() for t in axis.get_ticklabels() + axis.get_ticklabels(minor=True) if t.get_text()]
+    return [
+        t.get_text()
+        for t in axis.get_ticklabels() + axis.get_ticklabels(minor=True)
+        if t.get_text()
+    ]
 
 
 def test_size_axis_says_binary_prefixes_and_rates_plain_numbers():
-    ax = plotting.bandwidth_vs_size({"pinned": ([2**10, 2**20, 2**30], [0.5, 45.0, 60.0])}, title="t")
+    ax = plotting.bandwidth_vs_size(
+        {"pinned": ([2**10, 2**20, 2**30], [0.5, 45.0, 60.0])}, title="t"
+    )
     xs, ys = _labels(ax.xaxis), _labels(ax.yaxis)
     assert "1 KiB" in xs and "1 MiB" in xs and "1 GiB" in xs
     assert all("10^" not in t and "times" not in t and "\\" not in t for t in xs + ys), xs + ys
@@ -100,32 +133,65 @@ def test_size_axis_says_binary_prefixes_and_rates_plain_numbers():
 
 
 def test_grouped_series_share_one_colour_and_one_legend_entry():
-    pairs = {f"cuda:{i} -> cuda:{j}": ([2**20, 2**30], [100.0 + i, 300.0 + j]) for i in range(4) for j in range(4) if i != j}
+    pairs = {
+        f"cuda:{i} -> cuda:{j}": ([2**20, 2**30], [100.0 + i, 300.0 + j])
+        for i in range(4)
+        for j in range(4)
+        if i != j
+    }
     groups = {label: "NVLink" for label in pairs} | {"same GPU": "same GPU"}
-    ax = plotting.bandwidth_vs_size(pairs | {"same GPU": ([2**20, 2**30], [1000.0, 4000.0])},
-                                    title="t", groups=groups, ceiling_gbps=450)
+    ax = plotting.bandwidth_vs_size(
+        pairs | {"same GPU": ([2**20, 2**30], [1000.0, 4000.0])},
+        title="t",
+        groups=groups,
+        ceiling_gbps=450,
+    )
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["NVLink (12 series)", "same GPU", "link ceiling (450 GB/s)"]
-    assert len({line.get_color() for line in ax.lines[:12]}) == 1 and ax.lines[12].get_color() != ax.lines[0].get_color()
+    assert (
+        len({line.get_color() for line in ax.lines[:12]}) == 1
+        and ax.lines[12].get_color() != ax.lines[0].get_color()
+    )
     with pytest.raises(ValueError, match="no group"):
         plotting.bandwidth_vs_size(pairs, title="t", groups={"cuda:0 -> cuda:1": "NVLink"})
 
 
 def _work(offset, copy_us, kernel_us):
-    return [Interval("memcpy", "Memcpy HtoD (Pinned -> Device)", offset, offset + copy_us, device=0, stream=7,
-                     copy_kind="HtoD"),
-            Interval("kernel", "k", offset, offset + kernel_us, device=0, stream=13)]
+    return [
+        Interval(
+            "memcpy",
+            "Memcpy HtoD (Pinned -> Device)",
+            offset,
+            offset + copy_us,
+            device=0,
+            stream=7,
+            copy_kind="HtoD",
+        ),
+        Interval("kernel", "k", offset, offset + kernel_us, device=0, stream=13),
+    ]
 
 
 def test_timelines_share_one_time_axis_and_one_colour_key():
-    fig = plotting.timelines({"short": _work(5_000.0, 100.0, 50.0), "long": _work(90.0, 400.0, 300.0)},
-                             title="Copies beside kernels - 1xGPU (replayed)", include_host=False)
+    fig = plotting.timelines(
+        {"short": _work(5_000.0, 100.0, 50.0), "long": _work(90.0, 400.0, 300.0)},
+        title="Copies beside kernels - 1xGPU (replayed)",
+        include_host=False,
+    )
     short, long = fig.axes
     assert short.get_xlim() == long.get_xlim() and long.get_xlim()[1] == pytest.approx(408.0)
-    assert short.get_title(loc="left") == "short" and fig._suptitle.get_text().endswith("(replayed)")
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["kernel", "copy HtoD (host to GPU)"]
+    assert short.get_title(loc="left") == "short" and fig._suptitle.get_text().endswith(
+        "(replayed)"
+    )
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "kernel",
+        "copy HtoD (host to GPU)",
+    ]
     assert short.get_legend() is None and "same scale" in long.get_xlabel()
-    copy_bars = [c for c in short.collections if tuple(c.get_facecolor()[0][:3]) == tuple(long.collections[0].get_facecolor()[0][:3])]
+    copy_bars = [
+        c
+        for c in short.collections
+        if tuple(c.get_facecolor()[0][:3]) == tuple(long.collections[0].get_facecolor()[0][:3])
+    ]
     assert copy_bars, "the same kind of work has the same colour in every panel"
     with pytest.raises(ValueError, match="at least one panel"):
         plotting.timelines({}, title="t")
@@ -138,20 +204,39 @@ def _seven_collectives(n):
     total = [sum(r + k for r in range(1, n + 1)) for k in range(3)]
     data = {
         "broadcast": ([[1, 2, 3]] + [[0, 0, 0]] * (n - 1), [[1, 2, 3]] * n),
-        "scatter": ([[[i, i + 1] for i in range(0, 2 * n, 2)]] + [None] * (n - 1), [[2 * r, 2 * r + 1] for r in range(n)]),
-        "reduce": ([[r + 1, r + 2, r + 3] for r in range(n)], [total] + [[r + 1, r + 2, r + 3] for r in range(1, n)]),
-        "gather": ([[r, r + 1, r + 2] for r in range(n)], [[[r, r + 1, r + 2] for r in range(n)]] + [None] * (n - 1)),
-        "all_reduce": ([[r + 1.0, r + 2.0, r + 3.0] for r in range(n)], [[float(t) for t in total]] * n),
+        "scatter": (
+            [[[i, i + 1] for i in range(0, 2 * n, 2)]] + [None] * (n - 1),
+            [[2 * r, 2 * r + 1] for r in range(n)],
+        ),
+        "reduce": (
+            [[r + 1, r + 2, r + 3] for r in range(n)],
+            [total] + [[r + 1, r + 2, r + 3] for r in range(1, n)],
+        ),
+        "gather": (
+            [[r, r + 1, r + 2] for r in range(n)],
+            [[[r, r + 1, r + 2] for r in range(n)]] + [None] * (n - 1),
+        ),
+        "all_reduce": (
+            [[r + 1.0, r + 2.0, r + 3.0] for r in range(n)],
+            [[float(t) for t in total]] * n,
+        ),
         "all_gather": ([[float(r)] for r in range(n)], [[[float(r)] for r in range(n)]] * n),
-        "reduce_scatter": ([[[float(r + i)] for i in range(n)] for r in range(n)], [[float(n * r + n * (n - 1) // 2)]
-                                                                                   for r in range(n)]),
+        "reduce_scatter": (
+            [[[float(r + i)] for i in range(n)] for r in range(n)],
+            [[float(n * r + n * (n - 1) // 2)] for r in range(n)],
+        ),
     }
-    return {name: {"before": b, "after": a, "call": f"{name}(tensor, ...)"} for name, (b, a) in data.items()}
+    return {
+        name: {"before": b, "after": a, "call": f"{name}(tensor, ...)"}
+        for name, (b, a) in data.items()
+    }
 
 
 @pytest.mark.parametrize("ranks", [2, 4, 8])
 def test_before_after_stays_readable_for_2_4_and_8_ranks(ranks):
-    fig = plotting.draw_before_after(_seven_collectives(ranks), title=f"Seven collectives, {ranks} ranks - 1xGPU")
+    fig = plotting.draw_before_after(
+        _seven_collectives(ranks), title=f"Seven collectives, {ranks} ranks - 1xGPU"
+    )
     width, height = fig.get_size_inches()
     assert width <= plotting.BEFORE_AFTER_MAX_WIDTH_IN and height <= 20, (width, height)
     assert len(fig.axes) == 7 * ranks  # one cell per collective and rank
@@ -161,14 +246,25 @@ def test_before_after_stays_readable_for_2_4_and_8_ranks(ranks):
     assert all(t.get_fontsize() >= 9 for t in texts)  # never shrunk to fit
     for t in texts:  # nothing runs off the figure
         extent = t.get_window_extent(renderer)
-        assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1 and extent.y0 >= box.y0 - 1, t.get_text()
-    headings = sorted(t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("rank "))
-    assert headings == sorted(f"rank {r}" for r in range(ranks))  # every rank named once, blocks or not
+        assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1 and extent.y0 >= box.y0 - 1, (
+            t.get_text()
+        )
+    headings = sorted(
+        t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("rank ")
+    )
+    assert headings == sorted(
+        f"rank {r}" for r in range(ranks)
+    )  # every rank named once, blocks or not
     plotting.plt.close(fig)
 
 
 def test_before_after_wraps_long_values_between_elements():
-    assert plotting._value_lines([[0, 1, 2], [1, 2, 3], [2, 3, 4]], width=22) == ["[[0, 1, 2], [1, 2, 3],", " [2, 3, 4]]"]
-    assert plotting._value_lines([1, 2, 3]) == ["[1, 2, 3]"] and plotting._value_lines(None) == ["-"]
+    assert plotting._value_lines([[0, 1, 2], [1, 2, 3], [2, 3, 4]], width=22) == [
+        "[[0, 1, 2], [1, 2, 3],",
+        " [2, 3, 4]]",
+    ]
+    assert plotting._value_lines([1, 2, 3]) == ["[1, 2, 3]"] and plotting._value_lines(None) == [
+        "-"
+    ]
     with pytest.raises(TypeError, match="title"):
         plotting.draw_before_after(_seven_collectives(2), title=None)

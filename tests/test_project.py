@@ -28,13 +28,17 @@ def test_notebook_is_committed_without_outputs_with_kernel_python3(notebook):
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
-            assert cell["outputs"] == [] and cell["execution_count"] is None, "strip with tools/nbtool.py strip"
+            assert cell["outputs"] == [] and cell["execution_count"] is None, (
+                "strip with tools/nbtool.py strip"
+            )
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_opens_with_what_you_will_learn_and_ends_with_claims_and_exercises(notebook):
     cells = json.loads(notebook.read_text())["cells"]
-    assert cells[0]["cell_type"] == "markdown" and "What you will learn" in "".join(cells[0]["source"])
+    assert cells[0]["cell_type"] == "markdown" and "What you will learn" in "".join(
+        cells[0]["source"]
+    )
     text = "".join("".join(c["source"]) for c in cells)
     assert "claims_table(" in text, "the claims table: one call into the lesson's module"
     assert "exercises.check_" in text
@@ -46,18 +50,30 @@ def test_what_we_see_is_printed_from_the_data_never_typed_in_markdown(notebook):
     module (helpers/lessons/) from the run, so it is computed on every machine the notebook runs
     or replays on (the truth check reads them, tests/test_lesson_NN.py tests them)."""
     cells = json.loads(notebook.read_text())["cells"]
-    typed = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and "what we see" in "".join(c["source"]).lower()]
-    assert not typed, f"markdown cells {typed} say 'What we see': print it with claims.WhatWeSee(NOTEBOOK, run)"
+    typed = [
+        i
+        for i, c in enumerate(cells)
+        if c["cell_type"] == "markdown" and "what we see" in "".join(c["source"]).lower()
+    ]
+    assert not typed, (
+        f"markdown cells {typed} say 'What we see': print it with claims.WhatWeSee(NOTEBOOK, run)"
+    )
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-    assert "from helpers.lessons import" in code or not any("run_or_replay(" in "".join(c["source"]) for c in cells)
+    assert "from helpers.lessons import" in code or not any(
+        "run_or_replay(" in "".join(c["source"]) for c in cells
+    )
 
 
 def test_the_index_figures_match_the_recordings():
     """results/index.jsonl's figures are the recordings' (its verdicts: `make replay-all`)."""
     expected = json.loads(json.dumps(records.figure_rows()))
-    assert records.read_index(kind="figure") == expected, "results/index.jsonl is out of date: run `make index`"
+    assert records.read_index(kind="figure") == expected, (
+        "results/index.jsonl is out of date: run `make index`"
+    )
     machines = {row["machine"] for row in records.read_index(kind="claim")}
-    assert machines == set(records.recorded_machine_names()), "every recorded machine has its verdicts in the index"
+    assert machines == set(records.recorded_machine_names()), (
+        "every recorded machine has its verdicts in the index"
+    )
 
 
 def test_environment_yml_installs_the_pip_set_up_at_the_pinned_versions():
@@ -65,10 +81,14 @@ def test_environment_yml_installs_the_pip_set_up_at_the_pinned_versions():
     the same constraints file, and writes no version range of its own (those are pyproject's)."""
     environment = yaml_pip_lines((ROOT / "environment.yml").read_text())
     assert environment == ["--constraint constraints.txt", "-e .[dev,lab,cli]"]
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     assert {"dev", "lab", "cli"} <= set(extras)
     makefile = (ROOT / "Makefile").read_text()
-    assert "--constraint $(CONSTRAINTS)" in makefile and "CONSTRAINTS := constraints.txt" in makefile
+    assert (
+        "--constraint $(CONSTRAINTS)" in makefile and "CONSTRAINTS := constraints.txt" in makefile
+    )
 
 
 def yaml_pip_lines(text):
@@ -76,7 +96,7 @@ def yaml_pip_lines(text):
     lines = text.splitlines()
     start = lines.index("  - pip:")
     found = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         match = re.match(r"\s{6}- (.+)$", line)
         if not match:
             break
@@ -99,11 +119,11 @@ def test_readme_gives_exactly_the_two_commands_and_ci_calls_make_test():
         assert nb.stem in readme, f"README's table of notebooks lacks {nb.stem}"
 
 
-
-
 def _lesson_shape():
     if "lesson_shape" not in sys.modules:  # a dataclass needs its module registered
-        spec = importlib.util.spec_from_file_location("lesson_shape", ROOT / "tools" / "lesson_shape.py")
+        spec = importlib.util.spec_from_file_location(
+            "lesson_shape", ROOT / "tools" / "lesson_shape.py"
+        )
         sys.modules["lesson_shape"] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules["lesson_shape"])
     return sys.modules["lesson_shape"]
@@ -119,17 +139,32 @@ def test_every_notebook_has_the_shape_of_a_lesson(notebook):
 
 def test_the_lesson_shape_counts_experiments_and_the_rest(tmp_path):
     install = "# Set-up: run alone\nimport os\n"
-    code = ("def exp(n):\n    return helper(n)\n\n\ndef helper(n):\n    # a comment\n    return n\n\n\n"
-            "run = records.run_or_replay(exp, notebook='x', params=dict(n=1))\nprint(run)\n")
-    cells = [{"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-             for source in (install, code, "def unused():\n    return timing.calls_for(1)\n")]
+    code = (
+        "def exp(n):\n    return helper(n)\n\n\ndef helper(n):\n    # a comment\n    return n\n\n\n"
+        "run = records.run_or_replay(exp, notebook='x', params=dict(n=1))\nprint(run)\n"
+    )
+    cells = [
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": source,
+            "outputs": [],
+            "execution_count": None,
+        }
+        for source in (install, code, "def unused():\n    return timing.calls_for(1)\n")
+    ]
     path = tmp_path / "99_x.ipynb"
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    path.write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
     shape = _lesson_shape().shape_of(path)
     assert (shape.lines, shape.experiment_lines, shape.other_functions) == (8, 4, ["unused"])
     assert shape.longest_other_cell == 2 and shape.forbidden == ["calls_for("]
     problems = " ".join(shape.problems())
-    assert "experiments are 50% of the code (at least 55%)" in problems and "uses calls_for" in problems
+    assert (
+        "experiments are 50% of the code (at least 55%)" in problems
+        and "uses calls_for" in problems
+    )
 
 
 def test_make_help_lists_every_documented_target():
@@ -139,5 +174,9 @@ def test_make_help_lists_every_documented_target():
     assert {"help", "run", "test", "lab", "slow-test", "constraints"} <= set(documented)
     for target in documented:
         assert re.search(rf"(?m)^{target}:", makefile), f"## {target}: documents no target"
-    shown = subprocess.run(["make", "-s", "-C", str(ROOT), "help"], capture_output=True, text=True, check=True).stdout
-    assert [line.split(":")[0] for line in shown.splitlines() if line and not line.startswith(" ")] == documented
+    shown = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert [
+        line.split(":")[0] for line in shown.splitlines() if line and not line.startswith(" ")
+    ] == documented

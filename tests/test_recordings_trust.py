@@ -22,8 +22,21 @@ CALL = "run = records.run_or_replay(exp, notebook=NOTEBOOK, gpus=1,\n    params=
 
 
 def write_notebook(path, cells):
-    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None}
-                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "source": c,
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+            }
+            for c in cells
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     path.write_text(json.dumps(nb))
     return path
 
@@ -37,10 +50,22 @@ def write_recording(root, machine, gpus, notebook_path, name="exp", attach=None,
     if attach:
         (folder / f"{name}.0.{attach}").write_bytes(b"trace")
         result["trace"] = {"__type__": "Attachment", "path": f"{name}.0.{attach}"}
-    header = {"machine": {"machine": machine, "gpus": [{"name": "FAKE GPU", "index": i} for i in range(gpus)],
-                          "torch": "2.11", "driver": "580"},
-              "date": "2026-11-20T10:00:00+00:00", "commit": "abc", "quick": False, "notebook": notebook_path.stem,
-              "experiment": name, "fingerprint": found.fingerprint, "params": found.params, **header_changes}
+    header = {
+        "machine": {
+            "machine": machine,
+            "gpus": [{"name": "FAKE GPU", "index": i} for i in range(gpus)],
+            "torch": "2.11",
+            "driver": "580",
+        },
+        "date": "2026-11-20T10:00:00+00:00",
+        "commit": "abc",
+        "quick": False,
+        "notebook": notebook_path.stem,
+        "experiment": name,
+        "fingerprint": found.fingerprint,
+        "params": found.params,
+        **header_changes,
+    }
     path = folder / f"{name}.json"
     path.write_text(codec.dumps({"header": header, "result": result}))
     return path
@@ -62,6 +87,7 @@ def problems(nb, root):
 
 
 # ---------------------------------------------------------------- staleness: one test per miss
+
 
 def test_a_changed_params_value_is_stale(course):
     nb, root = course
@@ -91,24 +117,49 @@ def test_comments_and_formatting_keep_the_fingerprint(course):
 
 def test_an_experiment_passed_as_fn_is_checked(course):
     nb, root = course
-    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL.replace("(exp,", "(fn=exp,"),
-                        "def exp2():\n    return 1", "records.run_or_replay(fn=exp2, notebook=NOTEBOOK, gpus=1)"])
-    assert problems(nb, root) == ["nb/exp2: no machine has recorded it",
-                                  f"{root}/1xA/nb/exp2.json: missing; 1xA has the notebook's other recordings",
-                                  f"{root}/2xB/nb/exp2.json: missing; 2xB has the notebook's other recordings"]
+    write_notebook(
+        nb,
+        [
+            SETUP,
+            HELPER,
+            EXPERIMENT,
+            CALL.replace("(exp,", "(fn=exp,"),
+            "def exp2():\n    return 1",
+            "records.run_or_replay(fn=exp2, notebook=NOTEBOOK, gpus=1)",
+        ],
+    )
+    assert problems(nb, root) == [
+        "nb/exp2: no machine has recorded it",
+        f"{root}/1xA/nb/exp2.json: missing; 1xA has the notebook's other recordings",
+        f"{root}/2xB/nb/exp2.json: missing; 2xB has the notebook's other recordings",
+    ]
 
 
-@pytest.mark.parametrize("call", [
-    "records.run_or_replay(make(3), notebook=NOTEBOOK, gpus=1)",
-    "records.run_or_replay(lambda: 1, notebook=NOTEBOOK, gpus=1)",
-    "records.run_or_replay(functools.partial(exp, 3), notebook=NOTEBOOK, gpus=1)",
-    "records.run_or_replay(made, notebook=NOTEBOOK, gpus=1, name='made')",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "records.run_or_replay(make(3), notebook=NOTEBOOK, gpus=1)",
+        "records.run_or_replay(lambda: 1, notebook=NOTEBOOK, gpus=1)",
+        "records.run_or_replay(functools.partial(exp, 3), notebook=NOTEBOOK, gpus=1)",
+        "records.run_or_replay(made, notebook=NOTEBOOK, gpus=1, name='made')",
+    ],
+)
 def test_an_experiment_the_reader_cannot_see_is_a_problem(course, call):
     nb, root = course
-    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL,
-                        "def make(n):\n    def inner():\n        return n\n    return inner\nmade = make(3)", call])
-    assert any("not a function defined with def at the top of a cell" in p for p in problems(nb, root))
+    write_notebook(
+        nb,
+        [
+            SETUP,
+            HELPER,
+            EXPERIMENT,
+            CALL,
+            "def make(n):\n    def inner():\n        return n\n    return inner\nmade = make(3)",
+            call,
+        ],
+    )
+    assert any(
+        "not a function defined with def at the top of a cell" in p for p in problems(nb, root)
+    )
 
 
 def test_an_experiment_reading_a_notebook_variable_is_a_problem(course):
@@ -121,6 +172,7 @@ def test_a_closure_is_refused_before_it_runs():
     def make(n):
         def captured():
             return n
+
         return captured
 
     ran = []
@@ -136,27 +188,49 @@ def test_a_closure_is_refused_before_it_runs():
 def test_a_deleted_attachment_is_found(course):
     nb, root = course
     (root / "1xA" / "nb" / "exp.0.t.trace.json.gz").unlink()
-    assert problems(nb, root) == [f"{root}/1xA/nb/exp.json: its attachment exp.0.t.trace.json.gz is missing "
-                                  f"or not a plain file beside it"]
+    assert problems(nb, root) == [
+        f"{root}/1xA/nb/exp.json: its attachment exp.0.t.trace.json.gz is missing "
+        f"or not a plain file beside it"
+    ]
 
 
 def test_one_machines_copy_deleted_while_another_remains(course):
     nb, root = course
     (root / "2xB" / "nb" / "exp.json").write_text("")  # keep the folder non-empty with another file
     write_recording(root, "2xB", 2, nb, name="exp")  # restore, then delete it properly
-    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL, "def exp2():\n    return 1",
-                        "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=1)"])
+    write_notebook(
+        nb,
+        [
+            SETUP,
+            HELPER,
+            EXPERIMENT,
+            CALL,
+            "def exp2():\n    return 1",
+            "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=1)",
+        ],
+    )
     write_recording(root, "1xA", 1, nb, name="exp2")
     write_recording(root, "2xB", 2, nb, name="exp2")
     assert problems(nb, root) == []
     (root / "2xB" / "nb" / "exp.json").unlink()
-    assert problems(nb, root) == [f"{root}/2xB/nb/exp.json: missing; 2xB has the notebook's other recordings"]
+    assert problems(nb, root) == [
+        f"{root}/2xB/nb/exp.json: missing; 2xB has the notebook's other recordings"
+    ]
 
 
 def test_a_machine_with_too_few_gpus_is_not_asked_for_an_experiment(course):
     nb, root = course
-    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL, "def exp2():\n    return 1",
-                        "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=2)"])
+    write_notebook(
+        nb,
+        [
+            SETUP,
+            HELPER,
+            EXPERIMENT,
+            CALL,
+            "def exp2():\n    return 1",
+            "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=2)",
+        ],
+    )
     write_recording(root, "2xB", 2, nb, name="exp2")
     assert problems(nb, root) == []
 
@@ -192,10 +266,17 @@ def test_the_static_and_the_live_fingerprint_agree(tmp_path):
     or every replay would warn; here both read this file's functions."""
     source = Path(__file__).read_text()
     tree = ast.parse(source)
-    cells = [ast.get_source_segment(source, n) for n in tree.body
-             if isinstance(n, ast.FunctionDef) and n.name in ("_inner_helper", "_outer_experiment")]
-    nb = write_notebook(tmp_path / "nb.ipynb", cells + ["records.run_or_replay(_outer_experiment, notebook='nb')"])
-    assert records.experiments_in_notebook(nb)["_outer_experiment"].fingerprint == records.fingerprint(_outer_experiment)
+    cells = [
+        ast.get_source_segment(source, n)
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name in ("_inner_helper", "_outer_experiment")
+    ]
+    nb = write_notebook(
+        tmp_path / "nb.ipynb", cells + ["records.run_or_replay(_outer_experiment, notebook='nb')"]
+    )
+    assert records.experiments_in_notebook(nb)[
+        "_outer_experiment"
+    ].fingerprint == records.fingerprint(_outer_experiment)
     assert records.fingerprint(_outer_experiment) != records.fingerprint_source(cells[1])
 
 
@@ -218,7 +299,8 @@ def test_the_measuring_code_is_changed_deliberately():
     assert records.measuring_code_hash() == records.MEASURING_CODE, (
         "timing, trace or distributed changed. If the change alters what experiments measure, bump "
         "records.MEASURING_VERSION (every recording becomes stale: re-record); either way run "
-        f"`make measuring-code` (it sets records.MEASURING_CODE = {records.measuring_code_hash()!r})")
+        f"`make measuring-code` (it sets records.MEASURING_CODE = {records.measuring_code_hash()!r})"
+    )
 
 
 def test_make_measuring_code_writes_the_hash_and_nothing_else(tmp_path):
@@ -226,9 +308,13 @@ def test_make_measuring_code_writes_the_hash_and_nothing_else(tmp_path):
 
     copy = tmp_path / "fingerprints.py"
     original = Path(records.fingerprints.__file__).read_text()
-    copy.write_text(original.replace(f'MEASURING_CODE = "{records.MEASURING_CODE}"', 'MEASURING_CODE = "0"'))
+    copy.write_text(
+        original.replace(f'MEASURING_CODE = "{records.MEASURING_CODE}"', 'MEASURING_CODE = "0"')
+    )
     assert write_measuring_code(copy) == records.measuring_code_hash()
-    assert copy.read_text() == original.replace(f'"{records.MEASURING_CODE}"', f'"{records.measuring_code_hash()}"')
+    assert copy.read_text() == original.replace(
+        f'"{records.MEASURING_CODE}"', f'"{records.measuring_code_hash()}"'
+    )
     copy.write_text("nothing to set\n")
     with pytest.raises(RuntimeError, match="no line MEASURING_CODE"):
         write_measuring_code(copy)
@@ -236,6 +322,7 @@ def test_make_measuring_code_writes_the_hash_and_nothing_else(tmp_path):
 
 
 # ---------------------------------------------------------------- explicit replay
+
 
 @pytest.fixture
 def replaying(course, monkeypatch):
@@ -248,7 +335,9 @@ def replaying(course, monkeypatch):
 
 def test_an_unknown_replay_machine_is_an_error_listing_the_machines(replaying, monkeypatch):
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "2xB-typo")
-    with pytest.raises(ValueError, match=r"names '2xB-typo', not a recorded machine; recorded machines: 1xA, 2xB"):
+    with pytest.raises(
+        ValueError, match=r"names '2xB-typo', not a recorded machine; recorded machines: 1xA, 2xB"
+    ):
         records.choose_recording("nb", "exp", 1)
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA,2xB-typo")
     with pytest.raises(ValueError, match="names '2xB-typo'"):
@@ -258,18 +347,25 @@ def test_an_unknown_replay_machine_is_an_error_listing_the_machines(replaying, m
 def test_a_replay_machine_without_the_experiment_is_an_error(replaying, monkeypatch):
     nb, root = replaying
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
-    with pytest.raises(ValueError, match="has no recording of nb/exp .*needs 2 GPU.*machines that have it: 2xB"):
+    with pytest.raises(
+        ValueError, match="has no recording of nb/exp .*needs 2 GPU.*machines that have it: 2xB"
+    ):
         records.choose_recording("nb", "exp", 2)
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA,2xB")  # a list falls back, and says so
     choice = records.choose_recording("nb", "exp", 2)
-    assert (choice.machine, choice.reason) == ("2xB", "COURSE_REPLAY_MACHINE lists it first of those that "
-                                               "recorded it (2xB)")
+    assert (choice.machine, choice.reason) == (
+        "2xB",
+        "COURSE_REPLAY_MACHINE lists it first of those that recorded it (2xB)",
+    )
 
 
 def test_the_default_is_this_machine_else_the_most_gpus(replaying, monkeypatch):
     choice = records.choose_recording("nb", "exp", 1)
-    assert (choice.machine, choice.reason) == ("2xB", "it is the one with the most GPUs of those that recorded it "
-                                               "(1xA, 2xB); set COURSE_REPLAY_MACHINE to choose another")
+    assert (choice.machine, choice.reason) == (
+        "2xB",
+        "it is the one with the most GPUs of those that recorded it "
+        "(1xA, 2xB); set COURSE_REPLAY_MACHINE to choose another",
+    )
     monkeypatch.setattr(records.replay_choice, "_this_machine_name", lambda: "1xA")
     assert records.choose_recording("nb", "exp", 1).reason == "it is this machine"
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
@@ -289,22 +385,32 @@ def test_the_first_sentence_says_which_machine_and_why(tmp_path, monkeypatch, ca
     for machine, gpus in (("1xA", 1), ("4xB", 4)):
         path = records.save("nb", "sentence_experiment", 7, fp=fp, root=tmp_path)
         record = json.loads(path.read_text())
-        record["header"]["machine"].update(machine=machine, gpus=[{"name": "FAKE", "index": i} for i in range(gpus)])
+        record["header"]["machine"].update(
+            machine=machine, gpus=[{"name": "FAKE", "index": i} for i in range(gpus)]
+        )
         (tmp_path / machine / "nb").mkdir(parents=True)
         (tmp_path / machine / "nb" / path.name).write_text(json.dumps(record))
         path.unlink()
     run = records.run_or_replay(sentence_experiment, notebook="nb", gpus=1)
     first = " ".join(capsys.readouterr().out.split())  # the sentence, wrapped at 100 characters
     assert run.value == 7 and run.machine == "4xB"
-    assert first.startswith("Replayed from 4xB, not measured here: this machine has no GPUs and the experiment "
-                            "needs 1; 4xB is replayed because it is the one with the most GPUs of those that "
-                            "recorded it (1xA, 4xB)")
+    assert first.startswith(
+        "Replayed from 4xB, not measured here: this machine has no GPUs and the experiment "
+        "needs 1; 4xB is replayed because it is the one with the most GPUs of those that "
+        "recorded it (1xA, 4xB)"
+    )
 
 
 # ---------------------------------------------------------------- one value shape
 
+
 def shapes_experiment():
-    return {"pair": (1, 2), 3: np.float64(2.5), "array": np.arange(3), "t": timing.Timing([1.0], "m")}
+    return {
+        "pair": (1, 2),
+        3: np.float64(2.5),
+        "array": np.arange(3),
+        "t": timing.Timing([1.0], "m"),
+    }
 
 
 def test_live_values_have_the_shape_of_replayed_ones(tmp_path, monkeypatch):
@@ -312,19 +418,37 @@ def test_live_values_have_the_shape_of_replayed_ones(tmp_path, monkeypatch):
     live = records.run_or_replay(shapes_experiment, notebook="nb", gpus=0).value
     path = records.save("nb", "shapes_experiment", shapes_experiment(), fp="x", root=tmp_path)
     _, replayed = records.load(path)
-    assert live == replayed == {"pair": [1, 2], "3": 2.5, "array": [0, 1, 2], "t": timing.Timing([1.0], "m")}
+    assert (
+        live
+        == replayed
+        == {"pair": [1, 2], "3": 2.5, "array": [0, 1, 2], "t": timing.Timing([1.0], "m")}
+    )
     assert type(live["3"]) is float and type(live["t"]) is timing.Timing
 
 
 def _one_of_each_recorded_type():
-    interval = trace.Interval("memcpy", "Memcpy HtoD", 1.0, 2.5, device=0, stream=7, nbytes=64, copy_kind="HtoD")
+    interval = trace.Interval(
+        "memcpy", "Memcpy HtoD", 1.0, 2.5, device=0, stream=7, nbytes=64, copy_kind="HtoD"
+    )
     return {
         "Attachment": codec.Attachment("trace.json.gz"),
         "Timing": timing.Timing([1e-3, 2e-3], "cuda events", 1024, "copy", 4, 2, {"hold_us": 10.0}),
         "Interval": interval,
         "Profile": trace.Profile([interval], codec.Attachment("t.json.gz"), 2),
-        "Outcome": distributed.Outcome("gloo", 2, 5.0, ["returned", "stopped"], [1.5, None], [None, "late"],
-                                       [[[0.1, "start"]], []], ["out", ""], ["", "err"], "deadline", 0.2, 1.0),
+        "Outcome": distributed.Outcome(
+            "gloo",
+            2,
+            5.0,
+            ["returned", "stopped"],
+            [1.5, None],
+            [None, "late"],
+            [[[0.1, "start"]], []],
+            ["out", ""],
+            ["", "err"],
+            "deadline",
+            0.2,
+            1.0,
+        ),
     }
 
 
@@ -353,6 +477,7 @@ def test_params_that_cannot_be_saved_are_refused_before_the_experiment_runs():
 
 # ---------------------------------------------------------------- the package's floors
 
+
 def _helpers_imports():
     """``{module: helpers modules it imports}``; a subpackage's modules are named with it
     (``lessons.streams``), and ``from .. import claims`` inside it names ``claims``."""
@@ -366,14 +491,16 @@ def _helpers_imports():
             if not isinstance(node, ast.ImportFrom):
                 continue
             if node.level:
-                base = list(package[:len(package) - node.level + 1])
+                base = list(package[: len(package) - node.level + 1])
             elif (node.module or "").startswith("helpers"):
                 base = []
-                node = ast.ImportFrom(node.module.removeprefix("helpers").lstrip(".") or None, node.names, 1)
+                node = ast.ImportFrom(
+                    node.module.removeprefix("helpers").lstrip(".") or None, node.names, 1
+                )
             else:
                 continue
             if node.module:
-                imported.add(".".join(base + node.module.split(".")[:1 if not base else 1]))
+                imported.add(".".join(base + node.module.split(".")[: 1 if not base else 1]))
             else:
                 imported |= {".".join(base + [a.name]) for a in node.names}
         graph[name or "helpers"] = imported - {name}
@@ -408,18 +535,25 @@ def test_the_circle_check_can_fail(monkeypatch):
 
 # ---------------------------------------------------------------- clear errors
 
+
 def test_a_corrupt_recording_names_its_file_and_the_fix(tmp_path):
     path = tmp_path / "1xA" / "nb" / "exp.json"
     path.parent.mkdir(parents=True)
     path.write_text('{"header": ')
-    with pytest.raises(records.RecordingError, match=r"exp.json is not a readable recording.*make gpu-all "
-                                                     r"NOTEBOOKS=\"notebooks/nb.ipynb\".*git checkout"):
+    with pytest.raises(
+        records.RecordingError,
+        match=r"exp.json is not a readable recording.*make gpu-all "
+        r"NOTEBOOKS=\"notebooks/nb.ipynb\".*git checkout",
+    ):
         records.load(path)
     path.write_text('{"header": {"machine": {}}, "result": 1}')
     with pytest.raises(records.RecordingError, match="its header lacks date, commit"):
         records.load(path)
-    path.write_text(codec.dumps({"header": {k: {} for k in records.HEADER_KEYS},
-                                 "result": {"__type__": "NoSuchType"}}))
+    path.write_text(
+        codec.dumps(
+            {"header": {k: {} for k in records.HEADER_KEYS}, "result": {"__type__": "NoSuchType"}}
+        )
+    )
     with pytest.raises(records.RecordingError, match="unknown recorded type 'NoSuchType'"):
         records.load(path)
 
@@ -429,9 +563,14 @@ def test_validation_finds_impossible_figures(tmp_path):
     path = write_recording(tmp_path, "1xA", 1, nb)
     record = json.loads(path.read_text())
     fast = codec.encode(timing.Timing([1e-9], "cuda events", 10**9, "too fast"))
-    slow_host = codec.encode(timing.Timing([1e-9], "host clock when .to() returns", 10**9, "returns early"))
-    record["result"] = {"fast": fast, "host": slow_host,
-                        "interval": codec.encode(trace.Interval("kernel", "k", 5.0, 1.0))}
+    slow_host = codec.encode(
+        timing.Timing([1e-9], "host clock when .to() returns", 10**9, "returns early")
+    )
+    record["result"] = {
+        "fast": fast,
+        "host": slow_host,
+        "interval": codec.encode(trace.Interval("kernel", "k", 5.0, 1.0)),
+    }
     path.write_text(codec.dumps(record))
     found = records.validate_recording(path)
     assert len(found) == 2, found
@@ -448,6 +587,7 @@ def test_validation_finds_impossible_figures(tmp_path):
 
 # ---------------------------------------------------------------- the flat export
 
+
 def test_replayed_claims_are_exported_and_live_ones_are_not(tmp_path, monkeypatch, course):
     from helpers import claims
 
@@ -456,12 +596,19 @@ def test_replayed_claims_are_exported_and_live_ones_are_not(tmp_path, monkeypatc
     monkeypatch.setenv("COURSE_INDEX_OUT", str(out))
     header = records.read_header(root / "2xB" / "nb" / "exp.json")
     table = claims.ClaimsTable("nb")
-    table.add("replayed claim", source="s", measured="3 GB/s", holds=True, run=records.Run(1, False, header))
+    table.add(
+        "replayed claim",
+        source="s",
+        measured="3 GB/s",
+        holds=True,
+        run=records.Run(1, False, header),
+    )
     table.add("live claim", source="s", measured="x", holds=False, run=records.Run(1, True, header))
     table.add("no run", source="s", measured="x", holds=None)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["kind"], r["machine"], r["name"], r["verdict"], r["measured"]) for r in rows] == [
-        ("claim", "2xB", "replayed claim", "holds", "3 GB/s")]
+        ("claim", "2xB", "replayed claim", "holds", "3 GB/s")
+    ]
     assert set(records.index_row({"machine": {}})) <= set(rows[0])
 
 
@@ -469,12 +616,18 @@ def test_the_index_holds_every_timing_sorted_and_reads_back(tmp_path, course):
     nb, root = course
     path = root / "1xA" / "nb" / "exp.json"
     record = json.loads(path.read_text())
-    record["result"]["copy"] = codec.encode(timing.Timing([2e-3, 1e-3, 3e-3], "cuda events", 2 * 10**9, "copy"))
-    record["result"]["alloc"] = codec.encode(timing.Timing([1e-6], "synchronised host clock", 10**9, "alloc"))
+    record["result"]["copy"] = codec.encode(
+        timing.Timing([2e-3, 1e-3, 3e-3], "cuda events", 2 * 10**9, "copy")
+    )
+    record["result"]["alloc"] = codec.encode(
+        timing.Timing([1e-6], "synchronised host clock", 10**9, "alloc")
+    )
     path.write_text(codec.dumps(record))
     rows = records.figure_rows(root)
     assert [(r["name"], r["value"], r["unit"], r["bytes"]) for r in rows] == [
-        ("['alloc']", 1e-6, "s", 10**9), ("['copy']", 1000.0, "GB/s", 2 * 10**9)]
+        ("['alloc']", 1e-6, "s", 10**9),
+        ("['copy']", 1000.0, "GB/s", 2 * 10**9),
+    ]
     records.write_index(rows + [{"kind": "claim", "machine": "1xA"}], root)
     assert records.read_index(root, kind="figure") == rows
     assert records.read_index(root, kind="claim") == [{"kind": "claim", "machine": "1xA"}]
@@ -500,26 +653,48 @@ def test_a_gpus_count_the_reader_cannot_see_is_a_problem(course):
 
 # ---------------------------------------------------------------- gaps a machine cannot fill
 
+
 def test_a_gap_is_declared_with_its_reason_and_only_while_it_is_one(course, tmp_path):
     nb, root = course
-    write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL, "def exp2():\n    return 1",
-                        "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=1)"])
+    write_notebook(
+        nb,
+        [
+            SETUP,
+            HELPER,
+            EXPERIMENT,
+            CALL,
+            "def exp2():\n    return 1",
+            "records.run_or_replay(exp2, notebook=NOTEBOOK, gpus=1)",
+        ],
+    )
     write_recording(root, "2xB", 2, nb, name="exp2")
-    assert problems(nb, root) == [f"{root}/1xA/nb/exp2.json: missing; 1xA has the notebook's other recordings"]
-    (root / "1xA" / "gaps.json").write_text(json.dumps({"nb/exp2": "added after 1xA's last run; none lent since"}))
+    assert problems(nb, root) == [
+        f"{root}/1xA/nb/exp2.json: missing; 1xA has the notebook's other recordings"
+    ]
+    (root / "1xA" / "gaps.json").write_text(
+        json.dumps({"nb/exp2": "added after 1xA's last run; none lent since"})
+    )
     assert problems(nb, root) == []
-    assert records.recording_gaps(root / "1xA") == {"nb/exp2": "added after 1xA's last run; none lent since"}
+    assert records.recording_gaps(root / "1xA") == {
+        "nb/exp2": "added after 1xA's last run; none lent since"
+    }
     assert records.validate_machine_folder(root / "1xA", "1xA") == []  # gaps.json belongs there
     write_recording(root, "1xA", 1, nb, name="exp2")  # recorded after all: the line must go
-    assert problems(nb, root) == [f"{root}/1xA/gaps.json: lists nb/exp2, which is recorded now: remove that line"]
+    assert problems(nb, root) == [
+        f"{root}/1xA/gaps.json: lists nb/exp2, which is recorded now: remove that line"
+    ]
     write_notebook(nb, [SETUP, HELPER, EXPERIMENT, CALL])  # and a gap of an experiment that is gone
     (root / "1xA" / "nb" / "exp2.json").unlink()
     (root / "2xB" / "nb" / "exp2.json").unlink()
-    assert problems(nb, root) == [f"{root}/1xA/gaps.json: lists nb/exp2, which the notebook no longer has"]
+    assert problems(nb, root) == [
+        f"{root}/1xA/gaps.json: lists nb/exp2, which the notebook no longer has"
+    ]
 
 
-@pytest.mark.parametrize("content", ["not json", json.dumps(["nb/exp"]), json.dumps({"nb/exp": ""}),
-                                     json.dumps({"exp": "why"})])
+@pytest.mark.parametrize(
+    "content",
+    ["not json", json.dumps(["nb/exp"]), json.dumps({"nb/exp": ""}), json.dumps({"exp": "why"})],
+)
 def test_a_malformed_gaps_file_is_a_problem(course, content):
     nb, root = course
     (root / "1xA" / "gaps.json").write_text(content)

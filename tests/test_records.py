@@ -11,11 +11,11 @@ def experiment_a(n=3):
     return {"values": list(range(n))}
 
 
-SOURCE = '''
+SOURCE = """
 @decorator
 def experiment_a(n=3):
     return {"values": list(range(n))}
-'''
+"""
 
 
 def fake_gpu_machine(path, gpus=1, name="1xFAKE-GPU"):
@@ -35,7 +35,9 @@ def fake_gpu_machine(path, gpus=1, name="1xFAKE-GPU"):
 
 def test_fingerprint_ignores_comments_and_decorators_but_not_code():
     assert records.fingerprint(experiment_a) == records.fingerprint_source(SOURCE)
-    assert records.fingerprint_source(SOURCE) != records.fingerprint_source(SOURCE.replace("n=3", "n=4"))
+    assert records.fingerprint_source(SOURCE) != records.fingerprint_source(
+        SOURCE.replace("n=3", "n=4")
+    )
     with pytest.raises(ValueError):
         records.fingerprint_source("x = 1")
     with pytest.raises(TypeError):
@@ -45,8 +47,14 @@ def test_fingerprint_ignores_comments_and_decorators_but_not_code():
 def test_save_and_load_round_trip(tmp_path):
     trace = tmp_path / "t.json.gz"
     trace.write_bytes(b"trace")
-    value = {"t": timing.Timing([1.0, 2.0], "cuda events", 8), "pair": (1, 2), "file": Attachment(str(trace))}
-    path = records.save("00_nb", "exp", value, fp="abc", params={"sizes": [1, 2]}, root=tmp_path / "r")
+    value = {
+        "t": timing.Timing([1.0, 2.0], "cuda events", 8),
+        "pair": (1, 2),
+        "file": Attachment(str(trace)),
+    }
+    path = records.save(
+        "00_nb", "exp", value, fp="abc", params={"sizes": [1, 2]}, root=tmp_path / "r"
+    )
     header, loaded = records.load(path)
     assert header["fingerprint"] == "abc" and header["params"] == {"sizes": [1, 2]}
     assert header["experiment"] == "exp" and header["date"]
@@ -73,8 +81,14 @@ def test_cpu_experiment_runs_live_and_is_not_recorded(tmp_path, monkeypatch, cap
 def test_replay_says_where_the_numbers_come_from(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_REPLAY", "1")
-    path = records.save("nb", "experiment_a", {"values": [7]}, fp=records.fingerprint(experiment_a),
-                        params={"n": 1}, root=tmp_path)
+    path = records.save(
+        "nb",
+        "experiment_a",
+        {"values": [7]},
+        fp=records.fingerprint(experiment_a),
+        params={"n": 1},
+        root=tmp_path,
+    )
     fake_gpu_machine(path, gpus=2, name="2xFAKE-GPU")
     run = records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 99})
     assert not run.live and run.value == {"values": [7]}
@@ -83,7 +97,9 @@ def test_replay_says_where_the_numbers_come_from(tmp_path, monkeypatch, capsys):
     assert out.startswith("Replayed from 2xFAKE-GPU, not measured here")
     lines = out.rstrip("\n").splitlines()
     assert len(lines) > 1 and all(len(line) <= records.DESCRIBE_WIDTH for line in lines), lines
-    assert " ".join(lines).startswith(f"Replayed from 2xFAKE-GPU, not measured here: {run.reason}. Recorded there (")
+    assert " ".join(lines).startswith(
+        f"Replayed from 2xFAKE-GPU, not measured here: {run.reason}. Recorded there ("
+    )
     assert " ".join(lines) == " ".join(run.describe().split())  # wrapped, not reworded
 
 
@@ -127,26 +143,47 @@ def test_bad_arguments():
 
 
 def write_notebook(path, cells):
-    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None}
-                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "source": c,
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+            }
+            for c in cells
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     path.write_text(json.dumps(nb))
 
 
 def test_stale_and_missing_recordings_are_found(tmp_path, monkeypatch):
     monkeypatch.delenv("COURSE_QUICK", raising=False)  # recordings are made at full size
     nb = tmp_path / "nb.ipynb"
-    write_notebook(nb, [
-        "%matplotlib inline\ndef experiment_a(n=3):\n    return {'values': list(range(n))}",
-        "def on_cpu():\n    return 1",
-        "run = records.run_or_replay(experiment_a, notebook=NOTEBOOK, gpus=1)\n"
-        "cpu = records.run_or_replay(on_cpu, notebook=NOTEBOOK, gpus=0)",
-    ])
+    write_notebook(
+        nb,
+        [
+            "%matplotlib inline\ndef experiment_a(n=3):\n    return {'values': list(range(n))}",
+            "def on_cpu():\n    return 1",
+            "run = records.run_or_replay(experiment_a, notebook=NOTEBOOK, gpus=1)\n"
+            "cpu = records.run_or_replay(on_cpu, notebook=NOTEBOOK, gpus=0)",
+        ],
+    )
     found = records.experiments_in_notebook(nb)
-    assert (found["experiment_a"].gpus, found["experiment_a"].fingerprint) == (1, records.fingerprint(experiment_a))
+    assert (found["experiment_a"].gpus, found["experiment_a"].fingerprint) == (
+        1,
+        records.fingerprint(experiment_a),
+    )
     assert found["on_cpu"].gpus == 0
     root = tmp_path / "results"
     assert records.stale_recordings(nb, root) == ["nb/experiment_a: no machine has recorded it"]
-    fake_gpu_machine(records.save("nb", "experiment_a", 1, fp=records.fingerprint(experiment_a), root=root))
+    fake_gpu_machine(
+        records.save("nb", "experiment_a", 1, fp=records.fingerprint(experiment_a), root=root)
+    )
     assert records.stale_recordings(nb, root) == []
     fake_gpu_machine(records.save("nb", "experiment_a", 1, fp="other", root=root), name="1xOTHER")
     problems = records.stale_recordings(nb, root)
@@ -171,21 +208,35 @@ def test_a_recording_loads_without_importing_the_modules_of_its_types():
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    recording = next(iter(sorted(root.glob("results/*/00_start_here/first_bandwidth_curve.json"))), None)
+    recording = next(
+        iter(sorted(root.glob("results/*/00_start_here/first_bandwidth_curve.json"))), None
+    )
     if recording is None:
         pytest.skip("no recording of 00_start_here yet")
-    code = (f"from helpers import records; h, v = records.load({str(recording)!r}); "
-            "print(type(v[0]).__name__, h['experiment'])")
-    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    code = (
+        f"from helpers import records; h, v = records.load({str(recording)!r}); "
+        "print(type(v[0]).__name__, h['experiment'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split() == ["Timing", "first_bandwidth_curve"]
 
 
-def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_live(tmp_path, monkeypatch, capsys):
+def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_live(
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     monkeypatch.delenv("COURSE_REPLAY", raising=False)
     monkeypatch.delenv("COURSE_RECORD", raising=False)
-    path = records.save("nb", "experiment_a", {"values": [7]}, fp=records.fingerprint(experiment_a),
-                        params={"n": 1}, root=tmp_path)
+    path = records.save(
+        "nb",
+        "experiment_a",
+        {"values": [7]},
+        fp=records.fingerprint(experiment_a),
+        params={"n": 1},
+        root=tmp_path,
+    )
     fake_gpu_machine(path, gpus=2, name="2xFAKE-GPU")
     monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
     monkeypatch.setattr(records.replay_choice, "_this_machine_name", lambda: "1xFAKE-GPU")
@@ -200,12 +251,17 @@ def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_
     assert records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 2}).live
 
 
-def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_only(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_QUICK", "0")  # make test runs in quick mode; recordings are full size
+def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_only(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv(
+        "COURSE_QUICK", "0"
+    )  # make test runs in quick mode; recordings are full size
     trace = tmp_path / "t.json.gz"
     trace.write_bytes(b"trace")
-    path = fake_gpu_machine(records.save("nb", "exp", {"file": Attachment(str(trace))}, fp="abc",
-                                         root=tmp_path / "r"))
+    path = fake_gpu_machine(
+        records.save("nb", "exp", {"file": Attachment(str(trace))}, fp="abc", root=tmp_path / "r")
+    )
     folder = path.parents[1]
     assert len(list(path.parent.iterdir())) == 2  # the recording and its trace
     (folder / records.GAPS_FILE).write_text("{}")
@@ -217,5 +273,6 @@ def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_o
     assert any("stray.txt: neither a recording nor a file one attaches" in p for p in problems)
     assert any("inner: a folder inside a notebook's recordings" in p for p in problems)
     assert any("link.json: a link" in p for p in problems)
-    assert records.validate_machine_folder(tmp_path / "empty", "x")[0].endswith("holds no recording "
-                                                                                "(<notebook>/<experiment>.json)")
+    assert records.validate_machine_folder(tmp_path / "empty", "x")[0].endswith(
+        "holds no recording (<notebook>/<experiment>.json)"
+    )

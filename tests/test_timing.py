@@ -123,11 +123,18 @@ def test_cuda_events_agree_with_a_plain_event_loop():
     plain, helper = [], []
     for _ in range(5):
         plain.append(plain_loop_s())
-        helper += timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=1, warmup=1,
-                                     calls_per_sample=10, nbytes=nbytes).samples_s
+        helper += timing.cuda_events(
+            lambda: dst.copy_(src, non_blocking=True),
+            repeats=1,
+            warmup=1,
+            calls_per_sample=10,
+            nbytes=nbytes,
+        ).samples_s
     timing.verify_copy(src, dst, "pinned H2D")
-    print(f"helper samples {[round(nbytes / s / 1e9, 1) for s in helper]} GB/s, "
-          f"plain loop {[round(nbytes / s / 1e9, 1) for s in plain]} GB/s")
+    print(
+        f"helper samples {[round(nbytes / s / 1e9, 1) for s in helper]} GB/s, "
+        f"plain loop {[round(nbytes / s / 1e9, 1) for s in plain]} GB/s"
+    )
     assert statistics.median(helper) == pytest.approx(statistics.median(plain), rel=0.03)
 
 
@@ -135,7 +142,9 @@ def test_cuda_events_agree_with_a_plain_event_loop():
 def test_held_stream_hides_launch_cost_of_small_copies():
     src = torch.ones(1024, dtype=torch.uint8).pin_memory()
     dst = torch.empty(1024, dtype=torch.uint8, device="cuda")
-    held = timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=5, calls_per_sample=50, hold_us=2000)
+    held = timing.cuda_events(
+        lambda: dst.copy_(src, non_blocking=True), repeats=5, calls_per_sample=50, hold_us=2000
+    )
     assert held.median_s < 50e-6
     assert held.extra["hold_us"] == 2000 and held.extra["enqueue_us"] < 2000
     assert timing.sleep_cycles_per_us() > 100  # GPU clocks run at hundreds of MHz or more
@@ -143,6 +152,7 @@ def test_held_stream_hides_launch_cost_of_small_copies():
 
 # ---------------------------------------------------------------- a fake clock and a fake GPU
 # The clocks below move only when the timed work runs, so every number is known exactly.
+
 
 class FakeClock:
     """``perf_counter`` that stands still until ``work`` advances it by ``seconds_per_call``."""
@@ -200,9 +210,15 @@ def fake_gpu(monkeypatch, clock):
         spins.append((current[0], cycles))
         clock.now += cycles / (1e9 * (1 + current[0]))  # GPU 0 spins 1000 cycles per us, GPU 1 2000
 
-    for name, value in {"is_available": lambda: True, "device_count": lambda: 2, "synchronize": lambda index=None: synced.append(index),
-                        "current_device": lambda: current[0], "Event": Event, "device": device,
-                        "_sleep": sleep}.items():
+    for name, value in {
+        "is_available": lambda: True,
+        "device_count": lambda: 2,
+        "synchronize": lambda index=None: synced.append(index),
+        "current_device": lambda: current[0],
+        "Event": Event,
+        "device": device,
+        "_sleep": sleep,
+    }.items():
         monkeypatch.setattr(torch.cuda, name, value)
     monkeypatch.setattr(timing, "_SLEEP_CYCLES_PER_US", {})
     spins.synced = synced
@@ -231,7 +247,10 @@ def test_host_clock_sizes_a_sample_to_target_s(clock):
 
 def test_target_s_is_bounded_and_never_below_one_call(clock):
     clock.seconds_per_call = 1e-9
-    assert timing.host_clock(clock.work, repeats=1, target_s=1.0).calls_per_sample == timing.MOST_CALLS_PER_SAMPLE
+    assert (
+        timing.host_clock(clock.work, repeats=1, target_s=1.0).calls_per_sample
+        == timing.MOST_CALLS_PER_SAMPLE
+    )
     clock.seconds_per_call = 0.5
     assert timing.host_clock(clock.work, repeats=1, target_s=0.01).calls_per_sample == 1
 
@@ -241,15 +260,18 @@ def test_without_target_s_one_call_per_sample_as_before(clock):
     assert t.calls_per_sample == 1 and clock.calls == 2
 
 
-@pytest.mark.parametrize("kwargs, error, words", [
-    ({"target_s": 1e-3, "calls_per_sample": 4}, ValueError, "not both"),
-    ({"target_s": 0}, ValueError, "above 0"),
-    ({"target_s": -1e-3}, ValueError, "above 0"),
-    ({"target_s": float("nan")}, ValueError, "above 0"),
-    ({"target_s": 3600.0}, ValueError, "at most"),
-    ({"target_s": "2ms"}, TypeError, "seconds one sample should last"),
-    ({"target_s": True}, TypeError, "seconds one sample should last"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"target_s": 1e-3, "calls_per_sample": 4}, ValueError, "not both"),
+        ({"target_s": 0}, ValueError, "above 0"),
+        ({"target_s": -1e-3}, ValueError, "above 0"),
+        ({"target_s": float("nan")}, ValueError, "above 0"),
+        ({"target_s": 3600.0}, ValueError, "at most"),
+        ({"target_s": "2ms"}, TypeError, "seconds one sample should last"),
+        ({"target_s": True}, TypeError, "seconds one sample should last"),
+    ],
+)
 @pytest.mark.parametrize("clock_name", ["host_clock", "cuda_events"])
 def test_bad_target_s_is_answered(fake_gpu, kwargs, error, words, clock_name):
     with pytest.raises(error, match=words):
@@ -269,7 +291,10 @@ def test_hold_stream_calibrates_once_per_gpu_and_spins_on_the_gpu_asked(fake_gpu
     calibrations = len(fake_gpu)
     assert timing.sleep_cycles_per_us(0) == pytest.approx(1000) and len(fake_gpu) == calibrations
     timing.hold_stream(30, device=1)  # GPU 1 is calibrated first, on GPU 1, and spins twice as fast
-    assert fake_gpu[-1] == (1, pytest.approx(60_000, abs=1)) and {gpu for gpu, _ in fake_gpu} == {0, 1}
+    assert fake_gpu[-1] == (1, pytest.approx(60_000, abs=1)) and {gpu for gpu, _ in fake_gpu} == {
+        0,
+        1,
+    }
     assert timing.sleep_cycles_per_us(torch.device("cuda", 1)) == pytest.approx(2000)
     before = len(fake_gpu)
     timing.hold_stream(5, device="cuda:1")
@@ -278,20 +303,29 @@ def test_hold_stream_calibrates_once_per_gpu_and_spins_on_the_gpu_asked(fake_gpu
     timing.hold_stream(0)
     timing.hold_stream(0.5)
     assert [gpu for gpu, _ in fake_gpu[before:]] == [1, 0, 0, 0, 0]
-    assert [cycles for _, cycles in fake_gpu[before:]] == pytest.approx([10_000, 2000, 2000, 0, 500], abs=1)
+    assert [cycles for _, cycles in fake_gpu[before:]] == pytest.approx(
+        [10_000, 2000, 2000, 0, 500], abs=1
+    )
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: timing.hold_stream(10, device="cpu"), ValueError, "not a CUDA device"),
-    (lambda: timing.hold_stream(10, device=torch.device("cpu")), ValueError, "not a CUDA device"),
-    (lambda: timing.hold_stream(10, device=2), ValueError, "0-1"),
-    (lambda: timing.hold_stream(10, device=-1), ValueError, "0-1"),
-    (lambda: timing.hold_stream(10, device="gpu1"), ValueError, "not a device"),
-    (lambda: timing.hold_stream(10, device=1.0), TypeError, "device index"),
-    (lambda: timing.hold_stream("10"), TypeError, "number >= 0"),
-    (lambda: timing.hold_stream(float("inf")), ValueError, "finite"),
-    (lambda: timing.sleep_cycles_per_us("cpu"), ValueError, "not a CUDA device"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: timing.hold_stream(10, device="cpu"), ValueError, "not a CUDA device"),
+        (
+            lambda: timing.hold_stream(10, device=torch.device("cpu")),
+            ValueError,
+            "not a CUDA device",
+        ),
+        (lambda: timing.hold_stream(10, device=2), ValueError, "0-1"),
+        (lambda: timing.hold_stream(10, device=-1), ValueError, "0-1"),
+        (lambda: timing.hold_stream(10, device="gpu1"), ValueError, "not a device"),
+        (lambda: timing.hold_stream(10, device=1.0), TypeError, "device index"),
+        (lambda: timing.hold_stream("10"), TypeError, "number >= 0"),
+        (lambda: timing.hold_stream(float("inf")), ValueError, "finite"),
+        (lambda: timing.sleep_cycles_per_us("cpu"), ValueError, "not a CUDA device"),
+    ],
+)
 def test_bad_devices_and_holds_are_answered(fake_gpu, call, error, words):
     with pytest.raises(error, match=words):
         call()
@@ -302,7 +336,9 @@ def test_bad_devices_and_holds_are_answered(fake_gpu, call, error, words):
 def test_target_s_sizes_real_copies():
     src = torch.ones(2**20, dtype=torch.uint8).pin_memory()
     dst = torch.empty(2**20, dtype=torch.uint8, device="cuda")
-    t = timing.cuda_events(lambda: dst.copy_(src, non_blocking=True), repeats=5, target_s=2e-3, nbytes=2**20)
+    t = timing.cuda_events(
+        lambda: dst.copy_(src, non_blocking=True), repeats=5, target_s=2e-3, nbytes=2**20
+    )
     assert 1 < t.calls_per_sample <= timing.MOST_CALLS_PER_SAMPLE
     assert 0.25 * 2e-3 < t.median_s * t.calls_per_sample < 4 * 2e-3
     h = timing.host_clock(lambda: dst.copy_(src), repeats=3, target_s=2e-3)
@@ -310,10 +346,25 @@ def test_target_s_sizes_real_copies():
 
 
 def test_cuda_events_with_a_held_stream_reports_how_long_queueing_took(fake_gpu, clock):
-    t = timing.cuda_events(clock.work, repeats=3, warmup=2, calls_per_sample=5, hold_us=20_000,
-                           nbytes=2**20, label="copy")
-    assert t.extra == pytest.approx({"hold_us": 20_000, "enqueue_us": 5 * 2000})  # 5 calls of 2 ms each
-    assert (t.method, t.nbytes, t.label, t.warmup, t.calls_per_sample) == ("cuda events", 2**20, "copy", 2, 5)
+    t = timing.cuda_events(
+        clock.work,
+        repeats=3,
+        warmup=2,
+        calls_per_sample=5,
+        hold_us=20_000,
+        nbytes=2**20,
+        label="copy",
+    )
+    assert t.extra == pytest.approx(
+        {"hold_us": 20_000, "enqueue_us": 5 * 2000}
+    )  # 5 calls of 2 ms each
+    assert (t.method, t.nbytes, t.label, t.warmup, t.calls_per_sample) == (
+        "cuda events",
+        2**20,
+        "copy",
+        2,
+        5,
+    )
     assert [cycles for _, cycles in fake_gpu[-3:]] == [20_000_000] * 3  # one 20 ms hold per sample
     with pytest.warns(UserWarning, match="launch cost leaked"):
         timing.cuda_events(clock.work, repeats=2, calls_per_sample=5, hold_us=9_999)
@@ -323,7 +374,10 @@ def test_cuda_events_with_a_held_stream_reports_how_long_queueing_took(fake_gpu,
 
 
 def test_the_clocks_default_to_ten_samples_after_three_warm_up_calls(fake_gpu, clock):
-    for clock_name, method in (("host_clock", "synchronised host clock"), ("cuda_events", "cuda events")):
+    for clock_name, method in (
+        ("host_clock", "synchronised host clock"),
+        ("cuda_events", "cuda events"),
+    ):
         before = clock.calls
         t = getattr(timing, clock_name)(clock.work, nbytes=1000, label="x")
         assert (len(t.samples_s), t.warmup, clock.calls - before) == (10, 3, 13)
@@ -340,8 +394,14 @@ def test_target_s_may_be_as_long_as_the_longest_target(clock):
     assert t.calls_per_sample == timing.MOST_CALLS_PER_SAMPLE
 
 
-@pytest.mark.parametrize("kwargs, name", [({"repeats": 0}, "repeats"), ({"warmup": -1}, "warmup"),
-                                          ({"calls_per_sample": 0}, "calls_per_sample")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"repeats": 0}, "repeats"),
+        ({"warmup": -1}, "warmup"),
+        ({"calls_per_sample": 0}, "calls_per_sample"),
+    ],
+)
 def test_a_bad_count_is_named(kwargs, name):
     with pytest.raises(ValueError, match=f"^{name} must be a whole number"):
         timing.host_clock(lambda: None, **kwargs)

@@ -21,7 +21,9 @@ def test_gpu_archive_round_trip(tmp_path, monkeypatch):
 
     gpu_run = load("gpu_run")
     # the layout is tested here; validation of recordings in tests/test_unpack.py
-    monkeypatch.setattr(records, "validate_machine_folder", lambda folder, machine: [], raising=False)
+    monkeypatch.setattr(
+        records, "validate_machine_folder", lambda folder, machine: [], raising=False
+    )
     there, here, out = tmp_path / "gpu", tmp_path / "here", tmp_path / "out"
     (there / "results" / "1xGPU" / "nb").mkdir(parents=True)
     (there / "results" / "1xGPU" / "nb" / "exp.json").write_text("{}")
@@ -46,11 +48,17 @@ def test_bytecode_is_cached_in_build_only_where_python_keeps_none(tmp_path, monk
     gpu_run = load("gpu_run")
     env = {"PATH": "/bin", "PYTHONDONTWRITEBYTECODE": "1"}
     (tmp_path / "torch.pyc").write_bytes(b"")
-    monkeypatch.setattr(importlib.util, "cache_from_source", lambda path: str(tmp_path / "torch.pyc"))
+    monkeypatch.setattr(
+        importlib.util, "cache_from_source", lambda path: str(tmp_path / "torch.pyc")
+    )
     assert gpu_run.bytecode_env(env, root=tmp_path) == env  # torch's .pyc is there: nothing to do
-    monkeypatch.setattr(importlib.util, "cache_from_source", lambda path: str(tmp_path / "none.pyc"))
-    assert gpu_run.bytecode_env(env, root=tmp_path) == {"PATH": "/bin",
-                                                        "PYTHONPYCACHEPREFIX": str(tmp_path / "build" / "pycache")}
+    monkeypatch.setattr(
+        importlib.util, "cache_from_source", lambda path: str(tmp_path / "none.pyc")
+    )
+    assert gpu_run.bytecode_env(env, root=tmp_path) == {
+        "PATH": "/bin",
+        "PYTHONPYCACHEPREFIX": str(tmp_path / "build" / "pycache"),
+    }
     chosen = {**env, "PYTHONPYCACHEPREFIX": "/elsewhere"}
     assert gpu_run.bytecode_env(chosen, root=tmp_path) == chosen  # a cache chosen by the user stays
 
@@ -63,7 +71,9 @@ def test_warm_bytecode_compiles_the_imports_into_the_cache(tmp_path, monkeypatch
     env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")  # as bytecode_env gives it
     line = gpu_run.warm_bytecode(env)
-    assert line.startswith(f"compiled bytecode kept in {tmp_path / 'pycache'}") and "exit" not in line
+    assert (
+        line.startswith(f"compiled bytecode kept in {tmp_path / 'pycache'}") and "exit" not in line
+    )
     assert list((tmp_path / "pycache").rglob("json/__init__.*.pyc"))
     monkeypatch.setattr(gpu_run, "WARM_IMPORTS", "no_such_module_here")
     assert "(exit 1)" in gpu_run.warm_bytecode(env)
@@ -96,7 +106,11 @@ def test_to_py_without_a_script_prints_the_text_git_diffs(tmp_path, capsys):
     path = tmp_path / "n.ipynb"
     nbtool.write(nbtool.from_py(script), path)
     assert nbtool.main(["to-py", str(path)]) == 0
-    assert capsys.readouterr().out == nbtool.to_py(path) == "# %% [markdown]\n# # Title\n\n# %%\nx = 1\n"
+    assert (
+        capsys.readouterr().out
+        == nbtool.to_py(path)
+        == "# %% [markdown]\n# # Title\n\n# %%\nx = 1\n"
+    )
     assert "diff=nbtext" in (ROOT / ".gitattributes").read_text()
 
 
@@ -104,24 +118,60 @@ def test_the_truth_check_names_notebook_cell_machine_and_values(tmp_path):
     replay_all = load("replay_all")
     executed = tmp_path / "1xH100"
     executed.mkdir()
-    nb = {"cells": [{"cell_type": "markdown", "source": "x"},
-                    {"cell_type": "code", "outputs": [{"data": {"text/markdown": "✗ one synchronize (2 counted)"}}]}]}
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": "x"},
+            {
+                "cell_type": "code",
+                "outputs": [{"data": {"text/markdown": "✗ one synchronize (2 counted)"}}],
+            },
+        ]
+    }
     (executed / "02_non_blocking.ipynb").write_text(json.dumps(nb))
     base = {"notebook": "02_non_blocking", "machine": "1xH100", "unit": "x", "holds_if": "below"}
     rows = [
-        {**base, "kind": "check", "name": "one synchronize", "verdict": "does not hold here", "measured": "2 counted"},
+        {
+            **base,
+            "kind": "check",
+            "name": "one synchronize",
+            "verdict": "does not hold here",
+            "measured": "2 counted",
+        },
         {**base, "kind": "check", "name": "fine", "verdict": "holds", "measured": "1"},
-        {**base, "kind": "claim", "name": "twice", "verdict": "holds", "value": 2.0, "spread": 0.01, "threshold": 2},
-        {**base, "kind": "claim", "name": "ok", "verdict": "borderline here", "value": 2.0, "spread": 0.01,
-         "threshold": 2},
-        {**base, "kind": "claim", "name": "bool", "verdict": "holds", "value": True, "spread": None, "threshold": None},
+        {
+            **base,
+            "kind": "claim",
+            "name": "twice",
+            "verdict": "holds",
+            "value": 2.0,
+            "spread": 0.01,
+            "threshold": 2,
+        },
+        {
+            **base,
+            "kind": "claim",
+            "name": "ok",
+            "verdict": "borderline here",
+            "value": 2.0,
+            "spread": 0.01,
+            "threshold": 2,
+        },
+        {
+            **base,
+            "kind": "claim",
+            "name": "bool",
+            "verdict": "holds",
+            "value": True,
+            "spread": None,
+            "threshold": None,
+        },
         {**base, "kind": "figure", "name": "f", "verdict": None, "value": 1.0, "spread": 0.0},
     ]
     problems = replay_all.untrue(rows, tmp_path)
     assert problems == [
         '02_non_blocking cell 1 on 1xH100: "one synchronize" does not hold: 2 counted',
         '02_non_blocking cell ? on 1xH100: the verdict "holds" of "twice" disagrees with 2.0 ± 0.01 against 2 '
-        '(borderline here)',
+        "(borderline here)",
     ]
 
 
@@ -135,7 +185,11 @@ def test_the_truth_check_reads_failed_marks_in_the_executed_replays(tmp_path, mo
     seen = claims.WhatWeSee("06_x")
     seen.check("gloo gives the host back late", False, "0.1 ms")  # a live part: no index row
     seen.check("fine", True, "1")
-    nb = {"cells": [{"cell_type": "code", "outputs": [{"data": {"text/markdown": seen.to_markdown()}}]}]}
+    nb = {
+        "cells": [
+            {"cell_type": "code", "outputs": [{"data": {"text/markdown": seen.to_markdown()}}]}
+        ]
+    }
     (folder / "06_x.ipynb").write_text(json.dumps(nb))
     problems = replay_all.failed_marks([("2xH200", Path("notebooks/06_x.ipynb"))])
     assert len(problems) == 1 and problems[0].startswith("06_x cell 0 on 2xH200:")
@@ -146,64 +200,148 @@ def test_compare_verdicts_lists_changes_and_fails_only_on_a_flip(tmp_path, capsy
     compare = load("compare_verdicts")
 
     def row(machine, verdict, value=1.0, name="c"):
-        return json.dumps({"kind": "claim", "machine": machine, "notebook": "01_x", "name": name, "verdict": verdict,
-                           "value": value, "spread": 0.1, "threshold": 1.0, "holds_if": "above"})
+        return json.dumps(
+            {
+                "kind": "claim",
+                "machine": machine,
+                "notebook": "01_x",
+                "name": name,
+                "verdict": verdict,
+                "value": value,
+                "spread": 0.1,
+                "threshold": 1.0,
+                "holds_if": "above",
+            }
+        )
 
     old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
-    old.write_text("\n".join([row("1xA", "holds", 1.5), row("1xB", "holds", 1.5), row("1xB", "holds", name="d"),
-                              json.dumps({"kind": "figure", "machine": "1xA"})]))
-    new.write_text("\n".join([row("1xA", "borderline here", 1.05), row("1xB", "does not hold here", 0.5),
-                              row("1xB", "holds", name="d")]))
+    old.write_text(
+        "\n".join(
+            [
+                row("1xA", "holds", 1.5),
+                row("1xB", "holds", 1.5),
+                row("1xB", "holds", name="d"),
+                json.dumps({"kind": "figure", "machine": "1xA"}),
+            ]
+        )
+    )
+    new.write_text(
+        "\n".join(
+            [
+                row("1xA", "borderline here", 1.05),
+                row("1xB", "does not hold here", 0.5),
+                row("1xB", "holds", name="d"),
+            ]
+        )
+    )
     assert compare.main([str(old), str(new), "--machine", "1xA"]) == 0
     out = capsys.readouterr().out
-    assert "moved    1xA 01_x: c" in out and "holds: 1.5 ± 0.1 (> 1)  ->  borderline here: 1.05" in out
+    assert (
+        "moved    1xA 01_x: c" in out and "holds: 1.5 ± 0.1 (> 1)  ->  borderline here: 1.05" in out
+    )
     assert "1 of 1 verdicts changed; 0 flipped" in out
     assert compare.main([str(old), str(new)]) == 1
     out = capsys.readouterr().out
-    assert out.index("FLIPPED  1xB") < out.index("moved    1xA") and "2 of 3 verdicts changed; 1 flipped" in out
+    assert (
+        out.index("FLIPPED  1xB") < out.index("moved    1xA")
+        and "2 of 3 verdicts changed; 1 flipped" in out
+    )
 
 
 def test_run_to_run_counts_runs_not_replays_and_restarts_when_the_test_changes():
     run_to_run = load("run_to_run")
 
     def version(*rows):
-        return run_to_run.numeric_claims(json.dumps({"kind": "claim", "machine": "1xA", "notebook": "03_x",
-                                                     "name": name, "value": value, "threshold": threshold,
-                                                     "holds_if": "above", "unit": "x"}) for name, value, threshold in rows)
+        return run_to_run.numeric_claims(
+            json.dumps(
+                {
+                    "kind": "claim",
+                    "machine": "1xA",
+                    "notebook": "03_x",
+                    "name": name,
+                    "value": value,
+                    "threshold": threshold,
+                    "holds_if": "above",
+                    "unit": "x",
+                }
+            )
+            for name, value, threshold in rows
+        )
 
-    versions = [version(("p", 0.95, 0.9), ("q", 1.0, 2.0)), version(("p", 0.95, 0.9), ("q", 1.5, 2.0)),
-                version(("p", 0.87, 0.9), ("q", 3.0, 1.0)), version(("p", 0.87, 0.9), ("q", 3.5, 1.0))]
+    versions = [
+        version(("p", 0.95, 0.9), ("q", 1.0, 2.0)),
+        version(("p", 0.95, 0.9), ("q", 1.5, 2.0)),
+        version(("p", 0.87, 0.9), ("q", 3.0, 1.0)),
+        version(("p", 0.87, 0.9), ("q", 3.5, 1.0)),
+    ]
     runs = run_to_run.runs_of(versions)
     assert runs[("1xA", "03_x", "p")] == [0.95, 0.87]  # a replayed value is one run, not two
-    assert runs[("1xA", "03_x", "q")] == [3.0, 3.5]  # the threshold changed: another test, history anew
+    assert runs[("1xA", "03_x", "q")] == [
+        3.0,
+        3.5,
+    ]  # the threshold changed: another test, history anew
     out = run_to_run.floors(runs)
-    assert out["1xA"]["03_x"]["p"]["floor"] == pytest.approx(0.04) and out["1xA"]["03_x"]["p"]["runs"] == 2
+    assert (
+        out["1xA"]["03_x"]["p"]["floor"] == pytest.approx(0.04)
+        and out["1xA"]["03_x"]["p"]["runs"] == 2
+    )
     assert run_to_run.floors({("1xA", "03_x", "once"): [1.0]}) == {}
 
 
 def test_run_to_run_restarts_when_the_experiment_ran_with_other_params():
     run_to_run = load("run_to_run")
-    params = {("1xA", "02_x", "loader", "d1"): '{"workers": 2}', ("1xA", "02_x", "loader", "d2"): '{"workers": 2}',
-              ("1xA", "02_x", "loader", "d3"): '{"workers": 4}', ("1xA", "02_x", "loader", "d4"): '{"workers": 4}'}
+    params = {
+        ("1xA", "02_x", "loader", "d1"): '{"workers": 2}',
+        ("1xA", "02_x", "loader", "d2"): '{"workers": 2}',
+        ("1xA", "02_x", "loader", "d3"): '{"workers": 4}',
+        ("1xA", "02_x", "loader", "d4"): '{"workers": 4}',
+    }
 
     def version(value, date):
-        row = {"kind": "claim", "machine": "1xA", "notebook": "02_x", "experiment": "loader", "date": date,
-               "name": "pays", "value": value, "threshold": 1.0, "holds_if": "above", "unit": "x"}
+        row = {
+            "kind": "claim",
+            "machine": "1xA",
+            "notebook": "02_x",
+            "experiment": "loader",
+            "date": date,
+            "name": "pays",
+            "value": value,
+            "threshold": 1.0,
+            "holds_if": "above",
+            "unit": "x",
+        }
         return run_to_run.numeric_claims([json.dumps(row)], params)
 
-    runs = run_to_run.runs_of([version(0.84, "d1"), version(0.91, "d2"), version(1.18, "d3"), version(1.21, "d4")])
-    assert runs[("1xA", "02_x", "pays")] == [1.18, 1.21]  # the 4-worker loader, not the 2-worker one
+    runs = run_to_run.runs_of(
+        [version(0.84, "d1"), version(0.91, "d2"), version(1.18, "d3"), version(1.21, "d4")]
+    )
+    assert runs[("1xA", "02_x", "pays")] == [
+        1.18,
+        1.21,
+    ]  # the 4-worker loader, not the 2-worker one
     header = '{"header": {"date": "2026-11-24T22:35:00+00:00", "params": {"workers": 4, "b": 1}}, "value": 1}'
-    assert run_to_run.header_params(header) == ("2026-11-24T22:35:00+00:00", '{"b": 1, "workers": 4}')
+    assert run_to_run.header_params(header) == (
+        "2026-11-24T22:35:00+00:00",
+        '{"b": 1, "workers": 4}',
+    )
     assert run_to_run.header_params("{}") is None and run_to_run.header_params("not json") is None
 
 
 def test_compare_verdicts_calls_a_changed_threshold_a_retest_not_a_flip(tmp_path, capsys):
     compare = load("compare_verdicts")
-    row = {"kind": "claim", "machine": "1xA", "notebook": "01_x", "name": "c", "spread": 0.0, "holds_if": "below"}
+    row = {
+        "kind": "claim",
+        "machine": "1xA",
+        "notebook": "01_x",
+        "name": "c",
+        "spread": 0.0,
+        "holds_if": "below",
+    }
     old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
     old.write_text(json.dumps({**row, "verdict": "holds", "value": 0.27, "threshold": 1.0}))
-    new.write_text(json.dumps({**row, "verdict": "does not hold here", "value": 0.55, "threshold": 0.25}))
+    new.write_text(
+        json.dumps({**row, "verdict": "does not hold here", "value": 0.55, "threshold": 0.25})
+    )
     assert compare.main([str(old), str(new)]) == 0
     assert "retested 1xA 01_x: c" in capsys.readouterr().out
 
@@ -212,15 +350,39 @@ def test_compare_verdicts_says_which_new_runs_the_earlier_bands_did_not_foresee(
     compare = load("compare_verdicts")
 
     def row(verdict, value, spread=0.003):
-        return {"kind": "claim", "machine": "1xA", "notebook": "00_x", "name": "close", "verdict": verdict,
-                "value": value, "spread": spread, "threshold": 0.8, "holds_if": "above", "unit": "x"}
+        return {
+            "kind": "claim",
+            "machine": "1xA",
+            "notebook": "00_x",
+            "name": "close",
+            "verdict": verdict,
+            "value": value,
+            "spread": spread,
+            "threshold": 0.8,
+            "holds_if": "above",
+            "unit": "x",
+        }
 
     old = {("1xA", "00_x", "close"): row("holds", 0.871)}
-    history = {"1xA": {"00_x": {"close": {"floor": 0.004, "values": [0.866, 0.874], "threshold": 0.8,
-                                          "holds_if": "above"}}}}
+    history = {
+        "1xA": {
+            "00_x": {
+                "close": {
+                    "floor": 0.004,
+                    "values": [0.866, 0.874],
+                    "threshold": 0.8,
+                    "holds_if": "above",
+                }
+            }
+        }
+    }
     # the new run joined the history and reads borderline in the index, but the bands before it said 'holds'
-    surprise = compare.unforeseen(old, {("1xA", "00_x", "close"): row("borderline here", 0.707)}, history)
-    assert [(c["old"].split(":")[0], c["new"].split(":")[0]) for c in surprise] == [("holds", "does not hold here")]
+    surprise = compare.unforeseen(
+        old, {("1xA", "00_x", "close"): row("borderline here", 0.707)}, history
+    )
+    assert [(c["old"].split(":")[0], c["new"].split(":")[0]) for c in surprise] == [
+        ("holds", "does not hold here")
+    ]
     # a run the earlier spread covers is no surprise, nor one judged against another threshold
     assert compare.unforeseen(old, {("1xA", "00_x", "close"): row("holds", 0.86)}, history) == []
     moved = dict(row("borderline here", 0.707), threshold=0.6)

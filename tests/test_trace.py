@@ -21,7 +21,9 @@ from helpers.codec import Attachment
 from helpers.trace import Interval
 
 REPO = Path(__file__).resolve().parent.parent
-REAL_TRACES = sorted((REPO / "results").glob("**/*.trace.json.gz")) + sorted((REPO / "tests" / "fixtures").glob("*.trace.json.gz"))
+REAL_TRACES = sorted((REPO / "results").glob("**/*.trace.json.gz")) + sorted(
+    (REPO / "tests" / "fixtures").glob("*.trace.json.gz")
+)
 
 PID, TID = 5006, 5006  # the Python process and its main thread, as Kineto writes them
 T0 = 4436584775000.0  # Kineto's ts: microseconds on its own clock, large numbers
@@ -30,69 +32,196 @@ T0 = 4436584775000.0  # Kineto's ts: microseconds on its own clock, large number
 # ---------------------------------------------------------------- synthetic Kineto events
 
 
-def runtime(name: str, ts: float, dur: float, correlation: int, cbid: int = 41, tid: int = TID) -> dict:
-    return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": PID, "tid": tid,
-            "ts": T0 + ts, "dur": dur, "args": {"External id": 17, "cbid": cbid, "correlation": correlation}}
+def runtime(
+    name: str, ts: float, dur: float, correlation: int, cbid: int = 41, tid: int = TID
+) -> dict:
+    return {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": name,
+        "pid": PID,
+        "tid": tid,
+        "ts": T0 + ts,
+        "dur": dur,
+        "args": {"External id": 17, "cbid": cbid, "correlation": correlation},
+    }
 
 
-def copy(name: str, ts: float, dur: float, correlation: int, nbytes: int, stream: int = 7, device: int = 0) -> dict:
-    return {"ph": "X", "cat": "gpu_memcpy", "name": name, "pid": device, "tid": stream,
-            "ts": T0 + ts, "dur": dur,
-            "args": {"External id": 17, "device": device, "context": 1, "stream": stream,
-                     "correlation": correlation, "bytes": nbytes,
-                     "memory bandwidth (GB/s)": nbytes / (dur * 1e3)}}
+def copy(
+    name: str,
+    ts: float,
+    dur: float,
+    correlation: int,
+    nbytes: int,
+    stream: int = 7,
+    device: int = 0,
+) -> dict:
+    return {
+        "ph": "X",
+        "cat": "gpu_memcpy",
+        "name": name,
+        "pid": device,
+        "tid": stream,
+        "ts": T0 + ts,
+        "dur": dur,
+        "args": {
+            "External id": 17,
+            "device": device,
+            "context": 1,
+            "stream": stream,
+            "correlation": correlation,
+            "bytes": nbytes,
+            "memory bandwidth (GB/s)": nbytes / (dur * 1e3),
+        },
+    }
 
 
 def peer_copy(ts: float, dur: float, correlation: int, nbytes: int, pid: object = 0) -> dict:
     """A peer copy as Kineto writes CUpti_ActivityMemcpyPtoP: no args.device."""
-    return {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy PtoP (Device -> Device)", "pid": pid, "tid": 13,
-            "ts": T0 + ts, "dur": dur,
-            "args": {"External id": 21, "fromDevice": 0, "inDevice": 0, "toDevice": 1,
-                     "fromContext": 1, "inContext": 1, "toContext": 2, "stream": 13,
-                     "correlation": correlation, "bytes": nbytes,
-                     "memory bandwidth (GB/s)": nbytes / (dur * 1e3)}}
+    return {
+        "ph": "X",
+        "cat": "gpu_memcpy",
+        "name": "Memcpy PtoP (Device -> Device)",
+        "pid": pid,
+        "tid": 13,
+        "ts": T0 + ts,
+        "dur": dur,
+        "args": {
+            "External id": 21,
+            "fromDevice": 0,
+            "inDevice": 0,
+            "toDevice": 1,
+            "fromContext": 1,
+            "inContext": 1,
+            "toContext": 2,
+            "stream": 13,
+            "correlation": correlation,
+            "bytes": nbytes,
+            "memory bandwidth (GB/s)": nbytes / (dur * 1e3),
+        },
+    }
 
 
 def kernel(ts: float, dur: float, correlation: int, stream: int = 7, device: int = 0) -> dict:
-    return {"ph": "X", "cat": "kernel",
-            "name": "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, T2, T3)",
-            "pid": device, "tid": stream, "ts": T0 + ts, "dur": dur,
-            "args": {"External id": 9, "queued": 0, "device": device, "context": 1, "stream": stream,
-                     "correlation": correlation, "registers per thread": 16, "shared memory": 0,
-                     "blocks per SM": 1.5, "warps per SM": 6.0, "grid": [132, 1, 1], "block": [128, 1, 1],
-                     "est. achieved occupancy %": 9}}
+    return {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, T2, T3)",
+        "pid": device,
+        "tid": stream,
+        "ts": T0 + ts,
+        "dur": dur,
+        "args": {
+            "External id": 9,
+            "queued": 0,
+            "device": device,
+            "context": 1,
+            "stream": stream,
+            "correlation": correlation,
+            "registers per thread": 16,
+            "shared memory": 0,
+            "blocks per SM": 1.5,
+            "warps per SM": 6.0,
+            "grid": [132, 1, 1],
+            "block": [128, 1, 1],
+            "est. achieved occupancy %": 9,
+        },
+    }
 
 
 def other_events() -> list[dict]:
     """Events a parser must skip: metadata, flows, spans, instants, Python functions."""
     return [
-        {"ph": "M", "name": "process_name", "ts": T0, "pid": 0, "tid": 0, "args": {"name": "python"}},
-        {"ph": "M", "name": "thread_name", "ts": T0, "pid": 0, "tid": 7, "args": {"name": "stream 7 "}},
+        {
+            "ph": "M",
+            "name": "process_name",
+            "ts": T0,
+            "pid": 0,
+            "tid": 0,
+            "args": {"name": "python"},
+        },
+        {
+            "ph": "M",
+            "name": "thread_name",
+            "ts": T0,
+            "pid": 0,
+            "tid": 7,
+            "args": {"name": "stream 7 "},
+        },
         {"ph": "s", "id": 12, "pid": PID, "tid": TID, "ts": T0 + 1, "cat": "ac2g", "name": "ac2g"},
-        {"ph": "f", "id": 12, "pid": 0, "tid": 7, "ts": T0 + 4, "cat": "ac2g", "name": "ac2g", "bp": "e"},
-        {"ph": "X", "cat": "Trace", "ts": T0, "dur": 900.0, "pid": "Spans", "tid": "PyTorch Profiler",
-         "name": "PyTorch Profiler (0)", "args": {"Op count": 0}},
+        {
+            "ph": "f",
+            "id": 12,
+            "pid": 0,
+            "tid": 7,
+            "ts": T0 + 4,
+            "cat": "ac2g",
+            "name": "ac2g",
+            "bp": "e",
+        },
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "ts": T0,
+            "dur": 900.0,
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "name": "PyTorch Profiler (0)",
+            "args": {"Op count": 0},
+        },
         {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": T0 + 999},
-        {"ph": "X", "cat": "python_function", "name": "test.py(1): f", "pid": PID, "tid": TID,
-         "ts": T0, "dur": 5.0, "args": {"Python id": 1}},
+        {
+            "ph": "X",
+            "cat": "python_function",
+            "name": "test.py(1): f",
+            "pid": PID,
+            "tid": TID,
+            "ts": T0,
+            "dur": 5.0,
+            "args": {"Python id": 1},
+        },
     ]
 
 
 def sample_trace() -> dict:
     """Pageable and pinned H2D on stream 7, a D2H, a kernel on streams 7 and 20, a peer copy."""
     events = other_events() + [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": PID, "tid": TID,
-         "ts": T0, "dur": 600.0, "args": {"External id": 1, "Record function id": 0}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": PID, "tid": TID,
-         "ts": T0 + 1.0, "dur": 110.0, "args": {"External id": 17, "Record function id": 0}},
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#3",
+            "pid": PID,
+            "tid": TID,
+            "ts": T0,
+            "dur": 600.0,
+            "args": {"External id": 1, "Record function id": 0},
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::copy_",
+            "pid": PID,
+            "tid": TID,
+            "ts": T0 + 1.0,
+            "dur": 110.0,
+            "args": {"External id": 17, "Record function id": 0},
+        },
         runtime("cudaMemcpyAsync", 2.0, 100.0, correlation=101),
         copy("Memcpy HtoD (Pageable -> Device)", 10.0, 90.0, correlation=101, nbytes=1 << 20),
         runtime("cudaMemcpyAsync", 120.0, 4.0, correlation=102),
         copy("Memcpy HtoD (Pinned -> Device)", 125.0, 40.0, correlation=102, nbytes=4 << 20),
         runtime("cudaLaunchKernel", 126.0, 3.0, correlation=103, cbid=211),
         kernel(130.0, 50.0, correlation=103, stream=20),
-        {"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#3", "pid": 0, "tid": 20,
-         "ts": T0 + 130.0, "dur": 50.0, "args": {"External id": 1}},
+        {
+            "ph": "X",
+            "cat": "gpu_user_annotation",
+            "name": "ProfilerStep#3",
+            "pid": 0,
+            "tid": 20,
+            "ts": T0 + 130.0,
+            "dur": 50.0,
+            "args": {"External id": 1},
+        },
         runtime("cudaMemcpyAsync", 200.0, 3.0, correlation=104),
         copy("Memcpy DtoH (Device -> Pinned)", 205.0, 30.0, correlation=104, nbytes=2 << 20),
         runtime("cudaStreamSynchronize", 204.0, 32.0, correlation=105, cbid=131),
@@ -100,8 +229,14 @@ def sample_trace() -> dict:
         peer_copy(310.0, 20.0, correlation=106, nbytes=8 << 20),
         kernel(310.0, 10.0, correlation=107, stream=7),
     ]
-    return {"schemaVersion": 1, "deviceProperties": [], "displayTimeUnit": "ms",
-            "baseTimeNanoseconds": 1700000000000000000, "traceEvents": events, "traceName": "x.json"}
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [],
+        "displayTimeUnit": "ms",
+        "baseTimeNanoseconds": 1700000000000000000,
+        "traceEvents": events,
+        "traceName": "x.json",
+    }
 
 
 @pytest.fixture
@@ -161,7 +296,12 @@ def test_pageable_and_pinned_h2d(intervals):
 
 def test_d2h(intervals):
     (d2h,) = trace.select(intervals, copy_kind="DtoH")
-    assert (d2h.copy_kind, d2h.src_memory, d2h.dst_memory, d2h.nbytes) == ("DtoH", "Device", "Pinned", 2 << 20)
+    assert (d2h.copy_kind, d2h.src_memory, d2h.dst_memory, d2h.nbytes) == (
+        "DtoH",
+        "Device",
+        "Pinned",
+        2 << 20,
+    )
 
 
 def test_peer_copy_without_args_device(intervals):
@@ -211,16 +351,63 @@ def test_runtime_calls_join_gpu_work_by_correlation(intervals):
 
 def test_old_kineto_categories_and_string_tids():
     old = [
-        {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": "stream 7",
-         "ts": 405, "dur": 10, "args": {"device": 0, "context": 1, "stream": 7, "correlation": 334,
-                                         "external id": 4, "bytes": 4096, "memory bandwidth (GB/s)": 0.4}},
-        {"ph": "X", "cat": "Runtime", "name": "cudaMemcpyAsync", "pid": 13721, "tid": "456",
-         "ts": 360, "dur": 20, "args": {"correlation": 334, "external id": 4}},
-        {"ph": "X", "cat": "Kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": "stream 9",
-         "ts": 420, "dur": 5, "args": {"correlation": 335, "external id": 5}},
-        {"ph": "X", "cat": "Memset", "name": "Memset (Device)", "pid": 0, "tid": "stream 7",
-         "ts": 430, "dur": 5, "args": {"stream": 7, "correlation": 40344, "external id": 4, "bytes": 64}},
-        {"ph": "X", "cat": "Operator", "name": "aten::to", "pid": 13721, "tid": "456", "ts": 350, "dur": 40},
+        {
+            "ph": "X",
+            "cat": "Memcpy",
+            "name": "Memcpy HtoD (Pageable -> Device)",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 405,
+            "dur": 10,
+            "args": {
+                "device": 0,
+                "context": 1,
+                "stream": 7,
+                "correlation": 334,
+                "external id": 4,
+                "bytes": 4096,
+                "memory bandwidth (GB/s)": 0.4,
+            },
+        },
+        {
+            "ph": "X",
+            "cat": "Runtime",
+            "name": "cudaMemcpyAsync",
+            "pid": 13721,
+            "tid": "456",
+            "ts": 360,
+            "dur": 20,
+            "args": {"correlation": 334, "external id": 4},
+        },
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "volta_sgemm_128x64_nn",
+            "pid": 0,
+            "tid": "stream 9",
+            "ts": 420,
+            "dur": 5,
+            "args": {"correlation": 335, "external id": 5},
+        },
+        {
+            "ph": "X",
+            "cat": "Memset",
+            "name": "Memset (Device)",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 430,
+            "dur": 5,
+            "args": {"stream": 7, "correlation": 40344, "external id": 4, "bytes": 64},
+        },
+        {
+            "ph": "X",
+            "cat": "Operator",
+            "name": "aten::to",
+            "pid": 13721,
+            "tid": "456",
+            "ts": 350,
+            "dur": 40,
+        },
     ]
     ivs = trace.intervals_from_chrome_trace({"traceEvents": old})
     check_invariants(ivs)
@@ -240,7 +427,10 @@ def test_old_kineto_categories_and_string_tids():
         ("Memcpy DtoH (Device -> Pageable)", ("DtoH", "Device", "Pageable")),
         ("Memcpy DtoD (Device -> Device)", ("DtoD", "Device", "Device")),
         ("Memcpy PtoP (Device -> Device)", ("PtoP", "Device", "Device")),
-        ("Memcpy HtoD (Managed Static -> Device Static)", ("HtoD", "Managed Static", "Device Static")),
+        (
+            "Memcpy HtoD (Managed Static -> Device Static)",
+            ("HtoD", "Managed Static", "Device Static"),
+        ),
         ("Memcpy DtoH", ("DtoH", None, None)),
         ("hipMemcpyAsync", (None, None, None)),
     ],
@@ -396,7 +586,9 @@ def test_profile_on_cpu_writes_a_gz_trace_of_the_active_steps():
     path = Path(prof.chrome_trace.path)
     assert path.name == "cpu_test.trace.json.gz" and path.read_bytes()[:2] == b"\x1f\x8b"
     assert not list(path.parent.glob("*.json"))  # only the gzipped trace is left
-    assert trace.count(prof.intervals, "op", "aten::mm") == 2  # one per active step, none from warm-up
+    assert (
+        trace.count(prof.intervals, "op", "aten::mm") == 2
+    )  # one per active step, none from warm-up
     assert trace.count(prof.intervals, "annotation", "course_step") == 2
     assert trace.count(prof.intervals, "annotation", "ProfilerStep#") == 2
     assert trace.intervals_from_chrome_trace(trace.load_chrome_trace(path)) == prof.intervals
@@ -422,8 +614,13 @@ def test_profile_round_trips_through_a_recording(tmp_path, intervals):
     with gzip.open(source, "wt", encoding="utf-8") as f:
         json.dump(sample_trace(), f)
     original = trace.Profile(intervals=intervals, chrome_trace=Attachment(str(source)), steps=2)
-    saved = records.save("03_streams_and_overlap", "demo", {"profile": original, "note": "x"},
-                         fp="0" * 16, root=tmp_path / "results")
+    saved = records.save(
+        "03_streams_and_overlap",
+        "demo",
+        {"profile": original, "note": "x"},
+        fp="0" * 16,
+        root=tmp_path / "results",
+    )
     _, value = records.load(saved)
     loaded = value["profile"]
     assert isinstance(loaded, trace.Profile)
@@ -437,8 +634,13 @@ def test_profile_round_trips_through_a_recording(tmp_path, intervals):
 
 
 def test_profile_without_trace_file_round_trips(tmp_path):
-    saved = records.save("03_streams_and_overlap", "bare", trace.Profile(intervals=[iv(0, 1)]),
-                         fp="0" * 16, root=tmp_path)
+    saved = records.save(
+        "03_streams_and_overlap",
+        "bare",
+        trace.Profile(intervals=[iv(0, 1)]),
+        fp="0" * 16,
+        root=tmp_path,
+    )
     _, loaded = records.load(saved)
     assert loaded.chrome_trace is None and loaded.intervals == [iv(0, 1)]
 
@@ -449,38 +651,62 @@ def test_profile_without_trace_file_round_trips(tmp_path):
 def test_timeline_lanes_axis_and_legend(intervals):
     ax = plotting.timeline(intervals, title="sample - test machine")
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels == ["GPU 0: default stream", "GPU 0: stream 13", "GPU 0: stream 20",
-                      f"host thread {TID}: CUDA runtime calls"]
+    assert labels == [
+        "GPU 0: default stream",
+        "GPU 0: stream 13",
+        "GPU 0: stream 20",
+        f"host thread {TID}: CUDA runtime calls",
+    ]
     named = plotting.timeline(intervals, title="t", stream_names={13: "side", 20: "s_1"})
-    assert [t.get_text() for t in named.get_yticklabels()][:3] == ["GPU 0: default stream", "GPU 0: side",
-                                                                  "GPU 0: s_1"]
+    assert [t.get_text() for t in named.get_yticklabels()][:3] == [
+        "GPU 0: default stream",
+        "GPU 0: side",
+        "GPU 0: s_1",
+    ]
     with pytest.raises(TypeError, match="stream_names"):
         plotting.timeline(intervals, title="t", stream_names={"side": 13})
     assert ax.get_xlabel() == "time (us)"
     assert ax.get_xlim()[0] == 0
     assert ax.get_title() == "sample - test machine"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    for wanted in ("kernel", "copy HtoD (host to GPU)", "copy DtoH (GPU to host)",
-                   "copy PtoP (GPU to GPU)", "CUDA runtime call", "host waits (synchronize)"):
+    for wanted in (
+        "kernel",
+        "copy HtoD (host to GPU)",
+        "copy DtoH (GPU to host)",
+        "copy PtoP (GPU to GPU)",
+        "CUDA runtime call",
+        "host waits (synchronize)",
+    ):
         assert wanted in legend
     assert "memset" not in legend  # only what is drawn
 
 
 def test_timeline_draws_named_host_ranges_in_lanes_of_their_own(intervals):
-    ranges = [Interval(kind="annotation", name="S1 copy", start_us=T0 + 10, end_us=T0 + 40),
-              Interval(kind="annotation", name="S0 compute", start_us=T0 + 20, end_us=T0 + 60),
-              Interval(kind="annotation", name="on the GPU", start_us=T0, end_us=T0 + 9, device=0, stream=7)]
-    ax = plotting.timeline(intervals + ranges, title="t", ranges=["S0 compute", "S1 copy", "absent"])
+    ranges = [
+        Interval(kind="annotation", name="S1 copy", start_us=T0 + 10, end_us=T0 + 40),
+        Interval(kind="annotation", name="S0 compute", start_us=T0 + 20, end_us=T0 + 60),
+        Interval(
+            kind="annotation", name="on the GPU", start_us=T0, end_us=T0 + 9, device=0, stream=7
+        ),
+    ]
+    ax = plotting.timeline(
+        intervals + ranges, title="t", ranges=["S0 compute", "S1 copy", "absent"]
+    )
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[-2:] == ["host range: S0 compute", "host range: S1 copy"]
-    assert "host range (record_function / nvtx)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "host range (record_function / nvtx)" in [
+        t.get_text() for t in ax.get_legend().get_texts()
+    ]
     without = plotting.timeline(intervals + ranges, title="t")
     assert not any("range" in t.get_text() for t in without.get_yticklabels())
 
 
 def test_timeline_without_host_and_in_ms(intervals):
-    long = intervals + [Interval(kind="kernel", name="long", start_us=T0 + 5000, end_us=T0 + 9000,
-                                 device=1, stream=7)]
+    long = intervals + [
+        Interval(
+            kind="kernel", name="long", start_us=T0 + 5000, end_us=T0 + 9000, device=1, stream=7
+        )
+    ]
     fig, ax = plt.subplots()
     out = plotting.timeline(long, title="t", ax=ax, include_host=False)
     assert out is ax
@@ -536,12 +762,18 @@ def test_real_h100_trace_fixture():
     assert any("gemm" in k.name for k in kernels)
     assert pinned[0].stream != pageable[0].stream == kernels[0].stream
     # the pinned copy's host call joins to it by correlation id
-    call = next(i for i in intervals if i.kind == "runtime" and i.correlation == pinned[0].correlation)
+    call = next(
+        i for i in intervals if i.kind == "runtime" and i.correlation == pinned[0].correlation
+    )
     assert call.name == "cudaMemcpyAsync" and trace.gpu_work_of(intervals, call) == [pinned[0]]
     # the pageable copy holds the host in cudaMemcpyAsync for about as long as it runs
-    host = next(i for i in intervals if i.kind == "runtime" and i.correlation == pageable[0].correlation)
+    host = next(
+        i for i in intervals if i.kind == "runtime" and i.correlation == pageable[0].correlation
+    )
     assert host.duration_us > 0.5 * pageable[0].duration_us
-    assert trace.select(intervals, kind="annotation", name="nvtx_range") or trace.select(intervals, name="my_range")
+    assert trace.select(intervals, kind="annotation", name="nvtx_range") or trace.select(
+        intervals, name="my_range"
+    )
 
 
 # ---------------------------------------------------------------- on a GPU

@@ -37,6 +37,7 @@ gpu_run = load_gpu_run()
 
 # ---------------------------------------------------------------- building archives and roots
 
+
 def entry(name, data=b"", kind=tarfile.REGTYPE, linkname=""):
     """One archive member: (TarInfo, bytes or None)."""
     info = tarfile.TarInfo(name)
@@ -50,12 +51,14 @@ def entry(name, data=b"", kind=tarfile.REGTYPE, linkname=""):
 
 
 def good_entries(machine=M):
-    return [entry(f"results/{machine}", kind=tarfile.DIRTYPE),
-            entry(f"results/{machine}/nb", kind=tarfile.DIRTYPE),
-            entry(f"results/{machine}/nb/exp.json", b'{"new": 1}'),
-            entry(f"gpu-executed/{machine}", kind=tarfile.DIRTYPE),
-            entry(f"gpu-executed/{machine}/live/nb.ipynb", b"{}"),
-            entry(f"gpu-executed/{machine}/logs/nb.log", b"passed")]
+    return [
+        entry(f"results/{machine}", kind=tarfile.DIRTYPE),
+        entry(f"results/{machine}/nb", kind=tarfile.DIRTYPE),
+        entry(f"results/{machine}/nb/exp.json", b'{"new": 1}'),
+        entry(f"gpu-executed/{machine}", kind=tarfile.DIRTYPE),
+        entry(f"gpu-executed/{machine}/live/nb.ipynb", b"{}"),
+        entry(f"gpu-executed/{machine}/logs/nb.log", b"passed"),
+    ]
 
 
 def write_archive(folder, entries, machine=M):
@@ -89,12 +92,14 @@ def root(tmp_path):
     """A fake repository: this machine's old results and executed notebooks, another machine's
     results, and files that must never be touched."""
     r = tmp_path / "repo"
-    for rel, text in {f"results/{M}/nb/old.json": "old",
-                      f"results/{OTHER}/nb/exp.json": "other",
-                      f"build/gpu-executed/{M}/live/old.ipynb": "old notebook",
-                      "Makefile": "all:\n",
-                      "helpers/x.py": "x = 1\n",
-                      ".git/hooks/pre-commit": "#!/bin/sh\n"}.items():
+    for rel, text in {
+        f"results/{M}/nb/old.json": "old",
+        f"results/{OTHER}/nb/exp.json": "other",
+        f"build/gpu-executed/{M}/live/old.ipynb": "old notebook",
+        "Makefile": "all:\n",
+        "helpers/x.py": "x = 1\n",
+        ".git/hooks/pre-commit": "#!/bin/sh\n",
+    }.items():
         (r / rel).parent.mkdir(parents=True, exist_ok=True)
         (r / rel).write_text(text)
     return r
@@ -113,12 +118,15 @@ def tmpdir_here(tmp_path, monkeypatch):
 @pytest.fixture
 def validator(monkeypatch):
     """Replace the recordings validator; ``validator.problems`` is what it returns."""
+
     class Fake:
         problems: list = []
         calls: list = []
 
         def __call__(self, folder, machine):
-            self.calls.append((Path(folder), machine, sorted(p.name for p in Path(folder).rglob("*"))))
+            self.calls.append(
+                (Path(folder), machine, sorted(p.name for p in Path(folder).rglob("*")))
+            )
             return [p.format(folder=folder) for p in self.problems]
 
     fake = Fake()
@@ -141,8 +149,10 @@ def refused(archive, root, match):
 
 # ---------------------------------------------------------------- the machine name
 
-@pytest.mark.parametrize("machine", ["..", ".", "", "a b", "x;y", "-x", ".hidden", "a..b",
-                                     "a\\b", "a$b", "ä"])
+
+@pytest.mark.parametrize(
+    "machine", ["..", ".", "", "a b", "x;y", "-x", ".hidden", "a..b", "a\\b", "a$b", "ä"]
+)
 def test_bad_machine_names_are_refused(tmp_path, root, validator, machine):
     archive = tmp_path / "in" / f"gpu-results-{machine}.tar.gz"
     archive.parent.mkdir()
@@ -155,8 +165,16 @@ def test_a_file_not_named_like_an_archive_is_refused(tmp_path, root, validator):
     refused(tmp_path / "other.tar.gz", root, "gpu-results")
 
 
-@pytest.mark.parametrize("machine", ["1xNVIDIA-H100-80GB-HBM3", "2xNVIDIA-H200", "cpu-only", "a.b_c",
-                                     "2xNVIDIA-A100-SXM4-80GB+NVIDIA-H100-80GB-HBM3"])
+@pytest.mark.parametrize(
+    "machine",
+    [
+        "1xNVIDIA-H100-80GB-HBM3",
+        "2xNVIDIA-H200",
+        "cpu-only",
+        "a.b_c",
+        "2xNVIDIA-A100-SXM4-80GB+NVIDIA-H100-80GB-HBM3",
+    ],
+)
 def test_real_machine_names_are_accepted(machine):
     assert gpu_run.machine_of(Path(f"gpu-results-{machine}.tar.gz")) == machine
 
@@ -167,6 +185,7 @@ def test_an_archive_that_unpacks_too_large_is_refused(tmp_path, root, validator,
 
 
 # ---------------------------------------------------------------- unreadable archives
+
 
 def test_an_empty_file_is_refused(tmp_path, root, validator):
     archive = tmp_path / f"gpu-results-{M}.tar.gz"
@@ -189,7 +208,7 @@ def test_a_truncated_archive_is_refused(tmp_path, root, validator, keep):
     noise = entry(f"results/{M}/nb/noise.bin", os.urandom(300_000))  # does not compress
     data = write_archive(tmp_path / "src", good_entries() + [noise]).read_bytes()
     archive = tmp_path / f"gpu-results-{M}.tar.gz"
-    archive.write_bytes(data[:int(len(data) * keep)] if keep > 0 else data[:keep])
+    archive.write_bytes(data[: int(len(data) * keep)] if keep > 0 else data[:keep])
     refused(archive, root, "cannot read")
 
 
@@ -213,11 +232,13 @@ def test_a_missing_archive_is_refused(tmp_path, root, validator):
 
 # ---------------------------------------------------------------- members that are refused
 
+
 def test_a_symlink_then_a_file_of_the_same_name_is_refused(tmp_path, root, validator):
     """The attack the data filter lets through: a link inside the repository, then a write."""
     entries = good_entries() + [
         entry(f"results/{M}/nb/link", kind=tarfile.SYMTYPE, linkname="../../../Makefile"),
-        entry(f"results/{M}/nb/link", b"pwned")]
+        entry(f"results/{M}/nb/link", b"pwned"),
+    ]
     refused(write_archive(tmp_path, entries), root, "symlink")
     assert (root / "Makefile").read_text() == "all:\n"
 
@@ -267,9 +288,10 @@ def test_a_file_where_a_folder_must_go_is_refused(tmp_path, root, validator):
 
 # ---------------------------------------------------------------- validation of the recordings
 
+
 def test_the_validator_sees_the_extracted_folder_outside_the_repository(tmp_path, root, validator):
     gpu_run.unpack(write_archive(tmp_path, good_entries()), root=root)
-    (folder, machine, names), = validator.calls
+    ((folder, machine, names),) = validator.calls
     assert machine == M and folder.name == M and folder.parent.name == "results"
     assert root not in folder.parents and names == ["exp.json", "nb"]
 
@@ -296,16 +318,21 @@ def test_a_missing_validator_refuses(tmp_path, root, monkeypatch):
 def real_recording_entries(extra=()):
     """The repository's own 00_start_here recordings of REAL, as archive members."""
     src = ROOT / "results" / REAL / "00_start_here"
-    entries = [entry(f"results/{REAL}", kind=tarfile.DIRTYPE),
-               entry(f"results/{REAL}/00_start_here", kind=tarfile.DIRTYPE)]
-    entries += [entry(f"results/{REAL}/00_start_here/{p.name}", p.read_bytes())
-                for p in sorted(src.iterdir())]
+    entries = [
+        entry(f"results/{REAL}", kind=tarfile.DIRTYPE),
+        entry(f"results/{REAL}/00_start_here", kind=tarfile.DIRTYPE),
+    ]
+    entries += [
+        entry(f"results/{REAL}/00_start_here/{p.name}", p.read_bytes())
+        for p in sorted(src.iterdir())
+    ]
     return entries + list(extra) + [entry(f"gpu-executed/{REAL}/logs/x.log", b"ok")]
 
 
 needs_validator = pytest.mark.skipif(
     not hasattr(records, "validate_machine_folder"),
-    reason="helpers.records.validate_machine_folder does not exist yet")
+    reason="helpers.records.validate_machine_folder does not exist yet",
+)
 
 
 @needs_validator
@@ -339,8 +366,10 @@ def test_a_recording_of_another_machine_is_refused_by_the_real_validator(tmp_pat
 
 # ---------------------------------------------------------------- links in the repository
 
-@pytest.mark.parametrize("rel", ["results", f"results/{M}", "build", "build/gpu-executed",
-                                 f"build/gpu-executed/{M}"])
+
+@pytest.mark.parametrize(
+    "rel", ["results", f"results/{M}", "build", "build/gpu-executed", f"build/gpu-executed/{M}"]
+)
 def test_a_symlinked_target_folder_is_refused(tmp_path, root, validator, rel):
     elsewhere = tmp_path / "elsewhere"
     shutil.move(root / rel, elsewhere)
@@ -351,6 +380,7 @@ def test_a_symlinked_target_folder_is_refused(tmp_path, root, validator, rel):
 
 
 # ---------------------------------------------------------------- the happy paths
+
 
 def outside_targets(snap):
     """A snapshot without this machine's two target folders."""
@@ -414,6 +444,7 @@ def test_pack_then_unpack_round_trip(tmp_path, root, validator):
 
 # ---------------------------------------------------------------- a failure during the swap
 
+
 def failing_rename(monkeypatch, fail_on):
     """Make the ``fail_on``-th call of os.rename (1-based) raise; return the list of calls."""
     calls = []
@@ -430,7 +461,9 @@ def failing_rename(monkeypatch, fail_on):
 
 
 @pytest.mark.parametrize("fail_on", [1, 2, 3, 4])
-def test_a_failed_rename_leaves_everything_in_place(tmp_path, root, validator, monkeypatch, fail_on):
+def test_a_failed_rename_leaves_everything_in_place(
+    tmp_path, root, validator, monkeypatch, fail_on
+):
     """Renames: results aside (1), staging in (2), executed aside (3), staging in (4)."""
     archive = write_archive(tmp_path, good_entries())
     calls = failing_rename(monkeypatch, fail_on)
@@ -457,11 +490,17 @@ def test_a_failed_copy_into_staging_changes_nothing(tmp_path, root, validator, m
 
 # ---------------------------------------------------------------- the command line
 
+
 def test_the_command_line_exits_non_zero_with_one_message(tmp_path):
     archive = tmp_path / "gpu-results-...tar.gz"  # machine ".." would have meant the repository
     shutil.copyfile(write_archive(tmp_path / "src", good_entries()), archive)
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_run.py"), "--unpack", str(archive)],
-                          capture_output=True, text=True, check=False, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gpu_run.py"), "--unpack", str(archive)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
     assert proc.returncode != 0
     assert "not a plain folder name" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -469,14 +508,24 @@ def test_the_command_line_exits_non_zero_with_one_message(tmp_path):
 # ---------------------------------------------------------------- the member filter, clause by clause
 
 BAD_MEMBER_REASONS = {
-    "symlink": "is a symlink", "hardlink": "is a hardlink", "char device": "is a device",
-    "block device": "is a device", "fifo": "is a fifo", "absolute": "not a plain relative path",
-    "absolute elsewhere": "not a plain relative path", "dotdot out": "not a plain relative path",
-    "dotdot sideways": "not a plain relative path", "dot": "not a plain relative path",
-    "double slash": "not a plain relative path", "other machine": "another machine's folder",
-    "other machine executed": "another machine's folder", "outside prefixes": "is outside results/",
-    "git hook": "is outside results/", "helpers": "is outside results/",
-    "results itself": "another machine's folder", "machine folder as a file": "must be a folder",
+    "symlink": "is a symlink",
+    "hardlink": "is a hardlink",
+    "char device": "is a device",
+    "block device": "is a device",
+    "fifo": "is a fifo",
+    "absolute": "not a plain relative path",
+    "absolute elsewhere": "not a plain relative path",
+    "dotdot out": "not a plain relative path",
+    "dotdot sideways": "not a plain relative path",
+    "dot": "not a plain relative path",
+    "double slash": "not a plain relative path",
+    "other machine": "another machine's folder",
+    "other machine executed": "another machine's folder",
+    "outside prefixes": "is outside results/",
+    "git hook": "is outside results/",
+    "helpers": "is outside results/",
+    "results itself": "another machine's folder",
+    "machine folder as a file": "must be a folder",
     "prefix lookalike": "another machine's folder",
 }
 
@@ -488,11 +537,18 @@ def test_each_bad_member_is_refused_for_its_own_reason(bad):
         gpu_run.check_member(BAD_MEMBERS[bad][0], M)
 
 
-@pytest.mark.parametrize("name, kind", [
-    (f"results/{M}", tarfile.DIRTYPE), (f"gpu-executed/{M}", tarfile.DIRTYPE),
-    (f"results/{M}/nb", tarfile.DIRTYPE), (f"results/{M}/nb/exp.json", tarfile.REGTYPE),
-    (f"results/{M}/gaps.json", tarfile.REGTYPE), (f"gpu-executed/{M}/live/nb.ipynb", tarfile.REGTYPE),
-    (f"gpu-executed/{M}/logs/nb.log", tarfile.REGTYPE), (f"results/{M}/nb/exp.trace.json.gz", tarfile.REGTYPE),
-])
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        (f"results/{M}", tarfile.DIRTYPE),
+        (f"gpu-executed/{M}", tarfile.DIRTYPE),
+        (f"results/{M}/nb", tarfile.DIRTYPE),
+        (f"results/{M}/nb/exp.json", tarfile.REGTYPE),
+        (f"results/{M}/gaps.json", tarfile.REGTYPE),
+        (f"gpu-executed/{M}/live/nb.ipynb", tarfile.REGTYPE),
+        (f"gpu-executed/{M}/logs/nb.log", tarfile.REGTYPE),
+        (f"results/{M}/nb/exp.trace.json.gz", tarfile.REGTYPE),
+    ],
+)
 def test_files_and_folders_under_this_machines_folders_are_accepted(name, kind):
     gpu_run.check_member(entry(name, kind=kind)[0], M)  # raises nothing

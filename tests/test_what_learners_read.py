@@ -42,7 +42,8 @@ def test_a_wrong_answer_without_a_hint_gets_the_value_at_once(capsys):
     assert exercises.check_choice("b", "a", choices=["a", "b"]) is False
     assert capsys.readouterr().out.splitlines() == [
         "Not quite: you said 8, the measurement gives 5 (within 15% counts).",
-        "Not quite: the measurement says 'a'."]
+        "Not quite: the measurement says 'a'.",
+    ]
 
 
 def test_check_choice_says_what_to_copy_then_hint_then_answer(capsys):
@@ -56,27 +57,50 @@ def test_check_choice_says_what_to_copy_then_hint_then_answer(capsys):
         "'c' is not one of the choices; copy one of them exactly: 'a', 'b'.",
         "Right: the measurement says 'a'.",
         "Not quite. Hint: the faster. Change your answer and run the cell again.",
-        "Not quite: the measurement says 'a'."]
-    with pytest.raises(TypeError, match=r"^choices is a list of strings, e.g. \['below 1 MiB', '1-64 MiB'\], got \[1\]$"):
+        "Not quite: the measurement says 'a'.",
+    ]
+    with pytest.raises(
+        TypeError,
+        match=r"^choices is a list of strings, e.g. \['below 1 MiB', '1-64 MiB'\], got \[1\]$",
+    ):
         exercises.check_choice("a", "a", choices=[1])
     with pytest.raises(ValueError, match=r"^expected 'c' is not one of the choices \['a', 'b'\]$"):
         exercises.check_choice("a", "c", choices=["a", "b"])
 
 
-@pytest.mark.parametrize("x, text", [
-    (0, "0"), (0.005, "0.005"), (0.01, "0.01"), (5.4321, "5.43"), (9.999, "10"), (12.345, "12.35"),
-    (999.94, "999.9"), (1234.5, "1234"), (9999.4, "9999"), (12345.0, "1.23e+04"), (-3.21, "-3.21"),
-    (-0.001234, "-0.00123"),
-])
+@pytest.mark.parametrize(
+    "x, text",
+    [
+        (0, "0"),
+        (0.005, "0.005"),
+        (0.01, "0.01"),
+        (5.4321, "5.43"),
+        (9.999, "10"),
+        (12.345, "12.35"),
+        (999.94, "999.9"),
+        (1234.5, "1234"),
+        (9999.4, "9999"),
+        (12345.0, "1.23e+04"),
+        (-3.21, "-3.21"),
+        (-0.001234, "-0.00123"),
+    ],
+)
 def test_a_threshold_is_written_with_the_digits_it_has(x, text):
     assert claims._number(x) == text
 
 
 def test_a_comparison_reads_value_spread_side_and_threshold():
-    assert str(claims.compare(claims.Value(2.0, 0.25, "x"), 1.5, holds_if="above")) == \
-        "2.00 x ± 0.25 (holds if > 1.5 x)"
-    assert str(claims.compare(claims.Value(0.5, 0.01), 1, holds_if="below")) == "0.500 ± 0.010 (holds if < 1)"
-    with pytest.raises(TypeError, match="^a Comparison is not a bool: it can be borderline; read .verdict instead$"):
+    assert (
+        str(claims.compare(claims.Value(2.0, 0.25, "x"), 1.5, holds_if="above"))
+        == "2.00 x ± 0.25 (holds if > 1.5 x)"
+    )
+    assert (
+        str(claims.compare(claims.Value(0.5, 0.01), 1, holds_if="below"))
+        == "0.500 ± 0.010 (holds if < 1)"
+    )
+    with pytest.raises(
+        TypeError, match="^a Comparison is not a bool: it can be borderline; read .verdict instead$"
+    ):
         bool(claims.compare(2.0, 1, holds_if="above"))
 
 
@@ -95,13 +119,24 @@ def test_the_html_table_escapes_aligns_numbers_right_and_bolds_its_bold_columns(
         f'<tr><td style="{cell}text-align:left;vertical-align:top"><b>x</b></td>'
         f'<td style="{cell}text-align:right;vertical-align:top">—</td></tr>',
         "</tbody></table>",
-        '<p style="font-size:0.85em;margin-top:0"><i>c &amp; d</i></p>']
+        '<p style="font-size:0.85em;margin-top:0"><i>c &amp; d</i></p>',
+    ]
     assert t.to_markdown().splitlines() == [
-        "**T <1>**", "", "| name | time (ms) |", "| --- | ---: |", "| **a\\|b** | 1.500 |", "| **x** | — |", "",
-        "*c & d*"]
+        "**T <1>**",
+        "",
+        "| name | time (ms) |",
+        "| --- | ---: |",
+        "| **a\\|b** | 1.500 |",
+        "| **x** | — |",
+        "",
+        "*c & d*",
+    ]
     plain = tables.Table(["name"])
     plain.add("y\nz")
-    assert plain._repr_html_().splitlines()[1].startswith("<thead>") and "<p" not in plain._repr_html_()
+    assert (
+        plain._repr_html_().splitlines()[1].startswith("<thead>")
+        and "<p" not in plain._repr_html_()
+    )
     assert plain.to_markdown().splitlines() == ["| name |", "| --- |", "| y z |"]
 
 
@@ -112,11 +147,17 @@ def test_a_recording_is_json_one_space_indented_and_keeps_nan():
     assert codec.dumps({"a": [float("nan"), 1]}) == '{\n "a": [\n  NaN,\n  1\n ]\n}\n'
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda analysis: analysis.across([]), "across() needs at least one value"),
-    (lambda analysis: analysis.propagated(lambda: 1.0), "propagated() needs at least one claims.Value"),
-    (lambda analysis: analysis.weakest({}), "weakest() needs at least one named comparison"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda analysis: analysis.across([]), "across() needs at least one value"),
+        (
+            lambda analysis: analysis.propagated(lambda: 1.0),
+            "propagated() needs at least one claims.Value",
+        ),
+        (lambda analysis: analysis.weakest({}), "weakest() needs at least one named comparison"),
+    ],
+)
 def test_the_analysis_helpers_say_what_they_need(call, message):
     from helpers import analysis
 

@@ -15,8 +15,14 @@ spec.loader.exec_module(workspace)
 
 
 def notebook(text: str) -> str:
-    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
-                       "cells": [{"cell_type": "markdown", "metadata": {}, "source": [text]}]})
+    return json.dumps(
+        {
+            "nbformat": 4,
+            "nbformat_minor": 5,
+            "metadata": {},
+            "cells": [{"cell_type": "markdown", "metadata": {}, "source": [text]}],
+        }
+    )
 
 
 @pytest.fixture
@@ -33,7 +39,9 @@ def text_of(path: Path) -> str:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def test_prepare_copies_every_notebook_once_and_never_overwrites(course):
@@ -70,7 +78,9 @@ def test_reset_restores_one_notebook_and_leaves_the_others(course):
     assert text_of(kept) == "mine 01_next"
     workspace.reset("01_next", course)  # a second reset in the same second keeps both backups
     assert sorted(text_of(p) for p in (course / "workspace").glob("01_next.backup-*.ipynb")) == [
-        "committed 01_next", "mine 01_next"]
+        "committed 01_next",
+        "mine 01_next",
+    ]
 
 
 def test_a_bad_notebook_name_lists_the_names_and_changes_nothing(course):
@@ -87,7 +97,9 @@ def test_a_broken_source_notebook_is_refused_before_anything_is_written(course):
     with pytest.raises(workspace.Refused, match="01_next.ipynb is not a notebook"):
         workspace.prepare(course)
     assert not (course / "workspace").exists()
-    (course / "notebooks" / "01_next.ipynb").write_text(json.dumps({"nbformat": 3, "worksheets": []}))
+    (course / "notebooks" / "01_next.ipynb").write_text(
+        json.dumps({"nbformat": 3, "worksheets": []})
+    )
     with pytest.raises(workspace.Refused, match="format 4"):
         workspace.reset("01_next", course)
 
@@ -120,12 +132,20 @@ def test_a_failed_write_leaves_no_temporary_file_and_the_old_copy(course, monkey
         os.close(fd)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(workspace.os, "fdopen", lambda fd, mode="r", *a, **k:
-                        real_fdopen(fd, mode, *a, **k) if "r" in mode else full_disk(fd))
+    monkeypatch.setattr(
+        workspace.os,
+        "fdopen",
+        lambda fd, mode="r", *a, **k: (
+            real_fdopen(fd, mode, *a, **k) if "r" in mode else full_disk(fd)
+        ),
+    )
     with pytest.raises(workspace.Refused, match="No space left"):
         workspace.reset("00_start", course)
     assert text_of(course / "workspace" / "00_start.ipynb") == "mine"
-    assert sorted(p.name for p in (course / "workspace").iterdir()) == ["00_start.ipynb", "01_next.ipynb"]
+    assert sorted(p.name for p in (course / "workspace").iterdir()) == [
+        "00_start.ipynb",
+        "01_next.ipynb",
+    ]
 
 
 def test_the_command_line_says_what_to_pass(capsys):

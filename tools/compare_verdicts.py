@@ -51,8 +51,11 @@ def _value(row: Mapping[str, Any]) -> str:
     return text
 
 
-def changes(old: Mapping[tuple[str, str, str], Mapping[str, Any]], new: Mapping[tuple[str, str, str], Mapping[str, Any]],
-            machines: Iterable[str] = ()) -> list[dict[str, Any]]:
+def changes(
+    old: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    new: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    machines: Iterable[str] = (),
+) -> list[dict[str, Any]]:
     """Every claim present in both whose verdict differs, on the machines asked for (all if none):
     ``{machine, notebook, claim, old, new, flipped, redefined}``: ``flipped`` for holds <-> does not
     hold under the same test, ``redefined`` when the threshold, side or unit changed."""
@@ -62,18 +65,30 @@ def changes(old: Mapping[tuple[str, str, str], Mapping[str, Any]], new: Mapping[
         if wanted and key[0] not in wanted:
             continue
         before, after = old[key]["verdict"], new[key]["verdict"]
-        same_test = all(old[key].get(f) == new[key].get(f) for f in ("threshold", "holds_if", "unit"))
+        same_test = all(
+            old[key].get(f) == new[key].get(f) for f in ("threshold", "holds_if", "unit")
+        )
         if before != after:
-            found.append({"machine": key[0], "notebook": key[1], "claim": key[2],
-                          "old": f"{before}: {_value(old[key])}", "new": f"{after}: {_value(new[key])}",
-                          "flipped": same_test and {before, after} == {HOLDS, DOES_NOT_HOLD},
-                          "redefined": not same_test})
+            found.append(
+                {
+                    "machine": key[0],
+                    "notebook": key[1],
+                    "claim": key[2],
+                    "old": f"{before}: {_value(old[key])}",
+                    "new": f"{after}: {_value(new[key])}",
+                    "flipped": same_test and {before, after} == {HOLDS, DOES_NOT_HOLD},
+                    "redefined": not same_test,
+                }
+            )
     return found
 
 
-def unforeseen(old: Mapping[tuple[str, str, str], Mapping[str, Any]],
-               new: Mapping[tuple[str, str, str], Mapping[str, Any]], history: Mapping[str, Any],
-               machines: Iterable[str] = ()) -> list[dict[str, Any]]:
+def unforeseen(
+    old: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    new: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    history: Mapping[str, Any],
+    machines: Iterable[str] = (),
+) -> list[dict[str, Any]]:
     """The new runs' verdicts as the earlier runs' spread alone would have called them: a new
     row's run joins the history it is judged by (a run on the other side of a recorded one is
     borderline), so the index itself never shows a flip; this asks whether the earlier runs'
@@ -83,17 +98,32 @@ def unforeseen(old: Mapping[tuple[str, str, str], Mapping[str, Any]],
     found = []
     for key in sorted(old.keys() & new.keys()):
         row, before = new[key], old[key]["verdict"]
-        if (wanted and key[0] not in wanted) or not isinstance(row.get("threshold"), (int, float)) \
-                or any(old[key].get(f) != row.get(f) for f in ("threshold", "holds_if", "unit")):
+        if (
+            (wanted and key[0] not in wanted)
+            or not isinstance(row.get("threshold"), (int, float))
+            or any(old[key].get(f) != row.get(f) for f in ("threshold", "holds_if", "unit"))
+        ):
             continue
         learned = history.get(key[0], {}).get(key[1], {}).get(key[2], {})
-        same_test = learned.get("threshold") == row["threshold"] and learned.get("holds_if") == row["holds_if"]
-        floor = float(learned.get("floor", 0.0)) if same_test else 0.0  # how far the earlier runs moved
+        same_test = (
+            learned.get("threshold") == row["threshold"]
+            and learned.get("holds_if") == row["holds_if"]
+        )
+        floor = (
+            float(learned.get("floor", 0.0)) if same_test else 0.0
+        )  # how far the earlier runs moved
         value = claims.Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")
         predicted = claims.Comparison(value, row["threshold"], row["holds_if"], floor).verdict
         if {before, predicted} == {HOLDS, DOES_NOT_HOLD}:
-            found.append({"machine": key[0], "notebook": key[1], "claim": key[2],
-                          "old": f"{before}: {_value(old[key])}", "new": f"{predicted}: {_value(row)}"})
+            found.append(
+                {
+                    "machine": key[0],
+                    "notebook": key[1],
+                    "claim": key[2],
+                    "old": f"{before}: {_value(old[key])}",
+                    "new": f"{predicted}: {_value(row)}",
+                }
+            )
     return found
 
 
@@ -102,25 +132,41 @@ def report(found: list[dict[str, Any]], compared: int) -> str:
     lines = []
     for c in sorted(found, key=lambda c: (not c["flipped"], c["machine"], c["notebook"])):
         mark = "FLIPPED" if c["flipped"] else "retested" if c.get("redefined") else "moved"
-        lines.append(f"{mark:8} {c['machine']} {c['notebook']}: {c['claim'][:90]}\n"
-                     f"         {c['old']}  ->  {c['new']}")
+        lines.append(
+            f"{mark:8} {c['machine']} {c['notebook']}: {c['claim'][:90]}\n"
+            f"         {c['old']}  ->  {c['new']}"
+        )
     flipped = sum(c["flipped"] for c in found)
-    lines.append(f"{len(found)} of {compared} verdicts changed; {flipped} flipped between holds and does not hold")
+    lines.append(
+        f"{len(found)} of {compared} verdicts changed; {flipped} flipped between holds and does not hold"
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("indexes", nargs="*", type=Path, help="OLD.jsonl NEW.jsonl")
-    parser.add_argument("--git", metavar="REV", help="compare results/index.jsonl at REV with the one here")
-    parser.add_argument("--machine", action="append", default=[], help="only this machine (repeatable)")
+    parser.add_argument(
+        "--git", metavar="REV", help="compare results/index.jsonl at REV with the one here"
+    )
+    parser.add_argument(
+        "--machine", action="append", default=[], help="only this machine (repeatable)"
+    )
     args = parser.parse_args(argv)
     if args.git:
-        shown = subprocess.run(["git", "show", f"{args.git}:results/index.jsonl"], cwd=ROOT, capture_output=True,
-                               text=True, check=False)
+        shown = subprocess.run(
+            ["git", "show", f"{args.git}:results/index.jsonl"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if shown.returncode:
             parser.error(f"git has no results/index.jsonl at {args.git}: {shown.stderr.strip()}")
-        old_lines, new_lines = shown.stdout.splitlines(), (ROOT / "results" / "index.jsonl").read_text().splitlines()
+        old_lines, new_lines = (
+            shown.stdout.splitlines(),
+            (ROOT / "results" / "index.jsonl").read_text().splitlines(),
+        )
     elif len(args.indexes) == 2:
         old_lines, new_lines = (p.read_text().splitlines() for p in args.indexes)
     else:
@@ -130,13 +176,24 @@ def main(argv: list[str] | None = None) -> int:
     compared = sum(1 for k in old.keys() & new.keys() if not args.machine or k[0] in args.machine)
     print(report(found, compared))
     if args.git:
-        shown = subprocess.run(["git", "show", f"{args.git}:results/run_to_run.json"], cwd=ROOT, capture_output=True,
-                               text=True, check=False)
-        surprises = unforeseen(old, new, json.loads(shown.stdout) if shown.returncode == 0 else {}, args.machine)
+        shown = subprocess.run(
+            ["git", "show", f"{args.git}:results/run_to_run.json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        surprises = unforeseen(
+            old, new, json.loads(shown.stdout) if shown.returncode == 0 else {}, args.machine
+        )
         for c in surprises:
-            print(f"unforeseen {c['machine']} {c['notebook']}: {c['claim'][:90]}\n"
-                  f"         {c['old']}  ->  {c['new']} (judged with the bands learned before this run)")
-        print(f"{len(surprises)} verdicts the earlier runs' bands did not foresee (the new run now widens them)")
+            print(
+                f"unforeseen {c['machine']} {c['notebook']}: {c['claim'][:90]}\n"
+                f"         {c['old']}  ->  {c['new']} (judged with the bands learned before this run)"
+            )
+        print(
+            f"{len(surprises)} verdicts the earlier runs' bands did not foresee (the new run now widens them)"
+        )
     return 1 if any(c["flipped"] for c in found) else 0
 
 

@@ -26,10 +26,15 @@ HEADER = """\
 def pins(report: dict) -> list[str]:
     """``name==version`` for every distribution of a ``pip install --report``, but the course,
     sorted, local version labels (``+cpu``) dropped so one pin fits the CPU and CUDA builds."""
-    found = {item["metadata"]["name"]: item["metadata"]["version"].split("+")[0]
-             for item in report["install"]}
+    found = {
+        item["metadata"]["name"]: item["metadata"]["version"].split("+")[0]
+        for item in report["install"]
+    }
     found.pop(PROJECT, None)
-    return [f"{name}=={version}" for name, version in sorted(found.items(), key=lambda kv: kv[0].lower())]
+    return [
+        f"{name}=={version}"
+        for name, version in sorted(found.items(), key=lambda kv: kv[0].lower())
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

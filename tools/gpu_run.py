@@ -72,8 +72,15 @@ def run_logged(cmd: list[str], log: Path, env: dict[str, str], timeout_s: int) -
     start = time.perf_counter()
     with log.open("w") as f:
         try:
-            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-                                  timeout=timeout_s, check=False)
+            proc = subprocess.run(
+                cmd,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=ROOT,
+                timeout=timeout_s,
+                check=False,
+            )
             code = proc.returncode
         except subprocess.TimeoutExpired:
             code = 124
@@ -84,14 +91,28 @@ def run_logged(cmd: list[str], log: Path, env: dict[str, str], timeout_s: int) -
     return code, seconds
 
 
-def execute_notebook(notebook: Path, dest: Path, env: dict[str, str], logs: Path) -> tuple[int, float]:
+def execute_notebook(
+    notebook: Path, dest: Path, env: dict[str, str], logs: Path
+) -> tuple[int, float]:
     """Execute one notebook with nbmake, writing the executed copy (with outputs) to ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     copy = dest / notebook.name
     shutil.copyfile(notebook, copy)
     # nbmake alone: the GPU machines' image has a dozen pytest plugins that a notebook never uses
-    cmd = [sys.executable, "-m", "pytest", "-p", "nbmake.pytest_plugin", "-p", "no:cacheprovider", "-q",
-           "--nbmake", "--overwrite", f"--nbmake-timeout={NOTEBOOK_TIMEOUT_S}", str(copy)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "nbmake.pytest_plugin",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--nbmake",
+        "--overwrite",
+        f"--nbmake-timeout={NOTEBOOK_TIMEOUT_S}",
+        str(copy),
+    ]
     env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return run_logged(cmd, logs / f"{dest.name}-{notebook.stem}.log", env, NOTEBOOK_TIMEOUT_S + 60)
 
@@ -100,7 +121,9 @@ def record_times(machine: str, mode: str, executed: Path) -> str:
     """Note a passed run's seconds (per notebook and per cell) in results/<machine>/run_times.json;
     return a line for the summary (a run whose times cannot be read is noted, not fatal)."""
     try:
-        entry = notebook_times.times_of(json.loads(executed.read_text()), os.environ.get("COURSE_COMMIT") or "unknown")
+        entry = notebook_times.times_of(
+            json.loads(executed.read_text()), os.environ.get("COURSE_COMMIT") or "unknown"
+        )
         notebook_times.record(ROOT / "results" / machine, mode, executed.stem, entry)
     except (OSError, ValueError, KeyError) as e:
         return f"  (no run times for {executed.name}: {e})"
@@ -132,16 +155,21 @@ def bytecode_env(env: dict[str, str], root: Path = ROOT) -> dict[str, str]:
 
     import torch
 
-    if env.get("PYTHONPYCACHEPREFIX") or Path(importlib.util.cache_from_source(torch.__file__)).exists():
+    if (
+        env.get("PYTHONPYCACHEPREFIX")
+        or Path(importlib.util.cache_from_source(torch.__file__)).exists()
+    ):
         return env
     kept = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}
     return {**kept, "PYTHONPYCACHEPREFIX": str(root / "build" / "pycache")}
 
 
 # What every notebook's kernel (or a rank, or the test run) imports; compiled once before anything is timed.
-WARM_IMPORTS = ("torch, torch._inductor, torch.utils.benchmark, matplotlib.pyplot, tensordict, pytest, nbmake, "
-                "ipykernel.kernelapp, helpers.claims, helpers.exercises, helpers.plotting, helpers.records, "
-                "helpers.tables")
+WARM_IMPORTS = (
+    "torch, torch._inductor, torch.utils.benchmark, matplotlib.pyplot, tensordict, pytest, nbmake, "
+    "ipykernel.kernelapp, helpers.claims, helpers.exercises, helpers.plotting, helpers.records, "
+    "helpers.tables"
+)
 
 
 def warm_bytecode(env: dict[str, str]) -> str:
@@ -149,16 +177,27 @@ def warm_bytecode(env: dict[str, str]) -> str:
     time includes compiling torch (the first would otherwise pay for all); a line for the summary."""
     start = time.perf_counter()
     try:
-        code = subprocess.run([sys.executable, "-c", f"import {WARM_IMPORTS}"], env=env, cwd=ROOT,
-                              capture_output=True, timeout=600, check=False).returncode
+        code = subprocess.run(
+            [sys.executable, "-c", f"import {WARM_IMPORTS}"],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            timeout=600,
+            check=False,
+        ).returncode
     except subprocess.TimeoutExpired:
         code = 124
     seconds = time.perf_counter() - start
-    return (f"compiled bytecode kept in {env['PYTHONPYCACHEPREFIX']} (this Python keeps none): "
-            f"{seconds:.0f} s to compile what the notebooks import" + ("" if code == 0 else f" (exit {code})"))
+    return (
+        f"compiled bytecode kept in {env['PYTHONPYCACHEPREFIX']} (this Python keeps none): "
+        f"{seconds:.0f} s to compile what the notebooks import"
+        + ("" if code == 0 else f" (exit {code})")
+    )
 
 
-def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool, full: bool = True) -> int:
+def gpu_run(
+    out: Path, notebooks: list[Path], quick: bool, skip_tests: bool, full: bool = True
+) -> int:
     from helpers import hardware
 
     info = hardware.describe()
@@ -177,15 +216,31 @@ def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool, ful
         summary.append(warm_bytecode(base_env))
     if not skip_tests:
         code, seconds = run_logged(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "gpu or gpu2",
-             "--durations=10", "tests"], logs / "gpu-tests.log", base_env, TEST_TIMEOUT_S)
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "-m",
+                "gpu or gpu2",
+                "--durations=10",
+                "tests",
+            ],
+            logs / "gpu-tests.log",
+            base_env,
+            TEST_TIMEOUT_S,
+        )
         summary.append(f"gpu tests: exit {code} in {seconds:.0f} s")
         failures += code != 0
         pack(out, machine, summary)
     live_env = {**base_env, "COURSE_RECORD": "1", "COURSE_QUICK": "0"}
     for nb in notebooks if full else []:
         code, seconds = execute_notebook(nb, build / "live", live_env, logs)
-        summary.append(f"live full  {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s")
+        summary.append(
+            f"live full  {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s"
+        )
         failures += code != 0
         if code == 0:
             summary.append(record_times(machine, "full", build / "live" / nb.name))
@@ -194,7 +249,9 @@ def gpu_run(out: Path, notebooks: list[Path], quick: bool, skip_tests: bool, ful
         quick_env = {**base_env, "COURSE_QUICK": "1"}
         for nb in notebooks:
             code, seconds = execute_notebook(nb, build / "quick", quick_env, logs)
-            summary.append(f"live quick {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s")
+            summary.append(
+                f"live quick {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s"
+            )
             failures += code != 0
             if code == 0:
                 summary.append(record_times(machine, "quick", build / "quick" / nb.name))
@@ -221,12 +278,16 @@ def machine_of(archive: Path) -> str:
     """The machine named by ``gpu-results-<machine>.tar.gz``, refused unless a safe folder name."""
     name = archive.name
     if not name.startswith(ARCHIVE_PREFIX) or not name.endswith(ARCHIVE_SUFFIX):
-        raise Refused(f"expected a {ARCHIVE_PREFIX}<machine>{ARCHIVE_SUFFIX} file from "
-                      f"`make gpu-all`, got {archive}")
-    machine = name[len(ARCHIVE_PREFIX):-len(ARCHIVE_SUFFIX)]
+        raise Refused(
+            f"expected a {ARCHIVE_PREFIX}<machine>{ARCHIVE_SUFFIX} file from "
+            f"`make gpu-all`, got {archive}"
+        )
+    machine = name[len(ARCHIVE_PREFIX) : -len(ARCHIVE_SUFFIX)]
     if not MACHINE_NAME.fullmatch(machine) or ".." in machine:
-        raise Refused(f"the machine name {machine!r} in {name} is not a plain folder name "
-                      f"(letters, digits, '.', '_', '+', '-'; no '..')")
+        raise Refused(
+            f"the machine name {machine!r} in {name} is not a plain folder name "
+            f"(letters, digits, '.', '_', '+', '-'; no '..')"
+        )
     return machine
 
 
@@ -248,8 +309,13 @@ def check_member(member: tarfile.TarInfo, machine: str) -> None:
 
 def member_kind(member: tarfile.TarInfo) -> str:
     """A word for what a member is, for messages."""
-    kinds = [(member.issym, "symlink"), (member.islnk, "hardlink"), (member.ischr, "device"),
-             (member.isblk, "device"), (member.isfifo, "fifo")]
+    kinds = [
+        (member.issym, "symlink"),
+        (member.islnk, "hardlink"),
+        (member.ischr, "device"),
+        (member.isblk, "device"),
+        (member.isfifo, "fifo"),
+    ]
     return next((word for test, word in kinds if test()), f"member of type {member.type!r}")
 
 
@@ -293,8 +359,10 @@ def extract_checked(archive: Path, machine: str, dest: Path) -> None:
                 seen.add(member.name)
                 total += member.size
                 if total > MAX_ARCHIVE_BYTES:
-                    raise Refused(f"the archive unpacks to more than {MAX_ARCHIVE_BYTES // 2**30} GiB "
-                                  f"(at {member.name!r}); recordings are a few MB")
+                    raise Refused(
+                        f"the archive unpacks to more than {MAX_ARCHIVE_BYTES // 2**30} GiB "
+                        f"(at {member.name!r}); recordings are a few MB"
+                    )
                 extract_member(tar, member, dest)
     except ARCHIVE_ERRORS as e:
         where = f" at {member.name!r}" if member is not None else ""
@@ -316,14 +384,21 @@ def validate_extracted(extracted: Path, machine: str) -> None:
         problems += notebook_times.run_times_problems(folder / notebook_times.RUN_TIMES)
     if problems:
         prefix = f"{extracted}{os.sep}"
-        raise Refused("recordings that do not validate:\n  "
-                      + "\n  ".join(str(p).replace(prefix, "") for p in problems))
+        raise Refused(
+            "recordings that do not validate:\n  "
+            + "\n  ".join(str(p).replace(prefix, "") for p in problems)
+        )
 
 
 def check_no_links(root: Path, machine: str) -> None:
     """Refuse if a folder unpack would write into is a symlink or not a folder."""
-    for rel in ("results", f"results/{machine}", "build", "build/gpu-executed",
-                f"build/gpu-executed/{machine}"):
+    for rel in (
+        "results",
+        f"results/{machine}",
+        "build",
+        "build/gpu-executed",
+        f"build/gpu-executed/{machine}",
+    ):
         path = root / rel
         if path.is_symlink():
             raise Refused(f"{rel} is a symlink; unpack never follows links")
@@ -403,8 +478,10 @@ def install(extracted: Path, machine: str, root: Path) -> None:
     Both are first copied into hidden staging folders beside their targets (same filesystem,
     so the swap is two renames each); on any failure everything made here is removed.
     """
-    targets = {"results": root / "results" / machine,
-               "gpu-executed": root / "build" / "gpu-executed" / machine}
+    targets = {
+        "results": root / "results" / machine,
+        "gpu-executed": root / "build" / "gpu-executed" / machine,
+    }
     created: list[Path] = []
     pairs: list[tuple[Path | None, Path]] = []
     try:
@@ -437,8 +514,10 @@ def remove_old(old: Path) -> None:
     try:
         shutil.rmtree(old)
     except OSError as e:
-        print(f"warning: the new results are in place but {old} could not be removed: {e}",
-              file=sys.stderr)
+        print(
+            f"warning: the new results are in place but {old} could not be removed: {e}",
+            file=sys.stderr,
+        )
 
 
 def unpack(archive: Path, root: Path = ROOT) -> int:
@@ -461,8 +540,10 @@ def unpack(archive: Path, root: Path = ROOT) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     except Refused as e:
         raise SystemExit(f"unpack refused {archive}: {e}") from None
-    print(f"{count} files under results/{machine}/; "
-          f"executed notebooks under build/gpu-executed/{machine}/")
+    print(
+        f"{count} files under results/{machine}/; "
+        f"executed notebooks under build/gpu-executed/{machine}/"
+    )
     return 0
 
 
@@ -470,17 +551,28 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="folder for the archives (the device tool's $OUT)")
     parser.add_argument("--quick", action="store_true", help="also time a quick-mode live run")
-    parser.add_argument("--only-quick", action="store_true",
-                        help="time the quick-mode live run alone: no full-size run, nothing recorded")
+    parser.add_argument(
+        "--only-quick",
+        action="store_true",
+        help="time the quick-mode live run alone: no full-size run, nothing recorded",
+    )
     parser.add_argument("--skip-tests", action="store_true", help="do not run the GPU tests")
-    parser.add_argument("--unpack", type=Path, help="a gpu-results-<machine>.tar.gz to put under results/")
+    parser.add_argument(
+        "--unpack", type=Path, help="a gpu-results-<machine>.tar.gz to put under results/"
+    )
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args()
     if args.unpack:
         return unpack(args.unpack)
     if not args.out or not args.notebooks:
         parser.error("give --out FOLDER and the notebooks to run")
-    return gpu_run(args.out, args.notebooks, args.quick or args.only_quick, args.skip_tests, full=not args.only_quick)
+    return gpu_run(
+        args.out,
+        args.notebooks,
+        args.quick or args.only_quick,
+        args.skip_tests,
+        full=not args.only_quick,
+    )
 
 
 if __name__ == "__main__":

@@ -24,18 +24,34 @@ WHEELS = Path(".whl")
 TOP_LEVEL = ["nbmake>=1.5", "ipykernel>=6"]
 # Pure-Python packages added without resolving their dependencies (tensordict's would
 # otherwise pull a whole CUDA build of torch); their other needs are in the image.
-NO_DEPS = ["tensordict==0.15.3", "pyvers==0.2.3",
-           # NVML's bindings for the 580 drivers there (05 reads the NVLink topology; datamove
-           # doctor; named nvidia-*, so resolve() would drop it) and tqdm (datamove's progress bar).
-           "nvidia-ml-py==13.580.126", "tqdm==4.67.1"]
+NO_DEPS = [
+    "tensordict==0.15.3",
+    "pyvers==0.2.3",
+    # NVML's bindings for the 580 drivers there (05 reads the NVLink topology; datamove
+    # doctor; named nvidia-*, so resolve() would drop it) and tqdm (datamove's progress bar).
+    "nvidia-ml-py==13.580.126",
+    "tqdm==4.67.1",
+]
 TARGET = [
-    "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
-    "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",
-    "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
-    "--platform", "manylinux1_x86_64",
+    "--only-binary=:all:",
+    "--python-version",
+    "3.12",
+    "--implementation",
+    "cp",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--platform",
+    "manylinux_2_27_x86_64",
+    "--platform",
+    "manylinux_2_17_x86_64",
+    "--platform",
+    "manylinux2014_x86_64",
+    "--platform",
+    "manylinux1_x86_64",
 ]
 # The GPU machines' image ('cuda'), as the device tool's KINDS.md lists it (read 2026-11-17).
-IN_IMAGE = set("""
+IN_IMAGE = set(
+    """
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch
 build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage
 cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn
@@ -56,7 +72,8 @@ statsmodels sympy tabulate tensorboard tensorboard-data-server tensorstore threa
 tifffile tiktoken timm tokenizers toolz torch torchaudio torchdiffeq torch-geometric
 torchmetrics torchvision tqdm transformers treescope triton typer typing-extensions
 typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
-""".split())
+""".split()
+)
 
 
 def canonical(name: str) -> str:
@@ -71,8 +88,18 @@ def resolve() -> list[str]:
     """``name==version`` for every package the top-level list needs that the image lacks."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        pip("install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report),
-            *TARGET, "--target", str(Path(tmp) / "t"), *TOP_LEVEL)
+        pip(
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            *TARGET,
+            "--target",
+            str(Path(tmp) / "t"),
+            *TOP_LEVEL,
+        )
         installs = json.loads(report.read_text())["install"]
     wanted = []
     for item in installs:
@@ -88,11 +115,17 @@ def main() -> int:
     wanted = resolve()
     print("downloading:", " ".join(wanted))
     pip("download", "--no-deps", "--quiet", *TARGET, "-d", str(WHEELS), *wanted)
-    commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
-                            capture_output=True, text=True, check=False).stdout.strip()
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     (WHEELS / "COMMIT").write_text((commit or "unknown") + "\n")
     size = sum(p.stat().st_size for p in WHEELS.glob("*.whl"))
-    print(f"{len(list(WHEELS.glob('*.whl')))} wheels, {size / 2**20:.1f} MiB in {WHEELS}/ (carry it to the GPU machine)")
+    print(
+        f"{len(list(WHEELS.glob('*.whl')))} wheels, {size / 2**20:.1f} MiB in {WHEELS}/ (carry it to the GPU machine)"
+    )
     return 0
 
 

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = "# Set-up: run alone (Colab, Kaggle, any Jupyter server), this cell installs the course."
 OLD_MARKERS = (MARKER, "# Set-up: run alone")  # an older cell is recognised by its first words
 
-TEMPLATE = '''\
+TEMPLATE = """\
 {marker}
 # Where it is installed (a clone set up by `make`), it does nothing.
 import sys
@@ -81,7 +81,7 @@ if installed != VERSION:
     loaded = ",".join(sorted({{name.partition(".")[0] for name in sys.modules}}))
     run(sys.executable, str(home / "tools" / "install_course.py"), "--loaded", loaded)
     importlib.invalidate_caches()  # the course is importable in this kernel now
-'''
+"""
 
 
 def project(root: Path = ROOT) -> dict:
@@ -104,13 +104,17 @@ def cell_source(url: str, version: str | None = None, name: str | None = None) -
     Used by ``tools/install_cell.py``.
     """
     if not isinstance(url, str) or not url or any(c in url for c in '"\\\n{}'):
-        raise ValueError(f"the repository URL {url!r} must be a non-empty URL or path without quotes, "
-                         f"backslashes, braces or newlines, e.g. https://github.com/OWNER/REPO")
+        raise ValueError(
+            f"the repository URL {url!r} must be a non-empty URL or path without quotes, "
+            f"backslashes, braces or newlines, e.g. https://github.com/OWNER/REPO"
+        )
     meta = project()
     version = version or meta["version"]
     if not re.fullmatch(r"\d+(\.\d+)*([a-z]+\d+)?", version):
         raise ValueError(f"version {version!r} is not a release version such as 0.2.0")
-    return TEMPLATE.format(marker=MARKER, name=name or meta["name"], version=version, url=url).rstrip("\n")
+    return TEMPLATE.format(
+        marker=MARKER, name=name or meta["name"], version=version, url=url
+    ).rstrip("\n")
 
 
 def _first_code_cell(nb: dict) -> dict | None:
@@ -135,36 +139,62 @@ def applied(nb: dict, source: str) -> dict:
     cells = [c for c in nb["cells"] if not "".join(c["source"]).startswith(OLD_MARKERS)]
     first_code = next((i for i, c in enumerate(cells) if c["cell_type"] == "code"), len(cells))
     lines = source.splitlines(keepends=True)
-    cells.insert(first_code, {"cell_type": "code", "execution_count": None, "metadata": {},
-                              "outputs": [], "source": lines})
+    cells.insert(
+        first_code,
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": lines,
+        },
+    )
     for index, cell in enumerate(cells):
         cell["id"] = f"cell-{index:03d}"
     return {**nb, "cells": cells}
 
 
-RUN_NOTEBOOK = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
-                "NotebookClient(nb, timeout=900, kernel_name='python3', "
-                "resources={'metadata': {'path': sys.argv[2]}}).execute(); nbformat.write(nb, sys.argv[1])")
+RUN_NOTEBOOK = (
+    "import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
+    "NotebookClient(nb, timeout=900, kernel_name='python3', "
+    "resources={'metadata': {'path': sys.argv[2]}}).execute(); nbformat.write(nb, sys.argv[1])"
+)
 REPLAY_SENTENCE = "Replayed from "
 KEPT = ("torch", "numpy", "matplotlib")
-VERSIONS = ("import json, sys; from importlib.metadata import version, PackageNotFoundError\n"
-            "def v(n):\n    try: return version(n)\n    except PackageNotFoundError: return None\n"
-            "print(json.dumps({n: v(n) for n in sys.argv[1:]}))")
+VERSIONS = (
+    "import json, sys; from importlib.metadata import version, PackageNotFoundError\n"
+    "def v(n):\n    try: return version(n)\n    except PackageNotFoundError: return None\n"
+    "print(json.dumps({n: v(n) for n in sys.argv[1:]}))"
+)
 
 
-def versions(python: Path, names: list[str], env: dict[str, str], cwd: Path) -> dict[str, str | None]:
+def versions(
+    python: Path, names: list[str], env: dict[str, str], cwd: Path
+) -> dict[str, str | None]:
     """The installed version of each distribution in ``names`` for ``python`` (None: absent)."""
-    out = subprocess.run([str(python), "-c", VERSIONS, *names], env=env, cwd=cwd, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [str(python), "-c", VERSIONS, *names],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
 def reference(root: Path = ROOT) -> str | None:
     """What the trial fetches: None (the cell's own ``v<version>`` tag) when that tag is HEAD,
     else HEAD's commit (``COURSE_REF``), since the notebook tried is HEAD's."""
+
     def rev(name: str) -> str:
-        return subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", name],
-                              capture_output=True, text=True, check=False).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", name],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+
     head = rev("HEAD^{commit}")
     return None if rev(f"v{project(root)['version']}^{{commit}}") == head else head
 
@@ -181,46 +211,75 @@ def trial(notebook: str, python: Path, folder: Path) -> int:
     """
     if not re.fullmatch(r"\d\d_[a-z0-9_]+", notebook):
         raise ValueError(f"{notebook!r} is not a notebook name; pass one like 00_start_here")
-    committed = subprocess.run(["git", "-C", str(ROOT), "show", f"HEAD:notebooks/{notebook}.ipynb"],
-                               capture_output=True, text=True, check=False)
+    committed = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"HEAD:notebooks/{notebook}.ipynb"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if committed.returncode != 0:
-        print(f"trial: notebooks/{notebook}.ipynb is not committed: {committed.stderr.strip()}", file=sys.stderr)
+        print(
+            f"trial: notebooks/{notebook}.ipynb is not committed: {committed.stderr.strip()}",
+            file=sys.stderr,
+        )
         return 1
     path = folder / f"{notebook}.ipynb"
     path.write_text(committed.stdout)  # as committed: its install cell is not touched
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("COURSE_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("COURSE_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))
+    }
     env.update(COURSE_SOURCE=str(ROOT), COURSE_HOME=str(folder / "course"))
     if (ref := reference()) is not None:
         env["COURSE_REF"] = ref
-        print(f"trial: tag v{project()['version']} is not HEAD: the cell fetches HEAD's commit {ref[:12]}")
+        print(
+            f"trial: tag v{project()['version']} is not HEAD: the cell fetches HEAD's commit {ref[:12]}"
+        )
     before = versions(python, list(KEPT), env, folder)
     start = time.perf_counter()
-    run = subprocess.run([str(python), "-c", RUN_NOTEBOOK, str(path), str(folder)], cwd=folder, env=env,
-                         capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [str(python), "-c", RUN_NOTEBOOK, str(path), str(folder)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     seconds = time.perf_counter() - start
     if run.returncode != 0:
-        print(f"trial: {notebook} failed alone after {seconds:.0f} s:\n{(run.stdout + run.stderr)[-3000:]}",
-              file=sys.stderr)
+        print(
+            f"trial: {notebook} failed alone after {seconds:.0f} s:\n{(run.stdout + run.stderr)[-3000:]}",
+            file=sys.stderr,
+        )
         return 1
     after = versions(python, [*KEPT, project()["name"]], env, folder)
     cells = json.loads(path.read_text())["cells"]
     first = cells[[c["cell_type"] for c in cells].index("code")]["outputs"]
-    printed = "".join("".join(o.get("text", "")) for o in first)  # a stream's text: a string or a list of lines
+    printed = "".join(
+        "".join(o.get("text", "")) for o in first
+    )  # a stream's text: a string or a list of lines
     print("trial: what the first cell printed:\n  " + "\n  ".join(printed.strip().splitlines()))
     # one that was there must be as it was; one that was not may have been installed
-    problems = [f"{name} was {before[name]}, is {after[name]}" for name in KEPT
-                if before[name] is not None and before[name] != after[name]]
+    problems = [
+        f"{name} was {before[name]}, is {after[name]}"
+        for name in KEPT
+        if before[name] is not None and before[name] != after[name]
+    ]
     if after[project()["name"]] != project()["version"]:
-        problems.append(f"the course is {after[project()['name']] or 'not installed'}, not {project()['version']}")
+        problems.append(
+            f"the course is {after[project()['name']] or 'not installed'}, not {project()['version']}"
+        )
     if REPLAY_SENTENCE not in json.dumps([c.get("outputs", []) for c in cells]):
         problems.append(f"{notebook} ran but printed no {REPLAY_SENTENCE!r}: it did not replay")
     if problems:
         print("trial: " + "; ".join(problems), file=sys.stderr)
         return 1
     kept = ", ".join(f"{n} {before[n]}" for n in KEPT if before[n] is not None)
-    print(f"trial: {notebook} ran alone in {seconds:.0f} s (installing the course included), replayed, "
-          f"and left {kept} untouched")
+    print(
+        f"trial: {notebook} ran alone in {seconds:.0f} s (installing the course included), replayed, "
+        f"and left {kept} untouched"
+    )
     return 0
 
 
@@ -238,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     """``show``, ``apply`` or ``check`` (see the module's docstring); 1 when ``check`` fails."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["show", "apply", "check", "trial"])
-    parser.add_argument("--url", help="the course's git repository (default: pyproject's Repository URL)")
+    parser.add_argument(
+        "--url", help="the course's git repository (default: pyproject's Repository URL)"
+    )
     parser.add_argument("--python", type=Path, help="trial: the fresh environment's python")
     parser.add_argument("--folder", type=Path, help="trial: an empty folder outside the clone")
     parser.add_argument("notebooks", nargs="*", type=Path)
@@ -249,7 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         return trial(str(args.notebooks[0]), args.python, args.folder)
     url = args.url or repository_url()
     if not url:
-        raise SystemExit("install_cell: pyproject.toml has no [project.urls] Repository; add it or pass --url")
+        raise SystemExit(
+            "install_cell: pyproject.toml has no [project.urls] Repository; add it or pass --url"
+        )
     source = cell_source(url)
     if args.command == "show":
         print(source)
@@ -268,8 +331,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             stale.append(str(path))
     if stale:
-        print("first code cell is not the install cell (run `python tools/install_cell.py apply "
-              "notebooks/*.ipynb`):\n  " + "\n  ".join(stale), file=sys.stderr)
+        print(
+            "first code cell is not the install cell (run `python tools/install_cell.py apply "
+            "notebooks/*.ipynb`):\n  " + "\n  ".join(stale),
+            file=sys.stderr,
+        )
         return 1
     return 0
 

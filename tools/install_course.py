@@ -88,7 +88,7 @@ def installed_versions() -> dict[str, str]:
 def keeping(pins: dict[str, str], present: dict[str, str], course_pins: bool = True) -> str:
     """A constraints file: every present distribution at its installed version, and (with
     ``course_pins``) constraints.txt's version for the others."""
-    chosen = ({**pins, **present} if course_pins else dict(present))
+    chosen = {**pins, **present} if course_pins else dict(present)
     return "".join(f"{name}=={version}\n" for name, version in sorted(chosen.items()))
 
 
@@ -118,26 +118,45 @@ def plan(root: Path, present: dict[str, str], linux_without_driver: bool) -> lis
     steps = []
     torch_req = requirements["torch"]
     if "torch" in present:
-        note = (f"; the course is tested with {torch_req}: if a notebook fails, install one of those "
-                "and restart the kernel" if outside_range(torch_req, present["torch"]) else "")
+        note = (
+            f"; the course is tested with {torch_req}: if a notebook fails, install one of those "
+            "and restart the kernel"
+            if outside_range(torch_req, present["torch"])
+            else ""
+        )
         steps.append(Step(f"torch {present['torch']} is installed: kept{note}"))
     else:
         torch = [f"torch=={pins['torch']}"] if "torch" in pins else [torch_req]
         if linux_without_driver:
-            steps.append(Step(f"no torch here: installing {torch[0]}, PyTorch's CPU build (no NVIDIA driver)",
-                              ["--index-url", CPU_INDEX, *torch], fallback=torch))
+            steps.append(
+                Step(
+                    f"no torch here: installing {torch[0]}, PyTorch's CPU build (no NVIDIA driver)",
+                    ["--index-url", CPU_INDEX, *torch],
+                    fallback=torch,
+                )
+            )
         else:
             steps.append(Step(f"no torch here: installing {torch[0]}", torch))
-    steps.append(Step(f"installing the course from {root} (no dependencies: those come next)",
-                      ["--no-deps", "--force-reinstall", str(root)]))
+    steps.append(
+        Step(
+            f"installing the course from {root} (no dependencies: those come next)",
+            ["--no-deps", "--force-reinstall", str(root)],
+        )
+    )
     missing = sorted(name for name in requirements if name not in present and name != "torch")
     kept = ", ".join(f"{n} {present[n]}" for n in KEPT if n in present)
     if missing:
-        steps.append(Step(f"installing what it needs and lacks: {', '.join(missing)}"
-                          + (f" (keeping {kept} and everything else installed)" if kept else ""),
-                          [requirements[n] for n in missing]))
+        steps.append(
+            Step(
+                f"installing what it needs and lacks: {', '.join(missing)}"
+                + (f" (keeping {kept} and everything else installed)" if kept else ""),
+                [requirements[n] for n in missing],
+            )
+        )
     else:
-        steps.append(Step("its dependencies are all installed" + (f" ({kept}): kept" if kept else "")))
+        steps.append(
+            Step("its dependencies are all installed" + (f" ({kept}): kept" if kept else ""))
+        )
     return steps
 
 
@@ -146,12 +165,24 @@ def needs_restart(changed: list[str], loaded: set[str]) -> list[str]:
     distributions in ``changed``: the kernel holds an older copy of them."""
     owners = metadata.packages_distributions()
     changed_names = {canonical(n) for n in changed}
-    return sorted(m for m in loaded if any(canonical(d) in changed_names for d in owners.get(m, [])))
+    return sorted(
+        m for m in loaded if any(canonical(d) in changed_names for d in owners.get(m, []))
+    )
 
 
 def _pip(args: list[str], constraints: Path) -> int:
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--progress-bar", "off",
-               "--constraint", str(constraints), *args]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--progress-bar",
+        "off",
+        "--constraint",
+        str(constraints),
+        *args,
+    ]
     return subprocess.run(command, check=False).returncode
 
 
@@ -173,28 +204,47 @@ def install(root: Path, loaded: set[str], dry_run: bool = False) -> int:
             if _pip(step.pip, constraints) == 0:
                 continue
             retry = step.fallback or step.pip
-            print("  that did not work; trying again " + ("from pip's own indexes" if step.fallback else
-                  "with only the installed versions pinned"), flush=True)
+            print(
+                "  that did not work; trying again "
+                + (
+                    "from pip's own indexes"
+                    if step.fallback
+                    else "with only the installed versions pinned"
+                ),
+                flush=True,
+            )
             if _pip(retry, constraints if step.fallback else loose) != 0:
-                print(f"could not install the course without replacing what is installed (pip's message is "
-                      f"above); install by hand: {sys.executable} -m pip install {' '.join(retry)}", flush=True)
+                print(
+                    f"could not install the course without replacing what is installed (pip's message is "
+                    f"above); install by hand: {sys.executable} -m pip install {' '.join(retry)}",
+                    flush=True,
+                )
                 return 1
     if dry_run:
         return 0
-    changed = [name for name, version in installed_versions().items() if present.get(name) != version]
+    changed = [
+        name for name, version in installed_versions().items() if present.get(name) != version
+    ]
     if stale := needs_restart(changed, loaded):
-        print(f"Restart the kernel (Colab: Runtime > Restart session), then run the notebook from the top: "
-              f"{', '.join(stale)} changed after this kernel imported it.", flush=True)
+        print(
+            f"Restart the kernel (Colab: Runtime > Restart session), then run the notebook from the top: "
+            f"{', '.join(stale)} changed after this kernel imported it.",
+            flush=True,
+        )
     else:
-        print(f"the course is installed ({len(changed)} distributions added or changed); no restart needed",
-              flush=True)
+        print(
+            f"the course is installed ({len(changed)} distributions added or changed); no restart needed",
+            flush=True,
+        )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Install the course from the folder this script is in (see the module's docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--loaded", default="", help="the kernel's imported top-level modules, comma-separated")
+    parser.add_argument(
+        "--loaded", default="", help="the kernel's imported top-level modules, comma-separated"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the steps, install nothing")
     args = parser.parse_args(argv)
     return install(ROOT, {m for m in args.loaded.split(",") if m}, dry_run=args.dry_run)

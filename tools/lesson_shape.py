@@ -48,8 +48,11 @@ FORBIDDEN = ("ctypes", "calls_for(")  # hardware queries and hand sizing belong 
 # What stays in a notebook only until a machine of the kind that recorded it can record it again:
 # taking it out changes the experiments' fingerprints, and no such machine could remake them.
 AWAITING_RERECORD = {
-    "05_device_to_device": ("calls_for(", "05's peer copies need two GPUs; none was lent when the other notebooks "
-                                          "moved to target_s= and hold_us='auto' (issue 23)"),
+    "05_device_to_device": (
+        "calls_for(",
+        "05's peer copies need two GPUs; none was lent when the other notebooks "
+        "moved to target_s= and hold_us='auto' (issue 23)",
+    ),
 }
 
 
@@ -75,20 +78,32 @@ class Shape:
         if self.lines > budget.lines:
             found.append(f"{self.lines} code lines (at most {budget.lines})")
         if self.share < budget.share:
-            found.append(f"experiments are {self.share:.0%} of the code (at least {budget.share:.0%})")
+            found.append(
+                f"experiments are {self.share:.0%} of the code (at least {budget.share:.0%})"
+            )
         if len(self.other_functions) > budget.functions:
-            found.append(f"{len(self.other_functions)} top-level functions that are not experiments "
-                         f"(at most {budget.functions}): {', '.join(self.other_functions)}")
+            found.append(
+                f"{len(self.other_functions)} top-level functions that are not experiments "
+                f"(at most {budget.functions}): {', '.join(self.other_functions)}"
+            )
         if self.longest_other_cell > budget.cell:
-            found.append(f"a cell of {self.longest_other_cell} lines that is not an experiment "
-                         f"(at most {budget.cell})")
+            found.append(
+                f"a cell of {self.longest_other_cell} lines that is not an experiment "
+                f"(at most {budget.cell})"
+            )
         waiting = AWAITING_RERECORD.get(self.notebook, ("", ""))[0]
-        found += [f"uses {word.rstrip('(')} (move it into the package)" for word in self.forbidden if word != waiting]
+        found += [
+            f"uses {word.rstrip('(')} (move it into the package)"
+            for word in self.forbidden
+            if word != waiting
+        ]
         return found
 
 
 def _code_lines(lines: list[str]) -> int:
-    return sum(1 for line in lines if line.strip() and not line.lstrip().startswith(("#", "%", "!")))
+    return sum(
+        1 for line in lines if line.strip() and not line.lstrip().startswith(("#", "%", "!"))
+    )
 
 
 def _experiment_functions(path: Path, functions: dict[str, str]) -> set[str]:
@@ -108,12 +123,18 @@ def _experiment_functions(path: Path, functions: dict[str, str]) -> set[str]:
 
 def shape_of(path: Path) -> Shape:
     """Count one notebook's code (the first code cell, the install cell, is left out)."""
-    cells = [("".join(c["source"])) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    cells = [
+        ("".join(c["source"]))
+        for c in json.loads(path.read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
     cells = cells[1:]
     parsed = []
     functions: dict[str, str] = {}
     for source in cells:
-        text = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        text = "\n".join(
+            line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
+        )
         tree = ast.parse(text)
         parsed.append((text, tree))
         for node in tree.body:
@@ -128,31 +149,43 @@ def shape_of(path: Path) -> Shape:
         inside: set[int] = set()
         for node in tree.body:
             if isinstance(node, ast.FunctionDef):
-                span = range(node.lineno - 1 - len(node.decorator_list), node.end_lineno or node.lineno)
+                span = range(
+                    node.lineno - 1 - len(node.decorator_list), node.end_lineno or node.lineno
+                )
                 if node.name in experiments:
                     experiment_lines += _code_lines([all_lines[i] for i in span])
                     inside.update(span)
                 elif node.name not in others:
                     others.append(node.name)
-        longest = max(longest, _code_lines([line for i, line in enumerate(all_lines) if i not in inside]))
+        longest = max(
+            longest, _code_lines([line for i, line in enumerate(all_lines) if i not in inside])
+        )
     code = "\n".join(cells)
-    return Shape(path.stem, lines, experiment_lines, others, longest, [w for w in FORBIDDEN if w in code])
+    return Shape(
+        path.stem, lines, experiment_lines, others, longest, [w for w in FORBIDDEN if w in code]
+    )
 
 
 def table(paths: list[Path]) -> str:
     """The shape of each notebook as a markdown table (the one issue 23 measured)."""
-    rows = ["| notebook | code lines | experiments' share | other top-level functions | longest other cell |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = [
+        "| notebook | code lines | experiments' share | other top-level functions | longest other cell |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for path in paths:
         s = shape_of(path)
-        rows.append(f"| {s.notebook[:2]} | {s.lines} | {s.share:.0%} | {len(s.other_functions)} | {s.longest_other_cell} |")
+        rows.append(
+            f"| {s.notebook[:2]} | {s.lines} | {s.share:.0%} | {len(s.other_functions)} | {s.longest_other_cell} |"
+        )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--check", action="store_true", help="exit 1 naming every notebook over its budget")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 naming every notebook over its budget"
+    )
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
     print(table(paths))

@@ -62,7 +62,10 @@ def to_py(notebook: Path) -> str:
     for cell in json.loads(notebook.read_text())["cells"]:
         text = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
-            out.append("# %% [markdown]\n" + "\n".join(f"# {line}" if line else "#" for line in text.splitlines()))
+            out.append(
+                "# %% [markdown]\n"
+                + "\n".join(f"# {line}" if line else "#" for line in text.splitlines())
+            )
         else:
             out.append("# %%\n" + text)
     return "\n\n".join(out) + "\n"

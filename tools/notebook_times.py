@@ -57,10 +57,16 @@ def times_of(executed: dict, commit: str) -> dict:
         cells.append({"cell": index, "seconds": round((end - start).total_seconds(), 3)})
         first, last = first or start, end
     if not cells:
-        raise ValueError("the notebook has no timed code cell: pass one executed by Jupyter "
-                         "(nbclient or nbmake), whose cells carry metadata.execution")
-    return {"date": first.isoformat(timespec="seconds"), "commit": commit,
-            "seconds": round((last - first).total_seconds(), 1), "cells": cells}
+        raise ValueError(
+            "the notebook has no timed code cell: pass one executed by Jupyter "
+            "(nbclient or nbmake), whose cells carry metadata.execution"
+        )
+    return {
+        "date": first.isoformat(timespec="seconds"),
+        "commit": commit,
+        "seconds": round((last - first).total_seconds(), 1),
+        "cells": cells,
+    }
 
 
 def entry_problems(entry: object, where: str) -> list[str]:
@@ -77,8 +83,13 @@ def entry_problems(entry: object, where: str) -> list[str]:
         problems.append(f"{where}: date and commit must be strings")
     cells = entry["cells"]
     if not isinstance(cells, list) or not all(
-            isinstance(c, dict) and set(c) == {"cell", "seconds"} and isinstance(c["cell"], int)
-            and isinstance(c["seconds"], int | float) and c["seconds"] >= 0 for c in cells):
+        isinstance(c, dict)
+        and set(c) == {"cell", "seconds"}
+        and isinstance(c["cell"], int)
+        and isinstance(c["seconds"], int | float)
+        and c["seconds"] >= 0
+        for c in cells
+    ):
         problems.append(f"{where}: cells must be a list of {{cell: index, seconds: >= 0}}")
     return problems
 
@@ -155,13 +166,27 @@ def table(root: Path = ROOT) -> str:
     machines = _machines(results)
     live = {m: _times(results, m, "full") for m in machines}
     replay_path = results / REPLAY_TIMES
-    replay = json.loads(replay_path.read_text()) if replay_path.exists() else {"notebooks": {}, "cpus": "?"}
+    replay = (
+        json.loads(replay_path.read_text())
+        if replay_path.exists()
+        else {"notebooks": {}, "cpus": "?"}
+    )
     notebooks = sorted(p.stem for p in (root / "notebooks").glob("*.ipynb"))
     head = ["notebook", *(f"live, {m}" for m in machines), f"replay ({replay['cpus']} CPU cores)"]
     rows = [head, ["---"] * len(head)]
-    for nb in notebooks:  # a machine that replays a notebook it cannot run says "-", not a live time
-        cells = [("-" if not (results / m / nb).is_dir() else
-                  _seconds(live[m][nb]["seconds"]) if nb in live[m] else "not recorded") for m in machines]
+    for (
+        nb
+    ) in notebooks:  # a machine that replays a notebook it cannot run says "-", not a live time
+        cells = [
+            (
+                "-"
+                if not (results / m / nb).is_dir()
+                else _seconds(live[m][nb]["seconds"])
+                if nb in live[m]
+                else "not recorded"
+            )
+            for m in machines
+        ]
         rows.append([f"`{nb}`", *cells, _seconds(replay["notebooks"].get(nb, {}).get("seconds"))])
     return _markdown(rows)
 
@@ -178,15 +203,33 @@ def quick_table(root: Path = ROOT) -> str:
     notebooks = sorted(p.stem for p in (root / "notebooks").glob("*.ipynb"))
     rows = [["notebook", *(f"quick, {m}" for m in quick)], ["---"] * (len(quick) + 1)]
     for nb in notebooks:
-        rows.append([f"`{nb}`", *(_seconds(t[nb]["seconds"]) if nb in t else "not recorded" for t in quick.values())])
-    rows.append(["all of them", *(_seconds(sum(t[nb]["seconds"] for nb in notebooks if nb in t))
-                                  + ("" if set(notebooks) <= set(t) else " (not all timed)") for t in quick.values())])
+        rows.append(
+            [
+                f"`{nb}`",
+                *(
+                    _seconds(t[nb]["seconds"]) if nb in t else "not recorded"
+                    for t in quick.values()
+                ),
+            ]
+        )
+    rows.append(
+        [
+            "all of them",
+            *(
+                _seconds(sum(t[nb]["seconds"] for nb in notebooks if nb in t))
+                + ("" if set(notebooks) <= set(t) else " (not all timed)")
+                for t in quick.values()
+            ),
+        ]
+    )
     return _markdown(rows)
 
 
-QUICK_CAPTION = ("**In quick mode** (`COURSE_QUICK=1`, a classroom's run), live on each machine that timed it\n"
-                 "(`make gpu-all GPU_FLAGS=--quick`), counted the same way; a machine with fewer GPUs than a\n"
-                 "notebook needs runs what it can and replays the rest, as a classroom's would:")
+QUICK_CAPTION = (
+    "**In quick mode** (`COURSE_QUICK=1`, a classroom's run), live on each machine that timed it\n"
+    "(`make gpu-all GPU_FLAGS=--quick`), counted the same way; a machine with fewer GPUs than a\n"
+    "notebook needs runs what it can and replays the rest, as a classroom's would:"
+)
 
 
 def tables(root: Path = ROOT) -> str:
@@ -203,14 +246,18 @@ def readme_with_table(readme: str, root: Path = ROOT) -> str:
     Used by ``tools/notebook_times.py write-readme`` and tests/test_notebook_times.py.
     """
     if readme.count(BEGIN) != 1 or readme.count(END) != 1:
-        raise ValueError(f"README.md must hold the markers {BEGIN} and {END} once each, around the table")
+        raise ValueError(
+            f"README.md must hold the markers {BEGIN} and {END} once each, around the table"
+        )
     before, rest = readme.split(BEGIN)
     return f"{before}{BEGIN}\n{tables(root)}\n{END}{rest.split(END)[1]}"
 
 
-RUN = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
-       "NotebookClient(nb, timeout=1200, kernel_name='python3', "
-       "resources={'metadata': {'path': sys.argv[3]}}).execute(); nbformat.write(nb, sys.argv[2])")
+RUN = (
+    "import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
+    "NotebookClient(nb, timeout=1200, kernel_name='python3', "
+    "resources={'metadata': {'path': sys.argv[3]}}).execute(); nbformat.write(nb, sys.argv[2])"
+)
 
 
 def measure_replay(root: Path = ROOT) -> Path:
@@ -219,15 +266,20 @@ def measure_replay(root: Path = ROOT) -> Path:
 
     Used by ``tools/notebook_times.py measure-replay``.
     """
-    commit = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
-                            capture_output=True, text=True, check=False).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
     timed = {}
     with tempfile.TemporaryDirectory() as tmp:
         for nb in sorted((root / "notebooks").glob("*.ipynb")):
             out = Path(tmp) / nb.name
-            subprocess.run([sys.executable, "-c", RUN, str(nb), str(out), str(nb.parent)],
-                           env=env, check=True)
+            subprocess.run(
+                [sys.executable, "-c", RUN, str(nb), str(out), str(nb.parent)], env=env, check=True
+            )
             timed[nb.stem] = times_of(json.loads(out.read_text()), commit)
             print(f"{nb.stem}: {timed[nb.stem]['seconds']:.0f} s in replay", flush=True)
     path = root / "results" / REPLAY_TIMES
@@ -238,9 +290,15 @@ def measure_replay(root: Path = ROOT) -> Path:
 def main(argv: list[str] | None = None) -> int:
     """The command line (see the module's docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["table", "write-readme", "measure-replay", "from-executed"])
-    parser.add_argument("machine", nargs="?", help="from-executed: the machine's folder name under results/")
-    parser.add_argument("folder", nargs="?", type=Path, help="from-executed: its executed notebooks")
+    parser.add_argument(
+        "command", choices=["table", "write-readme", "measure-replay", "from-executed"]
+    )
+    parser.add_argument(
+        "machine", nargs="?", help="from-executed: the machine's folder name under results/"
+    )
+    parser.add_argument(
+        "folder", nargs="?", type=Path, help="from-executed: its executed notebooks"
+    )
     parser.add_argument("--commit", help="from-executed: the commit the run was made from")
     args = parser.parse_args(argv)
     if args.command == "table":

@@ -46,14 +46,20 @@ TIMEOUT_S = 600
 def jobs() -> list[tuple[str, Path]]:
     """(machine, notebook) for every notebook each recorded machine has recordings of."""
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    return [(machine, nb) for machine in records.recorded_machine_names()
-            for nb in notebooks if any((config.results_dir() / machine / nb.stem).glob("*.json"))]
+    return [
+        (machine, nb)
+        for machine in records.recorded_machine_names()
+        for nb in notebooks
+        if any((config.results_dir() / machine / nb.stem).glob("*.json"))
+    ]
 
 
 def preference(machine: str) -> str:
     """``machine`` first, then the other recorded machines by number of GPUs, most first."""
-    others = sorted((m for m in records.recorded_machine_names() if m != machine),
-                    key=lambda m: (-int(m.split("x", 1)[0]) if m.split("x", 1)[0].isdigit() else 0, m))
+    others = sorted(
+        (m for m in records.recorded_machine_names() if m != machine),
+        key=lambda m: (-int(m.split("x", 1)[0]) if m.split("x", 1)[0].isdigit() else 0, m),
+    )
     return ",".join([machine, *others])
 
 
@@ -65,20 +71,39 @@ class Worker:
         log.parent.mkdir(parents=True, exist_ok=True)
         self.log = log
         with log.open("w") as stderr:  # the kernel's own chatter, read when something fails
-            self.process = subprocess.Popen([sys.executable, str(ROOT / "tools" / "replay_kernel.py"),
-                                             str(ROOT / "notebooks")], env=env, text=True,
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+            self.process = subprocess.Popen(
+                [sys.executable, str(ROOT / "tools" / "replay_kernel.py"), str(ROOT / "notebooks")],
+                env=env,
+                text=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+            )
 
-    def execute(self, machine: str, notebook: Path, index_out: Path) -> tuple[str, str, int, float, str]:
+    def execute(
+        self, machine: str, notebook: Path, index_out: Path
+    ) -> tuple[str, str, int, float, str]:
         """Execute one notebook in replay for one machine; (machine, notebook, exit code, s, log tail)."""
-        item = {"notebook": str(notebook), "out": str(ROOT / "build" / "replay" / machine / notebook.name),
-                "env": {"COURSE_REPLAY_MACHINE": preference(machine), "COURSE_INDEX_OUT": str(index_out)}}
+        item = {
+            "notebook": str(notebook),
+            "out": str(ROOT / "build" / "replay" / machine / notebook.name),
+            "env": {
+                "COURSE_REPLAY_MACHINE": preference(machine),
+                "COURSE_INDEX_OUT": str(index_out),
+            },
+        }
         assert self.process.stdin and self.process.stdout
         self.process.stdin.write(json.dumps(item) + "\n")
         self.process.stdin.flush()
         line = self.process.stdout.readline()
         if not line:
-            return machine, notebook.stem, 1, 0.0, f"the replay kernel's process ended early:\n{_tail(self.log)}"
+            return (
+                machine,
+                notebook.stem,
+                1,
+                0.0,
+                f"the replay kernel's process ended early:\n{_tail(self.log)}",
+            )
         result = json.loads(line)
         return machine, notebook.stem, result["code"], result["seconds"], result["tail"]
 
@@ -96,7 +121,9 @@ def _tail(path: Path) -> str:
     return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
-def replay(planned: list[tuple[str, Path]], jobs: int, folder: Path) -> Iterator[tuple[str, str, int, float, str]]:
+def replay(
+    planned: list[tuple[str, Path]], jobs: int, folder: Path
+) -> Iterator[tuple[str, str, int, float, str]]:
     """Replay every planned (machine, notebook) with ``jobs`` kernels; results as they finish,
     the longest notebooks first so that the kernels end together."""
     todo: queue.Queue[tuple[str, Path]] = queue.Queue()
@@ -115,12 +142,17 @@ def replay(planned: list[tuple[str, Path]], jobs: int, folder: Path) -> Iterator
                 try:
                     results.put(worker.execute(machine, nb, folder / f"{machine}-{nb.stem}.jsonl"))
                 except (OSError, ValueError) as err:  # the worker's process broke: report, go on
-                    results.put((machine, nb.stem, 1, 0.0, f"the replay kernel's process failed: {err}"))
+                    results.put(
+                        (machine, nb.stem, 1, 0.0, f"the replay kernel's process failed: {err}")
+                    )
         finally:
             worker.close()
             results.put(None)
 
-    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(max(1, min(jobs, len(planned))))]
+    threads = [
+        threading.Thread(target=work, args=(i,), daemon=True)
+        for i in range(max(1, min(jobs, len(planned))))
+    ]
     for thread in threads:
         thread.start()
     running = len(threads)
@@ -138,7 +170,11 @@ def claim_rows(folder: Path, planned: list[tuple[str, Path]]) -> list[dict]:
     for machine, nb in planned:
         path = folder / f"{machine}-{nb.stem}.jsonl"
         if path.exists():
-            rows += [row for row in map(json.loads, path.read_text().splitlines()) if row["machine"] == machine]
+            rows += [
+                row
+                for row in map(json.loads, path.read_text().splitlines())
+                if row["machine"] == machine
+            ]
     return rows
 
 
@@ -157,14 +193,18 @@ def untrue(rows: list[dict], executed: Path) -> list[str]:
     line naming notebook, cell, machine and values; ``executed`` holds ``<machine>/<notebook>.ipynb``."""
     problems = []
     for row in rows:
-        where = f"{row['notebook']} {cell_of(executed / row['machine'] / (row['notebook'] + '.ipynb'), row['name'])} " \
-                f"on {row['machine']}"
+        where = (
+            f"{row['notebook']} {cell_of(executed / row['machine'] / (row['notebook'] + '.ipynb'), row['name'])} "
+            f"on {row['machine']}"
+        )
         if row["kind"] == "check" and row["verdict"] != claims.HOLDS:
-            problems.append(f"{where}: \"{row['name']}\" does not hold: {row['measured']}")
+            problems.append(f'{where}: "{row["name"]}" does not hold: {row["measured"]}')
         recomputed = claims.verdict_of(row) if row["kind"] == "claim" else None
         if recomputed is not None and recomputed != row["verdict"]:
-            problems.append(f"{where}: the verdict \"{row['verdict']}\" of \"{row['name']}\" disagrees with "
-                            f"{row['value']} ± {row['spread']} against {row['threshold']} ({recomputed})")
+            problems.append(
+                f'{where}: the verdict "{row["verdict"]}" of "{row["name"]}" disagrees with '
+                f"{row['value']} ± {row['spread']} against {row['threshold']} ({recomputed})"
+            )
     return problems
 
 
@@ -179,15 +219,20 @@ def failed_marks(planned: list[tuple[str, Path]]) -> list[str]:
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             for output in cell.get("outputs", []):
                 shown = "".join(output.get("data", {}).get("text/markdown", ""))
-                problems += [f"{nb.stem} cell {i} on {machine}: {line.strip()}" for line in shown.splitlines()
-                             if claims.FAILED_CHECK in line]
+                problems += [
+                    f"{nb.stem} cell {i} on {machine}: {line.strip()}"
+                    for line in shown.splitlines()
+                    if claims.FAILED_CHECK in line
+                ]
     return problems
 
 
 def differences(old: list[dict], new: list[dict]) -> list[str]:
     """Rows in one list and not the other, as short lines."""
+
     def key(row: dict) -> str:
         return json.dumps(row, sort_keys=True)
+
     gone = {key(r) for r in old} - {key(r) for r in new}
     added = {key(r) for r in new} - {key(r) for r in old}
     return [f"- {k[:300]}" for k in sorted(gone)] + [f"+ {k[:300]}" for k in sorted(added)]
@@ -196,20 +241,34 @@ def differences(old: list[dict], new: list[dict]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite results/index.jsonl")
-    parser.add_argument("--jobs", type=int, default=3,
-                        help="notebooks executed at once (3 on two cores: 06 spends most of its time waiting)")
-    parser.add_argument("--notebook", action="append", default=[], metavar="STEM",
-                        help="replay only this notebook (repeatable); no index check or write")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=3,
+        help="notebooks executed at once (3 on two cores: 06 spends most of its time waiting)",
+    )
+    parser.add_argument(
+        "--notebook",
+        action="append",
+        default=[],
+        metavar="STEM",
+        help="replay only this notebook (repeatable); no index check or write",
+    )
     args = parser.parse_args()
     planned = [(m, nb) for m, nb in jobs() if not args.notebook or nb.stem in args.notebook]
     if args.notebook and args.write:
-        parser.error("--write rebuilds the whole index: replay every notebook (leave out --notebook)")
+        parser.error(
+            "--write rebuilds the whole index: replay every notebook (leave out --notebook)"
+        )
     if not planned:
         parser.error(f"no recorded notebook matches {args.notebook}")
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for machine, stem, code, seconds, tail in replay(planned, args.jobs, Path(tmp)):
-            print(f"{'replayed' if code == 0 else 'FAILED  '} {stem} on {machine} in {seconds:.1f} s", flush=True)
+            print(
+                f"{'replayed' if code == 0 else 'FAILED  '} {stem} on {machine} in {seconds:.1f} s",
+                flush=True,
+            )
             if code:
                 failed += 1
                 print(tail)
@@ -219,10 +278,14 @@ def main() -> int:
         return 1
     problems = untrue(rows, ROOT / "build" / "replay") + failed_marks(planned)
     if problems:
-        print(f"{len(problems)} sentence(s) or verdict(s) contradict the numbers; the index is left as it was:")
+        print(
+            f"{len(problems)} sentence(s) or verdict(s) contradict the numbers; the index is left as it was:"
+        )
         print("\n".join(problems))
         return 1
-    print(f"every check and verdict agrees with its numbers on {len({m for m, _ in planned})} machine(s)")
+    print(
+        f"every check and verdict agrees with its numbers on {len({m for m, _ in planned})} machine(s)"
+    )
     if args.notebook:
         return 0
     if args.write:

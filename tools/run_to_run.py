@@ -63,15 +63,30 @@ def recording_params() -> dict[Recording, str]:
             if header:
                 found[(parts[1], parts[2], parts[3][:-5], header[0])] = header[1]
 
-    log = subprocess.run(["git", "log", "--format=%H", "--", "results"], cwd=ROOT, capture_output=True,
-                         text=True, check=False).stdout.split()
+    log = subprocess.run(
+        ["git", "log", "--format=%H", "--", "results"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
     for rev in log:
-        changed = subprocess.run(["git", "diff-tree", "--no-commit-id", "--name-only", "-r", rev, "--", "results"],
-                                 cwd=ROOT, capture_output=True, text=True, check=False).stdout.split()
+        changed = subprocess.run(
+            ["git", "diff-tree", "--no-commit-id", "--name-only", "-r", rev, "--", "results"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
         for path in changed:
             if path.endswith(".json") and len(Path(path).parts) == 4:
-                shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True,
-                                       text=True, check=False)
+                shown = subprocess.run(
+                    ["git", "show", f"{rev}:{path}"],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
                 if shown.returncode == 0:
                     add(path, shown.stdout)
     for path in (ROOT / "results").glob("*/*/*.json"):
@@ -79,8 +94,9 @@ def recording_params() -> dict[Recording, str]:
     return found
 
 
-def numeric_claims(lines: Iterable[str], params: dict[Recording, str] | None = None
-                   ) -> dict[Key, dict[str, Any]]:
+def numeric_claims(
+    lines: Iterable[str], params: dict[Recording, str] | None = None
+) -> dict[Key, dict[str, Any]]:
     """``{(machine, notebook, claim): row}`` of an index's claims decided on a number, each with
     its recording's ``params`` where ``params`` knows them."""
     found = {}
@@ -89,10 +105,16 @@ def numeric_claims(lines: Iterable[str], params: dict[Recording, str] | None = N
             continue
         row = json.loads(line)
         value = row.get("value")
-        if row.get("kind") == "claim" and row.get("threshold") is not None and isinstance(value, (int, float)) \
-                and not isinstance(value, bool):
+        if (
+            row.get("kind") == "claim"
+            and row.get("threshold") is not None
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+        ):
             if params is not None:
-                row["params"] = params.get((row["machine"], row["notebook"], row.get("experiment"), row.get("date")))
+                row["params"] = params.get(
+                    (row["machine"], row["notebook"], row.get("experiment"), row.get("date"))
+                )
             found[(row["machine"], row["notebook"], row["name"])] = row
     return found
 
@@ -114,8 +136,9 @@ def runs_of(versions: list[dict[Key, dict[str, Any]]]) -> dict[Key, list[float]]
     return runs
 
 
-def floors(runs: dict[Key, list[float]], tests: dict[Key, dict[str, Any]] | None = None
-           ) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+def floors(
+    runs: dict[Key, list[float]], tests: dict[Key, dict[str, Any]] | None = None
+) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
     """``{machine: {notebook: {claim: {"floor", "runs", "values", "threshold", "holds_if"}}}}`` for
     claims with two runs or more; ``tests`` (the newest index's rows) gives each one's threshold and
     side, so a claim tested otherwise later gets no floor from this history."""
@@ -125,19 +148,33 @@ def floors(runs: dict[Key, list[float]], tests: dict[Key, dict[str, Any]] | None
             machine, notebook, claim = key
             row = (tests or {}).get(key, {})
             out.setdefault(machine, {}).setdefault(notebook, {})[claim] = {
-                "floor": (max(values) - min(values)) / 2, "runs": len(values), "values": values,
-                "threshold": row.get("threshold"), "holds_if": row.get("holds_if")}
+                "floor": (max(values) - min(values)) / 2,
+                "runs": len(values),
+                "values": values,
+                "threshold": row.get("threshold"),
+                "holds_if": row.get("holds_if"),
+            }
     return out
 
 
 def history() -> list[list[str]]:
     """The lines of every committed version of results/index.jsonl, oldest first, then the file here."""
-    revs = subprocess.run(["git", "log", "--format=%H", "--", "results/index.jsonl"], cwd=ROOT,
-                          capture_output=True, text=True, check=False).stdout.split()
+    revs = subprocess.run(
+        ["git", "log", "--format=%H", "--", "results/index.jsonl"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
     versions = []
     for rev in reversed(revs):
-        shown = subprocess.run(["git", "show", f"{rev}:results/index.jsonl"], cwd=ROOT, capture_output=True,
-                               text=True, check=False)
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:results/index.jsonl"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if shown.returncode == 0:
             versions.append(shown.stdout.splitlines())
     return versions + [INDEX.read_text().splitlines()]
@@ -145,22 +182,30 @@ def history() -> list[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--show", action="store_true", help="print the claims that moved instead of writing")
+    parser.add_argument(
+        "--show", action="store_true", help="print the claims that moved instead of writing"
+    )
     args = parser.parse_args(argv)
     params = recording_params()
     versions = [numeric_claims(lines, params) for lines in history()]
     result = floors(runs_of(versions), versions[-1])
     if args.show:
-        moved = [(f["floor"], m, n, c, f["values"]) for m, by in result.items() for n, cs in by.items()
-                 for c, f in cs.items()]
+        moved = [
+            (f["floor"], m, n, c, f["values"])
+            for m, by in result.items()
+            for n, cs in by.items()
+            for c, f in cs.items()
+        ]
         for floor, machine, notebook, claim, values in sorted(moved, reverse=True):
             print(f"{floor:10.4g}  {machine} {notebook}: {claim[:80]}  {values}")
         return 0
     tmp = OUT.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     tmp.replace(OUT)
-    print(f"wrote {OUT.relative_to(ROOT)}: {sum(len(cs) for by in result.values() for cs in by.values())} claims "
-          "with two runs or more")
+    print(
+        f"wrote {OUT.relative_to(ROOT)}: {sum(len(cs) for by in result.values() for cs in by.values())} claims "
+        "with two runs or more"
+    )
     return 0
 
 

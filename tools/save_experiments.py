@@ -57,16 +57,24 @@ def _with_origin(source: str, node: ast.FunctionDef, origin: str) -> str:
     added to the end of its docstring."""
     sentence = f"Defined in {origin}. Used by the command line (datamove)."
     lines = ast.get_source_segment(source, node, padded=True).splitlines()
-    doc = node.body[0] if node.body and isinstance(node.body[0], ast.Expr) \
-        and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str) else None
+    doc = (
+        node.body[0]
+        if node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+        and isinstance(node.body[0].value.value, str)
+        else None
+    )
     if doc is None:
-        raise SaveError(f"{origin}: {node.name} has no docstring; a saved experiment says what it measures")
+        raise SaveError(
+            f"{origin}: {node.name} has no docstring; a saved experiment says what it measures"
+        )
     last = doc.end_lineno - node.lineno
     indent = " " * (node.col_offset + 4)
     closing = lines[last].rstrip()
     quote = closing[-3:]
     lines[last] = closing[:-3].rstrip()
-    lines[last + 1:last + 1] = ["", indent + sentence, indent + quote]
+    lines[last + 1 : last + 1] = ["", indent + sentence, indent + quote]
     return "\n".join(lines)
 
 
@@ -79,8 +87,10 @@ def extract(notebooks: list[Path]) -> str:
             tree = ast.parse(source)
             for node in tree.body:
                 if not isinstance(node, ast.FunctionDef):
-                    raise SaveError(f"{origin}: a {MARK} cell holds only function definitions, found "
-                                    f"`{ast.unparse(node)[:60]}`")
+                    raise SaveError(
+                        f"{origin}: a {MARK} cell holds only function definitions, found "
+                        f"`{ast.unparse(node)[:60]}`"
+                    )
                 if node.name in names:
                     raise SaveError(f"{origin}: {node.name} is saved twice")
                 names.add(node.name)
@@ -88,8 +98,10 @@ def extract(notebooks: list[Path]) -> str:
                 functions.append(f"# Defined in {origin}\n" + _with_origin(source, node, origin))
     unknown = used - names - set(HELPER_MODULES) - {"torch"} - set(dir(builtins))
     if unknown:
-        raise SaveError(f"saved experiments use {sorted(unknown)}, which is neither torch, a helpers module "
-                        f"({', '.join(HELPER_MODULES)}) nor another saved function: pass it as an argument")
+        raise SaveError(
+            f"saved experiments use {sorted(unknown)}, which is neither torch, a helpers module "
+            f"({', '.join(HELPER_MODULES)}) nor another saved function: pass it as an argument"
+        )
     imports = ["import torch", ""] if "torch" in used else []
     if used & set(HELPER_MODULES):
         imports.append(f"from . import {', '.join(sorted(used & set(HELPER_MODULES)))}")
@@ -98,7 +110,9 @@ def extract(notebooks: list[Path]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if helpers/experiments.py is not current")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if helpers/experiments.py is not current"
+    )
     args = parser.parse_args(argv)
     notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     try:
@@ -108,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.check:
         if not TARGET.exists() or TARGET.read_text() != text:
-            print("helpers/experiments.py is not what the notebooks' #@save cells say: run "
-                  "`python tools/save_experiments.py`", file=sys.stderr)
+            print(
+                "helpers/experiments.py is not what the notebooks' #@save cells say: run "
+                "`python tools/save_experiments.py`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     compile(text, str(TARGET), "exec")  # a broken extraction never replaces the module

@@ -32,8 +32,16 @@ SHOTS = ROOT / "build" / "site-shots"
 BROWSER_ENV = "COURSE_BROWSER"
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 ALLOWED_SCHEMES = ("file", "data")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @dataclass
@@ -66,15 +74,19 @@ def find_browser(env: dict[str, str] | None = None, which=shutil.which) -> Path 
     if setting:
         found = which(setting)
         if not found:
-            raise SystemExit(f"site_test: {BROWSER_ENV}={setting!r} is not a runnable browser; set it to "
-                             f"a Chromium or Chrome executable, or unset it to look for {', '.join(BROWSER_NAMES)}")
+            raise SystemExit(
+                f"site_test: {BROWSER_ENV}={setting!r} is not a runnable browser; set it to "
+                f"a Chromium or Chrome executable, or unset it to look for {', '.join(BROWSER_NAMES)}"
+            )
         return Path(found)
     return next((Path(found) for name in BROWSER_NAMES if (found := which(name))), None)
 
 
-NO_BROWSER = (f"make site-test needs Chromium or Chrome: install one on PATH ({', '.join(BROWSER_NAMES)}), "
-              f"set {BROWSER_ENV}=/path/to/chrome, or run `.venv/bin/python -m playwright install chromium` "
-              "(no root needed)")
+NO_BROWSER = (
+    f"make site-test needs Chromium or Chrome: install one on PATH ({', '.join(BROWSER_NAMES)}), "
+    f"set {BROWSER_ENV}=/path/to/chrome, or run `.venv/bin/python -m playwright install chromium` "
+    "(no root needed)"
+)
 
 
 def check_page(context, page_path: Path, shots: Path) -> PageReport:
@@ -82,14 +94,22 @@ def check_page(context, page_path: Path, shots: Path) -> PageReport:
     report = PageReport(str(page_path.relative_to(SITE)))
     page = context.new_page()
     page.on("request", lambda request: report.requests.append(request.url))
-    page.on("console", lambda msg: report.problems.append(f"console {msg.type}: {msg.text}")
-            if msg.type == "error" else None)
+    page.on(
+        "console",
+        lambda msg: (
+            report.problems.append(f"console {msg.type}: {msg.text}")
+            if msg.type == "error"
+            else None
+        ),
+    )
     page.on("pageerror", lambda err: report.problems.append(f"script error: {err}"))
     try:
         response = page.goto(page_path.as_uri(), wait_until="load", timeout=30_000)
         if response is not None and not response.ok:
             report.problems.append(f"loading it answered {response.status}")
-        page.wait_for_function("Array.from(document.images).every(img => img.complete)", timeout=15_000)
+        page.wait_for_function(
+            "Array.from(document.images).every(img => img.complete)", timeout=15_000
+        )
         broken = page.evaluate("""() => Array.from(document.images)
             .filter(img => !(img.complete && img.naturalWidth > 0))
             .map(img => img.getAttribute('src'))""")
@@ -99,7 +119,9 @@ def check_page(context, page_path: Path, shots: Path) -> PageReport:
         report.problems.append(f"did not load: {err}")
     finally:
         page.close()
-    report.problems += [f"request leaves the machine: {url}" for url in leaving_requests(report.requests)]
+    report.problems += [
+        f"request leaves the machine: {url}" for url in leaving_requests(report.requests)
+    ]
     return report
 
 
@@ -113,18 +135,30 @@ def run(pages: list[Path], shots: Path = SHOTS) -> list[PageReport]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as err:
-        raise SystemExit("make site-test needs Playwright's Python package: .venv/bin/pip install -e '.[site]'") from err
+        raise SystemExit(
+            "make site-test needs Playwright's Python package: .venv/bin/pip install -e '.[site]'"
+        ) from err
     browser = find_browser()
     if shots.exists():
         shutil.rmtree(shots)
     shots.mkdir(parents=True)
-    with tempfile.TemporaryDirectory(prefix="site-test-profile-") as profile, sync_playwright() as pw:
+    with (
+        tempfile.TemporaryDirectory(prefix="site-test-profile-") as profile,
+        sync_playwright() as pw,
+    ):
         try:
             context = pw.chromium.launch_persistent_context(
-                profile, executable_path=str(browser) if browser else None, headless=True, args=CHROMIUM_ARGS,
-                viewport={"width": 1280, "height": 900}, service_workers="block")
+                profile,
+                executable_path=str(browser) if browser else None,
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport={"width": 1280, "height": 900},
+                service_workers="block",
+            )
         except Exception as err:  # Playwright's Error: no browser of its own downloaded, or one that will not start
-            raise SystemExit(f"{NO_BROWSER}\n({browser or 'Playwright Chromium'}: {str(err).splitlines()[0]})") from err
+            raise SystemExit(
+                f"{NO_BROWSER}\n({browser or 'Playwright Chromium'}: {str(err).splitlines()[0]})"
+            ) from err
         try:
             return [check_page(context, page, shots) for page in pages]
         finally:
@@ -133,7 +167,9 @@ def run(pages: list[Path], shots: Path = SHOTS) -> list[PageReport]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--page", action="append", default=[], help="a page under build/site/ (repeatable)")
+    parser.add_argument(
+        "--page", action="append", default=[], help="a page under build/site/ (repeatable)"
+    )
     args = parser.parse_args()
     if not (SITE / "index.html").exists():
         raise SystemExit(f"no site at {SITE}: run `make site` first")
@@ -144,8 +180,10 @@ def main() -> int:
         print(f"FAIL {r.page}")
         for problem in r.problems:
             print(f"  {problem}")
-    print(f"{len(reports) - len(failed)} of {len(reports)} pages pass; {sum(len(r.requests) for r in reports)} "
-          f"requests, all file: or data: unless listed above; screenshots in {SHOTS}")
+    print(
+        f"{len(reports) - len(failed)} of {len(reports)} pages pass; {sum(len(r.requests) for r in reports)} "
+        f"requests, all file: or data: unless listed above; screenshots in {SHOTS}"
+    )
     return 1 if failed else 0
 
 

@@ -49,7 +49,11 @@ def source_of(name: str, root: Path = ROOT) -> Path:
     """
     committed = root / "notebooks" / f"{name}.ipynb"
     executed = root / "build" / "notebooks" / f"{name}.ipynb"
-    if executed.is_file() and not executed.is_symlink() and executed.stat().st_mtime > committed.stat().st_mtime:
+    if (
+        executed.is_file()
+        and not executed.is_symlink()
+        and executed.stat().st_mtime > committed.stat().st_mtime
+    ):
         return executed
     return committed
 
@@ -69,8 +73,11 @@ def read_checked(path: Path) -> bytes:
         notebook = json.loads(data)
     except ValueError as e:
         raise Refused(f"{path} is not a notebook: not JSON ({e})") from e
-    if not (isinstance(notebook, dict) and notebook.get("nbformat") == 4
-            and isinstance(notebook.get("cells"), list)):
+    if not (
+        isinstance(notebook, dict)
+        and notebook.get("nbformat") == 4
+        and isinstance(notebook.get("cells"), list)
+    ):
         raise Refused(f"{path} is not a notebook of format 4 with a list of cells")
     return data
 
@@ -118,8 +125,11 @@ def prepare(root: Path = ROOT) -> list[str]:
     Used by ``make lab``.
     """
     folder = workspace_folder(root)
-    missing = [n for n in notebook_names(root)
-               if not (folder / f"{n}.ipynb").exists() and not (folder / f"{n}.ipynb").is_symlink()]
+    missing = [
+        n
+        for n in notebook_names(root)
+        if not (folder / f"{n}.ipynb").exists() and not (folder / f"{n}.ipynb").is_symlink()
+    ]
     copies = {name: read_checked(source_of(name, root)) for name in missing}
     if copies:
         existed = folder.exists()
@@ -157,7 +167,9 @@ def backup(folder: Path, name: str, now: float | None = None) -> Path | None:
             continue
         except OSError as e:
             copy.unlink(missing_ok=True)
-            raise Refused(f"cannot back up {current} before restoring it: {e}; nothing was changed") from e
+            raise Refused(
+                f"cannot back up {current} before restoring it: {e}; nothing was changed"
+            ) from e
     raise Refused(f"cannot back up {current}: 100 backups of {stamp} exist; nothing was changed")
 
 
@@ -170,8 +182,10 @@ def reset(notebook: str, root: Path = ROOT) -> Path:
     names = notebook_names(root)
     name = notebook.removesuffix(".ipynb")
     if name not in names:
-        raise Refused(f"no notebook called {notebook!r}; pass one of: {', '.join(names)} "
-                      f"(e.g. make reset-workspace NOTEBOOK={names[0] if names else '00_start_here'})")
+        raise Refused(
+            f"no notebook called {notebook!r}; pass one of: {', '.join(names)} "
+            f"(e.g. make reset-workspace NOTEBOOK={names[0] if names else '00_start_here'})"
+        )
     source = source_of(name, root)
     data = read_checked(source)
     folder = workspace_folder(root, create=True)
@@ -187,14 +201,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args == ["prepare"]:
             copied = prepare()
-            print(f"workspace/: {len(copied)} notebook(s) copied in" if copied else
-                  "workspace/: every notebook is there (make reset-workspace NOTEBOOK=... restores one)")
+            print(
+                f"workspace/: {len(copied)} notebook(s) copied in"
+                if copied
+                else "workspace/: every notebook is there (make reset-workspace NOTEBOOK=... restores one)"
+            )
         elif len(args) == 2 and args[0] == "reset" and args[1]:
             source = reset(args[1])
-            print(f"workspace/{args[1].removesuffix('.ipynb')}.ipynb restored from {source.relative_to(ROOT)}")
+            print(
+                f"workspace/{args[1].removesuffix('.ipynb')}.ipynb restored from {source.relative_to(ROOT)}"
+            )
         elif args[:1] == ["reset"]:
-            raise Refused(f"say which notebook to restore, e.g. make reset-workspace "
-                          f"NOTEBOOK=03_streams_and_overlap; one of: {', '.join(notebook_names())}")
+            raise Refused(
+                f"say which notebook to restore, e.g. make reset-workspace "
+                f"NOTEBOOK=03_streams_and_overlap; one of: {', '.join(notebook_names())}"
+            )
         else:
             raise Refused("usage: tools/workspace.py prepare | tools/workspace.py reset NOTEBOOK")
     except Refused as e:

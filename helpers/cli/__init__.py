@@ -70,126 +70,272 @@ def version() -> str:
 
 def _output_flags(parser: argparse.ArgumentParser, csv_too: bool = True) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--json", action="store_true", help="print JSON (machine, versions, rows) instead of a table")
+    group.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON (machine, versions, rows) instead of a table",
+    )
     if csv_too:
-        group.add_argument("--csv", action="store_true", help="print the rows as CSV instead of a table")
+        group.add_argument(
+            "--csv", action="store_true", help="print the rows as CSV instead of a table"
+        )
 
 
 def _add_copies(sub: argparse._SubParsersAction) -> None:
     for name, way in (("h2d", "Host-to-GPU"), ("d2h", "GPU-to-host")):
-        copy = sub.add_parser(name, help=f"{way} copy bandwidth by size", description=(
-            f"{way} copy bandwidth on cuda:0, size by size, timed exactly as notebook 01 does: pinned "
-            "copies with CUDA events around copies queued behind a spin kernel, pageable ones with a synchronised "
-            "host clock; warm-up, several samples, median and spread; contents checked once. Each row is printed "
-            "when measured. Beside it, the PCIe link's raw rate."))
-        copy.add_argument("--sizes", type=argtype(parse_sizes), default=parse_sizes("4KiB:1GiB"),
-                          help=f"SMALLEST:LARGEST[:FACTOR] (x4 steps) or a list A,B; each {SIZE_HELP} "
-                               "(default 4KiB:1GiB)")
+        copy = sub.add_parser(
+            name,
+            help=f"{way} copy bandwidth by size",
+            description=(
+                f"{way} copy bandwidth on cuda:0, size by size, timed exactly as notebook 01 does: pinned "
+                "copies with CUDA events around copies queued behind a spin kernel, pageable ones with a synchronised "
+                "host clock; warm-up, several samples, median and spread; contents checked once. Each row is printed "
+                "when measured. Beside it, the PCIe link's raw rate."
+            ),
+        )
+        copy.add_argument(
+            "--sizes",
+            type=argtype(parse_sizes),
+            default=parse_sizes("4KiB:1GiB"),
+            help=f"SMALLEST:LARGEST[:FACTOR] (x4 steps) or a list A,B; each {SIZE_HELP} "
+            "(default 4KiB:1GiB)",
+        )
         memory = copy.add_mutually_exclusive_group()
-        memory.add_argument("--pinned", dest="pinned", action="store_true", default=True,
-                            help="page-locked host memory (the default)")
-        memory.add_argument("--pageable", dest="pinned", action="store_false", help="ordinary (pageable) host memory")
+        memory.add_argument(
+            "--pinned",
+            dest="pinned",
+            action="store_true",
+            default=True,
+            help="page-locked host memory (the default)",
+        )
+        memory.add_argument(
+            "--pageable",
+            dest="pinned",
+            action="store_false",
+            help="ordinary (pageable) host memory",
+        )
         _output_flags(copy)
         copy.set_defaults(func=cmd_copy)
 
-    p2p = sub.add_parser("p2p", help="peer matrix: one-way and both-ways GB/s, latency", description=(
-        "Copies between every pair of GPUs, timed as notebook 05 does: one direction, both directions at once, "
-        f"and the latency of a {LATENCY_BYTES}-byte copy. Needs 2 GPUs."))
-    p2p.add_argument("--size", type=argtype(parse_size), default=256 * MiB, help=f"copy size, {SIZE_HELP} "
-                     "(default 256MiB)")
+    p2p = sub.add_parser(
+        "p2p",
+        help="peer matrix: one-way and both-ways GB/s, latency",
+        description=(
+            "Copies between every pair of GPUs, timed as notebook 05 does: one direction, both directions at once, "
+            f"and the latency of a {LATENCY_BYTES}-byte copy. Needs 2 GPUs."
+        ),
+    )
+    p2p.add_argument(
+        "--size",
+        type=argtype(parse_size),
+        default=256 * MiB,
+        help=f"copy size, {SIZE_HELP} (default 256MiB)",
+    )
     _output_flags(p2p)
     p2p.set_defaults(func=cmd_p2p)
 
-    nvb = sub.add_parser("nvbandwidth", help="the copies under nvbandwidth's testcase names and matrices",
-                         description="nvbandwidth's copy-engine testcases measured by notebooks 01 and 05's "
-                         "code: a matrix per testcase and its SUM line, or nvbandwidth's JSON (-j).")
-    nvb.add_argument("-t", "--testcase", action="append", help="testcase name or index (repeatable; default all)")
+    nvb = sub.add_parser(
+        "nvbandwidth",
+        help="the copies under nvbandwidth's testcase names and matrices",
+        description="nvbandwidth's copy-engine testcases measured by notebooks 01 and 05's "
+        "code: a matrix per testcase and its SUM line, or nvbandwidth's JSON (-j).",
+    )
+    nvb.add_argument(
+        "-t", "--testcase", action="append", help="testcase name or index (repeatable; default all)"
+    )
     nvb.add_argument("-l", "--list", action="store_true", help="list the testcases")
-    nvb.add_argument("-b", "--bufferSize", dest="buffer_size", type=argtype(whole(1)), default=512,
-                     help="buffer size in MiB (default 512, as nvbandwidth)")
-    nvb.add_argument("-i", "--testSamples", dest="samples", type=argtype(whole(1)), default=3,
-                     help="samples per measurement (default 3, as nvbandwidth)")
+    nvb.add_argument(
+        "-b",
+        "--bufferSize",
+        dest="buffer_size",
+        type=argtype(whole(1)),
+        default=512,
+        help="buffer size in MiB (default 512, as nvbandwidth)",
+    )
+    nvb.add_argument(
+        "-i",
+        "--testSamples",
+        dest="samples",
+        type=argtype(whole(1)),
+        default=3,
+        help="samples per measurement (default 3, as nvbandwidth)",
+    )
     nvb.add_argument("-j", "--json", action="store_true", help="print nvbandwidth's JSON")
     nvb.set_defaults(func=cmd_nvbandwidth)
 
 
 def _add_collectives(sub: argparse._SubParsersAction) -> None:
-    coll = sub.add_parser("collectives", help="collectives in nccl-tests' output and flags (torchrun or spawned "
-                          "ranks)", description=(
-        "Time collectives as nccl-tests does and print its output: header, '# Using devices', out-of-place and "
-        "in-place groups, each row as it is measured, '# Out of bounds values' and '# Avg bus bandwidth' (exit 1 "
-        "on wrong values). Under torchrun it joins torchrun's group; otherwise it starts -g ranks here (NCCL with "
-        "a GPU per rank, else gloo). nccl-tests' short flags mean what they mean there."))
+    coll = sub.add_parser(
+        "collectives",
+        help="collectives in nccl-tests' output and flags (torchrun or spawned ranks)",
+        description=(
+            "Time collectives as nccl-tests does and print its output: header, '# Using devices', out-of-place and "
+            "in-place groups, each row as it is measured, '# Out of bounds values' and '# Avg bus bandwidth' (exit 1 "
+            "on wrong values). Under torchrun it joins torchrun's group; otherwise it starts -g ranks here (NCCL with "
+            "a GPU per rank, else gloo). nccl-tests' short flags mean what they mean there."
+        ),
+    )
     size = argtype(parse_size)
-    coll.add_argument("-b", "--minbytes", type=size, help="smallest size (default 1K; nccl-tests' 128M units)")
-    coll.add_argument("-e", "--maxbytes", type=size, help="largest size (default 1G with nccl, 4M with gloo)")
+    coll.add_argument(
+        "-b", "--minbytes", type=size, help="smallest size (default 1K; nccl-tests' 128M units)"
+    )
+    coll.add_argument(
+        "-e", "--maxbytes", type=size, help="largest size (default 1G with nccl, 4M with gloo)"
+    )
     steps = coll.add_mutually_exclusive_group()
-    steps.add_argument("-f", "--stepfactor", type=argtype(whole(2)), help="multiply the size by this (default 4)")
+    steps.add_argument(
+        "-f", "--stepfactor", type=argtype(whole(2)), help="multiply the size by this (default 4)"
+    )
     steps.add_argument("-i", "--stepbytes", type=size, help="add this many bytes to the size")
-    coll.add_argument("-g", "--ngpus", "--nproc", type=argtype(whole(1)), help="ranks to start without torchrun (default: "
-                      "one per GPU, or 2); with --sweep-ranks the most CPU ranks")
-    coll.add_argument("-n", "--iters", type=argtype(whole(1)), default=COLLECTIVE_ITERS,
-                      help=f"calls per sample (default {COLLECTIVE_ITERS})")
-    coll.add_argument("-w", "--warmup_iters", "--warmup", dest="warmup", type=argtype(whole(0)), default=COLLECTIVE_WARMUP,
-                      help=f"warm-up calls (default {COLLECTIVE_WARMUP})")
-    coll.add_argument("-c", "--check", type=argtype(whole(0)), default=1, help="check results (1, default) or not")
-    coll.add_argument("-o", "--op", type=argtype(one_of("sum", why="torch's timed reductions sum")), default="sum",
-                      help="reduction op (sum)")
-    coll.add_argument("-d", "--datatype", type=argtype(one_of("float", why="notebook 06 times float32")),
-                      default="float", help="data type (float)")
-    coll.add_argument("-J", "--output_file", type=Path, help="also write nccl-tests' JSON to this file")
-    coll.add_argument("--ops", type=argtype(parse_ops), default=parse_ops("all"),
-                      help=f"'all' or a comma-separated list of {', '.join(distributed.COLLECTIVE_OPS)} (default all)")
-    coll.add_argument("--sizes", type=argtype(parse_sizes), help=f"instead of -b/-e/-f: SMALLEST:LARGEST[:FACTOR] "
-                      f"or a list; each {SIZE_HELP}")
-    coll.add_argument("--backend", choices=distributed.BACKENDS, help="nccl (GPUs) or gloo (CPU); default: "
-                      "nccl with a GPU per rank, else gloo")
-    coll.add_argument("--samples", type=argtype(whole(1)), default=COLLECTIVE_SAMPLES,
-                      help=f"samples of -n calls, median taken (default {COLLECTIVE_SAMPLES})")
-    coll.add_argument("--sweep-ranks", action="store_true", help="busbw at the largest size against N = 2, 4, ... "
-                      "every GPU (gloo: up to -g CPU ranks, default 4)")
-    coll.add_argument("--timeout", type=float, default=600.0, help="seconds the ranks may run (default 600)")
-    coll.add_argument("--json", action="store_true", help="print nccl-tests' JSON instead of its text")
+    coll.add_argument(
+        "-g",
+        "--ngpus",
+        "--nproc",
+        type=argtype(whole(1)),
+        help="ranks to start without torchrun (default: "
+        "one per GPU, or 2); with --sweep-ranks the most CPU ranks",
+    )
+    coll.add_argument(
+        "-n",
+        "--iters",
+        type=argtype(whole(1)),
+        default=COLLECTIVE_ITERS,
+        help=f"calls per sample (default {COLLECTIVE_ITERS})",
+    )
+    coll.add_argument(
+        "-w",
+        "--warmup_iters",
+        "--warmup",
+        dest="warmup",
+        type=argtype(whole(0)),
+        default=COLLECTIVE_WARMUP,
+        help=f"warm-up calls (default {COLLECTIVE_WARMUP})",
+    )
+    coll.add_argument(
+        "-c", "--check", type=argtype(whole(0)), default=1, help="check results (1, default) or not"
+    )
+    coll.add_argument(
+        "-o",
+        "--op",
+        type=argtype(one_of("sum", why="torch's timed reductions sum")),
+        default="sum",
+        help="reduction op (sum)",
+    )
+    coll.add_argument(
+        "-d",
+        "--datatype",
+        type=argtype(one_of("float", why="notebook 06 times float32")),
+        default="float",
+        help="data type (float)",
+    )
+    coll.add_argument(
+        "-J", "--output_file", type=Path, help="also write nccl-tests' JSON to this file"
+    )
+    coll.add_argument(
+        "--ops",
+        type=argtype(parse_ops),
+        default=parse_ops("all"),
+        help=f"'all' or a comma-separated list of {', '.join(distributed.COLLECTIVE_OPS)} (default all)",
+    )
+    coll.add_argument(
+        "--sizes",
+        type=argtype(parse_sizes),
+        help=f"instead of -b/-e/-f: SMALLEST:LARGEST[:FACTOR] or a list; each {SIZE_HELP}",
+    )
+    coll.add_argument(
+        "--backend",
+        choices=distributed.BACKENDS,
+        help="nccl (GPUs) or gloo (CPU); default: nccl with a GPU per rank, else gloo",
+    )
+    coll.add_argument(
+        "--samples",
+        type=argtype(whole(1)),
+        default=COLLECTIVE_SAMPLES,
+        help=f"samples of -n calls, median taken (default {COLLECTIVE_SAMPLES})",
+    )
+    coll.add_argument(
+        "--sweep-ranks",
+        action="store_true",
+        help="busbw at the largest size against N = 2, 4, ... "
+        "every GPU (gloo: up to -g CPU ranks, default 4)",
+    )
+    coll.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds the ranks may run (default 600)"
+    )
+    coll.add_argument(
+        "--json", action="store_true", help="print nccl-tests' JSON instead of its text"
+    )
     coll.set_defaults(func=cmd_collectives)
 
 
 def _add_machine(sub: argparse._SubParsersAction) -> None:
-    doctor = sub.add_parser("doctor", help="preflight: GPUs, driver, PCIe links, NUMA, other work, limits, "
-                            "peers, NCCL, disk, recordings", description="Check this machine before a workshop or "
-                            "a GPU CI job. Each check is pass / warn / FAIL with the fix; exit 1 on a FAIL. "
-                            "Without a GPU it says 'CPU only: the notebooks replay' and exits 0.")
+    doctor = sub.add_parser(
+        "doctor",
+        help="preflight: GPUs, driver, PCIe links, NUMA, other work, limits, "
+        "peers, NCCL, disk, recordings",
+        description="Check this machine before a workshop or "
+        "a GPU CI job. Each check is pass / warn / FAIL with the fix; exit 1 on a FAIL. "
+        "Without a GPU it says 'CPU only: the notebooks replay' and exits 0.",
+    )
     _output_flags(doctor, csv_too=False)
-    doctor.add_argument("--skip-nccl", action="store_true", help="leave out the tiny NCCL all_reduce")
-    doctor.add_argument("--timeout", type=float, default=60.0, help="seconds the NCCL check may take (default 60)")
+    doctor.add_argument(
+        "--skip-nccl", action="store_true", help="leave out the tiny NCCL all_reduce"
+    )
+    doctor.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds the NCCL check may take (default 60)"
+    )
     doctor.set_defaults(func=cmd_doctor)
 
-    topo = sub.add_parser("topo", help="GPU x GPU links (NVLink, PCIe), NUMA nodes and ceilings, from NVML",
-                          description="What connects each pair of GPUs (NVLink with its link count, or the PCIe "
-                          "path as nvidia-smi topo -m names it), each GPU's PCIe link and NUMA node, and the "
-                          "ceiling in GB/s each link allows. Without a GPU it says so.")
+    topo = sub.add_parser(
+        "topo",
+        help="GPU x GPU links (NVLink, PCIe), NUMA nodes and ceilings, from NVML",
+        description="What connects each pair of GPUs (NVLink with its link count, or the PCIe "
+        "path as nvidia-smi topo -m names it), each GPU's PCIe link and NUMA node, and the "
+        "ceiling in GB/s each link allows. Without a GPU it says so.",
+    )
     topo.add_argument("--json", action="store_true", help="print JSON instead of the matrix")
     topo.set_defaults(func=cmd_topo)
 
-    record = sub.add_parser("record", help="record this GPU machine: GPU tests, every notebook live, "
-                            "results/<machine>/", description=(
-        "The contributor's run on a GPU machine (tools/gpu_run.py): the GPU tests, every notebook executed live at "
-        "full size with recording on, results/<machine>/ and an archive with the executed notebooks, then the "
-        "recordings checks (validation, staleness)."))
-    record.add_argument("--out", type=Path, default=ROOT / "build" / "gpu-out", help="folder for the archive and "
-                        "summary (default build/gpu-out in the clone)")
-    record.add_argument("--install", action="store_true", help="first pip install PyPI's CUDA build of torch and "
-                        "the course's test extras (needs network)")
+    record = sub.add_parser(
+        "record",
+        help="record this GPU machine: GPU tests, every notebook live, results/<machine>/",
+        description=(
+            "The contributor's run on a GPU machine (tools/gpu_run.py): the GPU tests, every notebook executed live at "
+            "full size with recording on, results/<machine>/ and an archive with the executed notebooks, then the "
+            "recordings checks (validation, staleness)."
+        ),
+    )
+    record.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "build" / "gpu-out",
+        help="folder for the archive and summary (default build/gpu-out in the clone)",
+    )
+    record.add_argument(
+        "--install",
+        action="store_true",
+        help="first pip install PyPI's CUDA build of torch and "
+        "the course's test extras (needs network)",
+    )
     record.add_argument("--quick", action="store_true", help="also time a quick-mode pass")
     record.add_argument("--skip-tests", action="store_true", help="leave out the GPU tests")
     record.set_defaults(func=cmd_record)
 
-    check = sub.add_parser("check", help="compare the headline figures with this machine's recorded baseline",
-                           description=(
-        "Measure pinned H2D and D2H at 256 MiB, the cuda:0 -> cuda:1 copy at 256 MiB and all_reduce busbw at the "
-        "largest size and most ranks notebook 06 recorded, and compare them with this machine's rows in "
-        "results/index.jsonl. Exit 1 when a figure falls below its baseline by more than the tolerance."))
-    check.add_argument("--tolerance", type=argtype(parse_tolerance), default=0.05,
-                       help="how far below the baseline a figure may fall, e.g. 5%% (default 5%%)")
+    check = sub.add_parser(
+        "check",
+        help="compare the headline figures with this machine's recorded baseline",
+        description=(
+            "Measure pinned H2D and D2H at 256 MiB, the cuda:0 -> cuda:1 copy at 256 MiB and all_reduce busbw at the "
+            "largest size and most ranks notebook 06 recorded, and compare them with this machine's rows in "
+            "results/index.jsonl. Exit 1 when a figure falls below its baseline by more than the tolerance."
+        ),
+    )
+    check.add_argument(
+        "--tolerance",
+        type=argtype(parse_tolerance),
+        default=0.05,
+        help="how far below the baseline a figure may fall, e.g. 5%% (default 5%%)",
+    )
     _output_flags(check)
     check.set_defaults(func=cmd_check)
 
@@ -199,11 +345,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     Used by the command line (datamove).
     """
-    parser = Parser(prog="datamove", description="Measure how data moves on this machine, with the course's own "
-                    "code: host <-> GPU copies, peer copies, collectives; check the machine and compare it with "
-                    "its recordings. Bandwidth in decimal GB/s; sizes with binary prefixes.")
+    parser = Parser(
+        prog="datamove",
+        description="Measure how data moves on this machine, with the course's own "
+        "code: host <-> GPU copies, peer copies, collectives; check the machine and compare it with "
+        "its recordings. Bandwidth in decimal GB/s; sizes with binary prefixes.",
+    )
     parser.add_argument("--version", action="version", version=f"datamove {version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=Parser
+    )
     _add_machine(sub)
     _add_copies(sub)
     _add_collectives(sub)

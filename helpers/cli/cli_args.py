@@ -16,11 +16,26 @@ from .. import distributed, hardware, timing
 MiB, GiB = 2**20, 2**30
 
 # "K", "M", "G", "T" alone are binary, as nccl-tests reads them (-e 128M is 128 MiB).
-_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 2**10,
+    "m": 2**20,
+    "g": 2**30,
+    "t": 2**40,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
 _SIZE = re.compile(r"(\d+)\s*([kmgt]i?b|[kmgt]|b)?", re.IGNORECASE)
-SIZE_HELP = "bytes (4096) or with a unit (4KiB, 64MiB, 1GiB, nccl-tests' 128M = 128 MiB; 1GB = 10^9)"
+SIZE_HELP = (
+    "bytes (4096) or with a unit (4KiB, 64MiB, 1GiB, nccl-tests' 128M = 128 MiB; 1GB = 10^9)"
+)
 
 
 class UsageError(Exception):
@@ -66,15 +81,23 @@ def parse_sizes(text: str) -> list[int]:
         return [parse_size(part) for part in text.split(",")]
     parts = text.split(":")
     if len(parts) > 3:
-        raise ValueError(f"{text!r}: a range is SMALLEST:LARGEST or SMALLEST:LARGEST:FACTOR, e.g. 4KiB:1GiB")
+        raise ValueError(
+            f"{text!r}: a range is SMALLEST:LARGEST or SMALLEST:LARGEST:FACTOR, e.g. 4KiB:1GiB"
+        )
     factor = parts[2].strip() if len(parts) == 3 else "4"
     if not factor.isdigit() or int(factor) < 2:
         raise ValueError(f"{text!r}: the step factor is a whole number >= 2, e.g. 4KiB:1GiB:2")
     return size_range(parse_size(parts[0]), parse_size(parts[1]), factor=int(factor), text=text)
 
 
-def size_range(smallest: int, largest: int, *, factor: int | None = None, step: int | None = None,
-               text: str = "") -> list[int]:
+def size_range(
+    smallest: int,
+    largest: int,
+    *,
+    factor: int | None = None,
+    step: int | None = None,
+    text: str = "",
+) -> list[int]:
     """nccl-tests' sizes: from ``smallest`` to ``largest``, times ``factor`` (-f) or plus ``step``
     bytes (-i) each time; bytes.
 
@@ -82,8 +105,10 @@ def size_range(smallest: int, largest: int, *, factor: int | None = None, step: 
     """
     where = f"{text!r}: " if text else ""
     if largest < smallest:
-        raise ValueError(f"{where}the largest size ({largest} B) is below the smallest ({smallest} B): "
-                         f"pass the smallest first, e.g. -b 8 -e 128M")
+        raise ValueError(
+            f"{where}the largest size ({largest} B) is below the smallest ({smallest} B): "
+            f"pass the smallest first, e.g. -b 8 -e 128M"
+        )
     if factor is not None:
         if factor < 2:
             raise ValueError(f"{where}the step factor is a whole number >= 2, e.g. -f 2")
@@ -92,7 +117,9 @@ def size_range(smallest: int, largest: int, *, factor: int | None = None, step: 
         raise ValueError(f"{where}pass a step factor (-f 2) or a step in bytes (-i 1M)")
     sizes = list(range(smallest, largest + 1, step))
     if len(sizes) > 1000:
-        raise ValueError(f"{where}{len(sizes)} sizes is more than a sweep needs: pass a bigger step or -f 2")
+        raise ValueError(
+            f"{where}{len(sizes)} sizes is more than a sweep needs: pass a bigger step or -f 2"
+        )
     return sizes
 
 
@@ -107,7 +134,9 @@ def parse_tolerance(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value < 1:
-        raise ValueError(f"{text!r} is not a tolerance: pass a percentage below 100, e.g. 5% (or 0.05)")
+        raise ValueError(
+            f"{text!r} is not a tolerance: pass a percentage below 100, e.g. 5% (or 0.05)"
+        )
     return value
 
 
@@ -121,8 +150,10 @@ def parse_ops(text: str) -> list[str]:
     ops = [op.strip() for op in text.split(",") if op.strip()]
     unknown = [op for op in ops if op not in distributed.COLLECTIVE_OPS]
     if unknown or not ops:
-        raise ValueError(f"unknown collective {', '.join(unknown) or repr(text)}: pass 'all' or names from "
-                         f"{','.join(distributed.COLLECTIVE_OPS)}")
+        raise ValueError(
+            f"unknown collective {', '.join(unknown) or repr(text)}: pass 'all' or names from "
+            f"{','.join(distributed.COLLECTIVE_OPS)}"
+        )
     return ops
 
 
@@ -131,10 +162,12 @@ def whole(least: int) -> Callable[[str], int]:
 
     Used by the command line (datamove).
     """
+
     def parse_whole(text: str) -> int:
         if not text.strip().isdigit() or int(text) < least:
             raise ValueError(f"{text!r} is not a whole number >= {least}")
         return int(text)
+
     return parse_whole
 
 
@@ -143,10 +176,12 @@ def one_of(*choices: str, why: str) -> Callable[[str], str]:
 
     Used by the command line (datamove).
     """
+
     def parse_choice(text: str) -> str:
         if text.strip().lower() not in choices:
             raise ValueError(f"{text!r}: {why}; pass {' or '.join(choices)}")
         return text.strip().lower()
+
     return parse_choice
 
 
@@ -155,11 +190,13 @@ def argtype(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
     Used by the command line (datamove).
     """
+
     def convert(text: str) -> Any:
         try:
             return parse(text)
         except ValueError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
+
     convert.__name__ = parse.__name__.removeprefix("parse_")
     return convert
 
@@ -171,5 +208,7 @@ def need_gpus(n: int, why: str = "") -> None:
     """
     have = hardware.gpu_count()
     if have < n:
-        raise UsageError(f"needs {n} CUDA GPU(s){why}, this machine has {have}; run it on a GPU machine "
-                         f"(the notebooks replay recordings elsewhere)")
+        raise UsageError(
+            f"needs {n} CUDA GPU(s){why}, this machine has {have}; run it on a GPU machine "
+            f"(the notebooks replay recordings elsewhere)"
+        )

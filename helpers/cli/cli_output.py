@@ -36,7 +36,9 @@ class Progress:
     Used by the command line (datamove).
     """
 
-    def __init__(self, what: str, total: int, stream: TextIO | None = None, force: bool = False) -> None:
+    def __init__(
+        self, what: str, total: int, stream: TextIO | None = None, force: bool = False
+    ) -> None:
         self.what, self.total, self.done = what, total, 0
         self.stream = stream or sys.stderr
         self.shown = force or bool(getattr(self.stream, "isatty", lambda: False)())
@@ -66,7 +68,9 @@ def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> str:
 
     Used by the command line (datamove).
     """
-    return tables.Table(list(columns.values()), [[row.get(key) for key in columns] for row in rows]).to_text()
+    return tables.Table(
+        list(columns.values()), [[row.get(key) for key in columns] for row in rows]
+    ).to_text()
 
 
 def matrix_table(title: str, matrix: list[list[float | None]], unit: str) -> str:
@@ -76,8 +80,10 @@ def matrix_table(title: str, matrix: list[list[float | None]], unit: str) -> str
     """
     n = len(matrix)
     rows = [[f"cuda:{i}", *row] for i, row in enumerate(matrix)]
-    return f"{title} ({unit}; row: from, column: to)\n" + tables.Table(
-        ["from", *(f"cuda:{j}" for j in range(n))], rows).to_text()
+    return (
+        f"{title} ({unit}; row: from, column: to)\n"
+        + tables.Table(["from", *(f"cuda:{j}" for j in range(n))], rows).to_text()
+    )
 
 
 class StreamedRows:
@@ -87,10 +93,18 @@ class StreamedRows:
     Used by the command line (datamove).
     """
 
-    def __init__(self, args: argparse.Namespace, columns: dict[str, tuple[str, int, Callable[[Any], str]]]) -> None:
+    def __init__(
+        self, args: argparse.Namespace, columns: dict[str, tuple[str, int, Callable[[Any], str]]]
+    ) -> None:
         self.columns = columns
         self.rows: list[dict[str, Any]] = []
-        self.mode = "json" if getattr(args, "json", False) else "csv" if getattr(args, "csv", False) else "text"
+        self.mode = (
+            "json"
+            if getattr(args, "json", False)
+            else "csv"
+            if getattr(args, "csv", False)
+            else "text"
+        )
         self.writer: Any = None
 
     def header(self) -> None:
@@ -98,8 +112,12 @@ class StreamedRows:
         if self.mode == "text":
             say("  ".join(head.rjust(width) for head, width, _ in self.columns.values()))
         elif self.mode == "csv":
-            self.writer = csv.DictWriter(sys.stdout, fieldnames=list(self.columns), extrasaction="ignore",
-                                         lineterminator="\n")
+            self.writer = csv.DictWriter(
+                sys.stdout,
+                fieldnames=list(self.columns),
+                extrasaction="ignore",
+                lineterminator="\n",
+            )
             self.writer.writeheader()
             sys.stdout.flush()
 
@@ -107,14 +125,20 @@ class StreamedRows:
         """Keep ``row`` and print it now."""
         self.rows.append(row)
         if self.mode == "text":
-            say("  ".join(("-" if row.get(key) is None else show(row[key])).rjust(width)
-                          for key, (_, width, show) in self.columns.items()))
+            say(
+                "  ".join(
+                    ("-" if row.get(key) is None else show(row[key])).rjust(width)
+                    for key, (_, width, show) in self.columns.items()
+                )
+            )
         elif self.mode == "csv":
             self.writer.writerow(row)
             sys.stdout.flush()
 
 
-def emit(args: argparse.Namespace, payload: dict[str, Any], columns: dict[str, str], text: str) -> None:
+def emit(
+    args: argparse.Namespace, payload: dict[str, Any], columns: dict[str, str], text: str
+) -> None:
     """Print the payload as JSON (``--json``), its rows as CSV (``--csv``) or ``text`` for people.
 
     Used by the command line (datamove).
@@ -122,7 +146,9 @@ def emit(args: argparse.Namespace, payload: dict[str, Any], columns: dict[str, s
     if getattr(args, "json", False):
         say(json.dumps(payload, indent=2, allow_nan=True, default=str))
     elif getattr(args, "csv", False):
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+        writer = csv.DictWriter(
+            sys.stdout, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
+        )
         writer.writeheader()
         writer.writerows(payload["rows"])
         sys.stdout.flush()
@@ -137,6 +163,12 @@ def machine_facts() -> dict[str, Any]:
     """
     info = hardware.describe()
     gpus = info.get("gpus") or []
-    return {"machine": info["machine"], "gpu": gpus[0]["name"] if gpus else None, "driver": info.get("driver"),
-            "torch": info.get("torch"), "cuda": info.get("cuda"), "nccl": info.get("nccl"),
-            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
+    return {
+        "machine": info["machine"],
+        "gpu": gpus[0]["name"] if gpus else None,
+        "driver": info.get("driver"),
+        "torch": info.get("torch"),
+        "cuda": info.get("cuda"),
+        "nccl": info.get("nccl"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }

@@ -40,8 +40,10 @@ def _check_collective_sizes(sizes: list[int], world_size: int) -> None:
     step = 4 * world_size
     bad = [n for n in sizes if n % step]
     if bad:
-        raise UsageError(f"{bad[0]} bytes is not a multiple of 4 x {world_size} ranks = {step} bytes (float32 "
-                         f"elements split into equal parts); pass e.g. {max(step, bad[0] - bad[0] % step)}")
+        raise UsageError(
+            f"{bad[0]} bytes is not a multiple of 4 x {world_size} ranks = {step} bytes (float32 "
+            f"elements split into equal parts); pass e.g. {max(step, bad[0] - bad[0] % step)}"
+        )
 
 
 def _chosen_sizes(args: argparse.Namespace, backend: str, world: int) -> list[int]:
@@ -53,8 +55,12 @@ def _chosen_sizes(args: argparse.Namespace, backend: str, world: int) -> list[in
     smallest = args.minbytes or smallest
     largest = args.maxbytes or max(largest, smallest)
     try:
-        sizes = size_range(smallest, largest, factor=None if args.stepbytes else (args.stepfactor or factor),
-                           step=args.stepbytes)
+        sizes = size_range(
+            smallest,
+            largest,
+            factor=None if args.stepbytes else (args.stepfactor or factor),
+            step=args.stepbytes,
+        )
     except ValueError as err:
         raise UsageError(str(err)) from None
     step = 4 * world
@@ -65,7 +71,9 @@ class _NcclTestsPrinter:
     """Prints the header before an op's first row, each row as it arrives, the trailer after its
     last; keeps nccl-tests' JSON results and a progress line on stderr."""
 
-    def __init__(self, args: argparse.Namespace, world: int, backend: str, sizes: list[int]) -> None:
+    def __init__(
+        self, args: argparse.Namespace, world: int, backend: str, sizes: list[int]
+    ) -> None:
         self.args, self.world, self.backend, self.sizes = args, world, backend, sizes
         self.devices: list[dict[str, Any]] = []
         self.rows: dict[str, list[dict[str, Any]]] = {op: [] for op in args.ops}
@@ -81,7 +89,9 @@ class _NcclTestsPrinter:
         if not rows and not self.quiet:
             self._header(op)
         seconds = t.median_s
-        row = nccl_tests_format.result(op, t.nbytes, seconds, value["wrong"] if self.args.check else None, self.world)
+        row = nccl_tests_format.result(
+            op, t.nbytes, seconds, value["wrong"] if self.args.check else None, self.world
+        )
         row["spread"], row["samples"], row["method"] = t.spread, len(t.samples_s), t.method
         rows.append(row)
         self.progress.step(f"{op} {timing.format_bytes(t.nbytes)}")
@@ -93,32 +103,60 @@ class _NcclTestsPrinter:
 
     def _header(self, op: str) -> None:
         a = self.args
-        step = f"{a.stepbytes}(bytes)" if a.stepbytes else f"{a.stepfactor or DEFAULT_RANGE[self.backend][2]}(factor)"
-        note = (f"{self.backend}; time: median of {a.samples} samples of {a.iters} calls (nccl-tests: the mean "
-                f"of one sample); the group torch calls fills its column, the other is N/A")
-        for line in nccl_tests_format.header_lines(op=op, world=self.world, min_bytes=self.sizes[0], max_bytes=self.sizes[-1],
-                                     step=step, warmup=a.warmup, iters=a.iters, check=a.check, devices=self.devices,
-                                     version=a.version, note=note):
+        step = (
+            f"{a.stepbytes}(bytes)"
+            if a.stepbytes
+            else f"{a.stepfactor or DEFAULT_RANGE[self.backend][2]}(factor)"
+        )
+        note = (
+            f"{self.backend}; time: median of {a.samples} samples of {a.iters} calls (nccl-tests: the mean "
+            f"of one sample); the group torch calls fills its column, the other is N/A"
+        )
+        for line in nccl_tests_format.header_lines(
+            op=op,
+            world=self.world,
+            min_bytes=self.sizes[0],
+            max_bytes=self.sizes[-1],
+            step=step,
+            warmup=a.warmup,
+            iters=a.iters,
+            check=a.check,
+            devices=self.devices,
+            version=a.version,
+            note=note,
+        ):
             say(line)
 
     def all_rows(self) -> list[dict[str, Any]]:
         return [{"op": op, **row} for op, rows in self.rows.items() for row in rows]
 
 
-def _spawned(args: argparse.Namespace, world: int, backend: str, printer: _NcclTestsPrinter) -> None:
-    distributed.launch(distributed.collective_sweep, world, backend=backend, timeout_s=args.timeout,
-                       kwargs=_sweep_kwargs(args, printer.sizes), on_report=lambda rank, value: printer(value))
+def _spawned(
+    args: argparse.Namespace, world: int, backend: str, printer: _NcclTestsPrinter
+) -> None:
+    distributed.launch(
+        distributed.collective_sweep,
+        world,
+        backend=backend,
+        timeout_s=args.timeout,
+        kwargs=_sweep_kwargs(args, printer.sizes),
+        on_report=lambda rank, value: printer(value),
+    )
 
 
 def _sweep_kwargs(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
-    return dict(ops=args.ops, sizes=sizes, warmup=args.warmup, iters=args.iters, samples=args.samples)
+    return dict(
+        ops=args.ops, sizes=sizes, warmup=args.warmup, iters=args.iters, samples=args.samples
+    )
 
 
 def _torchrun(args: argparse.Namespace) -> _NcclTestsPrinter | None:
     """Join torchrun's group; rank 0 prints and returns its printer, the other ranks None."""
     for name, value in distributed.RANK_ENV.items():
         os.environ.setdefault(name, value)
-    backend = args.backend or ("nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo")
+    backend = args.backend or (
+        "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    )
     world, rank = int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
     sizes = _chosen_sizes(args, backend, world)
     _check_collective_sizes(sizes, world)
@@ -137,11 +175,23 @@ def _torchrun(args: argparse.Namespace) -> _NcclTestsPrinter | None:
     return printer if rank == 0 else None
 
 
-def _write_json(args: argparse.Namespace, printer: _NcclTestsPrinter, started: _dt.datetime) -> dict[str, Any]:
-    doc = nccl_tests_format.json_document(argv=sys.argv, world=printer.world, min_bytes=printer.sizes[0],
-                            max_bytes=printer.sizes[-1], factor=None if args.stepbytes else args.stepfactor or 4,
-                            step_bytes=args.stepbytes, warmup=args.warmup, iters=args.iters, check=args.check,
-                            devices=printer.devices, rows=printer.all_rows(), started=started)
+def _write_json(
+    args: argparse.Namespace, printer: _NcclTestsPrinter, started: _dt.datetime
+) -> dict[str, Any]:
+    doc = nccl_tests_format.json_document(
+        argv=sys.argv,
+        world=printer.world,
+        min_bytes=printer.sizes[0],
+        max_bytes=printer.sizes[-1],
+        factor=None if args.stepbytes else args.stepfactor or 4,
+        step_bytes=args.stepbytes,
+        warmup=args.warmup,
+        iters=args.iters,
+        check=args.check,
+        devices=printer.devices,
+        rows=printer.all_rows(),
+        started=started,
+    )
     if args.output_file:
         args.output_file.write_text(json.dumps(doc, indent=2, default=str))
     return doc
@@ -194,8 +244,10 @@ def _cmd_rank_sweep(args: argparse.Namespace) -> int:
         need_gpus(2, " (a sweep over ranks needs 2 GPUs; pass --backend gloo to sweep CPU ranks)")
     counts = rank_counts(top)
     size = (args.sizes or [args.maxbytes or DEFAULT_RANGE[backend][1]])[-1]
-    say(f"# busbw (GB/s) at {timing.format_bytes(size)} against the number of ranks, {backend}; median of "
-        f"{args.samples} samples of {args.iters} calls")
+    say(
+        f"# busbw (GB/s) at {timing.format_bytes(size)} against the number of ranks, {backend}; median of "
+        f"{args.samples} samples of {args.iters} calls"
+    )
     say(f"# {'N':>4}  " + "  ".join(f"{op:>14}" for op in args.ops))
     wrong = 0
     for n in counts:
@@ -206,10 +258,20 @@ def _cmd_rank_sweep(args: argparse.Namespace) -> int:
             if "op" in value:
                 got[value["op"]] = value
 
-        distributed.launch(distributed.collective_sweep, n, backend=backend, timeout_s=args.timeout,
-                           kwargs=_sweep_kwargs(args, [size - size % (4 * n)]), on_report=keep)
+        distributed.launch(
+            distributed.collective_sweep,
+            n,
+            backend=backend,
+            timeout_s=args.timeout,
+            kwargs=_sweep_kwargs(args, [size - size % (4 * n)]),
+            on_report=keep,
+        )
         wrong += sum(v["wrong"] for v in got.values())
-        cells = [distributed.busbw_gbps(op, got[op]["timing"].nbytes, got[op]["timing"].median_s, n)
-                 for op in args.ops]
-        say(f"  {n:>4}  " + "  ".join(f"{c:14.4g}" for c in cells))  # 4 digits: gloo on a CPU is slow
+        cells = [
+            distributed.busbw_gbps(op, got[op]["timing"].nbytes, got[op]["timing"].median_s, n)
+            for op in args.ops
+        ]
+        say(
+            f"  {n:>4}  " + "  ".join(f"{c:14.4g}" for c in cells)
+        )  # 4 digits: gloo on a CPU is slow
     return 1 if wrong else 0

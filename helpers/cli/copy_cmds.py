@@ -26,14 +26,18 @@ def host_copy(direction: str, pinned: bool, n: int) -> timing.Timing:
 
     Used by the command line (datamove).
     """
-    return experiments.timed_copy(n, direction, pinned, REPEATS_SMALL if n < LARGE_BYTES else REPEATS_LARGE)
+    return experiments.timed_copy(
+        n, direction, pinned, REPEATS_SMALL if n < LARGE_BYTES else REPEATS_LARGE
+    )
 
 
 def _check_copy_sizes(sizes: list[int]) -> None:
     bad = [n for n in sizes if n % 4]
     if bad:
-        raise UsageError(f"copy sizes are whole 4-byte words (the copied data is int32); {bad[0]} bytes is not: "
-                         f"pass e.g. {bad[0] - bad[0] % 4 or 4}")
+        raise UsageError(
+            f"copy sizes are whole 4-byte words (the copied data is int32); {bad[0]} bytes is not: "
+            f"pass e.g. {bad[0] - bad[0] % 4 or 4}"
+        )
 
 
 def link_of_gpu0() -> dict[str, Any]:
@@ -44,8 +48,12 @@ def link_of_gpu0() -> dict[str, Any]:
     info = hardware.describe()
     gpu0 = (info.get("gpus") or [{}])[0]
     gen, width = gpu0.get("pcie_gen_max"), gpu0.get("pcie_width_max")
-    return {"gen": gen, "width": width, "theoretical_gbps": hardware.pcie_theoretical_gbps(gen, width),
-            "memory_ceiling_gbps": hardware.ceiling_gbps(info)}
+    return {
+        "gen": gen,
+        "width": width,
+        "theoretical_gbps": hardware.pcie_theoretical_gbps(gen, width),
+        "memory_ceiling_gbps": hardware.ceiling_gbps(info),
+    }
 
 
 def copy_row(t: timing.Timing, link_gbps: float | None) -> dict[str, Any]:
@@ -54,22 +62,47 @@ def copy_row(t: timing.Timing, link_gbps: float | None) -> dict[str, Any]:
     Used by the command line (datamove).
     """
     slow, fast = t.gbps_range
-    return {"size": t.nbytes, "size_text": timing.format_bytes(t.nbytes or 0), "gbps": t.gbps,
-            "gbps_slowest": slow, "gbps_fastest": fast, "spread": t.spread, "time_us": t.median_us,
-            "link_share": t.gbps / link_gbps if link_gbps else None, "samples": len(t.samples_s),
-            "calls_per_sample": t.calls_per_sample, "method": t.method}
+    return {
+        "size": t.nbytes,
+        "size_text": timing.format_bytes(t.nbytes or 0),
+        "gbps": t.gbps,
+        "gbps_slowest": slow,
+        "gbps_fastest": fast,
+        "spread": t.spread,
+        "time_us": t.median_us,
+        "link_share": t.gbps / link_gbps if link_gbps else None,
+        "samples": len(t.samples_s),
+        "calls_per_sample": t.calls_per_sample,
+        "method": t.method,
+    }
 
 
 def _f2(x: Any) -> str:
     return f"{x:.2f}"
 
 
-COPY_COLUMNS = {"size_text": "size", "gbps": "GB/s", "gbps_slowest": "slowest", "gbps_fastest": "fastest",
-                "spread": "IQR/median", "time_us": "us/copy", "link_share": "of link", "calls_per_sample": "calls",
-                "method": "clock"}
-_COPY_WIDTHS: dict[str, tuple[int, Callable[[Any], str]]] = {"size_text": (9, str), "gbps": (8, _f2), "gbps_slowest": (8, _f2), "gbps_fastest": (8, _f2),
-                "spread": (10, lambda x: f"{x:.3f}"), "time_us": (10, lambda x: f"{x:.1f}"),
-                "link_share": (7, lambda x: f"{x:.0%}"), "calls_per_sample": (6, str), "method": (24, str)}
+COPY_COLUMNS = {
+    "size_text": "size",
+    "gbps": "GB/s",
+    "gbps_slowest": "slowest",
+    "gbps_fastest": "fastest",
+    "spread": "IQR/median",
+    "time_us": "us/copy",
+    "link_share": "of link",
+    "calls_per_sample": "calls",
+    "method": "clock",
+}
+_COPY_WIDTHS: dict[str, tuple[int, Callable[[Any], str]]] = {
+    "size_text": (9, str),
+    "gbps": (8, _f2),
+    "gbps_slowest": (8, _f2),
+    "gbps_fastest": (8, _f2),
+    "spread": (10, lambda x: f"{x:.3f}"),
+    "time_us": (10, lambda x: f"{x:.1f}"),
+    "link_share": (7, lambda x: f"{x:.0%}"),
+    "calls_per_sample": (6, str),
+    "method": (24, str),
+}
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
@@ -83,12 +116,18 @@ def cmd_copy(args: argparse.Namespace) -> int:
     memory = "pinned" if args.pinned else "pageable"
     facts = machine_facts()
     raw = link["theoretical_gbps"]
-    where = (f"PCIe gen {link['gen']} x{link['width']}: raw {raw:.1f} GB/s per direction "
-             f"(copies reach about 80-90% of it)" if raw else "PCIe link not reported by nvidia-smi")
+    where = (
+        f"PCIe gen {link['gen']} x{link['width']}: raw {raw:.1f} GB/s per direction "
+        f"(copies reach about 80-90% of it)"
+        if raw
+        else "PCIe link not reported by nvidia-smi"
+    )
     out = StreamedRows(args, {key: (COPY_COLUMNS[key], *_COPY_WIDTHS[key]) for key in COPY_COLUMNS})
     if out.mode == "text":
-        say(f"{args.command.upper()} from {memory} memory on {facts['gpu']}; decimal GB/s, median of the "
-            f"samples (slowest-fastest); {where}")
+        say(
+            f"{args.command.upper()} from {memory} memory on {facts['gpu']}; decimal GB/s, median of the "
+            f"samples (slowest-fastest); {where}"
+        )
     out.header()
     progress = Progress(args.command, len(args.sizes))
     try:
@@ -98,8 +137,12 @@ def cmd_copy(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if out.mode == "json":
-        emit(args, {"command": args.command, "memory": memory, **facts, "link": link, "rows": out.rows},
-             COPY_COLUMNS, "")
+        emit(
+            args,
+            {"command": args.command, "memory": memory, **facts, "link": link, "rows": out.rows},
+            COPY_COLUMNS,
+            "",
+        )
     return 0
 
 
@@ -112,11 +155,15 @@ P2P_REPEATS, LATENCY_BYTES, LATENCY_REPEATS, LATENCY_CALLS = 7, 4, 10, 50
 def _peer_matrices(size: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Notebook 05's three peer-copy experiments, run at one size for every pair of GPUs here:
     one way ({"i->j": [Timing]}), both ways ({"i<->j": [Timing]}) and latency ({"i->j": [Timing]})."""
-    say(f"datamove p2p: one way, both ways and latency, {timing.format_bytes(size)}, every pair of GPUs",
-        sys.stderr)
+    say(
+        f"datamove p2p: one way, both ways and latency, {timing.format_bytes(size)}, every pair of GPUs",
+        sys.stderr,
+    )
     one_way = experiments.peer_copy_bandwidth(sizes=[size], repeats=P2P_REPEATS)
     both = experiments.peer_copy_both_ways(sizes=[size], repeats=P2P_REPEATS)
-    latency = experiments.peer_copy_latency(sizes=[LATENCY_BYTES], repeats=LATENCY_REPEATS, calls=LATENCY_CALLS)
+    latency = experiments.peer_copy_latency(
+        sizes=[LATENCY_BYTES], repeats=LATENCY_REPEATS, calls=LATENCY_CALLS
+    )
     return one_way, both, latency
 
 
@@ -129,18 +176,52 @@ def cmd_p2p(args: argparse.Namespace) -> int:
     n, size = hardware.gpu_count(), args.size
     one_way, both, latency = _peer_matrices(size)
     uni = [[one_way[f"{i}->{j}"][0].gbps if i != j else None for j in range(n)] for i in range(n)]
-    bidi = [[both[f"{min(i, j)}<->{max(i, j)}"][0].gbps if i != j else None for j in range(n)] for i in range(n)]
+    bidi = [
+        [both[f"{min(i, j)}<->{max(i, j)}"][0].gbps if i != j else None for j in range(n)]
+        for i in range(n)
+    ]
     lat = [[latency[f"{i}->{j}"][0].median_us for j in range(n)] for i in range(n)]
     peer = hardware.peer_access()
-    rows = [{"src": i, "dst": j, "peer_access": peer[i][j], "unidirectional_gbps": uni[i][j],
-             "bidirectional_gbps": bidi[i][j], "latency_us": lat[i][j]} for i in range(n) for j in range(n)]
-    payload = {"command": "p2p", **machine_facts(), "size": size, "latency_bytes": LATENCY_BYTES,
-               "unidirectional_gbps": uni, "bidirectional_gbps": bidi, "latency_us": lat, "rows": rows}
-    text = "\n\n".join([
-        matrix_table(f"one direction, {timing.format_bytes(size)}", uni, "decimal GB/s"),
-        matrix_table(f"both directions at once, {timing.format_bytes(size)} each way", bidi, "decimal GB/s, total"),
-        matrix_table(f"latency of a {LATENCY_BYTES} B copy", lat, "us per copy")])
-    columns = {"src": "src", "dst": "dst", "peer_access": "peer", "unidirectional_gbps": "uni GB/s",
-               "bidirectional_gbps": "bidi GB/s", "latency_us": "latency us"}
+    rows = [
+        {
+            "src": i,
+            "dst": j,
+            "peer_access": peer[i][j],
+            "unidirectional_gbps": uni[i][j],
+            "bidirectional_gbps": bidi[i][j],
+            "latency_us": lat[i][j],
+        }
+        for i in range(n)
+        for j in range(n)
+    ]
+    payload = {
+        "command": "p2p",
+        **machine_facts(),
+        "size": size,
+        "latency_bytes": LATENCY_BYTES,
+        "unidirectional_gbps": uni,
+        "bidirectional_gbps": bidi,
+        "latency_us": lat,
+        "rows": rows,
+    }
+    text = "\n\n".join(
+        [
+            matrix_table(f"one direction, {timing.format_bytes(size)}", uni, "decimal GB/s"),
+            matrix_table(
+                f"both directions at once, {timing.format_bytes(size)} each way",
+                bidi,
+                "decimal GB/s, total",
+            ),
+            matrix_table(f"latency of a {LATENCY_BYTES} B copy", lat, "us per copy"),
+        ]
+    )
+    columns = {
+        "src": "src",
+        "dst": "dst",
+        "peer_access": "peer",
+        "unidirectional_gbps": "uni GB/s",
+        "bidirectional_gbps": "bidi GB/s",
+        "latency_us": "latency us",
+    }
     emit(args, payload, columns, text)
     return 0

@@ -54,12 +54,20 @@ def _tiny_all_reduce(rank: int, world_size: int) -> float:
 def _nccl_fact(gpus: int, timeout_s: float) -> dict[str, Any]:
     """Run the tiny all_reduce on every GPU with a deadline; ok and what was seen."""
     try:
-        got = distributed.launch(_tiny_all_reduce, gpus, backend="nccl", timeout_s=timeout_s,
-                                 startup_timeout_s=max(60.0, timeout_s))
+        got = distributed.launch(
+            _tiny_all_reduce,
+            gpus,
+            backend="nccl",
+            timeout_s=timeout_s,
+            startup_timeout_s=max(60.0, timeout_s),
+        )
     except Exception as err:  # noqa: BLE001 - the doctor reports any failure as a FAIL line
         return {"ok": False, "seen": str(err).splitlines()[0][:200]}
     expected = gpus * (gpus + 1) / 2
-    return {"ok": all(v == expected for v in got), "seen": f"{gpus} ranks returned {got} (expected {expected:g})"}
+    return {
+        "ok": all(v == expected for v in got),
+        "seen": f"{gpus} ranks returned {got} (expected {expected:g})",
+    }
 
 
 def _links_under_load() -> list[dict[str, Any]]:
@@ -77,30 +85,58 @@ def _doctor_facts(nccl_timeout_s: float | None) -> dict[str, Any]:
     activity = hardware.gpu_activity()  # before this process puts a context on any GPU
     gpus = hardware.gpu_count()
     links = _links_under_load() if gpus else hardware.pcie_links()
-    numa = {link["index"]: hardware.gpu_numa_node(link["bus_id"]) for link in links if link.get("bus_id")}
+    numa = {
+        link["index"]: hardware.gpu_numa_node(link["bus_id"])
+        for link in links
+        if link.get("bus_id")
+    }
     traces = config.traces_dir()
     machine = hardware.machine_name(hardware.describe()) if gpus else "cpu-only"
     can_nccl = gpus >= 1 and dist.is_nccl_available() and nccl_timeout_s is not None
     return {
-        "gpus": gpus, "driver": hardware.driver_present(), "torch": torch.__version__,
-        "torch_cuda": torch.version.cuda, "driver_cuda": hardware.driver_cuda_version(),
-        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "links": links, "numa": numa,
-        "numa_cpus": {node: sorted(hardware.numa_node_cpus(node)) for node in set(numa.values()) if node is not None},
-        "affinity": sorted(hardware.cpu_affinity()), "activity": activity, "pid": os.getpid(),
-        "memlock": hardware.pinned_memory_limit_bytes(), "peer": hardware.peer_access(),
-        "nccl": _nccl_fact(gpus, nccl_timeout_s) if can_nccl and nccl_timeout_s is not None else None,
-        "traces": str(traces), "free_disk": hardware.free_disk_bytes(traces),
-        "machine": machine, "recorded": records.recorded_machine_names(),
+        "gpus": gpus,
+        "driver": hardware.driver_present(),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "driver_cuda": hardware.driver_cuda_version(),
+        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "links": links,
+        "numa": numa,
+        "numa_cpus": {
+            node: sorted(hardware.numa_node_cpus(node))
+            for node in set(numa.values())
+            if node is not None
+        },
+        "affinity": sorted(hardware.cpu_affinity()),
+        "activity": activity,
+        "pid": os.getpid(),
+        "memlock": hardware.pinned_memory_limit_bytes(),
+        "peer": hardware.peer_access(),
+        "nccl": _nccl_fact(gpus, nccl_timeout_s)
+        if can_nccl and nccl_timeout_s is not None
+        else None,
+        "traces": str(traces),
+        "free_disk": hardware.free_disk_bytes(traces),
+        "machine": machine,
+        "recorded": records.recorded_machine_names(),
     }
 
 
 def _check_gpus(f: dict[str, Any]) -> list[Check]:
     if f["gpus"]:
-        return [Check("GPUs visible", PASS, f"{f['gpus']} CUDA GPU(s) visible to torch {f['torch']}")]
+        return [
+            Check("GPUs visible", PASS, f"{f['gpus']} CUDA GPU(s) visible to torch {f['torch']}")
+        ]
     if f["driver"]:
-        return [Check("GPUs visible", FAIL, f"an NVIDIA driver answers but torch {f['torch']} sees no GPU "
-                      f"(CUDA_VISIBLE_DEVICES={f['visible_devices']!r})",
-                      "install PyPI's CUDA build of torch (make setup here), and check CUDA_VISIBLE_DEVICES")]
+        return [
+            Check(
+                "GPUs visible",
+                FAIL,
+                f"an NVIDIA driver answers but torch {f['torch']} sees no GPU "
+                f"(CUDA_VISIBLE_DEVICES={f['visible_devices']!r})",
+                "install PyPI's CUDA build of torch (make setup here), and check CUDA_VISIBLE_DEVICES",
+            )
+        ]
     return [Check("GPUs visible", PASS, CPU_ONLY)]
 
 
@@ -112,13 +148,30 @@ def _check_driver(f: dict[str, Any]) -> list[Check]:
     if not f["driver"]:
         return []  # CPU only: no driver to match (said once, by the GPUs check)
     if not f["torch_cuda"]:
-        return [Check("driver vs torch's CUDA", FAIL, f"torch {f['torch']} is a CPU build",
-                      "install PyPI's CUDA build: pip install 'torch>=2.11,<2.15' (make setup does)")]
+        return [
+            Check(
+                "driver vs torch's CUDA",
+                FAIL,
+                f"torch {f['torch']} is a CPU build",
+                "install PyPI's CUDA build: pip install 'torch>=2.11,<2.15' (make setup does)",
+            )
+        ]
     if f["driver_cuda"] and _version(f["driver_cuda"]) < _version(f["torch_cuda"]):
-        return [Check("driver vs torch's CUDA", FAIL, f"driver supports CUDA {f['driver_cuda']}, torch needs "
-                      f"{f['torch_cuda']}", f"update the driver, or install a torch built for CUDA <= {f['driver_cuda']}")]
-    return [Check("driver vs torch's CUDA", PASS, f"driver supports CUDA {f['driver_cuda'] or '?'}, "
-                  f"torch built for {f['torch_cuda']}")]
+        return [
+            Check(
+                "driver vs torch's CUDA",
+                FAIL,
+                f"driver supports CUDA {f['driver_cuda']}, torch needs {f['torch_cuda']}",
+                f"update the driver, or install a torch built for CUDA <= {f['driver_cuda']}",
+            )
+        ]
+    return [
+        Check(
+            "driver vs torch's CUDA",
+            PASS,
+            f"driver supports CUDA {f['driver_cuda'] or '?'}, torch built for {f['torch_cuda']}",
+        )
+    ]
 
 
 def _check_links(f: dict[str, Any]) -> list[Check]:
@@ -127,13 +180,29 @@ def _check_links(f: dict[str, Any]) -> list[Check]:
         name, now = f"GPU {link['index']} PCIe link", (link["gen_current"], link["width_current"])
         seen = f"gen {now[0]} x{now[1]} now, gen {link['gen_max']} x{link['width_max']} at most (read under load)"
         if None in (*now, link["gen_max"], link["width_max"]):
-            checks.append(Check(name, WARN, "not reported by the driver", "read it with nvidia-smi -q -d PCI"))
+            checks.append(
+                Check(name, WARN, "not reported by the driver", "read it with nvidia-smi -q -d PCI")
+            )
         elif now[1] < link["width_max"]:
-            checks.append(Check(name, FAIL, seen, "a degraded width: reseat the card or move it to a full-width "
-                                "slot; check the riser and BIOS lane settings"))
+            checks.append(
+                Check(
+                    name,
+                    FAIL,
+                    seen,
+                    "a degraded width: reseat the card or move it to a full-width "
+                    "slot; check the riser and BIOS lane settings",
+                )
+            )
         elif now[0] < link["gen_max"]:
-            checks.append(Check(name, WARN, seen, "below its generation under load: check the BIOS PCIe speed "
-                                "setting and the slot; idle power saving can also show this"))
+            checks.append(
+                Check(
+                    name,
+                    WARN,
+                    seen,
+                    "below its generation under load: check the BIOS PCIe speed "
+                    "setting and the slot; idle power saving can also show this",
+                )
+            )
         else:
             checks.append(Check(name, PASS, seen))
     return checks
@@ -147,10 +216,22 @@ def _check_numa(f: dict[str, Any]) -> list[Check]:
         if node is None or not cpus:
             checks.append(Check(name, PASS, "one NUMA node (or not reported): nothing to match"))
         elif mine & cpus:
-            checks.append(Check(name, PASS, f"node {node}; this process may run on {len(mine & cpus)} of its CPUs"))
+            checks.append(
+                Check(
+                    name,
+                    PASS,
+                    f"node {node}; this process may run on {len(mine & cpus)} of its CPUs",
+                )
+            )
         else:
-            checks.append(Check(name, WARN, f"node {node}, but this process runs only on other nodes' CPUs",
-                                f"numactl --cpunodebind={node} --membind={node} <command> (pinned buffers near the GPU)"))
+            checks.append(
+                Check(
+                    name,
+                    WARN,
+                    f"node {node}, but this process runs only on other nodes' CPUs",
+                    f"numactl --cpunodebind={node} --membind={node} <command> (pinned buffers near the GPU)",
+                )
+            )
     return checks
 
 
@@ -161,8 +242,14 @@ def _check_activity(f: dict[str, Any]) -> list[Check]:
         busy = (gpu["utilization_pct"] or 0) > BUSY_PERCENT
         seen = f"{gpu['utilization_pct']}% busy, other processes: {others or 'none'}"
         fix = "wait for them, or choose an idle GPU with CUDA_VISIBLE_DEVICES: shared GPUs give wrong timings"
-        checks.append(Check(f"GPU {gpu['index']} other work", WARN if others or busy else PASS, seen,
-                            fix if others or busy else ""))
+        checks.append(
+            Check(
+                f"GPU {gpu['index']} other work",
+                WARN if others or busy else PASS,
+                seen,
+                fix if others or busy else "",
+            )
+        )
     return checks
 
 
@@ -173,9 +260,17 @@ def _check_memlock(f: dict[str, Any]) -> list[Check]:
     if limit is None:
         return [Check("pinned-memory limit (ulimit -l)", PASS, "unlimited")]
     status = PASS if limit >= MEMLOCK_WARN_BYTES else WARN
-    return [Check("pinned-memory limit (ulimit -l)", status, timing.format_bytes(limit) if limit else "0 B",
-                  "" if status == PASS else "raise it: ulimit -l unlimited (limits.conf memlock; docker "
-                  "--ulimit memlock=-1); registering host memory needs it")]
+    return [
+        Check(
+            "pinned-memory limit (ulimit -l)",
+            status,
+            timing.format_bytes(limit) if limit else "0 B",
+            ""
+            if status == PASS
+            else "raise it: ulimit -l unlimited (limits.conf memlock; docker "
+            "--ulimit memlock=-1); registering host memory needs it",
+        )
+    ]
 
 
 def _check_peers(f: dict[str, Any]) -> list[Check]:
@@ -184,8 +279,14 @@ def _check_peers(f: dict[str, Any]) -> list[Check]:
         return [Check("peer access", PASS, f"{n} GPU(s): no pair to check")] if n else []
     missing = [f"{i}->{j}" for i in range(n) for j in range(n) if i != j and not peer[i][j]]
     if missing:
-        return [Check("peer access", WARN, f"no direct access for {', '.join(missing)}",
-                      "those copies go through host memory: check nvidia-smi topo -m and IOMMU/ACS settings")]
+        return [
+            Check(
+                "peer access",
+                WARN,
+                f"no direct access for {', '.join(missing)}",
+                "those copies go through host memory: check nvidia-smi topo -m and IOMMU/ACS settings",
+            )
+        ]
     return [Check("peer access", PASS, f"every pair of the {n} GPUs")]
 
 
@@ -193,33 +294,72 @@ def _check_nccl(f: dict[str, Any]) -> list[Check]:
     if f["nccl"] is None:
         if not f["gpus"]:
             return []  # CPU only: nothing for NCCL to run on
-        return [Check("NCCL all_reduce", WARN, "not run (--skip-nccl, or a torch build without NCCL)")]
+        return [
+            Check("NCCL all_reduce", WARN, "not run (--skip-nccl, or a torch build without NCCL)")
+        ]
     if f["nccl"]["ok"]:
         return [Check("NCCL all_reduce", PASS, f["nccl"]["seen"])]
-    return [Check("NCCL all_reduce", FAIL, f["nccl"]["seen"],
-                  "rerun with NCCL_DEBUG=INFO; keep NCCL_NVLS_ENABLE=0; try NCCL_P2P_DISABLE=1 to isolate the link")]
+    return [
+        Check(
+            "NCCL all_reduce",
+            FAIL,
+            f["nccl"]["seen"],
+            "rerun with NCCL_DEBUG=INFO; keep NCCL_NVLS_ENABLE=0; try NCCL_P2P_DISABLE=1 to isolate the link",
+        )
+    ]
 
 
 def _check_disk(f: dict[str, Any]) -> list[Check]:
     free = f["free_disk"]
     status = PASS if free >= DISK_WARN_BYTES else WARN if free >= DISK_FAIL_BYTES else FAIL
-    return [Check("free disk for traces", status, f"{timing.format_bytes(free)} free at {f['traces']}",
-                  "" if status == PASS else "free some space, or set COURSE_TRACES_DIR to a roomier folder")]
+    return [
+        Check(
+            "free disk for traces",
+            status,
+            f"{timing.format_bytes(free)} free at {f['traces']}",
+            ""
+            if status == PASS
+            else "free some space, or set COURSE_TRACES_DIR to a roomier folder",
+        )
+    ]
 
 
 def _check_recordings(f: dict[str, Any]) -> list[Check]:
     if f["machine"] in f["recorded"]:
         return [Check("recordings for this machine", PASS, f"results/{f['machine']}/ exists")]
     if not f["gpus"]:
-        return [Check("recordings to replay", PASS if f["recorded"] else FAIL,
-                      ", ".join(f["recorded"]) or "none under results/",
-                      "" if f["recorded"] else "git checkout results/ (the clone's recordings are missing)")]
-    return [Check("recordings for this machine", WARN, f"none for {f['machine']}",
-                  "datamove record, then a pull request with results/<machine>/ (README: Add your machine)")]
+        return [
+            Check(
+                "recordings to replay",
+                PASS if f["recorded"] else FAIL,
+                ", ".join(f["recorded"]) or "none under results/",
+                ""
+                if f["recorded"]
+                else "git checkout results/ (the clone's recordings are missing)",
+            )
+        ]
+    return [
+        Check(
+            "recordings for this machine",
+            WARN,
+            f"none for {f['machine']}",
+            "datamove record, then a pull request with results/<machine>/ (README: Add your machine)",
+        )
+    ]
 
 
-DOCTOR_CHECKS = (_check_gpus, _check_driver, _check_links, _check_numa, _check_activity, _check_memlock,
-                 _check_peers, _check_nccl, _check_disk, _check_recordings)
+DOCTOR_CHECKS = (
+    _check_gpus,
+    _check_driver,
+    _check_links,
+    _check_numa,
+    _check_activity,
+    _check_memlock,
+    _check_peers,
+    _check_nccl,
+    _check_disk,
+    _check_recordings,
+)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -231,12 +371,21 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     checks = [check for rule in DOCTOR_CHECKS for check in rule(facts)]
     rows = [asdict(c) for c in checks]
     counts = {s: sum(c.status == s for c in checks) for s in (PASS, WARN, FAIL)}
-    payload = {"command": "doctor", "machine": facts["machine"], "counts": counts, "rows": rows, "facts": facts}
+    payload = {
+        "command": "doctor",
+        "machine": facts["machine"],
+        "counts": counts,
+        "rows": rows,
+        "facts": facts,
+    }
     if args.json:
         say(json.dumps(payload, indent=2, default=str))
     else:
-        say(_doctor_text(rows) + f"\n{counts[PASS]} pass, {counts[WARN]} warn, {counts[FAIL]} FAIL on "
-              f"{facts['machine']}")
+        say(
+            _doctor_text(rows)
+            + f"\n{counts[PASS]} pass, {counts[WARN]} warn, {counts[FAIL]} FAIL on "
+            f"{facts['machine']}"
+        )
     return 1 if counts[FAIL] else 0
 
 
@@ -249,5 +398,3 @@ def _doctor_text(rows: list[dict[str, Any]]) -> str:
         if r["fix"]:
             lines.append(f"{'':>4}  {'':<{width}}  fix: {r['fix']}")
     return "\n".join(lines)
-
-

@@ -22,7 +22,11 @@ from .. import distributed
 IN_PLACE_OPS = ("all_reduce", "broadcast")
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum"}
 _ROOT = {"broadcast": 0}
-_PER_RANK_COUNT = ("all_gather", "reduce_scatter", "all_to_all")  # nccl-tests' count is per rank there
+_PER_RANK_COUNT = (
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+)  # nccl-tests' count is per rank there
 JSON_FILE_VERSION = 3
 
 
@@ -36,28 +40,48 @@ def time_str(us: float) -> str:
     return f"{us:7.{decimals}f}"
 
 
-def header_lines(*, op: str, world: int, min_bytes: int, max_bytes: int, step: str, warmup: int, iters: int,
-                 check: int, devices: list[dict[str, Any]], version: str, note: str) -> list[str]:
+def header_lines(
+    *,
+    op: str,
+    world: int,
+    min_bytes: int,
+    max_bytes: int,
+    step: str,
+    warmup: int,
+    iters: int,
+    check: int,
+    devices: list[dict[str, Any]],
+    version: str,
+    note: str,
+) -> list[str]:
     """The lines before the rows: versions, ``# nThread ...``, ``# Using devices`` and one line per
     rank, the two header lines and the units line. ``step`` is e.g. ``"2(factor)"``.
 
     Used by the command line (datamove).
     """
-    lines = [f"# datamove {version}: torch.distributed, {note}",
-             f"# Collective test starting: {op}_perf",
-             f"# nThread 1 nGpus {world} minBytes {min_bytes} maxBytes {max_bytes} step: {step} warmup iters: "
-             f"{warmup} iters: {iters} agg iters: 1 validation: {check} graph: 0 unalign: 0",
-             "#", "# Using devices"]
+    lines = [
+        f"# datamove {version}: torch.distributed, {note}",
+        f"# Collective test starting: {op}_perf",
+        f"# nThread 1 nGpus {world} minBytes {min_bytes} maxBytes {max_bytes} step: {step} warmup iters: "
+        f"{warmup} iters: {iters} agg iters: 1 validation: {check} graph: 0 unalign: 0",
+        "#",
+        "# Using devices",
+    ]
     for d in devices:
         dom, bus, dev = d["pci"]
-        lines.append(f"#  Rank {d['rank']:2d} Group {0:2d} Pid {d['pid']:6d} on {d['hostname']:>10} device "
-                     f"{d['device']:2d} [{dom:04x}:{bus:02x}:{dev:02x}] {d['name']}")
+        lines.append(
+            f"#  Rank {d['rank']:2d} Group {0:2d} Pid {d['pid']:6d} on {d['hostname']:>10} device "
+            f"{d['device']:2d} [{dom:04x}:{bus:02x}:{dev:02x}] {d['name']}"
+        )
     blank = f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}"
-    lines += ["#", blank + "           out-of-place                       in-place          ",
-              f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>7}  {'algbw':>6}  "
-              f"{'busbw':>6}  {'#wrong':>6}  {'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6} ",
-              f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  "
-              f"{'(GB/s)':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6} "]
+    lines += [
+        "#",
+        blank + "           out-of-place                       in-place          ",
+        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>7}  {'algbw':>6}  "
+        f"{'busbw':>6}  {'#wrong':>6}  {'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6} ",
+        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  "
+        f"{'(GB/s)':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6} ",
+    ]
     return lines
 
 
@@ -68,14 +92,24 @@ def result(op: str, nbytes: int, seconds: float, wrong: int | None, world: int) 
 
     Used by the command line (datamove).
     """
-    group = {"time": seconds * 1e6, "alg_bw": distributed.algbw_gbps(nbytes, seconds),
-             "bus_bw": distributed.busbw_gbps(op, nbytes, seconds, world),
-             "nwrong": None if wrong is None else float(wrong)}
+    group = {
+        "time": seconds * 1e6,
+        "alg_bw": distributed.algbw_gbps(nbytes, seconds),
+        "bus_bw": distributed.busbw_gbps(op, nbytes, seconds, world),
+        "nwrong": None if wrong is None else float(wrong),
+    }
     in_place = op in IN_PLACE_OPS
-    return {"size": nbytes, "count": nbytes // 4 // (world if op in _PER_RANK_COUNT else 1), "type": "float",
-            "redop": _REDOP.get(op, "none"), "root": f"{_ROOT.get(op, -1):6d}",
-            "out_of_place": None if in_place else group, "in_place": group if in_place else None,
-            "actual_iterations": None, "experiment_name": ""}
+    return {
+        "size": nbytes,
+        "count": nbytes // 4 // (world if op in _PER_RANK_COUNT else 1),
+        "type": "float",
+        "redop": _REDOP.get(op, "none"),
+        "root": f"{_ROOT.get(op, -1):6d}",
+        "out_of_place": None if in_place else group,
+        "in_place": group if in_place else None,
+        "actual_iterations": None,
+        "experiment_name": "",
+    }
 
 
 def row_line(row: dict[str, Any]) -> str:
@@ -99,7 +133,9 @@ def summary(rows: list[dict[str, Any]]) -> tuple[int, float]:
 
     Used by the command line (datamove).
     """
-    groups = [row[key] for row in rows for key in ("out_of_place", "in_place") if row[key] is not None]
+    groups = [
+        row[key] for row in rows for key in ("out_of_place", "in_place") if row[key] is not None
+    ]
     wrong = int(sum(g["nwrong"] or 0 for g in groups))
     return wrong, sum(g["bus_bw"] for g in groups) / len(groups) if groups else 0.0
 
@@ -110,13 +146,29 @@ def trailer_lines(op: str, rows: list[dict[str, Any]]) -> list[str]:
     Used by the command line (datamove).
     """
     wrong, average = summary(rows)
-    return [f"# {'Out of bounds values':<20} : {wrong} {'FAILED' if wrong else 'OK'}",
-            f"# {'Avg bus bandwidth':<20} : {average:g} ", "#", f"# Collective test concluded: {op}_perf"]
+    return [
+        f"# {'Out of bounds values':<20} : {wrong} {'FAILED' if wrong else 'OK'}",
+        f"# {'Avg bus bandwidth':<20} : {average:g} ",
+        "#",
+        f"# Collective test concluded: {op}_perf",
+    ]
 
 
-def json_document(*, argv: list[str], world: int, min_bytes: int, max_bytes: int, factor: int | None,
-                  step_bytes: int | None, warmup: int, iters: int, check: int, devices: list[dict[str, Any]],
-                  rows: list[dict[str, Any]], started: _dt.datetime) -> dict[str, Any]:
+def json_document(
+    *,
+    argv: list[str],
+    world: int,
+    min_bytes: int,
+    max_bytes: int,
+    factor: int | None,
+    step_bytes: int | None,
+    warmup: int,
+    iters: int,
+    check: int,
+    devices: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    started: _dt.datetime,
+) -> dict[str, Any]:
     """nccl-tests' ``-J`` JSON (file version 3): version, times, args, the NCCL_/TORCH_ environment
     (not the whole environment: it may hold secrets), config with devices, results, out_of_bounds,
     average_bus_bandwidth.
@@ -128,16 +180,41 @@ def json_document(*, argv: list[str], world: int, min_bytes: int, max_bytes: int
     nccl = distributed.nccl_version_code()
     when = "%Y-%m-%d %H:%M:%S"
     return {
-        "version": JSON_FILE_VERSION, "start_time": started.strftime(when), "args": argv,
-        "env": [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith(("NCCL_", "TORCH_"))],
+        "version": JSON_FILE_VERSION,
+        "start_time": started.strftime(when),
+        "args": argv,
+        "env": [
+            f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith(("NCCL_", "TORCH_"))
+        ],
         "nccl_version": nccl,
-        "config": {"nthreads": 1, "ngpus": world, "minimum_bytes": min_bytes, "maximum_bytes": max_bytes, **step,
-                   "warmup_iters": warmup, "iterations": iters, "aggregated_iterations": 1, "validation": check,
-                   "graph": 0, "blocking_collectives": False, "per_iter_timing": False, "per_iter_skip": 0,
-                   "parallel_init": False,
-                   "devices": [{"rank": d["rank"], "group": 0, "pid": d["pid"], "hostname": d["hostname"],
-                                "device": d["device"], "device_hex": "{:04x}:{:02x}:{:02x}".format(*d["pci"]),
-                                "device_info": d["name"]} for d in devices]},
+        "config": {
+            "nthreads": 1,
+            "ngpus": world,
+            "minimum_bytes": min_bytes,
+            "maximum_bytes": max_bytes,
+            **step,
+            "warmup_iters": warmup,
+            "iterations": iters,
+            "aggregated_iterations": 1,
+            "validation": check,
+            "graph": 0,
+            "blocking_collectives": False,
+            "per_iter_timing": False,
+            "per_iter_skip": 0,
+            "parallel_init": False,
+            "devices": [
+                {
+                    "rank": d["rank"],
+                    "group": 0,
+                    "pid": d["pid"],
+                    "hostname": d["hostname"],
+                    "device": d["device"],
+                    "device_hex": "{:04x}:{:02x}:{:02x}".format(*d["pci"]),
+                    "device_info": d["name"],
+                }
+                for d in devices
+            ],
+        },
         "results": rows,
         "out_of_bounds": {"count": wrong, "okay": wrong == 0},
         "average_bus_bandwidth": {"bandwidth": average, "okay": "unchecked"},
@@ -147,9 +224,13 @@ def json_document(*, argv: list[str], world: int, min_bytes: int, max_bytes: int
 
 # ---------------------------------------------------------------- reading a log back
 
-_HEADER = re.compile(r"#\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) step: (\d+)\((\w+)\) "
-                     r"warmup iters: (\d+) iters: (\d+)(?: agg iters: (\d+))? validation: (\d+)")
-_DEVICE = re.compile(r"#\s+Rank\s+(\d+)(?: Group\s+(\d+))? Pid\s+(\d+) on\s+(\S+) device\s+(-?\d+) \[([^\]]*)\] (.*)")
+_HEADER = re.compile(
+    r"#\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) step: (\d+)\((\w+)\) "
+    r"warmup iters: (\d+) iters: (\d+)(?: agg iters: (\d+))? validation: (\d+)"
+)
+_DEVICE = re.compile(
+    r"#\s+Rank\s+(\d+)(?: Group\s+(\d+))? Pid\s+(\d+) on\s+(\S+) device\s+(-?\d+) \[([^\]]*)\] (.*)"
+)
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+(.*)$")
 _TRAILER = re.compile(r"#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
 
@@ -158,8 +239,12 @@ def _group(cells: list[str]) -> dict[str, float | None] | None:
     """Four cells of a row's group (time, algbw, busbw, #wrong) as numbers; None when all are N/A."""
     if all(c == "N/A" for c in cells):
         return None
-    return {"time": float(cells[0]), "alg_bw": float(cells[1]), "bus_bw": float(cells[2]),
-            "nwrong": None if cells[3] == "N/A" else float(cells[3])}
+    return {
+        "time": float(cells[0]),
+        "alg_bw": float(cells[1]),
+        "bus_bw": float(cells[2]),
+        "nwrong": None if cells[3] == "N/A" else float(cells[3]),
+    }
 
 
 def parse_log(text: str) -> dict[str, Any]:
@@ -169,17 +254,37 @@ def parse_log(text: str) -> dict[str, Any]:
 
     Used by the course's tests (test_cli.py reads datamove's output and a real nccl-tests log with it).
     """
-    found: dict[str, Any] = {"config": None, "devices": [], "results": [], "out_of_bounds": None,
-                             "average_bus_bandwidth": None}
+    found: dict[str, Any] = {
+        "config": None,
+        "devices": [],
+        "results": [],
+        "out_of_bounds": None,
+        "average_bus_bandwidth": None,
+    }
     for raw in text.splitlines():
         line = re.sub(r"^\[\d+,\d+\]<stdout>:", "", raw).rstrip()
         if (m := _HEADER.match(line)) is not None:
-            found["config"] = {"nthreads": int(m[1]), "ngpus": int(m[2]), "minimum_bytes": int(m[3]),
-                               "maximum_bytes": int(m[4]), f"step_{m[6]}": int(m[5]), "warmup_iters": int(m[7]),
-                               "iterations": int(m[8]), "validation": int(m[10])}
+            found["config"] = {
+                "nthreads": int(m[1]),
+                "ngpus": int(m[2]),
+                "minimum_bytes": int(m[3]),
+                "maximum_bytes": int(m[4]),
+                f"step_{m[6]}": int(m[5]),
+                "warmup_iters": int(m[7]),
+                "iterations": int(m[8]),
+                "validation": int(m[10]),
+            }
         elif (m := _DEVICE.match(line)) is not None:
-            found["devices"].append({"rank": int(m[1]), "pid": int(m[3]), "hostname": m[4], "device": int(m[5]),
-                                     "device_hex": m[6], "device_info": m[7]})
+            found["devices"].append(
+                {
+                    "rank": int(m[1]),
+                    "pid": int(m[3]),
+                    "hostname": m[4],
+                    "device": int(m[5]),
+                    "device_hex": m[6],
+                    "device_info": m[7],
+                }
+            )
         elif (m := _TRAILER.match(line)) is not None:
             key = "out_of_bounds" if m[1].startswith("Out") else "average_bus_bandwidth"
             found[key] = int(m[2]) if key == "out_of_bounds" else float(m[2])
@@ -187,7 +292,15 @@ def parse_log(text: str) -> dict[str, Any]:
             cells = m[6].split()
             if len(cells) < 8:
                 continue
-            found["results"].append({"size": int(m[1]), "count": int(m[2]), "type": m[3], "redop": m[4],
-                                     "root": int(m[5]), "out_of_place": _group(cells[0:4]),
-                                     "in_place": _group(cells[4:8])})
+            found["results"].append(
+                {
+                    "size": int(m[1]),
+                    "count": int(m[2]),
+                    "type": m[3],
+                    "redop": m[4],
+                    "root": int(m[5]),
+                    "out_of_place": _group(cells[0:4]),
+                    "in_place": _group(cells[4:8]),
+                }
+            )
     return found

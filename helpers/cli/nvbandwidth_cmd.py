@@ -41,15 +41,30 @@ class Testcase:
 
 
 TESTCASES = (
-    Testcase("host_to_device_memcpy_ce", "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", 1,
-             "notebook 01's timed_copy(n, 'h2d', pinned=True) on each GPU"),
-    Testcase("device_to_host_memcpy_ce", "memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)", 1,
-             "notebook 01's timed_copy(n, 'd2h', pinned=True) on each GPU"),
-    Testcase("device_to_device_memcpy_write_ce", "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)", 2,
-             "notebook 05's peer_copy_bandwidth: dst.copy_(src) on the source GPU's stream (row: source)"),
-    Testcase("device_to_device_bidirectional_memcpy_write_ce",
-             "memcpy CE GPU(row) <-> GPU(column) Total bandwidth (GB/s)", 2,
-             "notebook 05's peer_copy_both_ways: both directions at once, the Total matrix"),
+    Testcase(
+        "host_to_device_memcpy_ce",
+        "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
+        1,
+        "notebook 01's timed_copy(n, 'h2d', pinned=True) on each GPU",
+    ),
+    Testcase(
+        "device_to_host_memcpy_ce",
+        "memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)",
+        1,
+        "notebook 01's timed_copy(n, 'd2h', pinned=True) on each GPU",
+    ),
+    Testcase(
+        "device_to_device_memcpy_write_ce",
+        "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)",
+        2,
+        "notebook 05's peer_copy_bandwidth: dst.copy_(src) on the source GPU's stream (row: source)",
+    ),
+    Testcase(
+        "device_to_device_bidirectional_memcpy_write_ce",
+        "memcpy CE GPU(row) <-> GPU(column) Total bandwidth (GB/s)",
+        2,
+        "notebook 05's peer_copy_both_ways: both directions at once, the Total matrix",
+    ),
 )
 DEFAULT_BUFFER_MIB, DEFAULT_SAMPLES = 512, 3  # nvbandwidth's -b and -i defaults
 
@@ -66,8 +81,10 @@ def find_testcase(name: str) -> Testcase:
     for case in TESTCASES:
         if case.key == name:
             return case
-    raise ValueError(f"testcase {name!r} is not one datamove measures: pass one of "
-                     f"{', '.join(c.key for c in TESTCASES)} (or its index; -l lists them)")
+    raise ValueError(
+        f"testcase {name!r} is not one datamove measures: pass one of "
+        f"{', '.join(c.key for c in TESTCASES)} (or its index; -l lists them)"
+    )
 
 
 def host_matrix(timings: list[timing.Timing]) -> Matrix:
@@ -142,8 +159,11 @@ def json_testcase(case: Testcase, matrix: Matrix | None, status: str = "Passed")
     """
     entry: dict[str, Any] = {"name": case.key, "status": status}
     if matrix is not None:
-        entry.update(bandwidth_description=case.description, sum=matrix_sum(matrix),
-                     bandwidth_matrix=[["N/A" if v is None else f"{v:g}" for v in row] for row in matrix])
+        entry.update(
+            bandwidth_description=case.description,
+            sum=matrix_sum(matrix),
+            bandwidth_matrix=[["N/A" if v is None else f"{v:g}" for v in row] for row in matrix],
+        )
     return entry
 
 
@@ -151,8 +171,11 @@ def _list_text() -> str:
     """``-l``: nvbandwidth's list layout, with the notebook code behind each testcase."""
     lines = ["Index, Name:", "\tDescription", "======================="]
     for i, case in enumerate(TESTCASES):
-        lines += [f"{i}, {case.key}:", f"{case.description}; measured by {case.source}. Needs {case.gpus} GPU(s).",
-                  ""]
+        lines += [
+            f"{i}, {case.key}:",
+            f"{case.description}; measured by {case.source}. Needs {case.gpus} GPU(s).",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -166,16 +189,22 @@ def cmd_nvbandwidth(args: argparse.Namespace) -> int:
         return 0
     need_gpus(1)
     try:
-        cases = [find_testcase(name) for name in args.testcase] if args.testcase else list(TESTCASES)
+        cases = (
+            [find_testcase(name) for name in args.testcase] if args.testcase else list(TESTCASES)
+        )
     except ValueError as err:
         raise UsageError(str(err)) from None
     nbytes, gpus = args.buffer_size * MiB, hardware.gpu_count()
-    report: dict[str, Any] = {"nvbandwidth": {"version": f"datamove {args.version}", "testcases": []}}
+    report: dict[str, Any] = {
+        "nvbandwidth": {"version": f"datamove {args.version}", "testcases": []}
+    }
     if not args.json:
         info = hardware.describe()
-        say(f"datamove nvbandwidth: the course's copies under nvbandwidth's names; buffer "
+        say(
+            f"datamove nvbandwidth: the course's copies under nvbandwidth's names; buffer "
             f"{timing.format_bytes(nbytes)}, {args.samples} samples, median\n"
-            f"CUDA Runtime Version: {info.get('cuda')}\nDriver Version: {info.get('driver')}\n")
+            f"CUDA Runtime Version: {info.get('cuda')}\nDriver Version: {info.get('driver')}\n"
+        )
         for i, gpu in enumerate(info.get("gpus") or []):
             say(f"Device {i}: {gpu.get('name')}")
         say()
@@ -183,7 +212,9 @@ def cmd_nvbandwidth(args: argparse.Namespace) -> int:
         if gpus < case.gpus:
             report["nvbandwidth"]["testcases"].append(json_testcase(case, None, "Waived"))
             if not args.json:
-                say(f"Running {case.key}.\nWaived: needs {case.gpus} GPUs, this machine has {gpus}.\n")
+                say(
+                    f"Running {case.key}.\nWaived: needs {case.gpus} GPUs, this machine has {gpus}.\n"
+                )
             continue
         if not args.json:
             say(f"Running {case.key}.")

@@ -44,14 +44,27 @@ def topo_facts() -> dict[str, Any]:
     gpus = []
     for link in links:
         i = link["index"]
-        gpus.append({"index": i, "name": names[i] if i < len(names) else "", "bus_id": link.get("bus_id"),
-                     "pcie": f"gen {link['gen_max']} x{link['width_max']}",
-                     "pcie_gbps": hardware.pcie_theoretical_gbps(link["gen_max"], link["width_max"]),
-                     "numa": hardware.gpu_numa_node(link["bus_id"]) if link.get("bus_id") else None})
+        gpus.append(
+            {
+                "index": i,
+                "name": names[i] if i < len(names) else "",
+                "bus_id": link.get("bus_id"),
+                "pcie": f"gen {link['gen_max']} x{link['width_max']}",
+                "pcie_gbps": hardware.pcie_theoretical_gbps(link["gen_max"], link["width_max"]),
+                "numa": hardware.gpu_numa_node(link["bus_id"]) if link.get("bus_id") else None,
+            }
+        )
     n = len(topo["links"])
-    ceilings = [[None if i == j else _pair_ceiling(topo["links"][i][j], gpus, i, j) for j in range(n)]
-                for i in range(n)]
-    return {"source": topo["source"], "links": topo["links"], "ceilings_gbps": ceilings, "gpus": gpus}
+    ceilings = [
+        [None if i == j else _pair_ceiling(topo["links"][i][j], gpus, i, j) for j in range(n)]
+        for i in range(n)
+    ]
+    return {
+        "source": topo["source"],
+        "links": topo["links"],
+        "ceilings_gbps": ceilings,
+        "gpus": gpus,
+    }
 
 
 def _pair_ceiling(link: str, gpus: list[dict[str, Any]], i: int, j: int) -> float | None:
@@ -69,8 +82,10 @@ def topo_text(facts: dict[str, Any]) -> str:
     Used by the command line (datamove).
     """
     n = len(facts["links"])
-    lines = [f"GPU x GPU links ({facts['source']}), ceiling in GB/s one way:",
-             "        " + "".join(f"{f'GPU{j}':>14}" for j in range(n))]
+    lines = [
+        f"GPU x GPU links ({facts['source']}), ceiling in GB/s one way:",
+        "        " + "".join(f"{f'GPU{j}':>14}" for j in range(n)),
+    ]
     for i in range(n):
         cells = []
         for j in range(n):
@@ -80,8 +95,10 @@ def topo_text(facts: dict[str, Any]) -> str:
     lines.append("")
     for g in facts["gpus"]:
         raw = "" if g["pcie_gbps"] is None else f" ({g['pcie_gbps']:.1f} GB/s one way)"
-        lines.append(f"GPU{g['index']} {g['name']}  {g['bus_id']}  PCIe {g['pcie']}{raw}  NUMA node "
-                     f"{'-' if g['numa'] is None else g['numa']}")
+        lines.append(
+            f"GPU{g['index']} {g['name']}  {g['bus_id']}  PCIe {g['pcie']}{raw}  NUMA node "
+            f"{'-' if g['numa'] is None else g['numa']}"
+        )
     return "\n".join(lines)
 
 
@@ -94,7 +111,9 @@ def cmd_topo(args: argparse.Namespace) -> int:
         if args.json:
             say(json.dumps({"source": None, "links": [], "ceilings_gbps": [], "gpus": []}))
         else:
-            say("CPU only: no NVIDIA GPU here, so no links to show (the notebooks replay recorded machines)")
+            say(
+                "CPU only: no NVIDIA GPU here, so no links to show (the notebooks replay recorded machines)"
+            )
         return 0
     facts = topo_facts()
     say(json.dumps(facts, indent=2) if args.json else topo_text(facts))

@@ -24,7 +24,6 @@ _BUS_FACTORS: dict[str, Callable[[int], float]] = {
 OPS = tuple(_BUS_FACTORS)
 
 
-
 def _check_positive(value: Any, name: str, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number ({what}), got {value!r}")
@@ -71,8 +70,6 @@ def busbw_gbps(op: str, nbytes: int | float, seconds: float, world_size: int) ->
     return algbw_gbps(nbytes, seconds) * factor
 
 
-
-
 def nccl_version_code() -> int:
     """NCCL's version as nccl-tests' JSON writes it (``major * 10000 + minor * 100 + patch``);
     0 where torch has no NCCL.
@@ -85,5 +82,11 @@ def nccl_version_code() -> int:
         version = torch.cuda.nccl.version()
     except Exception:  # noqa: BLE001 - a CPU build has no NCCL to ask
         return 0
-    major, minor, patch = (tuple(version) + (0, 0, 0))[:3] if isinstance(version, tuple) else (version, 0, 0)
-    return int(major) * 10000 + int(minor) * 100 + int(patch) if isinstance(version, tuple) else int(version)
+    major, minor, patch = (
+        (tuple(version) + (0, 0, 0))[:3] if isinstance(version, tuple) else (version, 0, 0)
+    )
+    return (
+        int(major) * 10000 + int(minor) * 100 + int(patch)
+        if isinstance(version, tuple)
+        else int(version)
+    )

@@ -27,7 +27,9 @@ def mark(label: str) -> None:
     Taught in 06_nccl_point_to_point_and_collectives.
     """
     if not isinstance(label, str):
-        raise TypeError(f"mark needs a short text label such as 'recv returned', got {type(label).__name__}")
+        raise TypeError(
+            f"mark needs a short text label such as 'recv returned', got {type(label).__name__}"
+        )
     if _pipe is not None:
         _pipe.send(("mark", time.monotonic(), label))
 
@@ -99,5 +101,3 @@ def delay(seconds: float) -> None:
         hold_stream(seconds * 1e6)
     else:
         time.sleep(seconds)
-
-

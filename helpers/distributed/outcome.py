@@ -80,7 +80,9 @@ class Outcome:
         """A few lines for people: what each rank did and the last line it reached."""
         lines = [f"{self.backend}, {self.world_size} ranks: {self.reason}"]
         for rank in range(self.world_size):
-            marks = ", ".join(f"{label!r} at {t:.3f} s" for t, label in self.marks[rank]) or "no marks"
+            marks = (
+                ", ".join(f"{label!r} at {t:.3f} s" for t, label in self.marks[rank]) or "no marks"
+            )
             how = self.errors[rank] if self.status[rank] == DIED else self.status[rank]
             lines.append(f"  rank {rank}: {how}; reached {marks}")
         return "\n".join(lines)
@@ -130,16 +132,20 @@ class LaunchTimeout(TimeoutError):
 
     def __init__(self, outcome: Outcome) -> None:
         self.outcome = outcome
-        where = "; ".join(f"rank {r} last reached {outcome.last_mark(r)!r}" for r in outcome.unfinished)
+        where = "; ".join(
+            f"rank {r} last reached {outcome.last_mark(r)!r}" for r in outcome.unfinished
+        )
         ranks = f"ranks {outcome.unfinished} of {outcome.world_size} ({outcome.backend})"
         if outcome.startup_s is None and outcome.startup_timeout_s is not None:
             waited = f"{outcome.elapsed_s:.1f} s" if outcome.elapsed_s is not None else "that long"
-            super().__init__(f"{ranks} had not started their worker within startup_timeout_s="
-                             f"{outcome.startup_timeout_s:g} s (starting the processes, importing torch, "
-                             f"joining the group) and were stopped after {waited}; pass a longer "
-                             f"startup_timeout_s if the machine is busy ({where})")
+            super().__init__(
+                f"{ranks} had not started their worker within startup_timeout_s="
+                f"{outcome.startup_timeout_s:g} s (starting the processes, importing torch, "
+                f"joining the group) and were stopped after {waited}; pass a longer "
+                f"startup_timeout_s if the machine is busy ({where})"
+            )
         else:
-            super().__init__(f"{ranks} did not finish within timeout_s={outcome.timeout_s:g} s and were "
-                             f"stopped ({where})")
-
-
+            super().__init__(
+                f"{ranks} did not finish within timeout_s={outcome.timeout_s:g} s and were "
+                f"stopped ({where})"
+            )

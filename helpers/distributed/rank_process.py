@@ -51,9 +51,14 @@ def _join_group(rank: int, spec: dict[str, Any]) -> None:
     os.environ.update(spec["parent_env"])
     os.environ.update(RANK_ENV)
     os.environ.update(spec["env"])
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec["port"]), RANK=str(rank),
-                      WORLD_SIZE=str(spec["world_size"]), LOCAL_RANK=str(rank),
-                      LOCAL_WORLD_SIZE=str(spec["world_size"]))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(spec["port"]),
+        RANK=str(rank),
+        WORLD_SIZE=str(spec["world_size"]),
+        LOCAL_RANK=str(rank),
+        LOCAL_WORLD_SIZE=str(spec["world_size"]),
+    )
     timeout = _dt.timedelta(seconds=spec["group_timeout_s"])
     if spec["backend"] == "nccl":
         torch.cuda.set_device(rank)
@@ -106,8 +111,10 @@ def _rank_main(spec: dict[str, Any], rank: int, conn: Connection, release: Any) 
         try:
             data = cloudpickle.dumps(_plain(result))
         except Exception as err:  # noqa: BLE001 - say which result could not travel
-            raise TypeError(f"the worker's result ({type(result).__name__}) cannot be sent back: {err}; "
-                            f"return numbers, lists, dicts or tensors") from err
+            raise TypeError(
+                f"the worker's result ({type(result).__name__}) cannot be sent back: {err}; "
+                f"return numbers, lists, dicts or tensors"
+            ) from err
         conn.send(("result", data))
     except BaseException:  # noqa: BLE001 - everything goes back to the parent as text
         try:
@@ -133,5 +140,3 @@ def _leave(spec: dict[str, Any], release: Any, conn: Connection) -> None:
         if stream is not None:
             stream.flush()
     os._exit(0)  # skip the interpreter's slow clean-up: everything worth keeping was sent
-
-

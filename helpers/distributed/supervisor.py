@@ -68,8 +68,14 @@ class _Launch:
     on_report: Callable[[int, Any], None] | None = None
 
 
-def _spec(payload: bytes, world_size: int, backend: str, env: Mapping[str, str] | None, folder: str,
-          patience_s: float) -> dict[str, Any]:
+def _spec(
+    payload: bytes,
+    world_size: int,
+    backend: str,
+    env: Mapping[str, str] | None,
+    folder: str,
+    patience_s: float,
+) -> dict[str, Any]:
     """What every rank is told: the worker, the group to join, where to write its output."""
     return {
         "payload": payload,
@@ -95,7 +101,9 @@ def start_context() -> Any:
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload([__package__ or "helpers.distributed"])  # no effect once the server runs: it has them already
+    ctx.set_forkserver_preload(
+        [__package__ or "helpers.distributed"]
+    )  # no effect once the server runs: it has them already
     return ctx
 
 
@@ -103,10 +111,16 @@ def _start_ranks(run: _Launch, ctx: Any) -> None:
     """Start one process per rank, each with a pipe on which it tells the parent how it goes."""
     for rank in range(run.spec["world_size"]):
         reader, writer = ctx.Pipe(duplex=False)
-        process = ctx.Process(target=_rank_main, args=(run.spec, rank, writer, run.release),
-                              name=f"rank{rank}", daemon=True)
+        process = ctx.Process(
+            target=_rank_main,
+            args=(run.spec, rank, writer, run.release),
+            name=f"rank{rank}",
+            daemon=True,
+        )
         on_report = None if run.on_report is None else functools.partial(run.on_report, rank)
-        run.ranks.append(_Rank(process, reader, on_report=on_report))  # before start: the clean-up closes its pipe
+        run.ranks.append(
+            _Rank(process, reader, on_report=on_report)
+        )  # before start: the clean-up closes its pipe
         try:
             process.start()
         finally:
@@ -175,14 +189,18 @@ def _notice_exit(rank: _Rank) -> None:
         return
     rank.status, rank.error = DIED, f"{_exit_words(rank.process.exitcode)} before returning"
     if rank.started_at is None:
-        rank.error += (" (before its worker started: from a script, call launch() under "
-                       "`if __name__ == '__main__':`, as multiprocessing's spawn needs)")
+        rank.error += (
+            " (before its worker started: from a script, call launch() under "
+            "`if __name__ == '__main__':`, as multiprocessing's spawn needs)"
+        )
 
 
 def _note_failures(run: _Launch) -> None:
     """Add the ranks that newly raised or died to ``run.failures``: deaths first, since a rank
     that dies cuts the others off and makes them raise, never the other way round."""
-    new = [i for i, r in enumerate(run.ranks) if r.status in (RAISED, DIED) and i not in run.failures]
+    new = [
+        i for i, r in enumerate(run.ranks) if r.status in (RAISED, DIED) and i not in run.failures
+    ]
     run.failures += sorted(new, key=lambda i: run.ranks[i].status != DIED)
 
 
@@ -282,8 +300,10 @@ def _reason(run: _Launch, startup_timeout_s: float, timeout_s: float) -> str:
         return "every rank returned"
     if run.all_started is None:
         waited = (run.finished or run.launched) - run.launched
-        return (f"start-up took longer than startup_timeout_s={startup_timeout_s:g} s (waited {waited:.1f} s); "
-                f"the ranks were stopped")
+        return (
+            f"start-up took longer than startup_timeout_s={startup_timeout_s:g} s (waited {waited:.1f} s); "
+            f"the ranks were stopped"
+        )
     return f"the deadline ({timeout_s:g} s) passed; ranks still running were stopped"
 
 
@@ -301,8 +321,9 @@ def _tail(path: Path) -> str:
     if size <= limit:
         return data.decode("utf-8", errors="replace")
     cut = data.find(b"\n") + 1  # 0 when there is no line end: keep it all
-    return (f"[... the first {size - len(data) + cut} bytes are not kept]\n"
-            + data[cut:].decode("utf-8", errors="replace"))
+    return f"[... the first {size - len(data) + cut} bytes are not kept]\n" + data[cut:].decode(
+        "utf-8", errors="replace"
+    )
 
 
 def _collect(run: _Launch, timeout_s: float, startup_timeout_s: float) -> Outcome:
@@ -327,7 +348,9 @@ def _collect(run: _Launch, timeout_s: float, startup_timeout_s: float) -> Outcom
         log=[_tail(folder / f"rank{i}.stderr") for i in range(len(run.ranks))],
         reason=_reason(run, startup_timeout_s, timeout_s),
         startup_s=None if started is None else round(started - run.launched, 3),
-        elapsed_s=round((run.finished or run.launched) - (started if started is not None else run.launched), 3),
+        elapsed_s=round(
+            (run.finished or run.launched) - (started if started is not None else run.launched), 3
+        ),
         startup_timeout_s=float(startup_timeout_s),
         failure_order=list(run.failures),
     )
@@ -376,14 +399,17 @@ def supervise(
 
     Taught in 06_nccl_point_to_point_and_collectives.
     """
-    world_size, backend = _check_launch(worker, world_size, backend, timeout_s, startup_timeout_s,
-                                        args, kwargs, env)
+    world_size, backend = _check_launch(
+        worker, world_size, backend, timeout_s, startup_timeout_s, args, kwargs, env
+    )
     payload = _payload(worker, args, kwargs)
     ctx = start_context()
     folder = tempfile.mkdtemp(prefix="course-ranks-")
     run: _Launch | None = None
     try:
-        spec = _spec(payload, world_size, backend, env, folder, startup_timeout_s + timeout_s + 60.0)
+        spec = _spec(
+            payload, world_size, backend, env, folder, startup_timeout_s + timeout_s + 60.0
+        )
         run = _Launch(spec, ctx.Event(), on_report=on_report)
         _start_ranks(run, ctx)
         _watch(run, startup_timeout_s, timeout_s)
@@ -420,9 +446,15 @@ def launch(
 
     Taught in 06_nccl_point_to_point_and_collectives.
     """
-    outcome = supervise(worker, world_size, backend=backend, timeout_s=timeout_s,
-                        startup_timeout_s=startup_timeout_s, args=args, kwargs=kwargs, env=env,
-                        on_report=on_report)
+    outcome = supervise(
+        worker,
+        world_size,
+        backend=backend,
+        timeout_s=timeout_s,
+        startup_timeout_s=startup_timeout_s,
+        args=args,
+        kwargs=kwargs,
+        env=env,
+        on_report=on_report,
+    )
     return outcome.raise_for_status()
-
-

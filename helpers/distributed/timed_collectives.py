@@ -19,15 +19,18 @@ from .in_rank import _backend_here, rank_device, report
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 
 
-def _check_collective_args(rank: Any, world_size: Any, ops: Any, sizes: Any, warmup: Any, iters: Any,
-                           samples: Any) -> tuple[list[str], list[int]]:
+def _check_collective_args(
+    rank: Any, world_size: Any, ops: Any, sizes: Any, warmup: Any, iters: Any, samples: Any
+) -> tuple[list[str], list[int]]:
     """The checked ops and sizes of ``collective_timings``; ValueError/TypeError saying what to pass."""
     world_size = hardware.check_count(world_size, "world_size", 1, "ranks")
     rank = hardware.check_count(rank, "rank", 0)
     if rank >= world_size:
         raise ValueError(f"rank must be 0 to world_size - 1 = {world_size - 1}, got {rank}")
     if isinstance(ops, str) or not isinstance(ops, Sequence) or not ops:
-        raise TypeError(f"ops must be a non-empty list of collective names from {list(COLLECTIVE_OPS)}, got {ops!r}")
+        raise TypeError(
+            f"ops must be a non-empty list of collective names from {list(COLLECTIVE_OPS)}, got {ops!r}"
+        )
     for op in ops:
         if op not in COLLECTIVE_OPS:
             raise ValueError(f"unknown collective {op!r}: pass names from {list(COLLECTIVE_OPS)}")
@@ -37,17 +40,20 @@ def _check_collective_args(rank: Any, world_size: Any, ops: Any, sizes: Any, war
     step = 4 * world_size
     for size in checked:
         if size % step:
-            raise ValueError(f"size {size} bytes is not a multiple of 4 x world_size = {step} bytes: a message of "
-                             f"float32 elements splits into {world_size} equal parts; pass e.g. "
-                             f"{max(step, size - size % step)} bytes")
+            raise ValueError(
+                f"size {size} bytes is not a multiple of 4 x world_size = {step} bytes: a message of "
+                f"float32 elements splits into {world_size} equal parts; pass e.g. "
+                f"{max(step, size - size % step)} bytes"
+            )
     hardware.check_count(warmup, "warmup", 0, "calls")
     hardware.check_count(iters, "iters", 1, "calls per sample")
     hardware.check_count(samples, "samples", 1)
     return list(ops), checked
 
 
-def _collective_buffers(op: str, rank: int, world_size: int, numel: int,
-                        device: torch.device) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def _collective_buffers(
+    op: str, rank: int, world_size: int, numel: int, device: torch.device
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """The buffers of one call of ``op`` filled with a pattern, and the result every rank expects.
 
     Values are small whole numbers, exact in float32: rank r contributes r + 1 (all_reduce,
@@ -55,7 +61,9 @@ def _collective_buffers(op: str, rank: int, world_size: int, numel: int,
     all_to_all sends part j of rank r as r * n + j.
     """
     n, share = world_size, numel // world_size
-    parts = torch.arange(n, dtype=torch.float32, device=device).repeat_interleave(share)  # part index
+    parts = torch.arange(n, dtype=torch.float32, device=device).repeat_interleave(
+        share
+    )  # part index
     total = n * (n + 1) / 2  # sum over ranks of rank + 1
     if op == "all_reduce":
         full = torch.full((numel,), rank + 1.0, device=device)
@@ -65,8 +73,9 @@ def _collective_buffers(op: str, rank: int, world_size: int, numel: int,
         return {"full": torch.empty(numel, device=device), "part": part}, parts + 1
     if op == "reduce_scatter":
         full = (parts + 1) * (rank + 1)
-        return {"full": full, "part": torch.empty(share, device=device)}, torch.full((share,), total * (rank + 1),
-                                                                                       device=device)
+        return {"full": full, "part": torch.empty(share, device=device)}, torch.full(
+            (share,), total * (rank + 1), device=device
+        )
     if op == "broadcast":
         ramp = torch.arange(numel, dtype=torch.float32, device=device) % 1024
         return {"full": ramp.clone() if rank == 0 else torch.zeros(numel, device=device)}, ramp
@@ -80,9 +89,13 @@ def _collective_call(op: str, buffers: dict[str, torch.Tensor]) -> None:
     if op == "all_reduce":
         dist.all_reduce(buffers["full"])
     elif op == "all_gather":
-        dist.all_gather_into_tensor(buffers["full"], buffers["part"])  # every rank's part, into full
+        dist.all_gather_into_tensor(
+            buffers["full"], buffers["part"]
+        )  # every rank's part, into full
     elif op == "reduce_scatter":
-        dist.reduce_scatter_tensor(buffers["part"], buffers["full"])  # full summed; this rank keeps its part
+        dist.reduce_scatter_tensor(
+            buffers["part"], buffers["full"]
+        )  # full summed; this rank keeps its part
     elif op == "broadcast":
         dist.broadcast(buffers["full"], src=0)
     else:
@@ -90,11 +103,25 @@ def _collective_call(op: str, buffers: dict[str, torch.Tensor]) -> None:
 
 
 def _collective_result(op: str, buffers: dict[str, torch.Tensor]) -> torch.Tensor:
-    return buffers["part"] if op == "reduce_scatter" else buffers["out"] if op == "all_to_all" else buffers["full"]
+    return (
+        buffers["part"]
+        if op == "reduce_scatter"
+        else buffers["out"]
+        if op == "all_to_all"
+        else buffers["full"]
+    )
 
 
-def collective_timings(rank: int, world_size: int, *, ops: Sequence[str], sizes: Sequence[int], warmup: int,
-                       iters: int, samples: int) -> dict[str, dict[str, list]]:
+def collective_timings(
+    rank: int,
+    world_size: int,
+    *,
+    ops: Sequence[str],
+    sizes: Sequence[int],
+    warmup: int,
+    iters: int,
+    samples: int,
+) -> dict[str, dict[str, list]]:
     """Worker body run inside an initialised process group (``launch`` or ``torchrun``): time
     collectives over message sizes the way nccl-tests does.
 
@@ -112,44 +139,78 @@ def collective_timings(rank: int, world_size: int, *, ops: Sequence[str], sizes:
     """
     ops, sizes = _check_collective_args(rank, world_size, ops, sizes, warmup, iters, samples)
     if not (dist.is_available() and dist.is_initialized()):
-        raise ValueError("collective_timings runs inside a process group: pass it to distributed.launch "
-                         "(launch(collective_timings, n, kwargs=...)) or call it from a torchrun script after "
-                         "init_process_group")
+        raise ValueError(
+            "collective_timings runs inside a process group: pass it to distributed.launch "
+            "(launch(collective_timings, n, kwargs=...)) or call it from a torchrun script after "
+            "init_process_group"
+        )
     if (dist.get_rank(), dist.get_world_size()) != (rank, world_size):
-        raise ValueError(f"rank {rank} of {world_size} does not match the process group (rank "
-                         f"{dist.get_rank()} of {dist.get_world_size()}); pass dist.get_rank(), dist.get_world_size()")
+        raise ValueError(
+            f"rank {rank} of {world_size} does not match the process group (rank "
+            f"{dist.get_rank()} of {dist.get_world_size()}); pass dist.get_rank(), dist.get_world_size()"
+        )
     from .. import timing  # timing sits below helpers.distributed; imported here as delay() does
 
     clock = timing.cuda_events if _backend_here() == "nccl" else timing.host_clock
     device = rank_device()
-    result: dict[str, dict[str, list]] = {"timings": {op: [] for op in ops}, "wrong": {op: [] for op in ops}}
+    result: dict[str, dict[str, list]] = {
+        "timings": {op: [] for op in ops},
+        "wrong": {op: [] for op in ops},
+    }
     for size in sizes:
         for op in ops:
             buffers, expected = _collective_buffers(op, rank, world_size, size // 4, device)
             _collective_call(op, buffers)
-            result["wrong"][op].append(int((_collective_result(op, buffers) != expected).sum().item()))
+            result["wrong"][op].append(
+                int((_collective_result(op, buffers) != expected).sum().item())
+            )
             del expected
-            result["timings"][op].append(clock(
-                lambda op=op, buffers=buffers: _collective_call(op, buffers), warmup=warmup, repeats=samples,
-                calls_per_sample=iters, nbytes=size, label=f"{op} {timing.format_bytes(size)}"))
+            result["timings"][op].append(
+                clock(
+                    lambda op=op, buffers=buffers: _collective_call(op, buffers),  # type: ignore[misc]
+                    warmup=warmup,
+                    repeats=samples,
+                    calls_per_sample=iters,
+                    nbytes=size,
+                    label=f"{op} {timing.format_bytes(size)}",
+                )
+            )
             del buffers
     return result
 
 
 def _rank_facts(rank: int) -> dict[str, Any]:
     """Where this rank runs, for nccl-tests' ``# Using devices`` lines: pid, host, device, PCI id, name."""
-    facts: dict[str, Any] = {"rank": rank, "pid": os.getpid(), "hostname": socket.gethostname(), "device": -1,
-                             "pci": [0, 0, 0], "name": f"CPU ({_backend_here() or 'no group'})"}
+    facts: dict[str, Any] = {
+        "rank": rank,
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+        "device": -1,
+        "pci": [0, 0, 0],
+        "name": f"CPU ({_backend_here() or 'no group'})",
+    }
     device = rank_device()
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        facts.update(device=device.index, name=props.name,
-                     pci=[int(getattr(props, f"pci_{part}_id", 0)) for part in ("domain", "bus", "device")])
+        facts.update(
+            device=device.index,
+            name=props.name,
+            pci=[int(getattr(props, f"pci_{part}_id", 0)) for part in ("domain", "bus", "device")],
+        )
     return facts
 
 
-def collective_sweep(rank: int, world_size: int, *, ops: Sequence[str], sizes: Sequence[int], warmup: int,
-                     iters: int, samples: int, emit: Callable[[Any], None] | None = None) -> None:
+def collective_sweep(
+    rank: int,
+    world_size: int,
+    *,
+    ops: Sequence[str],
+    sizes: Sequence[int],
+    warmup: int,
+    iters: int,
+    samples: int,
+    emit: Callable[[Any], None] | None = None,
+) -> None:
     """Worker body, like ``collective_timings`` (same arguments, same measurement: it calls it
     for one op and one size at a time), that hands over each row as soon as it is measured.
 
@@ -166,8 +227,15 @@ def collective_sweep(rank: int, world_size: int, *, ops: Sequence[str], sizes: S
         send({"devices": everyone})
     for op in ops:
         for size in sizes:
-            got = collective_timings(rank, world_size, ops=[op], sizes=[size], warmup=warmup, iters=iters,
-                                     samples=samples)
+            got = collective_timings(
+                rank,
+                world_size,
+                ops=[op],
+                sizes=[size],
+                warmup=warmup,
+                iters=iters,
+                samples=samples,
+            )
             wrong = torch.tensor([got["wrong"][op][0]], dtype=torch.int64, device=rank_device())
             dist.all_reduce(wrong)
             if rank == 0:

@@ -37,6 +37,7 @@ def _fig(ratio: float) -> str:
 
 # ---------------------------------------------------------------- 1. three timers
 
+
 def _launch_share(run: Run) -> claims.Value:
     """The unsynchronised clock's median over the events' (below 1: it missed the work)."""
     return claims.ratio(run.value["perf_counter, no sync"], run.value["CUDA events"])
@@ -62,13 +63,25 @@ def show_timers(run: Run) -> tables.Table:
     Taught in 04_event_timing.
     """
     flop = run.value["flop"]
-    table = tables.Table(["timer", ("median", "ms", ".4f"), ("rate", "TFLOP/s", ".1f"), ("min", "ms", ".4f"),
-                          ("max", "ms", ".4f")],
-                         [(label, t.median_ms, flop / t.median_s / 1e12, t.min_s * 1e3, t.max_s * 1e3)
-                          for label, t in ((label, run.value[label]) for label in TIMERS)])
-    plotting.bars_with_ratios({label: run.value[label].median_ms for label in TIMERS}, baseline="CUDA events",
-                              ylabel="median time per matmul (ms)",
-                              title=plotting.machine_title("One matmul, three timers", run.machine, run.live))
+    table = tables.Table(
+        [
+            "timer",
+            ("median", "ms", ".4f"),
+            ("rate", "TFLOP/s", ".1f"),
+            ("min", "ms", ".4f"),
+            ("max", "ms", ".4f"),
+        ],
+        [
+            (label, t.median_ms, flop / t.median_s / 1e12, t.min_s * 1e3, t.max_s * 1e3)
+            for label, t in ((label, run.value[label]) for label in TIMERS)
+        ],
+    )
+    plotting.bars_with_ratios(
+        {label: run.value[label].median_ms for label in TIMERS},
+        baseline="CUDA events",
+        ylabel="median time per matmul (ms)",
+        title=plotting.machine_title("One matmul, three timers", run.machine, run.live),
+    )
     return table
 
 
@@ -81,18 +94,26 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     """
     share, sync = _launch_share(run), _sync_over_events(run)
     rate = run.value["flop"] / run.value["perf_counter, no sync"].median_s / 1e12
-    longer = analysis.in_words(claims.compare(sync, 1, holds_if="above"),
-                               "longer, since it also counts the launch and the return from `synchronize`",
-                               "the same within the noise", "shorter")
+    longer = analysis.in_words(
+        claims.compare(sync, 1, holds_if="above"),
+        "longer, since it also counts the launch and the return from `synchronize`",
+        "the same within the noise",
+        "shorter",
+    )
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"The unsynchronised host clock reports {share.value:.1%} of the events' time: {rate:.0f} TFLOP/s, "
-             f"{1 / share.value:.0f} times the rate the events measure.")
-    seen.say(f"The synchronised clock measures {sync.number()} ± {sync.spread_text()} times the events' time: "
-             f"{longer}.")
+    seen.say(
+        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: {rate:.0f} TFLOP/s, "
+        f"{1 / share.value:.0f} times the rate the events measure."
+    )
+    seen.say(
+        f"The synchronised clock measures {sync.number()} ± {sync.spread_text()} times the events' time: "
+        f"{longer}."
+    )
     return seen
 
 
 # ---------------------------------------------------------------- 3. first calls
+
 
 def _first_over_later(times: list[float]) -> claims.Value:
     """First call / median of the later calls, with the later calls' relative spread."""
@@ -118,8 +139,14 @@ def show_first_calls(run: Run) -> tables.Table:
 
     Taught in 04_event_timing.
     """
-    table = tables.Table(["call", ("first", "ms", ".3f"), ("later, median", "ms", ".3f"),
-                          ("first / later", "x", ".1f")])
+    table = tables.Table(
+        [
+            "call",
+            ("first", "ms", ".3f"),
+            ("later, median", "ms", ".3f"),
+            ("first / later", "x", ".1f"),
+        ]
+    )
     _, ax = plt.subplots(figsize=(8, 4))
     for name, times in run.value.items():
         later = statistics.median(times[1:])
@@ -145,18 +172,29 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
     least, most = min(ratio, key=ratio.__getitem__), max(ratio, key=ratio.__getitem__)
     settle = {name: _settled_from(times) for name, times in first.items()}
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"The first call took {_fig(ratio[least])} times the median of the later calls for {_short(least)} "
-             f"(the least) up to {_fig(ratio[most])} times for {_short(most)} (the most).")
-    seen.say("From call " + ", ".join(f"{settle[name]} for {_short(name)}" for name in first)
-             + ", every call stayed within twice the later median.")
-    seen.check("the first call of each operation is its slowest",
-               all(times[0] == max(times) for times in first.values()),
-               "; ".join(f"{_short(name)}: first {times[0] * 1e3:.2f} ms, slowest later "
-                         f"{max(times[1:]) * 1e3:.3f} ms" for name, times in first.items()))
+    seen.say(
+        f"The first call took {_fig(ratio[least])} times the median of the later calls for {_short(least)} "
+        f"(the least) up to {_fig(ratio[most])} times for {_short(most)} (the most)."
+    )
+    seen.say(
+        "From call "
+        + ", ".join(f"{settle[name]} for {_short(name)}" for name in first)
+        + ", every call stayed within twice the later median."
+    )
+    seen.check(
+        "the first call of each operation is its slowest",
+        all(times[0] == max(times) for times in first.values()),
+        "; ".join(
+            f"{_short(name)}: first {times[0] * 1e3:.2f} ms, slowest later "
+            f"{max(times[1:]) * 1e3:.3f} ms"
+            for name, times in first.items()
+        ),
+    )
     return seen
 
 
 # ---------------------------------------------------------------- 4. spread
+
 
 def wider_spread(run: Run) -> str:
     """The clock (``'events'`` or ``'host clock'``) whose samples spread more, relative to their
@@ -173,21 +211,50 @@ def show_spread(run: Run) -> tables.Table:
 
     Taught in 04_event_timing.
     """
-    table = tables.Table(["clock", ("median", "us", ".2f"), ("mean", "us", ".2f"), ("IQR from", "us", ".2f"),
-                          ("IQR to", "us", ".2f"), ("IQR / median", "", ".1%"), ("min", "us", ".2f"),
-                          ("max", "us", ".2f"), "samples"])
+    table = tables.Table(
+        [
+            "clock",
+            ("median", "us", ".2f"),
+            ("mean", "us", ".2f"),
+            ("IQR from", "us", ".2f"),
+            ("IQR to", "us", ".2f"),
+            ("IQR / median", "", ".1%"),
+            ("min", "us", ".2f"),
+            ("max", "us", ".2f"),
+            "samples",
+        ]
+    )
     _, ax = plt.subplots(figsize=(8, 4))
     for label, t in run.value.items():
         q1, q3 = t.quartiles_s
-        table.add(label, t.median_us, t.mean_s * 1e6, q1 * 1e6, q3 * 1e6, t.spread, t.min_s * 1e6, t.max_s * 1e6,
-                  len(t.samples_s))
+        table.add(
+            label,
+            t.median_us,
+            t.mean_s * 1e6,
+            q1 * 1e6,
+            q3 * 1e6,
+            t.spread,
+            t.min_s * 1e6,
+            t.max_s * 1e6,
+            len(t.samples_s),
+        )
         bars: Any = ax.hist([s * 1e6 for s in t.samples_s], bins=30, alpha=0.6, label=label)[2]
-        ax.axvline(t.median_us, linestyle="--", color=bars[0].get_facecolor()[:3], linewidth=1.2,
-                   label=f"median, {label} ({t.median_us:.1f} us)")
+        ax.axvline(
+            t.median_us,
+            linestyle="--",
+            color=bars[0].get_facecolor()[:3],
+            linewidth=1.2,
+            label=f"median, {label} ({t.median_us:.1f} us)",
+        )
     ax.set_xlabel("time per call (us)")
     ax.set_ylabel("number of samples")
-    ax.set_title(plotting.machine_title(f"{run.params['samples']} samples of one kernel (dashed: medians)",
-                                        run.machine, run.live))
+    ax.set_title(
+        plotting.machine_title(
+            f"{run.params['samples']} samples of one kernel (dashed: medians)",
+            run.machine,
+            run.live,
+        )
+    )
     ax.legend()
     return table
 
@@ -204,18 +271,26 @@ def see_spread(run: Run) -> claims.WhatWeSee:
     for label, t in spreads.items():
         q1, q3 = t.quartiles_s
         side = "above" if t.mean_s > t.median_s else "below" if t.mean_s < t.median_s else "at"
-        seen.say(f"{label.capitalize()}: half the samples within {q1 * 1e6:.2f}-{q3 * 1e6:.2f} us, the slowest at "
-                 f"{t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean "
-                 f"({t.mean_s * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us).")
+        seen.say(
+            f"{label.capitalize()}: half the samples within {q1 * 1e6:.2f}-{q3 * 1e6:.2f} us, the slowest at "
+            f"{t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean "
+            f"({t.mean_s * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
+        )
     host = claims.ratio(spreads["host clock"], spreads["events"])
     wider = wider_spread(run)
-    words = analysis.in_words(claims.compare(host, 1, holds_if="above"), "longer", "the same within the noise",
-                              "shorter")
+    words = analysis.in_words(
+        claims.compare(host, 1, holds_if="above"), "longer", "the same within the noise", "shorter"
+    )
     least = min(t.spread for t in spreads.values())
-    spread_words = (f"the {wider} samples spread more ({spreads[wider].spread:.1%} of their median against {least:.1%})"
-                    if spreads[wider].spread > least else f"both spread alike ({least:.1%} of their median)")
-    seen.say(f"The host clock's median is {host.number()} ± {host.spread_text()} times the events' ({words}); "
-             f"here {spread_words}.")
+    spread_words = (
+        f"the {wider} samples spread more ({spreads[wider].spread:.1%} of their median against {least:.1%})"
+        if spreads[wider].spread > least
+        else f"both spread alike ({least:.1%} of their median)"
+    )
+    seen.say(
+        f"The host clock's median is {host.number()} ± {host.spread_text()} times the events' ({words}); "
+        f"here {spread_words}."
+    )
     return seen
 
 
@@ -241,17 +316,38 @@ def show_resolution(run: Run) -> tables.Table:
     resolution = run.value
     for label in BATCHES:
         t = resolution[label]
-        queued = (f"; queueing them took {t.extra['enqueue_us']:.0f} us of the {t.extra['hold_us']:.0f} us hold"
-                  if "enqueue_us" in t.extra else "")
-        print(f"{label:36s} {t.median_us:6.3f} us per kernel ({t.calls_per_sample} kernels per sample{queued})")
-    table = tables.Table(["events around", ("median", "us", ".3f"), ("min", "us", ".3f"), ("max", "us", ".3f"),
-                          "distinct values", ("closest two apart", "us", ".3f")])
+        queued = (
+            f"; queueing them took {t.extra['enqueue_us']:.0f} us of the {t.extra['hold_us']:.0f} us hold"
+            if "enqueue_us" in t.extra
+            else ""
+        )
+        print(
+            f"{label:36s} {t.median_us:6.3f} us per kernel ({t.calls_per_sample} kernels per sample{queued})"
+        )
+    table = tables.Table(
+        [
+            "events around",
+            ("median", "us", ".3f"),
+            ("min", "us", ".3f"),
+            ("max", "us", ".3f"),
+            "distinct values",
+            ("closest two apart", "us", ".3f"),
+        ]
+    )
     for label in PAIRS:
         values = resolution[label]
-        table.add(label.replace(" (us)", ""), statistics.median(values), min(values), max(values),
-                  len(set(values)), _closest_apart(values))
+        table.add(
+            label.replace(" (us)", ""),
+            statistics.median(values),
+            min(values),
+            max(values),
+            len(set(values)),
+            _closest_apart(values),
+        )
     _, ax = plt.subplots(figsize=(8, 4))
-    ax.hist([resolution[label] for label in PAIRS], bins=40, label=["empty pair", "one tiny kernel"])
+    ax.hist(
+        [resolution[label] for label in PAIRS], bins=40, label=["empty pair", "one tiny kernel"]
+    )
     ax.set_xlabel("start.elapsed_time(end) (us)")
     ax.set_ylabel("number of samples")
     ax.set_title(plotting.machine_title("Event resolution", run.machine, run.live))
@@ -278,34 +374,52 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
     """
     resolution = run.value
     empty = resolution["empty pair (us)"]
-    floor_us, single_us = statistics.median(empty), statistics.median(resolution["one tiny kernel (us)"])
+    floor_us, single_us = (
+        statistics.median(empty),
+        statistics.median(resolution["one tiny kernel (us)"]),
+    )
     launched_us, queued_us = (resolution[label].median_us for label in BATCHES)
     closest = _closest_apart(empty)
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"The empty pair measures {floor_us:.2f} us (median of {len(empty)}; {min(empty):.2f} to "
-             f"{max(empty):.2f} us), not zero, though nothing ran between its two events: on an idle stream each "
-             "event completes when the host records it, so the pair measures the host's time between the two "
-             f"record calls (the batch launched as we go, below, takes {launched_us:.2f} us per kernel, the host's "
-             "launch rate), not what events can resolve"
-             + (f"; its values are {closest:.3f} us apart at the closest, and that step is the resolution."
-                if closest is not None else "."))
+    seen.say(
+        f"The empty pair measures {floor_us:.2f} us (median of {len(empty)}; {min(empty):.2f} to "
+        f"{max(empty):.2f} us), not zero, though nothing ran between its two events: on an idle stream each "
+        "event completes when the host records it, so the pair measures the host's time between the two "
+        f"record calls (the batch launched as we go, below, takes {launched_us:.2f} us per kernel, the host's "
+        "launch rate), not what events can resolve"
+        + (
+            f"; its values are {closest:.3f} us apart at the closest, and that step is the resolution."
+            if closest is not None
+            else "."
+        )
+    )
     if single_us > floor_us:
-        seen.say(f"A single tiny kernel measures {single_us:.2f} us against the empty pair's {floor_us:.2f} us, "
-                 f"{_times_in_words(single_us / floor_us)} (the empty pair is {floor_us / single_us:.0%} of that "
-                 "reading). Most of it is the host launching the kernel, so one pair of events cannot time such a "
-                 "kernel.")
+        seen.say(
+            f"A single tiny kernel measures {single_us:.2f} us against the empty pair's {floor_us:.2f} us, "
+            f"{_times_in_words(single_us / floor_us)} (the empty pair is {floor_us / single_us:.0%} of that "
+            "reading). Most of it is the host launching the kernel, so one pair of events cannot time such a "
+            "kernel."
+        )
     else:
-        seen.say(f"A single tiny kernel measures {single_us:.2f} us, no more than the empty pair: the host's "
-                 "launch, not the kernel, is what such a pair measures, so one pair of events cannot time it.")
-    seen.say(f"A batch launched as we go takes {launched_us:.2f} us per kernel, the rate at which the host launches; "
-             f"queued behind a spin kernel, {queued_us:.2f} us per kernel, the rate at which the GPU runs them, "
-             f"while the single kernel's reading is {single_us / queued_us:.0f} times that.")
-    seen.check("the batch queued behind a spin kernel measures less per kernel than the batch launched as we go",
-               queued_us < launched_us, f"{queued_us:.2f} us against {launched_us:.2f} us")
+        seen.say(
+            f"A single tiny kernel measures {single_us:.2f} us, no more than the empty pair: the host's "
+            "launch, not the kernel, is what such a pair measures, so one pair of events cannot time it."
+        )
+    seen.say(
+        f"A batch launched as we go takes {launched_us:.2f} us per kernel, the rate at which the host launches; "
+        f"queued behind a spin kernel, {queued_us:.2f} us per kernel, the rate at which the GPU runs them, "
+        f"while the single kernel's reading is {single_us / queued_us:.0f} times that."
+    )
+    seen.check(
+        "the batch queued behind a spin kernel measures less per kernel than the batch launched as we go",
+        queued_us < launched_us,
+        f"{queued_us:.2f} us against {launched_us:.2f} us",
+    )
     return seen
 
 
 # ---------------------------------------------------------------- 6. three tools
+
 
 def _kernels(run: Run) -> list[trace.Interval]:
     return run.value["profiler"].select(kind="kernel")
@@ -321,7 +435,9 @@ def _profiler_time(run: Run) -> claims.Value:
     """The profiler's time per matmul in seconds, with the relative spread of its kernels' durations."""
     durations = analysis.across([iv.duration_us for iv in _kernels(run)])
     seconds = _profiler_us(run) / 1e6
-    return claims.Value(seconds, seconds * durations.spread / durations.value, "s", durations.samples)
+    return claims.Value(
+        seconds, seconds * durations.spread / durations.value, "s", durations.samples
+    )
 
 
 def _by_profiler(run: Run, tool: str) -> claims.Value:
@@ -336,15 +452,24 @@ def show_tools(run: Run) -> None:
     Taught in 04_event_timing.
     """
     tools = run.value
-    by_tool_us = {"CUDA events": tools["events"].median_us, "torch.utils.benchmark": tools["benchmark"].median_us,
-                  "profiler kernels": _profiler_us(run)}
+    by_tool_us = {
+        "CUDA events": tools["events"].median_us,
+        "torch.utils.benchmark": tools["benchmark"].median_us,
+        "profiler kernels": _profiler_us(run),
+    }
     for label, us in by_tool_us.items():
         print(f"{label:22s} {us:9.2f} us per matmul (median)")
     kernel_us = [iv.duration_us for iv in _kernels(run)]
-    print(f"profiler: {len(kernel_us)} kernels in {tools['profiler'].steps} steps of {tools['matmuls_per_step']} "
-          f"matmuls, each from {min(kernel_us):.2f} to {max(kernel_us):.2f} us")
-    plotting.bars_with_ratios(by_tool_us, baseline="profiler kernels", ylabel="time per matmul (us)",
-                              title=plotting.machine_title("One matmul, three tools", run.machine, run.live))
+    print(
+        f"profiler: {len(kernel_us)} kernels in {tools['profiler'].steps} steps of {tools['matmuls_per_step']} "
+        f"matmuls, each from {min(kernel_us):.2f} to {max(kernel_us):.2f} us"
+    )
+    plotting.bars_with_ratios(
+        by_tool_us,
+        baseline="profiler kernels",
+        ylabel="time per matmul (us)",
+        title=plotting.machine_title("One matmul, three tools", run.machine, run.live),
+    )
 
 
 def see_tools(run: Run) -> claims.WhatWeSee:
@@ -358,21 +483,32 @@ def see_tools(run: Run) -> claims.WhatWeSee:
     blocks = len(run.value["benchmark"].samples_s)
     few = f" (from its {blocks} measurements)" if blocks < 5 else ""
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"The events measure {events.number()} ± {events.spread_text()} times the profiler's kernel time and "
-             f"`torch.utils.benchmark` {bench.number()} ± {bench.spread_text()} times{few}; the three agree within "
-             f"{max(abs(events.value - 1), abs(bench.value - 1)):.1%}.")
+    seen.say(
+        f"The events measure {events.number()} ± {events.spread_text()} times the profiler's kernel time and "
+        f"`torch.utils.benchmark` {bench.number()} ± {bench.spread_text()} times{few}; the three agree within "
+        f"{max(abs(events.value - 1), abs(bench.value - 1)):.1%}."
+    )
     return seen
 
 
 # ---------------------------------------------------------------- the claims table
+
 
 def _share_of(value: claims.Value, seconds: float) -> claims.Value:
     """A measured time over a planned one (``seconds``), with its spread."""
     return claims.Value(value.value / seconds, value.spread / seconds, "x", value.samples)
 
 
-def claims_table(run_timers: Run, run_tools: Run, run_wait: Run, run_streams: Run, run_gpus: Run,
-                 run_first: Run, run_many: Run, run_errors: Run) -> claims.ClaimsTable:
+def claims_table(
+    run_timers: Run,
+    run_tools: Run,
+    run_wait: Run,
+    run_streams: Run,
+    run_gpus: Run,
+    run_first: Run,
+    run_many: Run,
+    run_errors: Run,
+) -> claims.ClaimsTable:
     """The claims notebook 04 tests, each with its verdict computed from the runs: timing needs
     synchronisation, events measure GPU work, which wait blocks what, events order streams and
     GPUs, warm-up, what many streams cost on the GPU and the host, and errors surfacing later.
@@ -380,75 +516,137 @@ def claims_table(run_timers: Run, run_tools: Run, run_wait: Run, run_streams: Ru
     Taught in 04_event_timing.
     """
     table = claims.ClaimsTable(NOTEBOOK)
-    table.add("To measure the execution time of GPU operations, we need to synchronise", source=SOURCE,
-              run=run_timers, measured="perf_counter without synchronize / CUDA events, one matmul (below 0.5: it "
-                                       "missed most of the work)",
-              holds=claims.compare(_launch_share(run_timers), 0.5, holds_if="below"))
-    table.add("Events measure the time of GPU work (start.record, end.synchronize, start.elapsed_time(end))",
-              source=SOURCE, run=run_tools, measured="events / profiler kernel time, one matmul (within 10% of 1 "
-                                                     "counts)",
-              holds=claims.within(_by_profiler(run_tools, "events"), 0.9, 1.1))
+    table.add(
+        "To measure the execution time of GPU operations, we need to synchronise",
+        source=SOURCE,
+        run=run_timers,
+        measured="perf_counter without synchronize / CUDA events, one matmul (below 0.5: it "
+        "missed most of the work)",
+        holds=claims.compare(_launch_share(run_timers), 0.5, holds_if="below"),
+    )
+    table.add(
+        "Events measure the time of GPU work (start.record, end.synchronize, start.elapsed_time(end))",
+        source=SOURCE,
+        run=run_tools,
+        measured="events / profiler kernel time, one matmul (within 10% of 1 counts)",
+        holds=claims.within(_by_profiler(run_tools, "events"), 0.9, 1.1),
+    )
     wait, side_us = run_wait.value, run_wait.params["side_us"]
     busy = wait["side_busy_after_event"]
-    table.add("torch.cuda.synchronize() blocks the host until all work on all streams of the device is done",
-              source=SOURCE, run=run_wait,
-              measured=f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel "
-                       f"(above 0.9 counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms",
-              holds=claims.compare(_share_of(claims.measured(wait["torch.cuda.synchronize"]), side_us / 1e6),
-                                   0.9, holds_if="above"))
-    table.add("An event marks a point in one stream: waiting for it leaves other streams running", source=SOURCE,
-              run=run_wait, measured=f"side stream still busy after event.synchronize() in {sum(busy)} of "
-                                     f"{len(busy)} runs (all counts)",
-              holds=all(busy))
+    table.add(
+        "torch.cuda.synchronize() blocks the host until all work on all streams of the device is done",
+        source=SOURCE,
+        run=run_wait,
+        measured=f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel "
+        f"(above 0.9 counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms",
+        holds=claims.compare(
+            _share_of(claims.measured(wait["torch.cuda.synchronize"]), side_us / 1e6),
+            0.9,
+            holds_if="above",
+        ),
+    )
+    table.add(
+        "An event marks a point in one stream: waiting for it leaves other streams running",
+        source=SOURCE,
+        run=run_wait,
+        measured=f"side stream still busy after event.synchronize() in {sum(busy)} of "
+        f"{len(busy)} runs (all counts)",
+        holds=all(busy),
+    )
     for claim, run, first in (
-            ("Record an event in stream A and wait for it in stream B: B's later work waits for A's", run_streams,
-             "producer"),
-            ("Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)", run_gpus, "GPU 0")):
+        (
+            "Record an event in stream A and wait for it in stream B: B's later work waits for A's",
+            run_streams,
+            "producer",
+        ),
+        (
+            "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)",
+            run_gpus,
+            "GPU 0",
+        ),
+    ):
         w, nw = (events_sync.ordering_counts(run)[label] for label in ("wait_event", "no wait"))
-        table.add(claim, source=SOURCE, run=run,
-                  measured=f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in trace "
-                           f"{w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, and none "
-                           "without, count)",
-                  holds=w["done_first"] == w["checks"] and w["after"] == w["steps"] and nw["done_first"] == 0)
+        table.add(
+            claim,
+            source=SOURCE,
+            run=run,
+            measured=f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in trace "
+            f"{w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, and none "
+            "without, count)",
+            holds=w["done_first"] == w["checks"]
+            and w["after"] == w["steps"]
+            and nw["done_first"] == 0,
+        )
     gpu1_busy = run_gpus.value["gpu1_busy_after_sync0"]
-    table.add("torch.cuda.synchronize(device_id) synchronises that one device", source=SOURCE, run=run_gpus,
-              measured=f"synchronize(0) returned while GPU 1 was busy in {sum(gpu1_busy)} of {len(gpu1_busy)} "
-                       "checks (all count)",
-              holds=all(gpu1_busy))
+    table.add(
+        "torch.cuda.synchronize(device_id) synchronises that one device",
+        source=SOURCE,
+        run=run_gpus,
+        measured=f"synchronize(0) returned while GPU 1 was busy in {sum(gpu1_busy)} of {len(gpu1_busy)} "
+        "checks (all count)",
+        holds=all(gpu1_busy),
+    )
     first = run_first.value
     slowest = max(first, key=lambda name: _first_over_later(first[name]).value)
-    table.add("Warm up first: the first call of an operation can be far slower than later ones", source=METHOD,
-              run=run_first, measured=f"first call / median of the later ones, {_short(slowest)}, the largest of "
-                                      f"{len(first)} operations (10x counts as far slower)",
-              holds=claims.compare(_first_over_later(first[slowest]), 10, holds_if="above"))
+    table.add(
+        "Warm up first: the first call of an operation can be far slower than later ones",
+        source=METHOD,
+        run=run_first,
+        measured=f"first call / median of the later ones, {_short(slowest)}, the largest of "
+        f"{len(first)} operations (10x counts as far slower)",
+        holds=claims.compare(_first_over_later(first[slowest]), 10, holds_if="above"),
+    )
     many = events_sync.stream_ratios(run_many)
     counts = events_sync.stream_counts(run_many)
     few, most, kernels = counts[0], counts[-1], run_many.params["kernels"]
     outran = sum(events_sync.outran_hold(run_many).values())
     left_out = f"; {outran} samples launched for longer than the hold left out" if outran else ""
-    table.add("Tasks from different streams can be executed in parallel", source=SOURCE, run=run_many,
-              measured=f"device time of {kernels} tiny kernels on {most} streams / on {few} (below 1: they "
-                       f"overlapped{left_out})",
-              holds=claims.compare(many["device"], 1, holds_if="below"))
-    table.add("Too many streams can lead to contention or scheduling issues, affecting efficiency (GPU)",
-              source=SOURCE, run=run_many,
-              measured=f"device time of the batch on {most} streams / on {counts[-2]} (above 1: the last doubling "
-                       f"cost time; {most} is PyTorch's pool{left_out})",
-              holds=claims.compare(many["last doubling"], 1, holds_if="above"))
-    table.add("Too many streams can lead to contention or scheduling issues, affecting efficiency (host)",
-              source=SOURCE, run=run_many,
-              measured=f"host launch time per kernel on {most} streams / on {few} (above 1: more streams cost the "
-                       "host)",
-              holds=claims.compare(many["launch"], 1, holds_if="above"))
+    table.add(
+        "Tasks from different streams can be executed in parallel",
+        source=SOURCE,
+        run=run_many,
+        measured=f"device time of {kernels} tiny kernels on {most} streams / on {few} (below 1: they "
+        f"overlapped{left_out})",
+        holds=claims.compare(many["device"], 1, holds_if="below"),
+    )
+    table.add(
+        "Too many streams can lead to contention or scheduling issues, affecting efficiency (GPU)",
+        source=SOURCE,
+        run=run_many,
+        measured=f"device time of the batch on {most} streams / on {counts[-2]} (above 1: the last doubling "
+        f"cost time; {most} is PyTorch's pool{left_out})",
+        holds=claims.compare(many["last doubling"], 1, holds_if="above"),
+    )
+    table.add(
+        "Too many streams can lead to contention or scheduling issues, affecting efficiency (host)",
+        source=SOURCE,
+        run=run_many,
+        measured=f"host launch time per kernel on {most} streams / on {few} (above 1: more streams cost the "
+        "host)",
+        holds=claims.compare(many["launch"], 1, holds_if="above"),
+    )
     raised = events_sync.raised_at(run_errors)
     for blocking, claim, holds in (
-            (False, "Errors reported asynchronously might not be correct: they surface at a later call",
-             lambda at: at in ("next launch", "synchronize")),
-            (True, "Enabling synchronisation helps in pinpointing issues (CUDA_LAUNCH_BLOCKING=1)",
-             lambda at: at == "bad launch")):
-        cases = [case for case, out in run_errors.value.items() if out["launch_blocking"] == blocking]
-        table.add(claim, source=SOURCE, run=run_errors,
-                  measured=f"{'with CUDA_LAUNCH_BLOCKING=1' if blocking else 'without CUDA_LAUNCH_BLOCKING'}: "
-                           + "; ".join(f"{run_errors.value[c]['scenario']} raised at {raised[c]}" for c in cases),
-                  holds=all(holds(raised[c]) for c in cases))
+        (
+            False,
+            "Errors reported asynchronously might not be correct: they surface at a later call",
+            lambda at: at in ("next launch", "synchronize"),
+        ),
+        (
+            True,
+            "Enabling synchronisation helps in pinpointing issues (CUDA_LAUNCH_BLOCKING=1)",
+            lambda at: at == "bad launch",
+        ),
+    ):
+        cases = [
+            case for case, out in run_errors.value.items() if out["launch_blocking"] == blocking
+        ]
+        table.add(
+            claim,
+            source=SOURCE,
+            run=run_errors,
+            measured=f"{'with CUDA_LAUNCH_BLOCKING=1' if blocking else 'without CUDA_LAUNCH_BLOCKING'}: "
+            + "; ".join(f"{run_errors.value[c]['scenario']} raised at {raised[c]}" for c in cases),
+            holds=all(holds(raised[c]) for c in cases),
+        )
     return table

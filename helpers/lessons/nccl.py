@@ -31,7 +31,13 @@ CALLS = {  # how the notebook calls each collective, shown left of its row in th
     "all_gather": "all_gather(tensor_list, input_tensor)",
     "reduce_scatter": "reduce_scatter(output, input_list)",
 }
-P2P_CALLS = ["first recv", "recv", "irecv + wait()", "irecv + wait(timeout)", "irecv + poll is_completed()"]
+P2P_CALLS = [
+    "first recv",
+    "recv",
+    "irecv + wait()",
+    "irecv + wait(timeout)",
+    "irecv + poll is_completed()",
+]
 COLL_CALLS = ["all_reduce", "all_reduce(async_op=True) + wait()"]
 QUICK_BACK = 0.2  # "returns at once": the host is back within a fifth of the delay
 HELD = 0.8  # "held until the data came": the host was held for at least this share of the delay
@@ -40,7 +46,9 @@ NEXT_LINE = {  # the line after each mark: where a rank that reached that mark a
     "recv returned": "print(t)",
     "print(t) returned": "nothing: it finished",
 }
-ON_TIME_SHARE = 0.25  # a wait(timeout) that raised within this share of its timeout raised "as it came due"
+ON_TIME_SHARE = (
+    0.25  # a wait(timeout) that raised within this share of its timeout raised "as it came due"
+)
 
 
 def where_it_runs(gpus: int, max_ranks: int) -> str:
@@ -50,11 +58,14 @@ def where_it_runs(gpus: int, max_ranks: int) -> str:
     Taught in 06_nccl_point_to_point_and_collectives.
     """
     nccl = f"run live, on up to {min(gpus, max_ranks)} ranks" if gpus >= 2 else "replay recordings"
-    return (f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};\n"
-            "the gloo experiments run live on this machine's CPU.")
+    return (
+        f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};\n"
+        "the gloo experiments run live on this machine's CPU."
+    )
 
 
 # ---------------------------------------------------------------- 1. the seven collectives
+
 
 def expected_after(name: str, rank: int, n: int) -> Any:
     """What the source says rank ``rank`` of ``n`` holds after the collective ``name`` (a list of
@@ -63,7 +74,9 @@ def expected_after(name: str, rank: int, n: int) -> Any:
 
     Used by nccl.mismatches.
     """
-    total = [sum(r + k for r in range(1, n + 1)) for k in range(3)]  # sum over ranks of [r+1, r+2, r+3]
+    total = [
+        sum(r + k for r in range(1, n + 1)) for k in range(3)
+    ]  # sum over ranks of [r+1, r+2, r+3]
     return {
         "broadcast": [1, 2, 3],
         "scatter": [2 * rank, 2 * rank + 1],
@@ -114,16 +127,28 @@ def show_collectives(*runs: Run) -> None:
     Taught in 06_nccl_point_to_point_and_collectives.
     """
     for run in runs:
-        drawn = {name: {**data, "call": CALLS[name]} for name, data in run.value["blocking"].items()}
-        plotting.draw_before_after(drawn, title=plotting.machine_title(
-            f"Seven collectives, {run.params['backend']}, {len(run.value['who'])} ranks", run.machine, run.live))
+        drawn = {
+            name: {**data, "call": CALLS[name]} for name, data in run.value["blocking"].items()
+        }
+        plotting.draw_before_after(
+            drawn,
+            title=plotting.machine_title(
+                f"Seven collectives, {run.params['backend']}, {len(run.value['who'])} ranks",
+                run.machine,
+                run.live,
+            ),
+        )
         plt.show()
         wrong = mismatches(run)
-        print(f"{run.params['backend']}: every rank holds what the source says after all seven, blocking and "
-              f"async_op=True: {not wrong}" + "".join(f"\n  {w}" for w in wrong))
+        print(
+            f"{run.params['backend']}: every rank holds what the source says after all seven, blocking and "
+            f"async_op=True: {not wrong}" + "".join(f"\n  {w}" for w in wrong)
+        )
         reduce_data = run.value["blocking"]["reduce"]
-        print(f"  reduce, on the rank that is not the destination, holds afterwards: "
-              f"{reduce_data['after'][1]} (it had {reduce_data['before'][1]})")
+        print(
+            f"  reduce, on the rank that is not the destination, holds afterwards: "
+            f"{reduce_data['after'][1]} (it had {reduce_data['before'][1]})"
+        )
 
 
 def see_collectives(nccl: Run, gloo: Run) -> claims.WhatWeSee:
@@ -139,21 +164,34 @@ def see_collectives(nccl: Run, gloo: Run) -> claims.WhatWeSee:
         pids, ports = {w["pid"] for w in who}, {w["MASTER_PORT"] for w in who}
         wrong = mismatches(run)
         devices = [w["device"] for w in who]
-        where = "on " + ", ".join(devices) if len(set(devices)) == len(devices) else "all on " + devices[0]
+        where = (
+            "on " + ", ".join(devices)
+            if len(set(devices)) == len(devices)
+            else "all on " + devices[0]
+        )
         processes = "each in a process of its own" if len(pids) == len(who) else "sharing a process"
         port = "met at one store port" if len(ports) == 1 else "at different ports"
-        result = ("every rank holds what the source says after all seven collectives, blocking and async_op=True."
-                  if not wrong else f"{len(wrong)} results differ from what the source says.")
+        result = (
+            "every rank holds what the source says after all seven collectives, blocking and async_op=True."
+            if not wrong
+            else f"{len(wrong)} results differ from what the source says."
+        )
         seen.say(f"{backend} ({run.where()}): the ranks ran {where}, {processes}, {port}; {result}")
         reduce_data = run.value["blocking"]["reduce"]
         other_before, other_after = reduce_data["before"][1], reduce_data["after"][1]
-        seen.say(f"After `reduce`, {backend}'s rank 1 (not the destination) holds {other_after}, "
-                 + ("what it had before." if other_after == other_before
-                    else f"no longer its own {other_before}: the backend used the buffer on the way."))
+        seen.say(
+            f"After `reduce`, {backend}'s rank 1 (not the destination) holds {other_after}, "
+            + (
+                "what it had before."
+                if other_after == other_before
+                else f"no longer its own {other_before}: the backend used the buffer on the way."
+            )
+        )
     return seen
 
 
 # ---------------------------------------------------------------- 2 and 4. what returns when
+
 
 def summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
     """Per call of a ``host_timing`` run: ``late_ms`` (the other rank's delay), the medians over the
@@ -175,12 +213,21 @@ def summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
             "returned_ms": statistics.median(r["returned_s"] for r in rows) * 1e3,
             "waited_ms": statistics.median(r["waited_s"] for r in rows) * 1e3,
             "done_ms": statistics.median(r["done_s"] for r in rows) * 1e3,
-            "arrived": (statistics.mean(bool(r["arrived"]) for r in rows)
-                        if rows[0]["arrived"] is not None else None),
-            "completed_at_return": ([bool(r["completed_at_return"]) for r in rows]
-                                    if "completed_at_return" in rows[0] else None),
-            "completed_by_poll": ([bool(r["completed_by_poll"]) for r in rows]
-                                  if rows[0].get("completed_by_poll") is not None else None),
+            "arrived": (
+                statistics.mean(bool(r["arrived"]) for r in rows)
+                if rows[0]["arrived"] is not None
+                else None
+            ),
+            "completed_at_return": (
+                [bool(r["completed_at_return"]) for r in rows]
+                if "completed_at_return" in rows[0]
+                else None
+            ),
+            "completed_by_poll": (
+                [bool(r["completed_by_poll"]) for r in rows]
+                if rows[0].get("completed_by_poll") is not None
+                else None
+            ),
             "n": len(rows),
         }
     return out
@@ -195,20 +242,36 @@ def _show_summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
         repeats = f"first recv: {analysis.plural(rows['first recv']['n'], 'call')}; every other call: {repeats}"
     else:
         repeats += " per call"
-    shown = tables.Table(["call", ("late by", "ms", ".1f"), ("call returned", "ms", ".3f"), ("host back", "ms", ".3f"),
-                          ("data there", "", ".0%"), ("synchronize() returned", "ms", ".1f")],
-                         title=f"{run.params['backend']} ({run.where()}): median of the repeats",
-                         caption=(f"{repeats}; data there: share of repeats where the data had arrived when the "
-                                  "host went on"))
+    shown = tables.Table(
+        [
+            "call",
+            ("late by", "ms", ".1f"),
+            ("call returned", "ms", ".3f"),
+            ("host back", "ms", ".3f"),
+            ("data there", "", ".0%"),
+            ("synchronize() returned", "ms", ".1f"),
+        ],
+        title=f"{run.params['backend']} ({run.where()}): median of the repeats",
+        caption=(
+            f"{repeats}; data there: share of repeats where the data had arrived when the "
+            "host went on"
+        ),
+    )
     for call, s in rows.items():
         shown.add(call, s["late_ms"], s["returned_ms"], s["waited_ms"], s["arrived"], s["done_ms"])
     display(shown)
     for call, s in rows.items():
         if s["completed_at_return"] is not None:
-            print(f"{call}: is_completed() right after irecv returned: "
-                  f"True in {sum(s['completed_at_return'])} of {s['n']} repeats"
-                  + (f";\n  polling it turned True within {4 * s['late_ms']:.0f} ms in "
-                     f"{sum(s['completed_by_poll'])} of {s['n']}" if s["completed_by_poll"] else ""))
+            print(
+                f"{call}: is_completed() right after irecv returned: "
+                f"True in {sum(s['completed_at_return'])} of {s['n']} repeats"
+                + (
+                    f";\n  polling it turned True within {4 * s['late_ms']:.0f} ms in "
+                    f"{sum(s['completed_by_poll'])} of {s['n']}"
+                    if s["completed_by_poll"]
+                    else ""
+                )
+            )
     return rows
 
 
@@ -216,14 +279,27 @@ def _host_vs_data_bars(summaries: dict[str, dict[str, dict[str, Any]]], title: s
     """Bars of when the host got control back and when synchronize() returned, log scale."""
     fig, axes = plt.subplots(1, len(summaries), figsize=(7 * len(summaries), 4.8), squeeze=False)
     for ax, (label, table) in zip(axes[0], summaries.items(), strict=True):
-        groups = {call.replace(" + ", "\n+ "): {"host got control back": max(s["waited_ms"], 1e-3),
-                                                 "synchronize() returned": s["done_ms"]}
-                  for call, s in table.items()}
-        plotting.grouped_bars(groups, title=label, ylabel="time after the call (ms, log scale)", ax=ax)
+        groups = {
+            call.replace(" + ", "\n+ "): {
+                "host got control back": max(s["waited_ms"], 1e-3),
+                "synchronize() returned": s["done_ms"],
+            }
+            for call, s in table.items()
+        }
+        plotting.grouped_bars(
+            groups, title=label, ylabel="time after the call (ms, log scale)", ax=ax
+        )
         ax.set_yscale("log")
         ax.set_ylim(1e-3, 5 * max(s["done_ms"] for s in table.values()))  # decades from 1 us up
-        for late, style in zip(sorted({s["late_ms"] for s in table.values()}), ["--", ":"], strict=False):
-            ax.axhline(late, color="grey", linestyle=style, label=f"the other rank was late by {late:.0f} ms")
+        for late, style in zip(
+            sorted({s["late_ms"] for s in table.values()}), ["--", ":"], strict=False
+        ):
+            ax.axhline(
+                late,
+                color="grey",
+                linestyle=style,
+                label=f"the other rank was late by {late:.0f} ms",
+            )
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         ax.tick_params(axis="x", labelsize=8, labelrotation=0)
     fig.suptitle(title)
@@ -239,9 +315,13 @@ def show_point_to_point(gloo: Run, nccl: Run) -> None:
 
     Taught in 06_nccl_point_to_point_and_collectives.
     """
-    summaries = {f"gloo ({gloo.where()})": _show_summary(gloo, P2P_CALLS),
-                 f"NCCL ({nccl.where()})": _show_summary(nccl, P2P_CALLS)}
-    _host_vs_data_bars(summaries, "Point-to-point: when the host gets control back vs when the data has arrived")
+    summaries = {
+        f"gloo ({gloo.where()})": _show_summary(gloo, P2P_CALLS),
+        f"NCCL ({nccl.where()})": _show_summary(nccl, P2P_CALLS),
+    }
+    _host_vs_data_bars(
+        summaries, "Point-to-point: when the host gets control back vs when the data has arrived"
+    )
 
 
 def how_soon(s: dict[str, Any], key: str = "waited_ms") -> str:
@@ -253,8 +333,15 @@ def how_soon(s: dict[str, Any], key: str = "waited_ms") -> str:
     ms = s[key]
     if ms < QUICK_BACK * s["late_ms"]:
         return f"at once ({ms:.3f} ms)"
-    there = "" if s["arrived"] is None else (" with the data there" if s["arrived"] == 1 else
-                                             f" with the data there in {s['arrived']:.0%} of repeats")
+    there = (
+        ""
+        if s["arrived"] is None
+        else (
+            " with the data there"
+            if s["arrived"] == 1
+            else f" with the data there in {s['arrived']:.0%} of repeats"
+        )
+    )
     return f"only after {ms:.1f} ms{there}"
 
 
@@ -273,21 +360,39 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     p2p_gloo, p2p_nccl = summary(gloo, P2P_CALLS), summary(nccl, P2P_CALLS)
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for backend, run, table in (("gloo", gloo, p2p_gloo), ("NCCL", nccl, p2p_nccl)):
-        seen.say(f"With {backend} ({run.where()}), against a sender {table['recv']['late_ms']:.0f} ms late "
-                 f"({_repeats(table['recv'])}): "
-                 + "; ".join(f"`{call}` gave the host back {how_soon(table[call])}" for call in P2P_CALLS[1:4])
-                 + f"; `synchronize()` returned after {table['recv']['done_ms']:.1f} ms.")
+        seen.say(
+            f"With {backend} ({run.where()}), against a sender {table['recv']['late_ms']:.0f} ms late "
+            f"({_repeats(table['recv'])}): "
+            + "; ".join(
+                f"`{call}` gave the host back {how_soon(table[call])}" for call in P2P_CALLS[1:4]
+            )
+            + f"; `synchronize()` returned after {table['recv']['done_ms']:.1f} ms."
+        )
     first, later = p2p_nccl["first recv"], p2p_nccl["recv"]
-    seen.say(f"NCCL's very first `recv` (one call, sender {first['late_ms']:.0f} ms late) returned after "
-             f"{first['returned_ms']:.1f} ms, {first['returned_ms'] / later['returned_ms']:.0f} times a later one's "
-             f"{later['returned_ms']:.3f} ms, "
-             + ("with the data already there." if first["arrived"] == 1 else
-                "with the data not there yet: it did not wait for the transfer."))
-    seen.check("With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there",
-               all(p2p_gloo[c]["arrived"] == 1 and p2p_gloo[c]["waited_ms"] >= HELD * p2p_gloo[c]["late_ms"]
-                   for c in P2P_CALLS[1:4]),
-               "; ".join(f"{c}: {p2p_gloo[c]['waited_ms']:.1f} ms, data there {p2p_gloo[c]['arrived']:.0%}"
-                         for c in P2P_CALLS[1:4]) + f"; {_repeats(p2p_gloo['recv'])}", run=gloo)
+    seen.say(
+        f"NCCL's very first `recv` (one call, sender {first['late_ms']:.0f} ms late) returned after "
+        f"{first['returned_ms']:.1f} ms, {first['returned_ms'] / later['returned_ms']:.0f} times a later one's "
+        f"{later['returned_ms']:.3f} ms, "
+        + (
+            "with the data already there."
+            if first["arrived"] == 1
+            else "with the data not there yet: it did not wait for the transfer."
+        )
+    )
+    seen.check(
+        "With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there",
+        all(
+            p2p_gloo[c]["arrived"] == 1
+            and p2p_gloo[c]["waited_ms"] >= HELD * p2p_gloo[c]["late_ms"]
+            for c in P2P_CALLS[1:4]
+        ),
+        "; ".join(
+            f"{c}: {p2p_gloo[c]['waited_ms']:.1f} ms, data there {p2p_gloo[c]['arrived']:.0%}"
+            for c in P2P_CALLS[1:4]
+        )
+        + f"; {_repeats(p2p_gloo['recv'])}",
+        run=gloo,
+    )
     return seen
 
 
@@ -308,8 +413,10 @@ def show_collective_timing(gloo: Run, nccl: Run) -> None:
 
     Taught in 06_nccl_point_to_point_and_collectives.
     """
-    summaries = {f"gloo ({gloo.where()})": _show_summary(gloo, COLL_CALLS),
-                 f"NCCL ({nccl.where()})": _show_summary(nccl, COLL_CALLS)}
+    summaries = {
+        f"gloo ({gloo.where()})": _show_summary(gloo, COLL_CALLS),
+        f"NCCL ({nccl.where()})": _show_summary(nccl, COLL_CALLS),
+    }
     _host_vs_data_bars(summaries, "all_reduce with the other rank late: host back vs data there")
 
 
@@ -324,16 +431,19 @@ def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     for backend, run in (("gloo", gloo), ("NCCL", nccl)):
         table = summary(run, COLL_CALLS)
         blocking, async_ = table["all_reduce"], table["all_reduce(async_op=True) + wait()"]
-        seen.say(f"With {backend} ({run.where()}), the other rank {blocking['late_ms']:.0f} ms late "
-                 f"({_repeats(blocking)}): the "
-                 f"blocking `all_reduce` gave the host back {how_soon(blocking, 'returned_ms')}; with "
-                 f"`async_op=True` the call returned {how_soon(async_, 'returned_ms')} and `work.wait()` gave the "
-                 f"host back {how_soon(async_)}; `synchronize()` returned after "
-                 f"{max(blocking['done_ms'], async_['done_ms']):.1f} ms.")
+        seen.say(
+            f"With {backend} ({run.where()}), the other rank {blocking['late_ms']:.0f} ms late "
+            f"({_repeats(blocking)}): the "
+            f"blocking `all_reduce` gave the host back {how_soon(blocking, 'returned_ms')}; with "
+            f"`async_op=True` the call returned {how_soon(async_, 'returned_ms')} and `work.wait()` gave the "
+            f"host back {how_soon(async_)}; `synchronize()` returned after "
+            f"{max(blocking['done_ms'], async_['done_ms']):.1f} ms."
+        )
     return seen
 
 
 # ---------------------------------------------------------------- 3. the missing send
+
 
 def stopped_at(case: dict[str, Any], rank: int) -> str:
     """The line of the source's example that ``rank``'s host was on when the deadline came, read
@@ -353,7 +463,11 @@ def stops(*runs: Run) -> dict[tuple[str, bool], str]:
 
     Used by nccl.see_missing_send and nccl_claims.claims_table.
     """
-    return {(run.params["backend"], case["warm_up"]): stopped_at(case, 1) for run in runs for case in run.value}
+    return {
+        (run.params["backend"], case["warm_up"]): stopped_at(case, 1)
+        for run in runs
+        for case in run.value
+    }
 
 
 def stopped_line(run: Run, warm_up: bool) -> str:
@@ -378,12 +492,18 @@ def show_missing_send(*runs: Run) -> None:
     """
     for run in runs:
         for case in run.value:
-            print(f"{_case_name(run, case)} ({run.where()}):\n  {case['reason']};\n  the ranks ran "
-                  f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s")
+            print(
+                f"{_case_name(run, case)} ({run.where()}):\n  {case['reason']};\n  the ranks ran "
+                f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s"
+            )
             for rank in (0, 1):
                 reached = ", ".join(f"{label!r} at {t:.3f} s" for t, label in case["marks"][rank])
-                printed = " | ".join(line for line in case["printed"][rank].splitlines() if line.strip())
-                print(f"  rank {rank}: {case['status'][rank]}; reached {reached};\n    printed: {printed or '(nothing)'}")
+                printed = " | ".join(
+                    line for line in case["printed"][rank].splitlines() if line.strip()
+                )
+                print(
+                    f"  rank {rank}: {case['status'][rank]}; reached {reached};\n    printed: {printed or '(nothing)'}"
+                )
             print(f"  -> rank 1's host stopped at: {stopped_at(case, 1)}\n")
 
 
@@ -397,22 +517,43 @@ def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     stop = stops(gloo, nccl)
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     cases = [(run, case) for run in (gloo, nccl) for case in run.value]
-    seen.say("Rank 1's host stopped at (one run of each case): " + "; ".join(
-        f"`{stop[(run.params['backend'], case['warm_up'])]}` ({_case_name(run, case)})" for run, case in cases) + ".")
+    seen.say(
+        "Rank 1's host stopped at (one run of each case): "
+        + "; ".join(
+            f"`{stop[(run.params['backend'], case['warm_up'])]}` ({_case_name(run, case)})"
+            for run, case in cases
+        )
+        + "."
+    )
     longest = max(case["elapsed_s"] - case["timeout_s"] for _, case in cases)
-    seen.check("No case outlasts its deadline: the hang is real, but bounded, and the notebook goes on",
-               longest < 1.0, f"the longest case ran {longest:+.2f} s past its deadline", run=gloo)
-    seen.check("After a warm-up, NCCL's recv returns and the host stops at print(t)",
-               stop[("nccl", True)] == "print(t)", f"stopped at {stop[('nccl', True)]}")
+    seen.check(
+        "No case outlasts its deadline: the hang is real, but bounded, and the notebook goes on",
+        longest < 1.0,
+        f"the longest case ran {longest:+.2f} s past its deadline",
+        run=gloo,
+    )
+    seen.check(
+        "After a warm-up, NCCL's recv returns and the host stops at print(t)",
+        stop[("nccl", True)] == "print(t)",
+        f"stopped at {stop[('nccl', True)]}",
+    )
     if ("nccl", False) in stop:
-        seen.check("Without the warm-up, NCCL's first recv itself blocks", stop[("nccl", False)] == NEXT_LINE["start"],
-                   f"stopped at {stop[('nccl', False)]}")
-    seen.check("Under gloo the host stops at the recv line", stop[("gloo", True)] == NEXT_LINE["start"],
-               f"stopped at {stop[('gloo', True)]}", run=gloo)
+        seen.check(
+            "Without the warm-up, NCCL's first recv itself blocks",
+            stop[("nccl", False)] == NEXT_LINE["start"],
+            f"stopped at {stop[('nccl', False)]}",
+        )
+    seen.check(
+        "Under gloo the host stops at the recv line",
+        stop[("gloo", True)] == NEXT_LINE["start"],
+        f"stopped at {stop[('gloo', True)]}",
+        run=gloo,
+    )
     return seen
 
 
 # ---------------------------------------------------------------- 3. wait(timeout) with no send
+
 
 def wait_timeout_outcome(run: Run) -> tuple[bool, str, float | None]:
     """What rank 1's ``wait(timeout)`` did in a ``wait_timeout_without_send`` run, read from its
@@ -426,19 +567,41 @@ def wait_timeout_outcome(run: Run) -> tuple[bool, str, float | None]:
     status = case["status"][1]
     if "wait raised" in marks:
         waited = marks["wait raised"] - marks["waiting"]
-        return True, f"wait(timeout={timeout_s:g} s) raised after {waited:.2f} s: {case['results'][1]}", waited
+        return (
+            True,
+            f"wait(timeout={timeout_s:g} s) raised after {waited:.2f} s: {case['results'][1]}",
+            waited,
+        )
     if "wait returned" in marks:
         waited = marks["wait returned"] - marks["waiting"]
-        return False, (f"wait(timeout={timeout_s:g} s) returned after {waited:.2f} s without an error, "
-                       "with no data sent"), waited
+        return (
+            False,
+            (
+                f"wait(timeout={timeout_s:g} s) returned after {waited:.2f} s without an error, "
+                "with no data sent"
+            ),
+            waited,
+        )
     if "waiting" in marks:
-        return False, (f"wait(timeout={timeout_s:g} s) neither raised nor returned: rank 1 was inside wait() "
-                       f"and was {status} at the {run.params['deadline_s']:g} s deadline "
-                       f"({case['reason']})"), None
+        return (
+            False,
+            (
+                f"wait(timeout={timeout_s:g} s) neither raised nor returned: rank 1 was inside wait() "
+                f"and was {status} at the {run.params['deadline_s']:g} s deadline "
+                f"({case['reason']})"
+            ),
+            None,
+        )
     before = "the irecv call" if "connected" in marks else "irecv (its pair not connected yet)"
-    return False, (f"rank 1 never reached wait(timeout={timeout_s:g} s): it was inside {before} and was {status} at "
-                   f"the {run.params['deadline_s']:g} s deadline ({case['reason']}); this measured the "
-                   "connection, not the wait"), None
+    return (
+        False,
+        (
+            f"rank 1 never reached wait(timeout={timeout_s:g} s): it was inside {before} and was {status} at "
+            f"the {run.params['deadline_s']:g} s deadline ({case['reason']}); this measured the "
+            "connection, not the wait"
+        ),
+        None,
+    )
 
 
 def reached_wait(run: Run) -> bool:
@@ -458,8 +621,14 @@ def show_wait_timeout(*runs: Run) -> None:
     Taught in 06_nccl_point_to_point_and_collectives.
     """
     for run in runs:
-        print(textwrap.fill(f"{run.params['backend']} ({run.where()}): {wait_timeout_outcome(run)[1]}",
-                            100, subsequent_indent="  ", break_long_words=True))
+        print(
+            textwrap.fill(
+                f"{run.params['backend']} ({run.where()}): {wait_timeout_outcome(run)[1]}",
+                100,
+                subsequent_indent="  ",
+                break_long_words=True,
+            )
+        )
 
 
 def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
@@ -473,13 +642,20 @@ def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
         raised, sentence, waited = wait_timeout_outcome(run)
         timeout_s = run.params["wait_timeout_s"]
         if raised:
-            when = ("as the timeout came due" if abs(waited - timeout_s) <= ON_TIME_SHARE * timeout_s else
-                    f"{'before' if waited < timeout_s else 'well after'} its timeout of {timeout_s:g} s")
-            seen.say(f"{run.params['backend']} (one run): the wait raised {waited:.2f} s after it began, {when}, "
-                     "and the host went on.")
+            when = (
+                "as the timeout came due"
+                if abs(waited - timeout_s) <= ON_TIME_SHARE * timeout_s
+                else f"{'before' if waited < timeout_s else 'well after'} its timeout of {timeout_s:g} s"
+            )
+            seen.say(
+                f"{run.params['backend']} (one run): the wait raised {waited:.2f} s after it began, {when}, "
+                "and the host went on."
+            )
         elif reached_wait(run):
-            seen.say(f"{run.params['backend']} (one run): {sentence}. The timeout given to `wait()` did not, by "
-                     "itself, give the host back.")
+            seen.say(
+                f"{run.params['backend']} (one run): {sentence}. The timeout given to `wait()` did not, by "
+                "itself, give the host back."
+            )
         else:
             seen.say(f"{run.params['backend']} (one run): {sentence}.")
     return seen

@@ -42,8 +42,12 @@ def waited(run: Run) -> dict[str, claims.Value]:
     """
     shares = {}
     for label, r in run.value.items():
-        per_sample = analysis.paired(r["returned"].samples_s, r["finished"].samples_s, unit="of the copy")
-        shares[label] = claims.Value(_share(r), per_sample.spread, per_sample.unit, per_sample.samples)
+        per_sample = analysis.paired(
+            r["returned"].samples_s, r["finished"].samples_s, unit="of the copy"
+        )
+        shares[label] = claims.Value(
+            _share(r), per_sample.spread, per_sample.unit, per_sample.samples
+        )
     return shares
 
 
@@ -56,20 +60,40 @@ def show_returns(run: Run) -> tables.Table:
     """
     ret = run.value
     size = timing.format_bytes(run.params["nbytes"])
-    table = tables.Table(["copy", (".to() returns", "ms", ".3f"), ("copy finished", "ms", ".3f"),
-                          ("share of the copy the host waited", "", ".1%"), "result in pinned memory"],
-                         caption=f"{size} per copy; medians of "
-                                 f"{len(next(iter(ret.values()))['returned'].samples_s)} samples")
+    table = tables.Table(
+        [
+            "copy",
+            (".to() returns", "ms", ".3f"),
+            ("copy finished", "ms", ".3f"),
+            ("share of the copy the host waited", "", ".1%"),
+            "result in pinned memory",
+        ],
+        caption=f"{size} per copy; medians of "
+        f"{len(next(iter(ret.values()))['returned'].samples_s)} samples",
+    )
     for label, r in ret.items():
-        table.add(label, r["returned"].median_ms, r["finished"].median_ms, _share(r),
-                  r["result_pinned"] if label.startswith("D2H") else None)
+        table.add(
+            label,
+            r["returned"].median_ms,
+            r["finished"].median_ms,
+            _share(r),
+            r["result_pinned"] if label.startswith("D2H") else None,
+        )
     _, ax = plt.subplots(figsize=(11, 4.5))
     plotting.grouped_bars(
-        {label.replace("from ", "").replace(" then ", "\nthen ").replace(", ", "\n"):
-         {".to() returned": r["returned"].median_ms, "copy finished": r["finished"].median_ms}
-         for label, r in ret.items()},
-        ax=ax, ylabel="ms after a synchronised start (median, log)",
-        title=plotting.machine_title(f"when .to() returns vs when the copy is done, {size}", run.machine, run.live))
+        {
+            label.replace("from ", "").replace(" then ", "\nthen ").replace(", ", "\n"): {
+                ".to() returned": r["returned"].median_ms,
+                "copy finished": r["finished"].median_ms,
+            }
+            for label, r in ret.items()
+        },
+        ax=ax,
+        ylabel="ms after a synchronised start (median, log)",
+        title=plotting.machine_title(
+            f"when .to() returns vs when the copy is done, {size}", run.machine, run.live
+        ),
+    )
     plotting.log_axis(ax, "y")
     ax.tick_params(axis="x", labelsize=8)
     plt.tight_layout()
@@ -88,31 +112,46 @@ def see_returns(run: Run) -> claims.WhatWeSee:
     share = {label: _share(r) for label, r in ret.items()}
     seen = claims.WhatWeSee(NOTEBOOK, run)
     blocking = [share[label] for label in ret if label.endswith(", blocking")]
-    seen.say(f"The blocking copies returned after {min(blocking):.1%} to {max(blocking):.1%} of "
-             f"the copy's time" + (": they return when they finish." if min(blocking) >= 0.9 else "."))
+    seen.say(
+        f"The blocking copies returned after {min(blocking):.1%} to {max(blocking):.1%} of "
+        f"the copy's time" + (": they return when they finish." if min(blocking) >= 0.9 else ".")
+    )
     pinned_nb, d2h_nb = ret[PINNED_NB], ret[D2H_NB]
-    seen.say(f"From pinned memory, `non_blocking=True` returned after {pinned_nb['returned'].median_ms:.3f} ms, "
-             f"{share[PINNED_NB]:.1%} of the copy's {pinned_nb['finished'].median_ms:.2f} ms; "
-             f"the GPU-to-host `non_blocking` copy after {share[D2H_NB]:.1%}, its result in "
-             f"{'pinned' if d2h_nb['result_pinned'] else 'pageable'} memory.")
-    seen.say(f"From pageable memory, `non_blocking=True` returned after {share[PAGEABLE_NB]:.1%} of the copy's "
-             "time: " + ("the host still waited for (nearly) the whole copy." if share[PAGEABLE_NB] >= 0.8 else
-                         "the host got control back before the copy was done."))
+    seen.say(
+        f"From pinned memory, `non_blocking=True` returned after {pinned_nb['returned'].median_ms:.3f} ms, "
+        f"{share[PINNED_NB]:.1%} of the copy's {pinned_nb['finished'].median_ms:.2f} ms; "
+        f"the GPU-to-host `non_blocking` copy after {share[D2H_NB]:.1%}, its result in "
+        f"{'pinned' if d2h_nb['result_pinned'] else 'pageable'} memory."
+    )
+    seen.say(
+        f"From pageable memory, `non_blocking=True` returned after {share[PAGEABLE_NB]:.1%} of the copy's "
+        "time: "
+        + (
+            "the host still waited for (nearly) the whole copy."
+            if share[PAGEABLE_NB] >= 0.8
+            else "the host got control back before the copy was done."
+        )
+    )
     pin_nb = ret[PIN_THEN_NB]
-    seen.say(f"`pin_memory().to(non_blocking=True)` kept the host {pin_nb['returned'].median_ms:.2f} ms "
-             f"({share[PIN_THEN_NB]:.0%} of its {pin_nb['finished'].median_ms:.2f} ms), "
-             f"{pin_nb['returned'].median_s / pinned_nb['finished'].median_s:.2f} times the time the copy of an "
-             f"already pinned tensor takes to finish ({pinned_nb['finished'].median_ms:.2f} ms), whose "
-             f"`non_blocking` call returned after {pinned_nb['returned'].median_ms:.3f} ms: the pinning runs on the "
-             "calling thread.")
+    seen.say(
+        f"`pin_memory().to(non_blocking=True)` kept the host {pin_nb['returned'].median_ms:.2f} ms "
+        f"({share[PIN_THEN_NB]:.0%} of its {pin_nb['finished'].median_ms:.2f} ms), "
+        f"{pin_nb['returned'].median_s / pinned_nb['finished'].median_s:.2f} times the time the copy of an "
+        f"already pinned tensor takes to finish ({pinned_nb['finished'].median_ms:.2f} ms), whose "
+        f"`non_blocking` call returned after {pinned_nb['returned'].median_ms:.3f} ms: the pinning runs on the "
+        "calling thread."
+    )
     d2h_b = ret[D2H_BLOCKING]
-    seen.say(f"The blocking GPU-to-host copy took {d2h_b['finished'].median_ms:.1f} ms, "
-             f"{d2h_b['finished'].median_s / d2h_nb['finished'].median_s:.1f} times as long as the "
-             f"`non_blocking` one ({d2h_nb['finished'].median_ms:.2f} ms).")
+    seen.say(
+        f"The blocking GPU-to-host copy took {d2h_b['finished'].median_ms:.1f} ms, "
+        f"{d2h_b['finished'].median_s / d2h_nb['finished'].median_s:.1f} times as long as the "
+        f"`non_blocking` one ({d2h_nb['finished'].median_ms:.2f} ms)."
+    )
     return seen
 
 
 # ---------------------------------------------------------------- 2. 1000 small copies
+
 
 def profiled_loops() -> int:
     """How many loops each profile of section 2 holds: ``trace.profile``'s ``active`` steps.
@@ -129,8 +168,10 @@ def calls_in_profile(run: Run) -> dict[str, dict[str, int]]:
     Used by non_blocking_claims.claims_table.
     """
     steps = profiled_loops()
-    return {label: {name: round(n * steps) for name, n in r["calls per loop"].items()}
-            for label, r in run.value.items()}
+    return {
+        label: {name: round(n * steps) for name, n in r["calls per loop"].items()}
+        for label, r in run.value.items()
+    }
 
 
 def own_device_syncs(run: Run) -> tuple[int, float]:
@@ -141,7 +182,9 @@ def own_device_syncs(run: Run) -> tuple[int, float]:
     """
     in_profile = calls_in_profile(run)
     profilers_own = in_profile["blocking"]["cudaDeviceSynchronize"]
-    return profilers_own, (in_profile["non_blocking"]["cudaDeviceSynchronize"] - profilers_own) / profiled_loops()
+    return profilers_own, (
+        in_profile["non_blocking"]["cudaDeviceSynchronize"] - profilers_own
+    ) / profiled_loops()
 
 
 def loop_speedup(run: Run) -> claims.Value:
@@ -153,14 +196,22 @@ def loop_speedup(run: Run) -> claims.Value:
     return claims.ratio(run.value["blocking"]["time"], run.value["non_blocking"]["time"])
 
 
-def _verdict_words(comparison: claims.Comparison, holds: str, does_not: str, borderline: str) -> str:
-    return {claims.HOLDS: holds, claims.DOES_NOT_HOLD: does_not, claims.BORDERLINE: borderline}[comparison.verdict]
+def _verdict_words(
+    comparison: claims.Comparison, holds: str, does_not: str, borderline: str
+) -> str:
+    return {claims.HOLDS: holds, claims.DOES_NOT_HOLD: does_not, claims.BORDERLINE: borderline}[
+        comparison.verdict
+    ]
 
 
 def _faster(ratio: claims.Value) -> str:
     """Words for a speed ratio (above 1: faster) against 1."""
-    return _verdict_words(claims.compare(ratio, 1, holds_if="above"), "faster beyond this run's noise.",
-                          "slower beyond this run's noise.", "the same within the noise.")
+    return _verdict_words(
+        claims.compare(ratio, 1, holds_if="above"),
+        "faster beyond this run's noise.",
+        "slower beyond this run's noise.",
+        "the same within the noise.",
+    )
 
 
 def show_loops(run: Run) -> tables.Table:
@@ -173,20 +224,37 @@ def show_loops(run: Run) -> tables.Table:
     small, count = run.value, run.params["count"]
     in_profile = calls_in_profile(run)
     samples = len(small["blocking"]["time"].samples_s)
-    table = tables.Table(["loop", ("time per loop", "ms", ".3f"), "cudaMemcpyAsync", "cudaStreamSynchronize",
-                          "cudaDeviceSynchronize", ("host in sync calls, per loop", "ms", ".3f")],
-                         caption=f"{count} tensors of {run.params['numel']} float32; runtime calls counted in a "
-                                 f"profile of {profiled_loops()} loops; the non-blocking loop ran "
-                                 f"{analysis.times(loop_speedup(run))} as fast as the blocking loop "
-                                 f"(medians of {samples} samples)")
+    table = tables.Table(
+        [
+            "loop",
+            ("time per loop", "ms", ".3f"),
+            "cudaMemcpyAsync",
+            "cudaStreamSynchronize",
+            "cudaDeviceSynchronize",
+            ("host in sync calls, per loop", "ms", ".3f"),
+        ],
+        caption=f"{count} tensors of {run.params['numel']} float32; runtime calls counted in a "
+        f"profile of {profiled_loops()} loops; the non-blocking loop ran "
+        f"{analysis.times(loop_speedup(run))} as fast as the blocking loop "
+        f"(medians of {samples} samples)",
+    )
     for label, r in small.items():
         calls = in_profile[label]
-        table.add(label, r["time"].median_ms, calls["cudaMemcpyAsync"], calls["cudaStreamSynchronize"],
-                  calls["cudaDeviceSynchronize"], r["host in synchronize calls (us per loop)"] / 1e3)
+        table.add(
+            label,
+            r["time"].median_ms,
+            calls["cudaMemcpyAsync"],
+            calls["cudaStreamSynchronize"],
+            calls["cudaDeviceSynchronize"],
+            r["host in synchronize calls (us per loop)"] / 1e3,
+        )
     plotting.bars_with_ratios(
         {f"{label} loop": r["time"].median_ms for label, r in small.items()},
-        title=plotting.machine_title(f"{count} copies of {run.params['numel'] * 4} bytes", run.machine, run.live),
-        ylabel="time per loop (ms, median)")
+        title=plotting.machine_title(
+            f"{count} copies of {run.params['numel'] * 4} bytes", run.machine, run.live
+        ),
+        ylabel="time per loop (ms, median)",
+    )
     return table
 
 
@@ -202,29 +270,32 @@ def see_loops(run: Run) -> claims.WhatWeSee:
     profilers_own, own = own_device_syncs(run)
     speedup = loop_speedup(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"Per loop of {n_copies} copies: {per_loop['blocking']['cudaMemcpyAsync']:.0f} and "
-             f"{per_loop['non_blocking']['cudaMemcpyAsync']:.0f} `cudaMemcpyAsync` (blocking, non-blocking), "
-             f"{per_loop['blocking']['cudaStreamSynchronize']:.0f} and "
-             f"{per_loop['non_blocking']['cudaStreamSynchronize']:.0f} `cudaStreamSynchronize`.")
-    seen.say(f"The profiles hold {in_profile['blocking']['cudaDeviceSynchronize']} and "
-             f"{in_profile['non_blocking']['cudaDeviceSynchronize']} `cudaDeviceSynchronize` over {profiled_loops()} "
-             f"loops. The blocking loop calls none itself, so its {profilers_own} is the profiler's own: "
-             "`torch.profiler` with CUDA activity synchronises the GPU when it stops recording, inside the recorded "
-             f"window. Without it the non-blocking loop makes {own:g} per loop, its final `torch.cuda.synchronize()`; "
-             f"counted per loop with the profiler's, it reads {per_loop['non_blocking']['cudaDeviceSynchronize']:g}, "
-             "which a table of whole calls rounds to 2. (The tutorial profiles CPU activity only, and that profiler "
-             "does not synchronise on exit.)")
-    seen.say(f"The non-blocking loop took {small['non_blocking']['time'].median_ms:.2f} ms against the blocking "
-             f"loop's {small['blocking']['time'].median_ms:.2f} ms: it ran {analysis.times(speedup)} as fast as the "
-             f"blocking loop, {_faster(speedup)}")
+    seen.say(
+        f"Per loop of {n_copies} copies: {per_loop['blocking']['cudaMemcpyAsync']:.0f} and "
+        f"{per_loop['non_blocking']['cudaMemcpyAsync']:.0f} `cudaMemcpyAsync` (blocking, non-blocking), "
+        f"{per_loop['blocking']['cudaStreamSynchronize']:.0f} and "
+        f"{per_loop['non_blocking']['cudaStreamSynchronize']:.0f} `cudaStreamSynchronize`."
+    )
+    seen.say(
+        f"The profiles hold {in_profile['blocking']['cudaDeviceSynchronize']} and "
+        f"{in_profile['non_blocking']['cudaDeviceSynchronize']} `cudaDeviceSynchronize` over {profiled_loops()} "
+        f"loops. The blocking loop calls none itself, so its {profilers_own} is the profiler's own: "
+        "`torch.profiler` with CUDA activity synchronises the GPU when it stops recording, inside the recorded "
+        f"window. Without it the non-blocking loop makes {own:g} per loop, its final `torch.cuda.synchronize()`; "
+        f"counted per loop with the profiler's, it reads {per_loop['non_blocking']['cudaDeviceSynchronize']:g}, "
+        "which a table of whole calls rounds to 2. (The tutorial profiles CPU activity only, and that profiler "
+        "does not synchronise on exit.)"
+    )
+    seen.say(
+        f"The non-blocking loop took {small['non_blocking']['time'].median_ms:.2f} ms against the blocking "
+        f"loop's {small['blocking']['time'].median_ms:.2f} ms: it ran {analysis.times(speedup)} as fast as the "
+        f"blocking loop, {_faster(speedup)}"
+    )
     return seen
 
 
-
-
-
-
 # ---------------------------------------------------------------- 3. the six timings
+
 
 def six_speedups(run: Run) -> dict[str, claims.Value]:
     """``{source: blocking time / non_blocking=True time}`` ("x"; above 1: ``non_blocking``
@@ -232,7 +303,10 @@ def six_speedups(run: Run) -> dict[str, claims.Value]:
 
     Used by non_blocking_claims.claims_table.
     """
-    return {way: claims.ratio(modes["blocking"], modes["non_blocking=True"]) for way, modes in run.value.items()}
+    return {
+        way: claims.ratio(modes["blocking"], modes["non_blocking=True"])
+        for way, modes in run.value.items()
+    }
 
 
 def _gigabytes(run: Run) -> float:
@@ -247,19 +321,30 @@ def show_six(run: Run) -> tables.Table:
     """
     six = run.value
     samples = len(six["pinned"]["blocking"].samples_s)
-    table = tables.Table(["source", ("blocking", "ms", ".1f"), ("blocking", "GB/s", ".1f"),
-                          ("non_blocking=True", "ms", ".1f"), ("non_blocking=True", "GB/s", ".1f"),
-                          ("speed-up from non_blocking", "x", ".2f")],
-                         caption=f"{run.params['count']} tensors of {run.params['numel']:.0e} float32 = "
-                                 f"{_gigabytes(run):.2f} GB per run; medians of {samples} samples")
+    table = tables.Table(
+        [
+            "source",
+            ("blocking", "ms", ".1f"),
+            ("blocking", "GB/s", ".1f"),
+            ("non_blocking=True", "ms", ".1f"),
+            ("non_blocking=True", "GB/s", ".1f"),
+            ("speed-up from non_blocking", "x", ".2f"),
+        ],
+        caption=f"{run.params['count']} tensors of {run.params['numel']:.0e} float32 = "
+        f"{_gigabytes(run):.2f} GB per run; medians of {samples} samples",
+    )
     for way, modes in six.items():
         b, nb = modes["blocking"], modes["non_blocking=True"]
         table.add(way, b.median_ms, b.gbps, nb.median_ms, nb.gbps, b.median_s / nb.median_s)
     plotting.grouped_bars(
         {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()},
-        title=plotting.machine_title(f"{run.params['count']} tensors, {_gigabytes(run):.2f} GB to the GPU",
-                                     run.machine, run.live),
-        ylabel="time for all copies (ms, median)")
+        title=plotting.machine_title(
+            f"{run.params['count']} tensors, {_gigabytes(run):.2f} GB to the GPU",
+            run.machine,
+            run.live,
+        ),
+        ylabel="time for all copies (ms, median)",
+    )
     return table
 
 
@@ -273,29 +358,57 @@ def see_six(run: Run) -> claims.WhatWeSee:
     six = run.value
     samples = min(len(t.samples_s) for modes in six.values() for t in modes.values())
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    ranked = sorted((t.median_s, way, mode) for way, modes in six.items() for mode, t in modes.items())
-    seen.say(f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a rough "
-             "guide): " + "; ".join(f"{way}, {mode} ({sec * 1e3:.0f} ms)" for sec, way, mode in ranked) + ".")
+    ranked = sorted(
+        (t.median_s, way, mode) for way, modes in six.items() for mode, t in modes.items()
+    )
+    seen.say(
+        f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a rough "
+        "guide): "
+        + "; ".join(f"{way}, {mode} ({sec * 1e3:.0f} ms)" for sec, way, mode in ranked)
+        + "."
+    )
     for way, r in six_speedups(run).items():
-        seen.say(f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one"
-                 + _verdict_words(claims.compare(r, 1, holds_if="above"), ".", ", slower beyond this run's noise.",
-                                  ", no change within the noise."))
+        seen.say(
+            f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one"
+            + _verdict_words(
+                claims.compare(r, 1, holds_if="above"),
+                ".",
+                ", slower beyond this run's noise.",
+                ", no change within the noise.",
+            )
+        )
     for mode in ("blocking", "non_blocking=True"):
         by_hand = claims.ratio(six["pageable"][mode], six["pin_memory() then copy"][mode])
-        seen.say(f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the "
-                 "pageable copy" + _verdict_words(claims.compare(by_hand, 1, holds_if="above"),
-                                                  ": the staging by hand paid here.", ": it did not pay here.",
-                                                  ": the same within the noise."))
+        seen.say(
+            f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the "
+            "pageable copy"
+            + _verdict_words(
+                claims.compare(by_hand, 1, holds_if="above"),
+                ": the staging by hand paid here.",
+                ": it did not pay here.",
+                ": the same within the noise.",
+            )
+        )
     return seen
 
 
 # ---------------------------------------------------------------- 4. hazards
 
-HELD = ["D2H non_blocking, read at once (stream held)", "H2D pinned, source zeroed at once (stream held)"]
-FIXES = ["D2H non_blocking, synchronize before reading", "D2H non_blocking, event before reading",
-         "H2D pinned, event before zeroing the source"]
-SAFE = ["H2D pageable, source zeroed at once (stream held)", "H2D pinned, result used on the GPU",
-        "D2H non_blocking into pageable memory", "D2H blocking"]
+HELD = [
+    "D2H non_blocking, read at once (stream held)",
+    "H2D pinned, source zeroed at once (stream held)",
+]
+FIXES = [
+    "D2H non_blocking, synchronize before reading",
+    "D2H non_blocking, event before reading",
+    "H2D pinned, event before zeroing the source",
+]
+SAFE = [
+    "H2D pageable, source zeroed at once (stream held)",
+    "H2D pinned, result used on the GPU",
+    "D2H non_blocking into pageable memory",
+    "D2H blocking",
+]
 
 
 def _shown(label: str) -> str:
@@ -305,7 +418,9 @@ def _shown(label: str) -> str:
 
 
 def _counts(haz: dict, labels: list[str]) -> str:
-    return "; ".join(f"{_shown(label)}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in labels)
+    return "; ".join(
+        f"{_shown(label)}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in labels
+    )
 
 
 def show_hazards(run: Run) -> tables.Table:
@@ -316,15 +431,25 @@ def show_hazards(run: Run) -> tables.Table:
     Taught in 02_non_blocking.
     """
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
-    table = tables.Table(["case", "wrong results", "trials"],
-                         [(_shown(label), r["wrong"], r["trials"]) for label, r in haz.items()],
-                         caption=f"pageable H2D under a {run.value['hold_ms']:.0f} ms hold: .to(non_blocking=True) "
-                                 f"returned after {min(returns) * 1e3:.3f} to {max(returns) * 1e3:.3f} ms")
+    table = tables.Table(
+        ["case", "wrong results", "trials"],
+        [(_shown(label), r["wrong"], r["trials"]) for label, r in haz.items()],
+        caption=f"pageable H2D under a {run.value['hold_ms']:.0f} ms hold: .to(non_blocking=True) "
+        f"returned after {min(returns) * 1e3:.3f} to {max(returns) * 1e3:.3f} ms",
+    )
     _, ax = plt.subplots(figsize=(9, 5))
     labels = list(haz)
-    bars = ax.barh([_shown(k) for k in labels], [haz[k]["wrong"] / haz[k]["trials"] for k in labels],
-                   color=["tab:red" if haz[k]["wrong"] else "tab:green" for k in labels])
-    ax.bar_label(bars, labels=[f"{haz[k]['wrong']} of {haz[k]['trials']}" for k in labels], padding=3, fontsize=8)
+    bars = ax.barh(
+        [_shown(k) for k in labels],
+        [haz[k]["wrong"] / haz[k]["trials"] for k in labels],
+        color=["tab:red" if haz[k]["wrong"] else "tab:green" for k in labels],
+    )
+    ax.bar_label(
+        bars,
+        labels=[f"{haz[k]['wrong']} of {haz[k]['trials']}" for k in labels],
+        padding=3,
+        fontsize=8,
+    )
     ax.set_xlim(0, 1.15)
     ax.set_xlabel("share of trials with a wrong result")
     ax.invert_yaxis()
@@ -343,30 +468,50 @@ def see_hazards(run: Run) -> claims.WhatWeSee:
     """
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.check("With the stream held, reading a non_blocking D2H result at once, and zeroing a pinned source right "
-               "after a non_blocking copy, give wrong results every time",
-               all(haz[label]["wrong"] == haz[label]["trials"] for label in HELD), _counts(haz, HELD))
-    seen.check("A synchronize, or an event on the stream, fixes both", all(haz[label]["wrong"] == 0 for label in FIXES),
-               _counts(haz, FIXES))
-    seen.check("A pageable source, a GPU-side use of the result, a D2H copy into pageable memory and a blocking D2H "
-               "copy come out right", all(haz[label]["wrong"] == 0 for label in SAFE), _counts(haz, SAFE))
+    seen.check(
+        "With the stream held, reading a non_blocking D2H result at once, and zeroing a pinned source right "
+        "after a non_blocking copy, give wrong results every time",
+        all(haz[label]["wrong"] == haz[label]["trials"] for label in HELD),
+        _counts(haz, HELD),
+    )
+    seen.check(
+        "A synchronize, or an event on the stream, fixes both",
+        all(haz[label]["wrong"] == 0 for label in FIXES),
+        _counts(haz, FIXES),
+    )
+    seen.check(
+        "A pageable source, a GPU-side use of the result, a D2H copy into pageable memory and a blocking D2H "
+        "copy come out right",
+        all(haz[label]["wrong"] == 0 for label in SAFE),
+        _counts(haz, SAFE),
+    )
     tutorial_cases = [label for label in haz if "(tutorial's form)" in label]
-    seen.say("In the tutorial's setting, without holding the stream: " + "; ".join(
-        f"{_shown(label)} went wrong in {haz[label]['wrong']} of {haz[label]['trials']} trials" for label in tutorial_cases)
-        + ": how often depends on how fast the copy is against the host's next step.")
+    seen.say(
+        "In the tutorial's setting, without holding the stream: "
+        + "; ".join(
+            f"{_shown(label)} went wrong in {haz[label]['wrong']} of {haz[label]['trials']} trials"
+            for label in tutorial_cases
+        )
+        + ": how often depends on how fast the copy is against the host's next step."
+    )
     hold_ms = run.value["hold_ms"]
-    seen.say(f"The pageable `.to(non_blocking=True)` returned after {min(returns) * 1e3:.2f} to "
-             f"{max(returns) * 1e3:.2f} ms "
-             + (f"under the {hold_ms:.0f} ms hold: the driver waited for the stream, then staged the data, before "
-                "returning." if min(returns) >= 0.8 * hold_ms / 1e3 else
-                f"although the stream was held for {hold_ms:.0f} ms: the driver copied the data into its staging "
-                "buffer first.") + " So the data was taken before `.to()` returned.")
+    seen.say(
+        f"The pageable `.to(non_blocking=True)` returned after {min(returns) * 1e3:.2f} to "
+        f"{max(returns) * 1e3:.2f} ms "
+        + (
+            f"under the {hold_ms:.0f} ms hold: the driver waited for the stream, then staged the data, before "
+            "returning."
+            if min(returns) >= 0.8 * hold_ms / 1e3
+            else f"although the stream was held for {hold_ms:.0f} ms: the driver copied the data into its staging "
+            "buffer first."
+        )
+        + " So the data was taken before `.to()` returned."
+    )
     return seen
 
 
-
-
 # ---------------------------------------------------------------- 5. tensordict
+
 
 def tensordict_ratios(run: Run) -> dict[str, claims.Value]:
     """Ratios of times ("x"; below 1: the first is faster), spreads added: ``"pin vs default"``
@@ -377,8 +522,10 @@ def tensordict_ratios(run: Run) -> dict[str, claims.Value]:
     """
     times = run.value["timings"]
     _, default, pin_main, pin_threads = list(times)
-    return {"pin vs default": claims.ratio(times[pin_main], times[default]),
-            "threads vs main": claims.ratio(times[pin_threads], times[pin_main])}
+    return {
+        "pin vs default": claims.ratio(times[pin_main], times[default]),
+        "threads vs main": claims.ratio(times[pin_threads], times[pin_main]),
+    }
 
 
 def show_tensordict(run: Run) -> tables.Table:
@@ -389,16 +536,32 @@ def show_tensordict(run: Run) -> tables.Table:
     Taught in 02_non_blocking.
     """
     times = run.value["timings"]
-    table = tables.Table(["call", ("median", "ms", ".1f"), ("IQR / median", "", ".1%"), "samples", ("rate", "GB/s", ".2f")],
-                         [(label, t.median_ms, t.spread, len(t.samples_s), t.gbps) for label, t in times.items()],
-                         caption=f"tensordict {run.value['tensordict']}; {timing.format_bytes(run.params['count'] * run.params['numel'] * 4)} "
-                                 "per call, synchronised host clock")
+    table = tables.Table(
+        [
+            "call",
+            ("median", "ms", ".1f"),
+            ("IQR / median", "", ".1%"),
+            "samples",
+            ("rate", "GB/s", ".2f"),
+        ],
+        [(label, t.median_ms, t.spread, len(t.samples_s), t.gbps) for label, t in times.items()],
+        caption=f"tensordict {run.value['tensordict']}; {timing.format_bytes(run.params['count'] * run.params['numel'] * 4)} "
+        "per call, synchronised host clock",
+    )
     _, ax = plt.subplots(figsize=(9, 4.5))
     plotting.bars_with_ratios(
-        {(label.replace("td.to('cuda:0'", "").strip(", )") or "default").replace(", ", "\n"): t.median_ms
-         for label, t in times.items()},
-        ax=ax, ylabel="time (ms, median)",
-        title=plotting.machine_title(f"TensorDict.to('cuda:0'), {run.params['count']} tensors", run.machine, run.live))
+        {
+            (label.replace("td.to('cuda:0'", "").strip(", )") or "default").replace(
+                ", ", "\n"
+            ): t.median_ms
+            for label, t in times.items()
+        },
+        ax=ax,
+        ylabel="time (ms, median)",
+        title=plotting.machine_title(
+            f"TensorDict.to('cuda:0'), {run.params['count']} tensors", run.machine, run.live
+        ),
+    )
     ax.tick_params(axis="x", labelrotation=0)
     plt.tight_layout()
     return table
@@ -407,8 +570,12 @@ def show_tensordict(run: Run) -> tables.Table:
 def _faster_or_slower(time_ratio: claims.Value, than: str) -> str:
     """Words for a ratio of times (below 1: faster) against 1, naming what it is compared with."""
     share = f"({time_ratio.number()} ± {time_ratio.spread_text()} of its time)"
-    return _verdict_words(claims.compare(time_ratio, 1, holds_if="below"), f"faster than {than} {share}",
-                          f"slower than {than} {share}", f"the same as {than} within the noise {share}")
+    return _verdict_words(
+        claims.compare(time_ratio, 1, holds_if="below"),
+        f"faster than {than} {share}",
+        f"slower than {than} {share}",
+        f"the same as {than} within the noise {share}",
+    )
 
 
 def see_tensordict(run: Run) -> claims.WhatWeSee:
@@ -423,17 +590,27 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
     ratios = tensordict_ratios(run)
     samples = min(len(t.samples_s) for t in times.values())
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"Against the blocking call, `{blocking}` (medians of {samples} samples each): " + "; ".join(
-        f"`{label}` took {r.number()} ± {r.spread_text()} of its time"
-        for label, r in ((label, claims.ratio(times[label], times[blocking])) for label in others)) + ".")
+    seen.say(
+        f"Against the blocking call, `{blocking}` (medians of {samples} samples each): "
+        + "; ".join(
+            f"`{label}` took {r.number()} ± {r.spread_text()} of its time"
+            for label, r in (
+                (label, claims.ratio(times[label], times[blocking])) for label in others
+            )
+        )
+        + "."
+    )
     default = "`td.to('cuda:0')`"
-    seen.say(f"Pinning on the main thread (`num_threads=0`) was {_faster_or_slower(ratios['pin vs default'], default)}, "
-             f"and pinning in threads (`num_threads={run.params['threads']}`) "
-             f"{_faster_or_slower(ratios['threads vs main'], 'pinning on the main thread')}.")
+    seen.say(
+        f"Pinning on the main thread (`num_threads=0`) was {_faster_or_slower(ratios['pin vs default'], default)}, "
+        f"and pinning in threads (`num_threads={run.params['threads']}`) "
+        f"{_faster_or_slower(ratios['threads vs main'], 'pinning on the main thread')}."
+    )
     return seen
 
 
 # ---------------------------------------------------------------- 6. DataLoader
+
 
 def dataloader_speedup(run: Run) -> claims.Value:
     """The epoch's median time without ``pin_memory`` over with it ("x"; above 1: faster
@@ -441,7 +618,9 @@ def dataloader_speedup(run: Run) -> claims.Value:
 
     Used by non_blocking_claims.claims_table.
     """
-    return claims.ratio(run.value["pin_memory=False"]["epoch"], run.value["pin_memory=True"]["epoch"])
+    return claims.ratio(
+        run.value["pin_memory=False"]["epoch"], run.value["pin_memory=True"]["epoch"]
+    )
 
 
 def _gpu_work_ms(run: Run) -> float:
@@ -456,9 +635,13 @@ def all_pinned_or_none(run: Run) -> tuple[bool, str]:
     Used by non_blocking_claims.claims_table.
     """
     dl = run.value
-    holds = dl["pin_memory=True"]["pinned batches"] == dl["pin_memory=True"]["batches"] \
+    holds = (
+        dl["pin_memory=True"]["pinned batches"] == dl["pin_memory=True"]["batches"]
         and dl["pin_memory=False"]["pinned batches"] == 0
-    return holds, ", ".join(f"{label}: {r['pinned batches']} of {r['batches']} pinned" for label, r in dl.items())
+    )
+    return holds, ", ".join(
+        f"{label}: {r['pinned batches']} of {r['batches']} pinned" for label, r in dl.items()
+    )
 
 
 def show_dataloader(run: Run) -> tables.Table:
@@ -468,15 +651,33 @@ def show_dataloader(run: Run) -> tables.Table:
     Taught in 02_non_blocking.
     """
     dl = run.value
-    table = tables.Table(["loader", "pinned batches", "batches", ("epoch", "ms", ".1f"), ("IQR / median", "", ".1%"),
-                          "samples"],
-                         [(label, r["pinned batches"], r["batches"], r["epoch"].median_ms, r["epoch"].spread,
-                           len(r["epoch"].samples_s)) for label, r in dl.items()],
-                         caption=f"medians; the GPU's stand-in work alone is {_gpu_work_ms(run):.0f} ms per epoch")
+    table = tables.Table(
+        [
+            "loader",
+            "pinned batches",
+            "batches",
+            ("epoch", "ms", ".1f"),
+            ("IQR / median", "", ".1%"),
+            "samples",
+        ],
+        [
+            (
+                label,
+                r["pinned batches"],
+                r["batches"],
+                r["epoch"].median_ms,
+                r["epoch"].spread,
+                len(r["epoch"].samples_s),
+            )
+            for label, r in dl.items()
+        ],
+        caption=f"medians; the GPU's stand-in work alone is {_gpu_work_ms(run):.0f} ms per epoch",
+    )
     plotting.bars_with_ratios(
         {label: r["epoch"].median_ms for label, r in dl.items()},
         title=plotting.machine_title("one DataLoader epoch", run.machine, run.live),
-        ylabel="time per epoch (ms, median)")
+        ylabel="time per epoch (ms, median)",
+    )
     return table
 
 
@@ -489,9 +690,14 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
     dl = run.value
     speedup = dataloader_speedup(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.check("With pin_memory=True every batch comes out pinned, without it none does", *all_pinned_or_none(run))
-    seen.say(f"An epoch took {dl['pin_memory=True']['epoch'].median_ms:.0f} ms with `pin_memory=True` and "
-             f"{dl['pin_memory=False']['epoch'].median_ms:.0f} ms without, beside {_gpu_work_ms(run):.0f} ms of GPU work "
-             f"({speedup.samples} samples each): the epoch with pinning ran {analysis.times(speedup)} as fast as the "
-             f"one without, {_faster(speedup)}")
+    seen.check(
+        "With pin_memory=True every batch comes out pinned, without it none does",
+        *all_pinned_or_none(run),
+    )
+    seen.say(
+        f"An epoch took {dl['pin_memory=True']['epoch'].median_ms:.0f} ms with `pin_memory=True` and "
+        f"{dl['pin_memory=False']['epoch'].median_ms:.0f} ms without, beside {_gpu_work_ms(run):.0f} ms of GPU work "
+        f"({speedup.samples} samples each): the epoch with pinning ran {analysis.times(speedup)} as fast as the "
+        f"one without, {_faster(speedup)}"
+    )
     return seen

@@ -21,10 +21,8 @@ SOME_WRONG = "erroneous: at least one wrong, a count above 0.5"
 NEVER_WRONG = "never: a count below 0.5"
 CHOICES = {  # exercise 2: what a reader may touch at once, and the hazard case that shows it
     "D2H .to('cpu', non_blocking=True), then read the result": "D2H non_blocking, read at once (stream held)",
-    "H2D .to('cuda', non_blocking=True) from pinned memory, then change the source":
-        "H2D pinned, source zeroed at once (stream held)",
-    "H2D .to('cuda', non_blocking=True) from pageable memory, then change the source":
-        "H2D pageable, source zeroed at once (stream held)",
+    "H2D .to('cuda', non_blocking=True) from pinned memory, then change the source": "H2D pinned, source zeroed at once (stream held)",
+    "H2D .to('cuda', non_blocking=True) from pageable memory, then change the source": "H2D pageable, source zeroed at once (stream held)",
 }
 
 
@@ -36,20 +34,27 @@ def _calls(table: claims.ClaimsTable, run_small: Run) -> None:
         ".to() always calls cudaMemcpyAsync [blocking and non-blocking loops]",
         source=f"{TUTORIAL} (background)",
         measured=f"per copy, the fewer of the two loops' counts ({calls_b['cudaMemcpyAsync']:.0f} and "
-                 f"{calls_nb['cudaMemcpyAsync']:.0f} per loop of {n_copies}); {ONE}",
-        holds=claims.within(min(calls_b["cudaMemcpyAsync"], calls_nb["cudaMemcpyAsync"]) / n_copies, 0.5, 1.5),
-        run=run_small)
+        f"{calls_nb['cudaMemcpyAsync']:.0f} per loop of {n_copies}); {ONE}",
+        holds=claims.within(
+            min(calls_b["cudaMemcpyAsync"], calls_nb["cudaMemcpyAsync"]) / n_copies, 0.5, 1.5
+        ),
+        run=run_small,
+    )
     table.add(
         "With non_blocking=False a cudaStreamSynchronize is called after each cudaMemcpyAsync",
         source=f"{TUTORIAL} (background)",
         measured=f"blocking loop: {calls_b['cudaStreamSynchronize']:.0f} cudaStreamSynchronize for {n_copies} copies; {ONE}",
-        holds=claims.within(calls_b["cudaStreamSynchronize"] / n_copies, 0.5, 1.5), run=run_small)
+        holds=claims.within(calls_b["cudaStreamSynchronize"] / n_copies, 0.5, 1.5),
+        run=run_small,
+    )
     table.add(
         "With non_blocking=True no synchronization is triggered [cudaStreamSynchronize in the non-blocking loop]",
         source=f"{TUTORIAL} (background)",
         measured=f"non-blocking loop: {calls_nb['cudaStreamSynchronize']:.0f} cudaStreamSynchronize per loop "
-                 f"of {n_copies} copies (none: fewer than 1)",
-        holds=claims.compare(calls_nb["cudaStreamSynchronize"], 1, holds_if="below"), run=run_small)
+        f"of {n_copies} copies (none: fewer than 1)",
+        holds=claims.compare(calls_nb["cudaStreamSynchronize"], 1, holds_if="below"),
+        run=run_small,
+    )
     profilers_own, own = non_blocking.own_device_syncs(run_small)
     in_profile = non_blocking.calls_in_profile(run_small)
     table.add(
@@ -57,9 +62,11 @@ def _calls(table: claims.ClaimsTable, run_small: Run) -> None:
         "against one device synchronize)",
         source=f"{TUTORIAL} (1000-tensor loop)",
         measured=f"{in_profile['non_blocking']['cudaDeviceSynchronize']} cudaDeviceSynchronize in a profile of "
-                 f"{non_blocking.profiled_loops()} loops, {profilers_own} of them the profiler's own (as in the "
-                 f"blocking loop's profile): {own:g} per loop; one: a count between 0.5 and 1.5",
-        holds=claims.within(own, 0.5, 1.5), run=run_small)
+        f"{non_blocking.profiled_loops()} loops, {profilers_own} of them the profiler's own (as in the "
+        f"blocking loop's profile): {own:g} per loop; one: a count between 0.5 and 1.5",
+        holds=claims.within(own, 0.5, 1.5),
+        run=run_small,
+    )
 
 
 def _returns(table: claims.ClaimsTable, run_ret: Run) -> None:
@@ -70,95 +77,138 @@ def _returns(table: claims.ClaimsTable, run_ret: Run) -> None:
             f"With non_blocking=True the main thread on the host is not blocked [{source_kind} source]",
             source=f"{TUTORIAL} (background)",
             measured=f".to() returned after this share of the copy's time "
-                     f"({timing.format_bytes(run_ret.params['nbytes'])}); not blocked: under 10%",
-            holds=claims.compare(waited[f"H2D from {source_kind}, non_blocking"], 0.1, holds_if="below"), run=run_ret)
+            f"({timing.format_bytes(run_ret.params['nbytes'])}); not blocked: under 10%",
+            holds=claims.compare(
+                waited[f"H2D from {source_kind}, non_blocking"], 0.1, holds_if="below"
+            ),
+            run=run_ret,
+        )
     table.add(
         "A copy from pageable memory does not unblock the host until (nearly) all of it is staged",
         source=FORUM,
         measured=".to(non_blocking=True) from pageable returned after this share of the copy's time; nearly all: over 80%",
-        holds=claims.compare(waited[non_blocking.PAGEABLE_NB], 0.8, holds_if="above"), run=run_ret)
+        holds=claims.compare(waited[non_blocking.PAGEABLE_NB], 0.8, holds_if="above"),
+        run=run_ret,
+    )
     ret = run_ret.value
     # against the copy it launches, not against the near-zero return of a pinned copy: that
     # denominator (15-124 us) made the ratio swing tenfold between machines
-    pin_wait = claims.ratio(ret[non_blocking.PIN_THEN_NB]["returned"], ret[non_blocking.PINNED_NB]["finished"],
-                            unit="of a copy")
+    pin_wait = claims.ratio(
+        ret[non_blocking.PIN_THEN_NB]["returned"],
+        ret[non_blocking.PINNED_NB]["finished"],
+        unit="of a copy",
+    )
     table.add(
         "Pinning on the main thread blocks the host",
         source=f"{TUTORIAL} (advice)",
         measured=f"pin_memory().to(non_blocking=True) returned after "
-                 f"{ret[non_blocking.PIN_THEN_NB]['returned'].median_ms:.2f} ms, over the "
-                 f"{ret[non_blocking.PINNED_NB]['finished'].median_ms:.2f} ms that the copy of an already pinned tensor "
-                 "takes to finish (whose non_blocking call returns after about 1% of that); blocked: at least half",
-        holds=claims.compare(pin_wait, 0.5, holds_if="above"), run=run_ret)
+        f"{ret[non_blocking.PIN_THEN_NB]['returned'].median_ms:.2f} ms, over the "
+        f"{ret[non_blocking.PINNED_NB]['finished'].median_ms:.2f} ms that the copy of an already pinned tensor "
+        "takes to finish (whose non_blocking call returns after about 1% of that); blocked: at least half",
+        holds=claims.compare(pin_wait, 0.5, holds_if="above"),
+        run=run_ret,
+    )
 
 
 def _speed(table: claims.ClaimsTable, run_small: Run, run_six: Run) -> None:
     """Whether ``non_blocking=True`` speeds transfers up (sections 2 and 3)."""
     six = non_blocking.six_speedups(run_six)
     count, mb = run_six.params["count"], run_six.params["numel"] * 4 / 1e6
-    speedups = {f"{run_small.params['count']} x {run_small.params['numel'] * 4} B, pageable":
-                (non_blocking.loop_speedup(run_small), run_small),
-                f"{count} x {mb:g} MB, pageable": (six["pageable"], run_six),
-                f"{count} x {mb:g} MB, pinned": (six["pinned"], run_six)}
+    speedups = {
+        f"{run_small.params['count']} x {run_small.params['numel'] * 4} B, pageable": (
+            non_blocking.loop_speedup(run_small),
+            run_small,
+        ),
+        f"{count} x {mb:g} MB, pageable": (six["pageable"], run_six),
+        f"{count} x {mb:g} MB, pinned": (six["pinned"], run_six),
+    }
     for what, (speedup, its_run) in speedups.items():
         table.add(
             f"Generally, tensor.to(device, non_blocking=True) is an effective choice for enhancing transfer speed [{what}]",
             source=f"{TUTORIAL} (what you will learn)",
             measured="non-blocking loop this many times as fast as the blocking one (counted effective from 1.10x)",
-            holds=claims.compare(speedup, 1.1, holds_if="above"), run=its_run)
+            holds=claims.compare(speedup, 1.1, holds_if="above"),
+            run=its_run,
+        )
 
 
 def _hazards(table: claims.ClaimsTable, run_haz: Run) -> None:
     """The hazards of section 4 and their fixes against the tutorial."""
     haz = run_haz.value["cases"]
-    tut_d2h, held_d2h = haz["D2H non_blocking, read at once (tutorial's form)"], haz[non_blocking.HELD[0]]
+    tut_d2h, held_d2h = (
+        haz["D2H non_blocking, read at once (tutorial's form)"],
+        haz[non_blocking.HELD[0]],
+    )
     table.add(
         "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the tutorial's tensor, stream not held]",
         source=f"{TUTORIAL} (what you will learn and hazards)",
         measured=f"wrong results in {tut_d2h['trials']} trials, tensor of {run_haz.params['tutorial_shape']} float64; "
-                 f"{SOME_WRONG}",
-        holds=claims.compare(tut_d2h["wrong"], 0.5, holds_if="above"), run=run_haz)
+        f"{SOME_WRONG}",
+        holds=claims.compare(tut_d2h["wrong"], 0.5, holds_if="above"),
+        run=run_haz,
+    )
     table.add(
         "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy queued behind other work]",
         source=f"{TUTORIAL} (what you will learn and hazards)",
         measured=f"wrong results in {held_d2h['trials']} trials with the stream held; {SOME_WRONG}",
-        holds=claims.compare(held_d2h["wrong"], 0.5, holds_if="above"), run=run_haz)
+        holds=claims.compare(held_d2h["wrong"], 0.5, holds_if="above"),
+        run=run_haz,
+    )
     fixed = non_blocking.FIXES[:2]
     table.add(
         "With a synchronize before reading, a non_blocking D2H result is never wrong",
         source=f"{TUTORIAL} (hazards)",
-        measured="wrong results, all together: " + ", ".join(
-            f"{label.split(', ')[1]}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in fixed)
+        measured="wrong results, all together: "
+        + ", ".join(
+            f"{label.split(', ')[1]}: {haz[label]['wrong']} of {haz[label]['trials']}"
+            for label in fixed
+        )
         + f"; {NEVER_WRONG}",
-        holds=claims.compare(sum(haz[label]["wrong"] for label in fixed), 0.5, holds_if="below"), run=run_haz)
-    safe_h2d = ["H2D pinned, result used on the GPU", "H2D pageable, source zeroed at once (stream held)"]
+        holds=claims.compare(sum(haz[label]["wrong"] for label in fixed), 0.5, holds_if="below"),
+        run=run_haz,
+    )
+    safe_h2d = [
+        "H2D pinned, result used on the GPU",
+        "H2D pageable, source zeroed at once (stream held)",
+    ]
     table.add(
         "cpu_tensor.to('cuda', non_blocking=True).mean() executes correctly",
         source=f"{TUTORIAL} (what you will learn)",
-        measured="wrong results, all together: " + "; ".join(
-            f"{label}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in safe_h2d) + f"; {NEVER_WRONG}",
-        holds=claims.compare(sum(haz[label]["wrong"] for label in safe_h2d), 0.5, holds_if="below"), run=run_haz)
+        measured="wrong results, all together: "
+        + "; ".join(
+            f"{label}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in safe_h2d
+        )
+        + f"; {NEVER_WRONG}",
+        holds=claims.compare(sum(haz[label]["wrong"] for label in safe_h2d), 0.5, holds_if="below"),
+        run=run_haz,
+    )
     pinned_h2d, pageable_h2d = haz[non_blocking.HELD[1]], haz[non_blocking.SAFE[0]]
     tut_h2d = haz["H2D pinned, source zeroed (tutorial's form)"]
     table.add(
         "Modifying a pinned source after a non_blocking H2D copy can corrupt what the GPU gets",
         source=f"{TUTORIAL} (hazards)",
         measured=f"wrong results with the stream held, of {pinned_h2d['trials']} ({tut_h2d['wrong']} of "
-                 f"{tut_h2d['trials']} in the tutorial's order of steps); {SOME_WRONG}",
-        holds=claims.compare(pinned_h2d["wrong"], 0.5, holds_if="above"), run=run_haz)
+        f"{tut_h2d['trials']} in the tutorial's order of steps); {SOME_WRONG}",
+        holds=claims.compare(pinned_h2d["wrong"], 0.5, holds_if="above"),
+        run=run_haz,
+    )
     table.add(
         "Modifying a pageable source after a non_blocking H2D copy always works",
         source=f"{TUTORIAL} (hazards)",
         measured=f"wrong results with the stream held, of {pageable_h2d['trials']}; {NEVER_WRONG}",
-        holds=claims.compare(pageable_h2d["wrong"], 0.5, holds_if="below"), run=run_haz)
+        holds=claims.compare(pageable_h2d["wrong"], 0.5, holds_if="below"),
+        run=run_haz,
+    )
     table.add(
         "Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on the host without "
         "synchronising",
         source=f"{TUTORIAL} (hazards)",
         measured=f"wrong results: pageable H2D {pageable_h2d['wrong']}, pinned H2D {pinned_h2d['wrong']}, "
-                 f"D2H {held_d2h['wrong']} (of {held_d2h['trials']} each, stream held); three counts at once, so a "
-                 "yes or no",
-        holds=pageable_h2d["wrong"] == 0 and pinned_h2d["wrong"] > 0 and held_d2h["wrong"] > 0, run=run_haz)
+        f"D2H {held_d2h['wrong']} (of {held_d2h['trials']} each, stream held); three counts at once, so a "
+        "yes or no",
+        holds=pageable_h2d["wrong"] == 0 and pinned_h2d["wrong"] > 0 and held_d2h["wrong"] > 0,
+        run=run_haz,
+    )
 
 
 def _pinning(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
@@ -171,30 +221,40 @@ def _pinning(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
         "td.to('cuda:0')]",
         source=f"{TUTORIAL} (tensordict and advice)",
         measured=f"time of {pin_main} / time of {default} ({td_ms[pin_main]:.1f} and {td_ms[default]:.1f} ms); "
-                 "pays: below 1",
-        holds=claims.compare(ratios["pin vs default"], 1, holds_if="below"), run=run_td)
+        "pays: below 1",
+        holds=claims.compare(ratios["pin vs default"], 1, holds_if="below"),
+        run=run_td,
+    )
     table.add(
         "Pinning pays for large batches of large tensors when it runs in separate threads [tensordict num_threads]",
         source=f"{TUTORIAL} (tensordict and advice)",
         measured=f"time of {pin_threads} / time of {pin_main} ({td_ms[pin_threads]:.1f} and "
-                 f"{td_ms[pin_main]:.1f} ms); threads pay: below 1",
-        holds=claims.compare(ratios["threads vs main"], 1, holds_if="below"), run=run_td)
+        f"{td_ms[pin_main]:.1f} ms); threads pay: below 1",
+        holds=claims.compare(ratios["threads vs main"], 1, holds_if="below"),
+        run=run_td,
+    )
     dl, dl_ratio = run_dl.value, non_blocking.dataloader_speedup(run_dl)
     table.add(
         "Pinning pays for large batches of large tensors when it runs in separate threads [DataLoader pin_memory=True]",
         source=f"{TUTORIAL} (advice)",
         measured=f"epoch without pin_memory / epoch with it ({dl['pin_memory=False']['epoch'].median_ms:.0f} and "
-                 f"{dl['pin_memory=True']['epoch'].median_ms:.0f} ms, {dl_ratio.samples} samples); pays: above 1",
-        holds=claims.compare(dl_ratio, 1, holds_if="above"), run=run_dl)
+        f"{dl['pin_memory=True']['epoch'].median_ms:.0f} ms, {dl_ratio.samples} samples); pays: above 1",
+        holds=claims.compare(dl_ratio, 1, holds_if="above"),
+        run=run_dl,
+    )
     pinned, counts = non_blocking.all_pinned_or_none(run_dl)
     table.add(
         "DataLoader(pin_memory=True) hands out batches in pinned memory",
         source=f"{TUTORIAL} (advice: pin in a separate thread, as DataLoader does)",
-        measured=counts, holds=pinned, run=run_dl)
+        measured=counts,
+        holds=pinned,
+        run=run_dl,
+    )
 
 
-def claims_table(run_small: Run, run_ret: Run, run_six: Run, run_haz: Run, run_td: Run,
-                 run_dl: Run) -> claims.ClaimsTable:
+def claims_table(
+    run_small: Run, run_ret: Run, run_six: Run, run_haz: Run, run_td: Run, run_dl: Run
+) -> claims.ClaimsTable:
     """The claims of the tutorial and the forum thread tested by sections 1-6: the runtime calls
     of the loops (counts per copy), when ``.to()`` returns (shares of the copy's time), speed-ups
     from ``non_blocking`` ("x"), the hazards (wrong results counted), and whether pinning pays
@@ -213,13 +273,17 @@ def claims_table(run_small: Run, run_ret: Run, run_six: Run, run_haz: Run, run_t
 
 # ---------------------------------------------------------------- the exercises
 
+
 def syncs_per_blocking_copy(run_small: Run) -> float:
     """Exercise 1: ``cudaStreamSynchronize`` calls per copy in section 2's blocking loop (calls
     per copy).
 
     Taught in 02_non_blocking.
     """
-    return run_small.value["blocking"]["calls per loop"]["cudaStreamSynchronize"] / run_small.params["count"]
+    return (
+        run_small.value["blocking"]["calls per loop"]["cudaStreamSynchronize"]
+        / run_small.params["count"]
+    )
 
 
 def blocking_loop_ms(run_small: Run) -> float:
@@ -240,7 +304,10 @@ def check_safe_choice(answer: str | None, run_haz: Run) -> bool | None:
     haz = run_haz.value["cases"]
     safe = [option for option, label in CHOICES.items() if haz[label]["wrong"] == 0]
     if len(safe) != 1:
-        print(f"The measurements do not single out one safe option ({len(safe)} had no wrong result); see section 4.")
+        print(
+            f"The measurements do not single out one safe option ({len(safe)} had no wrong result); see section 4."
+        )
         return None
-    return exercises.check_choice(answer, safe[0], choices=list(CHOICES),
-                                  hint="look at section 4's counts of wrong results")
+    return exercises.check_choice(
+        answer, safe[0], choices=list(CHOICES), hint="look at section 4's counts of wrong results"
+    )

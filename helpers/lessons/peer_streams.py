@@ -22,10 +22,13 @@ from ..records import Run
 NOTEBOOK = "05_device_to_device"
 HIGH, LOW = 0.8, 0.2  # an overlap ratio at least HIGH counts as overlap, at most LOW as none
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
-_MARK = "spin_kernel"  # the tiny kernels mark_streams() runs on each stream in turn, to name the lanes
+_MARK = (
+    "spin_kernel"  # the tiny kernels mark_streams() runs on each stream in turn, to name the lanes
+)
 
 
 # ---------------------------------------------------------------- 2. the current device
+
 
 def _states(current: Run) -> dict[str, dict]:
     return {s["where"]: s for s in current.value["states"]}
@@ -34,15 +37,26 @@ def _states(current: Run) -> dict[str, dict]:
 def _follows_current_device(state: dict) -> bool:
     """Whether device="cuda", the current stream and .to("cuda") all went to the current device."""
     here = f"cuda:{state['current_device']}"
-    return state["empty_on"] == here and state["current_stream_on"] == here and state["to_cuda_on"] == here
+    return (
+        state["empty_on"] == here
+        and state["current_stream_on"] == here
+        and state["to_cuda_on"] == here
+    )
 
 
 def _set_device_decides(states: dict[str, dict]) -> bool:
     """The streams article's claim, computed: after torch.cuda.set_device(1), cuda:1 is current and
     device="cuda" and the current stream follow it; after set_device(0), cuda:0 again."""
-    after_1, after_0 = states["after torch.cuda.set_device(1)"], states["after torch.cuda.set_device(0)"]
-    return (after_1["current_device"] == 1 and _follows_current_device(after_1)
-            and after_0["current_device"] == 0 and _follows_current_device(after_0))
+    after_1, after_0 = (
+        states["after torch.cuda.set_device(1)"],
+        states["after torch.cuda.set_device(0)"],
+    )
+    return (
+        after_1["current_device"] == 1
+        and _follows_current_device(after_1)
+        and after_0["current_device"] == 0
+        and _follows_current_device(after_0)
+    )
 
 
 def set_device_decides(current: Run) -> bool:
@@ -65,18 +79,40 @@ def show_current_device(current: Run) -> None:
     """
     value = current.value
     table = tables.Table(
-        ["when", "current device", 'device="cuda" on', "current stream on", '.to("cuda:1") on', '.to("cuda") on',
-         "copies' contents"], title=plotting.machine_title("The current device", current.machine, current.live))
+        [
+            "when",
+            "current device",
+            'device="cuda" on',
+            "current stream on",
+            '.to("cuda:1") on',
+            '.to("cuda") on',
+            "copies' contents",
+        ],
+        title=plotting.machine_title("The current device", current.machine, current.live),
+    )
     for s in value["states"]:
-        table.add(s["where"], f"cuda:{s['current_device']}", s["empty_on"], s["current_stream_on"], s["to_cuda1_on"],
-                  s["to_cuda_on"], "right" if s["to_cuda1_correct"] and s["to_cuda_correct"] else "WRONG")
+        table.add(
+            s["where"],
+            f"cuda:{s['current_device']}",
+            s["empty_on"],
+            s["current_stream_on"],
+            s["to_cuda1_on"],
+            s["to_cuda_on"],
+            "right" if s["to_cuda1_correct"] and s["to_cuda_correct"] else "WRONG",
+        )
     display(table)
     op = value["operator_on_cuda1"]
-    print(f"a torch.cuda.Stream() made inside `with torch.cuda.device(1)` is on {value['stream_made_inside_device_1_on']}")
-    print(f"x * 2 + 1 with x on cuda:1, cuda:{op['current_device_before']} current: result on {op['result_on']}, "
-          f"values {'right' if op['correct'] else 'WRONG'};\n  current device afterwards: cuda:{op['current_device_after']}")
+    print(
+        f"a torch.cuda.Stream() made inside `with torch.cuda.device(1)` is on {value['stream_made_inside_device_1_on']}"
+    )
+    print(
+        f"x * 2 + 1 with x on cuda:1, cuda:{op['current_device_before']} current: result on {op['result_on']}, "
+        f"values {'right' if op['correct'] else 'WRONG'};\n  current device afterwards: cuda:{op['current_device_after']}"
+    )
     print(f"a cuda:0 tensor + a cuda:1 tensor:\n  {value['mixed_devices_error'] or 'no error'}")
-    print(f"current device at the start cuda:{value['start_device']}, after the experiment cuda:{value['restored_to']}")
+    print(
+        f"current device at the start cuda:{value['start_device']}, after the experiment cuda:{value['restored_to']}"
+    )
 
 
 def see_current_device(current: Run) -> claims.WhatWeSee:
@@ -87,7 +123,10 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
     Taught in 05_device_to_device.
     """
     value, states = current.value, _states(current)
-    inside, after = states["inside with torch.cuda.device(1)"], states["after leaving with torch.cuda.device(1)"]
+    inside, after = (
+        states["inside with torch.cuda.device(1)"],
+        states["after leaving with torch.cuda.device(1)"],
+    )
     in_stream = states["inside with torch.cuda.stream(<a stream of cuda:1>)"]
     n = len(value["states"])
     copies_right = sum(s["to_cuda1_correct"] and s["to_cuda_correct"] for s in value["states"])
@@ -96,34 +135,48 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
     op = value["operator_on_cuda1"]
     seen = claims.WhatWeSee(NOTEBOOK, current)
     seen.say(
-        f"In {followed} of the {n} states, `device=\"cuda\"`, the current stream and `.to(\"cuda\")` all went to "
+        f'In {followed} of the {n} states, `device="cuda"`, the current stream and `.to("cuda")` all went to '
         f"the device `torch.cuda.current_device()` returned; `torch.cuda.set_device(1)` "
         f"{'made' if _set_device_decides(states) else 'did not make'} cuda:1 that device until `set_device(0)`. "
         f"Inside `with torch.cuda.device(1)` the current device was cuda:{inside['current_device']} and a new "
-        f"`torch.empty(n, device=\"cuda\")` landed on {inside['empty_on']}; after the block, "
+        f'`torch.empty(n, device="cuda")` landed on {inside["empty_on"]}; after the block, '
         f"cuda:{after['current_device']} again. A stream made inside the block with no device given is on "
         f"{value['stream_made_inside_device_1_on']}. Inside `with torch.cuda.stream(<a stream of cuda:1>)` the "
-        f"current device was cuda:{in_stream['current_device']}.")
+        f"current device was cuda:{in_stream['current_device']}."
+    )
     error = value["mixed_devices_error"]
     seen.say(
         f"With cuda:{op['current_device_before']} current, `x * 2 + 1` on a cuda:1 tensor "
         f"{'ran, with the right values,' if op['correct'] else 'ran, with WRONG values,'} and returned its result on "
         f"{op['result_on']}; the current device was cuda:{op['current_device_after']} afterwards. "
-        + (f"Adding tensors of two GPUs failed: \"{error}\". " if error else "Adding tensors of two GPUs raised no error. ")
-        + f"`.to(\"cuda:1\")` landed on cuda:1 in {to_1_there} of {n} states whatever the current device; the "
+        + (
+            f'Adding tensors of two GPUs failed: "{error}". '
+            if error
+            else "Adding tensors of two GPUs raised no error. "
+        )
+        + f'`.to("cuda:1")` landed on cuda:1 in {to_1_there} of {n} states whatever the current device; the '
         f"copies' contents were right in {copies_right} of them. The experiment left cuda:{value['restored_to']} "
-        f"current, as it found it (cuda:{value['start_device']}).")
-    seen.check("`device=\"cuda\"`, the current stream and `.to(\"cuda\")` follow the current device in every state",
-               followed == n, f"{followed} of {n} states")
-    seen.check("`.to(\"cuda:1\")` lands on cuda:1 whatever the current device, with the right contents",
-               to_1_there == n and copies_right == n, f"on cuda:1 in {to_1_there} of {n} states, right in {copies_right}")
+        f"current, as it found it (cuda:{value['start_device']})."
+    )
+    seen.check(
+        '`device="cuda"`, the current stream and `.to("cuda")` follow the current device in every state',
+        followed == n,
+        f"{followed} of {n} states",
+    )
+    seen.check(
+        '`.to("cuda:1")` lands on cuda:1 whatever the current device, with the right contents',
+        to_1_there == n and copies_right == n,
+        f"on cuda:1 in {to_1_there} of {n} states, right in {copies_right}",
+    )
     return seen
-
 
 
 # ---------------------------------------------------------------- 7. the blog post's experiment: reading the 8 traces
 
-def _lane_names(profile: trace.Profile, lanes: list[str]) -> dict[tuple[int | None, int | None], str]:
+
+def _lane_names(
+    profile: trace.Profile, lanes: list[str]
+) -> dict[tuple[int | None, int | None], str]:
     """``{(device, stream): name}``, read off the spin kernels that mark_streams() ran in turn."""
     marks = sorted(profile.select(kind="kernel", name=_MARK), key=lambda iv: iv.start_us)
     names: dict[tuple[int | None, int | None], str] = {}
@@ -134,9 +187,16 @@ def _lane_names(profile: trace.Profile, lanes: list[str]) -> dict[tuple[int | No
 
 def _peer_copies(profile: trace.Profile) -> list[trace.Interval]:
     """The copies from one GPU to another in a trace."""
-    return [iv for iv in profile.select(kind="memcpy")
-            if iv.copy_kind == "PtoP"
-            or (iv.src_device is not None and iv.dst_device is not None and iv.src_device != iv.dst_device)]
+    return [
+        iv
+        for iv in profile.select(kind="memcpy")
+        if iv.copy_kind == "PtoP"
+        or (
+            iv.src_device is not None
+            and iv.dst_device is not None
+            and iv.src_device != iv.dst_device
+        )
+    ]
 
 
 def _receiver_kernels(profile: trace.Profile) -> list[trace.Interval]:
@@ -144,15 +204,21 @@ def _receiver_kernels(profile: trace.Profile) -> list[trace.Interval]:
     return [iv for iv in profile.select(kind="kernel", device=1) if _MARK not in iv.name]
 
 
-def _lanes_of(intervals: list[trace.Interval], names: dict[tuple[int | None, int | None], str]) -> str:
+def _lanes_of(
+    intervals: list[trace.Interval], names: dict[tuple[int | None, int | None], str]
+) -> str:
     """The names of the lanes the intervals ran on, e.g. 'cuda:0 side stream s0'."""
-    found = {names.get((iv.device, iv.stream), f"GPU {iv.device} stream {iv.stream}") for iv in intervals}
+    found = {
+        names.get((iv.device, iv.stream), f"GPU {iv.device} stream {iv.stream}") for iv in intervals
+    }
     return ", ".join(sorted(found)) or "none found"
 
 
 def _combination(row: dict) -> str:
-    return (f"sender {'s0' if row['sender_streamed'] else 'default'}, receiver "
-            f"{'s1' if row['receiver_streamed'] else 'default'}, non_blocking={row['non_blocking']}")
+    return (
+        f"sender {'s0' if row['sender_streamed'] else 'default'}, receiver "
+        f"{'s1' if row['receiver_streamed'] else 'default'}, non_blocking={row['non_blocking']}"
+    )
 
 
 def _rows(seed: Run) -> list[dict]:
@@ -163,14 +229,21 @@ def _rows(seed: Run) -> list[dict]:
         prof = r["profile"]
         names = _lane_names(prof, seed.value["lanes"])
         copies, kernels = _peer_copies(prof), _receiver_kernels(prof)
-        rows.append({**{k: r[k] for k in ("sender_streamed", "receiver_streamed", "non_blocking")},
-                     "copy_kind": ", ".join(sorted({str(c.copy_kind) for c in copies})) or "none",
-                     "copy_lane": _lanes_of(copies, names), "kernel_lane": _lanes_of(kernels, names),
-                     "copy_ms": trace.covered_us(copies) / prof.steps / 1e3,
-                     "kernels_ms": trace.covered_us(kernels) / prof.steps / 1e3,
-                     "ratio": trace.overlap_ratio(copies, kernels) if copies and kernels else float("nan"),
-                     "stream_syncs": trace.count(prof.intervals, "runtime", "cudaStreamSynchronize"),
-                     "profile": prof})
+        rows.append(
+            {
+                **{k: r[k] for k in ("sender_streamed", "receiver_streamed", "non_blocking")},
+                "copy_kind": ", ".join(sorted({str(c.copy_kind) for c in copies})) or "none",
+                "copy_lane": _lanes_of(copies, names),
+                "kernel_lane": _lanes_of(kernels, names),
+                "copy_ms": trace.covered_us(copies) / prof.steps / 1e3,
+                "kernels_ms": trace.covered_us(kernels) / prof.steps / 1e3,
+                "ratio": trace.overlap_ratio(copies, kernels)
+                if copies and kernels
+                else float("nan"),
+                "stream_syncs": trace.count(prof.intervals, "runtime", "cudaStreamSynchronize"),
+                "profile": prof,
+            }
+        )
     return rows
 
 
@@ -187,21 +260,32 @@ def _issue_gaps_us(profile: trace.Profile) -> list[float]:
 
 def _on_source_stream(rows: list[dict]) -> int:
     """In how many runs the copy ran on the sender's current stream."""
-    return sum(row["copy_lane"] == ("cuda:0 side stream s0" if row["sender_streamed"] else "cuda:0 default stream")
-               for row in rows)
+    return sum(
+        row["copy_lane"]
+        == ("cuda:0 side stream s0" if row["sender_streamed"] else "cuda:0 default stream")
+        for row in rows
+    )
 
 
 def _by_streams(rows: list[dict]) -> dict[tuple[bool, bool], dict[bool, float]]:
     """{(sender streamed, receiver streamed): {non_blocking: overlap ratio}}."""
     found: dict[tuple[bool, bool], dict[bool, float]] = {}
     for row in rows:
-        found.setdefault((row["sender_streamed"], row["receiver_streamed"]), {})[row["non_blocking"]] = row["ratio"]
+        found.setdefault((row["sender_streamed"], row["receiver_streamed"]), {})[
+            row["non_blocking"]
+        ] = row["ratio"]
     return found
 
 
 def _overlap_word(ratios: list[float]) -> str:
-    """"overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
-    return "overlap" if min(ratios) >= HIGH else "no overlap" if max(ratios) <= LOW else "partial overlap"
+    """ "overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
+    return (
+        "overlap"
+        if min(ratios) >= HIGH
+        else "no overlap"
+        if max(ratios) <= LOW
+        else "partial overlap"
+    )
 
 
 def _ordered_by(sender_streamed: bool, receiver_streamed: bool) -> str:
@@ -243,13 +327,20 @@ def overlap_summary(seed: Run) -> _Overlap:
     others = [row for row in rows if not (row["sender_streamed"] and row["receiver_streamed"])]
     by_streams = _by_streams(rows)
     return _Overlap(
-        both_side=[row["ratio"] for row in both], others=[row["ratio"] for row in others],
+        both_side=[row["ratio"] for row in both],
+        others=[row["ratio"] for row in others],
         legacy=list(by_streams.get((False, True), {}).values()),
         nb_change=max(abs(r[True] - r[False]) for r in by_streams.values()),
         host_syncs=sum(row["stream_syncs"] for row in rows),
         copy_kinds=sorted({row["copy_kind"] for row in rows}),
-        host_copies=sum(iv.copy_kind in ("HtoD", "DtoH") for row in rows for iv in row["profile"].select(kind="memcpy")),
-        runs=len(rows), steps=min(row["profile"].steps for row in rows))
+        host_copies=sum(
+            iv.copy_kind in ("HtoD", "DtoH")
+            for row in rows
+            for iv in row["profile"].select(kind="memcpy")
+        ),
+        runs=len(rows),
+        steps=min(row["profile"].steps for row in rows),
+    )
 
 
 def show_combinations(seed: Run) -> None:
@@ -262,58 +353,103 @@ def show_combinations(seed: Run) -> None:
     """
     rows, params = _rows(seed), seed.params
     table = tables.Table(
-        ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f"), ("B^4", "ms", ".3f"),
-         ("overlap", "", ".2f"), "syncs"],
+        [
+            "sender",
+            "receiver",
+            "non_blocking",
+            "the copy ran on",
+            ("copy", "ms", ".3f"),
+            ("B^4", "ms", ".3f"),
+            ("overlap", "", ".2f"),
+            "syncs",
+        ],
         title=plotting.machine_title("The 8 combinations, times per step", seed.machine, seed.live),
-        caption=(f"A: {timing.format_bytes(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; "
-                 f"B: {timing.format_bytes(params['b_numel'] * 4)} on cuda:1; "
-                 "syncs: the host's cudaStreamSynchronize calls"))
+        caption=(
+            f"A: {timing.format_bytes(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; "
+            f"B: {timing.format_bytes(params['b_numel'] * 4)} on cuda:1; "
+            "syncs: the host's cudaStreamSynchronize calls"
+        ),
+    )
     for row in rows:
-        table.add("s0" if row["sender_streamed"] else "default", "s1" if row["receiver_streamed"] else "default",
-                  str(row["non_blocking"]), row["copy_lane"], row["copy_ms"], row["kernels_ms"], row["ratio"],
-                  row["stream_syncs"])
+        table.add(
+            "s0" if row["sender_streamed"] else "default",
+            "s1" if row["receiver_streamed"] else "default",
+            str(row["non_blocking"]),
+            row["copy_lane"],
+            row["copy_ms"],
+            row["kernels_ms"],
+            row["ratio"],
+            row["stream_syncs"],
+        )
     display(table)
-    print(f"the copy ran on the sender's current stream, as Copy.cu says, in {_on_source_stream(rows)} of {len(rows)} runs;")
+    print(
+        f"the copy ran on the sender's current stream, as Copy.cu says, in {_on_source_stream(rows)} of {len(rows)} runs;"
+    )
     print("B * B * B * B ran on: " + "; ".join(sorted({row["kernel_lane"] for row in rows})))
-    print("copy kinds in the traces: " + ", ".join(sorted({row["copy_kind"] for row in rows}))
-          + " (PtoP: from one GPU's memory straight into the other's)\n")
+    print(
+        "copy kinds in the traces: "
+        + ", ".join(sorted({row["copy_kind"] for row in rows}))
+        + " (PtoP: from one GPU's memory straight into the other's)\n"
+    )
     both = [row for row in rows if row["sender_streamed"] and row["receiver_streamed"]]
     others = [row for row in rows if not (row["sender_streamed"] and row["receiver_streamed"])]
-    print(f"overlap ratio with side streams on both GPUs: {[round(row['ratio'], 2) for row in both]}; in the other "
-          f"{len(others)} runs at most {max(row['ratio'] for row in others):.2f}")
+    print(
+        f"overlap ratio with side streams on both GPUs: {[round(row['ratio'], 2) for row in both]}; in the other "
+        f"{len(others)} runs at most {max(row['ratio'] for row in others):.2f}"
+    )
     overlap = overlap_summary(seed)
-    print(f"largest change of the overlap ratio when only non_blocking changes: {overlap.nb_change:.2f};\n"
-          f"cudaStreamSynchronize calls in the {len(rows)} traces: {overlap.host_syncs}")
-    differ = [row for row in both if not row["ratio"] >= HIGH] + [row for row in others if not row["ratio"] <= LOW]
+    print(
+        f"largest change of the overlap ratio when only non_blocking changes: {overlap.nb_change:.2f};\n"
+        f"cudaStreamSynchronize calls in the {len(rows)} traces: {overlap.host_syncs}"
+    )
+    differ = [row for row in both if not row["ratio"] >= HIGH] + [
+        row for row in others if not row["ratio"] <= LOW
+    ]
     if not differ:
-        print(f"The blog post's claim holds here: overlap (ratio >= {HIGH}) exactly in the {len(both)} runs with side\n"
-              f"streams on both GPUs, none (ratio <= {LOW}) in the other {len(others)}.")
+        print(
+            f"The blog post's claim holds here: overlap (ratio >= {HIGH}) exactly in the {len(both)} runs with side\n"
+            f"streams on both GPUs, none (ratio <= {LOW}) in the other {len(others)}."
+        )
     else:
         print("The blog post's claim does not hold here; these runs differ from it:")
         for row in differ:
             print(f"  {_combination(row)}: overlap ratio {row['ratio']:.2f}")
-    order = tables.Table(["sender", "receiver", "what keeps B*B*B*B behind the copy", "overlap seen"])
+    order = tables.Table(
+        ["sender", "receiver", "what keeps B*B*B*B behind the copy", "overlap seen"]
+    )
     for (sender_streamed, receiver_streamed), ratios in _by_streams(rows).items():
         seen = _overlap_word(list(ratios.values())).replace("partial overlap", "partial")
-        order.add("s0" if sender_streamed else "default", "s1" if receiver_streamed else "default",
-                  _ordered_by(sender_streamed, receiver_streamed), seen)
+        order.add(
+            "s0" if sender_streamed else "default",
+            "s1" if receiver_streamed else "default",
+            _ordered_by(sender_streamed, receiver_streamed),
+            seen,
+        )
     display(order)
     gaps_us = [gap for row in rows for gap in _issue_gaps_us(row["profile"])]
     if gaps_us:
-        print(f"on the host, {statistics.median(gaps_us):.0f} us pass from issuing the copy to launching the first "
-              f"multiplication\n(median of {len(gaps_us)} copies in the {len(rows)} traces), against "
-              f"{statistics.median(row['copy_ms'] for row in rows) * 1e3:.0f} us for the copy itself")
+        print(
+            f"on the host, {statistics.median(gaps_us):.0f} us pass from issuing the copy to launching the first "
+            f"multiplication\n(median of {len(gaps_us)} copies in the {len(rows)} traces), against "
+            f"{statistics.median(row['copy_ms'] for row in rows) * 1e3:.0f} us for the copy itself"
+        )
     traces = [row["profile"].chrome_trace.path for row in rows if row["profile"].chrome_trace]
     if traces:
         folder, _, name = traces[0].rpartition("/")
-        print(f"Chrome traces (open them in https://ui.perfetto.dev), e.g. in\n  {folder}/\n  {name}")
+        print(
+            f"Chrome traces (open them in https://ui.perfetto.dev), e.g. in\n  {folder}/\n  {name}"
+        )
 
 
 def _first_step_gpu_work(profile: trace.Profile, lanes: int) -> list[trace.Interval]:
     """The copies and kernels of the first profiled step, without the lane markers."""
     marks = sorted(profile.select(kind="kernel", name=_MARK), key=lambda iv: iv.start_us)
     second_step = marks[lanes].start_us if len(marks) > lanes else float("inf")
-    return [iv for iv in profile.intervals if iv.on_gpu and iv.start_us < second_step and _MARK not in iv.name]
+    return [
+        iv
+        for iv in profile.intervals
+        if iv.on_gpu and iv.start_us < second_step and _MARK not in iv.name
+    ]
 
 
 def _stream_names(names: dict[tuple[int | None, int | None], str]) -> dict[int, str]:
@@ -334,16 +470,29 @@ def show_timelines(seed: Run) -> None:
     """
     rows, lanes = _rows(seed), seed.value["lanes"]
     steps = [_first_step_gpu_work(row["profile"], len(lanes)) for row in rows]
-    longest_ms = max(max(iv.end_us for iv in ivs) - min(iv.start_us for iv in ivs) for ivs in steps) / 1e3
+    longest_ms = (
+        max(max(iv.end_us for iv in ivs) - min(iv.start_us for iv in ivs) for ivs in steps) / 1e3
+    )
     fig, axes = plt.subplots(4, 2, figsize=(15, 13))
     for ax, row, work in zip(axes.flat, rows, steps, strict=True):
-        plotting.timeline(work, title=f"{_combination(row)}: overlap {row['ratio']:.2f}", ax=ax, unit="ms",
-                          include_host=False, stream_names=_stream_names(_lane_names(row["profile"], lanes)))
+        plotting.timeline(
+            work,
+            title=f"{_combination(row)}: overlap {row['ratio']:.2f}",
+            ax=ax,
+            unit="ms",
+            include_host=False,
+            stream_names=_stream_names(_lane_names(row["profile"], lanes)),
+        )
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale in every panel
         if ax is not axes.flat[0] and ax.get_legend() is not None:
             ax.get_legend().remove()
-    fig.suptitle(plotting.machine_title("The blog post's experiment: A.to('cuda:1') beside B*B*B*B on cuda:1, "
-                                        "one step each", seed.machine, seed.live))
+    fig.suptitle(
+        plotting.machine_title(
+            "The blog post's experiment: A.to('cuda:1') beside B*B*B*B on cuda:1, one step each",
+            seed.machine,
+            seed.live,
+        )
+    )
     fig.tight_layout()
     plt.show()
 
@@ -358,25 +507,40 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
     """
     rows, overlap = _rows(seed), overlap_summary(seed)
     seen = claims.WhatWeSee(NOTEBOOK, seed)
-    seen.say(f"The copy ran on the sender's current stream in {_on_source_stream(rows)} of {len(rows)} runs; "
-             f"B * B * B * B ran on {'; '.join(sorted({row['kernel_lane'] for row in rows}))}.")
-    seen.say(f"With side streams on both GPUs the overlap ratio was {overlap.both_side_text} (each over "
-             f"{overlap.steps} profiled steps: {_overlap_word(overlap.both_side)}, counting {HIGH} and up as overlap "
-             f"and {LOW} and below as none); in the other {len(overlap.others)} runs it was at most "
-             f"{max(overlap.others):.2f}. With the sender on its default stream and s1 current on the receiver (the "
-             f"legacy default stream's case) it was {' and '.join(f'{r:.2f}' for r in overlap.legacy)}: "
-             f"{_overlap_word(overlap.legacy)}.")
+    seen.say(
+        f"The copy ran on the sender's current stream in {_on_source_stream(rows)} of {len(rows)} runs; "
+        f"B * B * B * B ran on {'; '.join(sorted({row['kernel_lane'] for row in rows}))}."
+    )
+    seen.say(
+        f"With side streams on both GPUs the overlap ratio was {overlap.both_side_text} (each over "
+        f"{overlap.steps} profiled steps: {_overlap_word(overlap.both_side)}, counting {HIGH} and up as overlap "
+        f"and {LOW} and below as none); in the other {len(overlap.others)} runs it was at most "
+        f"{max(overlap.others):.2f}. With the sender on its default stream and s1 current on the receiver (the "
+        f"legacy default stream's case) it was {' and '.join(f'{r:.2f}' for r in overlap.legacy)}: "
+        f"{_overlap_word(overlap.legacy)}."
+    )
     seen.say(f"Changing only non_blocking moved the ratio by at most {overlap.nb_change:.2f}.")
     gaps_us = [gap for row in rows for gap in _issue_gaps_us(row["profile"])]
     if gaps_us:
-        gap, copy_us = statistics.median(gaps_us), statistics.median(row["copy_ms"] for row in rows) * 1e3
-        seen.say(f"The host took {gap:.0f} us from issuing the copy to launching the first multiplication, "
-                 f"{gap / copy_us:.0%} of the copy's {copy_us:.0f} us: the part of the copy that runs alone even "
-                 "at best.")
-    seen.check("copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
-               _on_source_stream(rows) == len(rows), f"{_on_source_stream(rows)} of {len(rows)} runs")
-    seen.check("copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
-               overlap.host_syncs == 0, f"{overlap.host_syncs} cudaStreamSynchronize calls in the {len(rows)} traces")
+        gap, copy_us = (
+            statistics.median(gaps_us),
+            statistics.median(row["copy_ms"] for row in rows) * 1e3,
+        )
+        seen.say(
+            f"The host took {gap:.0f} us from issuing the copy to launching the first multiplication, "
+            f"{gap / copy_us:.0%} of the copy's {copy_us:.0f} us: the part of the copy that runs alone even "
+            "at best."
+        )
+    seen.check(
+        "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
+        _on_source_stream(rows) == len(rows),
+        f"{_on_source_stream(rows)} of {len(rows)} runs",
+    )
+    seen.check(
+        "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
+        overlap.host_syncs == 0,
+        f"{overlap.host_syncs} cudaStreamSynchronize calls in the {len(rows)} traces",
+    )
     return seen
 
 
@@ -385,9 +549,12 @@ def copy_lane(seed: Run, sender_streamed: bool, receiver_streamed: bool, non_blo
 
     Taught in 05_device_to_device.
     """
-    return next(row["copy_lane"] for row in _rows(seed) if (row["sender_streamed"], row["receiver_streamed"],
-                                                             row["non_blocking"]) == (sender_streamed, receiver_streamed,
-                                                                                      non_blocking))
+    return next(
+        row["copy_lane"]
+        for row in _rows(seed)
+        if (row["sender_streamed"], row["receiver_streamed"], row["non_blocking"])
+        == (sender_streamed, receiver_streamed, non_blocking)
+    )
 
 
 def lane_choices(seed: Run) -> list[str]:
@@ -400,6 +567,7 @@ def lane_choices(seed: Run) -> list[str]:
 
 
 # ---------------------------------------------------------------- 8. events across GPUs
+
 
 def _kernel_pairs(profile: trace.Profile) -> list[tuple[trace.Interval, trace.Interval]]:
     """(cuda:0's long kernel, cuda:1's short kernel) for each profiled step."""
@@ -414,7 +582,10 @@ def event_gaps_us(events: Run) -> dict[str, list[float]]:
 
     Used by peer_claims.claims_table.
     """
-    return {name: [b.start_us - a.end_us for a, b in _kernel_pairs(prof)] for name, prof in events.value.items()}
+    return {
+        name: [b.start_us - a.end_us for a, b in _kernel_pairs(prof)]
+        for name, prof in events.value.items()
+    }
 
 
 def _waited(gaps: dict[str, list[float]]) -> bool:
@@ -439,8 +610,12 @@ def _first_step(profile: trace.Profile) -> list[trace.Interval]:
 
 def _event_stream_names(profile: trace.Profile) -> dict[int, str]:
     """The spin kernels' streams: s0 on cuda:0, s1 on cuda:1 (when their ids differ)."""
-    return _stream_names({(iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}"
-                          for iv in profile.select(kind="kernel")})
+    return _stream_names(
+        {
+            (iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}"
+            for iv in profile.select(kind="kernel")
+        }
+    )
 
 
 def show_event_wait(events: Run) -> None:
@@ -451,20 +626,37 @@ def show_event_wait(events: Run) -> None:
     Taught in 05_device_to_device.
     """
     gaps = event_gaps_us(events)
-    print("microseconds from the end of cuda:0's kernel to the start of cuda:1's (negative: before it ends)")
+    print(
+        "microseconds from the end of cuda:0's kernel to the start of cuda:1's (negative: before it ends)"
+    )
     for name, values in gaps.items():
         print(f"  {name.replace('_', ' ')}: {', '.join(f'{g:+.1f}' for g in values)} us")
-    print(f"with the wait, cuda:1's kernel waited for cuda:0's event: {_waited(gaps)};\n"
-          f"without it, cuda:1's kernel ran while cuda:0's was still running: {ran_free(events)}")
+    print(
+        f"with the wait, cuda:1's kernel waited for cuda:0's event: {_waited(gaps)};\n"
+        f"without it, cuda:1's kernel ran while cuda:0's was still running: {ran_free(events)}"
+    )
     shown = {name: _first_step(prof) for name, prof in events.value.items()}
-    longest_us = max(max(iv.end_us for iv in ivs) - min(iv.start_us for iv in ivs) for ivs in shown.values())
+    longest_us = max(
+        max(iv.end_us for iv in ivs) - min(iv.start_us for iv in ivs) for ivs in shown.values()
+    )
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 3.5 * len(shown)), squeeze=False)
     for ax, (name, intervals) in zip(axes[:, 0], shown.items(), strict=True):
-        plotting.timeline(intervals, title=name.replace("_", " "), ax=ax, unit="us", include_host=True,
-                          stream_names=_event_stream_names(events.value[name]))
+        plotting.timeline(
+            intervals,
+            title=name.replace("_", " "),
+            ax=ax,
+            unit="us",
+            include_host=True,
+            stream_names=_event_stream_names(events.value[name]),
+        )
         ax.set_xlim(0, longest_us * 1.02)
-    fig.suptitle(plotting.machine_title("An event recorded on cuda:0, waited for on cuda:1 (first step)",
-                                        events.machine, events.live))
+    fig.suptitle(
+        plotting.machine_title(
+            "An event recorded on cuda:0, waited for on cuda:1 (first step)",
+            events.machine,
+            events.live,
+        )
+    )
     fig.tight_layout()
     plt.show()
 
@@ -478,10 +670,12 @@ def see_event_wait(events: Run) -> claims.WhatWeSee:
     gaps = event_gaps_us(events)
     steps = len(gaps["with_wait"])
     seen = claims.WhatWeSee(NOTEBOOK, events)
-    seen.say(f"With the wait, cuda:1's kernel started {', '.join(f'{g:+.1f}' for g in gaps['with_wait'])} us after "
-             f"cuda:0's kernel ended (one value per profiled step, {steps} steps; "
-             f"{'it waited: none started earlier than' if _waited(gaps) else 'it did not wait: it started earlier than'} "
-             f"-{TOLERANCE_US:.0f} us, the allowance for the two GPUs' clocks); without it, "
-             f"{', '.join(f'{g:+.1f}' for g in gaps['without_wait'])} us: "
-             f"{'while cuda:0 was still spinning' if ran_free(events) else 'not while cuda:0 was spinning'}.")
+    seen.say(
+        f"With the wait, cuda:1's kernel started {', '.join(f'{g:+.1f}' for g in gaps['with_wait'])} us after "
+        f"cuda:0's kernel ended (one value per profiled step, {steps} steps; "
+        f"{'it waited: none started earlier than' if _waited(gaps) else 'it did not wait: it started earlier than'} "
+        f"-{TOLERANCE_US:.0f} us, the allowance for the two GPUs' clocks); without it, "
+        f"{', '.join(f'{g:+.1f}' for g in gaps['without_wait'])} us: "
+        f"{'while cuda:0 was still spinning' if ran_free(events) else 'not while cuda:0 was spinning'}."
+    )
     return seen

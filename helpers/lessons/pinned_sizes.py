@@ -25,19 +25,34 @@ FEW = analysis.FEW_SAMPLES  # a statement resting on fewer samples than this say
 TWICE = "pin_memory().to(device, non_blocking=True) can be up to twice as slow as .to(device)"
 TUT_PAGEABLE, TUT_PINNED = "pageable_tensor.to('cuda:0')", "pinned_tensor.to('cuda:0')"
 TUT_PIN, TUT_PIN_TO = "pageable_tensor.pin_memory()", "pageable_tensor.pin_memory().to('cuda:0')"
-TIMED = {"pageable_to": "pageable .to()", "pinned_to": "pinned .to()", "pin_memory": ".pin_memory()",
-         "pin_then_to": ".pin_memory().to()", "pin_then_to_nb": ".pin_memory().to(non_blocking=True)",
-         "pin_then_to_nb_cold": ".pin_memory().to(non_blocking=True), empty pinned cache"}
-COLUMN = {"pageable_to": "pageable .to()", "pinned_to": "pinned .to()", "pin_memory": "pin_memory()",
-          "pin_then_to": "pin_memory().to()", "pin_then_to_nb": "pin_memory().to(nb)",
-          "pin_then_to_nb_cold": "same, empty cache"}
-SIZE_RANGES = [("below 1 MiB", 0, MiB), ("1 MiB to 64 MiB", MiB, 64 * MiB), ("64 MiB and up", 64 * MiB, math.inf)]
+TIMED = {
+    "pageable_to": "pageable .to()",
+    "pinned_to": "pinned .to()",
+    "pin_memory": ".pin_memory()",
+    "pin_then_to": ".pin_memory().to()",
+    "pin_then_to_nb": ".pin_memory().to(non_blocking=True)",
+    "pin_then_to_nb_cold": ".pin_memory().to(non_blocking=True), empty pinned cache",
+}
+COLUMN = {
+    "pageable_to": "pageable .to()",
+    "pinned_to": "pinned .to()",
+    "pin_memory": "pin_memory()",
+    "pin_then_to": "pin_memory().to()",
+    "pin_then_to_nb": "pin_memory().to(nb)",
+    "pin_then_to_nb_cold": "same, empty cache",
+}
+SIZE_RANGES = [
+    ("below 1 MiB", 0, MiB),
+    ("1 MiB to 64 MiB", MiB, 64 * MiB),
+    ("64 MiB and up", 64 * MiB, math.inf),
+]
 RANGE_CHOICES = [label for label, _, _ in SIZE_RANGES] + ["never"]
 CASES = {"warm cache": "pin_then_to_nb", "empty cache": "pin_then_to_nb_cold"}
 UNCACHED = 20  # a warm pin_memory() this many times slower than the pinned copy was not served by the cache
 
 
 # ---------------------------------------------------------------- small helpers (pinned uses them too)
+
 
 def _few(samples: int | None) -> str:
     """' (N samples)' when a number rests on fewer than ``FEW`` samples, else nothing."""
@@ -107,6 +122,7 @@ def crossover_range(run: Run) -> str:
 
 # ---------------------------------------------------------------- the sweep
 
+
 def show_sweep(run: Run) -> None:
     """Every statement's median time per call (ms) at every size, the ratios of the three
     pin-then-copy forms to the pageable copy, and ``pin_memory()``'s rate (GB/s), as a table; a note
@@ -116,25 +132,41 @@ def show_sweep(run: Run) -> None:
     Taught in 01_pinned_memory.
     """
     sizes, rows, ms = run.value["sizes"], run.value["rows"], _ms(run)
-    ratios = {key: _ratios(run, key) for key in ("pin_then_to", "pin_then_to_nb", "pin_then_to_nb_cold")}
-    table = tables.Table([("size", "", timing.format_bytes)] + [(name, "ms", ".3f") for name in COLUMN.values()]
-                         + [("pin().to() / pageable", "x", ".2f"), ("pin().to(nb) / pageable", "x", ".2f"),
-                            ("same, empty cache", "x", ".2f"), ("pin_memory()", "GB/s", ".2f")],
-                         title=plotting.machine_title("time per call", run.machine, run.live),
-                         caption="median time per call, synchronised host clock; nb = non_blocking=True")
+    ratios = {
+        key: _ratios(run, key) for key in ("pin_then_to", "pin_then_to_nb", "pin_then_to_nb_cold")
+    }
+    table = tables.Table(
+        [("size", "", timing.format_bytes)]
+        + [(name, "ms", ".3f") for name in COLUMN.values()]
+        + [
+            ("pin().to() / pageable", "x", ".2f"),
+            ("pin().to(nb) / pageable", "x", ".2f"),
+            ("same, empty cache", "x", ".2f"),
+            ("pin_memory()", "GB/s", ".2f"),
+        ],
+        title=plotting.machine_title("time per call", run.machine, run.live),
+        caption="median time per call, synchronised host clock; nb = non_blocking=True",
+    )
     for i, n in enumerate(sizes):
-        table.add(n, *[ms[key][i] for key in TIMED], *[r[i] for r in ratios.values()], rows[i]["pin_memory"].gbps)
+        table.add(
+            n,
+            *[ms[key][i] for key in TIMED],
+            *[r[i] for r in ratios.values()],
+            rows[i]["pin_memory"].gbps,
+        )
     display(table)
     # A warm pin_memory() should be served from PyTorch's cache: a CPU copy, within a small factor of
     # the pinned copy to the GPU. Where it is UNCACHED times slower or more, the calls most likely got new blocks.
     for i, n in enumerate(sizes):
         if ms["pin_memory"][i] > UNCACHED * ms["pinned_to"][i]:
             affected = ms["pin_then_to"][i] >= ms["pin_memory"][i]
-            print(f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {ms['pin_memory'][i]:.3f} ms per "
-                  f"call, {ms['pin_memory'][i] / ms['pinned_to'][i]:.0f} times as long as the pinned copy itself: most "
-                  "likely the cache did not serve it and each call asked the driver for new page-locked memory; "
-                  f"pin_memory().to() took {ms['pin_then_to'][i]:.3f} ms at the same size, so "
-                  + ("its ratios include that" if affected else "its ratios were not affected"))
+            print(
+                f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {ms['pin_memory'][i]:.3f} ms per "
+                f"call, {ms['pin_memory'][i] / ms['pinned_to'][i]:.0f} times as long as the pinned copy itself: most "
+                "likely the cache did not serve it and each call asked the driver for new page-locked memory; "
+                f"pin_memory().to() took {ms['pin_then_to'][i]:.3f} ms at the same size, so "
+                + ("its ratios include that" if affected else "its ratios were not affected")
+            )
     _plot_sweep(run, ratios)
 
 
@@ -147,8 +179,18 @@ def _plot_sweep(run: Run, ratios: dict[str, list[float]]) -> None:
     ax_t.set_ylabel("time per call (ms, median, host clock)")
     ax_t.set_title(plotting.machine_title("time per call", run.machine, run.live))
     ax_r.plot(sizes, ratios["pin_then_to"], marker="o", label=".pin_memory().to() / pageable .to()")
-    ax_r.plot(sizes, ratios["pin_then_to_nb"], marker="s", label=".pin_memory().to(non_blocking=True) / pageable .to()")
-    ax_r.plot(sizes, ratios["pin_then_to_nb_cold"], marker="^", label="the same with an empty pinned cache (first call)")
+    ax_r.plot(
+        sizes,
+        ratios["pin_then_to_nb"],
+        marker="s",
+        label=".pin_memory().to(non_blocking=True) / pageable .to()",
+    )
+    ax_r.plot(
+        sizes,
+        ratios["pin_then_to_nb_cold"],
+        marker="^",
+        label="the same with an empty pinned cache (first call)",
+    )
     ax_r.axhline(1, color="grey", linestyle="--", label="1: break-even")
     ax_r.axhline(2, color="red", linestyle=":", label="2: 'up to twice as slow'")
     ax_r.set_ylabel("ratio of times (below 1: pinning pays)")
@@ -158,8 +200,12 @@ def _plot_sweep(run: Run, ratios: dict[str, list[float]]) -> None:
         plotting.log_axis(ax, "y")
         ax.grid(True, which="both", alpha=0.3)
         if crossover is not None:
-            ax.axvline(crossover, color="green", alpha=0.6,
-                       label=f"pinning pays from about {timing.format_bytes(round(crossover))}")
+            ax.axvline(
+                crossover,
+                color="green",
+                alpha=0.6,
+                label=f"pinning pays from about {timing.format_bytes(round(crossover))}",
+            )
         ax.legend(fontsize=7)
     plt.tight_layout()
     plt.show()
@@ -169,21 +215,27 @@ def _crossing_words(sizes: list[int], ratios: list[float]) -> str:
     """Where a ratio curve (pinned way / pageable way) crosses 1 for good, in words."""
     first, at = _crossover_size(sizes, ratios)
     if first is None or at is None:
-        return (f"never stays below 1 (ratio {min(ratios):.3g} to {max(ratios):.3g}; {ratios[-1]:.3g} at the largest "
-                "size)")
+        return (
+            f"never stays below 1 (ratio {min(ratios):.3g} to {max(ratios):.3g}; {ratios[-1]:.3g} at the largest "
+            "size)"
+        )
     slower = sum(r >= 1 for n, r in zip(sizes, ratios, strict=True) if n < first)
-    return (f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {slower} of the "
-            f"{sizes.index(first)} smaller sizes; it crosses 1 at about {timing.format_bytes(round(at))}")
+    return (
+        f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {slower} of the "
+        f"{sizes.index(first)} smaller sizes; it crosses 1 at about {timing.format_bytes(round(at))}"
+    )
 
 
 def _parts_at(run: Run, i: int) -> str:
     """pin_memory() plus the pinned copy, against the pageable copy, at the sweep's i-th size."""
     ms, row = _ms(run), run.value["rows"][i]
     pin, pinned, pageable = ms["pin_memory"][i], ms["pinned_to"][i], ms["pageable_to"][i]
-    return (f"at {timing.format_bytes(run.value['sizes'][i])}, `pin_memory()` ({pin:.3f} ms, "
-            f"{row['pin_memory'].gbps:.3g} GB/s) plus the pinned copy ({pinned:.3f} ms, {row['pinned_to'].gbps:.3g} GB/s) "
-            f"make {pin + pinned:.3f} ms, against {pageable:.3f} ms for the pageable copy "
-            f"({row['pageable_to'].gbps:.3g} GB/s); `pin_memory().to()` measured {ms['pin_then_to'][i]:.3f} ms")
+    return (
+        f"at {timing.format_bytes(run.value['sizes'][i])}, `pin_memory()` ({pin:.3f} ms, "
+        f"{row['pin_memory'].gbps:.3g} GB/s) plus the pinned copy ({pinned:.3f} ms, {row['pinned_to'].gbps:.3g} GB/s) "
+        f"make {pin + pinned:.3f} ms, against {pageable:.3f} ms for the pageable copy "
+        f"({row['pageable_to'].gbps:.3g} GB/s); `pin_memory().to()` measured {ms['pin_then_to'][i]:.3f} ms"
+    )
 
 
 def see_sweep(run: Run) -> claims.WhatWeSee:
@@ -196,21 +248,36 @@ def see_sweep(run: Run) -> claims.WhatWeSee:
     """
     sizes, rows = run.value["sizes"], run.value["rows"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"With a warm cache, the ratio of `pin_memory().to()`'s time to a pageable `.to()`'s "
-             f"{_crossing_words(sizes, _ratios(run, 'pin_then_to'))}.")
-    seen.say(f"With `non_blocking=True` it {_crossing_words(sizes, _ratios(run, 'pin_then_to_nb'))}.")
-    seen.say(f"With the cache emptied before each call it {_crossing_words(sizes, _ratios(run, 'pin_then_to_nb_cold'))}.")
+    seen.say(
+        f"With a warm cache, the ratio of `pin_memory().to()`'s time to a pageable `.to()`'s "
+        f"{_crossing_words(sizes, _ratios(run, 'pin_then_to'))}."
+    )
+    seen.say(
+        f"With `non_blocking=True` it {_crossing_words(sizes, _ratios(run, 'pin_then_to_nb'))}."
+    )
+    seen.say(
+        f"With the cache emptied before each call it {_crossing_words(sizes, _ratios(run, 'pin_then_to_nb_cold'))}."
+    )
     first = _crossover_size(sizes, _ratios(run, "pin_then_to"))[0]
     if first is None:
         seen.say(f"At the largest size, {_parts_at(run, len(sizes) - 1)}.")
     else:
         k = sizes.index(first)
-        seen.say("On either side of the crossing, " + "; ".join(_parts_at(run, i) for i in (k - 1, k) if i >= 0) + ".")
+        seen.say(
+            "On either side of the crossing, "
+            + "; ".join(_parts_at(run, i) for i in (k - 1, k) if i >= 0)
+            + "."
+        )
     big = [row for n, row in zip(sizes, rows, strict=True) if n >= MiB]
     if big:
-        pin_rates, page_rates = [r["pin_memory"].gbps for r in big], [r["pageable_to"].gbps for r in big]
-        seen.say(f"From 1 MiB up a warm `pin_memory()` copies at {min(pin_rates):.3g} to {max(pin_rates):.3g} GB/s, "
-                 f"while the pageable copy runs at {min(page_rates):.3g} to {max(page_rates):.3g} GB/s.")
+        pin_rates, page_rates = (
+            [r["pin_memory"].gbps for r in big],
+            [r["pageable_to"].gbps for r in big],
+        )
+        seen.say(
+            f"From 1 MiB up a warm `pin_memory()` copies at {min(pin_rates):.3g} to {max(pin_rates):.3g} GB/s, "
+            f"while the pageable copy runs at {min(page_rates):.3g} to {max(page_rates):.3g} GB/s."
+        )
     fewest = min(len(t.samples_s) for row in rows for t in row.values())
     if fewest < FEW:
         seen.say(f"Each time is the median of as few as {fewest} samples at the largest sizes.")
@@ -218,6 +285,7 @@ def see_sweep(run: Run) -> claims.WhatWeSee:
 
 
 # ---------------------------------------------------------------- the two clocks at the tutorial's size
+
 
 def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     """The Timer (section 3) against the host clock (section 4) at the sweep's size nearest to
@@ -232,30 +300,47 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     near = min(range(len(sizes)), key=lambda i: abs(math.log(sizes[i] / numel_bytes)))
     row = run_pin.value["rows"][near]
     seen = claims.WhatWeSee(NOTEBOOK, run_pin)
-    seen.say(f"The sweep's size nearest to the tutorial's {run_tut.params['numel']:,} float32 "
-             f"({timing.format_bytes(numel_bytes)}) is {timing.format_bytes(sizes[near])} "
-             f"({sizes[near] / numel_bytes:.2f} times as many bytes).")
-    for name, statement, key in (("The pageable copy", TUT_PAGEABLE, "pageable_to"), ("`pin_memory()`", TUT_PIN, "pin_memory"),
-                                 ("`pin_memory().to()`", TUT_PIN_TO, "pin_then_to")):
-        seen.say(f"{name} took {_us(tut[statement])} under the Timer (section 3) and {_us(row[key])} on the host "
-                 f"clock (section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s.")
+    seen.say(
+        f"The sweep's size nearest to the tutorial's {run_tut.params['numel']:,} float32 "
+        f"({timing.format_bytes(numel_bytes)}) is {timing.format_bytes(sizes[near])} "
+        f"({sizes[near] / numel_bytes:.2f} times as many bytes)."
+    )
+    for name, statement, key in (
+        ("The pageable copy", TUT_PAGEABLE, "pageable_to"),
+        ("`pin_memory()`", TUT_PIN, "pin_memory"),
+        ("`pin_memory().to()`", TUT_PIN_TO, "pin_then_to"),
+    ):
+        seen.say(
+            f"{name} took {_us(tut[statement])} under the Timer (section 3) and {_us(row[key])} on the host "
+            f"clock (section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s."
+        )
     blocking = claims.ratio(row["pin_then_to"], row["pageable_to"])
     nonblocking = claims.ratio(row["pin_then_to_nb"], row["pageable_to"])
     timer = _tutorial_ratio(run_tut).value
-    seen.say(f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(timer)} under the "
-             f"Timer{_few(timer.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and "
-             f"{analysis.times(nonblocking)} with `non_blocking=True`.")
-    gain = claims.compare(claims.ratio(row["pin_then_to"], row["pin_then_to_nb"]), 1, holds_if="above")
-    seen.say(f"Back to back, the non-blocking form took {_us(row['pin_then_to_nb'])} per call against "
-             f"{_us(row['pin_then_to'])} for the blocking one: the blocking form took {analysis.times(gain.value)} "
-             "the non-blocking form's time, "
-             + analysis.in_words(gain, "so the non-blocking calls were shorter: the pipelining above.",
-                                 "the same within the noise: no gain from pipelining shows at this size.",
-                                 "so the non-blocking calls were longer: no gain from pipelining at this size."))
+    seen.say(
+        f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(timer)} under the "
+        f"Timer{_few(timer.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and "
+        f"{analysis.times(nonblocking)} with `non_blocking=True`."
+    )
+    gain = claims.compare(
+        claims.ratio(row["pin_then_to"], row["pin_then_to_nb"]), 1, holds_if="above"
+    )
+    seen.say(
+        f"Back to back, the non-blocking form took {_us(row['pin_then_to_nb'])} per call against "
+        f"{_us(row['pin_then_to'])} for the blocking one: the blocking form took {analysis.times(gain.value)} "
+        "the non-blocking form's time, "
+        + analysis.in_words(
+            gain,
+            "so the non-blocking calls were shorter: the pipelining above.",
+            "the same within the noise: no gain from pipelining shows at this size.",
+            "so the non-blocking calls were longer: no gain from pipelining at this size.",
+        )
+    )
     return seen
 
 
 # ---------------------------------------------------------------- "up to twice as slow", per size range
+
 
 def _twice_words(comparison: claims.Comparison, one: bool = False) -> str:
     """What a ratio's verdict on "slower, but at most twice" means, in words."""
@@ -280,10 +365,15 @@ def _twice_as_slow_verdict(ratios: list[claims.Value]) -> tuple[claims.Compariso
     worst = max(ratios, key=lambda r: r.value)
     comparison = claims.within(worst, 1, 2)
     places = worst.decimals()
-    span = (f"ratios {min(r.value for r in ratios):.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, "
-            f"the worst {analysis.times(worst)}{_few(worst.samples)}")
+    span = (
+        f"ratios {min(r.value for r in ratios):.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, "
+        f"the worst {analysis.times(worst)}{_few(worst.samples)}"
+    )
     words = _twice_words(comparison)
-    return comparison, f"{span}: {'the worst ratio is ' + words if comparison.verdict == claims.BORDERLINE else words}"
+    return (
+        comparison,
+        f"{span}: {'the worst ratio is ' + words if comparison.verdict == claims.BORDERLINE else words}",
+    )
 
 
 def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
@@ -292,8 +382,10 @@ def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
 
     Used by pinned.claims_table.
     """
-    return {case: [claims.ratio(row[key], row["pageable_to"]) for row in run.value["rows"]]
-            for case, key in CASES.items()}
+    return {
+        case: [claims.ratio(row[key], row["pageable_to"]) for row in run.value["rows"]]
+        for case, key in CASES.items()
+    }
 
 
 def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]:
@@ -318,14 +410,27 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
 
     Taught in 01_pinned_memory.
     """
-    table = tables.Table(["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"], bold=["verdict"],
-                         title=plotting.machine_title(f"'{TWICE}'", run_pin.machine, run_pin.live),
-                         caption="ratio: t(pin-then-copy) / t(pageable .to()); the claim holds between 1 and 2")
+    table = tables.Table(
+        ["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"],
+        bold=["verdict"],
+        title=plotting.machine_title(f"'{TWICE}'", run_pin.machine, run_pin.live),
+        caption="ratio: t(pin-then-copy) / t(pageable .to()); the claim holds between 1 and 2",
+    )
     tutorial = _tutorial_ratio(run_tut)
-    table.add(f"{run_tut.params['numel']:,} float32", "pin_memory().to() (blocking), the tutorial's Timer", "warm",
-              f"{analysis.times(tutorial.value)}{_few(tutorial.value.samples)}: {_twice_words(tutorial, one=True)}",
-              tutorial.verdict)
+    table.add(
+        f"{run_tut.params['numel']:,} float32",
+        "pin_memory().to() (blocking), the tutorial's Timer",
+        "warm",
+        f"{analysis.times(tutorial.value)}{_few(tutorial.value.samples)}: {_twice_words(tutorial, one=True)}",
+        tutorial.verdict,
+    )
     for label, (comparison, words) in twice_as_slow_verdicts(run_pin).items():
         sizes, case = label.split(", ")
-        table.add(sizes, "pin_memory().to(non_blocking=True), host clock", case.split()[0], words, comparison.verdict)
+        table.add(
+            sizes,
+            "pin_memory().to(non_blocking=True), host clock",
+            case.split()[0],
+            words,
+            comparison.verdict,
+        )
     return table

@@ -24,8 +24,10 @@ def plan(folder: Path | str = ".") -> tables.Table:
     Taught in 00_start_here.
     """
     have = hardware.gpu_count()
-    table = tables.Table(["notebook", "experiments live", "experiments replayed", "replayed from"],
-                         title=f"this machine has {have} GPU(s)")
+    table = tables.Table(
+        ["notebook", "experiments live", "experiments replayed", "replayed from"],
+        title=f"this machine has {have} GPU(s)",
+    )
     for path in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb")):
         live, replay, source = records.replay_plan(path)
         table.add(path.stem, len(live), len(replay), source)
@@ -51,13 +53,26 @@ def show_curve(run: Run) -> tables.Table:
     Taught in 00_start_here.
     """
     sizes, rates = _rates(run)
-    table = tables.Table([("size", "", timing.format_bytes), ("median", "us", ".2f"), ("IQR / median", "", ".1%"),
-                          "samples", ("bandwidth", "GB/s", ".2f")],
-                         [(n, t.median_us, t.spread, len(t.samples_s), t.gbps) for n, t in zip(sizes, run.value, strict=True)],
-                         caption="CUDA events; decimal GB/s")
-    plotting.bandwidth_vs_size({"pinned host -> GPU": (sizes, rates)},
-                               title=plotting.machine_title("Pinned H2D copy", run.machine, run.live),
-                               ceiling_gbps=max(rates), ceiling_label="best measured")
+    table = tables.Table(
+        [
+            ("size", "", timing.format_bytes),
+            ("median", "us", ".2f"),
+            ("IQR / median", "", ".1%"),
+            "samples",
+            ("bandwidth", "GB/s", ".2f"),
+        ],
+        [
+            (n, t.median_us, t.spread, len(t.samples_s), t.gbps)
+            for n, t in zip(sizes, run.value, strict=True)
+        ],
+        caption="CUDA events; decimal GB/s",
+    )
+    plotting.bandwidth_vs_size(
+        {"pinned host -> GPU": (sizes, rates)},
+        title=plotting.machine_title("Pinned H2D copy", run.machine, run.live),
+        ceiling_gbps=max(rates),
+        ceiling_label="best measured",
+    )
     return table
 
 
@@ -72,17 +87,25 @@ def see_curve(run: Run) -> claims.WhatWeSee:
     half_size = next(s for s, r in zip(sizes, rates, strict=True) if r >= best / 2)
     shape = claims.describe_curve(sizes, rates)
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"The smallest copy ({timing.format_bytes(sizes[0])}) moves {rates[0]:.3g} GB/s, the best "
-             f"{best:.3g} GB/s; the copy first reaches half of its best rate at {timing.format_bytes(half_size)}.")
+    seen.say(
+        f"The smallest copy ({timing.format_bytes(sizes[0])}) moves {rates[0]:.3g} GB/s, the best "
+        f"{best:.3g} GB/s; the copy first reaches half of its best rate at {timing.format_bytes(half_size)}."
+    )
     seen.say(f"Pinned H2D {shape.words}.")
     if shape.kind == "still rising":
-        seen.say("So this sweep has not found the link's limit: the largest copy is a lower bound on it.")
+        seen.say(
+            "So this sweep has not found the link's limit: the largest copy is a lower bound on it."
+        )
     dips = [i for i in range(len(rates) - 1) if rates[i + 1] < rates[i] * 0.95]
-    if dips and shape.kind != "levels off":  # describe_curve names a dip only on a curve that levels off
+    if (
+        dips and shape.kind != "levels off"
+    ):  # describe_curve names a dip only on a curve that levels off
         i = dips[0]
-        seen.say(f"On the way it dips from {rates[i]:.3g} GB/s at {timing.format_bytes(sizes[i])} to "
-                 f"{rates[i + 1]:.3g} GB/s at {timing.format_bytes(sizes[i + 1])}: a single point is noisy "
-                 f"(notebook 01 repeats the sweep with more sizes).")
+        seen.say(
+            f"On the way it dips from {rates[i]:.3g} GB/s at {timing.format_bytes(sizes[i])} to "
+            f"{rates[i + 1]:.3g} GB/s at {timing.format_bytes(sizes[i + 1])}: a single point is noisy "
+            f"(notebook 01 repeats the sweep with more sizes)."
+        )
     return seen
 
 
@@ -99,9 +122,14 @@ def show_timeline(run: Run) -> None:
 
     Taught in 00_start_here.
     """
-    plotting.timeline(trace.relative(run.value.intervals),
-                      title=plotting.machine_title("Copy beside a kernel", run.machine, run.live))
-    print("the Chrome trace, openable in https://ui.perfetto.dev :", os.path.relpath(run.value.chrome_trace.path))
+    plotting.timeline(
+        trace.relative(run.value.intervals),
+        title=plotting.machine_title("Copy beside a kernel", run.machine, run.live),
+    )
+    print(
+        "the Chrome trace, openable in https://ui.perfetto.dev :",
+        os.path.relpath(run.value.chrome_trace.path),
+    )
 
 
 def hidden_share(run: Run) -> float:
@@ -111,7 +139,9 @@ def hidden_share(run: Run) -> float:
     Used by start.see_timeline.
     """
     intervals = run.value.intervals
-    return trace.overlap_ratio(trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel"))
+    return trace.overlap_ratio(
+        trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
+    )
 
 
 def see_timeline(run: Run) -> claims.WhatWeSee:
@@ -123,10 +153,17 @@ def see_timeline(run: Run) -> claims.WhatWeSee:
     copies, kernels = trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
     hidden = hidden_share(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"The profiled steps hold {len(copies)} copies and {len(kernels)} kernels. {hidden:.0%} of the "
-             "shorter activity ran while the other was running: the copy "
-             + ("ran beside the kernel, as expected." if hidden >= 0.9 else
-                "overlapped the kernel only in part." if hidden > 0.1 else "did not overlap the kernel."))
+    seen.say(
+        f"The profiled steps hold {len(copies)} copies and {len(kernels)} kernels. {hidden:.0%} of the "
+        "shorter activity ran while the other was running: the copy "
+        + (
+            "ran beside the kernel, as expected."
+            if hidden >= 0.9
+            else "overlapped the kernel only in part."
+            if hidden > 0.1
+            else "did not overlap the kernel."
+        )
+    )
     return seen
 
 
@@ -145,15 +182,31 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
     gen, width = gpu0.get("pcie_gen_current"), gpu0.get("pcie_width_current")
     link = hardware.pcie_theoretical_gbps(gen, width)
     table = claims.ClaimsTable(NOTEBOOK)
-    table.add(f"Small copies are slow: a {timing.format_bytes(sizes[0])} copy moves less than a tenth of the best rate",
-              source="this notebook's expectation",
-              measured=f"{timing.format_bytes(sizes[0])}: {smallest}, the best: {best} (their ratio)",
-              holds=claims.compare(claims.ratio(smallest, best), 0.1, holds_if="below"), run=curve)
-    share = claims.Value(largest.value / link, largest.spread / link, "of the raw rate", largest.samples) if link else None
-    table.add(f"Large copies come close to the link's speed: {timing.format_bytes(sizes[-1])} reaches 80% of the "
-              "PCIe link's raw rate",
-              source="this notebook's expectation (notebook 01 tests the link in full)",
-              measured=(f"{timing.format_bytes(sizes[-1])}: {largest}, against the raw rate of PCIe gen {gen} x{width}, "
-                        f"{link:.3g} GB/s (share shown)" if link else "the PCIe link's generation and width were not reported"),
-              holds=claims.compare(share, 0.8, holds_if="above") if share else None, run=curve)
+    table.add(
+        f"Small copies are slow: a {timing.format_bytes(sizes[0])} copy moves less than a tenth of the best rate",
+        source="this notebook's expectation",
+        measured=f"{timing.format_bytes(sizes[0])}: {smallest}, the best: {best} (their ratio)",
+        holds=claims.compare(claims.ratio(smallest, best), 0.1, holds_if="below"),
+        run=curve,
+    )
+    share = (
+        claims.Value(
+            largest.value / link, largest.spread / link, "of the raw rate", largest.samples
+        )
+        if link
+        else None
+    )
+    table.add(
+        f"Large copies come close to the link's speed: {timing.format_bytes(sizes[-1])} reaches 80% of the "
+        "PCIe link's raw rate",
+        source="this notebook's expectation (notebook 01 tests the link in full)",
+        measured=(
+            f"{timing.format_bytes(sizes[-1])}: {largest}, against the raw rate of PCIe gen {gen} x{width}, "
+            f"{link:.3g} GB/s (share shown)"
+            if link
+            else "the PCIe link's generation and width were not reported"
+        ),
+        holds=claims.compare(share, 0.8, holds_if="above") if share else None,
+        run=curve,
+    )
     return table

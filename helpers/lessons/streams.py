@@ -21,7 +21,10 @@ from .. import analysis, claims, plotting, tables, trace
 from ..records import Run
 
 NOTEBOOK = "03_streams_and_overlap"
-OVERLAPS, DOES_NOT = 0.95, 0.2  # "overlaps": a ratio of at least 0.95; "does not overlap": below 0.2
+OVERLAPS, DOES_NOT = (
+    0.95,
+    0.2,
+)  # "overlaps": a ratio of at least 0.95; "does not overlap": below 0.2
 
 
 def _steps(value: claims.Value) -> str:
@@ -37,19 +40,26 @@ def _show_timelines(panels: dict[str, Any], what: str, run: Run, **options: Any)
 
 # ---------------------------------------------------------------- 1. streams and the order of work
 
+
 def _order(run: Run) -> tuple[list[list[trace.Interval]], bool, bool]:
     """The spin kernels of each step in start order; whether every step kept the submission
     order (told apart by their lengths); whether no two of them overlapped."""
     spin_us = run.params["spin_us"]
-    steps = [sorted(trace.select(step, kind="kernel"), key=lambda iv: iv.start_us)
-             for step in analysis.steps_of(run.value["in order"])]
+    steps = [
+        sorted(trace.select(step, kind="kernel"), key=lambda iv: iv.start_us)
+        for step in analysis.steps_of(run.value["in order"])
+    ]
     submitted_rank = sorted(range(len(spin_us)), key=lambda k: spin_us[k])
     in_order = bool(steps) and all(
         len(step) == len(spin_us)
         and sorted(range(len(step)), key=lambda k: step[k].duration_us) == submitted_rank
-        for step in steps)
-    never_overlap = all(nxt.start_us >= prev.end_us - 1.0
-                        for step in steps for prev, nxt in zip(step, step[1:], strict=False))
+        for step in steps
+    )
+    never_overlap = all(
+        nxt.start_us >= prev.end_us - 1.0
+        for step in steps
+        for prev, nxt in zip(step, step[1:], strict=False)
+    )
     return steps, in_order, never_overlap
 
 
@@ -61,7 +71,10 @@ def _stream_order(stream: int | None) -> int:
 def _lane_overlap(intervals: list[trace.Interval]) -> float:
     """Overlap ratio of the kernels of two streams (0.0 when they all ran on one stream)."""
     kernels = trace.select(intervals, kind="kernel")
-    lanes = [[iv for iv in kernels if iv.stream == s] for s in sorted({iv.stream for iv in kernels}, key=_stream_order)]
+    lanes = [
+        [iv for iv in kernels if iv.stream == s]
+        for s in sorted({iv.stream for iv in kernels}, key=_stream_order)
+    ]
     return trace.overlap_ratio(lanes[0], lanes[1]) if len(lanes) == 2 else 0.0
 
 
@@ -69,14 +82,18 @@ def _start_gap_us(intervals: list[trace.Interval]) -> float:
     """Microseconds from the first kernel's start on one stream to the first on the other: the
     host's time to launch the second stream's kernel (0.0 when they all ran on one stream)."""
     kernels = trace.select(intervals, kind="kernel")
-    starts = sorted(min(iv.start_us for iv in kernels if iv.stream == s) for s in {iv.stream for iv in kernels})
+    starts = sorted(
+        min(iv.start_us for iv in kernels if iv.stream == s) for s in {iv.stream for iv in kernels}
+    )
     return starts[1] - starts[0] if len(starts) == 2 else 0.0
 
 
 def _launch_gap_us(intervals: list[trace.Interval]) -> float:
     """Microseconds between the host's first two kernel launches (``cudaLaunchKernel`` calls);
     0.0 when there were fewer than two."""
-    starts = sorted(iv.start_us for iv in intervals if iv.kind == "runtime" and iv.name == "cudaLaunchKernel")
+    starts = sorted(
+        iv.start_us for iv in intervals if iv.kind == "runtime" and iv.name == "cudaLaunchKernel"
+    )
     return starts[1] - starts[0] if len(starts) >= 2 else 0.0
 
 
@@ -93,7 +110,8 @@ def _parallel(run: Run) -> dict[str, dict[str, Any]]:
         found[label] = {
             "overlap": analysis.per_step(profile, _lane_overlap),
             "busy_us": analysis.per_step(
-                profile, lambda step: trace.covered_us(trace.select(step, kind="kernel")), "us"),
+                profile, lambda step: trace.covered_us(trace.select(step, kind="kernel")), "us"
+            ),
             "start_gap_us": analysis.per_step(profile, _start_gap_us, "us"),
             "launch_gap_us": analysis.per_step(profile, _launch_gap_us, "us"),
             "streams": len({iv.stream for iv in profile.select(kind="kernel")}),
@@ -103,8 +121,12 @@ def _parallel(run: Run) -> dict[str, dict[str, Any]]:
 
 def _gains(parallel: dict[str, dict[str, Any]]) -> tuple[claims.Value, claims.Value]:
     """GPU busy time on two streams over that on one: (spin kernels, matmuls)."""
-    spins, matmuls = (claims.ratio(parallel[f"{kind}, two streams"]["busy_us"],
-                                   parallel[f"{kind}, one stream"]["busy_us"]) for kind in ("spins", "matmuls"))
+    spins, matmuls = (
+        claims.ratio(
+            parallel[f"{kind}, two streams"]["busy_us"], parallel[f"{kind}, one stream"]["busy_us"]
+        )
+        for kind in ("spins", "matmuls")
+    )
     return spins, matmuls
 
 
@@ -117,25 +139,48 @@ def show_ordering(run: Run) -> None:
     Taught in 03_streams_and_overlap.
     """
     facts = run.value["facts"]
-    print(f"current stream is the default stream: {facts['current_is_default']}; default stream handle "
-          f"{facts['default_handle']:#x}, side streams " + ", ".join(f"{h:#x}" for h in facts["side_handles"]))
+    print(
+        f"current stream is the default stream: {facts['current_is_default']}; default stream handle "
+        f"{facts['default_handle']:#x}, side streams "
+        + ", ".join(f"{h:#x}" for h in facts["side_handles"])
+    )
     spin_us = run.params["spin_us"]
     steps, in_order, never_overlap = _order(run)
-    display(tables.Table(["spin kernels", *(f"kernel {k + 1} (us)" for k in range(len(spin_us)))],
-                         [("requested", *spin_us)] + [(f"step {n}, in start order", *(iv.duration_us for iv in step))
-                                                      for n, step in enumerate(steps)],
-                         caption=f"same order as submitted: {in_order}; no two kernels of one stream "
-                                 f"overlap: {never_overlap}"))
+    display(
+        tables.Table(
+            ["spin kernels", *(f"kernel {k + 1} (us)" for k in range(len(spin_us)))],
+            [("requested", *spin_us)]
+            + [
+                (f"step {n}, in start order", *(iv.duration_us for iv in step))
+                for n, step in enumerate(steps)
+            ],
+            caption=f"same order as submitted: {in_order}; no two kernels of one stream "
+            f"overlap: {never_overlap}",
+        )
+    )
     parallel = _parallel(run)
     spin_gain, mm_gain = _gains(parallel)
-    display(tables.Table(["kernels", "streams used", "overlap ratio", "GPU busy per step"],
-                         [(label, p["streams"], str(p["overlap"]), str(p["busy_us"])) for label, p in parallel.items()],
-                         caption=f"GPU busy time on two streams over that on one stream: spin kernels "
-                                 f"{analysis.times(spin_gain)}, matmuls {analysis.times(mm_gain)}"))
-    for kind, labels in (("spin kernels", ["in order", "spins, one stream", "spins, two streams"]),
-                         ("matmuls", ["matmuls, one stream", "matmuls, two streams"])):
-        _show_timelines({label: run.value[label] for label in labels}, f"{kind} on one and on two streams", run,
-                        include_host=False)
+    display(
+        tables.Table(
+            ["kernels", "streams used", "overlap ratio", "GPU busy per step"],
+            [
+                (label, p["streams"], str(p["overlap"]), str(p["busy_us"]))
+                for label, p in parallel.items()
+            ],
+            caption=f"GPU busy time on two streams over that on one stream: spin kernels "
+            f"{analysis.times(spin_gain)}, matmuls {analysis.times(mm_gain)}",
+        )
+    )
+    for kind, labels in (
+        ("spin kernels", ["in order", "spins, one stream", "spins, two streams"]),
+        ("matmuls", ["matmuls, one stream", "matmuls, two streams"]),
+    ):
+        _show_timelines(
+            {label: run.value[label] for label in labels},
+            f"{kind} on one and on two streams",
+            run,
+            include_host=False,
+        )
 
 
 def see_ordering(run: Run) -> claims.WhatWeSee:
@@ -146,40 +191,73 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
 
     Taught in 03_streams_and_overlap.
     """
-    spin_us, pair_us, matmul_n = run.params["spin_us"], run.params["pair_us"], run.params["matmul_n"]
+    spin_us, pair_us, matmul_n = (
+        run.params["spin_us"],
+        run.params["pair_us"],
+        run.params["matmul_n"],
+    )
     _, in_order, never_overlap = _order(run)
     parallel = _parallel(run)
     spin_gain, mm_gain = _gains(parallel)
-    spins_two, mms_two = parallel["spins, two streams"]["overlap"], parallel["matmuls, two streams"]["overlap"]
+    spins_two, mms_two = (
+        parallel["spins, two streams"]["overlap"],
+        parallel["matmuls, two streams"]["overlap"],
+    )
     see = claims.WhatWeSee(NOTEBOOK, run)
     shortest = spin_us.index(min(spin_us))
     if in_order and never_overlap:
-        see.say(f"On one stream the spin kernels of {', '.join(f'{us:.0f}' for us in spin_us)} us ran one "
-                f"after another in the order we queued them, whatever their length"
-                + (f": the {spin_us[shortest]:.0f} us one waited for the {max(spin_us[:shortest]):.0f} us one "
-                   "queued before it." if shortest > 0 else "."))
+        see.say(
+            f"On one stream the spin kernels of {', '.join(f'{us:.0f}' for us in spin_us)} us ran one "
+            f"after another in the order we queued them, whatever their length"
+            + (
+                f": the {spin_us[shortest]:.0f} us one waited for the {max(spin_us[:shortest]):.0f} us one "
+                "queued before it."
+                if shortest > 0
+                else "."
+            )
+        )
     else:
-        see.say(f"On one stream the spin kernels did not keep the order we queued them (in order: "
-                f"{in_order}, never overlapping: {never_overlap}).")
-    gap, launched = parallel["spins, two streams"]["start_gap_us"], parallel["spins, two streams"]["launch_gap_us"]
+        see.say(
+            f"On one stream the spin kernels did not keep the order we queued them (in order: "
+            f"{in_order}, never overlapping: {never_overlap})."
+        )
+    gap, launched = (
+        parallel["spins, two streams"]["start_gap_us"],
+        parallel["spins, two streams"]["launch_gap_us"],
+    )
     missing_us = (1 - spins_two.value) * pair_us
     by_host = gap.value > 0 and 0.8 <= launched.value / gap.value <= 1.2
     accounts = missing_us > 0 and 0.8 <= gap.value / missing_us <= 1.2
-    see.say(f"The two {pair_us:.0f} us spin kernels on two side streams ran side by side for {spins_two.value:.0%} "
-            f"of their time (overlap ratio {spins_two}{_steps(spins_two)}), and the GPU was busy "
-            f"{spin_gain.value:.2f} times as long as when they shared a stream"
-            f"{' (about half)' if 0.45 <= spin_gain.value <= 0.6 else ''}. "
-            f"The second started {gap.value:.1f} us after the first"
-            + (f", when the host launched it ({launched.value:.1f} us after its first launch)" if by_host else "")
-            + (f": that is the {missing_us:.0f} us they did not share." if accounts else "."))
-    saved = "no time saved" if mm_gain.value >= 0.95 else "a little time saved" if mm_gain.value >= 0.8 else "time saved"
-    see.say(f"The two {matmul_n}x{matmul_n} matrix products on two streams ran side by side for "
-            f"{mms_two.value:.0%} of their time (overlap ratio {mms_two}{_steps(mms_two)}) "
-            f"and kept the GPU busy {mm_gain.value:.2f} times as long as on one stream: {saved}.")
+    see.say(
+        f"The two {pair_us:.0f} us spin kernels on two side streams ran side by side for {spins_two.value:.0%} "
+        f"of their time (overlap ratio {spins_two}{_steps(spins_two)}), and the GPU was busy "
+        f"{spin_gain.value:.2f} times as long as when they shared a stream"
+        f"{' (about half)' if 0.45 <= spin_gain.value <= 0.6 else ''}. "
+        f"The second started {gap.value:.1f} us after the first"
+        + (
+            f", when the host launched it ({launched.value:.1f} us after its first launch)"
+            if by_host
+            else ""
+        )
+        + (f": that is the {missing_us:.0f} us they did not share." if accounts else ".")
+    )
+    saved = (
+        "no time saved"
+        if mm_gain.value >= 0.95
+        else "a little time saved"
+        if mm_gain.value >= 0.8
+        else "time saved"
+    )
+    see.say(
+        f"The two {matmul_n}x{matmul_n} matrix products on two streams ran side by side for "
+        f"{mms_two.value:.0%} of their time (overlap ratio {mms_two}{_steps(mms_two)}) "
+        f"and kept the GPU busy {mm_gain.value:.2f} times as long as on one stream: {saved}."
+    )
     return see
 
 
 # ---------------------------------------------------------------- 2. the tutorial's experiment
+
 
 def _copy_and_kernel(profile: trace.Profile) -> dict[str, Any]:
     """Per profiled step: the overlap ratio of the H2D copies with the kernels (the hold's spin
@@ -192,7 +270,9 @@ def _copy_and_kernel(profile: trace.Profile) -> dict[str, Any]:
         return copies, kernels
 
     def held(intervals: list[trace.Interval]) -> float:
-        return trace.host_blocked_us(intervals, "cudaMemcpyAsync") / trace.covered_us(parts(intervals)[0])
+        return trace.host_blocked_us(intervals, "cudaMemcpyAsync") / trace.covered_us(
+            parts(intervals)[0]
+        )
 
     copies, kernels = parts(profile.intervals)
     return {
@@ -200,7 +280,8 @@ def _copy_and_kernel(profile: trace.Profile) -> dict[str, Any]:
         "held": analysis.per_step(profile, held),
         "copy_us": trace.covered_us(copies) / profile.steps,
         "kernel_us": trace.covered_us(kernels) / profile.steps,
-        "host_in_memcpy_us": trace.host_blocked_us(profile.intervals, "cudaMemcpyAsync") / profile.steps,
+        "host_in_memcpy_us": trace.host_blocked_us(profile.intervals, "cudaMemcpyAsync")
+        / profile.steps,
     }
 
 
@@ -218,16 +299,40 @@ def show_tutorial(run: Run) -> None:
     """
     tutorial = run.value
     print(tutorial["copy"])
-    print(f"kernel: {tutorial['matmuls_per_kernel']} matmuls of {tutorial['one_matmul'].median_ms:.3f} ms each")
+    print(
+        f"kernel: {tutorial['matmuls_per_kernel']} matmuls of {tutorial['one_matmul'].median_ms:.3f} ms each"
+    )
     stats = _stats(run)
-    display(tables.Table(["configuration", "overlap", ("copy", "ms", ".3f"), ("kernel", "ms", ".3f"),
-                          ("host in cudaMemcpyAsync", "ms", ".3f")],
-                         [(label, str(s["overlap"]), s["copy_us"] / 1e3, s["kernel_us"] / 1e3,
-                           s["host_in_memcpy_us"] / 1e3) for label, s in stats.items()],
-                         caption=f"per profiled step ({next(iter(tutorial['profiles'].values())).steps} steps)"))
-    _show_timelines({f"{label}: overlap {stats[label]['overlap'].value:.2f}": profile
-                     for label, profile in tutorial["profiles"].items()},
-                    "H2D copy beside matmuls, pinned x streamed", run)
+    display(
+        tables.Table(
+            [
+                "configuration",
+                "overlap",
+                ("copy", "ms", ".3f"),
+                ("kernel", "ms", ".3f"),
+                ("host in cudaMemcpyAsync", "ms", ".3f"),
+            ],
+            [
+                (
+                    label,
+                    str(s["overlap"]),
+                    s["copy_us"] / 1e3,
+                    s["kernel_us"] / 1e3,
+                    s["host_in_memcpy_us"] / 1e3,
+                )
+                for label, s in stats.items()
+            ],
+            caption=f"per profiled step ({next(iter(tutorial['profiles'].values())).steps} steps)",
+        )
+    )
+    _show_timelines(
+        {
+            f"{label}: overlap {stats[label]['overlap'].value:.2f}": profile
+            for label, profile in tutorial["profiles"].items()
+        },
+        "H2D copy beside matmuls, pinned x streamed",
+        run,
+    )
 
 
 def see_tutorial(run: Run) -> claims.WhatWeSee:
@@ -240,36 +345,62 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     """
     stats = _stats(run)
     pinned_side, pinned_current = stats["pinned, side stream"], stats["pinned, current stream"]
-    pageable_side, pageable_current = stats["pageable, side stream"], stats["pageable, current stream"]
+    pageable_side, pageable_current = (
+        stats["pageable, side stream"],
+        stats["pageable, current stream"],
+    )
     see = claims.WhatWeSee(NOTEBOOK, run)
     whose = "its" if pinned_side["copy_us"] <= pinned_side["kernel_us"] else "the kernel's"
-    see.say(f"With a pinned source on a side stream the copy ran beside the kernel for "
-            f"{pinned_side['overlap'].value:.0%} of {whose} time (overlap ratio {pinned_side['overlap']}"
-            f"{_steps(pinned_side['overlap'])}).")
-    see.say("With a pinned source on the current stream the copy and the kernels shared one lane, and "
-            + ("ran one after the other" if pinned_current["overlap"].value < DOES_NOT else "still overlapped")
-            + f" (overlap ratio {pinned_current['overlap']}{_steps(pinned_current['overlap'])}).")
+    see.say(
+        f"With a pinned source on a side stream the copy ran beside the kernel for "
+        f"{pinned_side['overlap'].value:.0%} of {whose} time (overlap ratio {pinned_side['overlap']}"
+        f"{_steps(pinned_side['overlap'])})."
+    )
+    see.say(
+        "With a pinned source on the current stream the copy and the kernels shared one lane, and "
+        + (
+            "ran one after the other"
+            if pinned_current["overlap"].value < DOES_NOT
+            else "still overlapped"
+        )
+        + f" (overlap ratio {pinned_current['overlap']}{_steps(pinned_current['overlap'])})."
+    )
     side_held, current_held = pageable_side["held"].value, pageable_current["held"].value
-    times = (f"about {side_held:.2f} times" if f"{side_held:.2f}" == f"{current_held:.2f}"
-             else f"{side_held:.2f} and {current_held:.2f} times")
-    launched = ("and only then launched the kernels: "
-                if max(pageable_side["overlap"].value, pageable_current["overlap"].value) < DOES_NOT
-                else "and yet some of the kernel ran beside the copy: ")
-    see.say(f"With a pageable source the host sat in `cudaMemcpyAsync` for "
-            f"{pageable_side['host_in_memcpy_us'] / 1e3:.1f} ms (side stream) and "
-            f"{pageable_current['host_in_memcpy_us'] / 1e3:.1f} ms (current stream), {times} as long as the GPU "
-            f"copy, {launched}overlap ratios {pageable_side['overlap'].value:.2f} (side stream) and "
-            f"{pageable_current['overlap'].value:.2f} (current stream)"
-            + (f", medians of {pageable_side['held'].samples} profiled steps." if _steps(pageable_side["held"]) else "."))
+    times = (
+        f"about {side_held:.2f} times"
+        if f"{side_held:.2f}" == f"{current_held:.2f}"
+        else f"{side_held:.2f} and {current_held:.2f} times"
+    )
+    launched = (
+        "and only then launched the kernels: "
+        if max(pageable_side["overlap"].value, pageable_current["overlap"].value) < DOES_NOT
+        else "and yet some of the kernel ran beside the copy: "
+    )
+    see.say(
+        f"With a pageable source the host sat in `cudaMemcpyAsync` for "
+        f"{pageable_side['host_in_memcpy_us'] / 1e3:.1f} ms (side stream) and "
+        f"{pageable_current['host_in_memcpy_us'] / 1e3:.1f} ms (current stream), {times} as long as the GPU "
+        f"copy, {launched}overlap ratios {pageable_side['overlap'].value:.2f} (side stream) and "
+        f"{pageable_current['overlap'].value:.2f} (current stream)"
+        + (
+            f", medians of {pageable_side['held'].samples} profiled steps."
+            if _steps(pageable_side["held"])
+            else "."
+        )
+    )
     return see
 
 
 # ---------------------------------------------------------------- 3. the copy engines
 
+
 def _copy_lanes_overlap(intervals: list[trace.Interval]) -> float:
     """Overlap ratio of the copies of two streams (0.0 when they all ran on one stream)."""
     copies = trace.select(intervals, kind="memcpy")
-    lanes = [[iv for iv in copies if iv.stream == s] for s in sorted({iv.stream for iv in copies}, key=_stream_order)]
+    lanes = [
+        [iv for iv in copies if iv.stream == s]
+        for s in sorted({iv.stream for iv in copies}, key=_stream_order)
+    ]
     return trace.overlap_ratio(lanes[0], lanes[1]) if len(lanes) == 2 else 0.0
 
 
@@ -280,13 +411,26 @@ def _engines(run: Run) -> dict[str, Any]:
     engines = run.value
     count = engines["copy_engines"]
     times = {label: claims.measured(t) for label, t in engines["times"].items()}
-    pair = {label: analysis.per_step(engines[label], _copy_lanes_overlap) for label in ("H2D + D2H", "H2D + H2D")}
-    agree = None if count is None else claims.compare(pair["H2D + D2H"], 0.9,
-                                                      holds_if="above" if count >= 2 else "below")
+    pair = {
+        label: analysis.per_step(engines[label], _copy_lanes_overlap)
+        for label in ("H2D + D2H", "H2D + H2D")
+    }
+    agree = (
+        None
+        if count is None
+        else claims.compare(pair["H2D + D2H"], 0.9, holds_if="above" if count >= 2 else "below")
+    )
     return {
-        "count": count, "times": times, "overlap": pair, "agree": agree,
-        "both_ways": claims.ratio(times["H2D + D2H"], analysis.added(times["H2D alone"], times["D2H alone"])),
-        "same_way": claims.ratio(times["H2D + H2D"], analysis.added(times["H2D alone"], times["H2D alone"])),
+        "count": count,
+        "times": times,
+        "overlap": pair,
+        "agree": agree,
+        "both_ways": claims.ratio(
+            times["H2D + D2H"], analysis.added(times["H2D alone"], times["D2H alone"])
+        ),
+        "same_way": claims.ratio(
+            times["H2D + H2D"], analysis.added(times["H2D alone"], times["H2D alone"])
+        ),
     }
 
 
@@ -299,17 +443,29 @@ def show_engines(run: Run) -> None:
     Taught in 03_streams_and_overlap.
     """
     e = _engines(run)
-    display(tables.Table(["copies", ("median", "ms", ".3f"), ("spread (half IQR)", "ms", ".3f"), "samples"],
-                         [(label, v.value * 1e3, v.spread * 1e3, v.samples) for label, v in e["times"].items()],
-                         caption=f"copy engines reported by the driver: {e['count']}"))
+    display(
+        tables.Table(
+            ["copies", ("median", "ms", ".3f"), ("spread (half IQR)", "ms", ".3f"), "samples"],
+            [(label, v.value * 1e3, v.spread * 1e3, v.samples) for label, v in e["times"].items()],
+            caption=f"copy engines reported by the driver: {e['count']}",
+        )
+    )
     for pair, alone in (("H2D + D2H", "H2D alone + D2H alone"), ("H2D + H2D", "twice H2D alone")):
         ratio = e["both_ways"] if pair == "H2D + D2H" else e["same_way"]
-        print(f"{pair}: overlap ratio {e['overlap'][pair]}{_steps(e['overlap'][pair])}; its time over that of the "
-              f"two copies one after the other ({alone}): {analysis.times(ratio)}")
-    _show_timelines({label: run.value[label] for label in ("H2D + D2H", "H2D + H2D")}, "two copies on two side streams",
-                    run, include_host=False)
-    print("overlap of opposite copies agrees with the engine count (two or more engines: above 0.9; one: below): "
-          + ("not testable here" if e["agree"] is None else e["agree"].verdict))
+        print(
+            f"{pair}: overlap ratio {e['overlap'][pair]}{_steps(e['overlap'][pair])}; its time over that of the "
+            f"two copies one after the other ({alone}): {analysis.times(ratio)}"
+        )
+    _show_timelines(
+        {label: run.value[label] for label in ("H2D + D2H", "H2D + H2D")},
+        "two copies on two side streams",
+        run,
+        include_host=False,
+    )
+    print(
+        "overlap of opposite copies agrees with the engine count (two or more engines: above 0.9; one: below): "
+        + ("not testable here" if e["agree"] is None else e["agree"].verdict)
+    )
 
 
 def see_engines(run: Run) -> claims.WhatWeSee:
@@ -323,21 +479,36 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     count, pair = e["count"], e["overlap"]
     both, same = pair["H2D + D2H"].value, pair["H2D + H2D"].value
     see = claims.WhatWeSee(NOTEBOOK, run)
-    see.say("The driver's copy engine count could not be read." if count is None
-            else f"The driver reports {analysis.plural(count, 'copy engine')}.")
-    see.say(f"A host-to-device and a device-to-host copy on two side streams ran side by side for {both:.0%} "
-            f"of the shorter one (overlap ratio {pair['H2D + D2H']}{_steps(pair['H2D + D2H'])}) and together took "
-            f"{e['both_ways'].value:.2f} times as long as the two one after the other"
-            + (": each direction had its own engine and its own direction of the link."
-               if both >= 0.9 and e["both_ways"].value < 0.8 else "."))
-    see.say(f"Two host-to-device copies {'ran one after the other' if same < DOES_NOT else 'ran side by side'} "
-            f"(overlap ratio {pair['H2D + H2D']}{_steps(pair['H2D + H2D'])}) and together took "
-            f"{e['same_way'].value:.2f} times as long as the two one after the other"
-            + (": they gained little, because one link direction is the limit." if e["same_way"].value >= 0.9 else "."))
+    see.say(
+        "The driver's copy engine count could not be read."
+        if count is None
+        else f"The driver reports {analysis.plural(count, 'copy engine')}."
+    )
+    see.say(
+        f"A host-to-device and a device-to-host copy on two side streams ran side by side for {both:.0%} "
+        f"of the shorter one (overlap ratio {pair['H2D + D2H']}{_steps(pair['H2D + D2H'])}) and together took "
+        f"{e['both_ways'].value:.2f} times as long as the two one after the other"
+        + (
+            ": each direction had its own engine and its own direction of the link."
+            if both >= 0.9 and e["both_ways"].value < 0.8
+            else "."
+        )
+    )
+    see.say(
+        f"Two host-to-device copies {'ran one after the other' if same < DOES_NOT else 'ran side by side'} "
+        f"(overlap ratio {pair['H2D + H2D']}{_steps(pair['H2D + H2D'])}) and together took "
+        f"{e['same_way'].value:.2f} times as long as the two one after the other"
+        + (
+            ": they gained little, because one link direction is the limit."
+            if e["same_way"].value >= 0.9
+            else "."
+        )
+    )
     return see
 
 
 # ---------------------------------------------------------------- 4. launch order
+
 
 def _range_ms(profile: trace.Profile, name: str) -> float:
     """Milliseconds per step inside the host's labelled range ``name``."""
@@ -347,8 +518,12 @@ def _range_ms(profile: trace.Profile, name: str) -> float:
 
 def _pinned_both(stats: dict[str, dict[str, Any]]) -> tuple[str, claims.Comparison]:
     """Whether a pinned copy overlaps in both launch orders: the deciding comparison, named."""
-    return analysis.weakest({order: claims.compare(stats[f"pinned, {order}"]["overlap"], OVERLAPS, holds_if="above")
-                             for order in ("kernel first", "copy first")})
+    return analysis.weakest(
+        {
+            order: claims.compare(stats[f"pinned, {order}"]["overlap"], OVERLAPS, holds_if="above")
+            for order in ("kernel first", "copy first")
+        }
+    )
 
 
 def show_launch_order(run: Run) -> None:
@@ -363,15 +538,40 @@ def show_launch_order(run: Run) -> None:
     print(f"kernel: {order['matmuls']} matmuls of {order['one_matmul'].median_ms:.3f} ms each")
     stats = _stats(run)
     steps = next(iter(order["profiles"].values())).steps
-    display(tables.Table(["configuration", "overlap", ("GPU copy", "ms", ".3f"), ("host in cudaMemcpyAsync", "ms", ".3f"),
-                          "held / copy"],
-                         [(label, str(s["overlap"]), s["copy_us"] / 1e3, s["host_in_memcpy_us"] / 1e3, str(s["held"]))
-                          for label, s in stats.items()],
-                         caption=f"per profiled step ({steps} steps); held / copy: the host's time in "
-                                 "cudaMemcpyAsync over the GPU copy's"))
-    _show_timelines({f"{label} (first of {profile.steps} steps): overlap {stats[label]['overlap'].value:.2f}":
-                     analysis.steps_of(profile)[0] for label, profile in order["profiles"].items()},
-                    "matmuls on s_0, an H2D copy on s_1, in either launch order", run, ranges=["S0 compute", "S1 copy"])
+    display(
+        tables.Table(
+            [
+                "configuration",
+                "overlap",
+                ("GPU copy", "ms", ".3f"),
+                ("host in cudaMemcpyAsync", "ms", ".3f"),
+                "held / copy",
+            ],
+            [
+                (
+                    label,
+                    str(s["overlap"]),
+                    s["copy_us"] / 1e3,
+                    s["host_in_memcpy_us"] / 1e3,
+                    str(s["held"]),
+                )
+                for label, s in stats.items()
+            ],
+            caption=f"per profiled step ({steps} steps); held / copy: the host's time in "
+            "cudaMemcpyAsync over the GPU copy's",
+        )
+    )
+    _show_timelines(
+        {
+            f"{label} (first of {profile.steps} steps): overlap {stats[label]['overlap'].value:.2f}": analysis.steps_of(
+                profile
+            )[0]
+            for label, profile in order["profiles"].items()
+        },
+        "matmuls on s_0, an H2D copy on s_1, in either launch order",
+        run,
+        ranges=["S0 compute", "S1 copy"],
+    )
 
 
 def see_launch_order(run: Run) -> claims.WhatWeSee:
@@ -387,28 +587,40 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
     pinned_both = _pinned_both(stats)
     s1_copy = _range_ms(run.value["profiles"]["pageable, copy first"], "S1 copy")
     see = claims.WhatWeSee(NOTEBOOK, run)
-    see.say(f"With a pageable source the host stayed in `cudaMemcpyAsync` for {pageable_kf['host_in_memcpy_us'] / 1e3:.1f} "
-            f"ms (kernel first) and {pageable_cf['host_in_memcpy_us'] / 1e3:.1f} ms (copy first), "
-            f"{pageable_kf['held'].value:.2f} and {pageable_cf['held'].value:.2f} times as long as the GPU copy, and "
-            f"the labelled range `S1 copy` lasted {s1_copy:.1f} ms.")
+    see.say(
+        f"With a pageable source the host stayed in `cudaMemcpyAsync` for {pageable_kf['host_in_memcpy_us'] / 1e3:.1f} "
+        f"ms (kernel first) and {pageable_cf['host_in_memcpy_us'] / 1e3:.1f} ms (copy first), "
+        f"{pageable_kf['held'].value:.2f} and {pageable_cf['held'].value:.2f} times as long as the GPU copy, and "
+        f"the labelled range `S1 copy` lasted {s1_copy:.1f} ms."
+    )
     beside = "ran beside it" if pageable_kf["overlap"].value >= 0.5 else "barely overlapped it"
-    see.say(f"Launched after the kernel, the pageable copy {beside}, with an overlap ratio of "
-            f"{pageable_kf['overlap'].value:.2f} (the share of the shorter one's time"
-            f"{_steps(pageable_kf['overlap'])}); launched before the kernel, {pageable_cf['overlap'].value:.2f}"
-            + (": the host could not launch the kernel until the copy was (nearly) done."
-               if pageable_cf["overlap"].value < DOES_NOT else "."))
+    see.say(
+        f"Launched after the kernel, the pageable copy {beside}, with an overlap ratio of "
+        f"{pageable_kf['overlap'].value:.2f} (the share of the shorter one's time"
+        f"{_steps(pageable_kf['overlap'])}); launched before the kernel, {pageable_cf['overlap'].value:.2f}"
+        + (
+            ": the host could not launch the kernel until the copy was (nearly) done."
+            if pageable_cf["overlap"].value < DOES_NOT
+            else "."
+        )
+    )
     name, deciding = pinned_both
-    verdict = {claims.HOLDS: f"both orders overlap (above {OVERLAPS}).",
-               claims.BORDERLINE: f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value}).",
-               claims.DOES_NOT_HOLD: f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value})."}
-    see.say(f"With a pinned source the host spent at most "
-            f"{max(pinned_kf['host_in_memcpy_us'], pinned_cf['host_in_memcpy_us']):.0f} us in `cudaMemcpyAsync`, and "
-            f"the overlap ratio was {pinned_kf['overlap'].value:.2f} (kernel first) and "
-            f"{pinned_cf['overlap'].value:.2f} (copy first): {verdict[deciding.verdict]}")
+    verdict = {
+        claims.HOLDS: f"both orders overlap (above {OVERLAPS}).",
+        claims.BORDERLINE: f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value}).",
+        claims.DOES_NOT_HOLD: f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value}).",
+    }
+    see.say(
+        f"With a pinned source the host spent at most "
+        f"{max(pinned_kf['host_in_memcpy_us'], pinned_cf['host_in_memcpy_us']):.0f} us in `cudaMemcpyAsync`, and "
+        f"the overlap ratio was {pinned_kf['overlap'].value:.2f} (kernel first) and "
+        f"{pinned_cf['overlap'].value:.2f} (copy first): {verdict[deciding.verdict]}"
+    )
     return see
 
 
 # ---------------------------------------------------------------- 5. prefetching
+
 
 def _prefetch(run: Run) -> dict[str, Any]:
     """The double-buffering numbers: copy ``c`` and compute ``k`` of one batch (claims.Values,
@@ -422,12 +634,22 @@ def _prefetch(run: Run) -> dict[str, Any]:
     hidden = {}
     for loop in ("serial", "prefetched"):
         profile = db[f"{loop} trace"]
-        copies, kernels = profile.select(kind="memcpy", copy_kind="HtoD"), profile.select(kind="kernel")
+        copies, kernels = (
+            profile.select(kind="memcpy", copy_kind="HtoD"),
+            profile.select(kind="kernel"),
+        )
         hidden[loop] = trace.overlap_us(copies, kernels) / trace.covered_us(copies)
     return {
-        "c": c, "k": k, "n": n, "speedup": speedup, "ideal_n": ideal_n, "hidden": hidden,
+        "c": c,
+        "k": k,
+        "n": n,
+        "speedup": speedup,
+        "ideal_n": ideal_n,
+        "hidden": hidden,
         "ideal": analysis.propagated(lambda c, k: (c + k) / max(c, k), c, k),
-        "gain_share": analysis.propagated(lambda s, i: (s - 1) / (i - 1), speedup, ideal_n, unit=""),
+        "gain_share": analysis.propagated(
+            lambda s, i: (s - 1) / (i - 1), speedup, ideal_n, unit=""
+        ),
     }
 
 
@@ -442,14 +664,20 @@ def _beyond_bound(run: Run, p: dict[str, Any]) -> str:
     traced_ms, copies = _traced_copy_ms(run)
     why = []
     if traced_ms < 0.95 * p["c"].value * 1e3:
-        why.append(f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of {copies}), not the "
-                   f"{p['c'].value * 1e3:.2f} ms measured alone")
+        why.append(
+            f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of {copies}), not the "
+            f"{p['c'].value * 1e3:.2f} ms measured alone"
+        )
     serial = run.value["serial"]
     if serial.spread > 0.1:
-        why.append(f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of their "
-                   f"median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)")
+        why.append(
+            f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of their "
+            f"median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)"
+        )
     if not why:
-        why.append("the copy and compute times it rests on were measured apart, and differ from the loop's")
+        why.append(
+            "the copy and compute times it rests on were measured apart, and differ from the loop's"
+        )
     return ": " + "; and ".join(why)
 
 
@@ -468,18 +696,33 @@ def show_prefetching(run: Run) -> None:
     print(db["serial"])
     print(db["prefetched"])
     print(f"both loops give the same results: {db['same_results']}")
-    print(f"\nspeed-up of prefetching, serial loop time / prefetching loop time: {analysis.times(p['speedup'])}")
-    print(f"best possible for {p['n']} batches, N (c + k) / (c + (N-1) max(c, k) + k): {analysis.times(p['ideal_n'])}; "
-          f"for many batches, (c + k) / max(c, k): {analysis.times(p['ideal'])}")
-    print(f"prefetching loop time / serial loop time: {1 / p['speedup'].value:.2f}; "
-          f"max(c, k) / (c + k) = {1 / p['ideal'].value:.2f}")
+    print(
+        f"\nspeed-up of prefetching, serial loop time / prefetching loop time: {analysis.times(p['speedup'])}"
+    )
+    print(
+        f"best possible for {p['n']} batches, N (c + k) / (c + (N-1) max(c, k) + k): {analysis.times(p['ideal_n'])}; "
+        f"for many batches, (c + k) / max(c, k): {analysis.times(p['ideal'])}"
+    )
+    print(
+        f"prefetching loop time / serial loop time: {1 / p['speedup'].value:.2f}; "
+        f"max(c, k) / (c + k) = {1 / p['ideal'].value:.2f}"
+    )
     if p["gain_share"].value <= 1:
-        print(f"share of the possible gain obtained, (speed-up - 1) / (best - 1): {p['gain_share']}")
+        print(
+            f"share of the possible gain obtained, (speed-up - 1) / (best - 1): {p['gain_share']}"
+        )
     else:
-        print(f"the speed-up is above the best possible for {p['n']} batches, computed from c and k measured apart, "
-              f"so one side of that comparison is off{_beyond_bound(run, p)}")
-    _show_timelines({f"{loop} loop": db[f"{loop} trace"] for loop in ("serial", "prefetched")},
-                    f"{p['n']} batches, serial and prefetched", run, include_host=False, unit="ms")
+        print(
+            f"the speed-up is above the best possible for {p['n']} batches, computed from c and k measured apart, "
+            f"so one side of that comparison is off{_beyond_bound(run, p)}"
+        )
+    _show_timelines(
+        {f"{loop} loop": db[f"{loop} trace"] for loop in ("serial", "prefetched")},
+        f"{p['n']} batches, serial and prefetched",
+        run,
+        include_host=False,
+        unit="ms",
+    )
 
 
 def see_prefetching(run: Run) -> claims.WhatWeSee:
@@ -490,29 +733,48 @@ def see_prefetching(run: Run) -> claims.WhatWeSee:
     Taught in 03_streams_and_overlap.
     """
     db, p = run.value, _prefetch(run)
-    n, c, k, speedup, ideal, ideal_n = p["n"], p["c"], p["k"], p["speedup"], p["ideal"], p["ideal_n"]
+    n, c, k, speedup, ideal, ideal_n = (
+        p["n"],
+        p["c"],
+        p["k"],
+        p["speedup"],
+        p["ideal"],
+        p["ideal_n"],
+    )
     see = claims.WhatWeSee(NOTEBOOK, run)
-    see.check("both loops compute the same results", bool(db["same_results"]),
-              f"torch.allclose of the {n} sums: {db['same_results']}")
-    see.say(f"In the traces (one traced run of each loop) the copies ran beside the compute for "
-            f"{p['hidden']['prefetched']:.0%} of the copy time in the prefetching loop and {p['hidden']['serial']:.0%} "
-            f"in the serial loop.")
+    see.check(
+        "both loops compute the same results",
+        bool(db["same_results"]),
+        f"torch.allclose of the {n} sums: {db['same_results']}",
+    )
+    see.say(
+        f"In the traces (one traced run of each loop) the copies ran beside the compute for "
+        f"{p['hidden']['prefetched']:.0%} of the copy time in the prefetching loop and {p['hidden']['serial']:.0%} "
+        f"in the serial loop."
+    )
     allowed = f"the copy ({c.value * 1e3:.2f} ms) and compute ({k.value * 1e3:.2f} ms) measured apart allow for {n} batches"
-    head = (f"The prefetching loop took {db['prefetched'].median_ms:.1f} ms for {n} batches against "
-            f"{db['serial'].median_ms:.1f} ms for the serial loop: a speed-up (serial time over prefetching time) of "
-            f"{analysis.times(speedup)}")
+    head = (
+        f"The prefetching loop took {db['prefetched'].median_ms:.1f} ms for {n} batches against "
+        f"{db['serial'].median_ms:.1f} ms for the serial loop: a speed-up (serial time over prefetching time) of "
+        f"{analysis.times(speedup)}"
+    )
     if p["gain_share"].value > 1:
-        see.say(f"{head}, more than the {ideal_n.value:.2f}x that {allowed}, so one side of that comparison is off"
-                f"{_beyond_bound(run, p)}.")
+        see.say(
+            f"{head}, more than the {ideal_n.value:.2f}x that {allowed}, so one side of that comparison is off"
+            f"{_beyond_bound(run, p)}."
+        )
     else:
         # at most the N-batch bound, which is below the many-batch limit
-        see.say(f"{head}, {p['gain_share'].value:.0%} of the gain that {allowed} ({ideal_n.value:.2f}x), and below "
-                f"the many-batch limit of {ideal.value:.2f}x: the first copy and the last compute of the loop cannot "
-                "be hidden.")
+        see.say(
+            f"{head}, {p['gain_share'].value:.0%} of the gain that {allowed} ({ideal_n.value:.2f}x), and below "
+            f"the many-batch limit of {ideal.value:.2f}x: the first copy and the last compute of the loop cannot "
+            "be hidden."
+        )
     return see
 
 
 # ---------------------------------------------------------------- the exercises' answers
+
 
 def ideal_speedup(run: Run) -> float:
     """The many-batch limit of prefetching, ``(c + k) / max(c, k)``, from one batch's copy ``c``

@@ -12,6 +12,8 @@ from .store import load
 from .validation import _DEVICE_CLOCKS, _leaves
 
 INDEX_NAME = "index.jsonl"
+
+
 def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``
     (kind, name, value, unit, spread, verdict and any extra keys).
@@ -19,11 +21,24 @@ def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     Used by records.figure_rows, claims.ClaimsTable and claims.WhatWeSee.
     """
     m = header["machine"]
-    row = {"kind": None, "machine": m.get("machine"), "gpu": hardware.gpu_name(m),
-           "driver": m.get("driver"), "torch": m.get("torch"), "cuda": m.get("cuda"), "nccl": m.get("nccl"),
-           "date": header.get("date"), "commit": header.get("commit"), "notebook": header.get("notebook"),
-           "experiment": header.get("experiment"), "name": None, "value": None, "unit": None,
-           "spread": None, "verdict": None}
+    row = {
+        "kind": None,
+        "machine": m.get("machine"),
+        "gpu": hardware.gpu_name(m),
+        "driver": m.get("driver"),
+        "torch": m.get("torch"),
+        "cuda": m.get("cuda"),
+        "nccl": m.get("nccl"),
+        "date": header.get("date"),
+        "commit": header.get("commit"),
+        "notebook": header.get("notebook"),
+        "experiment": header.get("experiment"),
+        "name": None,
+        "value": None,
+        "unit": None,
+        "spread": None,
+        "verdict": None,
+    }
     row.update(fields)
     return row
 
@@ -42,9 +57,20 @@ def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
             if not isinstance(t, timing.Timing):
                 continue
             rate = bool(t.nbytes) and t.method in _DEVICE_CLOCKS
-            rows.append(index_row(header, kind="figure", name=where.removeprefix("result"), label=t.label,
-                                  value=t.gbps if rate else t.median_s, unit="GB/s" if rate else "s",
-                                  spread=t.spread, bytes=t.nbytes, method=t.method, samples=len(t.samples_s)))
+            rows.append(
+                index_row(
+                    header,
+                    kind="figure",
+                    name=where.removeprefix("result"),
+                    label=t.label,
+                    value=t.gbps if rate else t.median_s,
+                    unit="GB/s" if rate else "s",
+                    spread=t.spread,
+                    bytes=t.nbytes,
+                    method=t.method,
+                    samples=len(t.samples_s),
+                )
+            )
     return sorted(rows, key=_sort_key)
 
 

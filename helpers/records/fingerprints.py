@@ -46,8 +46,11 @@ def _canonical(node: Any) -> str:
     Python must match notebooks checked on another Python.
     """
     if isinstance(node, ast.AST):
-        fields = [f"{name}={_canonical(value)}" for name, value in ast.iter_fields(node)
-                  if value is not None and value != [] and name != "type_comment"]
+        fields = [
+            f"{name}={_canonical(value)}"
+            for name, value in ast.iter_fields(node)
+            if value is not None and value != [] and name != "type_comment"
+        ]
         return f"{type(node).__name__}({', '.join(fields)})"
     if isinstance(node, list):
         return "[" + ", ".join(_canonical(item) for item in node) + "]"
@@ -66,7 +69,10 @@ def free_names(node: ast.AST) -> set[str]:
             (read if isinstance(sub.ctx, ast.Load) else bound).add(sub.id)
         elif isinstance(sub, ast.arg):
             bound.add(sub.arg)
-        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
+        elif (
+            isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and sub is not node
+        ):
             bound.add(sub.name)
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in sub.names)
@@ -85,7 +91,10 @@ def fingerprint_source(source: str, reached: Mapping[str, str] | None = None) ->
     Used by records.fingerprint and records.experiments_in_notebook.
     """
     parts = [f"measuring code v{MEASURING_VERSION}", _canonical(_definition_node(source))]
-    parts += [f"{name} = {_canonical(_definition_node(src))}" for name, src in sorted((reached or {}).items())]
+    parts += [
+        f"{name} = {_canonical(_definition_node(src))}"
+        for name, src in sorted((reached or {}).items())
+    ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -105,8 +114,10 @@ def check_experiment(fn: Any) -> None:
 
     Used by records.fingerprint.
     """
-    what = ("pass a function defined with def at the top of a notebook cell, and give it its "
-            "values through params=")
+    what = (
+        "pass a function defined with def at the top of a notebook cell, and give it its "
+        "values through params="
+    )
     if isinstance(fn, functools.partial):
         raise TypeError(f"the experiment is a functools.partial of {fn.func.__name__}: {what}")
     if not inspect.isfunction(fn):
@@ -115,8 +126,10 @@ def check_experiment(fn: Any) -> None:
         raise TypeError(f"the experiment is a lambda: {what}")
     if fn.__closure__ or "<locals>" in fn.__qualname__:
         captured = ", ".join(fn.__code__.co_freevars) or "names of the function around it"
-        raise TypeError(f"the experiment {fn.__name__} is defined inside another function and "
-                        f"captures {captured}: {what}")
+        raise TypeError(
+            f"the experiment {fn.__name__} is defined inside another function and "
+            f"captures {captured}: {what}"
+        )
 
 
 def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
@@ -128,8 +141,13 @@ def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
         current = todo.pop()
         for name in sorted(free_names(_definition_node(_source_of(current)))):
             obj = current.__globals__.get(name)
-            if (name in reached or obj is fn or not inspect.isfunction(obj)
-                    or obj.__module__ != fn.__module__ or obj.__qualname__ != obj.__name__):
+            if (
+                name in reached
+                or obj is fn
+                or not inspect.isfunction(obj)
+                or obj.__module__ != fn.__module__
+                or obj.__qualname__ != obj.__name__
+            ):
                 continue
             reached[name] = _source_of(obj)
             todo.append(obj)
@@ -167,15 +185,21 @@ def measuring_code_hash() -> str:
     digest = hashlib.sha256()
     for path in _measuring_files():
         tree = ast.parse(path.read_text())
-        nodes: list[Any] = list(ast.walk(tree))  # any node with a body: module, def, class, if, for ...
+        nodes: list[Any] = list(
+            ast.walk(tree)
+        )  # any node with a body: module, def, class, if, for ...
         for node in nodes:
             body = getattr(node, "body", None)
-            if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
         digest.update(_canonical(tree).encode())
     return digest.hexdigest()[:16]
-
 
 
 def write_measuring_code(path: Path | None = None) -> str:
@@ -189,9 +213,14 @@ def write_measuring_code(path: Path | None = None) -> str:
     """
     path = path or Path(__file__)
     new = measuring_code_hash()
-    text, count = re.subn(r'^MEASURING_CODE = "[0-9a-f]*"$', f'MEASURING_CODE = "{new}"', path.read_text(),
-                          count=1, flags=re.MULTILINE)
+    text, count = re.subn(
+        r'^MEASURING_CODE = "[0-9a-f]*"$',
+        f'MEASURING_CODE = "{new}"',
+        path.read_text(),
+        count=1,
+        flags=re.MULTILINE,
+    )
     if count != 1:
-        raise RuntimeError(f"{path} has no line MEASURING_CODE = \"...\" to set")
+        raise RuntimeError(f'{path} has no line MEASURING_CODE = "..." to set')
     path.write_text(text)
     return new

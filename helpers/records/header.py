@@ -11,7 +11,16 @@ from typing import Any
 
 from .. import codec, config, hardware
 
-HEADER_KEYS = ("machine", "date", "commit", "quick", "notebook", "experiment", "fingerprint", "params")
+HEADER_KEYS = (
+    "machine",
+    "date",
+    "commit",
+    "quick",
+    "notebook",
+    "experiment",
+    "fingerprint",
+    "params",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -25,7 +34,11 @@ def _commit() -> str | None:
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
-            cwd=Path(__file__).parent, capture_output=True, text=True, timeout=10, check=False,
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -13,8 +13,10 @@ from typing import Any, TypeGuard
 from .. import codec, timing
 from .fingerprints import _definition_node, fingerprint_source, free_names
 
-_PARAM_BUILTINS = {f.__name__: f for f in (dict, list, tuple, range, int, float, str, min, max, len,
-                                           sorted, sum, round, abs)}
+_PARAM_BUILTINS = {
+    f.__name__: f
+    for f in (dict, list, tuple, range, int, float, str, min, max, len, sorted, sum, round, abs)
+}
 
 
 class _FullSizeConfig:
@@ -29,8 +31,10 @@ class _FullSizeConfig:
         return False
 
 
-_PARAM_MODULES = {"config": _FullSizeConfig, "timing": type("timing", (), {
-    "sizes_pow2": staticmethod(timing.sizes_pow2)})}
+_PARAM_MODULES = {
+    "config": _FullSizeConfig,
+    "timing": type("timing", (), {"sizes_pow2": staticmethod(timing.sizes_pow2)}),
+}
 
 
 class _Unknown:
@@ -65,8 +69,11 @@ def _code_cells(path: Path) -> list[str]:
     for cell in cells:
         if cell["cell_type"] == "code":
             source = "".join(cell["source"])
-            sources.append("\n".join(line for line in source.splitlines()
-                                     if not line.lstrip().startswith(("%", "!"))))
+            sources.append(
+                "\n".join(
+                    line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
+                )
+            )
     return sources
 
 
@@ -76,17 +83,26 @@ def _evaluate(node: ast.expr, names: Mapping[str, Any]) -> Any:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and isinstance(names.get(sub.id), _Unknown):
             raise ValueError(f"{sub.id} = {names[sub.id].why}")
-    namespace = {"__builtins__": {}, **_PARAM_BUILTINS, **_PARAM_MODULES,
-                 **{k: v for k, v in names.items() if not isinstance(v, _Unknown)}}
+    namespace = {
+        "__builtins__": {},
+        **_PARAM_BUILTINS,
+        **_PARAM_MODULES,
+        **{k: v for k, v in names.items() if not isinstance(v, _Unknown)},
+    }
     return eval(compile(ast.Expression(node), "<params>", "eval"), namespace)  # noqa: S307
 
 
 def _call_target(node: ast.Call) -> ast.expr | None:
-    return node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fn"), None)
+    return (
+        node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fn"), None)
+    )
 
 
 def _is_run_or_replay(node: ast.AST) -> TypeGuard[ast.Call]:
-    return isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "run_or_replay"
+    return (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) == "run_or_replay"
+    )
 
 
 class _NotebookReader:
@@ -94,7 +110,7 @@ class _NotebookReader:
 
     def __init__(self) -> None:
         self.functions: dict[str, str] = {}
-        self.values: dict[str, Any] = {}   # notebook variables: a value, or _Unknown
+        self.values: dict[str, Any] = {}  # notebook variables: a value, or _Unknown
         self.found: dict[str, NotebookExperiment] = {}
 
     def read_cell(self, source: str) -> None:
@@ -115,8 +131,11 @@ class _NotebookReader:
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             try:
-                value = _evaluate(node.value, self.values) if node.value and not isinstance(node, ast.AugAssign) \
+                value = (
+                    _evaluate(node.value, self.values)
+                    if node.value and not isinstance(node, ast.AugAssign)
                     else _Unknown("changed in place")
+                )
             except Exception as err:  # noqa: BLE001 - anything the static reader cannot evaluate
                 value = _Unknown(f"{ast.unparse(node.value or node)[:60]} ({type(err).__name__})")
             for target in targets:
@@ -136,8 +155,11 @@ class _NotebookReader:
         if isinstance(target, ast.Name):
             self.values[target.id] = value
             self.functions.pop(target.id, None)
-        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)) \
-                and len(value) == len(target.elts):
+        elif (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (tuple, list))
+            and len(value) == len(target.elts)
+        ):
             for sub, item in zip(target.elts, value, strict=True):
                 self._assign(sub, item)
         else:
@@ -148,18 +170,24 @@ class _NotebookReader:
     def _experiment(self, call: ast.Call) -> NotebookExperiment:
         keywords = {k.arg: k.value for k in call.keywords}
         target = _call_target(call)
-        function = target.id if isinstance(target, ast.Name) else ast.unparse(target) if target else "?"
+        function = (
+            target.id if isinstance(target, ast.Name) else ast.unparse(target) if target else "?"
+        )
         name_node = keywords.get("name")
         name = str(name_node.value) if isinstance(name_node, ast.Constant) else function
         gpus_node = keywords.get("gpus")
-        literal = gpus_node is None or (isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int))
+        literal = gpus_node is None or (
+            isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int)
+        )
         gpus = 1 if gpus_node is None else -1
         if isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int):
             gpus = gpus_node.value
         problems = [] if literal else ["gpus= must be a literal number"]
         if not isinstance(target, ast.Name) or function not in self.functions:
-            problems.append(f"the experiment `{function}` is not a function defined with def at the top "
-                            f"of a cell, so its source cannot be checked")
+            problems.append(
+                f"the experiment `{function}` is not a function defined with def at the top "
+                f"of a cell, so its source cannot be checked"
+            )
             return NotebookExperiment(name, function, gpus, None, None, problems)
         fp = self._fingerprint(function, problems)
         params = None
@@ -167,8 +195,10 @@ class _NotebookReader:
             params = _evaluate(keywords["params"], self.values) if "params" in keywords else {}
             params = codec.encode(params, None, "params")
         except Exception as err:  # noqa: BLE001
-            problems.append(f"its params cannot be worked out from the notebook ({err}): build them from "
-                            f"literals, config.pick(...) and constants defined in the notebook")
+            problems.append(
+                f"its params cannot be worked out from the notebook ({err}): build them from "
+                f"literals, config.pick(...) and constants defined in the notebook"
+            )
             params = None
         return NotebookExperiment(name, function, gpus, fp, params, problems)
 
@@ -181,8 +211,10 @@ class _NotebookReader:
                     reached[used] = self.functions[used]
                     todo.append(used)
                 elif used in self.values and self.values[used] is not _MODULE:
-                    problems.append(f"{function} reads the notebook variable `{used}`, which its "
-                                    f"recording cannot check: pass it through params=")
+                    problems.append(
+                        f"{function} reads the notebook variable `{used}`, which its "
+                        f"recording cannot check: pass it through params="
+                    )
         return fingerprint_source(self.functions[function], reached)
 
 
@@ -192,9 +224,13 @@ def experiments_in_notebook(path: Path | str) -> dict[str, NotebookExperiment]:
     Used by records.replay_plan, records.check_recordings and the course's tools.
     """
     if not isinstance(path, (str, Path)):
-        raise TypeError(f"experiments_in_notebook takes a notebook's path, got {type(path).__name__}")
+        raise TypeError(
+            f"experiments_in_notebook takes a notebook's path, got {type(path).__name__}"
+        )
     if not Path(path).is_file():
-        raise ValueError(f"no notebook at {path}: pass the path of an .ipynb file, e.g. notebooks/01_pinned_memory.ipynb")
+        raise ValueError(
+            f"no notebook at {path}: pass the path of an .ipynb file, e.g. notebooks/01_pinned_memory.ipynb"
+        )
     reader = _NotebookReader()
     for source in _code_cells(Path(path)):
         reader.read_cell(source)

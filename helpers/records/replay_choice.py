@@ -43,13 +43,21 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
         known = recorded_machine_names(root)
         unknown = [m for m in wanted if m not in known]
         if unknown:
-            raise ValueError(f"{config.REPLAY_MACHINE_ENV} names {', '.join(map(repr, unknown))}, not a "
-                             f"recorded machine; recorded machines: {', '.join(known) or 'none'}")
+            raise ValueError(
+                f"{config.REPLAY_MACHINE_ENV} names {', '.join(map(repr, unknown))}, not a "
+                f"recorded machine; recorded machines: {', '.join(known) or 'none'}"
+            )
         chosen = next((m for m in wanted if m in candidates), None)
         if chosen is None:
-            raise ValueError(f"{config.REPLAY_MACHINE_ENV}={','.join(wanted)} has no recording of "
-                             f"{notebook}/{name} (it needs {gpus} GPU(s)); machines that have it: {have}")
-        why = "chose it" if chosen == wanted[0] else f"lists it first of those that recorded it ({have})"
+            raise ValueError(
+                f"{config.REPLAY_MACHINE_ENV}={','.join(wanted)} has no recording of "
+                f"{notebook}/{name} (it needs {gpus} GPU(s)); machines that have it: {have}"
+            )
+        why = (
+            "chose it"
+            if chosen == wanted[0]
+            else f"lists it first of those that recorded it ({have})"
+        )
         return Choice(candidates[chosen], chosen, f"{config.REPLAY_MACHINE_ENV} {why}")
     if not candidates:
         raise ValueError(
@@ -59,9 +67,13 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
     here = _this_machine_name()
     if here in candidates:
         return Choice(candidates[here], here, "it is this machine")
-    best = max(candidates, key=lambda m: (_gpu_total(candidates[m]),
-                                          read_header(candidates[m])["date"], m))
-    reason = ("it is the only machine that recorded it" if len(candidates) == 1 else
-              f"it is the one with the most GPUs of those that recorded it ({have}); "
-              f"set {config.REPLAY_MACHINE_ENV} to choose another")
+    best = max(
+        candidates, key=lambda m: (_gpu_total(candidates[m]), read_header(candidates[m])["date"], m)
+    )
+    reason = (
+        "it is the only machine that recorded it"
+        if len(candidates) == 1
+        else f"it is the one with the most GPUs of those that recorded it ({have}); "
+        f"set {config.REPLAY_MACHINE_ENV} to choose another"
+    )
     return Choice(candidates[best], best, reason)

@@ -17,7 +17,9 @@ from .notebook_reader import experiments_in_notebook
 from .replay_choice import choose_recording
 from .store import load, read_header, recordings_of, rerecord_command, save
 
-DESCRIBE_WIDTH = 100  # characters per line of Run.describe(): a notebook's output, or the site, shows them whole
+DESCRIBE_WIDTH = (
+    100  # characters per line of Run.describe(): a notebook's output, or the site, shows them whole
+)
 
 
 @dataclasses.dataclass
@@ -53,14 +55,18 @@ class Run:
         m = self.header["machine"]
         versions = f"torch {m.get('torch')}, driver {m.get('driver') or '-'}"
         if self.live:
-            sentence = f"Measured live on this machine ({self.machine}: {self.gpu_name}, {versions})."
+            sentence = (
+                f"Measured live on this machine ({self.machine}: {self.gpu_name}, {versions})."
+            )
         else:
             sentence = (
                 f"Replayed from {self.machine}, not measured here: {self.reason}. Recorded there "
                 f"({self.gpu_name}, {versions}) on {self.header['date'][:10]} at commit "
                 f"{self.header.get('commit') or 'unknown'}."
             )
-        return textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
+        return textwrap.fill(
+            sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False
+        )
 
     def where(self) -> str:
         """A few words for tables: ``live on X`` or ``replayed from X``."""
@@ -69,11 +75,15 @@ class Run:
 
 def _check_arguments(fn: Any, notebook: Any, gpus: Any, params: Any) -> None:
     if not callable(fn):
-        raise TypeError(f"run_or_replay needs the experiment function itself, got {type(fn).__name__}")
+        raise TypeError(
+            f"run_or_replay needs the experiment function itself, got {type(fn).__name__}"
+        )
     if not isinstance(notebook, str) or not notebook:
         raise TypeError("notebook must be the notebook's name as a string, e.g. '01_pinned_memory'")
     if not checks.is_whole(gpus) or gpus < 0:
-        raise ValueError(f"gpus must be the number of GPUs the experiment needs (0, 1, 2, ...), got {gpus!r}")
+        raise ValueError(
+            f"gpus must be the number of GPUs the experiment needs (0, 1, 2, ...), got {gpus!r}"
+        )
     if params is not None and not isinstance(params, dict):
         raise TypeError("params must be a dict of keyword arguments for the experiment")
     codec.check_recordable(params or {}, "params")
@@ -97,13 +107,18 @@ def _replay(notebook: str, name: str, gpus: int, fp: str, params: dict[str, Any]
             stacklevel=3,
         )
     elif not config.quick_mode() and header["params"] != codec.encode(params, None, "params"):
-        warnings.warn(f"the recording {choice.path} was made with other params than these: "
-                      f"{rerecord_command(choice.machine, [notebook])}", stacklevel=3)
+        warnings.warn(
+            f"the recording {choice.path} was made with other params than these: "
+            f"{rerecord_command(choice.machine, [notebook])}",
+            stacklevel=3,
+        )
     reason = f"{_why_not_live(gpus)}; {choice.machine} is replayed because {choice.reason}"
     return Run(value, False, header, reason=reason)
 
 
-_DESCRIBED: set[tuple[str, str, str, str]] = set()  # (notebook, machine, date, reason) described in full
+_DESCRIBED: set[tuple[str, str, str, str]] = (
+    set()
+)  # (notebook, machine, date, reason) described in full
 
 
 def _said_once(notebook: str, run: Run) -> str:
@@ -128,21 +143,34 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
         return hardware.report()
     root = root or config.results_dir()
     here = hardware.describe()
-    headers = {folder.parent.name: read_header(next(iter(sorted(folder.glob("*.json")))))
-               for folder in sorted(root.glob(f"*/{notebook}")) if any(folder.glob("*.json"))}
+    headers = {
+        folder.parent.name: read_header(next(iter(sorted(folder.glob("*.json")))))
+        for folder in sorted(root.glob(f"*/{notebook}"))
+        if any(folder.glob("*.json"))
+    }
     this = f"This machine ({here.get('machine')}: {here.get('cpu')}) has no GPU to measure with"
     if not headers:
-        return f"{this}, and no machine has recorded {notebook}: {rerecord_command(None, [notebook])}"
+        return (
+            f"{this}, and no machine has recorded {notebook}: {rerecord_command(None, [notebook])}"
+        )
     wanted = [m for m in config.replay_machines() if m in headers]
     if wanted:
         chosen, why = wanted[0], f"{config.REPLAY_MACHINE_ENV} chose it"
     else:
-        chosen = max(headers, key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m))
+        chosen = max(
+            headers,
+            key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m),
+        )
         why = "it has the most GPUs of the machines that recorded this notebook"
-    sentence = (f"{this}: the experiments below replay recordings made on {chosen} ({why}; each experiment "
-                f"says where its numbers come from).")
-    return (textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False) + "\n\n"
-            + hardware.report(headers[chosen]["machine"]))
+    sentence = (
+        f"{this}: the experiments below replay recordings made on {chosen} ({why}; each experiment "
+        f"says where its numbers come from)."
+    )
+    return (
+        textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
+        + "\n\n"
+        + hardware.report(headers[chosen]["machine"])
+    )
 
 
 def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[str, Run]:
@@ -154,12 +182,20 @@ def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[st
     found = {}
     for path in recordings_of(notebook, name, 0, root):
         header, value = load(path)
-        found[path.parts[-3]] = Run(value, False, header, reason=f"the recording of {path.parts[-3]}")
+        found[path.parts[-3]] = Run(
+            value, False, header, reason=f"the recording of {path.parts[-3]}"
+        )
     return found
 
 
-def run_or_replay(fn: Callable[..., Any], *, notebook: str, gpus: int = 1,
-                  params: dict[str, Any] | None = None, name: str | None = None) -> Run:
+def run_or_replay(
+    fn: Callable[..., Any],
+    *,
+    notebook: str,
+    gpus: int = 1,
+    params: dict[str, Any] | None = None,
+    name: str | None = None,
+) -> Run:
     """Run experiment ``fn(**params)`` live if this machine has ``gpus`` GPUs, else replay it.
 
     Live: the result is measured now; with ``COURSE_RECORD=1`` (and not in quick mode) it is
@@ -199,7 +235,9 @@ def replay_plan(notebook_path: Path | str) -> tuple[list[str], list[str], str]:
     path = Path(notebook_path)
     found = experiments_in_notebook(path)
     have = hardware.gpu_count()
-    live = [n for n, e in found.items() if e.gpus <= have and not (e.gpus and config.replay_forced())]
+    live = [
+        n for n, e in found.items() if e.gpus <= have and not (e.gpus and config.replay_forced())
+    ]
     replay = [n for n in found if n not in live]
     if not replay:
         return live, replay, "-"

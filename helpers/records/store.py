@@ -32,13 +32,22 @@ def recording_path(machine: str, notebook: str, name: str, root: Path | None = N
     """
     for label, part in (("machine", machine), ("notebook", notebook), ("name", name)):
         if not isinstance(part, str) or not _SAFE_NAME.fullmatch(part) or ".." in part:
-            raise ValueError(f"{label} {part!r} cannot name a folder or file under results/: use letters, digits "
-                             f"and . _ + - (e.g. '2xNVIDIA-H200', '01_pinned_memory', 'copy_bandwidth')")
+            raise ValueError(
+                f"{label} {part!r} cannot name a folder or file under results/: use letters, digits "
+                f"and . _ + - (e.g. '2xNVIDIA-H200', '01_pinned_memory', 'copy_bandwidth')"
+            )
     return (root or config.results_dir()) / machine / notebook / f"{name}.json"
 
 
-def save(notebook: str, name: str, value: Any, *, fp: str, params: dict[str, Any] | None = None,
-         root: Path | None = None) -> Path:
+def save(
+    notebook: str,
+    name: str,
+    value: Any,
+    *,
+    fp: str,
+    params: dict[str, Any] | None = None,
+    root: Path | None = None,
+) -> Path:
     """Save an experiment's result with its environment header; return the file written.
 
     Used by records.run_or_replay.
@@ -68,8 +77,10 @@ def rerecord_command(machine: str | None, notebooks: Iterable[str]) -> str:
     names = " ".join(f"notebooks/{nb}.ipynb" for nb in sorted(set(notebooks)))
     where = f"on a {machine} machine" if machine else "on a GPU machine with enough GPUs"
     archive = f"gpu-results-{machine or '<machine>'}.tar.gz"
-    return (f"{where}: make gpu-all NOTEBOOKS=\"{names}\" OUT=build/gpu-out; "
-            f"then here: make unpack ARCHIVE=build/gpu-out/{archive}")
+    return (
+        f'{where}: make gpu-all NOTEBOOKS="{names}" OUT=build/gpu-out; '
+        f"then here: make unpack ARCHIVE=build/gpu-out/{archive}"
+    )
 
 
 def _read_record(path: Path) -> dict[str, Any]:
@@ -79,19 +90,29 @@ def _read_record(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise RecordingError(f"{path} cannot be read ({err}): {_fix(path)}") from err
     except json.JSONDecodeError as err:
-        raise RecordingError(f"{path} is not a readable recording (JSON error: {err}): {_fix(path)}") from err
-    if not isinstance(record, dict) or not isinstance(record.get("header"), dict) or "result" not in record:
+        raise RecordingError(
+            f"{path} is not a readable recording (JSON error: {err}): {_fix(path)}"
+        ) from err
+    if (
+        not isinstance(record, dict)
+        or not isinstance(record.get("header"), dict)
+        or "result" not in record
+    ):
         raise RecordingError(f"{path} has no header and result: {_fix(path)}")
     missing = [key for key in HEADER_KEYS if key not in record["header"]]
     if missing or not isinstance(record["header"]["machine"], dict):
-        raise RecordingError(f"{path}: its header lacks {', '.join(missing) or 'the machine'}: {_fix(path)}")
+        raise RecordingError(
+            f"{path}: its header lacks {', '.join(missing) or 'the machine'}: {_fix(path)}"
+        )
     return record
 
 
 def _fix(path: Path) -> str:
     machine = path.parts[-3] if len(path.parts) >= 3 else None
-    return (f"re-record it ({rerecord_command(machine, [path.parent.name])}) "
-            f"or restore it with `git checkout -- {path}`")
+    return (
+        f"re-record it ({rerecord_command(machine, [path.parent.name])}) "
+        f"or restore it with `git checkout -- {path}`"
+    )
 
 
 def read_header(path: Path | str) -> dict[str, Any]:
@@ -115,8 +136,10 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
     try:
         return record["header"], codec.decode(record["result"], path.parent)
     except (TypeError, ValueError) as err:
-        raise RecordingError(f"{path}: its result cannot be decoded ({err}): "
-                             f"{rerecord_command(path.parts[-3], [path.parent.name])}") from err
+        raise RecordingError(
+            f"{path}: its result cannot be decoded ({err}): "
+            f"{rerecord_command(path.parts[-3], [path.parent.name])}"
+        ) from err
 
 
 def _gpu_total(path: Path) -> int:
@@ -143,8 +166,11 @@ def recorded_machine_names(root: Path | None = None) -> list[str]:
     Used by records.choose_recording and the course's tools.
     """
     root = root or config.results_dir()
-    return sorted(p.name for p in root.glob("*") if p.is_dir() and not p.name.startswith(".")
-                  and any(p.glob("*/*.json")))
+    return sorted(
+        p.name
+        for p in root.glob("*")
+        if p.is_dir() and not p.name.startswith(".") and any(p.glob("*/*.json"))
+    )
 
 
 def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
@@ -153,5 +179,7 @@ def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
     Taught in 00_start_here.
     """
     root = root or config.results_dir()
-    return [read_header(sorted((root / name).glob("*/*.json"))[0])["machine"]
-            for name in recorded_machine_names(root)]
+    return [
+        read_header(sorted((root / name).glob("*/*.json"))[0])["machine"]
+        for name in recorded_machine_names(root)
+    ]

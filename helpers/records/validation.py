@@ -41,7 +41,12 @@ def _attachments(value: Any) -> list[codec.Attachment]:
 def _bandwidths(value: Any) -> Iterable[tuple[str, float]]:
     """(label, GB/s) of every device-timed Timing with bytes in a decoded result."""
     for _, t in _leaves(value):
-        if isinstance(t, timing.Timing) and t.nbytes and t.median_s > 0 and t.method in _DEVICE_CLOCKS:
+        if (
+            isinstance(t, timing.Timing)
+            and t.nbytes
+            and t.median_s > 0
+            and t.method in _DEVICE_CLOCKS
+        ):
             yield t.label or "a timing", t.gbps
 
 
@@ -50,7 +55,10 @@ def _bad_times(value: Any) -> Iterable[str]:
     (a Timing with such samples is refused when it is decoded: ``timing.Timing`` checks them)."""
     for where, leaf in _leaves(value):
         if isinstance(leaf, trace.Interval) and not (
-                math.isfinite(leaf.start_us) and math.isfinite(leaf.end_us) and leaf.end_us >= leaf.start_us):
+            math.isfinite(leaf.start_us)
+            and math.isfinite(leaf.end_us)
+            and leaf.end_us >= leaf.start_us
+        ):
             yield f"{where} has an interval {leaf.name!r} from {leaf.start_us} to {leaf.end_us} us"
 
 
@@ -70,11 +78,21 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
     except RecordingError as err:
         return [str(err)]
     problems = []
-    expected = {"machine": machine or path.parts[-3], "notebook": path.parent.name, "experiment": path.stem}
-    found = {"machine": header["machine"].get("machine"), "notebook": header["notebook"],
-             "experiment": header["experiment"]}
-    problems += [f"{path}: its header says {key} {found[key]!r}, its place says {want!r}"
-                 for key, want in expected.items() if found[key] != want]
+    expected = {
+        "machine": machine or path.parts[-3],
+        "notebook": path.parent.name,
+        "experiment": path.stem,
+    }
+    found = {
+        "machine": header["machine"].get("machine"),
+        "notebook": header["notebook"],
+        "experiment": header["experiment"],
+    }
+    problems += [
+        f"{path}: its header says {key} {found[key]!r}, its place says {want!r}"
+        for key, want in expected.items()
+        if found[key] != want
+    ]
     if header["quick"]:
         problems.append(f"{path}: it is a quick-mode run; recordings are made at full size")
     if not isinstance(header["fingerprint"], str) or not header["fingerprint"]:
@@ -82,11 +100,17 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
     for attachment in _attachments(value):
         file = Path(attachment.path)
         if file.parent != path.parent or file.is_symlink() or not file.is_file():
-            problems.append(f"{path}: its attachment {file.name} is missing or not a plain file beside it")
+            problems.append(
+                f"{path}: its attachment {file.name} is missing or not a plain file beside it"
+            )
     problems += [f"{path}: {bad}" for bad in _bad_times(value)]
     ceiling = hardware.ceiling_gbps(header["machine"])
-    problems += [f"{path}: {label} at {gbps:.1f} GB/s is over 1.1 x the machine's fastest link "
-                 f"({ceiling:.0f} GB/s)" for label, gbps in _bandwidths(value) if gbps > 1.1 * ceiling]
+    problems += [
+        f"{path}: {label} at {gbps:.1f} GB/s is over 1.1 x the machine's fastest link "
+        f"({ceiling:.0f} GB/s)"
+        for label, gbps in _bandwidths(value)
+        if gbps > 1.1 * ceiling
+    ]
     return problems
 
 
@@ -143,11 +167,17 @@ def recording_gaps(machine_folder: Path) -> dict[str, str]:
     try:
         gaps = json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        raise RecordingError(f"{path} is not readable JSON ({err}): write {{\"<notebook>/<experiment>\": \"why\"}}") from err
-    if not isinstance(gaps, dict) or not all(isinstance(k, str) and k.count("/") == 1 and isinstance(v, str)
-                                             and v.strip() for k, v in gaps.items()):
-        raise RecordingError(f"{path} must map \"<notebook>/<experiment>\" to a sentence saying why it is not "
-                             f"recorded on this machine")
+        raise RecordingError(
+            f'{path} is not readable JSON ({err}): write {{"<notebook>/<experiment>": "why"}}'
+        ) from err
+    if not isinstance(gaps, dict) or not all(
+        isinstance(k, str) and k.count("/") == 1 and isinstance(v, str) and v.strip()
+        for k, v in gaps.items()
+    ):
+        raise RecordingError(
+            f'{path} must map "<notebook>/<experiment>" to a sentence saying why it is not '
+            f"recorded on this machine"
+        )
     return gaps
 
 
@@ -157,5 +187,8 @@ def gap_machines(notebook: str, name: str, root: Path | None = None) -> set[str]
     Used by the course's tests.
     """
     root = root or config.results_dir()
-    return {folder.name for folder in sorted(root.iterdir()) if folder.is_dir()
-            and f"{notebook}/{name}" in recording_gaps(folder)}
+    return {
+        folder.name
+        for folder in sorted(root.iterdir())
+        if folder.is_dir() and f"{notebook}/{name}" in recording_gaps(folder)
+    }
