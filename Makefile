@@ -230,6 +230,7 @@ GPU_FLAGS ?=
 gpu-all:
 	python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 	    --target $(SITE) .whl/*.whl
+	python3 tools/gpu_run.py --mark-installed $(SITE)
 	mkdir -p $(OUT) build/gpu
 	$(GPU_ENV) python3 tools/gpu_run.py --out $(OUT) $(GPU_FLAGS) $(NOTEBOOKS)
 

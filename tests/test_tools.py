@@ -387,3 +387,17 @@ def test_compare_verdicts_says_which_new_runs_the_earlier_bands_did_not_foresee(
     assert compare.unforeseen(old, {("1xA", "00_x", "close"): row("holds", 0.86)}, history) == []
     moved = dict(row("borderline here", 0.707), threshold=0.6)
     assert compare.unforeseen(old, {("1xA", "00_x", "close"): moved}, history) == []
+
+
+def test_gpu_run_marks_the_clone_as_the_installed_course(tmp_path):
+    gpu_run = load("gpu_run")
+    folder = gpu_run.mark_installed(tmp_path)
+    again = gpu_run.mark_installed(tmp_path)  # a second run replaces, never piles up
+    assert folder == again and [p.name for p in tmp_path.iterdir()] == [folder.name]
+    import importlib.metadata
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    found = importlib.metadata.distributions(name=project["name"], path=[str(tmp_path)])
+    # what the notebooks' first cell asks: the course at the notebook's version is installed
+    assert [d.version for d in found] == [project["version"]]

@@ -547,6 +547,29 @@ def unpack(archive: Path, root: Path = ROOT) -> int:
     return 0
 
 
+def mark_installed(site: Path) -> Path:
+    """Make this clone count as the installed course for the Python that has ``site`` on its
+    path: write ``<name>-<version>.dist-info/METADATA`` there, with pyproject.toml's name and
+    version. The lent GPU machines import the course from the clone (PYTHONPATH, no pip
+    install, no network); the notebooks' first cell and ``datamove --version`` read the
+    distribution's version, and without it the cell would try to fetch the course. Returns the
+    folder written.
+    """
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    name, version = project["name"], project["version"]
+    for old in site.glob(f"{name.replace('-', '_')}-*.dist-info"):
+        shutil.rmtree(old)
+    folder = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    folder.mkdir(parents=True)
+    (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (folder / "INSTALLER").write_text(
+        "tools/gpu_run.py --mark-installed (the clone on PYTHONPATH)\n"
+    )
+    return folder
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="folder for the archives (the device tool's $OUT)")
@@ -560,10 +583,19 @@ def main() -> int:
     parser.add_argument(
         "--unpack", type=Path, help="a gpu-results-<machine>.tar.gz to put under results/"
     )
+    parser.add_argument(
+        "--mark-installed",
+        type=Path,
+        metavar="SITE",
+        help="write this clone's dist-info into SITE (a folder on PYTHONPATH), then stop",
+    )
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args()
     if args.unpack:
         return unpack(args.unpack)
+    if args.mark_installed:
+        print(f"the clone counts as installed: {mark_installed(args.mark_installed)}")
+        return 0
     if not args.out or not args.notebooks:
         parser.error("give --out FOLDER and the notebooks to run")
     return gpu_run(
