@@ -1,0 +1,314 @@
+"""The claims table every notebook ends with (each claim, its source, its computed verdict), and
+``WhatWeSee``: sentences computed from the data and checked statements of the markdown.
+
+Part of ``claims`` (re-exported there: ``claims.ClaimsTable``).
+
+Taught in 00_start_here (how to read the table); used by every notebook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from .. import config, records
+from ..records import Run
+from ..tables import Table
+from .verdicts import (
+    BORDERLINE,
+    DOES_NOT_HOLD,
+    FAILED_CHECK,
+    HOLDS,
+    SPREAD_FLOOR,
+    Comparison,
+    _as_verdict,
+    _floor_text,
+)
+
+# ---------------------------------------------------------------- the claims table
+
+
+@dataclass
+class Claim:
+    """One row: the claim, its source, what was measured, where, and the verdict; ``comparison``
+    carries value, threshold and spread when the claim is a number.
+
+    Used by claims.ClaimsTable (one per row of the table).
+    """
+
+    text: str
+    source: str
+    measured: str
+    verdict: str
+    where: str
+    comparison: Comparison | None = None
+
+
+class ClaimsTable:
+    """The claims a notebook tested, shown through ``tables.Table``: HTML in Jupyter, aligned
+    text in ``print()``, a pipe table from ``to_markdown()``.
+
+    Taught in 01_pinned_memory.
+    """
+
+    def __init__(self, notebook: str) -> None:
+        if not isinstance(notebook, str) or not notebook:
+            raise TypeError(
+                "ClaimsTable needs the notebook's name, e.g. ClaimsTable('01_pinned_memory')"
+            )
+        self.notebook = notebook
+        self.claims: list[Claim] = []
+
+    def add(
+        self, claim: str, *, source: str, measured: str, holds: object, run: Run | None = None
+    ) -> Claim:
+        """Add a claim with its computed verdict: ``holds`` is a ``compare(...)`` (value,
+        threshold, spread), a bool, or None; ``run`` says whether it was live or replayed."""
+        for name, value in (("claim", claim), ("source", source), ("measured", measured)):
+            if not isinstance(value, str) or not value:
+                raise TypeError(f"{name} must be a non-empty string")
+        where = run.where() if run is not None else "this machine"
+        comparison = holds if isinstance(holds, Comparison) else None
+        if comparison is not None and run is not None:
+            floor = run_to_run_floor(
+                run.machine,
+                self.notebook,
+                claim,
+                comparison.threshold,
+                comparison.holds_if,
+                comparison.value.value,
+            )
+            if floor > comparison.floor:
+                comparison = dataclasses.replace(comparison, floor=floor)
+                holds = comparison
+        row = Claim(claim, source, measured, _as_verdict(holds), where, comparison)
+        self.claims.append(row)
+        if comparison is not None:
+            fields = dict(
+                value=comparison.value.value,
+                unit=comparison.value.unit,
+                spread=comparison.value.spread,
+                threshold=comparison.threshold,
+                holds_if=comparison.holds_if,
+                holds_if_text=comparison.holds_if_text(),
+                margin=comparison.margin,
+                floor=comparison.floor,
+            )
+        else:
+            fields = dict(value=None if holds is None else bool(holds))
+        _export(
+            self.notebook,
+            run,
+            kind="claim",
+            name=row.text,
+            verdict=row.verdict,
+            source=row.source,
+            measured=row.measured,
+            **fields,
+        )
+        return row
+
+    def verdicts(self) -> dict[str, str]:
+        """``{claim: verdict}``, for tests and exercises."""
+        return {c.text: c.verdict for c in self.claims}
+
+    def table(self) -> Table:
+        """The rows as a ``tables.Table``: claim, source, measured, value ± spread, holds if, where, verdict."""
+        table = Table(
+            ["claim", "source", "measured", "value ± spread", "holds if", "where", "verdict"],
+            title=f"Claims tested in {self.notebook}",
+            caption=self._note(),
+            bold=["verdict"],
+        )
+        for c in self.claims:
+            value = side = None
+            if c.comparison is not None:
+                v = c.comparison.value
+                # a count, or a single sample, has no spread: no "± 0" beside it
+                number = f"{v.number()} ± {v.spread_text()}" if v.spread else v.without_spread()
+                value = f"{number}{' ' + v.unit if v.unit else ''}"
+                if c.comparison.floor > v.spread:
+                    value += f" (runs differ by ± {_floor_text(v.value, c.comparison.floor)})"
+                side = c.comparison.holds_if_text()
+            table.add(c.text, c.source, c.measured, value, side, c.where, c.verdict)
+        return table
+
+    def to_markdown(self) -> str:
+        """The rows as a Markdown pipe table (verdicts in bold), without title or note."""
+        table = self.table()
+        table.title = table.caption = ""
+        return table.to_markdown()
+
+    def _note(self) -> str:
+        """The footnote on borderline verdicts, only under a table that has one."""
+        return _BORDERLINE_NOTE if any(c.verdict == BORDERLINE for c in self.claims) else ""
+
+    def _repr_markdown_(self) -> str:
+        note = f"\n\n*{self._note()}*" if self._note() else ""
+        return f"### Claims tested in {self.notebook}\n\n" + self.to_markdown() + note
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+    def __str__(self) -> str:
+        return self.table().to_text()
+
+    def __repr__(self) -> str:  # Jupyter's plain-text form: the table, never <ClaimsTable at 0x...>
+        return str(self)
+
+
+_BORDERLINE_NOTE = (
+    f"borderline here: the value is within its noise of the threshold (its spread, or how far "
+    f"it moved between recorded runs of this machine kind, and at least {SPREAD_FLOOR:.0%} of the "
+    "threshold), so another run could call it either way."
+)
+
+RUN_TO_RUN_FILE = (
+    "run_to_run.json"  # under results/: written by tools/run_to_run.py from the index's history
+)
+
+
+def run_to_run_floor(
+    machine: str,
+    notebook: str,
+    claim: str,
+    threshold: float | None = None,
+    holds_if: str | None = None,
+    value: float | None = None,
+) -> float:
+    """How far a claim's value moved between the recorded runs of a machine kind: half the range
+    of its values in the history of ``results/index.jsonl`` (``results/run_to_run.json``, written
+    by ``tools/run_to_run.py``); 0 where it was recorded once. Given this run's ``value`` and the
+    ``threshold``, at least the distance to the farthest recorded run on the threshold's other
+    side, so that no two recorded runs get opposite verdicts (half the range alone left the
+    extremes outside: runs of 0.707 and 0.874 against 0.8 read "does not hold" and "holds"). A
+    verdict's band is at least this wide. A claim tested against another ``threshold`` or side
+    than its history's is another test: 0.
+
+    Used by claims.ClaimsTable.
+    """
+    found = _run_to_run().get(machine, {}).get(notebook, {}).get(claim, {})
+    if threshold is not None and found.get("threshold", threshold) != threshold:
+        return 0.0
+    if holds_if is not None and found.get("holds_if", holds_if) != holds_if:
+        return 0.0
+    floor = float(found.get("floor", 0.0))
+    if value is not None and threshold is not None:
+        across = [
+            abs(value - v)
+            for v in found.get("values", [])
+            if (v - threshold) * (value - threshold) < 0
+        ]
+        floor = max([floor, *across])
+    return floor
+
+
+_FLOORS: dict[str, tuple[float, dict]] = {}
+
+
+def _run_to_run() -> dict:
+    path = config.results_dir() / RUN_TO_RUN_FILE
+    if not path.exists():
+        return {}
+    mtime = path.stat().st_mtime
+    cached = _FLOORS.get(str(path))
+    if cached is None or cached[0] != mtime:
+        _FLOORS[str(path)] = (mtime, json.loads(path.read_text()))
+    return _FLOORS[str(path)][1]
+
+
+def _export(notebook: str, run: Run | None, **fields: object) -> None:
+    """While ``make replay-all`` replays, append a replayed verdict or check to the index file."""
+    out = config.index_out()
+    if out is None or run is None or run.live:
+        return
+    line = records.index_row(run.header, notebook=notebook, **fields)
+    with out.open("a") as f:
+        f.write(json.dumps(line, allow_nan=True) + "\n")
+
+
+# ---------------------------------------------------------------- what we see
+
+
+@dataclass
+class Check:
+    """A statement made in markdown, checked against the measurement.
+
+    Used by claims.WhatWeSee (one per statement its ``check`` tests).
+    """
+
+    statement: str
+    holds: bool
+    measured: str
+
+
+class WhatWeSee:
+    """What a section's numbers show, said by code: ``say`` adds a sentence built from the
+    values, ``check`` tests a statement the markdown makes. Renders as Markdown in Jupyter.
+
+    Taught in 00_start_here.
+    """
+
+    def __init__(self, notebook: str, run: Run | None = None) -> None:
+        if not isinstance(notebook, str) or not notebook:
+            raise TypeError("WhatWeSee needs the notebook's name, e.g. WhatWeSee(NOTEBOOK, run)")
+        self.notebook = notebook
+        self.run = run
+        self.sentences: list[str] = []
+        self.checks: list[Check] = []
+
+    def say(self, sentence: str) -> WhatWeSee:
+        """Add a sentence; build it from the measured values (an f-string), never type a result."""
+        if not isinstance(sentence, str) or not sentence.strip():
+            raise TypeError("say() takes a non-empty sentence, built from the measured values")
+        self.sentences.append(sentence.strip())
+        return self
+
+    def check(self, statement: str, holds: object, measured: str, run: Run | None = None) -> bool:
+        """Test ``statement`` (a sentence the markdown makes) with ``holds``, a bool computed from
+        the data; ``measured`` says the numbers. Returns ``holds``. A check that fails is shown,
+        not raised: on the machine at hand it is a finding (the truth check fails on it). Pass
+        ``run`` when the check reads another run than the section's (e.g. a gloo part measured
+        live here): a live check is not written to the index, whose rows must replay the same."""
+        if type(holds).__name__ not in ("bool", "bool_"):
+            raise TypeError(f"check() needs holds as a bool computed from the data, got {holds!r}")
+        if (
+            not isinstance(statement, str)
+            or not statement
+            or not isinstance(measured, str)
+            or not measured
+        ):
+            raise TypeError(
+                "check() needs the statement and what was measured, as non-empty strings"
+            )
+        item = Check(statement, bool(holds), measured)
+        self.checks.append(item)
+        _export(
+            self.notebook,
+            run or self.run,
+            kind="check",
+            name=statement,
+            verdict=HOLDS if item.holds else DOES_NOT_HOLD,
+            value=item.holds,
+            measured=measured,
+        )
+        return item.holds
+
+    def to_markdown(self) -> str:
+        where = ""
+        if self.run is not None:
+            where = (
+                f" ({'measured here' if self.run.live else 'replayed from ' + self.run.machine})"
+            )
+        text = f"**What we see**{where}: " + " ".join(self.sentences)
+        for c in self.checks:
+            mark = "✓ as expected" if c.holds else FAILED_CHECK
+            text += f"\n- {mark}: {c.statement} ({c.measured})"
+        return text
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def __str__(self) -> str:
+        return self.to_markdown()

@@ -1,0 +1,256 @@
+"""Values with their noise, and comparisons that turn them into verdicts.
+
+A ``Value`` is a measured number with its spread (``measured``, ``ratio``); a ``Comparison``
+(``compare``, ``within``) says on which side of a threshold it lies, or that it is inside the
+noise ("borderline here"). Part of ``claims`` (re-exported there: ``claims.compare``).
+
+Taught in 00_start_here (how to read the table); used by every notebook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from .. import checks
+from ..timing import Timing
+
+HOLDS = "holds"
+DOES_NOT_HOLD = "does not hold here"
+BORDERLINE = "borderline here"
+NOT_TESTABLE = "not testable here"
+VERDICTS = (HOLDS, DOES_NOT_HOLD, BORDERLINE, NOT_TESTABLE)
+FAILED_CHECK = "✗ **not on this machine**"  # how WhatWeSee shows a check that failed (the truth check looks for it)
+
+# A difference smaller than this share of the threshold is never called either way, even when
+# the samples agree closely: the next run on the same machine moves by about that much.
+SPREAD_FLOOR = 0.01
+_SIDES = ("above", "below")
+
+
+# ---------------------------------------------------------------- values with their noise
+
+
+@dataclass(frozen=True)
+class Value:
+    """A measured number with its noise: ``spread`` is half the interquartile range, in ``unit``.
+
+    Used by the lessons (helpers/lessons/).
+    """
+
+    value: float
+    spread: float = 0.0
+    unit: str = ""
+    samples: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("value", "spread"):
+            number = getattr(self, name)
+            if not checks.is_number(number) or math.isnan(float(number)):
+                raise TypeError(f"Value.{name} must be a number, got {number!r}")
+        if self.spread < 0:
+            raise ValueError(
+                f"Value.spread is a half-width and cannot be negative, got {self.spread!r}"
+            )
+
+    def decimals(self) -> int:
+        """Decimal places that show the value to 3 significant digits and the spread to at least
+        one, but the value to no more than 4 (and at most 6 places): the value and its spread are
+        always rounded alike, and a spread too small to show is written ``<0.0001``."""
+
+        def places(x: float, digits: int) -> int:
+            return digits - 1 - math.floor(math.log10(abs(x))) if x else 0
+
+        most = places(self.value, 4) if self.value else 6
+        return max(0, min(6, most, max(places(self.value, 3), places(self.spread, 1))))
+
+    def number(self) -> str:
+        """The value, rounded as ``decimals()`` says (large values keep no decimals)."""
+        return _fixed(self.value, self.decimals())
+
+    def without_spread(self) -> str:
+        """The value where it has no spread (a count, or a single sample): a whole number without
+        decimals, anything else as ``number()``."""
+        if float(self.value).is_integer() and abs(self.value) < 1e6:
+            return str(int(self.value))
+        return self.number()
+
+    def spread_text(self) -> str:
+        """The spread, rounded to the value's decimal places; ``<0.0001`` (one unit of the last
+        place) where a spread above zero rounds to nothing."""
+        places = self.decimals()
+        if self.spread and round(self.spread, places) == 0 and not abs(self.value) >= 1e6:
+            return f"<{_fixed(10.0**-places, places)}"
+        return _fixed(self.spread, places)
+
+    def __str__(self) -> str:
+        """``0.940 ± 0.002 x``; a value whose several samples were all alike says so instead of
+        ``± 0`` (``0 in every sample``)."""
+        unit = f" {self.unit}" if self.unit else ""
+        if not self.spread and (self.samples or 0) > 1:
+            return f"{self.without_spread()}{unit} in every sample"
+        return f"{self.number()}{unit} ± {self.spread_text()}"
+
+
+def _floor_text(value: float, floor: float) -> str:
+    """A run-to-run floor (> 0) rounded as the value's spread would be, to 2 significant digits at most."""
+    places = min(Value(value, floor).decimals(), max(0, 1 - math.floor(math.log10(floor))))
+    return _fixed(floor, places)
+
+
+def _fixed(x: float, decimals: int) -> str:
+    if abs(x) >= 1e6 or (x and abs(x) < 1e-6):
+        return f"{x:.3g}"
+    return f"{x:.{decimals}f}"
+
+
+def _number(x: float) -> str:
+    if x == 0 or 0.01 <= abs(x) < 1e4:
+        return f"{x:.3g}" if abs(x) < 10 else f"{x:.4g}" if abs(x) < 1e3 else f"{x:.0f}"
+    return f"{x:.3g}"
+
+
+def measured(timing: Timing, *, as_rate: bool = False, unit: str | None = None) -> Value:
+    """A ``Timing`` as a ``Value``: its median (seconds, or decimal GB/s with ``as_rate``) and
+    half its interquartile range.
+
+    Used by the lessons (helpers/lessons/).
+    """
+    if not isinstance(timing, Timing):
+        raise TypeError(f"measured() takes a timing.Timing, got {type(timing).__name__}")
+    q1, q3 = timing.quartiles_s
+    n = len(timing.samples_s)
+    if as_rate:
+        # a rate is nbytes / time, so its relative spread is the time's
+        rate = timing.gbps
+        return Value(rate, rate * (q3 - q1) / 2 / timing.median_s, unit or "GB/s", n)
+    return Value(timing.median_s, (q3 - q1) / 2, unit or "s", n)
+
+
+def ratio(numerator: Timing | Value, denominator: Timing | Value, unit: str = "x") -> Value:
+    """``numerator / denominator`` with the relative spreads of both added (a cautious bound).
+
+    Timings are compared by their median times. Used by the lessons (helpers/lessons/).
+    """
+    a = numerator if isinstance(numerator, Value) else measured(numerator)
+    b = denominator if isinstance(denominator, Value) else measured(denominator)
+    if b.value == 0:
+        raise ValueError("ratio(): the denominator's value is 0; compare two non-zero measurements")
+    value = a.value / b.value
+    relative = (a.spread / abs(a.value) if a.value else 0.0) + b.spread / abs(b.value)
+    samples = min((v.samples for v in (a, b) if v.samples is not None), default=None)
+    return Value(value, abs(value) * relative, unit, samples)
+
+
+# ---------------------------------------------------------------- comparisons and verdicts
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A measured ``Value`` against a ``threshold``; the claim holds when the value is on the
+    ``holds_if`` side ("above" or "below"), and is borderline within the noise.
+
+    Used by the lessons (helpers/lessons/).
+    """
+
+    value: Value
+    threshold: float
+    holds_if: str
+    floor: float = (
+        0.0  # how far the value moved between runs on this kind of machine (half the range)
+    )
+    between: tuple[float, float] | None = (
+        None  # set by within(): the claim's two bounds, for display
+    )
+
+    @property
+    def margin(self) -> float:
+        """The noise band around the threshold: the value's spread within its run, or how far it
+        moved between recorded runs of this machine kind (``floor``), whichever is larger, and at
+        least ``SPREAD_FLOOR`` of the threshold."""
+        return max(self.value.spread, self.floor, SPREAD_FLOOR * abs(self.threshold))
+
+    @property
+    def verdict(self) -> str:
+        difference = self.value.value - self.threshold
+        if abs(difference) <= self.margin:
+            return BORDERLINE
+        above = difference > 0
+        return HOLDS if above == (self.holds_if == "above") else DOES_NOT_HOLD
+
+    def __bool__(self) -> bool:
+        raise TypeError("a Comparison is not a bool: it can be borderline; read .verdict instead")
+
+    def holds_if_text(self) -> str:
+        """The claim's side in symbols: "> 0.8", "< 2", or "between 1 and 2" for ``within``."""
+        if self.between is not None:
+            return f"between {_number(self.between[0])} and {_number(self.between[1])}"
+        return f"{'>' if self.holds_if == 'above' else '<'} {_number(self.threshold)}"
+
+    def __str__(self) -> str:
+        return f"{self.value} (holds if {self.holds_if_text()}{' ' + self.value.unit if self.value.unit else ''})"
+
+
+def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -> Comparison:
+    """The claim holds when ``value`` is ``holds_if`` ("above" or "below") ``threshold``.
+
+    ``value`` is a ``Value`` (e.g. from ``ratio``), a ``Timing`` (its median seconds), or a bare
+    number for a count, which has no spread. Used by the lessons (helpers/lessons/).
+    """
+    if holds_if not in _SIDES:
+        raise ValueError(f"holds_if must be 'above' or 'below', got {holds_if!r}")
+    if not checks.is_number(threshold):
+        raise TypeError(f"threshold must be a number, got {threshold!r}")
+    if isinstance(value, Timing):
+        value = measured(value)
+    elif not isinstance(value, Value):
+        if not checks.is_number(value):
+            raise TypeError(
+                f"compare() takes a claims.Value, a timing.Timing or a number, got {value!r}"
+            )
+        value = Value(float(value))
+    return Comparison(value, float(threshold), holds_if)
+
+
+def within(value: Value | Timing | float, low: float, high: float) -> Comparison:
+    """The claim holds when ``low < value < high`` (e.g. "slower, but at most twice": 1 and 2).
+
+    The verdict is decided at the nearer bound, so it is borderline near either. Used by the lessons (helpers/lessons/).
+    """
+    if not (checks.is_number(low) and checks.is_number(high)):
+        raise TypeError(f"within() needs numeric bounds, got {low!r} and {high!r}")
+    if not low < high:
+        raise ValueError(f"within() needs low < high, got {low!r} and {high!r}")
+    number = compare(value, low, holds_if="above").value
+    if abs(number.value - high) < abs(number.value - low):
+        nearer = compare(number, high, holds_if="below")
+    else:
+        nearer = compare(number, low, holds_if="above")
+    return dataclasses.replace(nearer, between=(float(low), float(high)))
+
+
+def _as_verdict(holds: object) -> str:
+    if holds is None:
+        return NOT_TESTABLE
+    if isinstance(holds, Comparison):
+        return holds.verdict
+    if type(holds).__name__ in ("bool", "bool_"):  # Python or numpy bool
+        return HOLDS if bool(holds) else DOES_NOT_HOLD
+    raise TypeError(
+        f"holds must be a claims.compare(...) of the measurement, a bool computed from it, or None if "
+        f"not testable; got {holds!r}; write e.g. holds=claims.compare(ratio, 2, holds_if='below')"
+    )
+
+
+def verdict_of(row: dict) -> str | None:
+    """The verdict an index row's value, threshold and spread give (None for a row without them).
+
+    What the truth check recomputes. Used by the course's tools (tools/replay_all.py).
+    """
+    if row.get("threshold") is None or row.get("value") is None:
+        return None
+    value = Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")
+    return Comparison(
+        value, row["threshold"], row["holds_if"], float(row.get("floor") or 0.0)
+    ).verdict
