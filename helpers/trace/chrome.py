@@ -1,0 +1,286 @@
+"""Profiling a function and reading its Chrome trace into ``Interval``s.
+
+``profile(fn)`` runs ``fn`` under ``torch.profiler`` with a schedule and keeps the gzipped
+Chrome trace; ``load_chrome_trace`` and ``intervals_from_chrome_trace`` read one exported
+elsewhere. Part of ``trace`` (re-exported there: ``trace.profile``).
+
+Taught in 03_streams_and_overlap (and used by the notebooks that show a timeline).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .. import checks, config
+from ..codec import Attachment
+from .intervals import (
+    GPU_KINDS,
+    Interval,
+    Profile,
+)
+
+# Chrome-trace category (lower-cased) -> Interval.kind. torch.profiler (Kineto) writes the
+# lower-case names; Kineto before 2022 wrote "Kernel", "Memcpy", "Memset", "Runtime", "Operator".
+_CATEGORY_KIND = {
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "memset": "memset",
+    "cuda_runtime": "runtime",
+    "cuda_driver": "runtime",
+    "runtime": "runtime",
+    "driver": "runtime",
+    "user_annotation": "annotation",
+    "gpu_user_annotation": "annotation",
+    "cpu_op": "op",
+    "operator": "op",
+}
+_GPU_ANNOTATION = "gpu_user_annotation"
+
+# "Memcpy HtoD (Pinned -> Device)", "Memcpy PtoP (Device -> Device)", "Memcpy DtoD", ...
+_COPY_NAME = re.compile(
+    r"^\s*Memcpy\s+(?P<kind>[A-Za-z]+)(?:\s*\((?P<src>[^()]*?)\s*->\s*(?P<dst>[^()]*?)\))?"
+)
+_TRAILING_INT = re.compile(r"(-?\d+)\s*$")
+
+
+# ---------------------------------------------------------------- reading a Chrome trace
+
+
+def load_chrome_trace(path: str | Path) -> dict[str, Any]:
+    """Read a Chrome trace file (``.json`` or ``.json.gz``) into ``{"traceEvents": [...]}``.
+
+    A file that holds a bare list of events is wrapped in that form, so callers see one shape.
+
+    Used by trace.profile.
+    """
+    if not isinstance(path, (str, Path)):
+        raise TypeError(
+            f"load_chrome_trace needs the path of a trace file, got {type(path).__name__}"
+        )
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(
+            f"no trace file at {path}: pass the path of a .json or .json.gz Chrome trace"
+        )
+    with path.open("rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+    opener = gzip.open if gzipped else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as err:
+        raise ValueError(
+            f"{path} is not a readable Chrome trace (JSON, optionally gzipped): {err}"
+        ) from err
+    if isinstance(data, list):
+        return {"traceEvents": data}
+    if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
+        return data
+    raise ValueError(
+        f"{path} holds JSON but no trace events: expected a list or {{'traceEvents': [...]}}"
+    )
+
+
+def _as_int(value: Any) -> int | None:
+    """An int from an int, an integral float or a string of digits; None otherwise."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    return None
+
+
+def _trailing_int(value: Any) -> int | None:
+    """Like ``_as_int``, but also reads ``"stream 7"`` (old Kineto's tid for GPU lanes) as 7."""
+    number = _as_int(value)
+    if number is None and isinstance(value, str):
+        match = _TRAILING_INT.search(value)
+        number = int(match.group(1)) if match else None
+    return number
+
+
+def parse_copy_name(name: str) -> tuple[str | None, str | None, str | None]:
+    """``'Memcpy HtoD (Pinned -> Device)'`` -> ``('HtoD', 'Pinned', 'Device')``.
+
+    Parts the name does not say are None (``'Memcpy DtoH'`` -> ``('DtoH', None, None)``).
+
+    Used by trace.intervals_from_chrome_trace (the copy kind and memories of a copy).
+    """
+    if name is not None and not isinstance(name, str):
+        raise TypeError(
+            f"parse_copy_name reads a copy's name from a trace (a string), got {type(name).__name__}"
+        )
+    match = _COPY_NAME.match(name or "")
+    if not match:
+        return None, None, None
+    return match.group("kind"), match.group("src") or None, match.group("dst") or None
+
+
+def _gpu_place(event: dict[str, Any], args: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(device, stream) of a GPU event.
+
+    The device is args.device, else an integer pid (the lane Kineto drew it on), else, for a
+    peer copy, args.inDevice (where the copy ran) or args.toDevice. The stream is args.stream,
+    else the tid (``7`` or old Kineto's ``"stream 7"``).
+    """
+    device = _as_int(args.get("device"))
+    for fallback in (event.get("pid"), args.get("inDevice"), args.get("toDevice")):
+        if device is None:
+            device = _as_int(fallback)
+    stream = _as_int(args.get("stream"))
+    if stream is None:
+        stream = _trailing_int(event.get("tid"))
+    return device, stream
+
+
+def _interval_from_event(event: Any) -> Interval | None:
+    """The Interval of one complete ("ph": "X") trace event, or None for events we do not keep."""
+    if not isinstance(event, dict) or event.get("ph") != "X":
+        return None
+    category = str(event.get("cat", "")).lower()
+    kind = _CATEGORY_KIND.get(category)
+    if kind is None:
+        return None
+    try:
+        start = float(event["ts"])
+        duration = float(event.get("dur", 0.0))
+    except (KeyError, TypeError, ValueError):
+        return None
+    args = event["args"] if isinstance(event.get("args"), dict) else {}
+    name = str(event.get("name", ""))
+    interval = Interval(
+        kind=kind,
+        name=name,
+        start_us=start,
+        end_us=start + max(duration, 0.0),
+        correlation=_as_int(args.get("correlation")),
+    )
+    if kind in GPU_KINDS or category == _GPU_ANNOTATION:
+        interval.device, interval.stream = _gpu_place(event, args)
+    else:
+        interval.thread = _as_int(event.get("tid"))
+    if kind in ("memcpy", "memset"):
+        interval.nbytes = _as_int(args.get("bytes"))
+    if kind == "memcpy":
+        interval.copy_kind, interval.src_memory, interval.dst_memory = parse_copy_name(name)
+        interval.src_device = _as_int(args.get("fromDevice"))
+        interval.dst_device = _as_int(args.get("toDevice"))
+    return interval
+
+
+def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Interval]:
+    """The kernels, copies, memsets, runtime calls, annotations and ops of a Chrome trace.
+
+    ``trace`` is what ``load_chrome_trace`` returns (or the bare list of events). Only complete
+    events (``"ph": "X"``) of the categories torch.profiler writes are kept; times stay in
+    microseconds on the trace's clock. The result is sorted by start time.
+
+    Used by trace.profile.
+    """
+    if isinstance(trace, dict):
+        events = trace.get("traceEvents")
+        if not isinstance(events, list):
+            raise ValueError(
+                "the trace dict has no 'traceEvents' list: pass load_chrome_trace(path)"
+            )
+    elif isinstance(trace, list):
+        events = trace
+    else:
+        raise TypeError(
+            f"intervals_from_chrome_trace needs a trace dict or a list of events, got {type(trace).__name__}"
+        )
+    intervals = [iv for iv in map(_interval_from_event, events) if iv is not None]
+    intervals.sort(key=lambda iv: (iv.start_us, iv.end_us))
+    return intervals
+
+
+# ---------------------------------------------------------------- profiling
+
+
+def _check_schedule(wait: Any, warmup: Any, active: Any, skip_first: Any) -> None:
+    checks.check_count(wait, "wait", 0, "steps")
+    checks.check_count(warmup, "warmup", 0, "steps")
+    checks.check_count(active, "active", 1, "steps")
+    checks.check_count(skip_first, "skip_first", 0, "steps")
+
+
+def _gzip_file(src: Path, dest: Path) -> Path:
+    with src.open("rb") as fin, gzip.open(dest, "wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    return dest
+
+
+def profile(
+    fn: Callable[[], Any],
+    *,
+    wait: int = 1,
+    warmup: int = 1,
+    active: int = 2,
+    skip_first: int = 1,
+    name: str = "trace",
+) -> Profile:
+    """Run ``fn()`` under ``torch.profiler`` and return the intervals of the active steps.
+
+    ``fn`` is called ``skip_first + wait + warmup + active`` times, with ``prof.step()`` after
+    each call; ``torch.profiler.schedule`` records only the last ``active`` calls (the first
+    calls warm up caches, the allocator and CUDA). CPU activity is always profiled, CUDA
+    activity when CUDA is available. ``fn`` must synchronise the GPU work it wants to see
+    finish within its step. The Chrome trace is written gzipped to a new folder under
+    ``config.traces_dir()`` (``build/traces/``) as ``<name>.trace.json.gz`` and kept as
+    ``Profile.chrome_trace``: open it in Perfetto after the run.
+
+    Taught in 03_streams_and_overlap.
+    """
+    if not callable(fn):
+        raise TypeError(
+            f"profile needs a function to call with no arguments, got {type(fn).__name__}"
+        )
+    _check_schedule(wait, warmup, active, skip_first)
+    if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
+        raise ValueError(
+            f"name must be a short file-name-safe string such as 'h2d_overlap', got {name!r}"
+        )
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=config.traces_dir()))
+    plain = folder / f"{name}.trace.json"
+    exported: list[Path] = []
+
+    def on_trace_ready(prof: torch.profiler.profile) -> None:
+        prof.export_chrome_trace(str(plain))
+        exported.append(plain)
+
+    schedule = torch.profiler.schedule(
+        wait=wait, warmup=warmup, active=active, skip_first=skip_first, repeat=1
+    )
+    with torch.profiler.profile(
+        activities=activities, schedule=schedule, on_trace_ready=on_trace_ready
+    ) as prof:
+        for _ in range(skip_first + wait + warmup + active):
+            fn()
+            prof.step()
+    if not exported or not plain.is_file():
+        raise RuntimeError(
+            f"torch.profiler wrote no trace into {folder}; was the profiler disabled?"
+        )
+    intervals = intervals_from_chrome_trace(load_chrome_trace(plain))
+    packed = _gzip_file(plain, folder / f"{name}.trace.json.gz")
+    plain.unlink()
+    return Profile(intervals=intervals, chrome_trace=Attachment(str(packed)), steps=active)
