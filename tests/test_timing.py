@@ -171,7 +171,9 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = FakeClock(2e-3)
-    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=fake.perf_counter))
+    monkeypatch.setattr(
+        timing.clocks, "time", types.SimpleNamespace(perf_counter=fake.perf_counter)
+    )
     return fake
 
 
@@ -220,7 +222,7 @@ def fake_gpu(monkeypatch, clock):
         "_sleep": sleep,
     }.items():
         monkeypatch.setattr(torch.cuda, name, value)
-    monkeypatch.setattr(timing, "_SLEEP_CYCLES_PER_US", {})
+    monkeypatch.setattr(timing.clocks, "_SLEEP_CYCLES_PER_US", {})
     spins.synced = synced
     return spins
 

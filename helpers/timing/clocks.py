@@ -1,14 +1,7 @@
-"""Timing device work honestly: CUDA events, a synchronised host clock, warm-up, several samples.
+"""The clocks: ``cuda_events``, ``host_clock`` and ``benchmark``, with warm-up, several samples
+and calls per sample, and the GPU hold (``hold_stream``) that keeps the queue ahead of them.
 
-Every function returns a ``Timing``: the samples (seconds, one per sample, already divided by
-the number of calls in a batch), their median and spread, and a rate in decimal GB/s when the
-number of bytes moved is given. A wide spread gives a warning instead of a quiet bad number.
-
-| function | clock | right for |
-| --- | --- | --- |
-| ``cuda_events`` | CUDA events on the current stream | copies and kernels that do not block the host |
-| ``host_clock`` | ``perf_counter`` between two ``synchronize()`` | anything that blocks the host (pageable copies, ``pin_memory()``) |
-| ``benchmark`` | ``torch.utils.benchmark.Timer.adaptive_autorange`` | what the PyTorch tutorial times |
+Part of ``timing`` (re-exported there: ``timing.cuda_events``).
 
 Taught in 04_event_timing (and used from 01_pinned_memory on).
 """
@@ -21,177 +14,19 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.utils.benchmark as torch_benchmark
 
-from . import checks
-from .codec import register
+from .. import checks
+from .measures import (
+    Timing,
+)
 
-NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
 MOST_CALLS_PER_SAMPLE = 1000  # the most calls per sample that target_s chooses
 LONGEST_TARGET_S = 10.0  # the longest sample target_s may ask for, in seconds
 AUTO_HOLD_FLOOR_US = 100.0  # hold_us="auto": microseconds added to twice the queueing time
-
-
-def format_bytes(nbytes: float) -> str:
-    """``1536`` -> ``'1.5 KiB'``: sizes are said with binary prefixes throughout the course.
-
-    Taught in 05_device_to_device.
-    """
-    if not checks.is_number(nbytes):
-        raise TypeError(f"format_bytes takes a number of bytes, got {nbytes!r}")
-    nbytes = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(nbytes) < 1024 or unit == "TiB":
-            return (
-                f"{nbytes:.0f} {unit}"
-                if unit == "B" or float(nbytes).is_integer()
-                else f"{nbytes:.3g} {unit}"
-            )
-        nbytes /= 1024
-    raise AssertionError("unreachable")
-
-
-def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
-    """Sizes in bytes from ``smallest`` to ``largest``, each ``factor`` times the one before.
-
-    >>> sizes_pow2(2**10, 2**20, factor=32)
-    [1024, 32768, 1048576]
-
-    Taught in 00_start_here.
-    """
-    smallest, largest = (
-        checks.check_size(smallest, "smallest"),
-        checks.check_size(largest, "largest"),
-    )
-    if largest < smallest:
-        raise ValueError(f"largest ({largest}) must be at least smallest ({smallest})")
-    factor = checks.check_count(factor, "factor", 2)
-    sizes = [smallest]
-    while sizes[-1] * factor <= largest:
-        sizes.append(sizes[-1] * factor)
-    return sizes
-
-
-@register
-@dataclass
-class Timing:
-    """Repeated samples of one measurement, in seconds per call.
-
-    ``nbytes`` is the number of bytes one call moves (counted as the experiment says: a peer
-    copy counts its size, a same-GPU copy its size read plus written). ``method`` names the
-    clock. Samples are kept, so any statistic can be recomputed from a recording.
-
-    Taught in 01_pinned_memory.
-    """
-
-    samples_s: list[float]
-    method: str
-    nbytes: int | None = None
-    label: str = ""
-    calls_per_sample: int = 1
-    warmup: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.samples_s, (str, bytes)) or not hasattr(self.samples_s, "__len__"):
-            raise TypeError(f"samples_s is a list of seconds, got {self.samples_s!r}")
-        if not len(self.samples_s):
-            raise ValueError("a Timing needs at least one sample")
-        for s in self.samples_s:
-            if not checks.is_finite_at_least(s, 0):
-                raise ValueError(f"every sample is a finite number of seconds >= 0, got {s!r}")
-        if self.nbytes is not None:
-            self.nbytes = checks.check_size(self.nbytes, "nbytes")
-
-    @property
-    def median_s(self) -> float:
-        """Median seconds per call: the number the course reports."""
-        return statistics.median(self.samples_s)
-
-    @property
-    def mean_s(self) -> float:
-        return statistics.fmean(self.samples_s)
-
-    @property
-    def min_s(self) -> float:
-        return min(self.samples_s)
-
-    @property
-    def max_s(self) -> float:
-        return max(self.samples_s)
-
-    @property
-    def quartiles_s(self) -> tuple[float, float]:
-        """First and third quartiles of the samples (equal to the sample with one sample)."""
-        if len(self.samples_s) < 2:
-            return self.samples_s[0], self.samples_s[0]
-        q = statistics.quantiles(self.samples_s, n=4, method="inclusive")
-        return q[0], q[2]
-
-    @property
-    def spread(self) -> float:
-        """Relative spread: interquartile range over median (0.05 means +-2.5% around it)."""
-        q1, q3 = self.quartiles_s
-        return (q3 - q1) / self.median_s if self.median_s > 0 else 0.0
-
-    @property
-    def median_ms(self) -> float:
-        return self.median_s * 1e3
-
-    @property
-    def median_us(self) -> float:
-        return self.median_s * 1e6
-
-    @property
-    def gbps(self) -> float:
-        """Decimal GB/s at the median time (bytes / 1e9 / s); needs ``nbytes``."""
-        if not self.nbytes:
-            raise ValueError(
-                f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate"
-            )
-        if self.median_s == 0:
-            raise ValueError(
-                f"Timing {self.label!r} has a median of 0 s, below the clock's resolution: "
-                f"time more calls per sample to get a rate"
-            )
-        return self.nbytes / self.median_s / 1e9
-
-    @property
-    def gbps_range(self) -> tuple[float, float]:
-        """(slowest, fastest) sample as decimal GB/s."""
-        if not self.nbytes:
-            raise ValueError(
-                f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate"
-            )
-        if self.min_s == 0:
-            raise ValueError(
-                f"Timing {self.label!r} has a sample of 0 s, below the clock's resolution: "
-                f"time more calls per sample to get a rate"
-            )
-        return self.nbytes / self.max_s / 1e9, self.nbytes / self.min_s / 1e9
-
-    def is_noisy(self, limit: float = NOISY_SPREAD) -> bool:
-        """True when the relative spread (IQR / median) is above ``limit``."""
-        return self.spread > limit
-
-    def __str__(self) -> str:
-        text = f"{self.label + ': ' if self.label else ''}{_format_seconds(self.median_s)} median"
-        text += f" (IQR {self.spread:.1%} of it, {len(self.samples_s)} samples, {self.method})"
-        if self.nbytes:
-            text += f" = {self.gbps:.2f} GB/s for {format_bytes(self.nbytes)}"
-        return text
-
-
-def _format_seconds(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    return f"{seconds * 1e6:.2f} us"
 
 
 def _check_counts(fn: Any, repeats: int, warmup: int, calls: int | None) -> None:
