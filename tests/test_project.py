@@ -180,3 +180,18 @@ def test_make_help_lists_every_documented_target():
     assert [
         line.split(":")[0] for line in shown.splitlines() if line and not line.startswith(" ")
     ] == documented
+
+
+def test_the_wheel_lists_every_package_of_helpers():
+    """setuptools ships only the packages pyproject.toml names: a new subpackage of helpers/ left
+    out of the list installs a course that cannot import it (make slow-test found records/)."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "helpers").rglob("__init__.py")
+    }
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
