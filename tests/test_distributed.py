@@ -705,3 +705,61 @@ def test_nccl_wait_with_timeout_on_a_missing_send_is_bounded_by_the_launcher():
             outcome.errors[1].startswith(("died with", "exited with code"))
             and outcome.elapsed_s < deadline_s
         )
+
+
+# ---------------------------------------------------------------- ranks kept between launches
+
+
+def _pid_port_sum(rank, world_size):
+    total = torch.ones(1)
+    dist.all_reduce(total)
+    leftover = os.environ.get("COURSE_LEFTOVER")
+    os.environ["COURSE_LEFTOVER"] = "set by the last launch"
+    return os.getpid(), os.environ["MASTER_PORT"], total.item(), leftover
+
+
+@pytest.fixture
+def kept_ranks():
+    """Launches keep their ranks during the test; none is left running after it."""
+    distributed.keep_ranks(True)
+    yield
+    distributed.keep_ranks(False)
+    assert mp.active_children() == []
+
+
+def test_kept_ranks_serve_the_next_launch_in_a_new_group_and_start_it_clean(
+    kept_ranks, temp_folder
+):
+    first = distributed.launch(_pid_port_sum, 2, backend="gloo")
+    second = distributed.supervise(_pid_port_sum, 2, backend="gloo")
+    assert second.ok, second.describe()
+    assert [r[0] for r in second.results] == [r[0] for r in first]  # the same processes
+    assert second.results[0][1] != first[0][1]  # a new group: a new store on a new port
+    assert [r[2] for r in first + second.results] == [2.0] * 4
+    assert [r[3] for r in second.results] == [None, None]  # the notebook's environment again
+    assert len(mp.active_children()) == 2 and list(temp_folder.iterdir()) == []
+    # another world size needs other ranks: the kept ones end
+    third = distributed.launch(_pid_port_sum, 3, backend="gloo")
+    assert not {r[0] for r in third} & {r[0] for r in first}
+    assert _all_gone_within([r[0] for r in first], 5)
+    distributed.close_ranks()
+    assert _all_gone_within([r[0] for r in third], 5) and mp.active_children() == []
+
+
+def test_a_launch_that_fails_ends_its_kept_ranks(kept_ranks, temp_folder):
+    first = distributed.launch(_pid_port_sum, 2, backend="gloo")
+    with pytest.raises(distributed.WorkerError, match="the last rank is unhappy"):
+        distributed.launch(_fails_on_last_rank, 2, backend="gloo", timeout_s=60)
+    assert _all_gone_within([r[0] for r in first], 5) and mp.active_children() == []
+    again = distributed.launch(_pid_port_sum, 2, backend="gloo")
+    assert not {r[0] for r in again} & {r[0] for r in first} and [r[2] for r in again] == [2.0] * 2
+
+
+def test_without_keep_ranks_every_launch_starts_new_processes(temp_folder):
+    distributed.keep_ranks(False)
+    first = distributed.launch(_pid_port_sum, 2, backend="gloo")
+    second = distributed.launch(_pid_port_sum, 2, backend="gloo")
+    assert not {r[0] for r in first} & {r[0] for r in second}
+    assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
+    with pytest.raises(TypeError, match="True or False"):
+        distributed.keep_ranks("yes")  # type: ignore[arg-type]

@@ -1,0 +1,156 @@
+"""The rank processes between launches: started from the forkserver, kept (with their CUDA
+context, loaded kernels and imports) for the next launch of the same shape when ``keep_ranks``
+says so, and closed.
+
+A kept rank serves the next launch with the same backend, world size and environment; every
+launch still joins a new process group (``init_process_group`` on a fresh port) and leaves it at
+its end, so what a launch measures of NCCL, a first ``recv`` included, is what a new group does.
+What a kept process keeps: its CUDA context, the kernels it has loaded, the modules it has
+imported, and calibrations such as ``timing.sleep_cycles_per_us``. A launch that fails, hangs
+or is stopped ends its ranks: the next one starts new processes.
+
+Used by helpers.distributed.supervisor.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from .rank_process import _rank_main
+
+_KEEP = False  # whether launches hand their ranks to the next one (keep_ranks)
+
+
+@dataclass
+class _Idle:
+    """Ranks that finished a launch, waiting for the next one of the same shape."""
+
+    shape: tuple[Any, ...]
+    processes: list[Any] = field(default_factory=list)
+    conns: list[Connection] = field(default_factory=list)
+
+
+_idle: _Idle | None = None
+
+
+def keep_ranks(keep: bool = True) -> None:
+    """Keep the rank processes of a launch that ended well for the next launch of the same
+    backend, world size and environment (``keep=True``), or end them after each launch
+    (``keep=False``, the default, as ``torchrun`` does). Each launch joins a new process group
+    either way; kept processes only skip starting CUDA and loading kernels again (about 1 s per
+    NCCL launch on an H200). ``keep_ranks(False)`` also ends the ranks kept now.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    global _KEEP
+    if not isinstance(keep, bool):
+        raise TypeError(f"keep_ranks takes True or False, got {type(keep).__name__}")
+    _KEEP = keep
+    if not keep:
+        close_ranks()
+
+
+def keeping() -> bool:
+    """Whether launches keep their ranks for the next one (``keep_ranks``).
+
+    Used by distributed.supervisor._stop.
+    """
+    return _KEEP
+
+
+def shape_of(backend: str, world_size: int, env: Mapping[str, str]) -> tuple[Any, ...]:
+    """What a kept rank must share with a launch to serve it: the backend, the world size, and
+    the environment (the notebook's and ``env``): CUDA and NCCL read theirs when they start.
+
+    Used by distributed.supervisor.supervise.
+    """
+    return (backend, world_size, tuple(sorted({**os.environ, **env}.items())))
+
+
+def take(shape: tuple[Any, ...], world_size: int, ctx: Any) -> tuple[list[Any], list[Connection]]:
+    """Ranks for a launch of this shape: the kept ones if they fit and live, else new processes
+    (the kept ones are closed first). Returns the processes and the parent's end of each one's
+    line, in rank order.
+
+    Used by distributed.supervisor._start_ranks.
+    """
+    global _idle
+    idle, _idle = _idle, None
+    if idle is not None:
+        if idle.shape == shape and all(p.is_alive() for p in idle.processes):
+            return idle.processes, idle.conns
+        _close(idle)
+    processes, conns = [], []
+    try:
+        for rank in range(world_size):
+            here, there = ctx.Pipe(duplex=True)
+            process = ctx.Process(
+                target=_rank_main, args=(rank, there), name=f"rank{rank}", daemon=True
+            )
+            processes.append(process)
+            conns.append(here)
+            try:
+                process.start()
+            finally:
+                there.close()
+    except BaseException:
+        _close(_Idle(shape, processes, conns))
+        raise
+    return processes, conns
+
+
+def give_back(shape: tuple[Any, ...], processes: list[Any], conns: list[Connection]) -> None:
+    """Keep the ranks of a launch that ended well for the next launch of the same shape.
+
+    Used by distributed.supervisor._clean_up.
+    """
+    global _idle
+    if _idle is not None:
+        _close(_idle)
+    _idle = _Idle(shape, list(processes), list(conns))
+
+
+def close_ranks() -> None:
+    """End the ranks kept for the next launch (if any); nothing else is left running.
+
+    Taught in 06_nccl_point_to_point_and_collectives.
+    """
+    global _idle
+    idle, _idle = _idle, None
+    if idle is not None:
+        _close(idle)
+
+
+def _close(idle: _Idle) -> None:
+    """Ask kept ranks to end, give them a second, then kill what is left of each (its process
+    group, as ``supervisor`` does) and reap them."""
+    for conn in idle.conns:
+        try:
+            conn.send(("close",))
+        except OSError:
+            pass  # already gone
+    end = time.monotonic() + 1.0
+    pending = [p.sentinel for p in idle.processes if p.pid is not None]
+    while pending and time.monotonic() < end:
+        ready = wait(pending, timeout=end - time.monotonic())
+        pending = [s for s in pending if s not in ready]
+    for process in idle.processes:
+        if process.pid is not None and process.is_alive():
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                process.kill()
+        if process.pid is not None:
+            process.join(3.0)
+    for conn in idle.conns:
+        conn.close()
+
+
+atexit.register(close_ranks)
