@@ -738,12 +738,20 @@ def test_kept_ranks_serve_the_next_launch_in_a_new_group_and_start_it_clean(
     assert [r[2] for r in first + second.results] == [2.0] * 4
     assert [r[3] for r in second.results] == [None, None]  # the notebook's environment again
     assert len(mp.active_children()) == 2 and list(temp_folder.iterdir()) == []
-    # another world size needs other ranks: the kept ones end
+    # another world size needs other ranks; both shapes are kept, so launches can take turns
     third = distributed.launch(_pid_port_sum, 3, backend="gloo")
     assert not {r[0] for r in third} & {r[0] for r in first}
-    assert _all_gone_within([r[0] for r in first], 5)
+    fourth = distributed.launch(_pid_port_sum, 2, backend="gloo")
+    assert [r[0] for r in fourth] == [r[0] for r in first] and len(mp.active_children()) == 5
     distributed.close_ranks()
-    assert _all_gone_within([r[0] for r in third], 5) and mp.active_children() == []
+    assert _all_gone_within([r[0] for r in first + third], 5) and mp.active_children() == []
+
+
+def test_only_the_shapes_used_last_keep_their_ranks(kept_ranks, monkeypatch):
+    monkeypatch.setattr(distributed.rank_pool, "KEPT_SHAPES", 1)
+    first = distributed.launch(_pid_port_sum, 2, backend="gloo")
+    distributed.launch(_pid_port_sum, 3, backend="gloo")
+    assert _all_gone_within([r[0] for r in first], 5) and len(mp.active_children()) == 3
 
 
 def test_a_launch_that_fails_ends_its_kept_ranks(kept_ranks, temp_folder):

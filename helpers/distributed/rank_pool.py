@@ -2,7 +2,8 @@
 context, loaded kernels and imports) for the next launch of the same shape when ``keep_ranks``
 says so, and closed.
 
-A kept rank serves the next launch with the same backend, world size and environment; every
+A kept rank serves the next launch with the same backend, world size and environment (ranks of
+up to ``KEPT_SHAPES`` shapes are kept, so gloo and NCCL launches can take turns); every
 launch still joins a new process group (``init_process_group`` on a fresh port) and leaves it at
 its end, so what a launch measures of NCCL, a first ``recv`` included, is what a new group does.
 What a kept process keeps: its CUDA context, the kernels it has loaded, the modules it has
@@ -26,6 +27,7 @@ from typing import Any
 from .rank_process import _rank_main
 
 _KEEP = False  # whether launches hand their ranks to the next one (keep_ranks)
+KEPT_SHAPES = 4  # how many shapes of launch (backend, world size, environment) keep ranks at once
 
 
 @dataclass
@@ -37,7 +39,7 @@ class _Idle:
     conns: list[Connection] = field(default_factory=list)
 
 
-_idle: _Idle | None = None
+_idle: dict[tuple[Any, ...], _Idle] = {}  # by shape, the most recently used last
 
 
 def keep_ranks(keep: bool = True) -> None:
@@ -81,10 +83,9 @@ def take(shape: tuple[Any, ...], world_size: int, ctx: Any) -> tuple[list[Any], 
 
     Used by distributed.supervisor._start_ranks.
     """
-    global _idle
-    idle, _idle = _idle, None
+    idle = _idle.pop(shape, None)
     if idle is not None:
-        if idle.shape == shape and all(p.is_alive() for p in idle.processes):
+        if all(p.is_alive() for p in idle.processes):
             return idle.processes, idle.conns
         _close(idle)
     processes, conns = [], []
@@ -107,14 +108,16 @@ def take(shape: tuple[Any, ...], world_size: int, ctx: Any) -> tuple[list[Any], 
 
 
 def give_back(shape: tuple[Any, ...], processes: list[Any], conns: list[Connection]) -> None:
-    """Keep the ranks of a launch that ended well for the next launch of the same shape.
+    """Keep the ranks of a launch that ended well for the next launch of the same shape; the
+    ranks of the shape used least recently end when more than ``KEPT_SHAPES`` would be kept.
 
     Used by distributed.supervisor._clean_up.
     """
-    global _idle
-    if _idle is not None:
-        _close(_idle)
-    _idle = _Idle(shape, list(processes), list(conns))
+    if shape in _idle:
+        _close(_idle.pop(shape))
+    _idle[shape] = _Idle(shape, list(processes), list(conns))
+    while len(_idle) > KEPT_SHAPES:
+        _close(_idle.pop(next(iter(_idle))))
 
 
 def close_ranks() -> None:
@@ -122,10 +125,8 @@ def close_ranks() -> None:
 
     Taught in 06_nccl_point_to_point_and_collectives.
     """
-    global _idle
-    idle, _idle = _idle, None
-    if idle is not None:
-        _close(idle)
+    while _idle:
+        _close(_idle.pop(next(iter(_idle))))
 
 
 def _close(idle: _Idle) -> None:
