@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import claims, hardware, records, timing, trace
-from helpers.lessons import pinned, pinned_sizes
+from helpers.lessons import pinned, pinned_claims, pinned_sizes
 
 NOTEBOOK = "01_pinned_memory"
 NAMES = (
@@ -961,6 +961,6 @@ def test_a_bandwidth_sweep_below_1_mib_cannot_test_the_page_locked_claim():
     sizes = [2**10, 2**12, 2**14]
     run = fake_run(_bandwidth_value([1.0, 2.0, 3.0], sizes), sizes=sizes)
     table = claims.ClaimsTable(NOTEBOOK)
-    pinned._bandwidth_claim(table, run)
+    pinned_claims.add_bandwidth(table, run)
     assert list(table.verdicts().values()) == [claims.NOT_TESTABLE]
     assert table.claims[0].measured == "no size of 1 MiB or more"

@@ -3,7 +3,7 @@
 | modules | notebook |
 | --- | --- |
 | ``start`` | 00_start_here |
-| ``pinned`` (bandwidth, staging, the tutorial's timings, the allocator, claims), ``pinned_sizes`` (the size sweep, "up to twice as slow") | 01_pinned_memory |
+| ``pinned`` (bandwidth, staging, the tutorial's timings, the allocator, claims), ``pinned_analysis`` (the numbers behind them), ``pinned_claims`` (the claims table's rows), ``pinned_sizes`` (the size sweep, "up to twice as slow") | 01_pinned_memory |
 | ``non_blocking`` (each section), ``non_blocking_analysis`` (the numbers behind them), ``non_blocking_plots`` (the figures), ``non_blocking_claims`` (claims, exercise answers) | 02_non_blocking |
 | ``streams`` (each section), ``streams_claims`` (the tutorial's requirements, claims) | 03_streams_and_overlap |
 | ``events`` (timers, warm-up, spread, resolution, tools, claims), ``events_sync`` (waits, ordering, many streams, errors) | 04_event_timing |

@@ -15,14 +15,8 @@ from .. import analysis, claims, trace
 from ..records import Run
 
 PINNED_NB = "H2D from pinned, non_blocking"
-
-
 PAGEABLE_NB = "H2D from pageable, non_blocking"
-
-
 PIN_THEN_NB = "H2D pin_memory() then non_blocking"
-
-
 D2H_BLOCKING, D2H_NB = "D2H, blocking", "D2H, non_blocking"
 
 
@@ -114,15 +108,11 @@ HELD = [
     "D2H non_blocking, read at once (stream held)",
     "H2D pinned, source zeroed at once (stream held)",
 ]
-
-
 FIXES = [
     "D2H non_blocking, synchronize before reading",
     "D2H non_blocking, event before reading",
     "H2D pinned, event before zeroing the source",
 ]
-
-
 SAFE = [
     "H2D pageable, source zeroed at once (stream held)",
     "H2D pinned, result used on the GPU",
