@@ -8,7 +8,7 @@
 | ``streams`` (each section), ``streams_claims`` (the tutorial's requirements, claims) | 03_streams_and_overlap |
 | ``events`` (timers, warm-up, spread, resolution, tools, claims), ``events_sync`` (waits, ordering, many streams, errors) | 04_event_timing |
 | ``peer`` (links, copies' bandwidth and latency), ``peer_streams`` (current device, the eight stream combinations, events across GPUs), ``peer_claims`` | 05_device_to_device |
-| ``nccl`` (collectives, point-to-point, hangs), ``nccl_speed`` (overlap, bandwidth sweep), ``nccl_claims`` | 06_nccl_point_to_point_and_collectives |
+| ``nccl`` (collectives, point-to-point, hangs), ``nccl_analysis`` (the numbers and facts behind them), ``nccl_speed`` (overlap, bandwidth sweep), ``nccl_claims`` | 06_nccl_point_to_point_and_collectives |
 
 A lesson module turns a notebook's runs (``records.Run``, live or replayed) into what the notebook
 shows: tables, figures, the "what we see" sentences (``claims.WhatWeSee``) and the claims table.

@@ -34,9 +34,7 @@ from .non_blocking_analysis import (
     profiled_loops,
     six_speedups,
     tensordict_ratios,
-)
-from .non_blocking_analysis import (
-    waited as waited,  # re-exported for non_blocking_claims and the tests
+    waited,  # noqa: F401  re-exported for non_blocking_claims and the tests
 )
 
 NOTEBOOK = "02_non_blocking"
