@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import claims, records, tables, timing, trace
-from helpers.lessons import events, events_sync
+from helpers.lessons import events, events_analysis, events_claims, events_sync
 
 NOTEBOOK = "04_event_timing"
 NAMES = (
@@ -245,9 +245,11 @@ def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_k
 
 
 def test_first_over_later_keeps_the_spread():
-    first = events._first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    first = events_analysis._first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     assert first.value == pytest.approx(10.0) and first.spread == 0 and first.samples == 6
-    assert events._first_over_later([10.0, 0.8, 0.9, 1.0, 1.1, 1.2]).spread == pytest.approx(1.0)
+    assert events_analysis._first_over_later(
+        [10.0, 0.8, 0.9, 1.0, 1.1, 1.2]
+    ).spread == pytest.approx(1.0)
 
 
 # ---------------------------------------------------------------- 4. spread
@@ -922,7 +924,7 @@ def test_the_claims_table_says_does_not_hold_when_the_side_stream_was_done_and_t
 
 
 def test_share_of_keeps_the_spread():
-    share = events._share_of(claims.Value(0.02, 0.001, "s", 5), 0.02)
+    share = events_claims._share_of(claims.Value(0.02, 0.001, "s", 5), 0.02)
     assert (
         share.value == pytest.approx(1.0)
         and share.spread == pytest.approx(0.05)

@@ -118,7 +118,7 @@ def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
     consumer was, and ``after``, in how many of the traced ``steps`` the consumer's kernel started
     after the producer's ended (within 5 us).
 
-    Used by events.claims_table.
+    Used by events_claims.add_ordering.
     """
     counts = {}
     for label in CASES:
@@ -246,7 +246,7 @@ def see_gpus(run: Run) -> claims.WhatWeSee:
 def stream_counts(run: Run) -> list[int]:
     """The numbers of streams the batch of tiny kernels was spread over, smallest first.
 
-    Used by events.claims_table.
+    Used by events_claims.add_many_streams.
     """
     return sorted(int(c) for c in run.value["by count"])
 
@@ -278,7 +278,7 @@ def outran_hold(run: Run) -> dict[int, int]:
     """Per count of streams, how many samples' batches the host took longer to launch than the
     hold lasted: ``_by`` leaves their device times out.
 
-    Used by events.claims_table.
+    Used by events_claims.add_many_streams.
     """
     return {c: b["outran"] for c, b in _by(run).items()}
 
@@ -289,7 +289,7 @@ def stream_ratios(run: Run) -> dict[str, claims.Value]:
     most streams over half as many; ``'launch'``, the host's launch time per kernel on the most
     streams over one stream's.
 
-    Used by events.claims_table.
+    Used by events_claims.add_many_streams.
     """
     counts, by = stream_counts(run), _by(run)
     few, most = counts[0], counts[-1]
@@ -474,7 +474,7 @@ def raised_at(run: Run) -> dict[str, str]:
     """``{case: statement}``: for each child process, the statement of its script that raised
     (``'bad launch'``, ``'next launch'``, ``'synchronize'``; ``'none'`` if none did).
 
-    Used by events.claims_table.
+    Used by events_claims.add_errors.
     """
     return {case: _statement_that_raised(out["markers"]) for case, out in run.value.items()}
 
