@@ -520,7 +520,7 @@ def test_the_ordering_words_and_counts_on_a_synthetic_trace():
         trace.Interval("kernel", "spin", 200, 300, device=0, stream=1),
         trace.Interval("kernel", "spin", 250, 260, device=1, stream=2),
     ]
-    assert events_sync._producer_then_consumer(trace.Profile(kernels, steps=2)) == (1, 2)
+    assert events_analysis._producer_then_consumer(trace.Profile(kernels, steps=2)) == (1, 2)
 
 
 def test_a_run_without_a_cudastreamwaitevent_on_the_host_says_nothing_of_it():
@@ -684,7 +684,7 @@ def test_many_streams_within_the_noise_are_said_no_different():
 
 
 def test_statement_that_raised_reads_the_markers():
-    raised = events_sync._statement_that_raised
+    raised = events_analysis._statement_that_raised
     assert (
         raised(
             [

@@ -11,8 +11,17 @@ from __future__ import annotations
 
 from .. import claims
 from ..records import Run
-from . import events_sync
-from .events_analysis import _by_profiler, _first_over_later, _launch_share, _short
+from .events_analysis import (
+    _by_profiler,
+    _first_over_later,
+    _launch_share,
+    _short,
+    ordering_counts,
+    outran_hold,
+    raised_at,
+    stream_counts,
+    stream_ratios,
+)
 
 SOURCE = 'article "PyTorch CUDA Streams Introduction"'
 METHOD = "measurement method (nvbandwidth, nccl-tests)"
@@ -77,7 +86,7 @@ def add_waits(table: claims.ClaimsTable, run_wait: Run) -> None:
 
 
 def add_ordering(table: claims.ClaimsTable, run_streams: Run, run_gpus: Run) -> None:
-    """That an event orders two streams, and two GPUs (``events_sync.ordering_counts``), and that
+    """That an event orders two streams, and two GPUs (``events_analysis.ordering_counts``), and that
     ``torch.cuda.synchronize(device_id)`` waits for that one device.
 
     Used by events.claims_table.
@@ -94,7 +103,7 @@ def add_ordering(table: claims.ClaimsTable, run_streams: Run, run_gpus: Run) -> 
             "GPU 0",
         ),
     ):
-        w, nw = (events_sync.ordering_counts(run)[label] for label in ("wait_event", "no wait"))
+        w, nw = (ordering_counts(run)[label] for label in ("wait_event", "no wait"))
         table.add(
             claim,
             source=SOURCE,
@@ -137,14 +146,14 @@ def add_warm_up(table: claims.ClaimsTable, run_first: Run) -> None:
 
 def add_many_streams(table: claims.ClaimsTable, run_many: Run) -> None:
     """What many streams do: overlap tiny kernels on the GPU, cost time on it at the last
-    doubling, and cost the host launch time (``events_sync.stream_ratios``).
+    doubling, and cost the host launch time (``events_analysis.stream_ratios``).
 
     Used by events.claims_table.
     """
-    many = events_sync.stream_ratios(run_many)
-    counts = events_sync.stream_counts(run_many)
+    many = stream_ratios(run_many)
+    counts = stream_counts(run_many)
     few, most, kernels = counts[0], counts[-1], run_many.params["kernels"]
-    outran = sum(events_sync.outran_hold(run_many).values())
+    outran = sum(outran_hold(run_many).values())
     left_out = f"; {outran} samples launched for longer than the hold left out" if outran else ""
     table.add(
         "Tasks from different streams can be executed in parallel",
@@ -174,11 +183,11 @@ def add_many_streams(table: claims.ClaimsTable, run_many: Run) -> None:
 
 def add_errors(table: claims.ClaimsTable, run_errors: Run) -> None:
     """Where a bad launch's error surfaces, without ``CUDA_LAUNCH_BLOCKING`` (at a later call)
-    and with it (at the launch itself), by ``events_sync.raised_at``.
+    and with it (at the launch itself), by ``events_analysis.raised_at``.
 
     Used by events.claims_table.
     """
-    raised = events_sync.raised_at(run_errors)
+    raised = raised_at(run_errors)
     for blocking, claim, holds in (
         (
             False,
