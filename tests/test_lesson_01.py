@@ -1,5 +1,6 @@
-"""Notebook 01's analysis (helpers/lessons/pinned.py, pinned_sizes.py) on the recordings of every
-recorded machine, and on synthetic values for the branches the recordings do not reach.
+"""Notebook 01's analysis (helpers/lessons/pinned.py, pinned_analysis.py, pinned_claims.py,
+pinned_sizes.py) on the recordings of every recorded machine, and on synthetic values for the
+branches the recordings do not reach.
 
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
 """

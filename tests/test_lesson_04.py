@@ -1,5 +1,6 @@
-"""Notebook 04's analysis (helpers/lessons/events.py, events_sync.py) on the recordings of every
-recorded machine, and on synthetic values for the branches the recordings do not reach.
+"""Notebook 04's analysis (helpers/lessons/events.py, events_sync.py, events_analysis.py,
+events_claims.py) on the recordings of every recorded machine, and on synthetic values for the
+branches the recordings do not reach.
 
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
 """
