@@ -167,10 +167,10 @@ clean:
 L := helpers.lessons
 MUTATE_SHARDS := helpers.checks.*,helpers.codec.*,helpers.tables.*,helpers.claims.*,helpers.exercises.*,helpers.analysis.*,helpers.config.*,helpers.timing.*,helpers.trace.* \
     helpers.records.*,helpers.hardware.*,helpers.experiments.* \
-    helpers.plotting.*,$(L).start.*,$(L).pinned.*,$(L).pinned_sizes.* \
-    $(L).non_blocking.*,$(L).non_blocking_claims.*,$(L).events.*,$(L).events_sync.* \
+    helpers.plotting.*,$(L).start.*,$(L).pinned.*,$(L).pinned_analysis.*,$(L).pinned_claims.*,$(L).pinned_sizes.* \
+    $(L).non_blocking.*,$(L).non_blocking_analysis.*,$(L).non_blocking_plots.*,$(L).non_blocking_claims.*,$(L).events.*,$(L).events_analysis.*,$(L).events_claims.*,$(L).events_sync.* \
     $(L).streams.*,$(L).streams_claims.*,$(L).peer.*,$(L).peer_claims.* \
-    $(L).peer_streams.*,$(L).nccl.*,$(L).nccl_claims.*,$(L).nccl_speed.* \
+    $(L).peer_streams.*,$(L).nccl.*,$(L).nccl_analysis.*,$(L).nccl_claims.*,$(L).nccl_speed.* \
     helpers.cli.*,helpers.distributed.*
 SHARD ?=
 MUTATE ?= $(if $(SHARD),$(subst $(comma), ,$(word $(SHARD),$(MUTATE_SHARDS))),helpers.*)

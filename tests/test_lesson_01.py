@@ -1,5 +1,6 @@
-"""Notebook 01's analysis (helpers/lessons/pinned.py, pinned_sizes.py) on the recordings of every
-recorded machine, and on synthetic values for the branches the recordings do not reach.
+"""Notebook 01's analysis (helpers/lessons/pinned.py, pinned_analysis.py, pinned_claims.py,
+pinned_sizes.py) on the recordings of every recorded machine, and on synthetic values for the
+branches the recordings do not reach.
 
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
 """
@@ -13,7 +14,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import claims, hardware, records, timing, trace
-from helpers.lessons import pinned, pinned_sizes
+from helpers.lessons import pinned, pinned_claims, pinned_sizes
 
 NOTEBOOK = "01_pinned_memory"
 NAMES = (
@@ -961,6 +962,6 @@ def test_a_bandwidth_sweep_below_1_mib_cannot_test_the_page_locked_claim():
     sizes = [2**10, 2**12, 2**14]
     run = fake_run(_bandwidth_value([1.0, 2.0, 3.0], sizes), sizes=sizes)
     table = claims.ClaimsTable(NOTEBOOK)
-    pinned._bandwidth_claim(table, run)
+    pinned_claims.add_bandwidth(table, run)
     assert list(table.verdicts().values()) == [claims.NOT_TESTABLE]
     assert table.claims[0].measured == "no size of 1 MiB or more"

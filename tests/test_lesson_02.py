@@ -1,5 +1,6 @@
-"""Notebook 02's analysis (helpers/lessons/non_blocking.py and non_blocking_claims.py) on the
-recordings of every recorded machine, and on synthetic runs for the branches they do not reach."""
+"""Notebook 02's analysis (helpers/lessons/non_blocking.py, non_blocking_analysis.py,
+non_blocking_plots.py and non_blocking_claims.py) on the recordings of every recorded machine, and
+on synthetic runs for the branches they do not reach."""
 
 import inspect
 import re

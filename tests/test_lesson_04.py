@@ -1,5 +1,6 @@
-"""Notebook 04's analysis (helpers/lessons/events.py, events_sync.py) on the recordings of every
-recorded machine, and on synthetic values for the branches the recordings do not reach.
+"""Notebook 04's analysis (helpers/lessons/events.py, events_sync.py, events_analysis.py,
+events_claims.py) on the recordings of every recorded machine, and on synthetic values for the
+branches the recordings do not reach.
 
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
 """
@@ -13,7 +14,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import claims, records, tables, timing, trace
-from helpers.lessons import events, events_sync
+from helpers.lessons import events, events_analysis, events_claims, events_sync
 
 NOTEBOOK = "04_event_timing"
 NAMES = (
@@ -245,9 +246,11 @@ def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_k
 
 
 def test_first_over_later_keeps_the_spread():
-    first = events._first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    first = events_analysis._first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     assert first.value == pytest.approx(10.0) and first.spread == 0 and first.samples == 6
-    assert events._first_over_later([10.0, 0.8, 0.9, 1.0, 1.1, 1.2]).spread == pytest.approx(1.0)
+    assert events_analysis._first_over_later(
+        [10.0, 0.8, 0.9, 1.0, 1.1, 1.2]
+    ).spread == pytest.approx(1.0)
 
 
 # ---------------------------------------------------------------- 4. spread
@@ -518,7 +521,7 @@ def test_the_ordering_words_and_counts_on_a_synthetic_trace():
         trace.Interval("kernel", "spin", 200, 300, device=0, stream=1),
         trace.Interval("kernel", "spin", 250, 260, device=1, stream=2),
     ]
-    assert events_sync._producer_then_consumer(trace.Profile(kernels, steps=2)) == (1, 2)
+    assert events_analysis._producer_then_consumer(trace.Profile(kernels, steps=2)) == (1, 2)
 
 
 def test_a_run_without_a_cudastreamwaitevent_on_the_host_says_nothing_of_it():
@@ -682,7 +685,7 @@ def test_many_streams_within_the_noise_are_said_no_different():
 
 
 def test_statement_that_raised_reads_the_markers():
-    raised = events_sync._statement_that_raised
+    raised = events_analysis._statement_that_raised
     assert (
         raised(
             [
@@ -922,7 +925,7 @@ def test_the_claims_table_says_does_not_hold_when_the_side_stream_was_done_and_t
 
 
 def test_share_of_keeps_the_spread():
-    share = events._share_of(claims.Value(0.02, 0.001, "s", 5), 0.02)
+    share = events_claims._share_of(claims.Value(0.02, 0.001, "s", 5), 0.02)
     assert (
         share.value == pytest.approx(1.0)
         and share.spread == pytest.approx(0.05)

@@ -1,7 +1,8 @@
-"""Notebook 06's analysis (helpers/lessons/nccl.py, nccl_speed.py, nccl_claims.py) on the NCCL
-recordings of every recorded machine, on gloo runs built here by hand (the notebook measures them
-live, they are never recorded), on one real gloo launch of ``wait(timeout)`` with no ``send``, and
-on synthetic values for the branches the recordings do not reach.
+"""Notebook 06's analysis (helpers/lessons/nccl.py, nccl_analysis.py, nccl_speed.py,
+nccl_claims.py) on the NCCL recordings of every recorded machine, on gloo runs built here by hand
+(the notebook measures them live, they are never recorded), on one real gloo launch of
+``wait(timeout)`` with no ``send``, and on synthetic values for the branches the recordings do not
+reach.
 
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
 """

@@ -3,7 +3,8 @@ the spread of samples, what events resolve, one measurement by three tools; and 
 claims table.
 
 Its synchronisation experiments (which wait, one stream or GPU waiting for another, many
-streams, errors) are in ``events_sync``. Every function takes the notebook's runs
+streams, errors) are in ``events_sync``; the numbers behind the tables and sentences in
+``events_analysis``; the rows of the claims table in ``events_claims``. Every function takes the notebook's runs
 (``records.Run``, live or replayed) and measures nothing. Tested on every recorded machine in
 tests/test_lesson_04.py.
 """
@@ -15,19 +16,21 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from .. import analysis, claims, plotting, tables, trace
+from .. import analysis, claims, plotting, tables
 from ..records import Run
-from . import events_sync
+from . import events_claims
+from .events_analysis import (
+    _by_profiler,
+    _kernels,
+    _launch_share,
+    _profiler_us,
+    _settled_from,
+    _short,
+    _sync_over_events,
+)
 
 NOTEBOOK = "04_event_timing"
-SOURCE = 'article "PyTorch CUDA Streams Introduction"'
-METHOD = "measurement method (nvbandwidth, nccl-tests)"
 TIMERS = ("perf_counter, no sync", "perf_counter + synchronize", "CUDA events")
-
-
-def _short(name: str) -> str:
-    """An operation's name without its explanation: ``'torch.erf (CUDA loads ...)'`` -> ``'torch.erf'``."""
-    return name.split(" (")[0]
 
 
 def _fig(ratio: float) -> str:
@@ -36,15 +39,6 @@ def _fig(ratio: float) -> str:
 
 
 # ---------------------------------------------------------------- 1. three timers
-
-
-def _launch_share(run: Run) -> claims.Value:
-    """The unsynchronised clock's median over the events' (below 1: it missed the work)."""
-    return claims.ratio(run.value["perf_counter, no sync"], run.value["CUDA events"])
-
-
-def _sync_over_events(run: Run) -> claims.Value:
-    return claims.ratio(run.value["perf_counter + synchronize"], run.value["CUDA events"])
 
 
 def tflops(run: Run) -> float:
@@ -113,23 +107,6 @@ def see_timers(run: Run) -> claims.WhatWeSee:
 
 
 # ---------------------------------------------------------------- 3. first calls
-
-
-def _first_over_later(times: list[float]) -> claims.Value:
-    """First call / median of the later calls, with the later calls' relative spread."""
-    later = analysis.across(times[1:])
-    ratio = times[0] / later.value
-    return claims.Value(ratio, ratio * later.spread / later.value, "x", len(times))
-
-
-def _settled_from(times: list[float], within: float = 2.0) -> int:
-    """The call number (1-based) from which every call takes at most ``within`` times the median
-    of the calls after the first."""
-    later = statistics.median(times[1:])
-    call = len(times)
-    while call > 1 and times[call - 1] <= within * later:
-        call -= 1
-    return call + 1
 
 
 def show_first_calls(run: Run) -> tables.Table:
@@ -421,29 +398,6 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 6. three tools
 
 
-def _kernels(run: Run) -> list[trace.Interval]:
-    return run.value["profiler"].select(kind="kernel")
-
-
-def _profiler_us(run: Run) -> float:
-    """Time covered by the profiled kernels, per matmul (a matmul may be more than one kernel)."""
-    tools = run.value
-    return trace.covered_us(_kernels(run)) / (tools["matmuls_per_step"] * tools["profiler"].steps)
-
-
-def _profiler_time(run: Run) -> claims.Value:
-    """The profiler's time per matmul in seconds, with the relative spread of its kernels' durations."""
-    durations = analysis.across([iv.duration_us for iv in _kernels(run)])
-    seconds = _profiler_us(run) / 1e6
-    return claims.Value(
-        seconds, seconds * durations.spread / durations.value, "s", durations.samples
-    )
-
-
-def _by_profiler(run: Run, tool: str) -> claims.Value:
-    return claims.ratio(run.value[tool], _profiler_time(run))
-
-
 def show_tools(run: Run) -> None:
     """One matmul by three tools: each one's time per matmul printed (us), the profiler's
     kernels (how many, their shortest and longest in us), and bars of the three with their
@@ -494,11 +448,6 @@ def see_tools(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- the claims table
 
 
-def _share_of(value: claims.Value, seconds: float) -> claims.Value:
-    """A measured time over a planned one (``seconds``), with its spread."""
-    return claims.Value(value.value / seconds, value.spread / seconds, "x", value.samples)
-
-
 def claims_table(
     run_timers: Run,
     run_tools: Run,
@@ -516,137 +465,10 @@ def claims_table(
     Taught in 04_event_timing.
     """
     table = claims.ClaimsTable(NOTEBOOK)
-    table.add(
-        "To measure the execution time of GPU operations, we need to synchronise",
-        source=SOURCE,
-        run=run_timers,
-        measured="perf_counter without synchronize / CUDA events, one matmul (below 0.5: it "
-        "missed most of the work)",
-        holds=claims.compare(_launch_share(run_timers), 0.5, holds_if="below"),
-    )
-    table.add(
-        "Events measure the time of GPU work (start.record, end.synchronize, start.elapsed_time(end))",
-        source=SOURCE,
-        run=run_tools,
-        measured="events / profiler kernel time, one matmul (within 10% of 1 counts)",
-        holds=claims.within(_by_profiler(run_tools, "events"), 0.9, 1.1),
-    )
-    wait, side_us = run_wait.value, run_wait.params["side_us"]
-    busy = wait["side_busy_after_event"]
-    table.add(
-        "torch.cuda.synchronize() blocks the host until all work on all streams of the device is done",
-        source=SOURCE,
-        run=run_wait,
-        measured=f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel "
-        f"(above 0.9 counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms",
-        holds=claims.compare(
-            _share_of(claims.measured(wait["torch.cuda.synchronize"]), side_us / 1e6),
-            0.9,
-            holds_if="above",
-        ),
-    )
-    table.add(
-        "An event marks a point in one stream: waiting for it leaves other streams running",
-        source=SOURCE,
-        run=run_wait,
-        measured=f"side stream still busy after event.synchronize() in {sum(busy)} of "
-        f"{len(busy)} runs (all counts)",
-        holds=all(busy),
-    )
-    for claim, run, first in (
-        (
-            "Record an event in stream A and wait for it in stream B: B's later work waits for A's",
-            run_streams,
-            "producer",
-        ),
-        (
-            "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)",
-            run_gpus,
-            "GPU 0",
-        ),
-    ):
-        w, nw = (events_sync.ordering_counts(run)[label] for label in ("wait_event", "no wait"))
-        table.add(
-            claim,
-            source=SOURCE,
-            run=run,
-            measured=f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in trace "
-            f"{w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, and none "
-            "without, count)",
-            holds=w["done_first"] == w["checks"]
-            and w["after"] == w["steps"]
-            and nw["done_first"] == 0,
-        )
-    gpu1_busy = run_gpus.value["gpu1_busy_after_sync0"]
-    table.add(
-        "torch.cuda.synchronize(device_id) synchronises that one device",
-        source=SOURCE,
-        run=run_gpus,
-        measured=f"synchronize(0) returned while GPU 1 was busy in {sum(gpu1_busy)} of {len(gpu1_busy)} "
-        "checks (all count)",
-        holds=all(gpu1_busy),
-    )
-    first = run_first.value
-    slowest = max(first, key=lambda name: _first_over_later(first[name]).value)
-    table.add(
-        "Warm up first: the first call of an operation can be far slower than later ones",
-        source=METHOD,
-        run=run_first,
-        measured=f"first call / median of the later ones, {_short(slowest)}, the largest of "
-        f"{len(first)} operations (10x counts as far slower)",
-        holds=claims.compare(_first_over_later(first[slowest]), 10, holds_if="above"),
-    )
-    many = events_sync.stream_ratios(run_many)
-    counts = events_sync.stream_counts(run_many)
-    few, most, kernels = counts[0], counts[-1], run_many.params["kernels"]
-    outran = sum(events_sync.outran_hold(run_many).values())
-    left_out = f"; {outran} samples launched for longer than the hold left out" if outran else ""
-    table.add(
-        "Tasks from different streams can be executed in parallel",
-        source=SOURCE,
-        run=run_many,
-        measured=f"device time of {kernels} tiny kernels on {most} streams / on {few} (below 1: they "
-        f"overlapped{left_out})",
-        holds=claims.compare(many["device"], 1, holds_if="below"),
-    )
-    table.add(
-        "Too many streams can lead to contention or scheduling issues, affecting efficiency (GPU)",
-        source=SOURCE,
-        run=run_many,
-        measured=f"device time of the batch on {most} streams / on {counts[-2]} (above 1: the last doubling "
-        f"cost time; {most} is PyTorch's pool{left_out})",
-        holds=claims.compare(many["last doubling"], 1, holds_if="above"),
-    )
-    table.add(
-        "Too many streams can lead to contention or scheduling issues, affecting efficiency (host)",
-        source=SOURCE,
-        run=run_many,
-        measured=f"host launch time per kernel on {most} streams / on {few} (above 1: more streams cost the "
-        "host)",
-        holds=claims.compare(many["launch"], 1, holds_if="above"),
-    )
-    raised = events_sync.raised_at(run_errors)
-    for blocking, claim, holds in (
-        (
-            False,
-            "Errors reported asynchronously might not be correct: they surface at a later call",
-            lambda at: at in ("next launch", "synchronize"),
-        ),
-        (
-            True,
-            "Enabling synchronisation helps in pinpointing issues (CUDA_LAUNCH_BLOCKING=1)",
-            lambda at: at == "bad launch",
-        ),
-    ):
-        cases = [
-            case for case, out in run_errors.value.items() if out["launch_blocking"] == blocking
-        ]
-        table.add(
-            claim,
-            source=SOURCE,
-            run=run_errors,
-            measured=f"{'with CUDA_LAUNCH_BLOCKING=1' if blocking else 'without CUDA_LAUNCH_BLOCKING'}: "
-            + "; ".join(f"{run_errors.value[c]['scenario']} raised at {raised[c]}" for c in cases),
-            holds=all(holds(raised[c]) for c in cases),
-        )
+    events_claims.add_timing(table, run_timers, run_tools)
+    events_claims.add_waits(table, run_wait)
+    events_claims.add_ordering(table, run_streams, run_gpus)
+    events_claims.add_warm_up(table, run_first)
+    events_claims.add_many_streams(table, run_many)
+    events_claims.add_errors(table, run_errors)
     return table

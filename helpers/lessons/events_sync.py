@@ -2,22 +2,29 @@
 device, one stream waiting for another's event, one GPU waiting for another's, what many streams
 cost, and errors surfacing at a later call.
 
-Its timing experiments and the claims table are in ``events``. Every function takes the
-notebook's runs (``records.Run``, live or replayed) and measures nothing. Tested on every
-recorded machine in tests/test_lesson_04.py.
+Its timing experiments and the claims table are in ``events``; the numbers behind the tables and
+sentences in ``events_analysis``. Every function takes the notebook's runs (``records.Run``, live
+or replayed) and measures nothing. Tested on every recorded machine in tests/test_lesson_04.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import matplotlib.pyplot as plt
 
-from .. import analysis, claims, plotting, tables, trace
+from .. import analysis, claims, plotting, tables
 from ..records import Run
+from .events_analysis import (
+    CASES,
+    _by,
+    _longest_launch_us,
+    ordering_counts,
+    outran_hold,  # noqa: F401  re-exported for the tests
+    raised_at,
+    stream_counts,
+    stream_ratios,
+)
 
 NOTEBOOK = "04_event_timing"
-CASES = ("no wait", "wait_event")
 
 
 # ---------------------------------------------------------------- 2. which wait
@@ -94,44 +101,6 @@ def see_wait(run: Run) -> claims.WhatWeSee:
 
 
 # ---------------------------------------------------------------- 7 and 8. one waits for another
-
-
-def _producer_then_consumer(profile: trace.Profile, slack_us: float = 5.0) -> tuple[int, int]:
-    """Steps where the consumer kernel started after the producer kernel ended, out of all steps.
-
-    The producer is the longer kernel of each step; steps are told apart by start order.
-    ``slack_us`` allows for timestamps of two GPUs not being exactly on one clock.
-    """
-    kernels = sorted(profile.select(kind="kernel"), key=lambda iv: iv.start_us)
-    pairs = [kernels[i : i + 2] for i in range(0, len(kernels) - 1, 2)]
-    ordered = 0
-    for pair in pairs:
-        producer = max(pair, key=lambda iv: iv.duration_us)
-        consumer = min(pair, key=lambda iv: iv.duration_us)
-        ordered += consumer.start_us >= producer.end_us - slack_us
-    return ordered, len(pairs)
-
-
-def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
-    """For each case (``'no wait'``, ``'wait_event'``) of a producer/consumer run (two streams or
-    two GPUs): ``done_first``, how many of the ``checks`` found the producer done when the
-    consumer was, and ``after``, in how many of the traced ``steps`` the consumer's kernel started
-    after the producer's ended (within 5 us).
-
-    Used by events.claims_table.
-    """
-    counts = {}
-    for label in CASES:
-        part = run.value[label]
-        after, steps = _producer_then_consumer(part["trace"])
-        done_first = part["producer_done_first"]
-        counts[label] = {
-            "after": after,
-            "steps": steps,
-            "done_first": sum(done_first),
-            "checks": len(done_first),
-        }
-    return counts
 
 
 def _ordering_words(counts: dict[str, int], first: str, second: str) -> str:
@@ -241,69 +210,6 @@ def see_gpus(run: Run) -> claims.WhatWeSee:
 
 
 # ---------------------------------------------------------------- 9. many streams
-
-
-def stream_counts(run: Run) -> list[int]:
-    """The numbers of streams the batch of tiny kernels was spread over, smallest first.
-
-    Used by events.claims_table.
-    """
-    return sorted(int(c) for c in run.value["by count"])
-
-
-def _by(run: Run) -> dict[int, dict]:
-    """Per count of streams, the recorded results with ``device`` keeping only the samples whose
-    batch the host queued within the hold (a batch launched for longer than the hold has launch
-    time in its device time), ``all device`` every sample, and ``outran``, how many were left out."""
-    kernels, hold_us = run.params["kernels"], run.params["hold_us"]
-    found = {}
-    for c in stream_counts(run):
-        recorded = run.value["by count"][str(c)]
-        device, launch = recorded["device"], recorded["launch"]
-        kept = [
-            d
-            for d, up in zip(device.samples_s, launch.samples_s, strict=True)
-            if up * kernels * 1e6 < hold_us
-        ]
-        found[c] = {
-            **recorded,
-            "all device": device,
-            "outran": len(device.samples_s) - len(kept),
-            "device": dataclasses.replace(device, samples_s=kept) if kept else device,
-        }
-    return found
-
-
-def outran_hold(run: Run) -> dict[int, int]:
-    """Per count of streams, how many samples' batches the host took longer to launch than the
-    hold lasted: ``_by`` leaves their device times out.
-
-    Used by events.claims_table.
-    """
-    return {c: b["outran"] for c, b in _by(run).items()}
-
-
-def stream_ratios(run: Run) -> dict[str, claims.Value]:
-    """Ratios of medians, each with its spread: ``'device'``, the batch's device time on the most
-    streams over one stream's (below 1: the streams ran side by side); ``'last doubling'``, the
-    most streams over half as many; ``'launch'``, the host's launch time per kernel on the most
-    streams over one stream's.
-
-    Used by events.claims_table.
-    """
-    counts, by = stream_counts(run), _by(run)
-    few, most = counts[0], counts[-1]
-    return {
-        "device": claims.ratio(by[most]["device"], by[few]["device"]),
-        "last doubling": claims.ratio(by[most]["device"], by[counts[-2]]["device"]),
-        "launch": claims.ratio(by[most]["launch"], by[few]["launch"]),
-    }
-
-
-def _longest_launch_us(run: Run) -> dict[int, float]:
-    """The slowest sample's whole launch loop, per count of streams, in us."""
-    kernels = run.params["kernels"]
-    return {c: max(b["launch"].samples_s) * kernels * 1e6 for c, b in _by(run).items()}
 
 
 def show_many(run: Run) -> tables.Table:
@@ -451,32 +357,6 @@ def see_many(run: Run) -> claims.WhatWeSee:
 
 
 # ---------------------------------------------------------------- 10. errors
-
-STATEMENTS = (
-    ("bad launch", "launched bad kernel"),
-    ("next launch", "next launch returned"),
-    ("synchronize", "synchronize returned"),
-)
-
-
-def _statement_that_raised(markers: list[str]) -> str:
-    """The first statement of the child's script whose "returned" marker is missing: the one
-    that raised (checked against the child's own "<statement> raised:" line); "none" if every
-    statement returned."""
-    for statement, returned in STATEMENTS:
-        if returned not in markers:
-            said = any(line.startswith(f"{statement} raised:") for line in markers)
-            return statement if said else f"{statement} (no error printed: the child stopped)"
-    return "none"
-
-
-def raised_at(run: Run) -> dict[str, str]:
-    """``{case: statement}``: for each child process, the statement of its script that raised
-    (``'bad launch'``, ``'next launch'``, ``'synchronize'``; ``'none'`` if none did).
-
-    Used by events.claims_table.
-    """
-    return {case: _statement_that_raised(out["markers"]) for case, out in run.value.items()}
 
 
 def show_errors(run: Run) -> None:

@@ -2,53 +2,44 @@
 runtime calls of 1000 small copies, the tutorial's six timings, the hazards and their fixes,
 tensordict and the DataLoader.
 
-Every function takes the notebook's runs (``records.Run``, live or replayed) and measures nothing;
-the claims table is in ``non_blocking_claims``. Tested on every recorded machine in
-tests/test_lesson_02.py.
+Every function takes the notebook's runs (``records.Run``, live or replayed) and measures nothing.
+The numbers behind the tables and sentences are in ``non_blocking_analysis`` (re-exported here),
+the figures are drawn by ``non_blocking_plots``, and the claims table is in ``non_blocking_claims``.
+Tested on every recorded machine in tests/test_lesson_02.py.
 """
 
 from __future__ import annotations
 
-import inspect
-
-import matplotlib.pyplot as plt
-
-from .. import analysis, claims, plotting, tables, timing, trace
+from .. import analysis, claims, tables, timing
 from ..records import Run
+from . import non_blocking_plots
+from .non_blocking_analysis import (
+    D2H_BLOCKING,
+    D2H_NB,
+    FIXES,
+    HELD,
+    PAGEABLE_NB,
+    PIN_THEN_NB,
+    PINNED_NB,
+    SAFE,
+    _gigabytes,
+    _gpu_work_ms,
+    _share,
+    _shown,
+    all_pinned_or_none,
+    calls_in_profile,
+    dataloader_speedup,
+    loop_speedup,
+    own_device_syncs,
+    profiled_loops,
+    six_speedups,
+    tensordict_ratios,
+    waited,  # noqa: F401  re-exported for non_blocking_claims and the tests
+)
 
 NOTEBOOK = "02_non_blocking"
 
 # ---------------------------------------------------------------- 1. when .to() returns
-
-PINNED_NB = "H2D from pinned, non_blocking"
-PAGEABLE_NB = "H2D from pageable, non_blocking"
-PIN_THEN_NB = "H2D pin_memory() then non_blocking"
-D2H_BLOCKING, D2H_NB = "D2H, blocking", "D2H, non_blocking"
-
-
-def _share(copy: dict) -> float:
-    """The median time until ``.to()`` returned over the median time until the copy finished."""
-    return copy["returned"].median_s / copy["finished"].median_s
-
-
-def waited(run: Run) -> dict[str, claims.Value]:
-    """``{copy: share}``: the median time until ``.to()`` returned over the median time until the
-    copy finished (0 to 1, unit "of the copy", the share the table and sentences print), with the
-    spread of that share across the samples: both times of a sample come from the same copy, so
-    the spread is that of the per-sample shares (``analysis.paired``), not the two sides' spreads
-    added as if they were independent.
-
-    Used by non_blocking_claims.claims_table.
-    """
-    shares = {}
-    for label, r in run.value.items():
-        per_sample = analysis.paired(
-            r["returned"].samples_s, r["finished"].samples_s, unit="of the copy"
-        )
-        shares[label] = claims.Value(
-            _share(r), per_sample.spread, per_sample.unit, per_sample.samples
-        )
-    return shares
 
 
 def show_returns(run: Run) -> tables.Table:
@@ -79,24 +70,7 @@ def show_returns(run: Run) -> tables.Table:
             _share(r),
             r["result_pinned"] if label.startswith("D2H") else None,
         )
-    _, ax = plt.subplots(figsize=(11, 4.5))
-    plotting.grouped_bars(
-        {
-            label.replace("from ", "").replace(" then ", "\nthen ").replace(", ", "\n"): {
-                ".to() returned": r["returned"].median_ms,
-                "copy finished": r["finished"].median_ms,
-            }
-            for label, r in ret.items()
-        },
-        ax=ax,
-        ylabel="ms after a synchronised start (median, log)",
-        title=plotting.machine_title(
-            f"when .to() returns vs when the copy is done, {size}", run.machine, run.live
-        ),
-    )
-    plotting.log_axis(ax, "y")
-    ax.tick_params(axis="x", labelsize=8)
-    plt.tight_layout()
+    non_blocking_plots.draw_returns(run)
     return table
 
 
@@ -153,49 +127,6 @@ def see_returns(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 2. 1000 small copies
 
 
-def profiled_loops() -> int:
-    """How many loops each profile of section 2 holds: ``trace.profile``'s ``active`` steps.
-
-    Used by non_blocking_claims.claims_table.
-    """
-    return inspect.signature(trace.profile).parameters["active"].default
-
-
-def calls_in_profile(run: Run) -> dict[str, dict[str, int]]:
-    """``{loop: {runtime call: count}}``: the calls in each loop's whole profile (the recording
-    keeps calls per loop, the profile's count over ``profiled_loops()``).
-
-    Used by non_blocking_claims.claims_table.
-    """
-    steps = profiled_loops()
-    return {
-        label: {name: round(n * steps) for name, n in r["calls per loop"].items()}
-        for label, r in run.value.items()
-    }
-
-
-def own_device_syncs(run: Run) -> tuple[int, float]:
-    """The profiler's own ``cudaDeviceSynchronize`` calls in a profile (those of the blocking
-    loop's, which calls none itself), and the non-blocking loop's own calls per loop without them.
-
-    Used by non_blocking_claims.claims_table.
-    """
-    in_profile = calls_in_profile(run)
-    profilers_own = in_profile["blocking"]["cudaDeviceSynchronize"]
-    return profilers_own, (
-        in_profile["non_blocking"]["cudaDeviceSynchronize"] - profilers_own
-    ) / profiled_loops()
-
-
-def loop_speedup(run: Run) -> claims.Value:
-    """The blocking loop's median time over the non-blocking loop's ("x"; above 1: the
-    non-blocking loop is faster), spreads added.
-
-    Used by non_blocking_claims.claims_table.
-    """
-    return claims.ratio(run.value["blocking"]["time"], run.value["non_blocking"]["time"])
-
-
 def _verdict_words(
     comparison: claims.Comparison, holds: str, does_not: str, borderline: str
 ) -> str:
@@ -248,13 +179,7 @@ def show_loops(run: Run) -> tables.Table:
             calls["cudaDeviceSynchronize"],
             r["host in synchronize calls (us per loop)"] / 1e3,
         )
-    plotting.bars_with_ratios(
-        {f"{label} loop": r["time"].median_ms for label, r in small.items()},
-        title=plotting.machine_title(
-            f"{count} copies of {run.params['numel'] * 4} bytes", run.machine, run.live
-        ),
-        ylabel="time per loop (ms, median)",
-    )
+    non_blocking_plots.draw_loops(run)
     return table
 
 
@@ -297,22 +222,6 @@ def see_loops(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 3. the six timings
 
 
-def six_speedups(run: Run) -> dict[str, claims.Value]:
-    """``{source: blocking time / non_blocking=True time}`` ("x"; above 1: ``non_blocking``
-    faster), medians, spreads added.
-
-    Used by non_blocking_claims.claims_table.
-    """
-    return {
-        way: claims.ratio(modes["blocking"], modes["non_blocking=True"])
-        for way, modes in run.value.items()
-    }
-
-
-def _gigabytes(run: Run) -> float:
-    return run.params["count"] * run.params["numel"] * 4 / 1e9
-
-
 def show_six(run: Run) -> tables.Table:
     """The six timings: a table (ms and decimal GB/s, blocking and ``non_blocking=True``, and the
     speed-up from ``non_blocking``) and grouped bars of the times in ms. Returns the table.
@@ -336,15 +245,7 @@ def show_six(run: Run) -> tables.Table:
     for way, modes in six.items():
         b, nb = modes["blocking"], modes["non_blocking=True"]
         table.add(way, b.median_ms, b.gbps, nb.median_ms, nb.gbps, b.median_s / nb.median_s)
-    plotting.grouped_bars(
-        {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()},
-        title=plotting.machine_title(
-            f"{run.params['count']} tensors, {_gigabytes(run):.2f} GB to the GPU",
-            run.machine,
-            run.live,
-        ),
-        ylabel="time for all copies (ms, median)",
-    )
+    non_blocking_plots.draw_six(run)
     return table
 
 
@@ -394,28 +295,6 @@ def see_six(run: Run) -> claims.WhatWeSee:
 
 # ---------------------------------------------------------------- 4. hazards
 
-HELD = [
-    "D2H non_blocking, read at once (stream held)",
-    "H2D pinned, source zeroed at once (stream held)",
-]
-FIXES = [
-    "D2H non_blocking, synchronize before reading",
-    "D2H non_blocking, event before reading",
-    "H2D pinned, event before zeroing the source",
-]
-SAFE = [
-    "H2D pageable, source zeroed at once (stream held)",
-    "H2D pinned, result used on the GPU",
-    "D2H non_blocking into pageable memory",
-    "D2H blocking",
-]
-
-
-def _shown(label: str) -> str:
-    """A hazard case's label as printed: the recording says "tutorial's form", but the code is
-    the tutorial's setting, not literally its code."""
-    return label.replace("(tutorial's form)", "(tutorial's setting)")
-
 
 def _counts(haz: dict, labels: list[str]) -> str:
     return "; ".join(
@@ -437,25 +316,7 @@ def show_hazards(run: Run) -> tables.Table:
         caption=f"pageable H2D under a {run.value['hold_ms']:.0f} ms hold: .to(non_blocking=True) "
         f"returned after {min(returns) * 1e3:.3f} to {max(returns) * 1e3:.3f} ms",
     )
-    _, ax = plt.subplots(figsize=(9, 5))
-    labels = list(haz)
-    bars = ax.barh(
-        [_shown(k) for k in labels],
-        [haz[k]["wrong"] / haz[k]["trials"] for k in labels],
-        color=["tab:red" if haz[k]["wrong"] else "tab:green" for k in labels],
-    )
-    ax.bar_label(
-        bars,
-        labels=[f"{haz[k]['wrong']} of {haz[k]['trials']}" for k in labels],
-        padding=3,
-        fontsize=8,
-    )
-    ax.set_xlim(0, 1.15)
-    ax.set_xlabel("share of trials with a wrong result")
-    ax.invert_yaxis()
-    ax.tick_params(axis="y", labelsize=8)
-    ax.set_title(plotting.machine_title("non_blocking hazards and fixes", run.machine, run.live))
-    plt.tight_layout()
+    non_blocking_plots.draw_hazards(run)
     return table
 
 
@@ -513,21 +374,6 @@ def see_hazards(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 5. tensordict
 
 
-def tensordict_ratios(run: Run) -> dict[str, claims.Value]:
-    """Ratios of times ("x"; below 1: the first is faster), spreads added: ``"pin vs default"``
-    (``non_blocking_pin=True, num_threads=0`` over ``td.to('cuda:0')``) and ``"threads vs main"``
-    (``num_threads=N`` over ``num_threads=0``).
-
-    Used by non_blocking_claims.claims_table.
-    """
-    times = run.value["timings"]
-    _, default, pin_main, pin_threads = list(times)
-    return {
-        "pin vs default": claims.ratio(times[pin_main], times[default]),
-        "threads vs main": claims.ratio(times[pin_threads], times[pin_main]),
-    }
-
-
 def show_tensordict(run: Run) -> tables.Table:
     """The four ``TensorDict.to`` calls: a table (median ms, IQR over median, samples, decimal
     GB/s; the tensordict version as caption) and bars of the times, each with its ratio to the
@@ -548,22 +394,7 @@ def show_tensordict(run: Run) -> tables.Table:
         caption=f"tensordict {run.value['tensordict']}; {timing.format_bytes(run.params['count'] * run.params['numel'] * 4)} "
         "per call, synchronised host clock",
     )
-    _, ax = plt.subplots(figsize=(9, 4.5))
-    plotting.bars_with_ratios(
-        {
-            (label.replace("td.to('cuda:0'", "").strip(", )") or "default").replace(
-                ", ", "\n"
-            ): t.median_ms
-            for label, t in times.items()
-        },
-        ax=ax,
-        ylabel="time (ms, median)",
-        title=plotting.machine_title(
-            f"TensorDict.to('cuda:0'), {run.params['count']} tensors", run.machine, run.live
-        ),
-    )
-    ax.tick_params(axis="x", labelrotation=0)
-    plt.tight_layout()
+    non_blocking_plots.draw_tensordict(run)
     return table
 
 
@@ -612,38 +443,6 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 6. DataLoader
 
 
-def dataloader_speedup(run: Run) -> claims.Value:
-    """The epoch's median time without ``pin_memory`` over with it ("x"; above 1: faster
-    pinned), spreads added.
-
-    Used by non_blocking_claims.claims_table.
-    """
-    return claims.ratio(
-        run.value["pin_memory=False"]["epoch"], run.value["pin_memory=True"]["epoch"]
-    )
-
-
-def _gpu_work_ms(run: Run) -> float:
-    """The GPU's stand-in work in one epoch, in ms: the spin per batch times the batches."""
-    return run.params["step_ms"] * run.value["pin_memory=True"]["batches"]
-
-
-def all_pinned_or_none(run: Run) -> tuple[bool, str]:
-    """Whether every batch came out pinned with ``pin_memory=True`` and none without, and the
-    counts in words.
-
-    Used by non_blocking_claims.claims_table.
-    """
-    dl = run.value
-    holds = (
-        dl["pin_memory=True"]["pinned batches"] == dl["pin_memory=True"]["batches"]
-        and dl["pin_memory=False"]["pinned batches"] == 0
-    )
-    return holds, ", ".join(
-        f"{label}: {r['pinned batches']} of {r['batches']} pinned" for label, r in dl.items()
-    )
-
-
 def show_dataloader(run: Run) -> tables.Table:
     """The two epochs: a table (batches pinned, epoch time in ms with its IQR over median and
     samples) and bars of the epoch times, with their ratio. Returns the table.
@@ -673,11 +472,7 @@ def show_dataloader(run: Run) -> tables.Table:
         ],
         caption=f"medians; the GPU's stand-in work alone is {_gpu_work_ms(run):.0f} ms per epoch",
     )
-    plotting.bars_with_ratios(
-        {label: r["epoch"].median_ms for label, r in dl.items()},
-        title=plotting.machine_title("one DataLoader epoch", run.machine, run.live),
-        ylabel="time per epoch (ms, median)",
-    )
+    non_blocking_plots.draw_dataloader(run)
     return table
 
 

@@ -4,22 +4,40 @@ what pinned allocations cost and what PyTorch's cache keeps; the expected values
 exercises; and the notebook's claims table.
 
 The sweep of the tutorial's statements across sizes, and the verdicts on its claim "up to twice
-as slow" per size range, are in ``pinned_sizes``. Every function takes the notebook's runs
-(``records.Run``, live or replayed) and measures nothing. Tested on every recorded machine in
-tests/test_lesson_01.py.
+as slow" per size range, are in ``pinned_sizes``; the numbers behind the tables and sentences in
+``pinned_analysis``; the rows of the claims table in ``pinned_claims``. Every function takes the
+notebook's runs (``records.Run``, live or replayed) and measures nothing. Tested on every recorded
+machine in tests/test_lesson_01.py.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from .. import analysis, claims, hardware, plotting, tables, timing, trace
+from .. import analysis, claims, plotting, tables, timing
 from ..records import Run
-from . import pinned_sizes
+from . import pinned_claims
+from .pinned_analysis import (
+    COPIES,
+    FLAT,
+    STAGED,
+    MiB,
+    _bytes,
+    _ceiling_gbps,
+    _gbps,
+    _host_call_share,
+    _link,
+    _live_counter_broken,
+    _median_spread,
+    _new_blocks_for_smaller,
+    _of_link,
+    _part_of,
+    _stage_bytes,
+    _staging,
+)
 from .pinned_sizes import (
     FEW,
     TUT_PAGEABLE,
@@ -32,19 +50,6 @@ from .pinned_sizes import (
 )
 
 NOTEBOOK = "01_pinned_memory"
-MiB = 2**20
-FORUM = "NVIDIA forum thread on pageable copies"
-TUTORIAL = "PyTorch tutorial on non_blocking and pin_memory()"
-STAGED = 0.8  # the host inside cudaMemcpyAsync for at least this share of the copy: "(nearly) all staged"
-GOES_ON = 0.1  # ... for less than this share: the host "goes on"
-RARE = 0.25  # "in rare cases": at no more than this share of the sizes measured
-COPIES = {
-    "h2d_pinned": "H2D from pinned",
-    "h2d_pageable": "H2D from pageable",
-    "d2h_pinned": "D2H to pinned",
-    "d2h_pageable": "D2H to pageable",
-}
-FLAT = {"h2d_pinned": 0.05, "d2h_pinned": 0.05, "h2d_pageable": 0.15, "d2h_pageable": 0.15}
 CLAIM_IS = {
     claims.HOLDS: "holds",
     claims.DOES_NOT_HOLD: "does not hold here",
@@ -52,46 +57,7 @@ CLAIM_IS = {
 }
 
 
-# ---------------------------------------------------------------- small helpers
-
-
-def _samples(samples: int | None) -> str:
-    """'; N samples' when a number rests on fewer than ``FEW`` samples, else nothing."""
-    return f"; {analysis.few(samples)}" if analysis.few(samples) else ""
-
-
-def _bytes(value: int | None) -> str:
-    return "?" if value is None else timing.format_bytes(value)
-
-
-def _part_of(part: float, whole: float, whole_words: str) -> str:
-    """``part`` against ``whole`` in words: '0.7% of the GPU's copy' or '1.02 times the GPU's copy'."""
-    share = part / whole
-    return f"{share:.1%} of {whole_words}" if share < 1 else f"{share:.2f} times {whole_words}"
-
-
 # ---------------------------------------------------------------- 1. where the host waits
-
-
-def _staging(run: Run) -> dict[str, dict[str, Any]]:
-    """Per kind of memory: the GPU's copy time, the host's time inside cudaMemcpyAsync and in the
-    synchronize call (us), and the copies' names."""
-    found = {}
-    for label, case in run.value.items():
-        prof = case["profile"]
-        copies = prof.select(kind="memcpy", copy_kind="HtoD")
-        found[label] = {
-            "copy_us": trace.covered_us(copies),
-            "memcpy_call_us": trace.host_blocked_us(prof.intervals, "cudaMemcpyAsync"),
-            "sync_us": trace.host_blocked_us(prof.intervals, "Synchronize"),
-            "names": " and ".join(sorted({c.name for c in copies})),
-        }
-    return found
-
-
-def _host_call_share(run: Run) -> dict[str, float]:
-    """Per kind of host memory: the host's time inside cudaMemcpyAsync over the GPU's copy time."""
-    return {label: s["memcpy_call_us"] / s["copy_us"] for label, s in _staging(run).items()}
 
 
 def show_staging(run: Run) -> tables.Table:
@@ -187,38 +153,6 @@ def see_staging(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 2. bandwidth by size
 
 
-def _gbps(run: Run) -> dict[str, list[float]]:
-    return {key: [row[key].gbps for row in run.value["rows"]] for key in COPIES}
-
-
-def _link(run: Run) -> tuple[int | None, int | None, float | None]:
-    """GPU 0's PCIe generation and width at most, and the link's raw one-way rate in GB/s."""
-    gpu0 = (run.header["machine"].get("gpus") or [{}])[0]
-    gen, width = gpu0.get("pcie_gen_max"), gpu0.get("pcie_width_max")
-    return gen, width, hardware.pcie_theoretical_gbps(gen, width)
-
-
-def _of_link(low: float, high: float, link: float) -> str:
-    """' (85%-87% of the raw link rate)', or where a rate passes the raw rate, that it does (a
-    share of a bound above 100% is no result)."""
-    if high > link:
-        return (
-            " (above the reported link's raw rate: the copies did not take that link as reported)"
-        )
-    shares = (
-        f"{low / link:.0%}"
-        if f"{low / link:.0%}" == f"{high / link:.0%}"
-        else f"{low / link:.0%}-{high / link:.0%}"
-    )
-    return f" ({shares} of the raw link rate)"
-
-
-def _ceiling_gbps(run: Run) -> float:
-    """The measured ceiling: the best median rate of a pinned copy, either direction (GB/s)."""
-    gbps = _gbps(run)
-    return max(gbps["h2d_pinned"] + gbps["d2h_pinned"])
-
-
 def show_bandwidth(run: Run) -> None:
     """The four copies' bandwidth by size: a table (decimal GB/s, and the pinned over pageable H2D
     ratio), the measured ceiling against the PCIe link's raw rate, each copy's range from 64 MiB
@@ -275,17 +209,6 @@ def show_bandwidth(run: Run) -> None:
         )
         ax.legend(fontsize=8)
     plt.show()
-
-
-def _median_spread(run: Run, kind: str) -> float:
-    """The median relative spread (half the IQR over the median) of the pinned or pageable timings."""
-    shares = sorted(
-        claims.measured(row[key]).spread / row[key].median_s
-        for row in run.value["rows"]
-        for key in COPIES
-        if key.endswith(kind)
-    )
-    return shares[len(shares) // 2]
 
 
 def see_bandwidth(run: Run) -> claims.WhatWeSee:
@@ -420,35 +343,6 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 5. pinned allocations and the cache
 
 
-def _stage_bytes(run: Run) -> dict[str, tuple[int | None, int | None]]:
-    """{stage: (bytes the cache holds, bytes in live tensors)}; live is None where the counter
-    reported more than the cache holds (it cannot be)."""
-    found = {}
-    for label, stats in run.value["stages"]:
-        held, live = hardware.pinned_host_bytes(stats)
-        found[label] = (
-            held,
-            None if held is not None and live is not None and live > held else live,
-        )
-    return found
-
-
-def _live_counter_broken(run: Run) -> bool:
-    """Whether ``host_memory_stats()`` reported, at some stage, more bytes in live tensors than
-    its cache held (which cannot be: that counter is then not shown)."""
-    return any(
-        held is not None and live is not None and live > held
-        for held, live in (hardware.pinned_host_bytes(stats) for _, stats in run.value["stages"])
-    )
-
-
-def _new_blocks_for_smaller(run: Run) -> int:
-    stages = dict(run.value["stages"])
-    return stages["holding a smaller tensor"].get("num_host_alloc", 0) - stages[
-        "tensor deleted"
-    ].get("num_host_alloc", 0)
-
-
 def show_allocator(run: Run) -> None:
     """Pinned allocations: a table per size (first pinned allocation, reuse from the cache and a
     pageable ``torch.zeros`` in ms, their ratios, the pinning rate in GB/s), then what
@@ -579,113 +473,9 @@ def claims_table(
     Taught in 01_pinned_memory.
     """
     table = claims.ClaimsTable(NOTEBOOK)
-    share = _host_call_share(run_trace)
-    table.add(
-        "A copy from pageable memory does not return to the host until (nearly) all of it has been staged",
-        source=FORUM,
-        measured="time the host spent inside cudaMemcpyAsync over the pageable copy's GPU time "
-        f"(non_blocking=True; one profiled copy, so no spread); 'nearly all': at least {STAGED}",
-        holds=claims.compare(share["pageable"], STAGED, holds_if="above"),
-        run=run_trace,
-    )
-    table.add(
-        "From pinned memory the copy is queued and the host goes on (pinned memory is the reliable way to async copies)",
-        source=FORUM,
-        measured="time the host spent inside cudaMemcpyAsync, as a share of the pinned copy's GPU time "
-        f"(one profiled copy, so no spread); 'goes on': below {GOES_ON}",
-        holds=claims.compare(share["pinned"], GOES_ON, holds_if="below"),
-        run=run_trace,
-    )
-    _bandwidth_claim(table, run_bw)
-    twice = pinned_sizes.TWICE
-    table.add(
-        f"{twice} [at 1e6 float32, with the tutorial's statements and its Timer]",
-        source=f"{TUTORIAL} (what you will learn)",
-        measured=f"t({TUT_PIN_TO}) / t({TUT_PAGEABLE}) under torch.utils.benchmark.Timer (the tutorial's r2"
-        f"{_samples(_tutorial_ratio(run_tut).value.samples)}); holds between 1 and 2",
-        holds=_tutorial_ratio(run_tut),
-        run=run_tut,
-    )
-    for label, (comparison, explanation) in pinned_sizes.twice_as_slow_verdicts(run_pin).items():
-        table.add(
-            f"{twice} [{label}, host clock]",
-            source=f"{TUTORIAL} (what you will learn)",
-            measured=f"the worst t(pin_memory().to(non_blocking=True)) / t(pageable .to()) in the range: "
-            f"{explanation}; holds between 1 and 2",
-            holds=comparison,
-            run=run_pin,
-        )
-    sizes = run_pin.value["sizes"]
-    for case, values in pinned_sizes.nonblocking_ratios(run_pin).items():
-        best = min(range(len(values)), key=lambda i: values[i].value)
-        faster = [claims.compare(v, 1, holds_if="below") for v in values]
-        wins = sum(c.verdict == claims.HOLDS for c in faster)
-        # "can be faster": at one size at least; "in rare cases": at no more than RARE of the sizes
-        rare = claims.compare(
-            claims.Value(wins / len(values), unit=f"of {len(values)} sizes"), RARE, holds_if="below"
-        )
-        name, decisive = analysis.weakest({"faster somewhere": faster[best], "rare": rare})
-        table.add(
-            "pin_memory() (a new pinned storage) followed by the copy can, in rare cases, be faster than "
-            f"the driver's chunked copy from pageable memory [{case}]",
-            source=TUTORIAL,
-            measured=f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest "
-            f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: below 1); "
-            f"faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most "
-            f"{RARE:.0%} of them); shown: {name}",
-            holds=decisive,
-            run=run_pin,
-        )
-    last = run_pin.value["rows"][-1]
-    table.add(
-        "Pinning pays off for large tensors",
-        source=f"{TUTORIAL} (advice)",
-        measured=f"t(pin_memory().to()) / t(pageable .to()) at the largest size, {timing.format_bytes(sizes[-1])}, "
-        "warm cache; pays: below 1",
-        holds=claims.compare(
-            claims.ratio(last["pin_then_to"], last["pageable_to"]), 1, holds_if="below"
-        ),
-        run=run_pin,
-    )
-    largest = run_alloc.value["rows"][-1]
-    table.add(
-        "Pinned memory is more limited than pageable memory: a limited resource",
-        source=f"{TUTORIAL} (background and advice)",
-        measured=f"not exhausted on purpose (that would starve the machine); its cost was measured instead: the first "
-        f"pinned allocation of {timing.format_bytes(largest['nbytes'])} took "
-        f"{largest['first'].median_s / largest['pageable'].median_s:.1f} times as long as a pageable one, "
-        f"and the cache kept {_bytes(_stage_bytes(run_alloc)['tensor deleted'][0])} pinned after the tensor "
-        "was deleted",
-        holds=None,
-        run=run_alloc,
-    )
+    pinned_claims.add_staging(table, run_trace)
+    pinned_claims.add_bandwidth(table, run_bw)
+    pinned_claims.add_twice_as_slow(table, run_tut, run_pin)
+    pinned_claims.add_rare_and_large(table, run_pin)
+    pinned_claims.add_limited(table, run_alloc)
     return table
-
-
-def _bandwidth_claim(table: claims.ClaimsTable, run: Run) -> None:
-    """The tutorial's "much faster than pageable memory": the least pinned / pageable H2D rate
-    ratio from 1 MiB up."""
-    sizes, rows = run.value["sizes"], run.value["rows"]
-    big = [i for i, n in enumerate(sizes) if n >= MiB]
-    gains = [
-        claims.ratio(
-            claims.measured(rows[i]["h2d_pinned"], as_rate=True),
-            claims.measured(rows[i]["h2d_pageable"], as_rate=True),
-        )
-        for i in big
-    ]
-    least = min(range(len(gains)), key=lambda j: gains[j].value) if big else 0
-    table.add(
-        "Page-locked memory lets the device read it directly, much faster than pageable memory, "
-        "which must first be copied to a page-locked buffer",
-        source=f"{TUTORIAL} (background)",
-        measured=(
-            f"the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at "
-            f"{timing.format_bytes(sizes[big[least]])}; the largest is "
-            f"{max(g.value for g in gains):.2f}x); faster: above 1"
-            if big
-            else "no size of 1 MiB or more"
-        ),
-        holds=claims.compare(gains[least], 1, holds_if="above") if big else None,
-        run=run,
-    )

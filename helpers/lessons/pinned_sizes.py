@@ -380,7 +380,7 @@ def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
     """{"warm cache": [...], "empty cache": [...]}: t(``pin_memory().to(non_blocking=True)``) over
     t(pageable ``.to()``) at every size of the sweep, ratios of median times with their spreads.
 
-    Used by pinned.claims_table.
+    Used by pinned_claims.add_rare_and_large.
     """
     return {
         case: [claims.ratio(row[key], row["pageable_to"]) for row in run.value["rows"]]
@@ -392,7 +392,7 @@ def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]
     """{"<size range>, <warm|empty> cache": (comparison, words)}: the verdict on "up to twice as
     slow" in each size range the sweep measured, from its worst ratio of times.
 
-    Used by pinned.claims_table.
+    Used by pinned_claims.add_twice_as_slow.
     """
     sizes, verdicts = run.value["sizes"], {}
     for case, values in nonblocking_ratios(run).items():
