@@ -367,8 +367,8 @@ def test_a_name_that_only_looks_the_same_is_not_a_use():
     assert (
         problems_of("store", "load", _fake("Used by records.figure_rows.", "records.store")) == []
     )
-    assert refers_to("running", "Run", "hardware", "gpu_name")
-    assert not refers_to("running", "Run", "hardware", "no_such_function")
+    assert refers_to("running", "Run", "machine", "gpu_name")  # hardware/machine.py defines it
+    assert not refers_to("running", "Run", "machine", "no_such_function")
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # conftest.py has chosen the Agg backend
 import pytest
 
 from helpers import claims, hardware, records, timing, trace
+from helpers.hardware import topology
 from helpers.lessons import peer, peer_claims, peer_streams
 
 NOTEBOOK = "05_device_to_device"
@@ -1044,7 +1045,7 @@ def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
             2: [],
         }
     )
-    monkeypatch.setattr(hardware, "_nvml", lambda: direct)
+    monkeypatch.setattr(topology, "_nvml", lambda: direct)
     assert hardware.gpu_topology() == {
         "source": "NVML",
         "links": [["X", "NV2", "PCIe"], ["NV2", "X", "PCIe"], ["PCIe", "PCIe", "X"]],
@@ -1057,7 +1058,7 @@ def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
             2: [("switch", "up")] * 3 + [("switch", "down")],
         }
     )
-    monkeypatch.setattr(hardware, "_nvml", lambda: switched)
+    monkeypatch.setattr(topology, "_nvml", lambda: switched)
     assert hardware.gpu_topology()["links"] == [
         ["X", "NV4", "NV3"],
         ["NV4", "X", "NV3"],
@@ -1069,15 +1070,15 @@ def test_gpu_topology_falls_back_to_nvidia_smi_then_to_nothing(monkeypatch):
     topo = (
         "\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-47\nGPU1\tNV18\t X \t0-47\n"
     )
-    monkeypatch.setattr(hardware, "_nvml", lambda: None)
+    monkeypatch.setattr(topology, "_nvml", lambda: None)
     monkeypatch.setattr(
-        hardware, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
+        topology, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
     )
     assert hardware.gpu_topology() == {
         "source": "nvidia-smi topo -m",
         "links": [["X", "NV18"], ["NV18", "X"]],
     }
-    monkeypatch.setattr(hardware, "_nvidia_smi", lambda *args: None)
+    monkeypatch.setattr(topology, "_nvidia_smi", lambda *args: None)
     assert hardware.gpu_topology() == {"source": None, "links": []}
 
 
