@@ -14,7 +14,7 @@ import pytest
 
 from helpers import claims, hardware, records, timing, trace
 from helpers.hardware import topology
-from helpers.lessons import peer, peer_claims, peer_streams
+from helpers.lessons import peer, peer_claims, peer_links, peer_streams
 
 NOTEBOOK = "05_device_to_device"
 LINKS = records.recorded_runs(NOTEBOOK, "peer_access_and_links")
@@ -146,14 +146,14 @@ def test_links_without_nvlink_or_peer_access_say_so(capsys):
 
 def test_nvlink_rate_from_nvidia_smi_else_the_datasheet():
     status = "GPU 0: NVIDIA H200\n\t Link 0: 26.562 GB/s\n\t Link 1: 26.562 GB/s\n"
-    rate, how = peer._nvlink_gbps("NV18", status, "9.0")
+    rate, how = peer_links._nvlink_gbps("NV18", status, "9.0")
     assert rate == pytest.approx(18 * 26.562) and "nvidia-smi" in how
-    assert peer._nvlink_gbps("NV4", None, "8.0") == (
+    assert peer_links._nvlink_gbps("NV4", None, "8.0") == (
         pytest.approx(100.0),
         "4 links x 25.00 GB/s (NVIDIA datasheet)",
     )
-    assert peer._nvlink_gbps("SYS", status, "9.0") == (None, "SYS is not NVLink")
-    assert peer._nvlink_gbps("NV2", None, "1.0")[0] is None
+    assert peer_links._nvlink_gbps("SYS", status, "9.0") == (None, "SYS is not NVLink")
+    assert peer_links._nvlink_gbps("NV2", None, "1.0")[0] is None
 
 
 # ---------------------------------------------------------------- 2. the current device
