@@ -14,7 +14,7 @@ import pytest
 
 from helpers import claims, hardware, records, timing, trace
 from helpers.hardware import topology
-from helpers.lessons import peer, peer_claims, peer_links, peer_streams
+from helpers.lessons import peer, peer_claims, peer_combinations, peer_links, peer_streams
 
 NOTEBOOK = "05_device_to_device"
 LINKS = records.recorded_runs(NOTEBOOK, "peer_access_and_links")
@@ -845,14 +845,14 @@ def test_a_partial_overlap_and_a_host_that_waits_are_said(capsys):
 
 
 def test_overlap_words_and_what_orders_the_copy():
-    assert peer_streams._overlap_word([0.8, 0.99]) == "overlap"
-    assert peer_streams._overlap_word([0.0, 0.2]) == "no overlap"
-    assert peer_streams._overlap_word([0.5, 0.9]) == "partial overlap"
-    assert peer_streams._ordered_by(True, True) == "nothing"
-    assert "legacy default stream" in peer_streams._ordered_by(False, True)
-    assert peer_streams._ordered_by(True, False) == peer_streams._ordered_by(False, False)
+    assert peer_combinations._overlap_word([0.8, 0.99]) == "overlap"
+    assert peer_combinations._overlap_word([0.0, 0.2]) == "no overlap"
+    assert peer_combinations._overlap_word([0.5, 0.9]) == "partial overlap"
+    assert peer_combinations._ordered_by(True, True) == "nothing"
+    assert "legacy default stream" in peer_combinations._ordered_by(False, True)
+    assert peer_combinations._ordered_by(True, False) == peer_combinations._ordered_by(False, False)
     assert (
-        peer_streams._stream_names(
+        peer_combinations._stream_names(
             {(0, 7): "cuda:0 default stream", (1, 7): "cuda:1 side stream s1"}
         )
         == {}
