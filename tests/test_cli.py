@@ -1,4 +1,4 @@
-"""Tests of ``datamove`` (helpers/cli/) and the machine facts it reads (helpers/hardware.py).
+"""Tests of ``datamove`` (helpers/cli/) and the machine facts it reads (helpers/hardware/).
 
 On the CPU: help texts, sizes, errors (one line, exit 2), doctor, JSON/CSV shapes with injected
 measurements, the copies composed call for call as notebooks 01 and 05 compose them, check
@@ -34,6 +34,7 @@ from helpers.cli import (
     record_check,
     topo,
 )
+from helpers.hardware import health
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB, GiB = 2**20, 2**30
@@ -874,7 +875,7 @@ def test_collectives_across_two_torchrun_nodes_meeting_at_one_rendezvous(tmp_pat
     )  # #wrong 0
 
 
-# ---------------------------------------------------------------- machine facts (helpers/hardware.py)
+# ---------------------------------------------------------------- machine facts (helpers/hardware/)
 
 
 def test_cpulists_and_numa_nodes_from_sysfs(tmp_path):
@@ -942,7 +943,7 @@ class _FakeNvml:
 
 
 def test_nvml_is_read_where_installed(monkeypatch):
-    monkeypatch.setattr(hardware, "_nvml", lambda: _FakeNvml())
+    monkeypatch.setattr(health, "_nvml", lambda: _FakeNvml())
     links = hardware.pcie_links()
     assert links[1] == {
         "index": 1,
@@ -965,12 +966,10 @@ def test_nvidia_smi_is_parsed_without_nvml(monkeypatch):
         "--query-compute-apps=gpu_bus_id,pid": "00000000:18:00.0, 1234\n",
         None: "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |",
     }
-    monkeypatch.setattr(hardware, "_nvml", lambda: None)
+    monkeypatch.setattr(health, "_nvml", lambda: None)
+    monkeypatch.setattr(health, "_nvidia_smi", lambda *args: answers.get(args[0] if args else None))
     monkeypatch.setattr(
-        hardware, "_nvidia_smi", lambda *args: answers.get(args[0] if args else None)
-    )
-    monkeypatch.setattr(
-        hardware,
+        health,
         "_smi_gpu_rows",
         lambda: [
             {

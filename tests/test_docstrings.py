@@ -90,17 +90,20 @@ def module_files() -> dict[str, Path]:
 
 @cache
 def reexported() -> dict[tuple[str, str], str]:
-    """``{(module, name): package}`` for each name a helpers subpackage's ``__all__`` re-exports
-    from one of its modules: ``distributed.launch`` is ``supervisor.launch``, so a notebook that
-    calls ``distributed.launch`` uses it."""
+    """``{(module, name): re-exporter}`` for each name a helpers subpackage's ``__all__`` re-exports
+    from one of its modules (``distributed.launch`` is ``supervisor.launch``, so a notebook that
+    calls ``distributed.launch`` uses it), and each name a module's ``__all__`` re-exports from a
+    module beside it (``streams.show_tutorial`` is ``streams_copies.show_tutorial``)."""
     found = {}
     for info in pkgutil.walk_packages(helpers.__path__, "helpers."):
-        if info.ispkg:
-            package = importlib.import_module(info.name)
-            for name in getattr(package, "__all__", ()):
-                owner = getattr(getattr(package, name), "__module__", "")
-                if owner.startswith(info.name + "."):
-                    found[(owner.rsplit(".", 1)[-1], name)] = info.name.rsplit(".", 1)[-1]
+        if info.name.rsplit(".", 1)[-1].startswith("_"):
+            continue  # helpers.cli.__main__ runs the command line when imported
+        module = importlib.import_module(info.name)
+        within = info.name if info.ispkg else info.name.rsplit(".", 1)[0]
+        for name in getattr(module, "__all__", ()):
+            owner = getattr(getattr(module, name), "__module__", "")
+            if owner.startswith(within + ".") and owner != info.name:
+                found[(owner.rsplit(".", 1)[-1], name)] = info.name.rsplit(".", 1)[-1]
     return found
 
 
@@ -359,6 +362,21 @@ def test_the_checker_checks_who_uses_what_no_notebook_calls():
     )
 
 
+def test_a_name_a_lesson_module_re_exports_counts_where_the_notebook_calls_it():
+    """notebook 03 calls streams.show_tutorial, which streams re-exports (its __all__) from
+    streams_copies; a name the module imports without listing it in __all__ does not count."""
+    from helpers.lessons import streams_copies
+
+    assert ("streams", "show_tutorial") in _spellings("streams_copies", "show_tutorial")
+    assert used_in_notebook(
+        "03_streams_and_overlap", "streams_copies", "show_tutorial", streams_copies.show_tutorial
+    )
+    assert _spellings("streams_copies", "_stats") == {("streams_copies", "_stats")}
+    assert not used_in_notebook(
+        "04_event_timing", "streams_copies", "show_tutorial", streams_copies.show_tutorial
+    )
+
+
 def test_a_name_that_only_looks_the_same_is_not_a_use():
     """trace.load_chrome_trace calls json.load, not records.load (issue 27 found the old checker,
     which compared bare names, fooled by it)."""
@@ -367,8 +385,8 @@ def test_a_name_that_only_looks_the_same_is_not_a_use():
     assert (
         problems_of("store", "load", _fake("Used by records.figure_rows.", "records.store")) == []
     )
-    assert refers_to("running", "Run", "hardware", "gpu_name")
-    assert not refers_to("running", "Run", "hardware", "no_such_function")
+    assert refers_to("running", "Run", "machine", "gpu_name")  # hardware/machine.py defines it
+    assert not refers_to("running", "Run", "machine", "no_such_function")
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from helpers import hardware
+from helpers.hardware import machine, memory
 
 
 def test_describe_this_machine_is_plain_json():
@@ -33,10 +34,10 @@ def test_describe_reads_a_two_gpu_machine(monkeypatch):
         }
         for i in range(2)
     ]
-    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
-    monkeypatch.setattr(hardware, "_smi_gpu_rows", lambda: rows)
-    monkeypatch.setattr(hardware, "_gpu_links", lambda: "GPU0\tX\tNV18")
-    monkeypatch.setattr(hardware, "_nccl_version", lambda: "2.27.3")
+    monkeypatch.setattr(machine, "gpu_count", lambda: 2)  # describe and peer_access read it
+    monkeypatch.setattr(machine, "_smi_gpu_rows", lambda: rows)
+    monkeypatch.setattr(machine, "_gpu_links", lambda: "GPU0\tX\tNV18")
+    monkeypatch.setattr(machine, "_nccl_version", lambda: "2.27.3")
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
     monkeypatch.setattr(torch.cuda, "can_device_access_peer", lambda i, j: (i, j) == (0, 1))
     info = hardware.describe()
@@ -115,7 +116,7 @@ def test_gpu_name_is_the_first_gpus_or_none():
 
 
 def test_free_memory_collects_garbage_and_reports_nothing_held_without_a_gpu(monkeypatch):
-    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    monkeypatch.setattr(memory, "gpu_count", lambda: 0)
 
     class Cycle:
         pass
@@ -135,7 +136,7 @@ def test_free_memory_collects_garbage_and_reports_nothing_held_without_a_gpu(mon
 def _two_fake_gpus(monkeypatch, calls, allocated):
     """Two GPUs whose synchronize, caches and garbage collection note themselves in ``calls``;
     ``allocated`` (a list, changed by the test) is what each GPU's allocator holds."""
-    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    monkeypatch.setattr(memory, "gpu_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda i: calls.append(f"sync {i}"))
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty device cache"))
     monkeypatch.setattr(

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import claims, records, timing, trace
-from helpers.lessons import streams, streams_claims
+from helpers.lessons import streams, streams_claims, streams_copies
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "03_streams_and_overlap"
@@ -733,7 +733,7 @@ def _two_step_profile():
 
 
 def test_copy_and_kernel_per_step_overlap_and_host_hold():
-    stats = streams._copy_and_kernel(_two_step_profile())
+    stats = streams_copies._copy_and_kernel(_two_step_profile())
     assert stats["overlap"].value == pytest.approx(0.75)  # steps 1.0 and 0.5, spin kernel left out
     assert stats["overlap"].spread == pytest.approx(0.125) and stats["overlap"].samples == 2
     assert stats["held"].value == pytest.approx((2 / 20 + 20 / 20) / 2)
@@ -757,7 +757,7 @@ def test_the_hidden_share_is_a_share_of_the_copy_time_not_of_the_shorter():
     profile = trace.Profile(intervals=[_copy(0, 20), _copy(30, 50), _kernel(35, 45)], steps=1)
     run = _prefetch_run(1.0, 1.0, [8.0] * 5, 5.0, traced_copy_ms=1.0)
     run.value["prefetched trace"] = profile
-    assert streams._prefetch(run)["hidden"]["prefetched"] == pytest.approx(0.25)
+    assert streams_copies._prefetch(run)["hidden"]["prefetched"] == pytest.approx(0.25)
 
 
 def test_range_ms_counts_the_host_ranges_per_step():
@@ -769,4 +769,4 @@ def test_range_ms_counts_the_host_ranges_per_step():
         ],
         steps=2,
     )
-    assert streams._range_ms(profile, "S1 copy") == pytest.approx(2.0)
+    assert streams_copies._range_ms(profile, "S1 copy") == pytest.approx(2.0)

@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt  # conftest.py has chosen the Agg backend
 import pytest
 
 from helpers import claims, hardware, records, timing, trace
-from helpers.lessons import peer, peer_claims, peer_streams
+from helpers.hardware import topology
+from helpers.lessons import peer, peer_claims, peer_combinations, peer_links, peer_streams
 
 NOTEBOOK = "05_device_to_device"
 LINKS = records.recorded_runs(NOTEBOOK, "peer_access_and_links")
@@ -145,14 +146,14 @@ def test_links_without_nvlink_or_peer_access_say_so(capsys):
 
 def test_nvlink_rate_from_nvidia_smi_else_the_datasheet():
     status = "GPU 0: NVIDIA H200\n\t Link 0: 26.562 GB/s\n\t Link 1: 26.562 GB/s\n"
-    rate, how = peer._nvlink_gbps("NV18", status, "9.0")
+    rate, how = peer_links._nvlink_gbps("NV18", status, "9.0")
     assert rate == pytest.approx(18 * 26.562) and "nvidia-smi" in how
-    assert peer._nvlink_gbps("NV4", None, "8.0") == (
+    assert peer_links._nvlink_gbps("NV4", None, "8.0") == (
         pytest.approx(100.0),
         "4 links x 25.00 GB/s (NVIDIA datasheet)",
     )
-    assert peer._nvlink_gbps("SYS", status, "9.0") == (None, "SYS is not NVLink")
-    assert peer._nvlink_gbps("NV2", None, "1.0")[0] is None
+    assert peer_links._nvlink_gbps("SYS", status, "9.0") == (None, "SYS is not NVLink")
+    assert peer_links._nvlink_gbps("NV2", None, "1.0")[0] is None
 
 
 # ---------------------------------------------------------------- 2. the current device
@@ -844,14 +845,14 @@ def test_a_partial_overlap_and_a_host_that_waits_are_said(capsys):
 
 
 def test_overlap_words_and_what_orders_the_copy():
-    assert peer_streams._overlap_word([0.8, 0.99]) == "overlap"
-    assert peer_streams._overlap_word([0.0, 0.2]) == "no overlap"
-    assert peer_streams._overlap_word([0.5, 0.9]) == "partial overlap"
-    assert peer_streams._ordered_by(True, True) == "nothing"
-    assert "legacy default stream" in peer_streams._ordered_by(False, True)
-    assert peer_streams._ordered_by(True, False) == peer_streams._ordered_by(False, False)
+    assert peer_combinations._overlap_word([0.8, 0.99]) == "overlap"
+    assert peer_combinations._overlap_word([0.0, 0.2]) == "no overlap"
+    assert peer_combinations._overlap_word([0.5, 0.9]) == "partial overlap"
+    assert peer_combinations._ordered_by(True, True) == "nothing"
+    assert "legacy default stream" in peer_combinations._ordered_by(False, True)
+    assert peer_combinations._ordered_by(True, False) == peer_combinations._ordered_by(False, False)
     assert (
-        peer_streams._stream_names(
+        peer_combinations._stream_names(
             {(0, 7): "cuda:0 default stream", (1, 7): "cuda:1 side stream s1"}
         )
         == {}
@@ -1044,7 +1045,7 @@ def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
             2: [],
         }
     )
-    monkeypatch.setattr(hardware, "_nvml", lambda: direct)
+    monkeypatch.setattr(topology, "_nvml", lambda: direct)
     assert hardware.gpu_topology() == {
         "source": "NVML",
         "links": [["X", "NV2", "PCIe"], ["NV2", "X", "PCIe"], ["PCIe", "PCIe", "X"]],
@@ -1057,7 +1058,7 @@ def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
             2: [("switch", "up")] * 3 + [("switch", "down")],
         }
     )
-    monkeypatch.setattr(hardware, "_nvml", lambda: switched)
+    monkeypatch.setattr(topology, "_nvml", lambda: switched)
     assert hardware.gpu_topology()["links"] == [
         ["X", "NV4", "NV3"],
         ["NV4", "X", "NV3"],
@@ -1069,15 +1070,15 @@ def test_gpu_topology_falls_back_to_nvidia_smi_then_to_nothing(monkeypatch):
     topo = (
         "\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-47\nGPU1\tNV18\t X \t0-47\n"
     )
-    monkeypatch.setattr(hardware, "_nvml", lambda: None)
+    monkeypatch.setattr(topology, "_nvml", lambda: None)
     monkeypatch.setattr(
-        hardware, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
+        topology, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
     )
     assert hardware.gpu_topology() == {
         "source": "nvidia-smi topo -m",
         "links": [["X", "NV18"], ["NV18", "X"]],
     }
-    monkeypatch.setattr(hardware, "_nvidia_smi", lambda *args: None)
+    monkeypatch.setattr(topology, "_nvidia_smi", lambda *args: None)
     assert hardware.gpu_topology() == {"source": None, "links": []}
 
 

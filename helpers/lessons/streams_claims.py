@@ -12,18 +12,8 @@ from typing import Any
 
 from .. import analysis, claims, tables
 from ..records import Run
-from .streams import (
-    DOES_NOT,
-    NOTEBOOK,
-    OVERLAPS,
-    _engines,
-    _gains,
-    _order,
-    _parallel,
-    _pinned_both,
-    _prefetch,
-    _stats,
-)
+from .streams import _engines, _gains, _order, _parallel
+from .streams_copies import DOES_NOT, NOTEBOOK, OVERLAPS, _pinned_both, _prefetch, _stats
 
 ARTICLE = 'article "PyTorch CUDA Streams Introduction"'
 TUTORIAL = "PyTorch tutorial on non_blocking and pin_memory()"

@@ -1,0 +1,80 @@
+"""What is here: GPUs, their memory and PCIe link, peer access between GPUs, CPU, RAM, versions.
+
+``describe()`` returns a plain dict (it is the environment header of every recording);
+``report()`` turns such a dict into a table for people.
+
+One module per job, each public name re-exported here (``hardware.describe`` as before):
+``machine`` (what the machine is: ``describe``, ``report``, ``machine_name``, ``ceiling_gbps``,
+``copy_engine_count``), ``memory`` (what PyTorch's allocators hold, ``free_memory``),
+``topology`` (links between GPUs, NUMA nodes and CPUs), ``health`` (the facts ``datamove
+doctor`` checks) and, beneath them all, ``smi`` (asking nvidia-smi and NVML).
+
+Taught in 00_start_here.
+"""
+
+from __future__ import annotations
+
+# The shared argument checks live in helpers/checks.py; distributed and cli still call them as
+# hardware.check_count / hardware.check_size (issue 26 moves those modules to checks).
+from ..checks import check_count, check_size
+from .health import (
+    driver_cuda_version,
+    driver_present,
+    free_disk_bytes,
+    gpu_activity,
+    pcie_links,
+    pinned_memory_limit_bytes,
+)
+from .machine import (
+    MEMORY_GBPS,
+    UNKNOWN_GPU_CEILING_GBPS,
+    ceiling_gbps,
+    copy_engine_count,
+    describe,
+    gpu_count,
+    gpu_name,
+    machine_name,
+    pcie_theoretical_gbps,
+    peer_access,
+    report,
+)
+from .memory import free_memory, memory_in_use, pinned_host_bytes
+from .topology import (
+    cpu_affinity,
+    gpu_links,
+    gpu_numa_node,
+    gpu_topology,
+    numa_node_cpus,
+    parse_cpulist,
+)
+
+__all__ = [
+    "MEMORY_GBPS",
+    "UNKNOWN_GPU_CEILING_GBPS",
+    "ceiling_gbps",
+    "check_count",
+    "check_size",
+    "copy_engine_count",
+    "cpu_affinity",
+    "describe",
+    "driver_cuda_version",
+    "driver_present",
+    "free_disk_bytes",
+    "free_memory",
+    "gpu_activity",
+    "gpu_count",
+    "gpu_links",
+    "gpu_name",
+    "gpu_numa_node",
+    "gpu_topology",
+    "machine_name",
+    "memory_in_use",
+    "numa_node_cpus",
+    "parse_cpulist",
+    "pcie_links",
+    "pcie_theoretical_gbps",
+    "peer_access",
+    "pinned_host_bytes",
+    "pinned_memory_limit_bytes",
+    "report",
+]

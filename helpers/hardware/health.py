@@ -1,0 +1,139 @@
+"""The machine's health, as ``datamove doctor`` checks it before measuring: whether a driver
+answers and which CUDA it supports, each GPU's PCIe link now, what else runs on each GPU, the
+locked-memory limit and free disk. NVML (nvidia-ml-py) where it is installed, else nvidia-smi.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from typing import Any
+
+from .smi import _as_int, _nvidia_smi, _nvml, _nvml_handles, _smi_gpu_rows, _text
+
+
+def driver_present() -> bool:
+    """Whether an NVIDIA driver answers here (NVML or ``nvidia-smi``), whatever PyTorch sees.
+
+    Used by the command line (datamove).
+    """
+    return _nvml() is not None or _nvidia_smi("-L") is not None
+
+
+def driver_cuda_version() -> str | None:
+    """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver.
+
+    Used by the command line (datamove).
+    """
+    nvml = _nvml()
+    try:
+        version = nvml.nvmlSystemGetCudaDriverVersion()  # e.g. 12040
+        return f"{version // 1000}.{version % 1000 // 10}"
+    except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
+        pass
+    match = re.search(r"CUDA Version:\s*(\d+\.\d+)", _nvidia_smi() or "")
+    return match.group(1) if match else None
+
+
+def pcie_links() -> list[dict[str, Any]]:
+    """Each GPU's PCIe link now and at most: ``[{"index", "bus_id", "gen_current", "gen_max",
+    "width_current", "width_max"}]`` (generations 1-6, widths in lanes; None where unknown);
+    empty without an NVIDIA driver. GPUs lower the generation when idle to save power, so read
+    it while the GPU works.
+
+    Used by the command line (datamove).
+    """
+    nvml = _nvml()
+    try:
+        return [
+            {
+                "index": i,
+                "bus_id": _text(nvml.nvmlDeviceGetPciInfo(h).busId),
+                "gen_current": nvml.nvmlDeviceGetCurrPcieLinkGeneration(h),
+                "gen_max": nvml.nvmlDeviceGetMaxPcieLinkGeneration(h),
+                "width_current": nvml.nvmlDeviceGetCurrPcieLinkWidth(h),
+                "width_max": nvml.nvmlDeviceGetMaxPcieLinkWidth(h),
+            }
+            for i, h in _nvml_handles(nvml)
+        ]
+    except Exception:  # noqa: BLE001 - NVML missing or refusing a query: ask nvidia-smi
+        pass
+    return [
+        {
+            "index": int(row["index"]),
+            "bus_id": row["pci.bus_id"],
+            "gen_current": _as_int(row["pcie.link.gen.current"]),
+            "gen_max": _as_int(row["pcie.link.gen.max"]),
+            "width_current": _as_int(row["pcie.link.width.current"]),
+            "width_max": _as_int(row["pcie.link.width.max"]),
+        }
+        for row in _smi_gpu_rows()
+    ]
+
+
+def gpu_activity() -> list[dict[str, Any]]:
+    """What else runs on each GPU: ``[{"index", "utilization_pct", "pids"}]``, the GPU's busy
+    percentage over the last sample period and the process ids of the compute processes on it
+    (this process included); empty without an NVIDIA driver.
+
+    Used by the command line (datamove).
+    """
+    nvml = _nvml()
+    try:
+        return [
+            {
+                "index": i,
+                "utilization_pct": nvml.nvmlDeviceGetUtilizationRates(h).gpu,
+                "pids": sorted(p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(h)),
+            }
+            for i, h in _nvml_handles(nvml)
+        ]
+    except Exception:  # noqa: BLE001 - NVML missing or refusing a query: ask nvidia-smi
+        pass
+    text = (
+        _nvidia_smi("--query-gpu=index,utilization.gpu,pci.bus_id", "--format=csv,noheader,nounits")
+        or ""
+    )
+    apps = _nvidia_smi("--query-compute-apps=gpu_bus_id,pid", "--format=csv,noheader,nounits") or ""
+    pids: dict[str, list[int]] = {}
+    for line in apps.strip().splitlines():
+        bus, _, pid = (v.strip() for v in line.partition(","))
+        if pid.isdigit():
+            pids.setdefault(bus, []).append(int(pid))
+    found = []
+    for line in text.strip().splitlines():
+        values = [v.strip() for v in line.split(",")]
+        if len(values) == 3 and values[0].isdigit():
+            found.append(
+                {
+                    "index": int(values[0]),
+                    "utilization_pct": _as_int(values[1]),
+                    "pids": sorted(pids.get(values[2], [])),
+                }
+            )
+    return found
+
+
+def pinned_memory_limit_bytes() -> int | None:
+    """The locked-memory limit of this process (``ulimit -l``) in bytes; None when unlimited.
+
+    Used by the command line (datamove).
+    """
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def free_disk_bytes(path: str | os.PathLike[str]) -> int:
+    """Free bytes on the file system holding ``path`` (or its nearest existing parent).
+
+    Used by the command line (datamove).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"free_disk_bytes needs a folder path, got {type(path).__name__}")
+    where = os.path.abspath(path)
+    while not os.path.exists(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    return shutil.disk_usage(where).free

@@ -1,0 +1,300 @@
+"""What the machine is: its GPUs (memory, PCIe link, copy engines), peer access, CPU, RAM and
+versions, as the plain dict every recording's header keeps (``describe``), a short name
+(``machine_name``), the fastest rate it can move data (``ceiling_gbps``) and a table for people
+(``report``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from typing import Any
+
+import torch
+
+from ..checks import check_count, is_whole
+from .smi import _TERMINAL_ESCAPES, _as_int, _nvidia_smi, _smi_gpu_rows
+
+
+def gpu_count() -> int:
+    """Number of CUDA GPUs PyTorch can use here (0 on a machine without CUDA).
+
+    Used by the lessons (helpers/lessons/).
+    """
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _ram_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _nccl_version() -> str | None:
+    try:
+        version = torch.cuda.nccl.version()
+    except Exception:  # noqa: BLE001 - CPU builds have no NCCL at all
+        return None
+    if isinstance(version, tuple):
+        return ".".join(str(v) for v in version)
+    return str(version)
+
+
+def _gpu_links() -> str | None:
+    """``nvidia-smi topo -m`` as text (NV18 = 18 NVLinks, PIX/PHB/SYS = through PCIe)."""
+    text = _nvidia_smi("topo", "-m")
+    return text.strip() if text else None
+
+
+def describe() -> dict[str, Any]:
+    """The machine as a plain, JSON-ready dict: the environment header of every recording.
+
+    Keys: ``machine`` (a short name such as ``1xNVIDIA-H100-80GB-HBM3`` or ``cpu-only``),
+    ``gpus`` (one dict per GPU: name, memory_bytes, capability, sm_count, pcie link),
+    ``peer_access`` (matrix of bools), ``gpu_links`` (``nvidia-smi topo -m``), ``cpu``,
+    ``cpu_cores``, ``ram_bytes``, ``python``, ``torch``, ``cuda``, ``nccl``, ``driver``.
+
+    Taught in 00_start_here.
+    """
+    n = gpu_count()
+    smi = {row["index"]: row for row in _smi_gpu_rows()}
+    gpus = []
+    for i in range(n):
+        props = torch.cuda.get_device_properties(i)
+        row = smi.get(str(i), {})
+        gpus.append(
+            {
+                "index": i,
+                "name": props.name,
+                "memory_bytes": int(props.total_memory),
+                "capability": f"{props.major}.{props.minor}",
+                "sm_count": int(props.multi_processor_count),
+                "pci_bus_id": row.get("pci.bus_id"),
+                "pcie_gen_current": _as_int(row.get("pcie.link.gen.current")),
+                "pcie_gen_max": _as_int(row.get("pcie.link.gen.max")),
+                "pcie_width_current": _as_int(row.get("pcie.link.width.current")),
+                "pcie_width_max": _as_int(row.get("pcie.link.width.max")),
+            }
+        )
+    peer = peer_access()
+    driver = next(iter(smi.values()), {}).get("driver_version")
+    info = {
+        "gpus": gpus,
+        "peer_access": peer,
+        "gpu_links": _gpu_links() if n > 1 else None,
+        "cpu": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "ram_bytes": _ram_bytes(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": _nccl_version() if n else None,
+        "driver": driver,
+    }
+    info["machine"] = machine_name(info)
+    return info
+
+
+def peer_access() -> list[list[bool]]:
+    """``[i][j]``: can GPU i read and write GPU j's memory directly (True on the diagonal).
+
+    Used by the command line (datamove).
+    """
+    n = gpu_count()
+    return [[i == j or torch.cuda.can_device_access_peer(i, j) for j in range(n)] for i in range(n)]
+
+
+def machine_name(info: dict[str, Any]) -> str:
+    """A short folder-safe name for a machine, from ``describe()``: ``2xNVIDIA-H200``, ``cpu-only``.
+
+    Used by hardware.describe (its ``machine`` key).
+    """
+    _check_info(info, "machine_name")
+    gpus = info.get("gpus") or []
+    if not gpus:
+        return "cpu-only"
+    names = sorted({g["name"] for g in gpus})
+    label = "+".join(re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-") for name in names)
+    return f"{len(gpus)}x{label}"
+
+
+def gpu_name(info: dict[str, Any]) -> str | None:
+    """The name of a machine's first GPU, from ``describe()`` or a recording's header; None
+    without GPUs.
+
+    Used by records.index_row and records.Run."""
+    _check_info(info, "gpu_name")
+    gpus = info.get("gpus") or []
+    return gpus[0]["name"] if gpus else None
+
+
+def _check_info(info: Any, what: str) -> None:
+    if not isinstance(info, dict):
+        raise TypeError(
+            f"{what} reads a machine's description, the dict hardware.describe() returns (or a "
+            f"recording's header['machine']), got {type(info).__name__}"
+        )
+
+
+def _gib(nbytes: int | None) -> str:
+    return "?" if nbytes is None else f"{nbytes / 2**30:.1f} GiB"
+
+
+def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
+    """The PCIe link's raw one-way rate in decimal GB/s (gen 3: 8 GT/s/lane with 128b/130b ...).
+
+    Real copies reach about 80-90% of it: packet headers and flow control take the rest.
+
+    Taught in 05_device_to_device.
+    """
+    per_lane_gts = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+    if gen is None or width is None:
+        return None  # not reported by nvidia-smi
+    if gen not in per_lane_gts:
+        raise ValueError(f"gen is a PCIe generation 1-6 (or None when unknown), got {gen!r}")
+    if not is_whole(width) or width not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(
+            f"width is a PCIe link width of 1, 2, 4, 8, 16 or 32 lanes (or None), got {width!r}"
+        )
+    encoding = 0.8 if gen <= 2 else 128 / 130
+    return per_lane_gts[gen] * encoding * width / 8
+
+
+# Memory bandwidth of each GPU model in decimal GB/s, from NVIDIA's datasheets; matched by the
+# longest key found in the GPU's name. Only recordings' plausibility checks use it.
+MEMORY_GBPS = {
+    "H100 80GB HBM3": 3350.0,
+    "H100 PCIe": 2000.0,
+    "H100 NVL": 3900.0,
+    "H200": 4800.0,
+    "A100-SXM4-80GB": 2039.0,
+    "A100-SXM4-40GB": 1555.0,
+    "A100 80GB PCIe": 1935.0,
+    "L40S": 864.0,
+    "B200": 8000.0,
+}
+
+
+# Above every GPU memory NVIDIA shipped by 2026: the bound for a GPU missing from MEMORY_GBPS.
+UNKNOWN_GPU_CEILING_GBPS = 10_000.0
+
+
+def ceiling_gbps(info: dict[str, Any]) -> float:
+    """The fastest rate anything on a machine (``describe()`` or a recording's header) can move
+    data, in decimal GB/s: its GPUs' memory bandwidth, which a same-GPU copy counting read plus
+    write approaches, and which no PCIe or NVLink copy exceeds. A GPU not in ``MEMORY_GBPS``
+    gets ``UNKNOWN_GPU_CEILING_GBPS``, and so does a machine without GPUs.
+
+    Used by records.validate_recording (recordings are checked against it when they are
+    unpacked) and the command line (datamove).
+    """
+    _check_info(info, "ceiling_gbps")
+    rates = []
+    for gpu in info.get("gpus") or []:
+        keys = [key for key in MEMORY_GBPS if key in gpu.get("name", "")]
+        rates.append(MEMORY_GBPS[max(keys, key=len)] if keys else UNKNOWN_GPU_CEILING_GBPS)
+    return max(rates, default=UNKNOWN_GPU_CEILING_GBPS)
+
+
+def report(info: dict[str, Any] | None = None) -> str:
+    """A plain-text table of a machine (this one by default, or a recording's header).
+
+    Taught in 00_start_here.
+    """
+    info = describe() if info is None else info
+    lines = [
+        f"machine        {info.get('machine')}",
+        f"cpu            {info.get('cpu')} ({info.get('cpu_cores')} cores), RAM {_gib(info.get('ram_bytes'))}",
+        f"python / torch {info.get('python')} / {info.get('torch')}",
+        f"cuda / nccl    {info.get('cuda') or '-'} / {info.get('nccl') or '-'}",
+        f"driver         {info.get('driver') or '-'}",
+    ]
+    gpus = info.get("gpus") or []
+    if not gpus:
+        lines.append("gpus           none (CUDA not available): GPU experiments replay recordings")
+    for g in gpus:
+        link = "PCIe link unknown"
+        if g.get("pcie_gen_max"):
+            peak = pcie_theoretical_gbps(g.get("pcie_gen_max"), g.get("pcie_width_max"))
+            link = (
+                f"PCIe gen {g.get('pcie_gen_current')}/{g.get('pcie_gen_max')} "
+                f"x{g.get('pcie_width_current')}/{g.get('pcie_width_max')} (now/max"
+                + (f"; max {peak:.1f} GB/s raw per direction)" if peak else ")")
+            )
+        lines.append(
+            f"gpu {g['index']}          {g['name']}, {_gib(g['memory_bytes'])}, sm_{g['capability'].replace('.', '')}, "
+            f"{g['sm_count']} SMs, {link}"
+        )
+    peer = info.get("peer_access") or []
+    if len(peer) > 1:
+        lines.append(
+            "peer access    "
+            + "  ".join(
+                f"{i}->{j}:{'yes' if peer[i][j] else 'no'}"
+                for i in range(len(peer))
+                for j in range(len(peer))
+                if i != j
+            )
+        )
+    if info.get("gpu_links"):
+        lines.append(
+            "gpu links (nvidia-smi topo -m; NV# = # NVLinks, PIX/PXB/PHB/NODE/SYS = through PCIe):"
+        )
+        lines.extend("    " + row for row in _topology_matrix(info["gpu_links"]))
+    return "\n".join(lines)
+
+
+def _topology_matrix(topo: str) -> list[str]:
+    """The matrix rows of ``nvidia-smi topo -m``, without its legend or terminal colour codes."""
+    rows = []
+    for line in topo.splitlines():
+        line = _TERMINAL_ESCAPES.sub("", line).expandtabs().rstrip()
+        if line.strip().startswith("Legend"):
+            break
+        if line.strip():
+            rows.append(line)
+    return rows
+
+
+def copy_engine_count(device: int = 0) -> int | None:
+    """The number of copy (DMA) engines the CUDA driver reports for GPU ``device``: an int, or
+    None where no CUDA driver answers (no ``libcuda``, or a call that fails).
+
+    This is ``CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT`` (40 in cuda.h), read through the driver
+    API with ctypes because ``torch.cuda.get_device_properties`` does not carry it. With one
+    engine, copies in one direction at a time run beside kernels; with two or more, a
+    host-to-device and a device-to-host copy can also run at the same time.
+
+    Taught in 03_streams_and_overlap.
+    """
+    import ctypes
+
+    device = check_count(device, "device", 0)
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    handle, value = ctypes.c_int(), ctypes.c_int()
+    if libcuda.cuInit(0) != 0 or libcuda.cuDeviceGet(ctypes.byref(handle), device) != 0:
+        return None
+    if libcuda.cuDeviceGetAttribute(ctypes.byref(value), 40, handle) != 0:
+        return None
+    return value.value

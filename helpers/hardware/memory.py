@@ -1,0 +1,85 @@
+"""Memory PyTorch holds: what its caching allocators keep on each GPU and in pinned host memory
+(``memory_in_use``, ``pinned_host_bytes``), and giving it back between experiments
+(``free_memory``).
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import torch
+
+from .machine import gpu_count
+
+
+def memory_in_use() -> dict[str, int]:
+    """Bytes held now: ``gpu<i>_allocated`` / ``gpu<i>_reserved`` by PyTorch's caching allocator
+    on each GPU, and ``pinned_host`` held by its caching host (pinned) allocator.
+
+    Used by hardware.free_memory and records.run_or_replay (before each live experiment).
+    """
+    used: dict[str, int] = {}
+    for i in range(gpu_count()):
+        used[f"gpu{i}_allocated"] = int(torch.cuda.memory_allocated(i))
+        used[f"gpu{i}_reserved"] = int(torch.cuda.memory_reserved(i))
+    if gpu_count():
+        stats = torch.cuda.host_memory_stats()
+        used["pinned_host"] = int(
+            stats.get("allocated_bytes.current", stats.get("reserved_bytes.current", 0))
+        )
+    return used
+
+
+def free_memory(baseline: dict[str, int] | None = None) -> dict[str, int]:
+    """Give cached GPU and pinned host memory back to the driver; return ``memory_in_use()`` after.
+
+    Called after every live experiment, so one experiment's memory never burdens the next. Memory
+    that only a reference cycle still holds is freed by a garbage collection (``gc.collect``),
+    which takes about 0.15 s in a kernel that has imported torch and matplotlib: it runs only
+    when, once the caches are emptied, more memory is in use than ``baseline`` (a
+    ``memory_in_use()`` taken before the experiment; always, without one).
+
+    Used by records.run_or_replay.
+    """
+    _empty_caches()
+    used = memory_in_use()
+    if baseline is None or any(
+        used[key] > baseline.get(key, 0) for key in used if not key.endswith("_reserved")
+    ):
+        gc.collect()
+        _empty_caches()
+        used = memory_in_use()
+    return used
+
+
+def _empty_caches() -> None:
+    """Wait for every GPU, then return the cached device and pinned host blocks to the driver."""
+    if gpu_count():
+        for i in range(gpu_count()):
+            torch.cuda.synchronize(i)
+        torch.cuda.empty_cache()
+        torch._C._host_emptyCache()
+
+
+def pinned_host_bytes(stats: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(bytes PyTorch's caching host allocator holds, bytes of them in live tensors), read from
+    ``torch.cuda.host_memory_stats()``; None for a figure this PyTorch does not report.
+
+    The key names changed between PyTorch versions: older ones report held memory as
+    'reserved_bytes' and live memory as 'allocated_bytes'; newer ones report held memory as
+    'allocated_bytes' (live + cached) and live memory as 'active_bytes'.
+
+    Used by the lessons (helpers/lessons/).
+    """
+    if not isinstance(stats, dict):
+        raise TypeError(
+            f"pinned_host_bytes takes the dict of torch.cuda.host_memory_stats(), got {type(stats).__name__}"
+        )
+    if "reserved_bytes.current" in stats:
+        return stats["reserved_bytes.current"], stats.get(
+            "active_bytes.current", stats.get("allocated_bytes.current")
+        )
+    if "active_bytes.current" in stats:
+        return stats.get("allocated_bytes.current"), stats["active_bytes.current"]
+    return None, None

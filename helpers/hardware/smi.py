@@ -1,0 +1,75 @@
+"""Asking the NVIDIA driver: ``nvidia-smi``'s text and NVML's module (nvidia-ml-py), each None
+where it cannot answer. The bottom floor of ``helpers.hardware``: the other modules read the
+machine through these.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from typing import Any
+
+
+def _nvidia_smi(*args: str) -> str | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _smi_gpu_rows() -> list[dict[str, str]]:
+    fields = [
+        "index",
+        "driver_version",
+        "pcie.link.gen.current",
+        "pcie.link.gen.max",
+        "pcie.link.width.current",
+        "pcie.link.width.max",
+        "pci.bus_id",
+    ]
+    text = _nvidia_smi(f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits")
+    if not text:
+        return []
+    rows = []
+    for line in text.strip().splitlines():
+        values = [v.strip() for v in line.split(",")]
+        if len(values) == len(fields):
+            rows.append(dict(zip(fields, values, strict=True)))
+    return rows
+
+
+def _as_int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+_TERMINAL_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _nvml() -> Any:
+    """The ``pynvml`` module, initialised; None where nvidia-ml-py is missing or NVML cannot start."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - not installed, no driver, or no permission: use nvidia-smi
+        return None
+    return pynvml
+
+
+def _nvml_handles(nvml: Any | None) -> list[tuple[int, Any]]:
+    """``(index, handle)`` of every GPU NVML sees; raises where NVML is missing (None)."""
+    if nvml is None:
+        raise LookupError("no NVML here")
+    return [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(nvml.nvmlDeviceGetCount())]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
