@@ -195,3 +195,31 @@ def test_the_wheel_lists_every_package_of_helpers():
         for init in (ROOT / "helpers").rglob("__init__.py")
     }
     assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+def test_every_module_of_helpers_is_in_a_mutation_shard():
+    """`make mutate SHARD=N` covers the package only if MUTATE_SHARDS names every module: a module
+    split off a lesson and left out would never be mutation-tested."""
+    import ast
+    import fnmatch
+
+    out = subprocess.run(
+        ["make", "-s", "--no-print-directory", "-pn", "mutate"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    line = next(x for x in out.splitlines() if x.startswith("MUTATE_SHARDS :="))
+    shards = line.split(":=", 1)[1].replace("$(L)", "helpers.lessons").split()
+    patterns = [p for shard in shards for p in shard.split(",")]
+    assert len(shards) == 7, shards
+    modules = [  # those with a function or method to mutate
+        ".".join(path.with_suffix("").relative_to(ROOT).parts).removesuffix(".__init__")
+        for path in (ROOT / "helpers").rglob("*.py")
+        if path.name != "__main__.py"
+        and "results" not in path.parts
+        and any(isinstance(n, ast.FunctionDef) for n in ast.walk(ast.parse(path.read_text())))
+    ]
+    missing = [m for m in modules if not any(fnmatch.fnmatch(m + ".x", p) for p in patterns)]
+    assert not missing, f"add to MUTATE_SHARDS in the Makefile: {missing}"
