@@ -62,7 +62,7 @@ def keep_ranks(keep: bool = True) -> None:
 def keeping() -> bool:
     """Whether launches keep their ranks for the next one (``keep_ranks``).
 
-    Used by distributed.supervisor._stop.
+    Used by distributed.supervise.
     """
     return _KEEP
 
@@ -71,7 +71,7 @@ def shape_of(backend: str, world_size: int, env: Mapping[str, str]) -> tuple[Any
     """What a kept rank must share with a launch to serve it: the backend, the world size, and
     the environment (the notebook's and ``env``): CUDA and NCCL read theirs when they start.
 
-    Used by distributed.supervisor.supervise.
+    Used by distributed.supervise.
     """
     return (backend, world_size, tuple(sorted({**os.environ, **env}.items())))
 
@@ -81,7 +81,7 @@ def take(shape: tuple[Any, ...], world_size: int, ctx: Any) -> tuple[list[Any], 
     (the kept ones are closed first). Returns the processes and the parent's end of each one's
     line, in rank order.
 
-    Used by distributed.supervisor._start_ranks.
+    Used by distributed.supervise.
     """
     idle = _idle.pop(shape, None)
     if idle is not None:
@@ -111,7 +111,7 @@ def give_back(shape: tuple[Any, ...], processes: list[Any], conns: list[Connecti
     """Keep the ranks of a launch that ended well for the next launch of the same shape; the
     ranks of the shape used least recently end when more than ``KEPT_SHAPES`` would be kept.
 
-    Used by distributed.supervisor._clean_up.
+    Used by distributed.supervise.
     """
     if shape in _idle:
         _close(_idle.pop(shape))
@@ -121,9 +121,10 @@ def give_back(shape: tuple[Any, ...], processes: list[Any], conns: list[Connecti
 
 
 def close_ranks() -> None:
-    """End the ranks kept for the next launch (if any); nothing else is left running.
+    """End the ranks kept for the next launch (if any); nothing else is left running. Also run
+    when this process exits.
 
-    Taught in 06_nccl_point_to_point_and_collectives.
+    Used by distributed.keep_ranks.
     """
     while _idle:
         _close(_idle.pop(next(iter(_idle))))
