@@ -117,9 +117,9 @@ def _start_ranks(run: _Launch, ctx: Any) -> None:
     for rank, (process, conn) in enumerate(zip(processes, conns, strict=True)):
         on_report = None if run.on_report is None else functools.partial(run.on_report, rank)
         run.ranks.append(_Rank(process, conn, on_report=on_report))
-    for rank in run.ranks:
-        if rank.conn is not None:
-            rank.conn.send(("job", run.spec))
+    for member in run.ranks:
+        if member.conn is not None:
+            member.conn.send(("job", run.spec))
 
 
 def _read_messages(rank: _Rank) -> None:
@@ -382,7 +382,8 @@ def _clean_up(run: _Launch | None, folder: str) -> None:
     """On any way out (an exception or an interrupt included): the ranks are kept for the next
     launch (``run.kept``) or killed, with their lines closed; the folder is removed."""
     if run is not None and run.kept:
-        rank_pool.give_back(run.shape, [r.process for r in run.ranks], [r.conn for r in run.ranks])
+        conns = [r.conn for r in run.ranks if r.conn is not None]  # all of them: every rank left
+        rank_pool.give_back(run.shape, [r.process for r in run.ranks], conns)
     elif run is not None:
         if not run.killed:
             _kill_all(run)
