@@ -294,6 +294,32 @@ def test_the_parser_reads_a_real_nccl_tests_log():
     assert sum(buses) / len(buses) == pytest.approx(70.742, abs=0.01)
 
 
+def test_the_trailer_says_the_spread_and_which_rows_came_out_of_order():
+    """nccl-tests has no column for the spread of samples: datamove says it in comment lines of
+    the trailer, which the parser (as nccl-tests' readers) skips, with the steps where busbw fell."""
+    seconds = {1024: 1e-5, 2048: 1e-5, 4096: 4e-5, 8192: 2e-5}  # 4 KiB is slower than 2 KiB
+    rows = []
+    for size, spread in zip(seconds, (0.01, 0.3, 0.02, 0.04), strict=True):
+        row = nccl_tests_format.result("all_reduce", size, seconds[size], 0, 2)
+        rows.append({**row, "spread": spread, "samples": 5})
+    lines = nccl_tests_format.trailer_lines("all_reduce", rows)
+    assert lines[2] == (
+        "# Sample spread        : median 4.0%, at most 30.0% (2048 B); interquartile range "
+        "over median of 5 samples a row"
+    )
+    assert lines[3].startswith(
+        "# Out of order         : busbw fell by more than 5% as the size grew at 1 of 3 steps "
+        "(most: -50% from 2048 B to 4096 B)"
+    )
+    log = "\n".join(nccl_tests_format.row_line(r) for r in rows) + "\n" + "\n".join(lines)
+    parsed = nccl_tests_format.parse_log(log)
+    assert len(parsed["results"]) == 4 and parsed["out_of_bounds"] == 0
+    in_order = [{**r, "in_place": {**r["in_place"], "bus_bw": 1.0 + i}} for i, r in enumerate(rows)]
+    assert not any("Out of order" in x for x in nccl_tests_format.trailer_lines("x", in_order))
+    plain = [nccl_tests_format.result("all_reduce", 1024, 1e-5, 0, 2)]
+    assert nccl_tests_format.spread_lines(plain) == []
+
+
 def test_datamove_prints_the_first_gloo_row_within_seconds_in_nccl_tests_format(tmp_path):
     """Rows stream as measured (flushed), and the same parser reads datamove's log with the
     same fields as the real nccl-tests log; -J writes nccl-tests' JSON beside it."""

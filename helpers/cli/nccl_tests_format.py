@@ -141,7 +141,8 @@ def summary(rows: list[dict[str, Any]]) -> tuple[int, float]:
 
 
 def trailer_lines(op: str, rows: list[dict[str, Any]]) -> list[str]:
-    """``# Out of bounds values : N OK|FAILED``, ``# Avg bus bandwidth    : x``, and the end line.
+    """``# Out of bounds values : N OK|FAILED``, ``# Avg bus bandwidth    : x``, datamove's own
+    comment lines (``spread_lines``), and the end line.
 
     Used by the command line (datamove).
     """
@@ -149,9 +150,49 @@ def trailer_lines(op: str, rows: list[dict[str, Any]]) -> list[str]:
     return [
         f"# {'Out of bounds values':<20} : {wrong} {'FAILED' if wrong else 'OK'}",
         f"# {'Avg bus bandwidth':<20} : {average:g} ",
+        *spread_lines(rows),
         "#",
         f"# Collective test concluded: {op}_perf",
     ]
+
+
+def _busbw(row: dict[str, Any]) -> float:
+    group = row["in_place"] if row["in_place"] is not None else row["out_of_place"]
+    return float(group["bus_bw"]) if group is not None else 0.0
+
+
+def spread_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Comment lines (which nccl-tests' readers skip) on what its format has no column for: the
+    spread of the samples behind each row (interquartile range over median, in %) at its largest
+    and typical, and the sizes where busbw fell as the size grew (rows out of order: other work
+    disturbed the samples, as on a busy CPU under gloo). None when the rows carry no spread.
+
+    Used by nccl_tests_format.trailer_lines.
+    """
+    spread = [(float(r["spread"]), int(r["size"])) for r in rows if r.get("spread") is not None]
+    if not spread:
+        return []
+    worst, at = max(spread)
+    typical = sorted(s for s, _ in spread)[len(spread) // 2]
+    samples = {r.get("samples") for r in rows}
+    lines = [
+        f"# {'Sample spread':<20} : median {100 * typical:.1f}%, at most {100 * worst:.1f}% "
+        f"({at} B); interquartile range over median of "
+        f"{'/'.join(str(n) for n in sorted(samples, key=str))} samples a row"
+    ]
+    falls = [
+        (a["size"], b["size"], _busbw(b) / _busbw(a) - 1)
+        for a, b in zip(rows, rows[1:], strict=False)
+        if _busbw(a) > 0 and _busbw(b) < _busbw(a) * 0.95
+    ]
+    if falls:
+        small, large, change = min(falls, key=lambda f: f[2])
+        lines.append(
+            f"# {'Out of order':<20} : busbw fell by more than 5% as the size grew at "
+            f"{len(falls)} of {len(rows) - 1} steps (most: {100 * change:+.0f}% from {small} B "
+            f"to {large} B): compare those rows' spread, and measure again on an idle machine"
+        )
+    return lines
 
 
 def json_document(
