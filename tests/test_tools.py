@@ -401,3 +401,31 @@ def test_gpu_run_marks_the_clone_as_the_installed_course(tmp_path):
     found = importlib.metadata.distributions(name=project["name"], path=[str(tmp_path)])
     # what the notebooks' first cell asks: the course at the notebook's version is installed
     assert [d.version for d in found] == [project["version"]]
+
+
+def test_mutation_sample_is_drawn_once_per_seed_and_scored_with_its_interval(tmp_path):
+    mutation = load("mutation")
+    names = tmp_path / "names.txt"
+    names.write_text(
+        "\n".join(f"    helpers.m{i % 3}.x_f__mutmut_{i}: not checked" for i in range(100)) + "\n"
+    )
+    rows = mutation.read(names)
+    first = mutation.pick(rows, 10, seed=1)
+    assert first == mutation.pick(rows, 10, seed=1) != mutation.pick(rows, 10, seed=2)
+    assert len(first) == 10 == len(set(first)) and len(mutation.pick(rows, 500, seed=1)) == 100
+    with pytest.raises(ValueError, match="at least 1"):
+        mutation.pick(rows, 0, seed=1)
+    results = tmp_path / "all.txt"
+    statuses = ["killed"] * 6 + ["timeout"] * 2 + ["survived", "no tests", "not checked"]
+    results.write_text(
+        "\n".join(f"    helpers.a.b.x_g__mutmut_{i}: {s}" for i, s in enumerate(statuses)) + "\n"
+    )
+    lines = mutation.score(mutation.read(results), total=100)
+    assert lines[0].startswith("helpers.a.b") and "8 of 10 noticed; 2 missed" in lines[0]
+    low, high = mutation.wilson(8, 10)
+    assert (round(low, 3), round(high, 3)) == (0.49, 0.943)  # the Wilson interval of 8 of 10
+    assert lines[-1] == (
+        "mutation score 80%: 8 of 10 mutants noticed; 1 no tests; 1 survived "
+        "(a random sample of 10 of the package's 100 mutants: 95% interval 49.0%-94.3%)"
+    )
+    assert "sample" not in mutation.score(mutation.read(results))[-1]
