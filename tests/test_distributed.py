@@ -771,3 +771,37 @@ def test_without_keep_ranks_every_launch_starts_new_processes(temp_folder):
     assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
     with pytest.raises(TypeError, match="True or False"):
         distributed.keep_ranks("yes")  # type: ignore[arg-type]
+
+
+def test_ranks_started_ahead_serve_the_next_launch(kept_ranks, temp_folder):
+    shape = distributed.rank_pool.shape_of("gloo", 2, {})
+    processes, conns = distributed.rank_pool.take(shape, 2, distributed.start_context())
+    for conn in conns:  # what start_ahead sends an NCCL launch's ranks
+        conn.send(("warm", {"backend": "gloo", "parent_env": dict(os.environ), "env": {}}))
+    distributed.rank_pool.give_back(shape, processes, conns)
+    got = distributed.launch(_pid_port_sum, 2, backend="gloo")
+    assert [r[0] for r in got] == [p.pid for p in processes] and [r[2] for r in got] == [2.0] * 2
+    # gloo ranks start in milliseconds: none is started ahead for them
+    spec = {"backend": "gloo", "parent_env": dict(os.environ), "env": {}}
+    other = distributed.rank_pool.shape_of("gloo", 3, {})
+    distributed.rank_pool.start_ahead(other, 3, distributed.start_context(), spec)
+    assert len(mp.active_children()) == 2
+
+
+def _sleeps(rank, world_size, seconds):
+    time.sleep(seconds)
+    return os.getpid()
+
+
+@pytest.mark.gpu2
+@needs_two_gpus
+def test_after_a_stopped_nccl_launch_the_next_one_finds_its_ranks_started(kept_ranks):
+    first = distributed.launch(_sleeps, 2, backend="nccl", timeout_s=60, args=(0.0,))
+    hung = distributed.supervise(_sleeps, 2, backend="nccl", timeout_s=0.5, args=(30.0,))
+    assert hung.status == ["stopped", "stopped"]
+    assert _all_gone_within(first, 5)  # the kept ranks were the ones stopped
+    time.sleep(3.0)  # the notebook goes on meanwhile; the new ranks start CUDA
+    after = distributed.supervise(_sleeps, 2, backend="nccl", timeout_s=60, args=(0.0,))
+    assert after.ok, after.describe()
+    assert not set(after.results) & set(first)
+    assert after.startup_s < 1.0, f"start-up took {after.startup_s} s: CUDA was not started ahead"

@@ -8,7 +8,8 @@ launch still joins a new process group (``init_process_group`` on a fresh port) 
 its end, so what a launch measures of NCCL, a first ``recv`` included, is what a new group does.
 What a kept process keeps: its CUDA context, the kernels it has loaded, the modules it has
 imported, and calibrations such as ``timing.sleep_cycles_per_us``. A launch that fails, hangs
-or is stopped ends its ranks: the next one starts new processes.
+or is stopped ends its ranks; for NCCL, new ones are started at once (``start_ahead``) and start
+CUDA and NCCL while the notebook goes on, so the next launch finds them ready.
 
 Used by helpers.distributed.supervisor.
 """
@@ -46,8 +47,9 @@ def keep_ranks(keep: bool = True) -> None:
     """Keep the rank processes of a launch that ended well for the next launch of the same
     backend, world size and environment (``keep=True``), or end them after each launch
     (``keep=False``, the default, as ``torchrun`` does). Each launch joins a new process group
-    either way; kept processes only skip starting CUDA and loading kernels again (about 1 s per
-    NCCL launch on an H200). ``keep_ranks(False)`` also ends the ranks kept now.
+    either way; kept processes only skip starting CUDA and NCCL and loading kernels again (about
+    1 s per NCCL launch on two H200s). After an NCCL launch that was stopped, its successors are
+    started at once (``start_ahead``). ``keep_ranks(False)`` also ends the ranks kept now.
 
     Taught in 06_nccl_point_to_point_and_collectives.
     """
@@ -105,6 +107,22 @@ def take(shape: tuple[Any, ...], world_size: int, ctx: Any) -> tuple[list[Any], 
         _close(_Idle(shape, processes, conns))
         raise
     return processes, conns
+
+
+def start_ahead(shape: tuple[Any, ...], world_size: int, ctx: Any, spec: dict[str, Any]) -> None:
+    """Start the ranks of an NCCL launch that ended its ranks (a hang stopped at its deadline)
+    now, for the next launch of the same shape: each starts CUDA on its GPU while the notebook
+    goes on, and serves that launch as a kept rank would (it waits for the warm-up first). Does
+    nothing for gloo, whose ranks start in milliseconds, or when ranks are not kept.
+
+    Used by distributed.supervise.
+    """
+    if not _KEEP or spec["backend"] != "nccl" or shape in _idle:
+        return
+    processes, conns = take(shape, world_size, ctx)
+    for conn in conns:
+        conn.send(("warm", spec))
+    give_back(shape, processes, conns)
 
 
 def give_back(shape: tuple[Any, ...], processes: list[Any], conns: list[Connection]) -> None:

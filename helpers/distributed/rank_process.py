@@ -48,11 +48,34 @@ def _redirect_output(folder: str, rank: int) -> None:
             stream.reconfigure(line_buffering=True)  # a line printed is a line written
 
 
-def _join_group(rank: int, spec: dict[str, Any]) -> None:
-    os.environ.clear()  # the notebook's environment at the launch, not the forkserver's at its start
+def _take_environment(spec: dict[str, Any]) -> None:
+    """The notebook's environment at the launch (not the forkserver's at its start), the ranks'
+    own (``RANK_ENV``) and the launch's ``env``."""
+    os.environ.clear()
     os.environ.update(spec["parent_env"])
     os.environ.update(RANK_ENV)
     os.environ.update(spec["env"])
+
+
+def _warm_up(rank: int, spec: dict[str, Any]) -> None:
+    """Before any launch (``("warm", spec)``): with NCCL, start CUDA on the rank's GPU, start
+    NCCL once in a group of this rank alone (left at once), and calibrate ``delay()``: the slow
+    part of a rank's first launch, none of which needs the other ranks."""
+    _take_environment(spec)
+    if spec["backend"] == "nccl":
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+        dist.init_process_group(
+            "nccl", store=dist.HashStore(), rank=0, world_size=1, device_id=device
+        )
+        dist.destroy_process_group()
+        from ..timing import sleep_cycles_per_us
+
+        sleep_cycles_per_us()
+
+
+def _join_group(rank: int, spec: dict[str, Any]) -> None:
+    _take_environment(spec)
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(spec["port"]),
@@ -101,13 +124,17 @@ def _exit_with_parent() -> None:
 
 def _rank_main(rank: int, conn: Connection) -> None:
     """The body of each rank's process (started by ``rank_pool``): serve the launches the parent
-    sends on ``conn``, a ``("job", spec)`` each, until it says ``("close",)``, goes away, or a
-    launch ends without ``("leave", True)`` (keep this rank for the next launch)."""
+    sends on ``conn``, a ``("job", spec)`` each (after a ``("warm", spec)`` for ranks started
+    ahead of their launch), until it says ``("close",)``, goes away, or a launch ends without
+    ``("leave", True)`` (keep this rank for the next launch)."""
     _own_process_group()
     threading.Thread(target=_exit_with_parent, daemon=True, name="exit-with-parent").start()
     try:
         while True:
             message = conn.recv()
+            if message[0] == "warm":
+                _warm_up(rank, message[1])
+                continue
             if message[0] != "job":
                 break
             _serve(message[1], rank, conn)

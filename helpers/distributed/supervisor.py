@@ -441,7 +441,10 @@ def supervise(
         _start_ranks(run, ctx)
         _watch(run, startup_timeout_s, timeout_s)
         _stop(run)
-        return _collect(run, timeout_s, startup_timeout_s)
+        outcome = _collect(run, timeout_s, startup_timeout_s)
+        if run.killed:  # the next launch of this shape finds its ranks started
+            rank_pool.start_ahead(shape, world_size, ctx, spec)
+        return outcome
     finally:
         _clean_up(run, folder)
 
