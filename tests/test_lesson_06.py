@@ -1109,3 +1109,15 @@ def test_the_claims_that_do_not_hold_or_cannot_be_tested():
     )  # is_completed() said True right after irecv returned
     assert verdicts[CLAIMS[11]] == claims.NOT_TESTABLE
     assert CLAIMS[13] not in verdicts
+
+
+def test_the_bandwidth_sentence_when_the_smallest_size_is_slower_than_twice_the_shortest():
+    """Quick mode's few samples can leave the smallest size slower than twice the shortest time
+    (a live quick run on 2xH200 raised there): the sentence says so instead of a flat stretch."""
+    run = synthetic_bandwidth(fixed_us=(60.0, 25.0, 90.0, 3000.0))
+    seen = nccl_speed.see_bandwidth(run)
+    assert seen.sentences[0].startswith(
+        "On 4 ranks (medians of 3 samples), an `all_reduce` of 1 KiB takes 60.0 us, more than "
+        "2 times the shortest (25.0 us at 1 MiB): the smallest sizes' times are out of order here;"
+    )
+    assert "to 3000 us at 1 GiB." in seen.sentences[0]

@@ -293,6 +293,33 @@ def _against_ceiling(gbps: float, ceiling_gbps: float) -> str:
     return f"{gbps:.0f} GB/s, above it"
 
 
+def _fixed_cost_words(sizes: list[int], ar_us: list[float]) -> str:
+    """The start of the sweep's first sentence: up to which size an ``all_reduce`` costs the same
+    (every time so far within ``FIXED_COST`` times the shortest, in us), or that the smallest
+    size alone is, or that even it took longer than that (its samples out of order)."""
+    floor_us = min(ar_us)  # the fixed cost of a call: the shortest time at any size
+    within = [i for i in range(len(ar_us)) if max(ar_us[: i + 1]) <= FIXED_COST * floor_us]
+    if not within:
+        at = timing.format_bytes(sizes[ar_us.index(floor_us)])
+        return (
+            f"an `all_reduce` of {timing.format_bytes(sizes[0])} takes {ar_us[0]:.1f} us, more than "
+            f"{FIXED_COST} times the shortest ({floor_us:.1f} us at {at}): the smallest sizes' "
+            "times are out of order here; from there"
+        )
+    flat_until = within[-1]
+    if flat_until == 0:
+        return (
+            f"an `all_reduce` of {timing.format_bytes(sizes[0])} takes {ar_us[0]:.1f} us; "
+            "from the smallest size on"
+        )
+    return (
+        f"from {timing.format_bytes(sizes[0])} to {timing.format_bytes(sizes[flat_until])} an "
+        f"`all_reduce` takes {min(ar_us[: flat_until + 1]):.1f} to "
+        f"{max(ar_us[: flat_until + 1]):.1f} us whatever the size (within twice the shortest: the "
+        "fixed cost of a call dominates); from there"
+    )
+
+
 def see_bandwidth(run: Run) -> claims.WhatWeSee:
     """What the sweep shows: up to which size an ``all_reduce`` on all the ranks costs the same
     (us), how each collective's busbw curve ends (GB/s), each world size's busbw at the largest size
@@ -307,19 +334,11 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     busbw_by_n = {e["world_size"]: busbw_of(e, sizes) for e in sweep}
     busbw = busbw_by_n[n_ranks]
     ar_us = [t.median_us for t in full_n["timings"]["all_reduce"]]
-    floor_us = min(ar_us)  # the fixed cost of a call: the shortest time at any size
-    flat_until = max(i for i in range(len(ar_us)) if max(ar_us[: i + 1]) <= FIXED_COST * floor_us)
     samples = len(full_n["timings"]["all_reduce"][0].samples_s)
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(
         f"On {n_ranks} ranks (medians of {samples} samples), "
-        + (
-            f"from {timing.format_bytes(sizes[0])} to {timing.format_bytes(sizes[flat_until])} an `all_reduce` takes "
-            f"{min(ar_us[: flat_until + 1]):.1f} to {max(ar_us[: flat_until + 1]):.1f} us whatever the size (within twice "
-            "the shortest: the fixed cost of a call dominates); from there"
-            if flat_until
-            else f"an `all_reduce` of {timing.format_bytes(sizes[0])} takes {ar_us[0]:.1f} us; from the smallest size on"
-        )
+        + _fixed_cost_words(sizes, ar_us)
         + f" the time grows with the size, to {ar_us[-1]:.0f} us at {timing.format_bytes(sizes[-1])}."
     )
     seen.say(
