@@ -19,7 +19,6 @@ shows a rank stuck in a ``recv`` whose ``send`` never comes.
 | --- | --- |
 | ``launch(worker, world_size, ...)`` | run the ranks; their results in rank order, or an exception that names the rank |
 | ``supervise(worker, world_size, ...)`` | the same, returning an ``Outcome`` even when ranks fail or hang |
-| ``keep_ranks(True)``, ``close_ranks()`` | keep the rank processes of a launch for the next one of the same shape (each launch still joins a new group); end them |
 | ``mark(label)`` | inside a worker: note that this rank reached this line, and when |
 | ``report(value)`` | inside a worker: hand a value to the parent now (``launch(..., on_report=f)``) |
 | ``rank_device()``, ``synchronize()``, ``device_idle()``, ``delay(seconds)`` | inside a worker: the rank's device and its clock |
@@ -27,19 +26,14 @@ shows a rank stuck in a ``recv`` whose ``send`` never comes.
 | ``collective_timings``, ``collective_sweep`` | collectives timed as nccl-tests does (worker bodies) |
 
 One module per job: ``launch_settings``, ``bandwidth``, ``in_rank``, ``outcome``, ``launch_checks``,
-``rank_process`` (the rank's side), ``rank_pool`` (the ranks between launches), ``supervisor``
-(the parent's side) and ``timed_collectives``.
+``rank_process``, ``supervisor`` (the parent's side) and ``timed_collectives``.
 
 Functions defined in a notebook travel to the ranks by value (``cloudpickle``). Ranks are never
 forked from the notebook (it may have initialised CUDA, which a forked child cannot use): they are
 forked from multiprocessing's *forkserver*, a fresh interpreter started on the first launch that
 imports torch and this module once, so every later launch starts its ranks in milliseconds instead
 of the seconds that importing torch costs each process ("spawn", where there is no forkserver).
-Each rank takes the notebook's environment as it is at the launch. After
-``keep_ranks(True)`` a launch that ended well leaves its processes running, and the next launch
-with the same backend, world size and environment uses them: it still joins a new process group,
-but skips starting CUDA and loading kernels (about 1 s of the 2 s an NCCL launch takes on two
-H200s). From a script, call ``launch``
+Each rank takes the notebook's environment as it is at the launch. From a script, call ``launch``
 under ``if __name__ == "__main__":``, as both start methods require. What a rank prints goes to
 ``Outcome.printed`` / ``Outcome.log``, not to the notebook.
 
@@ -64,7 +58,6 @@ from .launch_settings import (
     TEARDOWN_S,
 )
 from .outcome import DIED, RAISED, RETURNED, STOPPED, LaunchTimeout, Outcome, WorkerError
-from .rank_pool import close_ranks, keep_ranks
 from .supervisor import _exit_words, _tail, launch, start_context, supervise
 from .timed_collectives import COLLECTIVE_OPS, collective_sweep, collective_timings
 
@@ -95,14 +88,12 @@ __all__ = [
     "bus_factor",
     "busbw_gbps",
     "choose_backend",
-    "close_ranks",
     "collective_sweep",
     "collective_timings",
     "default_world_size",
     "delay",
     "device_idle",
     "free_port",
-    "keep_ranks",
     "launch",
     "mark",
     "nccl_version_code",

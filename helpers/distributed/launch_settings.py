@@ -16,8 +16,8 @@ RANK_ENV = {
 STARTUP_TIMEOUT_S = 180.0  # importing torch and joining the group, per launch
 FAILURE_GRACE_S = 1.0  # after one rank fails, how long the others may still report
 DEATH_NEWS_S = 0.5  # how late a rank's death may show after the exceptions it caused elsewhere
-TEARDOWN_S = 1.5  # how long ranks that all returned may take to leave the group (two kept NCCL
-# ranks on H200s ran a whole empty launch, leaving included, in 0.6-1.0 s; a group with a receive
+TEARDOWN_S = 1.5  # how long ranks that all returned may take to leave the group (two NCCL
+# ranks on H200s left theirs in 0.04-0.10 s and had exited 0.2 s later; a group with a receive
 # never matched, as notebook 06 makes, does not leave at all and is killed after this)
 OUTPUT_KIB = 20  # how much of the end of each rank's stdout / stderr is read back
 MAX_WORLD_SIZE = 64  # more ranks than a demonstration needs on one machine

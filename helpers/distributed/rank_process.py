@@ -1,14 +1,12 @@
-"""The body of each rank's process: its own process group, then one launch after another (its
-output to files, the group joined, the worker called, its result or traceback sent back, the group
-left) until the parent closes it or, unless the parent keeps ranks between launches, after one.
+"""The body of each rank's process: its own process group, its output to files, the group joined,
+the worker called, its result or traceback sent back, the group left.
 
-Used by helpers.distributed.rank_pool.
+Used by helpers.distributed.supervisor.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import gc
 import multiprocessing as mp
 import os
 import signal
@@ -48,34 +46,11 @@ def _redirect_output(folder: str, rank: int) -> None:
             stream.reconfigure(line_buffering=True)  # a line printed is a line written
 
 
-def _take_environment(spec: dict[str, Any]) -> None:
-    """The notebook's environment at the launch (not the forkserver's at its start), the ranks'
-    own (``RANK_ENV``) and the launch's ``env``."""
-    os.environ.clear()
+def _join_group(rank: int, spec: dict[str, Any]) -> None:
+    os.environ.clear()  # the notebook's environment at the launch, not the forkserver's at its start
     os.environ.update(spec["parent_env"])
     os.environ.update(RANK_ENV)
     os.environ.update(spec["env"])
-
-
-def _warm_up(rank: int, spec: dict[str, Any]) -> None:
-    """Before any launch (``("warm", spec)``): with NCCL, start CUDA on the rank's GPU, start
-    NCCL once in a group of this rank alone (left at once), and calibrate ``delay()``: the slow
-    part of a rank's first launch, none of which needs the other ranks."""
-    _take_environment(spec)
-    if spec["backend"] == "nccl":
-        device = torch.device("cuda", rank)
-        torch.cuda.set_device(device)
-        dist.init_process_group(
-            "nccl", store=dist.HashStore(), rank=0, world_size=1, device_id=device
-        )
-        dist.destroy_process_group()
-        from ..timing import sleep_cycles_per_us
-
-        sleep_cycles_per_us()
-
-
-def _join_group(rank: int, spec: dict[str, Any]) -> None:
-    _take_environment(spec)
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(spec["port"]),
@@ -122,35 +97,11 @@ def _exit_with_parent() -> None:
         _end_my_group()
 
 
-def _rank_main(rank: int, conn: Connection) -> None:
-    """The body of each rank's process (started by ``rank_pool``): serve the launches the parent
-    sends on ``conn``, a ``("job", spec)`` each (after a ``("warm", spec)`` for ranks started
-    ahead of their launch), until it says ``("close",)``, goes away, or a launch ends without
-    ``("leave", True)`` (keep this rank for the next launch)."""
+def _rank_main(spec: dict[str, Any], rank: int, conn: Connection, release: Any) -> None:
+    """The body of each rank's process (started by ``supervise``)."""
     _own_process_group()
-    threading.Thread(target=_exit_with_parent, daemon=True, name="exit-with-parent").start()
-    try:
-        while True:
-            message = conn.recv()
-            if message[0] == "warm":
-                _warm_up(rank, message[1])
-                continue
-            if message[0] != "job":
-                break
-            _serve(message[1], rank, conn)
-            if not _leave(message[1], conn):
-                break
-    except (EOFError, OSError):
-        pass  # the parent has gone, or closed this rank's line
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            stream.flush()
-    os._exit(0)  # skip the interpreter's slow clean-up: everything worth keeping was sent
-
-
-def _serve(spec: dict[str, Any], rank: int, conn: Connection) -> None:
-    """One launch: join the group, run the worker, send its result (or traceback) to the parent."""
     _redirect_output(spec["folder"], rank)
+    threading.Thread(target=_exit_with_parent, daemon=True, name="exit-with-parent").start()
     in_rank._pipe = conn
     try:
         worker, args, kwargs = cloudpickle.loads(spec["payload"])
@@ -172,38 +123,20 @@ def _serve(spec: dict[str, Any], rank: int, conn: Connection) -> None:
             pass  # the parent has gone
     finally:
         in_rank._pipe = None
+        _leave(spec, release, conn)
 
 
-def _leave(spec: dict[str, Any], conn: Connection) -> bool:
-    """Leave the group when every rank is done (the parent says ``("leave", keep)``), so a rank
-    that finished early never tears the group down under one still working; then tidy up and
-    say ``("left",)``. True when the parent keeps this rank for another launch."""
-    if not conn.poll(spec["release_wait_s"]):
-        return False
-    message = conn.recv()
+def _leave(spec: dict[str, Any], release: Any, conn: Connection) -> None:
+    """Leave the group when every rank is done (or the parent says so), so a rank that finished
+    early never tears the group down under one still working; then end the process."""
+    release.wait(spec["release_wait_s"])
     if dist.is_initialized():
         try:
             dist.destroy_process_group()
         except Exception:  # noqa: BLE001, S110 - leaving is best effort
             pass
-    keep = message[0] == "leave" and bool(message[1])
-    if keep:
-        _tidy()
+    conn.close()
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
             stream.flush()
-    conn.send(("left",))
-    return keep
-
-
-def _tidy() -> None:
-    """Between two launches in one process: no tensor of the last worker stays on the GPU, its
-    work has finished, and the current stream is the default one again."""
-    gc.collect()
-    if torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-        torch.cuda.set_stream(torch.cuda.default_stream())
-        torch.cuda.empty_cache()
-    empty_host_cache = getattr(torch._C, "_host_emptyCache", None)
-    if empty_host_cache is not None:
-        empty_host_cache()  # pinned host memory the last worker freed goes back to the system
+    os._exit(0)  # skip the interpreter's slow clean-up: everything worth keeping was sent

@@ -1,6 +1,5 @@
-"""The parent's side of a launch: take ranks (``rank_pool``), send them the job, watch them
-against the deadlines, let them leave or stop them, collect an ``Outcome``; ``supervise`` and
-``launch``.
+"""The parent's side of a launch: start the ranks from a forkserver, watch them against the
+deadlines, stop them, collect an ``Outcome``; ``supervise`` and ``launch``.
 
 Taught in 06_nccl_point_to_point_and_collectives.
 """
@@ -22,7 +21,6 @@ from typing import Any
 
 import cloudpickle
 
-from . import rank_pool
 from .launch_checks import _check_launch, _payload, free_port
 from .launch_settings import (
     DEATH_NEWS_S,
@@ -32,6 +30,7 @@ from .launch_settings import (
     TEARDOWN_S,
 )
 from .outcome import DIED, RAISED, RETURNED, STOPPED, Outcome
+from .rank_process import _rank_main
 
 
 @dataclass
@@ -46,7 +45,6 @@ class _Rank:
     started_at: float | None = None
     marks: list[list[Any]] = field(default_factory=list)
     exit_seen: bool = False
-    left: bool = False  # it has left the group after the launch ("left")
     on_report: Callable[[Any], None] | None = None  # called with each value the rank reports
 
     @property
@@ -60,14 +58,13 @@ class _Launch:
     (``time.monotonic``), and the ranks that failed, first to fail first."""
 
     spec: dict[str, Any]
-    shape: tuple[Any, ...]  # what kept ranks must share with it (rank_pool.shape_of)
+    release: Any  # the event that lets ranks that all returned leave the group
     ranks: list[_Rank] = field(default_factory=list)
     launched: float = field(default_factory=time.monotonic)
     all_started: float | None = None
     finished: float | None = None
     failures: list[int] = field(default_factory=list)
     killed: bool = False
-    kept: bool = False  # its ranks stay for the next launch (rank_pool.keep_ranks)
     on_report: Callable[[int, Any], None] | None = None
 
 
@@ -111,15 +108,23 @@ def start_context() -> Any:
 
 
 def _start_ranks(run: _Launch, ctx: Any) -> None:
-    """Take a process per rank (kept ones, or new ones) and send each the launch; each tells the
-    parent on its line how it goes."""
-    processes, conns = rank_pool.take(run.shape, run.spec["world_size"], ctx)
-    for rank, (process, conn) in enumerate(zip(processes, conns, strict=True)):
+    """Start one process per rank, each with a pipe on which it tells the parent how it goes."""
+    for rank in range(run.spec["world_size"]):
+        reader, writer = ctx.Pipe(duplex=False)
+        process = ctx.Process(
+            target=_rank_main,
+            args=(run.spec, rank, writer, run.release),
+            name=f"rank{rank}",
+            daemon=True,
+        )
         on_report = None if run.on_report is None else functools.partial(run.on_report, rank)
-        run.ranks.append(_Rank(process, conn, on_report=on_report))
-    for member in run.ranks:
-        if member.conn is not None:
-            member.conn.send(("job", run.spec))
+        run.ranks.append(
+            _Rank(process, reader, on_report=on_report)
+        )  # before start: the clean-up closes its pipe
+        try:
+            process.start()
+        finally:
+            writer.close()
 
 
 def _read_messages(rank: _Rank) -> None:
@@ -149,8 +154,6 @@ def _read_messages(rank: _Rank) -> None:
                 rank.status, rank.error = RAISED, f"its result could not be read back here: {err!r}"
         elif kind == "error" and rank.status is None:
             rank.status, rank.error = RAISED, message[1]
-        elif kind == "left":
-            rank.left = True
 
 
 def _exit_words(exitcode: int | None) -> str:
@@ -269,22 +272,15 @@ def _kill_all(run: _Launch) -> None:
 
 
 def _stop(run: _Launch) -> None:
-    """End the launch: when all returned, let the ranks leave the group (up to ``TEARDOWN_S``)
-    and keep them for the next launch if ``rank_pool.keep_ranks`` says so; else, and for
-    whatever is left, kill each rank's process group.
+    """End every rank and what it started: when all returned, let them leave the group first
+    (up to ``TEARDOWN_S``); then kill each rank's process group, whatever is left of it.
 
     What every rank said before the kill is read first, and a rank that had not finished is
     'stopped' from then on: the kill cuts its peers off, and what they raise or how they die
     after it (gloo's "Connection closed by peer") is the kill's doing, not theirs."""
     if all(r.status == RETURNED for r in run.ranks):
-        keep = rank_pool.keeping()
-        for rank in run.ranks:
-            if rank.conn is not None:
-                rank.conn.send(("leave", keep))
-        if _wait_for_leaving(run.ranks, TEARDOWN_S, keep):
-            run.kept = keep
-            if keep:
-                return
+        run.release.set()
+        _wait_for_exits(run.ranks, TEARDOWN_S)
     for rank in run.ranks:
         _read_messages(rank)
     _note_failures(run)
@@ -292,24 +288,6 @@ def _stop(run: _Launch) -> None:
         if not rank.done:
             rank.status = STOPPED
     _kill_all(run)
-
-
-def _wait_for_leaving(ranks: list[_Rank], seconds: float, keep: bool) -> bool:
-    """Wait up to ``seconds`` until every rank has left the group (``"left"``) and, unless they
-    are kept, ended; True when they all did."""
-    end = time.monotonic() + seconds
-    while not all(r.left for r in ranks) and time.monotonic() < end:
-        for rank in ranks:
-            _read_messages(rank)
-        lines = [r.conn for r in ranks if r.conn is not None and not r.left]
-        if not lines:
-            break
-        wait(lines, timeout=max(0.0, end - time.monotonic()))
-    if not all(r.left for r in ranks):
-        return False
-    if not keep:
-        _wait_for_exits(ranks, end - time.monotonic())
-    return True
 
 
 def _reason(run: _Launch, startup_timeout_s: float, timeout_s: float) -> str:
@@ -379,12 +357,8 @@ def _collect(run: _Launch, timeout_s: float, startup_timeout_s: float) -> Outcom
 
 
 def _clean_up(run: _Launch | None, folder: str) -> None:
-    """On any way out (an exception or an interrupt included): the ranks are kept for the next
-    launch (``run.kept``) or killed, with their lines closed; the folder is removed."""
-    if run is not None and run.kept:
-        conns = [r.conn for r in run.ranks if r.conn is not None]  # all of them: every rank left
-        rank_pool.give_back(run.shape, [r.process for r in run.ranks], conns)
-    elif run is not None:
+    """On any way out (an exception or an interrupt included): no process, pipe or folder is left."""
+    if run is not None:
         if not run.killed:
             _kill_all(run)
         for rank in run.ranks:
@@ -436,15 +410,11 @@ def supervise(
         spec = _spec(
             payload, world_size, backend, env, folder, startup_timeout_s + timeout_s + 60.0
         )
-        shape = rank_pool.shape_of(backend, world_size, dict(env or {}))
-        run = _Launch(spec, shape, on_report=on_report)
+        run = _Launch(spec, ctx.Event(), on_report=on_report)
         _start_ranks(run, ctx)
         _watch(run, startup_timeout_s, timeout_s)
         _stop(run)
-        outcome = _collect(run, timeout_s, startup_timeout_s)
-        if run.killed:  # the next launch of this shape finds its ranks started
-            rank_pool.start_ahead(shape, world_size, ctx, spec)
-        return outcome
+        return _collect(run, timeout_s, startup_timeout_s)
     finally:
         _clean_up(run, folder)
 
