@@ -185,7 +185,7 @@ mutate: $(STAMP)
 	rm -rf build/mutate && mkdir -p build/mutate
 	cp -r helpers tests tools notebooks results pyproject.toml build/mutate/
 ifdef SAMPLE
-	cd build/mutate && ../../$(BIN)/mutmut run 'helpers.no_such_module.*' >mutmut-setup.log 2>&1 \
+	cd build/mutate && ../../$(BIN)/mutmut run 'helpers.config.x_quick_mode__mutmut_*' >mutmut-setup.log 2>&1 \
 	    || (tail -c 3000 mutmut-setup.log && false)
 	cd build/mutate && ../../$(BIN)/mutmut results --all true >names.txt 2>&1
 	cd build/mutate && ../../$(BIN)/python ../../tools/mutation.py pick names.txt $(SAMPLE) --seed $(SEED) >sample.txt
@@ -197,7 +197,7 @@ else
 endif
 	cd build/mutate && ../../$(BIN)/mutmut results >survivors.txt 2>&1; grep -v ": not checked$$" survivors.txt; \
 	    ../../$(BIN)/mutmut results --all true >all.txt 2>&1
-	$(BIN)/python tools/mutation.py score build/mutate/all.txt $(if $(SAMPLE),--total $$(grep -c __mutmut_ build/mutate/names.txt))
+	$(BIN)/python tools/mutation.py score build/mutate/all.txt $(if $(SAMPLE),--total $$(grep -c __mutmut_ build/mutate/names.txt) --only build/mutate/sample.txt)
 
 # ---------------------------------------------------------------- GPU machines
 # Here: fetch the wheels the GPU machines lack into .whl/ (ignored; carried by the device tool).

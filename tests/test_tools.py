@@ -403,7 +403,7 @@ def test_gpu_run_marks_the_clone_as_the_installed_course(tmp_path):
     assert [d.version for d in found] == [project["version"]]
 
 
-def test_mutation_sample_is_drawn_once_per_seed_and_scored_with_its_interval(tmp_path):
+def test_mutation_sample_is_drawn_once_per_seed_and_scored_with_its_interval(tmp_path, capsys):
     mutation = load("mutation")
     names = tmp_path / "names.txt"
     names.write_text(
@@ -429,3 +429,7 @@ def test_mutation_sample_is_drawn_once_per_seed_and_scored_with_its_interval(tmp
         "(a random sample of 10 of the package's 100 mutants: 95% interval 49.0%-94.3%)"
     )
     assert "sample" not in mutation.score(mutation.read(results))[-1]
+    drawn = tmp_path / "sample.txt"  # a mutant run while setting up is left out of the score
+    drawn.write_text("helpers.a.b.x_g__mutmut_0\nhelpers.a.b.x_g__mutmut_8\n")
+    assert mutation.main(["score", str(results), "--total", "100", "--only", str(drawn)]) == 0
+    assert "mutation score 50%: 1 of 2 mutants noticed; 1 survived" in capsys.readouterr().out

@@ -2,7 +2,8 @@
 what mutmut found (per module and for the package, with a 95% interval for a sample).
 
     python tools/mutation.py pick NAMES.txt N [--seed S]   # N mutant names, one per line
-    python tools/mutation.py score RESULTS.txt [--total T] # the score; T: mutants in the package
+    python tools/mutation.py score RESULTS.txt [--total T --only SAMPLE.txt]
+                                   # the score; T: mutants in the package; SAMPLE: the names drawn
 
 NAMES.txt and RESULTS.txt are what `mutmut results --all true` prints (``name: status``). A
 mutant "killed" or "timeout" was noticed by a test; "survived" and "no tests" were not; "not
@@ -86,11 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("score", help="the score per module and for the package")
     s.add_argument("results", type=Path)
     s.add_argument("--total", type=int, default=None)
+    s.add_argument("--only", type=Path, default=None, help="score only these names (the sample)")
     args = parser.parse_args(argv)
     if args.command == "pick":
         print("\n".join(pick(read(args.names), args.n, args.seed)))
-    else:
-        print("\n".join(score(read(args.results), args.total)))
+        return 0
+    rows = read(args.results)
+    if args.only is not None:  # a mutant run while setting up is not part of the sample
+        drawn = set(args.only.read_text().split())
+        rows = [row for row in rows if row[0] in drawn]
+    print("\n".join(score(rows, args.total)))
     return 0
 
 
