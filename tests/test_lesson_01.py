@@ -965,3 +965,11 @@ def test_a_bandwidth_sweep_below_1_mib_cannot_test_the_page_locked_claim():
     pinned_claims.add_bandwidth(table, run)
     assert list(table.verdicts().values()) == [claims.NOT_TESTABLE]
     assert table.claims[0].measured == "no size of 1 MiB or more"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_bandwidth_summary_names_the_largest_size(machine):
+    run = RUNS["copy_bandwidth"][machine]
+    last = pinned.see_bandwidth(run).sentences[-1]
+    largest = timing.format_bytes(run.params["sizes"][-1])
+    assert last.endswith(f"times at {largest}.") and "times at" in last

@@ -639,3 +639,23 @@ def test_the_exercises_answers_come_from_the_blocking_loop(machine):
         == 1
     )
     assert non_blocking_claims.blocking_loop_ms(run) == blocking["time"].median_ms
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_speed_rows_count_non_blocking_effective_from_1_1_times_as_fast(machine):
+    """Each 'effective choice' row compares the blocking loop's median time over the
+    non-blocking one's, computed here from the recorded timings, with 1.1 (holds above it)."""
+    small, six = SMALL[machine], SIX[machine]
+    table = non_blocking_claims.claims_table(
+        small, RET[machine], six, HAZ[machine], TD[machine], DL[machine]
+    )
+    rows = [c for c in table.claims if c.text.startswith("Generally, tensor.to(device")]
+    expected = [
+        small.value["blocking"]["time"].median_s / small.value["non_blocking"]["time"].median_s,
+        *(
+            six.value[way]["blocking"].median_s / six.value[way]["non_blocking=True"].median_s
+            for way in ("pageable", "pinned")
+        ),
+    ]
+    assert [r.comparison.value.value for r in rows] == pytest.approx(expected)
+    assert all(r.comparison.threshold == 1.1 and r.comparison.holds_if == "above" for r in rows)

@@ -770,3 +770,15 @@ def test_range_ms_counts_the_host_ranges_per_step():
         steps=2,
     )
     assert streams_copies._range_ms(profile, "S1 copy") == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_default_stream_row_holds_exactly_when_the_current_stream_was_the_default(machine):
+    runs = [RUNS[name][machine] for name in NAMES]
+    row = next(
+        c
+        for c in streams_claims.claims_table(*runs).claims
+        if c.text.startswith("PyTorch's CUDA operations run on the device's default stream")
+    )
+    recorded = runs[0].value["facts"]["current_is_default"]
+    assert (row.verdict == claims.HOLDS) == bool(recorded) and str(recorded) in row.measured

@@ -960,3 +960,14 @@ def test_a_batch_launched_for_longer_than_the_hold_is_left_out_of_the_device_tim
     )
     assert [c.holds for c in seen.checks] == [True, False]  # 4 kept of 5: fewer than 5
     assert events_sync.outran_hold(run) == {1: 0, 2: 0, 4: 1}
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_many_streams_rows_name_the_fewest_and_most_streams_measured(machine):
+    run = RUNS["many_streams"][machine]
+    counts = sorted(int(c) for c in run.value["by count"])
+    table = claims.ClaimsTable(NOTEBOOK)
+    events_claims.add_many_streams(table, run)
+    parallel, gpu = table.claims[0], table.claims[1]
+    assert f"on {counts[-1]} streams / on {counts[0]} (below 1" in parallel.measured
+    assert f"on {counts[-1]} streams / on {counts[-2]} (above 1" in gpu.measured
