@@ -162,8 +162,8 @@ clean:
 ## prints the survivors, the score per module and overall. MUTATE narrows it to mutant names,
 ## e.g. MUTATE='helpers.timing.* helpers.claims.*'; SHARD=N (1-7) runs the Nth of MUTATE_SHARDS,
 ## each under 4,000 mutants: a CI job of 2 cores within 90 minutes, seven jobs for the package.
-## Process-starting tests (test_cli, test_distributed) are not in mutmut's selection, so shard 7
-## (cli, distributed) mostly counts "no tests" until they are.
+## test_distributed is not in mutmut's selection (its ranks run where mutmut cannot see what
+## they reach), so distributed mostly counts "no tests".
 ## SAMPLE=N mutates N mutants drawn at random (SEED=S) from the whole package instead: the
 ## package's score with a 95% interval, e.g. SAMPLE=3000 in about 35 minutes on two cores.
 L := helpers.lessons
