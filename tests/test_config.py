@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pytest
+
 from helpers import config
 
 
@@ -19,6 +21,9 @@ def test_results_dir_default_and_override(monkeypatch, tmp_path):
     assert config.results_dir() == Path(__file__).resolve().parent.parent / "results"
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     assert config.results_dir() == tmp_path
+    monkeypatch.setenv("COURSE_RESULTS_DIR", "results")  # relative: the message names the variable
+    with pytest.raises(ValueError, match=r"^COURSE_RESULTS_DIR='results' is a relative path"):
+        config.results_dir()
 
 
 def test_replay_flags(monkeypatch):

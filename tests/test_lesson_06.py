@@ -514,6 +514,11 @@ def test_the_missing_send_stops_where_the_marks_say(machine, capsys):
         longest, abs=0.005
     )
     assert [c.holds for c in seen.checks] == [True] * 4
+    assert [c.measured for c in seen.checks[1:]] == [  # each check names its own case's line
+        f"stopped at {PRINT_LINE}",
+        f"stopped at {RECV_LINE}",
+        f"stopped at {RECV_LINE}",
+    ]
 
 
 def test_the_missing_send_checks_fail_where_the_hang_is_not_bounded_or_stops_elsewhere():

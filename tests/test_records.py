@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from helpers import hardware, records, timing
+from helpers import config, hardware, records, timing
 from helpers.codec import Attachment
 
 
@@ -276,3 +276,17 @@ def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_o
     assert records.validate_machine_folder(tmp_path / "empty", "x")[0].endswith(
         "holds no recording (<notebook>/<experiment>.json)"
     )
+
+
+def test_recorded_runs_are_keyed_by_the_machine_that_recorded_them():
+    """The lessons' tests run on every machine of ``recorded_runs``: a key that were not the
+    machine's folder would fold the machines into one and test only the last of them."""
+    root = config.results_dir()
+    for notebook, name in (
+        ("01_pinned_memory", "copy_bandwidth"),
+        ("06_nccl_point_to_point_and_collectives", "bandwidth"),
+    ):
+        runs = records.recorded_runs(notebook, name)
+        folders = {p.parent.parent.name for p in root.glob(f"*/{notebook}/{name}.json")}
+        assert set(runs) == folders and len(folders) >= 1
+        assert all(run.machine == machine for machine, run in runs.items())
