@@ -185,6 +185,8 @@ mutate: $(STAMP)
 	rm -rf build/mutate && mkdir -p build/mutate
 	cp -r helpers tests tools notebooks results pyproject.toml build/mutate/
 ifdef SAMPLE
+# mutmut lists its mutants only after a run, and refuses a filter that matches none: one small
+# function's mutants set it up (they are left out of the score by --only).
 	cd build/mutate && ../../$(BIN)/mutmut run 'helpers.config.x_quick_mode__mutmut_*' >mutmut-setup.log 2>&1 \
 	    || (tail -c 3000 mutmut-setup.log && false)
 	cd build/mutate && ../../$(BIN)/mutmut results --all true >names.txt 2>&1

@@ -165,7 +165,7 @@ def spread_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Comment lines (which nccl-tests' readers skip) on what its format has no column for: the
     spread of the samples behind each row (interquartile range over median, in %) at its largest
     and typical, and the sizes where busbw fell as the size grew (rows out of order: other work
-    disturbed the samples, as on a busy CPU under gloo). None when the rows carry no spread.
+    disturbed the samples, as on a busy CPU under gloo). No lines when the rows carry no spread.
 
     Used by nccl_tests_format.trailer_lines.
     """
