@@ -174,7 +174,7 @@ MUTATE_SHARDS := helpers.checks.*,helpers.codec.*,helpers.tables.*,helpers.claim
     $(L).non_blocking.*,$(L).non_blocking_analysis.*,$(L).non_blocking_plots.*,$(L).non_blocking_claims.*,$(L).events.*,$(L).events_analysis.*,$(L).events_claims.*,$(L).events_sync.* \
     $(L).streams.*,$(L).streams_copies.*,$(L).streams_claims.*,$(L).peer.*,$(L).peer_links.*,$(L).peer_claims.* \
     $(L).peer_streams.*,$(L).peer_combinations.*,$(L).nccl.*,$(L).nccl_analysis.*,$(L).nccl_claims.*,$(L).nccl_speed.* \
-    helpers.cli.*,helpers.distributed.*
+    helpers.cli.*,helpers.distributed.*,helpers.forkserver.*
 SHARD ?=
 MUTATE ?= $(if $(SHARD),$(subst $(comma), ,$(word $(SHARD),$(MUTATE_SHARDS))),helpers.*)
 MUTATE_JOBS ?= $(shell nproc 2>/dev/null || echo 2)

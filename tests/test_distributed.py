@@ -361,6 +361,7 @@ def test_ranks_run_collectives_and_report_in_rank_order(world_size, temp_folder)
         [0.0, 1.0, 2.0, 3.0]
     ]  # rank 0 to the last
     assert [outcome.reached(r) for r in range(n)] == [["started"]] * n
+    assert outcome.exited == [True] * n  # let go, they ended by themselves: nothing was killed
     assert [p.strip() for p in outcome.printed] == [f"hello from rank {r}" for r in range(n)]
     assert (
         outcome.startup_s is not None
@@ -484,6 +485,7 @@ def test_a_hanging_rank_is_stopped_at_the_deadline_with_what_it_started():
     outcome = caught.value.outcome
     returned = time.monotonic()
     assert outcome.status == ["returned", "stopped"]
+    assert outcome.exited == [False, False]  # the stopped rank and the one waiting for it: killed
     assert outcome.reached(1)[1:] == ["before wait"]
     # Stopped at the deadline: not before it, and within a second after it (the parent's wake-up).
     # Start-up is left out of every bound: under heavy load it alone can take half a minute.
@@ -630,14 +632,19 @@ def test_nccl_all_reduce_on_two_gpus():
     assert [r["values"] for r in results] == [[3.0], [3.0]]
 
 
-def _nccl_missing_send(rank, world_size):
-    device = distributed.rank_device()
+def _connect_pair(rank, device):
+    """One matched send/recv between ranks 0 and 1: NCCL connects the pair."""
     warm = torch.zeros(3, device=device)
     if rank == 0:
         dist.send(warm, dst=1)
     else:
         dist.recv(warm, src=0)
     torch.cuda.synchronize()
+
+
+def _nccl_missing_send(rank, world_size):
+    device = distributed.rank_device()
+    _connect_pair(rank, device)
     distributed.mark("warmed up")
     if rank == 1:
         t = torch.empty(3, device=device)
@@ -658,6 +665,24 @@ def test_nccl_missing_send_ends_within_its_timeout():
     assert outcome.reached(1)[0] == "warmed up"  # notebook 06 shows where it stopped after that
     assert outcome.elapsed_s < timeout_s + 1.0
     assert time.monotonic() - start < timeout_s + 120
+
+
+def _nccl_unmatched_irecv(rank, world_size):
+    device = distributed.rank_device()
+    _connect_pair(rank, device)
+    if rank == 1:
+        dist.irecv(torch.empty(3, device=device), src=0)  # never matched, never waited for
+    return rank
+
+
+@pytest.mark.gpu2
+@needs_two_gpus
+def test_nccl_ranks_with_a_receive_never_matched_still_end_by_themselves():
+    """destroy_process_group never returned in such a group (2xH200, torch 2.11), so the ranks
+    were killed after TEARDOWN_S; they end without it, at once."""
+    outcome = distributed.supervise(_nccl_unmatched_irecv, 2, backend="nccl", timeout_s=60)
+    assert outcome.status == ["returned", "returned"], outcome.describe()
+    assert outcome.exited == [True, True], outcome.describe()
 
 
 def _nccl_wait_timeout(rank, world_size):
@@ -705,3 +730,38 @@ def test_nccl_wait_with_timeout_on_a_missing_send_is_bounded_by_the_launcher():
             outcome.errors[1].startswith(("died with", "exited with code"))
             and outcome.elapsed_s < deadline_s
         )
+
+
+_START_FORKSERVER = """
+import os, sys, time
+from helpers import forkserver
+
+def server_running():  # a child of ours runs the forkserver (once its exec is done)
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            for pid in f.read().split():
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"multiprocessing.forkserver import main" in f.read():
+                        return True
+    return False
+
+started = forkserver.start()
+end = time.monotonic() + 10
+while not server_running() and time.monotonic() < end:
+    time.sleep(0.01)
+print(started, "torch" in sys.modules, server_running())
+"""
+
+
+@linux_only
+def test_the_forkserver_starts_in_the_background_without_importing_torch_here():
+    """Notebook 06 starts the ranks' server first thing, so its import of torch runs beside the
+    notebook's: start() must return with the server started and torch not imported here."""
+    done = subprocess.run(
+        [sys.executable, "-c", _START_FORKSERVER],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.split() == ["True", "False", "True"], done.stdout + done.stderr

@@ -30,6 +30,8 @@ class Outcome:
     to start the processes and join the group (None if start-up did not finish within
     ``startup_timeout_s``); ``elapsed_s`` the time from then (or from the launch, if start-up did
     not finish) until every rank had finished or been stopped. Times in seconds.
+    ``exited[rank]`` is True when the rank's process ended by itself, before the launcher's
+    clean-up had to kill it (ranks that all returned end at once; a stopped rank is killed).
 
     Taught in 06_nccl_point_to_point_and_collectives.
     """
@@ -49,6 +51,7 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
     startup_timeout_s: float | None = None
     failure_order: list[int] = field(default_factory=list)
+    exited: list[bool] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

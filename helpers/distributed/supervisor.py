@@ -7,7 +7,6 @@ Taught in 06_nccl_point_to_point_and_collectives.
 from __future__ import annotations
 
 import functools
-import multiprocessing as mp
 import os
 import shutil
 import signal
@@ -21,6 +20,7 @@ from typing import Any
 
 import cloudpickle
 
+from .. import forkserver
 from .launch_checks import _check_launch, _payload, free_port
 from .launch_settings import (
     DEATH_NEWS_S,
@@ -65,6 +65,7 @@ class _Launch:
     finished: float | None = None
     failures: list[int] = field(default_factory=list)
     killed: bool = False
+    exited: list[bool] = field(default_factory=list)  # which ranks ended before the kill
     on_report: Callable[[int, Any], None] | None = None
 
 
@@ -92,19 +93,11 @@ def _spec(
 
 
 def start_context() -> Any:
-    """The multiprocessing context that starts the ranks: "forkserver" with this module (and so
-    torch) preloaded, where the system has it (Linux, macOS); else "spawn". See the module's
-    docstring for why never "fork".
+    """The multiprocessing context that starts the ranks (``helpers.forkserver.context``).
 
     Used by distributed.supervise.
     """
-    if "forkserver" not in mp.get_all_start_methods():
-        return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(
-        [__package__ or "helpers.distributed"]
-    )  # no effect once the server runs: it has them already
-    return ctx
+    return forkserver.context()
 
 
 def _start_ranks(run: _Launch, ctx: Any) -> None:
@@ -272,7 +265,7 @@ def _kill_all(run: _Launch) -> None:
 
 
 def _stop(run: _Launch) -> None:
-    """End every rank and what it started: when all returned, let them leave the group first
+    """End every rank and what it started: when all returned, let them end by themselves first
     (up to ``TEARDOWN_S``); then kill each rank's process group, whatever is left of it.
 
     What every rank said before the kill is read first, and a rank that had not finished is
@@ -287,6 +280,7 @@ def _stop(run: _Launch) -> None:
     for rank in run.ranks:
         if not rank.done:
             rank.status = STOPPED
+    run.exited = [_has_ended(r.process) for r in run.ranks]
     _kill_all(run)
 
 
@@ -353,6 +347,7 @@ def _collect(run: _Launch, timeout_s: float, startup_timeout_s: float) -> Outcom
         ),
         startup_timeout_s=float(startup_timeout_s),
         failure_order=list(run.failures),
+        exited=list(run.exited),
     )
 
 

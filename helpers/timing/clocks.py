@@ -124,6 +124,18 @@ def _cuda_index(device: Any, what: str) -> int:
     return index
 
 
+def load_spin_kernel(device: int | str | torch.device | None = None) -> None:
+    """Load ``torch.cuda._sleep``'s kernel on ``device`` (None: the current GPU) by running it
+    for a few cycles: the first call pays for loading its module (0.3-0.47 s on H200s).
+
+    Used by timing.sleep_cycles_per_us, and by distributed's NCCL ranks while they join their
+    group.
+    """
+    index = _cuda_index(device, "load_spin_kernel")
+    with torch.cuda.device(index):
+        torch.cuda._sleep(1000)
+
+
 def sleep_cycles_per_us(device: int | str | torch.device | None = None) -> float:
     """How many ``torch.cuda._sleep`` cycles make a microsecond on ``device`` (None: the current
     GPU). Measured once per GPU with CUDA events around a 20-million-cycle spin, then cached.
@@ -132,8 +144,8 @@ def sleep_cycles_per_us(device: int | str | torch.device | None = None) -> float
     """
     index = _cuda_index(device, "sleep_cycles_per_us")
     if index not in _SLEEP_CYCLES_PER_US:
+        load_spin_kernel(index)
         with torch.cuda.device(index):
-            torch.cuda._sleep(1000)  # load the kernel
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             cycles = 20_000_000
             start.record()
