@@ -527,10 +527,10 @@ def test_an_interrupt_leaves_no_rank_nor_folder_behind(temp_folder, monkeypatch)
 
 
 def test_a_failure_while_launching_removes_the_folder(temp_folder, monkeypatch):
-    def no_port():
+    def no_port(world_size, patience_s):
         raise OSError("no free port")
 
-    monkeypatch.setattr(distributed.supervisor, "free_port", no_port)
+    monkeypatch.setattr(distributed.supervisor, "_serve_store", no_port)
     with pytest.raises(OSError, match="no free port"):
         distributed.supervise(_nothing, 2, backend="gloo")
     assert list(temp_folder.iterdir()) == []

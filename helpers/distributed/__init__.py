@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from .bandwidth import OPS, algbw_gbps, bus_factor, busbw_gbps, nccl_version_code
 from .in_rank import delay, device_idle, mark, rank_device, report, synchronize
-from .launch_checks import _check_launch, choose_backend, default_world_size, free_port
+from .launch_checks import _check_launch, choose_backend, default_world_size
 from .launch_settings import (
     BACKENDS,
     DEATH_NEWS_S,
@@ -93,7 +93,6 @@ __all__ = [
     "default_world_size",
     "delay",
     "device_idle",
-    "free_port",
     "launch",
     "mark",
     "nccl_version_code",

@@ -6,7 +6,6 @@ Used by helpers.distributed.supervisor.
 from __future__ import annotations
 
 import inspect
-import socket
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -155,13 +154,3 @@ def _payload(
             f"pass plain values (numbers, strings, lists, dicts, tensors), not locks, open files "
             f"or generators"
         ) from err
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (for ``MASTER_PORT``).
-
-    Used by distributed.supervise.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -60,6 +60,13 @@ def _join_group(rank: int, spec: dict[str, Any]) -> None:
         LOCAL_WORLD_SIZE=str(spec["world_size"]),
     )
     timeout = _dt.timedelta(seconds=spec["group_timeout_s"])
+    # The store is the launcher's, serving already (as torchrun's agent serves its ranks'): a
+    # rank 0 that served it started it while rank 1 was already trying to connect, and rank 1's
+    # retry came 0.29-0.63 s later (2xH200); a store that serves first answers at once.
+    store = dist.TCPStore(
+        "127.0.0.1", spec["port"], spec["world_size"], is_master=False, timeout=timeout
+    )
+    group = {"store": store, "rank": rank, "world_size": spec["world_size"], "timeout": timeout}
     if spec["backend"] == "nccl":
         from ..timing import load_spin_kernel, sleep_cycles_per_us
 
@@ -68,13 +75,13 @@ def _join_group(rank: int, spec: dict[str, Any]) -> None:
         loader = threading.Thread(target=load_spin_kernel, args=(rank,), name="load-spin-kernel")
         loader.start()
         try:
-            dist.init_process_group("nccl", timeout=timeout, device_id=torch.device("cuda", rank))
+            dist.init_process_group("nccl", device_id=torch.device("cuda", rank), **group)
         finally:
             loader.join()
         sleep_cycles_per_us()  # calibrate delay() now, not in the middle of a measurement
     else:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // spec["world_size"]))
-        dist.init_process_group("gloo", timeout=timeout)
+        dist.init_process_group("gloo", **group)
 
 
 def _own_process_group() -> None:

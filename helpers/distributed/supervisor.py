@@ -6,6 +6,7 @@ Taught in 06_nccl_point_to_point_and_collectives.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
 import shutil
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import cloudpickle
+import torch.distributed as dist
 
 from .. import forkserver
-from .launch_checks import _check_launch, _payload, free_port
+from .launch_checks import _check_launch, _payload
 from .launch_settings import (
     DEATH_NEWS_S,
     FAILURE_GRACE_S,
@@ -69,6 +71,20 @@ class _Launch:
     on_report: Callable[[int, Any], None] | None = None
 
 
+def _serve_store(world_size: int, patience_s: float) -> Any:
+    """The key-value store the ranks meet at: a ``TCPStore`` served from this process, on a
+    port the system picks, before any rank starts (torchrun's agent serves its ranks' the
+    same way). It stops serving when the last reference to it goes."""
+    return dist.TCPStore(
+        "127.0.0.1",
+        0,
+        world_size,
+        is_master=True,
+        wait_for_workers=False,
+        timeout=datetime.timedelta(seconds=patience_s),
+    )
+
+
 def _spec(
     payload: bytes,
     world_size: int,
@@ -76,13 +92,14 @@ def _spec(
     env: Mapping[str, str] | None,
     folder: str,
     patience_s: float,
+    port: int,
 ) -> dict[str, Any]:
     """What every rank is told: the worker, the group to join, where to write its output."""
     return {
         "payload": payload,
         "world_size": world_size,
         "backend": backend,
-        "port": free_port(),
+        "port": port,
         "env": dict(env or {}),
         "parent_env": dict(os.environ),
         "folder": folder,
@@ -401,10 +418,11 @@ def supervise(
     ctx = start_context()
     folder = tempfile.mkdtemp(prefix="course-ranks-")
     run: _Launch | None = None
+    patience_s = startup_timeout_s + timeout_s + 60.0
+    store = None
     try:
-        spec = _spec(
-            payload, world_size, backend, env, folder, startup_timeout_s + timeout_s + 60.0
-        )
+        store = _serve_store(world_size, patience_s)
+        spec = _spec(payload, world_size, backend, env, folder, patience_s, store.port)
         run = _Launch(spec, ctx.Event(), on_report=on_report)
         _start_ranks(run, ctx)
         _watch(run, startup_timeout_s, timeout_s)
@@ -412,6 +430,7 @@ def supervise(
         return _collect(run, timeout_s, startup_timeout_s)
     finally:
         _clean_up(run, folder)
+        del store  # no rank is left to meet at it
 
 
 def launch(
