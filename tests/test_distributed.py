@@ -526,6 +526,33 @@ def test_an_interrupt_leaves_no_rank_nor_folder_behind(temp_folder, monkeypatch)
     assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
 
 
+def _store_greeting(rank, world_size):
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        is_master=False,
+        timeout=timedelta(seconds=10),
+    )
+    return store.get("greeting").decode()
+
+
+def test_ranks_meet_at_the_store_the_launcher_serves_before_they_start(monkeypatch):
+    """torchrun's way: the launcher serves the store, so no rank waits for rank 0 to serve it."""
+    served = []
+
+    def serve_and_greet(world_size, patience_s):
+        store = supervisor_serve(world_size, patience_s)
+        store.set("greeting", "hello from the launcher")
+        served.append(store.port)
+        return store
+
+    supervisor_serve = distributed.supervisor._serve_store
+    monkeypatch.setattr(distributed.supervisor, "_serve_store", serve_and_greet)
+    outcome = distributed.supervise(_store_greeting, 2, backend="gloo", timeout_s=20)
+    assert outcome.results == ["hello from the launcher"] * 2, outcome.describe()
+    assert len(served) == 1 and served[0] > 0  # a port the system picked
+
+
 def test_a_failure_while_launching_removes_the_folder(temp_folder, monkeypatch):
     def no_port(world_size, patience_s):
         raise OSError("no free port")
