@@ -21,7 +21,7 @@ def context() -> Any:
     preloaded, where the system has it (Linux, macOS); else "spawn". Never "fork": the parent
     (a notebook) may hold CUDA already, and a forked child cannot use it.
 
-    Used by distributed.start_context.
+    Used by distributed.supervise.
     """
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")

@@ -25,7 +25,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from helpers import distributed, hardware, plotting
+from helpers import distributed, forkserver, hardware, plotting
 
 matplotlib.use("Agg")
 # Workers travel to the ranks by value, as notebook functions do: the ranks need not import
@@ -110,7 +110,7 @@ def temp_folder(tmp_path, monkeypatch):
     """Where launches make their temporary folders during the test (empty when they cleaned up)."""
     # The forkserver that starts the ranks lives as long as this process, with its socket in a
     # temporary folder of its own: start it first, so that the folder holds only what launches leave.
-    if distributed.start_context().get_start_method() == "forkserver":
+    if forkserver.context().get_start_method() == "forkserver":
         import multiprocessing.forkserver
 
         multiprocessing.forkserver.ensure_running()
@@ -397,7 +397,7 @@ def test_ranks_take_the_environment_at_the_launch_and_start_without_importing_to
         )
         == ["WARN"] * 2
     )
-    if distributed.start_context().get_start_method() == "forkserver":
+    if forkserver.context().get_start_method() == "forkserver":
         assert outcome.startup_s < 1.5, (
             f"start-up took {outcome.startup_s} s: a fork, not an import of torch"
         )

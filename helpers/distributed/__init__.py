@@ -58,7 +58,7 @@ from .launch_settings import (
     TEARDOWN_S,
 )
 from .outcome import DIED, RAISED, RETURNED, STOPPED, LaunchTimeout, Outcome, WorkerError
-from .supervisor import _exit_words, _tail, launch, start_context, supervise
+from .supervisor import _exit_words, _tail, launch, supervise
 from .timed_collectives import COLLECTIVE_OPS, collective_sweep, collective_timings
 
 __all__ = [
@@ -98,7 +98,6 @@ __all__ = [
     "nccl_version_code",
     "rank_device",
     "report",
-    "start_context",
     "supervise",
     "synchronize",
 ]

@@ -109,14 +109,6 @@ def _spec(
     }
 
 
-def start_context() -> Any:
-    """The multiprocessing context that starts the ranks (``helpers.forkserver.context``).
-
-    Used by distributed.supervise.
-    """
-    return forkserver.context()
-
-
 def _start_ranks(run: _Launch, ctx: Any) -> None:
     """Start one process per rank, each with a pipe on which it tells the parent how it goes."""
     for rank in range(run.spec["world_size"]):
@@ -415,7 +407,7 @@ def supervise(
         worker, world_size, backend, timeout_s, startup_timeout_s, args, kwargs, env
     )
     payload = _payload(worker, args, kwargs)
-    ctx = start_context()
+    ctx = forkserver.context()
     folder = tempfile.mkdtemp(prefix="course-ranks-")
     run: _Launch | None = None
     patience_s = startup_timeout_s + timeout_s + 60.0
@@ -430,7 +422,7 @@ def supervise(
         return _collect(run, timeout_s, startup_timeout_s)
     finally:
         _clean_up(run, folder)
-        del store  # no rank is left to meet at it
+        del store  # stop serving now, even if a traceback keeps this frame alive
 
 
 def launch(
