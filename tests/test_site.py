@@ -392,3 +392,30 @@ def test_the_browser_is_the_setting_then_the_usual_names_on_path(tmp_path):
     assert site_test.find_browser({}, {}.get) is None  # Playwright's own Chromium, if downloaded
     with pytest.raises(SystemExit, match="COURSE_BROWSER='/nope' is not a runnable browser"):
         site_test.find_browser({"COURSE_BROWSER": "/nope"}, on_path.get)
+
+
+def test_a_fresh_root_machine_installs_debians_chromium_and_says_so(capsys):
+    calls = []
+
+    def apt(cmd, env):
+        calls.append(cmd)
+        return type("Done", (), {"returncode": 0})()
+
+    path = site_test.install_browser(apt, {"chromium": "/usr/bin/chromium"}.get)
+    assert path == Path("/usr/bin/chromium")
+    assert calls[0][:2] == ["apt-get", "update"]
+    assert calls[1][:2] == ["apt-get", "install"] and calls[1][-1] == "chromium"
+    assert "installing Debian's chromium" in capsys.readouterr().out
+
+
+def test_a_failed_browser_install_says_what_to_do_instead():
+    failed = lambda cmd, env: type("Done", (), {"returncode": 100})()  # noqa: E731
+    with pytest.raises(SystemExit, match="apt-get update -qq` failed; make site-test needs"):
+        site_test.install_browser(failed, {}.get)
+
+
+def test_only_root_with_apt_get_installs_a_browser():
+    has_apt = {"apt-get": "/usr/bin/apt-get"}.get
+    assert site_test.can_install_system_packages(has_apt, uid=0)
+    assert not site_test.can_install_system_packages(has_apt, uid=1000)
+    assert not site_test.can_install_system_packages({}.get, uid=0)

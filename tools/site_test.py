@@ -8,8 +8,9 @@ is kept under build/site-shots/ (named after the page's path) for a person to lo
 The browser is driven by Playwright's Python package. Which browser: ``COURSE_BROWSER`` (a path
 or a command name) when set; else the first of chromium, chromium-browser, google-chrome,
 google-chrome-stable, chrome on PATH; else the Chromium Playwright downloads for the user
-(``python -m playwright install chromium``, no root needed). Without any, it stops with one
-line saying what to install.
+(``python -m playwright install chromium``, no root needed). Without any, it sets itself up as
+CI does on a fresh machine: as root with apt-get (Debian, Ubuntu), it installs Debian's
+``chromium`` and says so; elsewhere it stops with one line saying what to install.
 
     python tools/site_test.py             # every page of build/site/
     python tools/site_test.py --page claims.html --page index.html
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -89,6 +91,39 @@ NO_BROWSER = (
 )
 
 
+APT_BROWSER = "chromium"  # Debian's package; Ubuntu's is a snap wrapper, so CI images ship Chrome
+
+
+def can_install_system_packages(which=shutil.which, uid: int | None = None) -> bool:
+    """True where apt-get is on PATH and we are root (CI, containers): a browser can be installed."""
+    return which("apt-get") is not None and (os.geteuid() if uid is None else uid) == 0
+
+
+def install_browser(run=subprocess.run, which=shutil.which) -> Path:
+    """Install Debian's ``chromium`` with apt-get (as root), saying so; its path on PATH.
+
+    A failed install is a SystemExit naming the command and what to do instead.
+    """
+    print(
+        f"site_test: no Chromium or Chrome here; installing Debian's {APT_BROWSER} "
+        "(apt-get, as root; a minute or two)",
+        flush=True,
+    )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", APT_BROWSER],
+    ):
+        if run(cmd, env=env).returncode != 0:
+            raise SystemExit(f"site_test: `{' '.join(cmd)}` failed; {NO_BROWSER}")
+    found = which(APT_BROWSER)
+    if not found:
+        raise SystemExit(
+            f"site_test: apt-get installed {APT_BROWSER} but it is not on PATH; {NO_BROWSER}"
+        )
+    return Path(found)
+
+
 def check_page(context, page_path: Path, shots: Path) -> PageReport:
     """Open one page, wait for it and its images, collect console errors and requests, screenshot it."""
     report = PageReport(str(page_path.relative_to(SITE)))
@@ -146,6 +181,10 @@ def run(pages: list[Path], shots: Path = SHOTS) -> list[PageReport]:
         tempfile.TemporaryDirectory(prefix="site-test-profile-") as profile,
         sync_playwright() as pw,
     ):
+        if browser is None and not Path(pw.chromium.executable_path).exists():
+            if not can_install_system_packages():
+                raise SystemExit(NO_BROWSER)
+            browser = install_browser()
         try:
             context = pw.chromium.launch_persistent_context(
                 profile,
