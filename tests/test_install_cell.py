@@ -75,7 +75,7 @@ def test_bad_inputs_say_what_to_pass(tmp_path):
     for url in ('https://x"; import os; "', "a\nb", "", "https://{x}"):
         with pytest.raises(ValueError, match="without quotes"):
             install_cell.cell_source(url)
-    with pytest.raises(ValueError, match="release version"):
+    with pytest.raises(ValueError, match="is not a version such as 0.3.0"):
         install_cell.cell_source(URL, version="1.0; import os")
     with pytest.raises(SystemExit, match="not a notebook"):
         install_cell.main(["check", "--url", URL, str(write(tmp_path / "x.ipynb", {"cells": 3}))])
@@ -99,82 +99,130 @@ def test_the_committed_cell_names_pyprojects_repository_and_version(capsys):
 
 
 def test_where_the_course_is_installed_the_cell_does_nothing(monkeypatch):
-    """In a clone set up by `make`, the distribution is installed at the notebook's version."""
+    """In a clone set up by `make`, the distribution is installed (editable) at the notebook's version."""
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail("the cell ran a command"))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("the cell ran a command"))
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert importlib.metadata.version("moving-data-course") == version, "run `make setup` again"
     exec(compile(install_cell.cell_source(URL), "install cell", "exec"), {})
 
 
-def run_alone(monkeypatch, tmp_path, source=SOURCE):
-    """Execute the cell where the course is not installed; returns the commands it ran."""
-    commands = []
-
-    def missing(name):
-        raise importlib.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(importlib.metadata, "version", missing)
-
-    class Child:  # a command that prints one line and succeeds
-        def __init__(self, command, **kwargs):
-            commands.append(list(command))
-            self.stdout, self.returncode = iter([f"ran {command[0]}\n"]), 0
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-    monkeypatch.setattr(subprocess, "Popen", Child)
-    monkeypatch.setenv("COURSE_HOME", str(tmp_path / "course"))
-    exec(compile(source, "install cell", "exec"), {})
-    return commands
+def git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
-def test_alone_it_fetches_the_notebooks_version_shallow_and_runs_the_installer(
-    monkeypatch, tmp_path, capsys
-):
-    monkeypatch.delenv("COURSE_SOURCE", raising=False)
-    monkeypatch.delenv("COURSE_REF", raising=False)
-    source = install_cell.cell_source(URL, version="9.8.7")
-    (tmp_path / "helpers.py").write_text(
-        ""
-    )  # a learner's own helpers module does not count as the course
-    monkeypatch.syspath_prepend(str(tmp_path))
-    commands = run_alone(monkeypatch, tmp_path, source)
-    home = str(tmp_path / "course")
-    assert commands[:3] == [
-        ["git", "-C", home, "init", "--quiet"],
-        ["git", "-C", home, "fetch", "--quiet", "--depth", "1", URL, "v9.8.7"],
-        ["git", "-C", home, "checkout", "--quiet", "FETCH_HEAD"],
-    ]
-    (python, script, flag, loaded) = commands[3]
-    assert (python, script, flag) == (
-        sys.executable,
-        str(tmp_path / "course" / "tools" / "install_course.py"),
-        "--loaded",
+@pytest.fixture
+def source(tmp_path):
+    """A git repository standing in for the course on GitHub: branch main, whose installer
+    prints the commit it installs; returns (path, commit of main)."""
+    repo = tmp_path / "source"
+    (repo / "tools").mkdir(parents=True)
+    (repo / "tools" / "install_course.py").write_text(
+        "import pathlib, subprocess\nprint('installer ran at', subprocess.run(['git', 'rev-parse', "
+        "'HEAD'], cwd=pathlib.Path(__file__).parent, capture_output=True, text=True).stdout[:12])\n"
     )
-    assert {"sys", "pytest"} <= set(loaded.split(","))
-    out = capsys.readouterr().out
-    assert "fetching v9.8.7 of " + URL in out
-    assert f"ran {sys.executable}" in out  # what the installer prints is shown in the notebook
-    monkeypatch.setenv("COURSE_SOURCE", "/some/clone")
-    monkeypatch.setenv("COURSE_REF", "0123abc")
-    assert run_alone(monkeypatch, tmp_path)[1][-2:] == ["/some/clone", "0123abc"]
+    git("init", "--quiet", "--initial-branch", "main", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", ".", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "one", cwd=repo)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
+    return repo, head.stdout.strip()
+
+
+def run_alone(monkeypatch, tmp_path, version, installed=None, editable=False):
+    """Execute the cell of ``version`` where ``installed`` (a version, or None) is installed, and
+    return what it printed."""
+
+    class Course:
+        def __init__(self, name):
+            if installed is None:
+                raise importlib.metadata.PackageNotFoundError(name)
+            self.version = installed
+
+        def read_text(self, name):
+            return json.dumps({"url": "file:///x", "dir_info": {"editable": editable}})
+
+    monkeypatch.setattr(importlib.metadata, "distribution", Course)
+    monkeypatch.setenv("COURSE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COURSE_REF", raising=False)
+    printed = []
+    exec(
+        compile(install_cell.cell_source(URL, version=version), "install cell", "exec"),
+        {"print": lambda *a, **k: printed.append(" ".join(map(str, a)))},
+    )
+    return "\n".join(printed)
+
+
+def test_a_development_version_fetches_main_and_installs_once_per_commit(
+    monkeypatch, tmp_path, source
+):
+    repo, head = source
+    monkeypatch.setenv("COURSE_SOURCE", str(repo))
+    out = run_alone(monkeypatch, tmp_path, "9.8.0.dev0")
+    assert f"installing main at {head[:12]}" in out and f"installer ran at {head[:12]}" in out
+    assert (tmp_path / "home" / ".installed-commit").read_text().strip() == head
+    again = run_alone(monkeypatch, tmp_path, "9.8.0.dev0", installed="9.8.0.dev0")
+    assert f"installed from main at {head[:12]}, this notebook's: nothing to do" in again
+    assert "installer ran" not in again
+    # main moved on: the same version at another commit is recognised as different
+    (repo / "new.txt").write_text("x")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", ".", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "two", cwd=repo)
+    moved = run_alone(monkeypatch, tmp_path, "9.8.0.dev0", installed="9.8.0.dev0")
+    assert "installer ran at" in moved and head[:12] not in moved.split("installer ran at")[1]
+
+
+def test_a_release_fetches_its_tag_and_falls_back_to_main_with_one_line(
+    monkeypatch, tmp_path, source
+):
+    repo, head = source
+    monkeypatch.setenv("COURSE_SOURCE", str(repo))
+    out = run_alone(monkeypatch, tmp_path, "9.8.7")
+    assert out.splitlines()[0] == f"v9.8.7 is not in {repo}; fetching main instead"
+    assert f"installing main at {head[:12]}" in out
+    git("tag", "v9.9.0", cwd=repo)
+    tagged = run_alone(monkeypatch, tmp_path / "other", "9.9.0")
+    assert f"installing v9.9.0 at {head[:12]}" in tagged and "instead" not in tagged
+
+
+def test_a_missing_ref_says_so(monkeypatch, tmp_path, source):
+    repo, _ = source
+    monkeypatch.setenv("COURSE_SOURCE", str(repo))
+    monkeypatch.setenv("COURSE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COURSE_REF", "no-such-branch")
+    monkeypatch.setattr(
+        importlib.metadata,
+        "distribution",
+        lambda name: (_ for _ in ()).throw(importlib.metadata.PackageNotFoundError(name)),
+    )
+    with pytest.raises(RuntimeError, match="git fetch .* no-such-branch failed"):
+        exec(compile(install_cell.cell_source(URL, "9.8.0.dev0"), "install cell", "exec"), {})
+
+
+def test_a_clone_at_another_version_is_told_to_set_up_again(monkeypatch, tmp_path):
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("the cell ran a command"))
+    out = run_alone(monkeypatch, tmp_path, "9.8.0.dev0", installed="9.7.0", editable=True)
+    assert (
+        out
+        == "this clone's course is 9.7.0, the notebook 9.8.0.dev0's: run `make setup` in the clone"
+    )
 
 
 def test_alone_on_python_3_10_it_stops_first_with_a_clear_message(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "version_info", (3, 10, 14))
     with pytest.raises(RuntimeError, match="Python 3.11 or newer"):
-        run_alone(monkeypatch, tmp_path)
+        run_alone(monkeypatch, tmp_path, "9.8.0.dev0")
 
 
-def test_the_trial_fetches_the_tag_only_where_it_is_head():
+def test_the_trials_source_has_no_tags_and_its_main_is_head(tmp_path):
+    bare = install_cell.tagless_source(tmp_path)
     head = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    assert install_cell.reference() in (None, head)
+    main = subprocess.run(
+        ["git", "-C", str(bare), "rev-parse", "main"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    tags = subprocess.run(["git", "-C", str(bare), "tag"], capture_output=True, text=True)
+    assert main == head and tags.stdout == ""
 
 
 def test_the_cell_passes_the_projects_ruff(tmp_path):

@@ -43,29 +43,35 @@ OLD_MARKERS = (MARKER, "# Set-up: run alone")  # an older cell is recognised by 
 
 TEMPLATE = """\
 {marker}
-# Where it is installed (a clone set up by `make`), it does nothing.
+# Where the course is installed at this notebook's version (a clone set up by `make`, a pip
+# install), it does nothing; where this cell installed it, it fetches again and compares commits.
+import json
+import os
+import pathlib
 import sys
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, distribution
 
 COURSE, VERSION, REPOSITORY = "{name}", "{version}", "{url}"
 try:
-    installed = version(COURSE)
+    course = distribution(COURSE)
+    installed = course.version
+    from_clone = json.loads(course.read_text("direct_url.json") or "{{}}").get("dir_info", {{}}).get("editable", False)
 except PackageNotFoundError:
-    installed = None
-if installed != VERSION:
+    installed, from_clone = None, False
+home = pathlib.Path(os.environ.get("COURSE_HOME", pathlib.Path.home() / COURSE))
+stamp = home / ".installed-commit"  # the commit this cell installed, once it has
+if from_clone and installed != VERSION:
+    print(f"this clone's course is {{installed}}, the notebook {{VERSION}}'s: run `make setup` in the clone")
+elif not from_clone and (installed != VERSION or stamp.is_file()):
     import importlib
-    import os
-    import pathlib
     import subprocess
 
     if sys.version_info < (3, 11):  # noqa: UP036 (a hosted kernel may be older than the course)
         raise RuntimeError(f"the course needs Python 3.11 or newer; this kernel runs {{sys.version.split()[0]}}")
     source = os.environ.get("COURSE_SOURCE", REPOSITORY)
-    ref = os.environ.get("COURSE_REF", f"v{{VERSION}}")
-    home = pathlib.Path(os.environ.get("COURSE_HOME", pathlib.Path.home() / COURSE))
-    print(f"{{COURSE}} {{'is not installed here' if installed is None else installed + ' is installed'}}; "
-          f"this notebook is {{VERSION}}'s: "
-          f"fetching {{ref}} of {{source}} into {{home}}", flush=True)
+    # A release is its tag; a development version (X.Y.devN) follows the main branch.
+    refs = [os.environ["COURSE_REF"]] if os.environ.get("COURSE_REF") else (
+        ["main"] if ".dev" in VERSION else [f"v{{VERSION}}", "main"])
 
     def run(*command):  # shows what the command prints: a kernel does not show a child's output
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
@@ -75,12 +81,28 @@ if installed != VERSION:
             raise RuntimeError(f"{{' '.join(command[:4])}} failed (its output is above)")
 
     home.mkdir(parents=True, exist_ok=True)
-    for git in (["init", "--quiet"], ["fetch", "--quiet", "--depth", "1", source, ref],
-                ["checkout", "--quiet", "FETCH_HEAD"]):
-        run("git", "-C", str(home), *git)
-    loaded = ",".join(sorted({{name.partition(".")[0] for name in sys.modules}}))
-    run(sys.executable, str(home / "tools" / "install_course.py"), "--loaded", loaded)
-    importlib.invalidate_caches()  # the course is importable in this kernel now
+    run("git", "-C", str(home), "init", "--quiet")
+    for ref in refs:
+        fetch = subprocess.run(["git", "-C", str(home), "fetch", "--quiet", "--depth", "1", source, ref],
+                               capture_output=True, text=True)
+        if fetch.returncode == 0:
+            break
+        print(f"{{ref}} is not in {{source}}" + (f"; fetching {{refs[-1]}} instead" if ref != refs[-1] else ""))
+    else:
+        raise RuntimeError(f"git fetch {{source}} {{ref}} failed: {{fetch.stderr.strip()}}")
+    commit = subprocess.run(["git", "-C", str(home), "rev-parse", "FETCH_HEAD"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    if installed == VERSION and stamp.is_file() and stamp.read_text().strip() == commit:
+        print(f"{{COURSE}} {{VERSION}} is installed from {{ref}} at {{commit[:12]}}, this notebook's: nothing to do")
+    else:
+        print(f"{{COURSE}} {{'is not installed here' if installed is None else installed + ' is installed'}}; "
+              f"this notebook is {{VERSION}}'s: installing {{ref}} at {{commit[:12]}} of {{source}} from {{home}}",
+              flush=True)
+        run("git", "-C", str(home), "checkout", "--quiet", "--force", "FETCH_HEAD")
+        loaded = ",".join(sorted({{name.partition(".")[0] for name in sys.modules}}))
+        run(sys.executable, str(home / "tools" / "install_course.py"), "--loaded", loaded)
+        stamp.write_text(commit + "\\n")
+        importlib.invalidate_caches()  # the course is importable in this kernel now
 """
 
 
@@ -110,8 +132,10 @@ def cell_source(url: str, version: str | None = None, name: str | None = None) -
         )
     meta = project()
     version = version or meta["version"]
-    if not re.fullmatch(r"\d+(\.\d+)*([a-z]+\d+)?", version):
-        raise ValueError(f"version {version!r} is not a release version such as 0.2.0")
+    if not re.fullmatch(r"\d+(\.\d+)*(([a-z]+|\.dev)\d+)?", version):
+        raise ValueError(
+            f"version {version!r} is not a version such as 0.3.0 (a release) or 0.3.0.dev0 (main)"
+        )
     return TEMPLATE.format(
         marker=MARKER, name=name or meta["name"], version=version, url=url
     ).rstrip("\n")
@@ -183,27 +207,33 @@ def versions(
     return json.loads(out.stdout)
 
 
-def reference(root: Path = ROOT) -> str | None:
-    """What the trial fetches: None (the cell's own ``v<version>`` tag) when that tag is HEAD,
-    else HEAD's commit (``COURSE_REF``), since the notebook tried is HEAD's."""
+def tagless_source(folder: Path, root: Path = ROOT) -> Path:
+    """A bare clone of ``root`` in ``folder`` with no tags, whose ``main`` is HEAD's commit: what
+    a learner's cell meets on GitHub between releases (the cell fetches ``main``, or its tag,
+    falling back to ``main``). Its path, for ``COURSE_SOURCE``."""
+    bare = folder / "course-source.git"
 
-    def rev(name: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", name],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], check=True, capture_output=True, text=True)
 
-    head = rev("HEAD^{commit}")
-    return None if rev(f"v{project(root)['version']}^{{commit}}") == head else head
+    git("clone", "--quiet", "--bare", "--no-tags", str(root), str(bare))
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    git("-C", str(bare), "update-ref", "refs/heads/main", head)
+    tags = subprocess.run(
+        ["git", "-C", str(bare), "tag"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    if tags:
+        git("-C", str(bare), "tag", "-d", *tags)
+    return bare
 
 
 def trial(notebook: str, python: Path, folder: Path) -> int:
     """Run ``notebook`` as committed (HEAD), unmodified, alone in ``folder``, executed by
     ``python`` (a fresh environment with a Jupyter kernel and its own torch, numpy and
-    matplotlib, no course): its first cell fetches the course from this repository
-    (``COURSE_SOURCE``). Fails unless the course got installed, torch, numpy and matplotlib are
+    matplotlib, no course): its first cell fetches the course from a tagless clone of this
+    repository whose ``main`` is HEAD (``COURSE_SOURCE``; no ``COURSE_REF``). Fails unless the course got installed, torch, numpy and matplotlib are
     the versions they were, and the notebook ran and replayed. Returns 0, or 1 with the reason;
     prints the seconds it took.
 
@@ -230,12 +260,7 @@ def trial(notebook: str, python: Path, folder: Path) -> int:
         for k, v in os.environ.items()
         if not k.startswith(("COURSE_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))
     }
-    env.update(COURSE_SOURCE=str(ROOT), COURSE_HOME=str(folder / "course"))
-    if (ref := reference()) is not None:
-        env["COURSE_REF"] = ref
-        print(
-            f"trial: tag v{project()['version']} is not HEAD: the cell fetches HEAD's commit {ref[:12]}"
-        )
+    env.update(COURSE_SOURCE=str(tagless_source(folder)), COURSE_HOME=str(folder / "course"))
     before = versions(python, list(KEPT), env, folder)
     start = time.perf_counter()
     run = subprocess.run(
