@@ -154,6 +154,7 @@ site: $(SITE_STAMP)
 site-test: site
 	$(BIN)/python tools/site_test.py
 
+## clean: remove build/ and the tools' caches (the virtual environment .venv stays)
 clean:
 	rm -rf build .pytest_cache .ruff_cache
 
@@ -202,18 +203,19 @@ endif
 	$(BIN)/python tools/mutation.py score build/mutate/all.txt $(if $(SAMPLE),--total $$(grep -c __mutmut_ build/mutate/names.txt) --only build/mutate/sample.txt)
 
 # ---------------------------------------------------------------- GPU machines
-# Here: fetch the wheels the GPU machines lack into .whl/ (ignored; carried by the device tool).
+## gpu-wheels: here, fetch the wheels a GPU machine without network lacks into .whl/ (ignored)
 gpu-wheels:
 	$(PYTHON) tools/gpu_wheels.py
 
-# Here, before each device run: note the commit the recordings will be made from.
+## gpu-prepare: here, before each GPU run: note in .whl/ the commit the recordings will be made from
 gpu-prepare:
 	@test -d .whl || $(MAKE) gpu-wheels
 	git describe --always --dirty --abbrev=12 > .whl/COMMIT
 	@cat .whl/COMMIT
 
-# There: install the carried wheels, run the GPU tests, execute every notebook live at full
-# size recording results, and pack recordings + executed notebooks + logs into $(OUT).
+## gpu-all: on the GPU machine: install the carried wheels, run the GPU tests, execute every
+## notebook live at full size recording results (GPU_FLAGS=--quick: a timed quick pass too),
+## and pack recordings, executed notebooks and logs into OUT/gpu-results-MACHINE.tar.gz
 OUT ?= build/gpu-out
 SITE ?= /tmp/site
 GPU_ENV := PYTHONPATH=$(SITE):$(CURDIR) COURSE_COMMIT=$$(cat .whl/COMMIT 2>/dev/null) \
@@ -227,17 +229,17 @@ gpu-all:
 	mkdir -p $(OUT) build/gpu
 	$(GPU_ENV) python3 tools/gpu_run.py --out $(OUT) $(GPU_FLAGS) $(NOTEBOOKS)
 
-# There: the regression job of a GPU CI. Measures the headline figures (pinned H2D/D2H, P2P,
-# all_reduce busbw) and fails when one falls below this machine's row in results/index.jsonl
-# by more than CHECK_TOLERANCE. Uses .venv where there is one, else the image's python3.
+## gpu-check: on the GPU machine, a GPU CI's regression job: measures the headline figures
+## (pinned H2D/D2H, P2P, all_reduce busbw) and fails when one falls below this machine's row in
+## results/index.jsonl by more than CHECK_TOLERANCE (5%)
 CHECK_TOLERANCE ?= 5%
 gpu-check:
 	$(GPU_ENV) $(if $(wildcard $(BIN)/python),$(BIN)/python,python3) -m helpers.cli check \
 	    --tolerance $(CHECK_TOLERANCE)
 
-# Here: put the recordings from a GPU run's archive under results/.
+## unpack: here, put a GPU run's recordings under results/ (ARCHIVE=.../gpu-results-MACHINE.tar.gz);
+## it validates everything in a temporary folder first and changes nothing unless all is sound
 ARCHIVE ?=
-# It validates everything in a temporary folder first and changes nothing unless all is sound.
 unpack: $(STAMP)
 	@test -n "$(ARCHIVE)" || (echo "usage: make unpack ARCHIVE=path/to/gpu-results-MACHINE.tar.gz" && false)
 	$(BIN)/python tools/gpu_run.py --unpack $(ARCHIVE)

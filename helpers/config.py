@@ -16,6 +16,8 @@ Taught in 00_start_here.
 from __future__ import annotations
 
 import os
+import subprocess
+from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
 
@@ -172,3 +174,34 @@ def pick(full: T, quick: T) -> T:
     Taught in 00_start_here.
     """
     return quick if quick_mode() else full
+
+
+def course_version() -> str:
+    """The installed course's version (pyproject's, e.g. ``0.3.0.dev0``), or "unknown" where it is
+    not installed. Used by the command line (datamove --version, doctor)."""
+    try:
+        return metadata.version("moving-data-course")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def course_commit() -> str | None:
+    """The course's commit: ``COURSE_COMMIT`` where set (a GPU run), else ``git describe`` of the
+    clone the helpers are in (``-dirty`` with uncommitted changes); None outside a clone.
+
+    Used by records.environment_header and the command line (datamove doctor).
+    """
+    if os.environ.get("COURSE_COMMIT"):
+        return os.environ["COURSE_COMMIT"]
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None

@@ -9,9 +9,11 @@ all_reduce busbw at 1 GiB.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import math
 import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -22,7 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import cli, distributed, experiments, hardware, records, timing
+from helpers import cli, config, distributed, experiments, hardware, records, timing
 from helpers.cli import (
     cli_args,
     cli_output,
@@ -667,6 +669,11 @@ def test_doctor_on_this_machine(capsys):
     payload = json.loads(out)
     assert {row["status"] for row in payload["rows"]} <= {doctor.PASS, doctor.WARN, doctor.FAIL}
     assert all(set(row) == {"name", "status", "seen", "fix"} for row in payload["rows"])
+    facts = payload["facts"]  # what an issue needs to know about the machine and the course
+    assert facts["course"] == importlib.metadata.version("moving-data-course")
+    assert facts["python"] == platform.python_version() and facts["os"] == platform.platform()
+    assert facts["torch"] == torch.__version__ and "driver_version" in facts
+    assert facts["commit"] == config.course_commit()
     if hardware.gpu_count() == 0:  # says so plainly, warns about nothing that needs no fix, exits 0
         assert code == 0 and payload["machine"] == "cpu-only"
         assert payload["rows"][0]["seen"].startswith("CPU only: the notebooks replay")

@@ -1,3 +1,5 @@
+import importlib.metadata
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,21 @@ def test_an_installed_package_reads_its_own_recordings_and_writes_traces_to_the_
     assert config.traces_dir(clone / "helpers") == clone / "build" / "traces"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # ignored, as the XDG rules say
     assert config.user_cache(tmp_path) == tmp_path / ".cache" / "moving-data-course"
+
+
+def test_the_course_commit_is_the_setting_else_git_describe_of_the_clone(monkeypatch):
+    monkeypatch.setenv("COURSE_COMMIT", "abc123")
+    assert config.course_commit() == "abc123"
+    monkeypatch.delenv("COURSE_COMMIT")
+    described = subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+        cwd=Path(config.__file__).parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    assert config.course_commit() == (described or None)
+
+
+def test_the_course_version_is_the_installed_distributions():
+    assert config.course_version() == importlib.metadata.version("moving-data-course")

@@ -180,6 +180,14 @@ def test_make_help_lists_every_documented_target():
     assert [
         line.split(":")[0] for line in shown.splitlines() if line and not line.startswith(" ")
     ] == documented
+    named = {
+        target
+        for doc in ("README.md", "CONTRIBUTING.md")
+        for target in re.findall(r"`(?:[A-Z_]+=\S+ )*make ([a-z0-9-]+)", (ROOT / doc).read_text())
+    }
+    assert named - set(documented) == set(), (
+        "the README or CONTRIBUTING names a target help leaves out"
+    )
 
 
 def test_the_wheel_lists_every_package_of_helpers():
@@ -223,3 +231,11 @@ def test_every_module_of_helpers_is_in_a_mutation_shard():
     ]
     missing = [m for m in modules if not any(fnmatch.fnmatch(m + ".x", p) for p in patterns)]
     assert not missing, f"add to MUTATE_SHARDS in the Makefile: {missing}"
+
+
+def test_contributing_names_every_tool_and_no_deleted_one():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    tools = {p.name for p in (ROOT / "tools").glob("*.py")}
+    assert {t for t in tools if f"`{t}`" not in text} == set()
+    named = set(re.findall(r"`(?:tools/)?([a-z_]+\.py)`", text))
+    assert {n for n in named if n.endswith(".py") and not any(ROOT.rglob(n))} == set()

@@ -25,10 +25,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 
-from .. import distributed
+from .. import config, distributed
 from .cli_args import (
     SIZE_HELP,
     MiB,
@@ -62,10 +61,7 @@ def version() -> str:
 
     Used by the command line (datamove --version).
     """
-    try:
-        return metadata.version("moving-data-course")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return config.course_version()
 
 
 def _output_flags(parser: argparse.ArgumentParser, csv_too: bool = True) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -94,8 +95,13 @@ def _doctor_facts(nccl_timeout_s: float | None) -> dict[str, Any]:
     machine = hardware.machine_name(hardware.describe()) if gpus else "cpu-only"
     can_nccl = gpus >= 1 and dist.is_nccl_available() and nccl_timeout_s is not None
     return {
+        "course": config.course_version(),
+        "commit": config.course_commit(),
+        "python": platform.python_version(),
+        "os": platform.platform(),
         "gpus": gpus,
         "driver": hardware.driver_present(),
+        "driver_version": hardware.driver_version(),
         "torch": torch.__version__,
         "torch_cuda": torch.version.cuda,
         "driver_cuda": hardware.driver_cuda_version(),
@@ -343,7 +349,7 @@ def _check_recordings(f: dict[str, Any]) -> list[Check]:
             "recordings for this machine",
             WARN,
             f"none for {f['machine']}",
-            "datamove record, then a pull request with results/<machine>/ (README: Add your machine)",
+            "datamove record, then a pull request with results/<machine>/ (CONTRIBUTING.md: Add your machine)",
         )
     ]
 

@@ -102,7 +102,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     )
     print(
         f"archive: {out}/gpu-results-{machine}.tar.gz; next: make index, then a pull request with "
-        f"results/{machine}/ and results/index.jsonl (README: Add your machine)"
+        f"results/{machine}/ and results/index.jsonl (CONTRIBUTING.md: Add your machine)"
     )
     return 1 if code or problems else 0
 
@@ -269,7 +269,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not baseline:
         raise UsageError(
             f"no baseline for {machine} in {config.results_dir() / records.INDEX_NAME}: record this "
-            f"machine first (datamove record; README: Add your machine)"
+            f"machine first (datamove record; CONTRIBUTING.md: Add your machine)"
         )
     progress = Progress("check", len(baseline))
     measured = {}

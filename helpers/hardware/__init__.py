@@ -20,6 +20,7 @@ from ..checks import check_count, check_size
 from .health import (
     driver_cuda_version,
     driver_present,
+    driver_version,
     free_disk_bytes,
     gpu_activity,
     pcie_links,
@@ -58,6 +59,7 @@ __all__ = [
     "cpu_affinity",
     "describe",
     "driver_cuda_version",
+    "driver_version",
     "driver_present",
     "free_disk_bytes",
     "free_memory",

@@ -21,6 +21,21 @@ def driver_present() -> bool:
     return _nvml() is not None or _nvidia_smi("-L") is not None
 
 
+def driver_version() -> str | None:
+    """The NVIDIA driver's version (``"580.95.05"``), from NVML or ``nvidia-smi``; None without one.
+
+    Used by the command line (datamove doctor).
+    """
+    nvml = _nvml()
+    try:
+        version = nvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
+        pass
+    match = re.search(r"Driver Version:\s*([\d.]+)", _nvidia_smi() or "")
+    return match.group(1) if match else None
+
+
 def driver_cuda_version() -> str | None:
     """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver.
 
