@@ -585,6 +585,31 @@ def test_validation_finds_impossible_figures(tmp_path):
     assert len(found) == 1 and "cannot be decoded" in found[0] and "-1.0" in found[0], found
 
 
+def test_a_copy_that_fits_in_l2_is_held_to_the_cache_not_to_memory(tmp_path):
+    """2xH100 (issue 36): a same-GPU copy of 16 MiB (32 MiB read plus written) ran at 3737 GB/s,
+    over the H100's 3350 GB/s of HBM: it lives in the 50 MB L2. Refused only when impossible."""
+    nb = write_notebook(tmp_path / "nb.ipynb", [SETUP, HELPER, EXPERIMENT, CALL])
+    path = write_recording(tmp_path, "2xA", 1, nb)
+    record = json.loads(path.read_text())
+    h100 = {"name": "NVIDIA H100 80GB HBM3", "sm_count": 132}
+
+    def found(gpu: dict, nbytes: int, gbps: float) -> list[str]:
+        record["header"]["machine"]["gpus"] = [dict(gpu, index=0), dict(gpu, index=1)]
+        t = timing.Timing([nbytes / gbps / 1e9], "cuda events", nbytes, "cuda:0 -> cuda:0")
+        record["result"] = {"copy": codec.encode(t)}
+        path.write_text(codec.dumps(record))
+        return records.validate_recording(path, "2xA")
+
+    assert found(h100, 32 * 2**20, 3737.2) == []  # a header without l2_bytes: any cache may hold it
+    assert found(dict(h100, l2_bytes=50 * 2**20), 32 * 2**20, 3737.2) == []
+    (impossible,) = found(dict(h100, l2_bytes=50 * 2**20), 32 * 2**20, 60_000.0)
+    assert "impossible even from cache" in impossible and "at most 50688 GB/s" in impossible
+    (too_big,) = found(dict(h100, l2_bytes=50 * 2**20), 2 * 2**30, 3737.2)
+    assert "over 1.1 x the GPUs' memory bandwidth (3350 GB/s)" in too_big
+    assert "too many for the L2 cache (50 MiB)" in too_big
+    assert found(dict(h100, l2_bytes=50 * 2**20), 2 * 2**30, 3300.0) == []
+
+
 # ---------------------------------------------------------------- the flat export
 
 

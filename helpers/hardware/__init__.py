@@ -4,7 +4,7 @@
 ``report()`` turns such a dict into a table for people.
 
 One module per job, each public name re-exported here (``hardware.describe`` as before):
-``machine`` (what the machine is: ``describe``, ``report``, ``machine_name``, ``ceiling_gbps``,
+``machine`` (what the machine is: ``describe``, ``report``, ``machine_name``, ``ceiling_gbps``, ``cache_bytes``, ``cache_ceiling_gbps``,
 ``copy_engine_count``), ``memory`` (what PyTorch's allocators hold, ``free_memory``),
 ``topology`` (links between GPUs, NUMA nodes and CPUs), ``health`` (the facts ``datamove
 doctor`` checks) and, beneath them all, ``smi`` (asking nvidia-smi and NVML).
@@ -29,6 +29,8 @@ from .health import (
 from .machine import (
     MEMORY_GBPS,
     UNKNOWN_GPU_CEILING_GBPS,
+    cache_bytes,
+    cache_ceiling_gbps,
     ceiling_gbps,
     copy_engine_count,
     describe,
@@ -52,6 +54,8 @@ from .topology import (
 __all__ = [
     "MEMORY_GBPS",
     "UNKNOWN_GPU_CEILING_GBPS",
+    "cache_bytes",
+    "cache_ceiling_gbps",
     "ceiling_gbps",
     "check_count",
     "check_size",

@@ -67,7 +67,7 @@ def describe() -> dict[str, Any]:
     """The machine as a plain, JSON-ready dict: the environment header of every recording.
 
     Keys: ``machine`` (a short name such as ``1xNVIDIA-H100-80GB-HBM3`` or ``cpu-only``),
-    ``gpus`` (one dict per GPU: name, memory_bytes, capability, sm_count, pcie link),
+    ``gpus`` (one dict per GPU: name, memory_bytes, capability, sm_count, l2_bytes, pcie link),
     ``peer_access`` (matrix of bools), ``gpu_links`` (``nvidia-smi topo -m``), ``cpu``,
     ``cpu_cores``, ``ram_bytes``, ``python``, ``torch``, ``cuda``, ``nccl``, ``driver``.
 
@@ -86,6 +86,7 @@ def describe() -> dict[str, Any]:
                 "memory_bytes": int(props.total_memory),
                 "capability": f"{props.major}.{props.minor}",
                 "sm_count": int(props.multi_processor_count),
+                "l2_bytes": int(getattr(props, "L2_cache_size", 0)) or None,
                 "pci_bus_id": row.get("pci.bus_id"),
                 "pcie_gen_current": _as_int(row.get("pcie.link.gen.current")),
                 "pcie_gen_max": _as_int(row.get("pcie.link.gen.max")),
@@ -212,6 +213,41 @@ def ceiling_gbps(info: dict[str, Any]) -> float:
         keys = [key for key in MEMORY_GBPS if key in gpu.get("name", "")]
         rates.append(MEMORY_GBPS[max(keys, key=len)] if keys else UNKNOWN_GPU_CEILING_GBPS)
     return max(rates, default=UNKNOWN_GPU_CEILING_GBPS)
+
+
+# Where a header does not say its GPUs' L2 size (recordings before it did): above any GPU's
+# L2 or last-level cache by 2026 (H100 50 MB, H200 60 MB, as PyTorch reports them), so a copy
+# that might have run from cache is never held to the memory's rate.
+UNKNOWN_CACHE_BYTES = 256 * 2**20
+# Bounds on what SMs can move through their caches, generous so that only the impossible is
+# refused: one 128-byte cache line per SM per clock, at 3 GHz (above every GPU's boost clock).
+SM_BYTES_PER_CLOCK = 128
+MAX_CLOCK_HZ = 3.0e9
+
+
+def cache_bytes(info: dict[str, Any]) -> int:
+    """The smallest L2 cache of a machine's GPUs in bytes (``describe()`` or a recording's
+    header), or ``UNKNOWN_CACHE_BYTES`` where a GPU does not say (older headers, no GPUs).
+
+    Used by records.validate_recording: a copy whose bytes fit is cache-bound.
+    """
+    _check_info(info, "cache_bytes")
+    sizes = [gpu.get("l2_bytes") for gpu in info.get("gpus") or []]
+    return min(sizes) if sizes and all(sizes) else UNKNOWN_CACHE_BYTES
+
+
+def cache_ceiling_gbps(info: dict[str, Any]) -> float:
+    """The most a machine's GPUs could move through their caches, in decimal GB/s: the most SMs
+    of one GPU x ``SM_BYTES_PER_CLOCK`` x ``MAX_CLOCK_HZ`` (50,688 GB/s for an H100's 132 SMs);
+    ``UNKNOWN_GPU_CEILING_GBPS`` x 10 where no GPU says how many SMs it has.
+
+    Used by records.validate_recording, for copies whose bytes fit in the L2 cache.
+    """
+    _check_info(info, "cache_ceiling_gbps")
+    sms = [gpu.get("sm_count") or 0 for gpu in info.get("gpus") or []]
+    if not sms or not all(sms):
+        return 10 * UNKNOWN_GPU_CEILING_GBPS
+    return max(sms) * SM_BYTES_PER_CLOCK * MAX_CLOCK_HZ / 1e9
 
 
 def report(info: dict[str, Any] | None = None) -> str:

@@ -38,8 +38,8 @@ def _attachments(value: Any) -> list[codec.Attachment]:
     return [leaf for _, leaf in _leaves(value) if isinstance(leaf, codec.Attachment)]
 
 
-def _bandwidths(value: Any) -> Iterable[tuple[str, float]]:
-    """(label, GB/s) of every device-timed Timing with bytes in a decoded result."""
+def _bandwidths(value: Any) -> Iterable[tuple[str, int, float]]:
+    """(label, bytes, GB/s) of every device-timed Timing with bytes in a decoded result."""
     for _, t in _leaves(value):
         if (
             isinstance(t, timing.Timing)
@@ -47,7 +47,7 @@ def _bandwidths(value: Any) -> Iterable[tuple[str, float]]:
             and t.median_s > 0
             and t.method in _DEVICE_CLOCKS
         ):
-            yield t.label or "a timing", t.gbps
+            yield t.label or "a timing", t.nbytes, t.gbps
 
 
 def _bad_times(value: Any) -> Iterable[str]:
@@ -68,7 +68,10 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
     Sound means: it decodes; its header has every key (``HEADER_KEYS``) and names this
     machine, notebook and experiment; it is not a quick-mode run; its attachments exist
     beside it as plain files; no time is negative or not a number; no device-timed bandwidth
-    is over the machine's fastest link (``hardware.ceiling_gbps``) by more than 10%.
+    is impossible: over the GPUs' memory bandwidth (``hardware.ceiling_gbps``) by more than 10%,
+    or, for a copy whose bytes fit in the L2 cache (``hardware.cache_bytes``: it may never
+    touch memory), over what the SMs can move through their caches
+    (``hardware.cache_ceiling_gbps``).
 
     Used by records.validate_machine_folder and records.check_recordings.
     """
@@ -104,13 +107,21 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
                 f"{path}: its attachment {file.name} is missing or not a plain file beside it"
             )
     problems += [f"{path}: {bad}" for bad in _bad_times(value)]
-    ceiling = hardware.ceiling_gbps(header["machine"])
-    problems += [
-        f"{path}: {label} at {gbps:.1f} GB/s is over 1.1 x the machine's fastest link "
-        f"({ceiling:.0f} GB/s)"
-        for label, gbps in _bandwidths(value)
-        if gbps > 1.1 * ceiling
-    ]
+    info = header["machine"]
+    memory, cache = hardware.ceiling_gbps(info), hardware.cache_bytes(info)
+    for label, nbytes, gbps in _bandwidths(value):
+        if nbytes <= cache and gbps > (most := hardware.cache_ceiling_gbps(info)):
+            problems.append(
+                f"{path}: {label} at {gbps:.1f} GB/s is impossible even from cache: its "
+                f"{nbytes / 2**20:g} MiB fit in the L2 cache ({cache / 2**20:g} MiB), and the SMs "
+                f"move at most {most:.0f} GB/s through it"
+            )
+        elif nbytes > cache and gbps > 1.1 * memory:
+            problems.append(
+                f"{path}: {label} at {gbps:.1f} GB/s is over 1.1 x the GPUs' memory bandwidth "
+                f"({memory:.0f} GB/s), and its {nbytes / 2**20:g} MiB are too many for the L2 "
+                f"cache ({cache / 2**20:g} MiB)"
+            )
     return problems
 
 
