@@ -42,13 +42,13 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(call install_torch,$(BIN))
-	$(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[dev,cli]"
+	$(EDITABLE) $(BIN)/python $(PIP_INSTALL) -e ".[notebooks,dev,cli]"
 	touch $@
 
 ## constraints: rewrite constraints.txt, one version in each of pyproject.toml's ranges (then commit it)
 constraints: $(STAMP)
 	$(BIN)/python -m pip install --quiet --dry-run --ignore-installed --report build/pip-report.json \
-	    "$(TORCH_SPEC)" ".[dev,lab,cli]"
+	    "$(TORCH_SPEC)" ".[torch,notebooks,dev,lab,cli]"
 	$(BIN)/python tools/constraints.py build/pip-report.json > $(CONSTRAINTS)
 
 ## run: execute every notebook (live where the hardware is, replaying elsewhere), with outputs

@@ -136,6 +136,16 @@ def results_dir(package: Path = PACKAGE) -> Path:
     return root / "results" if root is not None else package / "results"
 
 
+def notebooks_dir(package: Path = PACKAGE) -> Path:
+    """The course's notebooks as committed (without outputs): ``notebooks/`` of the clone, or
+    the copy installed with the package (``helpers/notebooks/``).
+
+    Used by the command line (datamove).
+    """
+    root = clone_root(package)
+    return root / "notebooks" if root is not None else package / "notebooks"
+
+
 def user_cache(home: Path | None = None) -> Path:
     """The course's folder in the user's cache: ``$XDG_CACHE_HOME/moving-data-course``, else
     ``~/.cache/moving-data-course`` (not created here).
@@ -178,7 +188,7 @@ def pick(full: T, quick: T) -> T:
 
 def course_version() -> str:
     """The installed course's version (pyproject's, e.g. ``0.3.0.dev0``), or "unknown" where it is
-    not installed. Used by the command line (datamove --version, doctor)."""
+    not installed. Used by the command line (datamove)."""
     try:
         return metadata.version("moving-data-course")
     except metadata.PackageNotFoundError:

@@ -1153,3 +1153,58 @@ def test_collectives_sweep_ranks_prints_busbw_against_n(capsys):
     assert lines[1].split() == ["#", "N", "all_reduce"]
     n, busbw = lines[2].split()
     assert n == "2" and float(busbw) > 0
+
+
+# ---------------------------------------------------------------- notebooks copied out
+
+
+def test_notebooks_are_copied_out_keeping_a_learners_copy(tmp_path, capsys):
+    code, out, _ = run(capsys, "notebooks", str(tmp_path), "00", "03_streams_and_overlap")
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "00_start_here.ipynb",
+        "03_streams_and_overlap.ipynb",
+    ]
+    assert (tmp_path / "00_start_here.ipynb").read_bytes() == (
+        config.notebooks_dir() / "00_start_here.ipynb"
+    ).read_bytes()
+    (tmp_path / "00_start_here.ipynb").write_text("mine")
+    code, out, _ = run(capsys, "notebooks", str(tmp_path), "00")
+    assert "kept (yours" in out and (tmp_path / "00_start_here.ipynb").read_text() == "mine"
+    code, out, _ = run(capsys, "notebooks", str(tmp_path), "00", "--force")
+    assert (tmp_path / "00_start_here.ipynb").read_text() != "mine"
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["99"], "no notebook '99'; there are 00_start_here, 01_pinned_memory"),
+        (["../x"], "'../x' is not a notebook name"),
+    ],
+)
+def test_notebooks_bad_names_say_what_there_is(tmp_path, capsys, args, says):
+    code, _, err = run(capsys, "notebooks", str(tmp_path), *args)
+    assert code == 2 and says in err
+
+
+def test_notebooks_into_a_file_is_refused(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    code, _, err = run(capsys, "notebooks", str(tmp_path / "f"))
+    assert code == 2 and "is a file; pass a folder" in err
+
+
+def test_importing_the_helpers_leaves_torch_utils_benchmark_unimported():
+    """Its import warns in red ("No CUDA runtime is found") where a CUDA torch has no driver."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from helpers import records, timing, trace, claims; "
+            "print('torch.utils.benchmark' in sys.modules)",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "False"

@@ -2,11 +2,13 @@
 (slow: minutes of pip; `make slow-test`, which .ci/run runs, not `make test`).
 
 1. The committed first cell of 00, unmodified, in an environment that already has another
-   torch: it fetches the course from this repository (COURSE_SOURCE, a local path), leaves
+   torch: it fetches the course from a tagless clone of this repository (COURSE_SOURCE, no
+   COURSE_REF), leaves
    torch, numpy and matplotlib as they were, and the notebook replays
    (tools/install_cell.py trial, as `make fresh-notebook-test`).
-2. The wheel (`pip install .`, not editable) replays 00 from another folder, reading the
-   recordings it ships and writing nothing into site-packages.
+2. The wheel with its notebooks extra: pip chooses no torch and no CUDA package, and
+   `datamove notebooks FOLDER 00 --run --quick` copies 00 out and runs it, replaying the
+   recordings the wheel ships and writing nothing into site-packages.
 
 "Another torch": this machine holds one CPU torch wheel (constraints.txt's 2.13.0) and one CUDA
 build (2.14.1, whose nvidia-* wheels are several GB), so the fresh environment gets the CPU
@@ -124,9 +126,12 @@ def test_the_committed_first_cell_keeps_another_torch_and_the_notebook_replays(
     assert f"torch {OTHER_TORCH}" in out.splitlines()[-1]
 
 
-def test_the_wheel_replays_00_from_another_folder_and_writes_nothing_into_site_packages(
+def test_the_wheel_pulls_no_cuda_and_runs_a_notebook_copied_out_writing_nothing_into_site_packages(
     fresh, tmp_path
 ):
+    """`pip install moving-data-course[notebooks]` on a CPU-only machine: no torch is chosen
+    by pip (it is an extra: PyPI's Linux torch bundles CUDA), the CPU torch there is kept, and
+    `datamove notebooks FOLDER 00 --run --quick` copies 00 out and runs it, replaying."""
     python, site = fresh
     wheels = tmp_path / "wheels"
     subprocess.run(
@@ -134,40 +139,79 @@ def test_the_wheel_replays_00_from_another_folder_and_writes_nothing_into_site_p
         check=True,
     )
     (wheel,) = wheels.glob("moving_data_course-*.whl")
-    pip(python, "--no-deps", "--force-reinstall", str(wheel))
-    pip(python, "--constraint", str(ROOT / "constraints.txt"), "tensordict", "cloudpickle")
+    # what pip would install for the course alone where there is no torch at all
+    report = tmp_path / "report.json"
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--dry-run",
+            "--ignore-installed",
+            "--report",
+            str(report),
+            str(wheel),
+        ],
+        check=True,
+    )
+    chosen = {i["metadata"]["name"].lower() for i in json.loads(report.read_text())["install"]}
+    assert not {n for n in chosen if n == "torch" or n.startswith(("nvidia-", "cuda-"))}, chosen
+    # the pins, less torch's: the torch installed here (another version) is the learner's
+    pins = tmp_path / "pins.txt"
+    pins.write_text(
+        "".join(
+            line + "\n"
+            for line in (ROOT / "constraints.txt").read_text().splitlines()
+            if not line.startswith("torch==")
+        )
+    )
+    pip(python, "--constraint", str(pins), f"{wheel}[notebooks]")
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = {d["name"].lower(): d["version"] for d in json.loads(installed.stdout)}
+    assert not [n for n in names if n.startswith(("nvidia-", "cuda-"))]
+    assert names["torch"] == OTHER_TORCH
     before = {p for p in site.rglob("*") if "__pycache__" not in p.parts}
     folder = tmp_path / "elsewhere"
-    folder.mkdir()
-    notebook = folder / "00_start_here.ipynb"
-    notebook.write_text((ROOT / "notebooks" / "00_start_here.ipynb").read_text())
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("COURSE_", "PYTHON", "VIRTUAL_ENV"))
     }
-    env.update(
-        HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), COURSE_QUICK="1"
-    )
+    env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     where = subprocess.run(
         [str(python), "-c", "from helpers import config; print(config.results_dir())"],
-        cwd=folder,
+        cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     assert Path(where) == site / "helpers" / "results" and (Path(where) / "index.jsonl").is_file()
+    datamove = python.parent / "datamove"
     run = subprocess.run(
-        [str(python), "-c", install_cell.RUN_NOTEBOOK, str(notebook), str(folder)],
-        cwd=folder,
+        [str(datamove), "notebooks", str(folder), "00", "--run", "--quick"],
+        cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
         check=False,
     )
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    outputs = json.dumps([c.get("outputs", []) for c in json.loads(notebook.read_text())["cells"]])
+    assert "00_start_here.ipynb: ran in" in run.stdout
+    outputs = json.dumps(
+        [
+            c.get("outputs", [])
+            for c in json.loads((folder / "00_start_here.ipynb").read_text())["cells"]
+        ]
+    )
     assert install_cell.REPLAY_SENTENCE in outputs
+    assert "No CUDA runtime" not in outputs
     added = {p for p in site.rglob("*") if "__pycache__" not in p.parts} - before
     assert not added, f"the course wrote into site-packages: {sorted(map(str, added))[:5]}"

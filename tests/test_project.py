@@ -80,11 +80,11 @@ def test_environment_yml_installs_the_pip_set_up_at_the_pinned_versions():
     """conda's route installs what `make setup`, `make lab` and datamove's extras install, with
     the same constraints file, and writes no version range of its own (those are pyproject's)."""
     environment = yaml_pip_lines((ROOT / "environment.yml").read_text())
-    assert environment == ["--constraint constraints.txt", "-e .[dev,lab,cli]"]
+    assert environment == ["--constraint constraints.txt", "-e .[torch,notebooks,dev,lab,cli]"]
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    assert {"dev", "lab", "cli"} <= set(extras)
+    assert {"torch", "notebooks", "dev", "lab", "cli"} <= set(extras)
     makefile = (ROOT / "Makefile").read_text()
     assert (
         "--constraint $(CONSTRAINTS)" in makefile and "CONSTRAINTS := constraints.txt" in makefile

@@ -14,7 +14,7 @@ Each step is printed before it runs:
    bundles CUDA, several GB), else pip's choice.
 2. The course itself, ``pip install --no-deps`` of this folder: a real install (not editable),
    with its recordings, importable at once by the running kernel.
-3. Its other dependencies (pyproject.toml's), only those missing, at constraints.txt's
+3. Its other dependencies (pyproject.toml's, with the ``notebooks`` extra), only those missing, at constraints.txt's
    versions. Every distribution already installed is pinned at its installed version, so pip
    adds and never replaces or downgrades (d2l's pinned numpy broke its Colab notebooks: d2l-en
    #2067, #2608). Where the course's pins cannot be met beside what is there, it tries again
@@ -71,8 +71,11 @@ def read_pins(text: str) -> dict[str, str]:
 
 
 def course_requirements(root: Path = ROOT) -> list[str]:
-    """pyproject.toml's runtime dependencies (the only place their ranges are written)."""
-    return list(tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"])
+    """What a notebook needs, from pyproject.toml (the only place the ranges are written): its
+    dependencies, the ``notebooks`` extra and the ``torch`` extra's range."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    return [*project["dependencies"], *extras["notebooks"], *extras["torch"]]
 
 
 def installed_versions() -> dict[str, str]:

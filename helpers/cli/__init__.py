@@ -10,10 +10,11 @@
 | ``topo`` | the GPUs' links (NVLink, PCIe), NUMA nodes and each link's ceiling, from NVML |
 | ``record`` | the GPU run of ``tools/gpu_run.py``: GPU tests, every notebook live, results/<machine>/, validated |
 | ``check`` | the headline figures measured again against this machine's rows in results/index.jsonl |
+| ``notebooks`` | the course's notebooks copied into a folder of yours, and run there (``--run``) |
 
 One module per job: ``cli_args`` (arguments), ``cli_output`` (streamed rows, progress),
 ``copy_cmds``, ``nvbandwidth_cmd``, ``nccl_tests_format`` and ``collectives_cmd``, ``topo``,
-``doctor``, ``record_check``; this file holds the parser and ``main``. Nothing here measures by
+``doctor``, ``record_check``, ``notebooks_cmd``; this file holds the parser and ``main``. Nothing here measures by
 itself: copies are the notebooks' own experiments (``helpers.experiments``), collectives are
 ``helpers.distributed``'s. It imports the helpers; no helper imports it.
 
@@ -49,6 +50,7 @@ from .collectives_cmd import (
 )
 from .copy_cmds import LATENCY_BYTES, cmd_copy, cmd_p2p
 from .doctor import cmd_doctor
+from .notebooks_cmd import cmd_notebooks
 from .nvbandwidth_cmd import cmd_nvbandwidth
 from .record_check import ROOT, cmd_check, cmd_record
 from .topo import cmd_topo
@@ -334,6 +336,27 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
     )
     _output_flags(check)
     check.set_defaults(func=cmd_check)
+
+    notebooks = sub.add_parser(
+        "notebooks",
+        help="copy the course's notebooks into a folder, and run them there (--run)",
+        description="Copy the notebooks of the installed course into FOLDER (a copy already there "
+        "is kept unless --force), then open them with Jupyter, or run them here with --run "
+        "(needs the notebooks extra: pip install 'moving-data-course[notebooks]'). Each "
+        "replays the recordings where this machine lacks the hardware.",
+    )
+    notebooks.add_argument("folder", type=Path, help="where the copies go (created)")
+    notebooks.add_argument(
+        "names", nargs="*", help="which notebooks, e.g. 00_start_here or 03 (default: all)"
+    )
+    notebooks.add_argument("--run", action="store_true", help="execute them, outputs saved")
+    notebooks.add_argument(
+        "--quick", action="store_true", help="run in quick mode (COURSE_QUICK=1)"
+    )
+    notebooks.add_argument(
+        "--force", action="store_true", help="replace copies already in the folder"
+    )
+    notebooks.set_defaults(func=cmd_notebooks)
 
 
 def build_parser() -> argparse.ArgumentParser:

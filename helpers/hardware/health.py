@@ -24,7 +24,7 @@ def driver_present() -> bool:
 def driver_version() -> str | None:
     """The NVIDIA driver's version (``"580.95.05"``), from NVML or ``nvidia-smi``; None without one.
 
-    Used by the command line (datamove doctor).
+    Used by the command line (datamove).
     """
     nvml = _nvml()
     try:

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.utils.benchmark as torch_benchmark
 
 from .. import checks
 from .measures import (
@@ -375,6 +374,10 @@ def benchmark(
         )
     if min_run_time <= 0 or max_run_time < min_run_time:
         raise ValueError("need 0 < min_run_time <= max_run_time (seconds)")
+    # imported here, not with the module: its import prints "No CUDA runtime is found" (in red, in
+    # a notebook) wherever a CUDA build of torch runs without a driver, as on a CPU-only runtime
+    import torch.utils.benchmark as torch_benchmark
+
     timer = torch_benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label)
     measurement = timer.adaptive_autorange(min_run_time=min_run_time, max_run_time=max_run_time)
     result = Timing(
