@@ -25,7 +25,9 @@ from .table import (
     Claim,
     ClaimsTable,
     WhatWeSee,
-    run_to_run_floor,
+    judged,
+    recorded_runs,
+    stated,
 )
 from .verdicts import (
     BORDERLINE,
@@ -63,7 +65,9 @@ __all__ = [
     "Claim",
     "ClaimsTable",
     "RUN_TO_RUN_FILE",
-    "run_to_run_floor",
+    "recorded_runs",
+    "judged",
+    "stated",
     "CurveShape",
     "describe_curve",
     "Check",
