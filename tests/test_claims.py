@@ -614,3 +614,13 @@ def test_describe_curve_takes_a_tolerance_strictly_between_0_and_1(tolerance):
         ValueError, match="^describe_curve needs as many sizes as values, at least 3 of each$"
     ):
         claims.describe_curve([1, 2, 3, 4], [1, 2, 3])
+
+
+def test_what_we_see_prints_its_sentences_in_plain_text_outputs():
+    """`jupyter execute` logs and text exports show text/plain: the sentences, never <WhatWeSee at 0x...>."""
+    from IPython.core.formatters import PlainTextFormatter
+
+    seen = claims.WhatWeSee("01_x").say("It took 2.0 ms.")
+    seen.check("one sync", True, "1 call")
+    text = "**What we see**: It took 2.0 ms.\n- ✓ as expected: one sync (1 call)"
+    assert repr(seen) == text and PlainTextFormatter()(seen) == text

@@ -321,3 +321,11 @@ class WhatWeSee:
 
     def __str__(self) -> str:
         return self.to_markdown()
+
+    def __repr__(
+        self,
+    ) -> str:  # plain-text outputs (jupyter execute logs, text exports): the sentences
+        return self.to_markdown()
+
+    def _repr_pretty_(self, printer: object, cycle: bool) -> None:  # IPython's text/plain
+        printer.text(self.to_markdown())  # type: ignore[attr-defined]
