@@ -624,3 +624,16 @@ def test_what_we_see_prints_its_sentences_in_plain_text_outputs():
     seen.check("one sync", True, "1 call")
     text = "**What we see**: It took 2.0 ms.\n- ✓ as expected: one sync (1 call)"
     assert repr(seen) == text and PlainTextFormatter()(seen) == text
+
+
+def test_the_readme_and_00_teach_the_borderline_rule_the_code_applies():
+    """The README quotes ``claims.BORDERLINE_RULE`` (its 1% computed from ``SPREAD_FLOOR``), and
+    00 prints it from the code rather than restating it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = " ".join(line.lstrip("> ") for line in (root / "README.md").read_text().splitlines())
+    assert " ".join(claims.BORDERLINE_RULE.split()) in " ".join(readme.split())
+    assert f"at least {claims.SPREAD_FLOOR:.0%} of the threshold" in claims.BORDERLINE_RULE
+    cells = json.loads((root / "notebooks" / "00_start_here.ipynb").read_text())["cells"]
+    assert any("print(claims.BORDERLINE_RULE)" in "".join(c["source"]) for c in cells)

@@ -449,3 +449,25 @@ def test_mutation_sample_is_drawn_once_per_seed_and_scored_with_its_interval(tmp
     drawn.write_text("helpers.a.b.x_g__mutmut_0\nhelpers.a.b.x_g__mutmut_8\n")
     assert mutation.main(["score", str(results), "--total", "100", "--only", str(drawn)]) == 0
     assert "mutation score 50%: 1 of 2 mutants noticed; 1 survived" in capsys.readouterr().out
+
+
+def test_no_committed_verdict_is_borderline_where_every_run_of_its_kind_is_on_one_side():
+    """Over results/index.jsonl and its git history: a claim whose value lies beyond its own
+    spread (and 1%) of the threshold, on a kind run several times whose recorded runs all lie on
+    that side too, is not called borderline (1xH200's 40.8 with runs of 32 to 116 against 2)."""
+    import re
+
+    run_to_run = load("run_to_run")
+    versions = [run_to_run.numeric_claims(lines) for lines in run_to_run.history()]
+    runs = run_to_run.runs_of(versions)
+    checked = []
+    for key, row in versions[-1].items():
+        value, values = row["value"], {*runs[key], row["value"]}
+        between = re.fullmatch(r"between (\S+) and (\S+)", row.get("holds_if_text") or "")
+        bounds = [float(b) for b in between.groups()] if between else [row["threshold"]]
+        near = max(row.get("spread") or 0.0, 0.01 * abs(row["threshold"]))
+        one_side = all((min(values) > b or max(values) < b) for b in bounds)
+        if len(values) >= 2 and one_side and abs(value - row["threshold"]) > near:
+            checked.append(key)
+            assert row["verdict"] != "borderline here", (key, value, sorted(values))
+    assert len(checked) > 20  # the test reads real rows, not none

@@ -17,10 +17,10 @@ from ..records import Run
 from ..tables import Table
 from .verdicts import (
     BORDERLINE,
+    BORDERLINE_RULE,
     DOES_NOT_HOLD,
     FAILED_CHECK,
     HOLDS,
-    SPREAD_FLOOR,
     Comparison,
     _as_verdict,
 )
@@ -146,13 +146,7 @@ class ClaimsTable:
         return str(self)
 
 
-_BORDERLINE_NOTE = (
-    "borderline here: another run on this machine kind could call it the other way: the value is "
-    f"within its own noise of the threshold (its spread, and at least {SPREAD_FLOOR:.0%} of the "
-    "threshold), or the recorded runs of this kind lie on both sides of it, or, on a kind run "
-    "once, the value is nearer the threshold than the claim moved between runs on another kind "
-    "(as a factor, for a ratio or a time)."
-)
+_BORDERLINE_NOTE = f"borderline here: {BORDERLINE_RULE}"
 
 RUN_TO_RUN_FILE = (
     "run_to_run.json"  # under results/: written by tools/run_to_run.py from the index's history

@@ -29,6 +29,18 @@ FAILED_CHECK = "✗ **not on this machine**"  # how WhatWeSee shows a check that
 SPREAD_FLOOR = 0.01
 _SIDES = ("above", "below")
 
+# The rule as Comparison.borderline() computes it: the claims table's footnote, 00's cell and the
+# README say these words (a test checks the README's copy).
+BORDERLINE_RULE = (
+    "A verdict is borderline here when another run on this kind of machine could call it the "
+    "other way: the value is within its own noise of the threshold (its spread, and at least "
+    f"{SPREAD_FLOOR:.0%} of the threshold); or the recorded runs of this kind, this one among "
+    "them, lie on both sides of the threshold; or, on a kind recorded once, the value is nearer "
+    "the threshold than the claim moved between runs on a kind recorded several times (half the "
+    "range of its values: as a factor for a ratio or a time, as a difference for a share or a "
+    "count). Otherwise the side of the threshold decides: holds, or does not hold here."
+)
+
 
 # ---------------------------------------------------------------- values with their noise
 
