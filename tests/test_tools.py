@@ -471,3 +471,26 @@ def test_no_committed_verdict_is_borderline_where_every_run_of_its_kind_is_on_on
             checked.append(key)
             assert row["verdict"] != "borderline here", (key, value, sorted(values))
     assert len(checked) > 20  # the test reads real rows, not none
+
+
+def test_the_truth_check_fails_where_a_sentence_states_another_verdict_than_the_table(tmp_path):
+    replay_all = load("replay_all")
+    claim = {
+        "kind": "claim",
+        "machine": "1xA",
+        "notebook": "01_x",
+        "name": "twice",
+        "verdict": "borderline here",
+        "value": 3.0,
+        "spread": 0.01,
+        "threshold": 2.0,
+        "holds_if": "below",
+        "runs": [1.5, 3.0],
+        "band": 0.0,
+    }
+    stated = {"kind": "stated", "machine": "1xA", "notebook": "01_x", "name": "twice"}
+    assert replay_all.untrue([claim, {**stated, "verdict": "borderline here"}], tmp_path) == []
+    (problem,) = replay_all.untrue([claim, {**stated, "verdict": "does not hold here"}], tmp_path)
+    assert 'says "twice" does not hold here, the claims table: borderline here' in problem
+    (orphan,) = replay_all.untrue([{**stated, "verdict": "holds"}], tmp_path)
+    assert "the claims table: no row" in orphan

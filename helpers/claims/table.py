@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .. import config, records
 from ..records import Run
@@ -26,6 +27,8 @@ from .verdicts import (
 )
 
 # ---------------------------------------------------------------- the claims table
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -177,7 +180,7 @@ def recorded_runs(
     return tuple(found["values"]) if same(found) else (), band["band"] if same(band) else 0.0
 
 
-def judged(holds: object, run: Run | None, notebook: str, claim: str) -> object:
+def judged(holds: T, run: Run | None, notebook: str, claim: str) -> T:
     """``holds`` with the evidence of the recorded runs where it is a ``Comparison`` and ``run``
     says the machine: the one object whose ``verdict`` the claims table shows and any sentence
     about the claim reads (``stated``). Anything else comes back as it is.
