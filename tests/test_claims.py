@@ -1,6 +1,7 @@
 """Verdicts with a margin, values with their spread, and the sentences a notebook prints."""
 
 import json
+import math
 
 import pytest
 
@@ -329,7 +330,7 @@ def test_what_a_claim_and_a_check_write_to_the_index(tmp_path, monkeypatch):
         first["spread"],
         first["holds_if"],
     ) == ("seed 1", "ratio of medians", "x", 0.1, "above")
-    assert first["margin"] == table.claims[0].comparison.margin
+    assert (first["runs"], first["band"]) == ([], 0.0)  # no run-to-run file here
     assert [(r["name"], r["value"]) for r in rows[1:]] == [
         ("named", False),
         ("untestable", None),
@@ -352,65 +353,189 @@ def test_empty_names_and_sentences_are_refused(make):
         make()
 
 
-def test_a_run_to_run_floor_widens_the_band_and_the_index_row_carries_it(tmp_path, monkeypatch):
-    """A claim whose value moved between recorded runs of a machine kind is borderline within that
-    movement: 0.93 ± 0.001 against 0.9 holds alone, but not when runs moved it by ± 0.04."""
+def recorded(tmp_path, monkeypatch, kinds, bands=None):
+    """A results/run_to_run.json of ``kinds`` ({machine: {claim: values}}, notebook "01_x",
+    threshold and side taken from ``bands``' claims or 2 and "below") and ``bands``
+    ({claim: (band, threshold, holds_if)})."""
     import json as _json
 
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    tests = {c: {"threshold": t, "holds_if": side} for c, (_, t, side) in (bands or {}).items()}
+    default = {"threshold": 2.0, "holds_if": "below"}
     (tmp_path / claims.RUN_TO_RUN_FILE).write_text(
         _json.dumps(
             {
-                "1xA": {
-                    "03_x": {
-                        "parallel": {
-                            "floor": 0.04,
-                            "runs": 2,
-                            "values": [0.87, 0.95],
-                            "threshold": 0.9,
-                            "holds_if": "above",
+                "kinds": {
+                    machine: {
+                        "01_x": {
+                            c: {"values": v, **tests.get(c, default)} for c, v in found.items()
                         }
                     }
-                }
+                    for machine, found in kinds.items()
+                },
+                "bands": {
+                    "01_x": {
+                        c: {"band": band, "machine": "1xA", **tests[c]}
+                        for c, (band, *_) in (bands or {}).items()
+                    }
+                },
             }
         )
     )
-    run = records.Run(
-        1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"}
+
+
+def run_on(machine):
+    return records.Run(
+        1, False, {"machine": {"machine": machine, "gpus": []}, "params": {}, "date": "2026"}
     )
-    value = claims.Value(0.93, 0.001)
-    assert claims.compare(value, 0.9, holds_if="above").verdict == claims.HOLDS
-    table = claims.ClaimsTable("03_x")
-    row = table.add(
-        "parallel",
+
+
+def test_a_value_whose_runs_all_lie_on_one_side_far_from_the_threshold_is_not_borderline(
+    tmp_path, monkeypatch
+):
+    """The issue's example: 1xH200's "below 1 MiB, empty cache", 40.8 ± 7.3 with six recorded runs
+    of 32 to 116, against "up to twice" (between 1 and 2). Half the range of the runs is ± 42,
+    which an absolute band put around 2; every run says "more than twice": it does not hold."""
+    runs = [46.9, 32.29, 43.0, 116.38, 40.31, 40.77]
+    recorded(
+        tmp_path, monkeypatch, {"1xH200": {"twice": runs}, "2xH200": {"twice": [4.99, 7.46, 3.31]}}
+    )
+    table = claims.ClaimsTable("01_x")
+    here = table.add(
+        "twice",
         source="s",
         measured="m",
-        holds=claims.compare(value, 0.9, holds_if="above"),
-        run=run,
+        holds=claims.within(claims.Value(40.77, 7.29), 1, 2),
+        run=run_on("1xH200"),
     )
-    # half the range is 0.04; 0.93 is 0.06 from the recorded 0.87 on the threshold's other side
-    assert row.verdict == claims.BORDERLINE and row.comparison.floor == pytest.approx(0.06)
-    assert "0.930 ± 0.001 (runs differ by ± 0.060)" in table.to_markdown()
-    other = table.add(
-        "other",
+    assert here.verdict == claims.DOES_NOT_HOLD and here.comparison.runs == tuple(runs)
+    two = claims.ClaimsTable("01_x").add(
+        "twice",
         source="s",
         measured="m",
-        holds=claims.compare(value, 0.9, holds_if="above"),
-        run=run,
+        holds=claims.within(claims.Value(3.31, 0.084), 1, 2),
+        run=run_on("2xH200"),
     )
-    assert other.verdict == claims.HOLDS  # no history for it: its own spread decides
+    assert two.verdict == claims.DOES_NOT_HOLD  # 3.31 (± 2.1 by half the range): runs 3.3 to 7.5
+    # a run that lands below 2 joins the runs: they lie on both sides now, and it is borderline
+    below = claims.within(claims.Value(1.5, 0.01), 1, 2)
+    judged = claims.judged(below, run_on("1xH200"), "01_x", "twice")
+    assert judged.verdict == claims.BORDERLINE and judged.borderline() == "runs"
+    assert judged.evidence() == "7 runs here: 1.50 to 116"
+
+
+def test_recorded_runs_on_both_sides_make_every_run_borderline(tmp_path, monkeypatch):
+    values = [0.866, 0.868, 0.874, 0.871, 0.707]  # 1xH100's 'large copies come close', five runs
+    recorded(tmp_path, monkeypatch, {"1xA": {"close": values}}, {"close": (0.0, 0.8, "above")})
+    for value in [
+        *values,
+        2.0,
+    ]:  # the extremes too, and a run far above: the kind showed both sides
+        comparison = claims.compare(claims.Value(value, 0.003), 0.8, holds_if="above")
+        row = claims.ClaimsTable("01_x").add(
+            "close", source="s", measured="m", run=run_on("1xA"), holds=comparison
+        )
+        assert row.verdict == claims.BORDERLINE and row.comparison.borderline() == "runs", value
+    other = claims.ClaimsTable("01_x").add(
+        "close",
+        source="s",
+        measured="m",
+        run=run_on("1xA"),
+        holds=claims.compare(claims.Value(0.9, 0.003), 0.6, holds_if="above"),
+    )
+    assert other.verdict == claims.HOLDS  # another threshold is another test: not its history
+    assert other.comparison.runs == () and other.comparison.band == 0.0
+
+
+def test_a_first_run_on_a_kind_borrows_the_move_of_the_kinds_run_several_times(
+    tmp_path, monkeypatch
+):
+    """The issue's 2xH100 example: 02's "non_blocking is an effective choice" read 0.927, then
+    1.131, against 1.1. 1xH100's runs of 0.94 to 1.43 moved it by a factor 1.52 (a band of half
+    that range, as a factor: ln(1.43 / 0.94) / 2); the first run on 2xH100 is borderline by it
+    before a second run shows the flip."""
+    band = math.log(1.4273 / 0.9419) / 2
+    recorded(
+        tmp_path,
+        monkeypatch,
+        {"1xH100": {"effective": [1.185, 1.201, 1.28, 1.112, 0.9419, 1.4273]}},
+        {"effective": (band, 1.1, "above")},
+    )
+    for value in (0.927, 1.131):
+        row = claims.ClaimsTable("01_x").add(
+            "effective",
+            source="s",
+            measured="m",
+            holds=claims.compare(claims.Value(value, 0.01, "x"), 1.1, holds_if="above"),
+            run=run_on("2xH100"),
+        )
+        assert row.verdict == claims.BORDERLINE and row.comparison.borderline() == "band", value
+        assert row.comparison.evidence() == "runs elsewhere differ by a factor 1.23"
+    table = claims.ClaimsTable("01_x")
+    far = table.add(
+        "effective",
+        source="s",
+        measured="m",
+        holds=claims.compare(claims.Value(1.5, 0.01, "x"), 1.1, holds_if="above"),
+        run=run_on("2xH100"),
+    )
+    assert far.verdict == claims.HOLDS  # 1.5 is a factor 1.36 above 1.1: beyond the band
+    # the index row carries the evidence, and the truth check recomputes the verdict from it
+    near = claims.compare(claims.Value(1.131, 0.01, "x"), 1.1, holds_if="above")
     row_of_index = {
-        "value": 0.93,
-        "spread": 0.001,
-        "threshold": 0.9,
+        "value": 1.131,
+        "spread": 0.01,
+        "unit": "x",
+        "threshold": 1.1,
         "holds_if": "above",
-        "floor": 0.04,
     }
-    assert claims.verdict_of(row_of_index) == claims.BORDERLINE
-    assert claims.verdict_of({**row_of_index, "floor": None}) == claims.HOLDS
-    # the same claim tested against another threshold is another test: its history does not count
-    assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.8, "above") == 0.0
-    assert claims.run_to_run_floor("1xA", "03_x", "parallel", 0.9, "above") == 0.04
+    assert claims.verdict_of({**row_of_index, "runs": [1.131], "band": band}) == claims.BORDERLINE
+    assert claims.verdict_of({**row_of_index, "runs": [1.131], "band": 0.0}) == claims.HOLDS
+    assert claims.verdict_of({**row_of_index, "runs": [1.0, 1.131], "band": band}) == (
+        claims.BORDERLINE
+    )  # two runs on this kind: their own sides decide, not the band
+    assert near.verdict == claims.HOLDS  # without the runs: its own noise alone
+
+
+def test_a_band_is_a_factor_for_a_ratio_or_a_time_and_a_difference_otherwise():
+    ratio = claims.Comparison(claims.Value(3.0, unit="x"), 2.0, "below", band=math.log(1.4))
+    assert ratio.in_factors() and ratio.distance(3.0) == pytest.approx(math.log(1.5))
+    assert ratio.verdict == claims.DOES_NOT_HOLD  # 3 is a factor 1.5 above 2: beyond x1.4
+    near = claims.Comparison(claims.Value(2.7, unit="x"), 2.0, "below", band=math.log(1.4))
+    assert near.verdict == claims.BORDERLINE  # a factor 1.35
+    assert ratio.distance(0.0) == -math.inf  # 0 lies infinitely far below a positive ratio
+    assert claims.Comparison(claims.Value(0.5, unit="ms"), 10.0, "below").in_factors()
+    # a share near 0 moved from 0.00005 to 0.056 (x1000) but never came near 0.2: a difference
+    share = claims.Comparison(claims.Value(0.0068), 0.2, "below", band=0.028)
+    assert not share.in_factors() and share.verdict == claims.HOLDS
+    signed = claims.Comparison(claims.Value(-3.0, unit="us"), -10.0, "above", band=5.0)
+    assert not signed.in_factors() and signed.distance(-3.0) == 7.0
+    assert signed.verdict == claims.HOLDS
+    closer = claims.Comparison(claims.Value(-6.0, unit="us"), -10.0, "above", band=5.0)
+    assert closer.verdict == claims.BORDERLINE
+    assert closer.evidence() == "runs elsewhere differ by ± 5.0"
+
+
+def test_a_verdict_stated_outside_the_table_is_the_tables_and_goes_to_the_index(
+    tmp_path, monkeypatch
+):
+    recorded(tmp_path, monkeypatch, {"1xA": {"twice": [3.0, 1.5]}})
+    out = tmp_path / "index.jsonl"
+    monkeypatch.setenv("COURSE_INDEX_OUT", str(out))
+    run = run_on("1xA")
+    comparison = claims.judged(claims.within(claims.Value(3.0, 0.01), 1, 2), run, "01_x", "twice")
+    assert claims.stated(comparison, run) == claims.BORDERLINE  # runs 1.5 and 3 straddle 2
+    row = claims.ClaimsTable("01_x").add(
+        "twice", source="s", measured="m", holds=comparison, run=run
+    )
+    assert row.verdict == claims.BORDERLINE
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["kind"], r["name"], r["verdict"]) for r in written] == [
+        ("stated", "twice", claims.BORDERLINE),
+        ("claim", "twice", claims.BORDERLINE),
+    ]
+    with pytest.raises(TypeError, match="judged"):
+        claims.stated(claims.within(claims.Value(3.0, 0.01), 1, 2), run)
 
 
 @pytest.mark.parametrize(
@@ -429,112 +554,12 @@ def test_a_value_shows_at_most_four_digits_and_a_spread_below_them_as_such(value
     assert str(claims.Value(value, spread, "x")) == text
 
 
-def test_a_run_to_run_floor_shows_two_significant_digits_at_most(tmp_path, monkeypatch):
-    import json as _json
-
-    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
-    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(
-        _json.dumps(
-            {
-                "1xA": {
-                    "05_x": {
-                        "same": {
-                            "floor": 0.027805,
-                            "runs": 3,
-                            "values": [0.0, 0.05, 0.03],
-                            "threshold": 0.2,
-                            "holds_if": "below",
-                        }
-                    }
-                }
-            }
-        )
-    )
-    run = records.Run(
-        1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"}
-    )
-    table = claims.ClaimsTable("05_x")
-    table.add(
-        "same",
-        source="s",
-        measured="m",
-        holds=claims.compare(claims.Value(0.000049), 0.2, holds_if="below"),
-        run=run,
-    )
-    assert "| 0.000049 (runs differ by ± 0.028) |" in table.to_markdown()  # not ± 0.027805
-
-
 def test_a_value_whose_samples_were_all_alike_says_so_instead_of_plus_minus_zero():
     assert str(claims.Value(0.0, 0.0, "", 2)) == "0 in every sample"
     assert str(claims.Value(0.5, 0.0, "x", 5)) == "0.500 x in every sample"
     assert (
         str(claims.Value(2.0, 0.0, "x")) == "2.00 x ± 0.00"
     )  # samples not known: the spread as it is
-
-
-def test_no_two_recorded_runs_get_opposite_verdicts(tmp_path, monkeypatch):
-    import json as _json
-
-    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
-    values = [0.866, 0.868, 0.874, 0.871, 0.707]  # 1xH100's 'large copies come close', five runs
-    (tmp_path / claims.RUN_TO_RUN_FILE).write_text(
-        _json.dumps(
-            {
-                "1xA": {
-                    "00_x": {
-                        "close": {
-                            "floor": (max(values) - min(values)) / 2,
-                            "runs": 5,
-                            "values": values,
-                            "threshold": 0.8,
-                            "holds_if": "above",
-                        }
-                    }
-                }
-            }
-        )
-    )
-    run = records.Run(
-        1, False, {"machine": {"machine": "1xA", "gpus": []}, "params": {}, "date": "2026"}
-    )
-    for value in (
-        values
-    ):  # each recorded run, the extremes too, is borderline: none holds while another does not
-        table = claims.ClaimsTable("00_x")
-        row = table.add(
-            "close",
-            source="s",
-            measured="m",
-            run=run,
-            holds=claims.compare(claims.Value(value, 0.003), 0.8, holds_if="above"),
-        )
-        assert row.verdict == claims.BORDERLINE, value
-    far = claims.ClaimsTable("00_x").add(
-        "close",
-        source="s",
-        measured="m",
-        run=run,
-        holds=claims.compare(claims.Value(2.0, 0.003), 0.8, holds_if="above"),
-    )
-    assert (
-        far.verdict == claims.BORDERLINE
-    )  # a recorded run (0.707) did not hold: this kind has shown both sides
-    other = claims.ClaimsTable("00_x").add(
-        "close",
-        source="s",
-        measured="m",
-        run=run,
-        holds=claims.compare(claims.Value(0.9, 0.003), 0.6, holds_if="above"),
-    )
-    assert (
-        other.verdict == claims.HOLDS
-    )  # another threshold is another test: no floor from this history
-    assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above", 0.95) == pytest.approx(
-        0.95 - 0.707
-    )
-    assert claims.run_to_run_floor("1xA", "00_x", "close", 0.8, "above") == pytest.approx(
-        (0.874 - 0.707) / 2
-    )
 
 
 @pytest.mark.parametrize(
@@ -589,3 +614,26 @@ def test_describe_curve_takes_a_tolerance_strictly_between_0_and_1(tolerance):
         ValueError, match="^describe_curve needs as many sizes as values, at least 3 of each$"
     ):
         claims.describe_curve([1, 2, 3, 4], [1, 2, 3])
+
+
+def test_what_we_see_prints_its_sentences_in_plain_text_outputs():
+    """`jupyter execute` logs and text exports show text/plain: the sentences, never <WhatWeSee at 0x...>."""
+    from IPython.core.formatters import PlainTextFormatter
+
+    seen = claims.WhatWeSee("01_x").say("It took 2.0 ms.")
+    seen.check("one sync", True, "1 call")
+    text = "**What we see**: It took 2.0 ms.\n- ✓ as expected: one sync (1 call)"
+    assert repr(seen) == text and PlainTextFormatter()(seen) == text
+
+
+def test_the_readme_and_00_teach_the_borderline_rule_the_code_applies():
+    """The README quotes ``claims.BORDERLINE_RULE`` (its 1% computed from ``SPREAD_FLOOR``), and
+    00 prints it from the code rather than restating it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = " ".join(line.lstrip("> ") for line in (root / "README.md").read_text().splitlines())
+    assert " ".join(claims.BORDERLINE_RULE.split()) in " ".join(readme.split())
+    assert f"at least {claims.SPREAD_FLOOR:.0%} of the threshold" in claims.BORDERLINE_RULE
+    cells = json.loads((root / "notebooks" / "00_start_here.ipynb").read_text())["cells"]
+    assert any("print(claims.BORDERLINE_RULE)" in "".join(c["source"]) for c in cells)

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -280,12 +281,38 @@ def test_run_to_run_counts_runs_not_replays_and_restarts_when_the_test_changes()
         3.0,
         3.5,
     ]  # the threshold changed: another test, history anew
-    out = run_to_run.floors(runs)
-    assert (
-        out["1xA"]["03_x"]["p"]["floor"] == pytest.approx(0.04)
-        and out["1xA"]["03_x"]["p"]["runs"] == 2
-    )
-    assert run_to_run.floors({("1xA", "03_x", "once"): [1.0]}) == {}
+    out = run_to_run.evidence(runs, versions[-1])
+    assert out["kinds"]["1xA"]["03_x"]["p"] == {
+        "values": [0.95, 0.87],
+        "threshold": 0.9,
+        "holds_if": "above",
+    }
+    # the band is half the range as a factor: (ln 0.95 - ln 0.87) / 2, not (0.95 - 0.87) / 2
+    assert out["bands"]["03_x"]["p"]["band"] == pytest.approx(math.log(0.95 / 0.87) / 2)
+    assert out["bands"]["03_x"]["p"]["machine"] == "1xA"
+
+
+def test_run_to_run_lends_a_kind_run_once_the_largest_move_on_a_kind_run_several_times():
+    run_to_run = load("run_to_run")
+    rows = {"threshold": 1.1, "holds_if": "above", "unit": "x"}
+    runs = {
+        ("1xA", "02_x", "c"): [1.19, 1.43, 0.94],  # moved by a factor 1.52: band ln(1.52) / 2
+        ("1xB", "02_x", "c"): [1.0, 1.1],
+        ("2xC", "02_x", "c"): [0.93],  # run once: keeps its run, lends nothing
+        ("1xA", "02_x", "d"): [0.0, 0.0],  # a count at 0 against a positive threshold: no move
+        ("1xA", "02_x", "e"): [3.0, -1.0],  # a threshold at or below 0: a difference
+    }
+    tests = {key: dict(rows) for key in runs}
+    tests[("1xA", "02_x", "e")] = {"threshold": 0.0, "holds_if": "above", "unit": "us"}
+    tests[("1xA", "02_x", "f")] = {"threshold": 0.2, "holds_if": "below", "unit": ""}
+    runs[("1xA", "02_x", "f")] = [0.00005, 0.056]  # a share near 0: a difference, not x1000
+    out = run_to_run.evidence(runs, tests)
+    assert out["bands"]["02_x"]["c"]["band"] == pytest.approx(math.log(1.43 / 0.94) / 2)
+    assert out["bands"]["02_x"]["c"]["machine"] == "1xA"
+    assert out["kinds"]["2xC"]["02_x"]["c"]["values"] == [0.93]
+    assert out["bands"]["02_x"]["e"]["band"] == pytest.approx(2.0)
+    assert out["bands"]["02_x"]["d"]["band"] == 0.0
+    assert out["bands"]["02_x"]["f"]["band"] == pytest.approx((0.056 - 0.00005) / 2)
 
 
 def test_run_to_run_restarts_when_the_experiment_ran_with_other_params():
@@ -364,29 +391,18 @@ def test_compare_verdicts_says_which_new_runs_the_earlier_bands_did_not_foresee(
         }
 
     old = {("1xA", "00_x", "close"): row("holds", 0.871)}
-    history = {
-        "1xA": {
-            "00_x": {
-                "close": {
-                    "floor": 0.004,
-                    "values": [0.866, 0.874],
-                    "threshold": 0.8,
-                    "holds_if": "above",
-                }
-            }
-        }
-    }
-    # the new run joined the history and reads borderline in the index, but the bands before it said 'holds'
-    surprise = compare.unforeseen(
-        old, {("1xA", "00_x", "close"): row("borderline here", 0.707)}, history
-    )
+    # the new run joined the history and reads borderline in the index, but the old verdict said 'holds'
+    surprise = compare.unforeseen(old, {("1xA", "00_x", "close"): row("borderline here", 0.707)})
     assert [(c["old"].split(":")[0], c["new"].split(":")[0]) for c in surprise] == [
         ("holds", "does not hold here")
     ]
-    # a run the earlier spread covers is no surprise, nor one judged against another threshold
-    assert compare.unforeseen(old, {("1xA", "00_x", "close"): row("holds", 0.86)}, history) == []
+    # a run on the same side is no surprise, nor one judged against another threshold, nor a
+    # flip the old verdict foresaw (borderline)
+    assert compare.unforeseen(old, {("1xA", "00_x", "close"): row("holds", 0.86)}) == []
     moved = dict(row("borderline here", 0.707), threshold=0.6)
-    assert compare.unforeseen(old, {("1xA", "00_x", "close"): moved}, history) == []
+    assert compare.unforeseen(old, {("1xA", "00_x", "close"): moved}) == []
+    foreseen = {("1xA", "00_x", "close"): row("borderline here", 0.871)}
+    assert compare.unforeseen(foreseen, {("1xA", "00_x", "close"): row("b", 0.707)}) == []
 
 
 def test_gpu_run_marks_the_clone_as_the_installed_course(tmp_path):
@@ -433,3 +449,48 @@ def test_mutation_sample_is_drawn_once_per_seed_and_scored_with_its_interval(tmp
     drawn.write_text("helpers.a.b.x_g__mutmut_0\nhelpers.a.b.x_g__mutmut_8\n")
     assert mutation.main(["score", str(results), "--total", "100", "--only", str(drawn)]) == 0
     assert "mutation score 50%: 1 of 2 mutants noticed; 1 survived" in capsys.readouterr().out
+
+
+def test_no_committed_verdict_is_borderline_where_every_run_of_its_kind_is_on_one_side():
+    """Over results/index.jsonl and its git history: a claim whose value lies beyond its own
+    spread (and 1%) of the threshold, on a kind run several times whose recorded runs all lie on
+    that side too, is not called borderline (1xH200's 40.8 with runs of 32 to 116 against 2)."""
+    import re
+
+    run_to_run = load("run_to_run")
+    versions = [run_to_run.numeric_claims(lines) for lines in run_to_run.history()]
+    runs = run_to_run.runs_of(versions)
+    checked = []
+    for key, row in versions[-1].items():
+        value, values = row["value"], {*runs[key], row["value"]}
+        between = re.fullmatch(r"between (\S+) and (\S+)", row.get("holds_if_text") or "")
+        bounds = [float(b) for b in between.groups()] if between else [row["threshold"]]
+        near = max(row.get("spread") or 0.0, 0.01 * abs(row["threshold"]))
+        one_side = all((min(values) > b or max(values) < b) for b in bounds)
+        if len(values) >= 2 and one_side and abs(value - row["threshold"]) > near:
+            checked.append(key)
+            assert row["verdict"] != "borderline here", (key, value, sorted(values))
+    assert len(checked) > 20  # the test reads real rows, not none
+
+
+def test_the_truth_check_fails_where_a_sentence_states_another_verdict_than_the_table(tmp_path):
+    replay_all = load("replay_all")
+    claim = {
+        "kind": "claim",
+        "machine": "1xA",
+        "notebook": "01_x",
+        "name": "twice",
+        "verdict": "borderline here",
+        "value": 3.0,
+        "spread": 0.01,
+        "threshold": 2.0,
+        "holds_if": "below",
+        "runs": [1.5, 3.0],
+        "band": 0.0,
+    }
+    stated = {"kind": "stated", "machine": "1xA", "notebook": "01_x", "name": "twice"}
+    assert replay_all.untrue([claim, {**stated, "verdict": "borderline here"}], tmp_path) == []
+    (problem,) = replay_all.untrue([claim, {**stated, "verdict": "does not hold here"}], tmp_path)
+    assert 'says "twice" does not hold here, the claims table: borderline here' in problem
+    (orphan,) = replay_all.untrue([{**stated, "verdict": "holds"}], tmp_path)
+    assert "the claims table: no row" in orphan

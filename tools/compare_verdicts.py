@@ -86,14 +86,13 @@ def changes(
 def unforeseen(
     old: Mapping[tuple[str, str, str], Mapping[str, Any]],
     new: Mapping[tuple[str, str, str], Mapping[str, Any]],
-    history: Mapping[str, Any],
     machines: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
-    """The new runs' verdicts as the earlier runs' spread alone would have called them: a new
-    row's run joins the history it is judged by (a run on the other side of a recorded one is
-    borderline), so the index itself never shows a flip; this asks whether the earlier runs'
-    floors (``history``: the old ``results/run_to_run.json``, half the range of their values)
-    foresaw it. ``{machine, notebook, claim, old, new}`` for each holds <-> does not hold."""
+    """Flips the earlier evidence did not foresee: a claim the old index called "holds" or "does
+    not hold here" (judged with the runs recorded then, and a kind run once with the band it
+    borrowed) whose new value, by its own noise alone, says the opposite. The index itself never
+    shows the flip, since the new run joins the runs it is judged by and they then lie on both
+    sides. ``{machine, notebook, claim, old, new}`` for each."""
     wanted = set(machines)
     found = []
     for key in sorted(old.keys() & new.keys()):
@@ -104,24 +103,16 @@ def unforeseen(
             or any(old[key].get(f) != row.get(f) for f in ("threshold", "holds_if", "unit"))
         ):
             continue
-        learned = history.get(key[0], {}).get(key[1], {}).get(key[2], {})
-        same_test = (
-            learned.get("threshold") == row["threshold"]
-            and learned.get("holds_if") == row["holds_if"]
-        )
-        floor = (
-            float(learned.get("floor", 0.0)) if same_test else 0.0
-        )  # how far the earlier runs moved
         value = claims.Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")
-        predicted = claims.Comparison(value, row["threshold"], row["holds_if"], floor).verdict
-        if {before, predicted} == {HOLDS, DOES_NOT_HOLD}:
+        alone = claims.Comparison(value, row["threshold"], row["holds_if"]).verdict
+        if {before, alone} == {HOLDS, DOES_NOT_HOLD}:
             found.append(
                 {
                     "machine": key[0],
                     "notebook": key[1],
                     "claim": key[2],
                     "old": f"{before}: {_value(old[key])}",
-                    "new": f"{predicted}: {_value(row)}",
+                    "new": f"{alone}: {_value(row)}",
                 }
             )
     return found
@@ -175,25 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     found = changes(old, new, args.machine)
     compared = sum(1 for k in old.keys() & new.keys() if not args.machine or k[0] in args.machine)
     print(report(found, compared))
-    if args.git:
-        shown = subprocess.run(
-            ["git", "show", f"{args.git}:results/run_to_run.json"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        surprises = unforeseen(
-            old, new, json.loads(shown.stdout) if shown.returncode == 0 else {}, args.machine
-        )
-        for c in surprises:
-            print(
-                f"unforeseen {c['machine']} {c['notebook']}: {c['claim'][:90]}\n"
-                f"         {c['old']}  ->  {c['new']} (judged with the bands learned before this run)"
-            )
+    surprises = unforeseen(old, new, args.machine)
+    for c in surprises:
         print(
-            f"{len(surprises)} verdicts the earlier runs' bands did not foresee (the new run now widens them)"
+            f"unforeseen {c['machine']} {c['notebook']}: {c['claim'][:90]}\n"
+            f"         {c['old']}  ->  {c['new']} (this run's own noise; the old verdict was not borderline)"
         )
+    print(f"{len(surprises)} verdicts the earlier evidence did not foresee")
     return 1 if any(c["flipped"] for c in found) else 0
 
 

@@ -9,9 +9,10 @@ reader of that machine's run sees); each claims table appends its verdicts and e
 ``claims.WhatWeSee`` its checks, and the index is rebuilt from them and from the recordings'
 figures.
 
-The truth check: every check of a markdown statement holds, and every verdict agrees with its
-value, threshold and spread, on every machine; a failure names notebook, cell, machine and
-values. ``make test`` runs this file.
+The truth check: every check of a markdown statement holds, every verdict agrees with its
+value, spread, threshold and recorded runs, and every verdict a sentence states outside the
+claims table (``claims.stated``) is the table's, on every machine; a failure names notebook,
+cell, machine and values. ``make test`` runs this file.
 
     python tools/replay_all.py            # replay, then check results/index.jsonl is current
     python tools/replay_all.py --write    # replay, then rewrite results/index.jsonl
@@ -189,9 +190,14 @@ def cell_of(notebook: Path, text: str) -> str:
 
 
 def untrue(rows: list[dict], executed: Path) -> list[str]:
-    """Every check that does not hold and every verdict that disagrees with its own numbers, as a
-    line naming notebook, cell, machine and values; ``executed`` holds ``<machine>/<notebook>.ipynb``."""
+    """Every check that does not hold, every verdict that disagrees with its own numbers, and every
+    verdict stated outside the claims table (``claims.stated``) that differs from the table's row
+    of that claim, as a line naming notebook, cell, machine and values; ``executed`` holds
+    ``<machine>/<notebook>.ipynb``."""
     problems = []
+    table = {
+        (r["machine"], r["notebook"], r["name"]): r["verdict"] for r in rows if r["kind"] == "claim"
+    }
     for row in rows:
         where = (
             f"{row['notebook']} {cell_of(executed / row['machine'] / (row['notebook'] + '.ipynb'), row['name'])} "
@@ -204,6 +210,12 @@ def untrue(rows: list[dict], executed: Path) -> list[str]:
             problems.append(
                 f'{where}: the verdict "{row["verdict"]}" of "{row["name"]}" disagrees with '
                 f"{row['value']} ± {row['spread']} against {row['threshold']} ({recomputed})"
+            )
+        said = table.get((row["machine"], row["notebook"], row["name"]), "no row")
+        if row["kind"] == "stated" and row["verdict"] != said:
+            problems.append(
+                f'{row["notebook"]} on {row["machine"]}: a sentence says "{row["name"]}" '
+                f"{row['verdict']}, the claims table: {said}"
             )
     return problems
 
@@ -273,10 +285,12 @@ def main() -> int:
                 failed += 1
                 print(tail)
         rows = records.figure_rows() + claim_rows(Path(tmp), planned)
+    stated = [r for r in rows if r["kind"] == "stated"]  # checked, not indexed
+    rows = [r for r in rows if r["kind"] != "stated"]
     if failed:
         print(f"{failed} notebook(s) failed in replay; the index is left as it was")
         return 1
-    problems = untrue(rows, ROOT / "build" / "replay") + failed_marks(planned)
+    problems = untrue(rows + stated, ROOT / "build" / "replay") + failed_marks(planned)
     if problems:
         print(
             f"{len(problems)} sentence(s) or verdict(s) contradict the numbers; the index is left as it was:"

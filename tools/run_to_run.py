@@ -1,21 +1,20 @@
-"""How far each claim's value moved between recorded runs of the same machine kind, from the
-history of results/index.jsonl: the band a verdict must clear so that a second run does not flip it.
+"""Each claim's value in every recorded run of each machine kind, from the history of
+results/index.jsonl: the evidence a verdict reads to answer "would another run on this kind say
+the same?" (``claims.Comparison.borderline``).
 
     python tools/run_to_run.py           # write results/run_to_run.json (make index runs it)
-    python tools/run_to_run.py --show    # print the claims that moved, largest floor first
+    python tools/run_to_run.py --show    # print each claim's largest move between runs
 
 Each committed version of the index, and the index here, holds one value per (machine, claim).
 Values that repeat from one version to the next are one run (the same recording replayed); a
 claim whose threshold, side or unit changed starts its history anew (it is another test), and so
 does one whose experiment ran with other params (e.g. 02's DataLoader with 4 workers instead of
-2), found from the recordings' headers in the git history. A change of the experiment's code alone
-(a new fingerprint, same params) keeps the history: most are refactors that measure the same thing. A
-claim with two or more runs gets ``floor``: half the range of its values. ``claims.ClaimsTable``
-widens a verdict's band to it (``claims.run_to_run_floor``), so a claim whose value moved 0.87 to
-0.95 between two runs, against 0.9, is borderline there, not "holds" one day and "does not hold"
-the next; and a run whose value lies on the other side of the threshold from a recorded one gets
-at least the distance to it (``claims.run_to_run_floor``), so the extremes of the history are
-borderline too. A git clone without history (shallow) has only the committed file.
+2), found from the recordings' headers in the git history. A change of the experiment's code
+alone (a new fingerprint, same params) keeps the history: most are refactors that measure the
+same thing. The file holds, per kind, the runs' ``values`` (a verdict is borderline where they lie
+on both sides of the threshold), and per claim its ``band``: the most it moved on a kind run two
+times or more (half the range, as a factor's log for a ratio or a measure with a unit), which a kind run once
+borrows. A git clone without history (shallow) has only the committed file.
 """
 
 from __future__ import annotations
@@ -29,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from helpers import claims  # noqa: E402  (a tool run as a script: the package is beside it)
+
 INDEX = ROOT / "results" / "index.jsonl"
 OUT = ROOT / "results" / "run_to_run.json"
 
@@ -136,25 +138,34 @@ def runs_of(versions: list[dict[Key, dict[str, Any]]]) -> dict[Key, list[float]]
     return runs
 
 
-def floors(
-    runs: dict[Key, list[float]], tests: dict[Key, dict[str, Any]] | None = None
-) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-    """``{machine: {notebook: {claim: {"floor", "runs", "values", "threshold", "holds_if"}}}}`` for
-    claims with two runs or more; ``tests`` (the newest index's rows) gives each one's threshold and
-    side, so a claim tested otherwise later gets no floor from this history."""
-    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+def moved(values: list[float], threshold: float, unit: str) -> float:
+    """Half the range of a claim's values over runs, in its scale (``claims.Comparison.distance``):
+    a factor's log for a ratio or a measure with a unit, else a difference in its unit."""
+    scale = claims.Comparison(claims.Value(threshold, unit=unit or ""), threshold, "above")
+    distances = [scale.distance(v) for v in values]
+    if max(distances) == min(distances):  # also all at -inf: a count at 0 every run
+        return 0.0
+    return (max(distances) - min(distances)) / 2
+
+
+def evidence(runs: dict[Key, list[float]], tests: dict[Key, dict[str, Any]]) -> dict[str, Any]:
+    """``{"kinds": {machine: {notebook: {claim: {"values", "threshold", "holds_if"}}}},
+    "bands": {notebook: {claim: {"band", "machine", "threshold", "holds_if"}}}}``: each claim's
+    value in every recorded run of each machine kind, and the most it moved (``moved``) on a kind
+    run two times or more, under the test (threshold and side) of the newest index (``tests``)."""
+    kinds: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    bands: dict[str, dict[str, dict[str, Any]]] = {}
     for key, values in sorted(runs.items()):
-        if len(values) >= 2:
-            machine, notebook, claim = key
-            row = (tests or {}).get(key, {})
-            out.setdefault(machine, {}).setdefault(notebook, {})[claim] = {
-                "floor": (max(values) - min(values)) / 2,
-                "runs": len(values),
-                "values": values,
-                "threshold": row.get("threshold"),
-                "holds_if": row.get("holds_if"),
-            }
-    return out
+        machine, notebook, claim = key
+        test = {"threshold": tests[key]["threshold"], "holds_if": tests[key]["holds_if"]}
+        kinds.setdefault(machine, {}).setdefault(notebook, {})[claim] = {"values": values, **test}
+        known = bands.setdefault(notebook, {}).get(claim)
+        if len(values) >= 2 and (known is None or known["threshold"] == test["threshold"]):
+            band = moved(values, test["threshold"], tests[key].get("unit") or "")
+            if known is None or band > known["band"]:
+                bands[notebook][claim] = {"band": band, "machine": machine, **test}
+    bands = {notebook: found for notebook, found in bands.items() if found}
+    return {"kinds": kinds, "bands": bands}
 
 
 def history() -> list[list[str]]:
@@ -188,24 +199,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     params = recording_params()
     versions = [numeric_claims(lines, params) for lines in history()]
-    result = floors(runs_of(versions), versions[-1])
+    result = evidence(runs_of(versions), versions[-1])
     if args.show:
-        moved = [
-            (f["floor"], m, n, c, f["values"])
-            for m, by in result.items()
-            for n, cs in by.items()
-            for c, f in cs.items()
-        ]
-        for floor, machine, notebook, claim, values in sorted(moved, reverse=True):
-            print(f"{floor:10.4g}  {machine} {notebook}: {claim[:80]}  {values}")
+        for notebook, found in result["bands"].items():
+            for claim, band in found.items():
+                values = result["kinds"][band["machine"]][notebook][claim]["values"]
+                print(f"{band['band']:8.3g}  {band['machine']} {notebook}: {claim[:80]}  {values}")
         return 0
     tmp = OUT.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     tmp.replace(OUT)
-    print(
-        f"wrote {OUT.relative_to(ROOT)}: {sum(len(cs) for by in result.values() for cs in by.values())} claims "
-        "with two runs or more"
-    )
+    several = sum(len(found) for found in result["bands"].values())
+    print(f"wrote {OUT.relative_to(ROOT)}: {several} claims run two times or more on a kind")
     return 0
 
 

@@ -4,7 +4,8 @@ A verdict is never typed in. A claim is tested either by a ``Comparison`` (a mea
 its spread, a threshold and the side on which the claim holds: ``claims.compare``) or, when
 the claim is not a number, by a bool computed from the measurement (``None`` when it cannot be
 tested on this hardware). ``ClaimsTable.add`` turns that into "holds", "does not hold here",
-"borderline here" (the value is inside the noise of its threshold: it would flip between runs)
+"borderline here" (another run on this kind of machine could call it the other way:
+``BORDERLINE_RULE`` says when, ``Comparison.borderline`` computes it)
 or "not testable here". Every notebook ends with its table, which shows value, threshold and
 spread for each row.
 
@@ -25,10 +26,13 @@ from .table import (
     Claim,
     ClaimsTable,
     WhatWeSee,
-    run_to_run_floor,
+    judged,
+    recorded_runs,
+    stated,
 )
 from .verdicts import (
     BORDERLINE,
+    BORDERLINE_RULE,
     DOES_NOT_HOLD,
     FAILED_CHECK,
     HOLDS,
@@ -49,6 +53,7 @@ __all__ = [
     "HOLDS",
     "DOES_NOT_HOLD",
     "BORDERLINE",
+    "BORDERLINE_RULE",
     "NOT_TESTABLE",
     "VERDICTS",
     "FAILED_CHECK",
@@ -63,7 +68,9 @@ __all__ = [
     "Claim",
     "ClaimsTable",
     "RUN_TO_RUN_FILE",
-    "run_to_run_floor",
+    "recorded_runs",
+    "judged",
+    "stated",
     "CurveShape",
     "describe_curve",
     "Check",

@@ -11,22 +11,24 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .. import config, records
 from ..records import Run
 from ..tables import Table
 from .verdicts import (
     BORDERLINE,
+    BORDERLINE_RULE,
     DOES_NOT_HOLD,
     FAILED_CHECK,
     HOLDS,
-    SPREAD_FLOOR,
     Comparison,
     _as_verdict,
-    _floor_text,
 )
 
 # ---------------------------------------------------------------- the claims table
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -69,19 +71,8 @@ class ClaimsTable:
             if not isinstance(value, str) or not value:
                 raise TypeError(f"{name} must be a non-empty string")
         where = run.where() if run is not None else "this machine"
+        holds = judged(holds, run, self.notebook, claim)
         comparison = holds if isinstance(holds, Comparison) else None
-        if comparison is not None and run is not None:
-            floor = run_to_run_floor(
-                run.machine,
-                self.notebook,
-                claim,
-                comparison.threshold,
-                comparison.holds_if,
-                comparison.value.value,
-            )
-            if floor > comparison.floor:
-                comparison = dataclasses.replace(comparison, floor=floor)
-                holds = comparison
         row = Claim(claim, source, measured, _as_verdict(holds), where, comparison)
         self.claims.append(row)
         if comparison is not None:
@@ -92,8 +83,8 @@ class ClaimsTable:
                 threshold=comparison.threshold,
                 holds_if=comparison.holds_if,
                 holds_if_text=comparison.holds_if_text(),
-                margin=comparison.margin,
-                floor=comparison.floor,
+                runs=list(comparison.runs),
+                band=comparison.band,
             )
         else:
             fields = dict(value=None if holds is None else bool(holds))
@@ -128,8 +119,8 @@ class ClaimsTable:
                 # a count, or a single sample, has no spread: no "± 0" beside it
                 number = f"{v.number()} ± {v.spread_text()}" if v.spread else v.without_spread()
                 value = f"{number}{' ' + v.unit if v.unit else ''}"
-                if c.comparison.floor > v.spread:
-                    value += f" (runs differ by ± {_floor_text(v.value, c.comparison.floor)})"
+                if c.comparison.evidence():
+                    value += f" ({c.comparison.evidence()})"
                 side = c.comparison.holds_if_text()
             table.add(c.text, c.source, c.measured, value, side, c.where, c.verdict)
         return table
@@ -158,50 +149,65 @@ class ClaimsTable:
         return str(self)
 
 
-_BORDERLINE_NOTE = (
-    f"borderline here: the value is within its noise of the threshold (its spread, or how far "
-    f"it moved between recorded runs of this machine kind, and at least {SPREAD_FLOOR:.0%} of the "
-    "threshold), so another run could call it either way."
-)
+_BORDERLINE_NOTE = f"borderline here: {BORDERLINE_RULE}"
 
 RUN_TO_RUN_FILE = (
     "run_to_run.json"  # under results/: written by tools/run_to_run.py from the index's history
 )
 
 
-def run_to_run_floor(
-    machine: str,
-    notebook: str,
-    claim: str,
-    threshold: float | None = None,
-    holds_if: str | None = None,
-    value: float | None = None,
-) -> float:
-    """How far a claim's value moved between the recorded runs of a machine kind: half the range
-    of its values in the history of ``results/index.jsonl`` (``results/run_to_run.json``, written
-    by ``tools/run_to_run.py``); 0 where it was recorded once. Given this run's ``value`` and the
-    ``threshold``, at least the distance to the farthest recorded run on the threshold's other
-    side, so that no two recorded runs get opposite verdicts (half the range alone left the
-    extremes outside: runs of 0.707 and 0.874 against 0.8 read "does not hold" and "holds"). A
-    verdict's band is at least this wide. A claim tested against another ``threshold`` or side
-    than its history's is another test: 0.
+def recorded_runs(
+    machine: str, notebook: str, claim: str, comparison: Comparison
+) -> tuple[tuple[float, ...], float]:
+    """``(runs, band)`` of a claim from ``results/run_to_run.json`` (``tools/run_to_run.py``
+    writes it from the history of ``results/index.jsonl``): its value in each recorded run of
+    this machine kind, and the most it moved between runs on a kind run several times (half the
+    range, in the claim's scale: ``Comparison.distance``). A history of another threshold or
+    side is another test's and does not count (a ``within`` claim's is either of its bounds).
 
-    Used by claims.ClaimsTable.
+    Used by claims.judged.
     """
-    found = _run_to_run().get(machine, {}).get(notebook, {}).get(claim, {})
-    if threshold is not None and found.get("threshold", threshold) != threshold:
-        return 0.0
-    if holds_if is not None and found.get("holds_if", holds_if) != holds_if:
-        return 0.0
-    floor = float(found.get("floor", 0.0))
-    if value is not None and threshold is not None:
-        across = [
-            abs(value - v)
-            for v in found.get("values", [])
-            if (v - threshold) * (value - threshold) < 0
-        ]
-        floor = max([floor, *across])
-    return floor
+    data = _run_to_run()
+    tests = {(comparison.threshold, comparison.holds_if)}
+    if comparison.between is not None:
+        tests = {(comparison.between[0], "above"), (comparison.between[1], "below")}
+
+    def same(found: dict) -> bool:
+        return (found.get("threshold"), found.get("holds_if")) in tests
+
+    found = data.get("kinds", {}).get(machine, {}).get(notebook, {}).get(claim, {})
+    band = data.get("bands", {}).get(notebook, {}).get(claim, {})
+    return tuple(found["values"]) if same(found) else (), band["band"] if same(band) else 0.0
+
+
+def judged(holds: T, run: Run | None, notebook: str, claim: str) -> T:
+    """``holds`` with the evidence of the recorded runs where it is a ``Comparison`` and ``run``
+    says the machine: the one object whose ``verdict`` the claims table shows and any sentence
+    about the claim reads (``stated``). Anything else comes back as it is.
+
+    Used by the lessons (helpers/lessons/) and claims.ClaimsTable.
+    """
+    if not isinstance(holds, Comparison) or run is None:
+        return holds
+    runs, band = recorded_runs(run.machine, notebook, claim, holds)
+    return dataclasses.replace(holds, runs=runs, band=band, claim=(notebook, claim))
+
+
+def stated(comparison: Comparison, run: Run | None) -> str:
+    """The verdict of a ``judged`` comparison, for a sentence or a table outside the claims
+    table; a replay writes it to the index (kind "stated"), and the truth check fails where it
+    differs from the claims table's row of the same claim.
+
+    Used by the lessons (helpers/lessons/).
+    """
+    if not isinstance(comparison, Comparison) or comparison.claim is None:
+        raise TypeError(
+            "stated() takes a comparison from claims.judged(holds, run, NOTEBOOK, claim), so that "
+            "the sentence and the claims table read one verdict"
+        )
+    notebook, claim = comparison.claim
+    _export(notebook, run, kind="stated", name=claim, verdict=comparison.verdict)
+    return comparison.verdict
 
 
 _FLOORS: dict[str, tuple[float, dict]] = {}
@@ -312,3 +318,11 @@ class WhatWeSee:
 
     def __str__(self) -> str:
         return self.to_markdown()
+
+    def __repr__(
+        self,
+    ) -> str:  # plain-text outputs (jupyter execute logs, text exports): the sentences
+        return self.to_markdown()
+
+    def _repr_pretty_(self, printer: object, cycle: bool) -> None:  # IPython's text/plain
+        printer.text(self.to_markdown())  # type: ignore[attr-defined]

@@ -25,8 +25,21 @@ FAILED_CHECK = "✗ **not on this machine**"  # how WhatWeSee shows a check that
 
 # A difference smaller than this share of the threshold is never called either way, even when
 # the samples agree closely: the next run on the same machine moves by about that much.
+# The rest of the noise model is Comparison.borderline().
 SPREAD_FLOOR = 0.01
 _SIDES = ("above", "below")
+
+# The rule as Comparison.borderline() computes it: the claims table's footnote, 00's cell and the
+# README say these words (a test checks the README's copy).
+BORDERLINE_RULE = (
+    "A verdict is borderline here when another run on this kind of machine could call it the "
+    "other way: the value is within its own noise of the threshold (its spread, and at least "
+    f"{SPREAD_FLOOR:.0%} of the threshold); or the recorded runs of this kind, this one among "
+    "them, lie on both sides of the threshold; or, on a kind recorded once, the value is nearer "
+    "the threshold than the claim moved between runs on a kind recorded several times (half the "
+    "range of its values: as a factor for a ratio or a time, as a difference for a share or a "
+    "count). Otherwise the side of the threshold decides: holds, or does not hold here."
+)
 
 
 # ---------------------------------------------------------------- values with their noise
@@ -149,35 +162,85 @@ def ratio(numerator: Timing | Value, denominator: Timing | Value, unit: str = "x
 @dataclass(frozen=True)
 class Comparison:
     """A measured ``Value`` against a ``threshold``; the claim holds when the value is on the
-    ``holds_if`` side ("above" or "below"), and is borderline within the noise.
+    ``holds_if`` side ("above" or "below"), and is borderline when the evidence straddles it.
 
-    Used by the lessons (helpers/lessons/).
+    The evidence is this run's value with its spread and, once ``claims.judged`` has read them
+    from ``results/run_to_run.json``, the claim's values in the recorded runs of this machine kind
+    (``runs``) and, for a kind recorded once, ``band``: how far the claim moved between runs on
+    the kinds recorded several times, in the claim's scale (``distance``). ``borderline()`` says
+    why a verdict is borderline. Used by the lessons (helpers/lessons/).
     """
 
     value: Value
     threshold: float
     holds_if: str
-    floor: float = (
-        0.0  # how far the value moved between runs on this kind of machine (half the range)
-    )
-    between: tuple[float, float] | None = (
-        None  # set by within(): the claim's two bounds, for display
-    )
+    runs: tuple[float, ...] = ()  # the claim's value in each recorded run of this machine kind
+    band: float = 0.0  # on a kind run once: the most it moved between runs on another kind
+    claim: tuple[str, str] | None = None  # (notebook, claim) once judged(): whose verdict it is
+    between: tuple[float, float] | None = None  # set by within(): both bounds, for display
+
+    def in_factors(self) -> bool:
+        """Whether the claim's scale is a factor: a positive threshold on a ratio (unit "x") or
+        on a measure with a unit (ms, GB/s), which can span orders of magnitude. A share or a
+        count (no unit, or "of ...") is compared as a difference, and so is a signed measure."""
+        unit = self.value.unit
+        return self.threshold > 0 and bool(unit) and not unit.startswith("of ")
+
+    def distance(self, x: float, to: float | None = None) -> float:
+        """How far ``x`` lies above the threshold (or ``to``) in the claim's scale: in factors,
+        the natural log of x / threshold (-inf for x <= 0), so that ratios of 40 and 116 are as
+        far apart as 4 and 11.6; else the difference, in the value's unit."""
+        to = self.threshold if to is None else to
+        if self.in_factors():
+            return math.log(x / to) if x > 0 else -math.inf
+        return x - to
 
     @property
     def margin(self) -> float:
-        """The noise band around the threshold: the value's spread within its run, or how far it
-        moved between recorded runs of this machine kind (``floor``), whichever is larger, and at
-        least ``SPREAD_FLOOR`` of the threshold."""
-        return max(self.value.spread, self.floor, SPREAD_FLOOR * abs(self.threshold))
+        """This run's own noise, in the value's unit: its spread, at least ``SPREAD_FLOOR`` of the
+        threshold."""
+        return max(self.value.spread, SPREAD_FLOOR * abs(self.threshold))
+
+    def borderline(self) -> str | None:
+        """Why another run on this machine kind could call it the other way, or None:
+
+        - "noise": this run's value is within its own noise (``margin``) of the threshold;
+        - "runs": the recorded runs of this kind (this one among them) lie on both sides of it;
+        - "band": the kind was run once, and the value is within ``band`` of the threshold (in
+          the claim's scale), the most the claim moved between runs on a kind run several times.
+
+        A ``within`` claim has two thresholds: runs or a band across either one count.
+        """
+        v = self.value.value
+        if abs(v - self.threshold) <= self.margin:
+            return "noise"
+        bounds = self.between or (self.threshold,)
+        values = {*self.runs, v}
+        if len(values) >= 2:
+            return "runs" if any(min(values) <= b <= max(values) for b in bounds) else None
+        near = min(abs(self.distance(v, b)) for b in bounds)
+        return "band" if near <= self.band else None
 
     @property
     def verdict(self) -> str:
-        difference = self.value.value - self.threshold
-        if abs(difference) <= self.margin:
+        if self.borderline():
             return BORDERLINE
-        above = difference > 0
+        above = self.value.value > self.threshold
         return HOLDS if above == (self.holds_if == "above") else DOES_NOT_HOLD
+
+    def evidence(self) -> str:
+        """The runs behind a verdict the runs decided, in words ("" where this run decided alone):
+        "6 runs here: 32.3 to 116", or "runs elsewhere differ by a factor 1.21" (or "by ± 0.4")."""
+        why = self.borderline()
+        if why == "runs":
+            values = sorted({*self.runs, self.value.value})
+            low, high = (_fixed(x, Value(x).decimals()) for x in (values[0], values[-1]))
+            return f"{len(values)} runs here: {low} to {high}"
+        if why == "band":
+            if self.in_factors():
+                return f"runs elsewhere differ by a factor {math.exp(self.band):.3g}"
+            return f"runs elsewhere differ by ± {_floor_text(self.value.value, self.band)}"
+        return ""
 
     def __bool__(self) -> bool:
         raise TypeError("a Comparison is not a bool: it can be borderline; read .verdict instead")
@@ -244,13 +307,15 @@ def _as_verdict(holds: object) -> str:
 
 
 def verdict_of(row: dict) -> str | None:
-    """The verdict an index row's value, threshold and spread give (None for a row without them).
+    """The verdict an index row's value, spread, threshold, side, ``runs`` and ``band`` give (None
+    for a row without a value or threshold).
 
     What the truth check recomputes. Used by the course's tools (tools/replay_all.py).
     """
     if row.get("threshold") is None or row.get("value") is None:
         return None
     value = Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")
+    runs = tuple(float(v) for v in row.get("runs") or ())
     return Comparison(
-        value, row["threshold"], row["holds_if"], float(row.get("floor") or 0.0)
+        value, row["threshold"], row["holds_if"], runs, float(row.get("band") or 0.0)
     ).verdict

@@ -45,8 +45,8 @@ from .pinned_sizes import (
     TUT_PIN_TO,
     TUT_PINNED,
     _few,
-    _tutorial_ratio,
     _us,
+    tutorial_ratio,
 )
 
 NOTEBOOK = "01_pinned_memory"
@@ -331,11 +331,11 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
         f"apart add up to {parts * 1e6:.1f} us, and the statement took {tut[TUT_PIN_TO].median_s / parts:.2f} "
         "times that sum."
     )
-    twice = _tutorial_ratio(run)
+    twice = tutorial_ratio(run)
     seen.say(
         f"So at the tutorial's size, statements and Timer, pinning first and then copying took "
         f"{analysis.times(twice.value)} the plain pageable copy's time{_few(twice.value.samples)}: the claim "
-        f"'slower, but at most twice as slow' (between 1 and 2) **{CLAIM_IS[twice.verdict]}**."
+        f"'slower, but at most twice as slow' (between 1 and 2) **{CLAIM_IS[claims.stated(twice, run)]}**."
     )
     return seen
 

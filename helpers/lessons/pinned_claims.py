@@ -14,7 +14,7 @@ from .. import analysis, claims, timing
 from ..records import Run
 from . import pinned_sizes
 from .pinned_analysis import STAGED, MiB, _bytes, _host_call_share, _samples, _stage_bytes
-from .pinned_sizes import TUT_PAGEABLE, TUT_PIN_TO, _tutorial_ratio
+from .pinned_sizes import TUT_PAGEABLE, TUT_PIN_TO
 
 FORUM = "NVIDIA forum thread on pageable copies"
 TUTORIAL = "PyTorch tutorial on non_blocking and pin_memory()"
@@ -86,18 +86,18 @@ def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> 
 
     Used by pinned.claims_table.
     """
-    twice = pinned_sizes.TWICE
+    tutorial = pinned_sizes.tutorial_ratio(run_tut)
     table.add(
-        f"{twice} [at 1e6 float32, with the tutorial's statements and its Timer]",
+        pinned_sizes.TWICE_AT_TUTORIAL,
         source=f"{TUTORIAL} (what you will learn)",
         measured=f"t({TUT_PIN_TO}) / t({TUT_PAGEABLE}) under torch.utils.benchmark.Timer (the tutorial's r2"
-        f"{_samples(_tutorial_ratio(run_tut).value.samples)}); holds between 1 and 2",
-        holds=_tutorial_ratio(run_tut),
+        f"{_samples(tutorial.value.samples)}); holds between 1 and 2",
+        holds=tutorial,
         run=run_tut,
     )
     for label, (comparison, explanation) in pinned_sizes.twice_as_slow_verdicts(run_pin).items():
         table.add(
-            f"{twice} [{label}, host clock]",
+            pinned_sizes.twice_claim(label),
             source=f"{TUTORIAL} (what you will learn)",
             measured=f"the worst t(pin_memory().to(non_blocking=True)) / t(pageable .to()) in the range: "
             f"{explanation}; holds between 1 and 2",

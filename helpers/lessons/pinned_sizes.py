@@ -66,10 +66,23 @@ def _us(t: timing.Timing) -> str:
     return str(claims.Value(v.value * 1e6, v.spread * 1e6, "us")) + _few(v.samples)
 
 
-def _tutorial_ratio(run_tut: Run) -> claims.Comparison:
+TWICE_AT_TUTORIAL = f"{TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]"
+
+
+def twice_claim(label: str) -> str:
+    """The claims table's name of "up to twice as slow" in one size range and cache (``label``)."""
+    return f"{TWICE} [{label}, host clock]"
+
+
+def tutorial_ratio(run_tut: Run) -> claims.Comparison:
     """The tutorial's r2 under its Timer, t(pin_memory().to()) / t(pageable .to()), against the
-    claim "up to twice as slow": ``claims.within(r2, 1, 2)``."""
-    return claims.within(claims.ratio(run_tut.value[TUT_PIN_TO], run_tut.value[TUT_PAGEABLE]), 1, 2)
+    claim "up to twice as slow": ``claims.within(r2, 1, 2)``, judged with the recorded runs
+    (``claims.judged``): the verdict the claims table and the sentences both read.
+
+    Used by pinned.see_tutorial and pinned_claims.add_twice_as_slow.
+    """
+    r2 = claims.ratio(run_tut.value[TUT_PIN_TO], run_tut.value[TUT_PAGEABLE])
+    return claims.judged(claims.within(r2, 1, 2), run_tut, NOTEBOOK, TWICE_AT_TUTORIAL)
 
 
 def _ms(run: Run) -> dict[str, list[float]]:
@@ -316,7 +329,7 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
         )
     blocking = claims.ratio(row["pin_then_to"], row["pageable_to"])
     nonblocking = claims.ratio(row["pin_then_to_nb"], row["pageable_to"])
-    timer = _tutorial_ratio(run_tut).value
+    timer = tutorial_ratio(run_tut).value
     seen.say(
         f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(timer)} under the "
         f"Timer{_few(timer.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and "
@@ -354,16 +367,19 @@ def _twice_words(comparison: claims.Comparison, one: bool = False) -> str:
     return "slower, but at most twice"
 
 
-def _twice_as_slow_verdict(ratios: list[claims.Value]) -> tuple[claims.Comparison, str]:
+def _twice_as_slow_verdict(
+    ratios: list[claims.Value], run: Run | None = None, label: str = ""
+) -> tuple[claims.Comparison, str]:
     """'can be up to twice as slow' in one size range: (comparison, words) for its worst ratio.
 
     The worst (largest) ratio, with its spread, must lie between 1 (slower) and 2 (at most twice):
-    ``claims.within(worst, 1, 2)``, borderline within its noise of either bound.
+    ``claims.within(worst, 1, 2)``, judged with the recorded runs of ``run``'s machine kind for
+    the claim of that ``label`` (``claims.judged``), borderline where the evidence straddles a bound.
     """
     if not ratios:
         raise ValueError("twice_as_slow_verdict needs the ratios of at least one size")
     worst = max(ratios, key=lambda r: r.value)
-    comparison = claims.within(worst, 1, 2)
+    comparison = claims.judged(claims.within(worst, 1, 2), run, NOTEBOOK, twice_claim(label))
     places = worst.decimals()
     span = (
         f"ratios {min(r.value for r in ratios):.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, "
@@ -399,7 +415,8 @@ def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]
         for label, low, high in SIZE_RANGES:
             in_range = [v for n, v in zip(sizes, values, strict=True) if low <= n < high]
             if in_range:  # quick mode measures fewer sizes
-                verdicts[f"{label}, {case}"] = _twice_as_slow_verdict(in_range)
+                name = f"{label}, {case}"
+                verdicts[name] = _twice_as_slow_verdict(in_range, run, name)
     return verdicts
 
 
@@ -416,13 +433,13 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
         title=plotting.machine_title(f"'{TWICE}'", run_pin.machine, run_pin.live),
         caption="ratio: t(pin-then-copy) / t(pageable .to()); the claim holds between 1 and 2",
     )
-    tutorial = _tutorial_ratio(run_tut)
+    tutorial = tutorial_ratio(run_tut)
     table.add(
         f"{run_tut.params['numel']:,} float32",
         "pin_memory().to() (blocking), the tutorial's Timer",
         "warm",
         f"{analysis.times(tutorial.value)}{_few(tutorial.value.samples)}: {_twice_words(tutorial, one=True)}",
-        tutorial.verdict,
+        claims.stated(tutorial, run_tut),
     )
     for label, (comparison, words) in twice_as_slow_verdicts(run_pin).items():
         sizes, case = label.split(", ")
@@ -431,6 +448,6 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
             "pin_memory().to(non_blocking=True), host clock",
             case.split()[0],
             words,
-            comparison.verdict,
+            claims.stated(comparison, run_pin),
         )
     return table

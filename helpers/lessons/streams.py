@@ -288,6 +288,11 @@ def _copy_lanes_overlap(intervals: list[trace.Interval]) -> float:
     return trace.overlap_ratio(lanes[0], lanes[1]) if len(lanes) == 2 else 0.0
 
 
+ENGINES_CLAIM = (
+    "Requirement (3): a free DMA (copy) engine; H2D and D2H at once need one engine each"
+)
+
+
 def _engines(run: Run) -> dict[str, Any]:
     """The copy engine count; the copies' times (claims.Values, s); per pair of copies the
     overlap ratio of the two streams' copies per step; the pairs' times over the sum of their
@@ -302,7 +307,12 @@ def _engines(run: Run) -> dict[str, Any]:
     agree = (
         None
         if count is None
-        else claims.compare(pair["H2D + D2H"], 0.9, holds_if="above" if count >= 2 else "below")
+        else claims.judged(
+            claims.compare(pair["H2D + D2H"], 0.9, holds_if="above" if count >= 2 else "below"),
+            run,
+            NOTEBOOK,
+            ENGINES_CLAIM,
+        )
     )
     return {
         "count": count,
@@ -348,7 +358,7 @@ def show_engines(run: Run) -> None:
     )
     print(
         "overlap of opposite copies agrees with the engine count (two or more engines: above 0.9; one: below): "
-        + ("not testable here" if e["agree"] is None else e["agree"].verdict)
+        + ("not testable here" if e["agree"] is None else claims.stated(e["agree"], run))
     )
 
 

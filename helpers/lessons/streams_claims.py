@@ -12,8 +12,16 @@ from typing import Any
 
 from .. import analysis, claims, tables
 from ..records import Run
-from .streams import _engines, _gains, _order, _parallel
-from .streams_copies import DOES_NOT, NOTEBOOK, OVERLAPS, _pinned_both, _prefetch, _stats
+from .streams import ENGINES_CLAIM, _engines, _gains, _order, _parallel
+from .streams_copies import (
+    DOES_NOT,
+    NOTEBOOK,
+    OVERLAPS,
+    PINNED_RELIABLE,
+    _pinned_both,
+    _prefetch,
+    _stats,
+)
 
 ARTICLE = 'article "PyTorch CUDA Streams Introduction"'
 TUTORIAL = "PyTorch tutorial on non_blocking and pin_memory()"
@@ -25,10 +33,19 @@ def _over(value: claims.Value) -> str:
     return f" over {analysis.plural(value.samples, 'profiled step')}" if value.samples else ""
 
 
+OVERLAP_CLAIM = "An asynchronous copy on one stream and compute on another overlap"
+ONLY_CLAIM = (
+    "Only a pinned source copied on a side stream overlaps with the kernel on the main stream"
+)
+SIDE_STREAM_CLAIM = "Requirement (1): the copy must be on a separate, non-default stream"
+
+
 def _requirements(run: Run) -> dict[str, Any]:
     """The tutorial's verdicts: the working case overlaps (``works``); each other case does not
     (``apart``); and, each with the name of the comparison that decides it, requirement (1),
-    requirement (2) with the copy launched first, and "only pinned + side stream overlaps"."""
+    requirement (2) with the copy launched first, and "only pinned + side stream overlaps". Those
+    that are claims of the table are ``claims.judged`` as such, so its rows and
+    ``show_requirements`` read one verdict."""
     ov = {label: s["overlap"] for label, s in _stats(run).items()}
     works = claims.compare(ov["pinned, side stream"], OVERLAPS, holds_if="above")
     apart = {
@@ -36,20 +53,19 @@ def _requirements(run: Run) -> dict[str, Any]:
         for label, v in ov.items()
         if label != "pinned, side stream"
     }
+    side = analysis.weakest(
+        {"pinned, side stream": works, "pinned, current stream": apart["pinned, current stream"]}
+    )
+    only = analysis.weakest({"pinned, side stream": works, **apart})
     return {
         "overlap": ov,
-        "works": works,
+        "works": claims.judged(works, run, NOTEBOOK, OVERLAP_CLAIM),
         "apart": apart,
-        "needs_side_stream": analysis.weakest(
-            {
-                "pinned, side stream": works,
-                "pinned, current stream": apart["pinned, current stream"],
-            }
-        ),
+        "needs_side_stream": (side[0], claims.judged(side[1], run, NOTEBOOK, SIDE_STREAM_CLAIM)),
         "pageable_blocks": analysis.weakest(
             {"pinned, side stream": works, "pageable, side stream": apart["pageable, side stream"]}
         ),
-        "only_pinned_side": analysis.weakest({"pinned, side stream": works, **apart}),
+        "only_pinned_side": (only[0], claims.judged(only[1], run, NOTEBOOK, ONLY_CLAIM)),
     }
 
 
@@ -73,14 +89,14 @@ def show_requirements(run: Run) -> tables.Table:
         "pinned, side stream",
         str(works.value),
         f"> {OVERLAPS}",
-        works.verdict,
+        claims.stated(works, run),
     )
     table.add(
         "(1) without the side stream it does not",
         "pinned, current stream",
         str(apart["pinned, current stream"].value),
         f"< {DOES_NOT}",
-        req["needs_side_stream"][1].verdict,
+        claims.stated(req["needs_side_stream"][1], run),
     )
     table.add(
         "(2) without pinned memory, copy launched first, it does not",
@@ -95,7 +111,7 @@ def show_requirements(run: Run) -> tables.Table:
         f"all four (decided by {only[0]})",
         str(only[1].value),
         "",
-        only[1].verdict,
+        claims.stated(only[1], run),
     )
     return table
 
@@ -153,7 +169,7 @@ def _tutorial_rows(table: claims.ClaimsTable, run: Run) -> None:
     r = {label: v.value for label, v in req["overlap"].items()}
     only, needs_side_stream = req["only_pinned_side"], req["needs_side_stream"]
     table.add(
-        "An asynchronous copy on one stream and compute on another overlap",
+        OVERLAP_CLAIM,
         source=ARTICLE,
         run=run,
         measured=f"pinned H2D on a side stream beside matmuls: overlap ratio{_over(req['works'].value)} "
@@ -161,7 +177,7 @@ def _tutorial_rows(table: claims.ClaimsTable, run: Run) -> None:
         holds=req["works"],
     )
     table.add(
-        "Only a pinned source copied on a side stream overlaps with the kernel on the main stream",
+        ONLY_CLAIM,
         source=TUTORIAL,
         run=run,
         measured=f"overlap ratios{_over(req['works'].value)}: "
@@ -170,7 +186,7 @@ def _tutorial_rows(table: claims.ClaimsTable, run: Run) -> None:
         holds=only[1],
     )
     table.add(
-        "Requirement (1): the copy must be on a separate, non-default stream",
+        SIDE_STREAM_CLAIM,
         source=f"{TUTORIAL}; {FORUM}",
         run=run,
         measured=f"pinned, overlap ratios{_over(req['works'].value)}: side stream {r['pinned, side stream']:.2f} (above {OVERLAPS}), current stream "
@@ -213,7 +229,7 @@ def _engine_row(table: claims.ClaimsTable, run: Run) -> None:
     e = _engines(run)
     count = e["count"]
     table.add(
-        "Requirement (3): a free DMA (copy) engine; H2D and D2H at once need one engine each",
+        ENGINES_CLAIM,
         source=TUTORIAL,
         run=run,
         measured=f"{count} copy engines; H2D + D2H on two streams: overlap ratio{_over(e['overlap']['H2D + D2H'])} "
@@ -258,9 +274,9 @@ def _order_rows(table: claims.ClaimsTable, run: Run) -> None:
         f"{pageable_cf['overlap'].value:.2f} (below {DOES_NOT}); shown: {order[0]}",
         holds=order[1],
     )
-    pinned_both = _pinned_both(stats)
+    pinned_both = _pinned_both(stats, run)
     table.add(
-        "Pinned memory is the reliable way to overlap (either launch order)",
+        PINNED_RELIABLE,
         source=FORUM,
         run=run,
         measured=f"pinned, overlap ratios{_over(pinned_kf['overlap'])}: kernel first {pinned_kf['overlap'].value:.2f}, copy first "

@@ -182,14 +182,19 @@ def _range_ms(profile: trace.Profile, name: str) -> float:
     return trace.covered_us(ranges) / profile.steps / 1e3
 
 
-def _pinned_both(stats: dict[str, dict[str, Any]]) -> tuple[str, claims.Comparison]:
-    """Whether a pinned copy overlaps in both launch orders: the deciding comparison, named."""
-    return analysis.weakest(
+PINNED_RELIABLE = "Pinned memory is the reliable way to overlap (either launch order)"
+
+
+def _pinned_both(stats: dict[str, dict[str, Any]], run: Run) -> tuple[str, claims.Comparison]:
+    """Whether a pinned copy overlaps in both launch orders: the deciding comparison, named, and
+    judged as the claim ``PINNED_RELIABLE`` (the claims table and the sentence read it)."""
+    name, deciding = analysis.weakest(
         {
             order: claims.compare(stats[f"pinned, {order}"]["overlap"], OVERLAPS, holds_if="above")
             for order in ("kernel first", "copy first")
         }
     )
+    return name, claims.judged(deciding, run, NOTEBOOK, PINNED_RELIABLE)
 
 
 def show_launch_order(run: Run) -> None:
@@ -250,7 +255,7 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
     stats = _stats(run)
     pageable_kf, pageable_cf = stats["pageable, kernel first"], stats["pageable, copy first"]
     pinned_kf, pinned_cf = stats["pinned, kernel first"], stats["pinned, copy first"]
-    pinned_both = _pinned_both(stats)
+    pinned_both = _pinned_both(stats, run)
     s1_copy = _range_ms(run.value["profiles"]["pageable, copy first"], "S1 copy")
     see = claims.WhatWeSee(NOTEBOOK, run)
     see.say(
@@ -280,7 +285,7 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
         f"With a pinned source the host spent at most "
         f"{max(pinned_kf['host_in_memcpy_us'], pinned_cf['host_in_memcpy_us']):.0f} us in `cudaMemcpyAsync`, and "
         f"the overlap ratio was {pinned_kf['overlap'].value:.2f} (kernel first) and "
-        f"{pinned_cf['overlap'].value:.2f} (copy first): {verdict[deciding.verdict]}"
+        f"{pinned_cf['overlap'].value:.2f} (copy first): {verdict[claims.stated(deciding, run)]}"
     )
     return see
 
