@@ -70,7 +70,10 @@ TWICE_AT_TUTORIAL = f"{TWICE} [at 1e6 float32, with the tutorial's statements an
 
 
 def twice_claim(label: str) -> str:
-    """The claims table's name of "up to twice as slow" in one size range and cache (``label``)."""
+    """The claims table's name of "up to twice as slow" in one size range and cache (``label``).
+
+    Used by pinned_claims.add_twice_as_slow.
+    """
     return f"{TWICE} [{label}, host clock]"
 
 
