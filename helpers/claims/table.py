@@ -85,6 +85,7 @@ class ClaimsTable:
                 holds_if_text=comparison.holds_if_text(),
                 runs=list(comparison.runs),
                 band=comparison.band,
+                between=list(comparison.between) if comparison.between else None,
             )
         else:
             fields = dict(value=None if holds is None else bool(holds))

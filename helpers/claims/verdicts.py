@@ -316,6 +316,12 @@ def verdict_of(row: dict) -> str | None:
         return None
     value = Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")
     runs = tuple(float(v) for v in row.get("runs") or ())
+    between = row.get("between")
     return Comparison(
-        value, row["threshold"], row["holds_if"], runs, float(row.get("band") or 0.0)
+        value,
+        row["threshold"],
+        row["holds_if"],
+        runs,
+        float(row.get("band") or 0.0),
+        between=(float(between[0]), float(between[1])) if between else None,
     ).verdict
