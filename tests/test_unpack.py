@@ -552,3 +552,128 @@ def test_each_bad_member_is_refused_for_its_own_reason(bad):
 )
 def test_files_and_folders_under_this_machines_folders_are_accepted(name, kind):
     gpu_run.check_member(entry(name, kind=kind)[0], M)  # raises nothing
+
+
+# ---------------------------------------------------------------- interrupted at every step
+
+STEPS = [(os, "rename"), (os, "replace"), (os, "unlink"), (shutil, "rmtree"), (shutil, "copytree")]
+
+
+def interrupt_at(monkeypatch, stop_at, kill):
+    """Count every rename, replace, unlink, rmtree, copytree and Path.write_text; the
+    ``stop_at``-th raises KeyboardInterrupt, and with ``kill`` every later one does too (nothing
+    can run after it, as after SIGKILL). Return the list of calls made."""
+    calls = []
+
+    def wrap(owner, name):
+        real = getattr(owner, name)
+
+        def step(*args, **kwargs):
+            calls.append(name)
+            if len(calls) == stop_at or (kill and len(calls) > stop_at):
+                raise KeyboardInterrupt(f"{name}, step {len(calls)}")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, step)
+
+    for owner, name in [*STEPS, (Path, "write_text")]:
+        wrap(owner, name)
+    return calls
+
+
+def unpacked_copy(tmp_path, root, archive):
+    """The snapshot of ``root`` after a whole, uninterrupted unpack of ``archive`` (on a copy)."""
+    done = tmp_path / "reference"
+    shutil.copytree(root, done, symlinks=True)
+    assert gpu_run.unpack(archive, root=done) == 0
+    return snapshot(done)
+
+
+def steps_of_a_whole_unpack(tmp_path, root, archive, monkeypatch):
+    copy = tmp_path / "count"
+    shutil.copytree(root, copy, symlinks=True)
+    with monkeypatch.context() as m:
+        calls = interrupt_at(m, 10**9, kill=False)
+        assert gpu_run.unpack(archive, root=copy) == 0
+    assert "rename" in calls and "replace" in calls and "write_text" in calls
+    return len(calls)
+
+
+@pytest.mark.parametrize("no_build", [False, True], ids=["replace", "first-unpack"])
+def test_ctrl_c_at_any_step_leaves_old_or_new_and_says_which(
+    tmp_path, root, validator, monkeypatch, tmpdir_here, no_build
+):
+    """A KeyboardInterrupt at each rename, write and delete in turn: the unpack rolls back (or,
+    past the commit, keeps the new folders) before it exits, and its message says which."""
+    if no_build:
+        shutil.rmtree(root / "build")
+    archive = write_archive(tmp_path / "archive", good_entries())
+    before, after = snapshot(root), unpacked_copy(tmp_path, root, archive)
+    total = steps_of_a_whole_unpack(tmp_path, root, archive, monkeypatch)
+    for k in range(1, total + 1):
+        with monkeypatch.context() as m:
+            calls = interrupt_at(m, k, kill=False)
+            with pytest.raises((SystemExit, KeyboardInterrupt)) as info:
+                gpu_run.unpack(archive, root=root)
+        message = str(info.value.code if isinstance(info.value, SystemExit) else info.value)
+        now = visible(snapshot(root))
+        where = f"interrupted at {calls[k - 1]} (step {k} of {total}): {message}"
+        assert now in (before, after), where
+        if now == before:
+            assert "rolled back" in message, where
+        elif isinstance(info.value, SystemExit):
+            assert "in place" in message, where
+        assert records.recorded_machine_names(root / "results") == [M, OTHER], where
+        assert snapshot(root) == now, where  # and the listing deleted what was left hidden
+        restore(root, before)
+        for left in tmpdir_here.iterdir():  # the extraction folder a real Ctrl-C may leave
+            shutil.rmtree(left)
+
+
+@pytest.mark.parametrize("recovered_by", ["listing", "unpack"])
+def test_a_kill_at_any_step_is_rolled_back_by_the_next_command(
+    tmp_path, root, validator, monkeypatch, tmpdir_here, recovered_by
+):
+    """Nothing runs after the k-th rename, write or delete (as after SIGKILL): whatever it left,
+    the next listing of recorded machines sees the old or the new folders, both, never a
+    missing machine or a hidden folder; the next unpack finishes with the new ones."""
+    archive = write_archive(tmp_path / "archive", good_entries())
+    before, after = snapshot(root), unpacked_copy(tmp_path, root, archive)
+    total = steps_of_a_whole_unpack(tmp_path, root, archive, monkeypatch)
+    for k in range(1, total + 1):
+        with monkeypatch.context() as m:
+            calls = interrupt_at(m, k, kill=True)
+            with pytest.raises((SystemExit, KeyboardInterrupt)):
+                gpu_run.unpack(archive, root=root)
+        where = f"killed at {calls[k - 1]} (step {k} of {total})"
+        if recovered_by == "listing":
+            assert records.recorded_machine_names(root / "results") == [M, OTHER], where
+            assert snapshot(root) in (before, after), where
+        else:
+            assert gpu_run.unpack(archive, root=root) == 0, where
+            assert snapshot(root) == after, where
+        restore(root, before)
+        for left in tmpdir_here.iterdir():
+            shutil.rmtree(left)
+
+
+def visible(snap):
+    """A snapshot without the hidden entries inside the repository's folders (an unpack's
+    leftovers, which no reader reads)."""
+    files, dirs, links = snap
+
+    def shown(rel):
+        return not any(part.startswith(".") for part in rel.split("/")[1:])
+
+    return {k: v for k, v in files.items() if shown(k)}, {d for d in dirs if shown(d)}, links
+
+
+def restore(root, snap):
+    """Make ``root`` hold exactly the snapshot ``snap`` (files and folders; no links in it)."""
+    shutil.rmtree(root)
+    root.mkdir()
+    files, dirs, _ = snap
+    for rel in sorted(dirs):
+        (root / rel).mkdir(parents=True, exist_ok=True)
+    for rel, data in files.items():
+        (root / rel).write_bytes(data)

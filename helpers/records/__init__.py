@@ -22,6 +22,7 @@ share it, and a newer recording replaces an older one; git history keeps the old
 recording keeps its own host's report in its header.
 
 The package holds one module per job: ``fingerprints``, ``header``, ``store`` (save and load),
+``machines`` (which machines are recorded; replacing their folders as one step),
 ``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
 ``validation``, ``staleness`` and ``export`` (``results/index.jsonl``). Everything public is
 imported here, so notebooks, tools and tests write ``records.run_or_replay``.
@@ -40,6 +41,7 @@ from .fingerprints import (
     measuring_code_hash,
 )
 from .header import HEADER_KEYS, environment_header
+from .machines import Interrupted, machine_folders, replace_folders
 from .notebook_reader import NotebookExperiment, experiments_in_notebook
 from .replay_choice import Choice, choose_recording
 from .running import (
@@ -78,6 +80,7 @@ __all__ = [
     "MEASURING_CODE",
     "MEASURING_VERSION",
     "Choice",
+    "Interrupted",
     "NotebookExperiment",
     "Problem",
     "RecordingError",
@@ -95,6 +98,7 @@ __all__ = [
     "gap_machines",
     "index_row",
     "load",
+    "machine_folders",
     "measuring_code_hash",
     "read_header",
     "read_index",
@@ -104,6 +108,7 @@ __all__ = [
     "recording_gaps",
     "recording_path",
     "recordings_of",
+    "replace_folders",
     "replay_plan",
     "rerecord_command",
     "run_or_replay",

@@ -13,6 +13,7 @@ from typing import Any
 # types, so ``load`` works on its own.
 from .. import codec, config, distributed, timing, trace  # noqa: F401
 from .header import HEADER_KEYS, environment_header
+from .machines import machine_folders
 
 
 class RecordingError(ValueError):
@@ -152,10 +153,10 @@ def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = N
 
     Used by records.choose_recording.
     """
-    root = root or config.results_dir()
     found = []
-    for path in sorted(root.glob(f"*/{notebook}/{name}.json")):
-        if _gpu_total(path) >= gpus:
+    for folder in machine_folders(root):
+        path = folder / notebook / f"{name}.json"
+        if path.is_file() and _gpu_total(path) >= gpus:
             found.append(path)
     return found
 
@@ -165,12 +166,7 @@ def recorded_machine_names(root: Path | None = None) -> list[str]:
 
     Used by records.choose_recording and the course's tools.
     """
-    root = root or config.results_dir()
-    return sorted(
-        p.name
-        for p in root.glob("*")
-        if p.is_dir() and not p.name.startswith(".") and any(p.glob("*/*.json"))
-    )
+    return [folder.name for folder in machine_folders(root)]
 
 
 def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
@@ -178,8 +174,4 @@ def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
 
     Taught in 00_start_here.
     """
-    root = root or config.results_dir()
-    return [
-        read_header(sorted((root / name).glob("*/*.json"))[0])["machine"]
-        for name in recorded_machine_names(root)
-    ]
+    return [read_header(sorted(f.glob("*/*.json"))[0])["machine"] for f in machine_folders(root)]

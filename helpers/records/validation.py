@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import codec, config, hardware, timing, trace
+from .. import codec, hardware, timing, trace
+from .machines import machine_folders
 from .store import RecordingError, load
 
 # Clocks that time the device's work itself. A rate from another clock can describe what moved
@@ -186,9 +187,8 @@ def gap_machines(notebook: str, name: str, root: Path | None = None) -> set[str]
 
     Used by the course's tests.
     """
-    root = root or config.results_dir()
     return {
         folder.name
-        for folder in sorted(root.iterdir())
-        if folder.is_dir() and f"{notebook}/{name}" in recording_gaps(folder)
+        for folder in machine_folders(root)
+        if f"{notebook}/{name}" in recording_gaps(folder)
     }
