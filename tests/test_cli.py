@@ -684,6 +684,7 @@ def _write_index(folder: Path, scale: float) -> None:
     bandwidth = Path(MACHINE, "06_nccl_point_to_point_and_collectives", "bandwidth.json")
     (folder / bandwidth).parent.mkdir(parents=True)
     shutil.copyfile(ROOT / "results" / bandwidth, folder / bandwidth)
+    records.write_checksums(folder / MACHINE)
     rows = [
         dict(r, value=r["value"] * scale) if (r["machine"], r["kind"]) == (MACHINE, "figure") else r
         for r in records.read_index()

@@ -30,6 +30,7 @@ def fake_gpu_machine(path, gpus=1, name="1xFAKE-GPU"):
         if extra != path:
             extra.replace(dest.parent / extra.name)
     path.unlink()
+    records.write_checksums(dest.parents[1])  # a recording changed on purpose
     return dest
 
 
@@ -304,6 +305,7 @@ def test_hidden_folders_are_never_read_as_recorded_machines(tmp_path, monkeypatc
     import shutil
 
     shutil.copytree(real / "00_start_here", root / "1xNVIDIA-H200" / "00_start_here")
+    records.write_checksums(root / "1xNVIDIA-H200")
     hidden = [".incoming-8xNVIDIA-H200-da09a5c7", ".old-8xNVIDIA-H200-0123abcd", ".hidden"]
     for name in hidden:
         shutil.copytree(real / "00_start_here", root / name / "00_start_here")

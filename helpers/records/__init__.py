@@ -23,13 +23,14 @@ recording keeps its own host's report in its header.
 
 The package holds one module per job: ``fingerprints``, ``header``, ``store`` (save and load),
 ``machines`` (which machines are recorded; replacing their folders as one step),
-``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
+``checksums`` (the sha256 of every recorded file), ``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
 ``validation``, ``staleness`` and ``export`` (``results/index.jsonl``). Everything public is
 imported here, so notebooks, tools and tests write ``records.run_or_replay``.
 
 Taught in 00_start_here.
 """
 
+from .checksums import CHECKSUMS, write_checksums
 from .export import INDEX_NAME, figure_rows, index_row, read_index, write_index
 from .fingerprints import (
     MEASURING_CODE,
@@ -73,6 +74,7 @@ from .validation import (
 )
 
 __all__ = [
+    "CHECKSUMS",
     "DESCRIBE_WIDTH",
     "GAPS_FILE",
     "HEADER_KEYS",
@@ -117,5 +119,6 @@ __all__ = [
     "validate_machine_folder",
     "validate_recording",
     "where_numbers_come_from",
+    "write_checksums",
     "write_index",
 ]

@@ -12,6 +12,7 @@ from typing import Any
 # timing, trace and distributed define the recorded types: importing them registers those
 # types, so ``load`` works on its own.
 from .. import codec, config, distributed, timing, trace  # noqa: F401
+from .checksums import checksum_problem, note_checksums
 from .header import HEADER_KEYS, environment_header
 from .machines import machine_folders
 
@@ -66,6 +67,7 @@ def save(
 
     record = {"header": header, "result": codec.encode(value, attach)}
     path.write_text(codec.dumps(record))
+    note_checksums(path.parent.parent, [path, *(path.parent / name for name in copied)])
     return path
 
 
@@ -127,13 +129,18 @@ def read_header(path: Path | str) -> dict[str, Any]:
 def load(path: Path | str) -> tuple[dict[str, Any], Any]:
     """Read a recording: ``(header, result)``, with registered types and attachments restored.
 
-    A file that is not a whole recording raises ``RecordingError`` naming it and the fix.
+    A file that is not a whole recording, or that (or an attachment of which) is not the file
+    recorded (``checksums.json``), raises ``RecordingError`` naming it and the fix.
 
     Used by records.run_or_replay (to replay), records.validate_recording and
     records.figure_rows.
     """
     path = Path(path)
     record = _read_record(path)
+    for file in [path, *(path.parent / name for name in _attached(record["result"]))]:
+        problem = checksum_problem(file)
+        if problem:
+            raise RecordingError(f"{path}: {problem}" if file != path else problem)
     try:
         return record["header"], codec.decode(record["result"], path.parent)
     except (TypeError, ValueError) as err:
@@ -141,6 +148,17 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
             f"{path}: its result cannot be decoded ({err}): "
             f"{rerecord_command(path.parts[-3], [path.parent.name])}"
         ) from err
+
+
+def _attached(raw: Any) -> list[str]:
+    """The file names of the attachments in a recording's raw JSON result."""
+    if isinstance(raw, list):
+        return [name for item in raw for name in _attached(item)]
+    if not isinstance(raw, dict):
+        return []
+    if raw.get("__type__") == "Attachment":
+        return [Path(str(raw.get("path"))).name]
+    return [name for item in raw.values() for name in _attached(item)]
 
 
 def _gpu_total(path: Path) -> int:

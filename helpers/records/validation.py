@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import codec, hardware, timing, trace
+from .checksums import CHECKSUMS, stale_checksums
 from .machines import machine_folders
 from .store import RecordingError, load
 
@@ -138,10 +139,11 @@ def validate_machine_folder(folder: Path, machine: str) -> list[str]:
         recording_gaps(folder)
     except RecordingError as err:
         problems.append(str(err))
+    problems += stale_checksums(folder)
     for item in sorted(folder.rglob("*")):
         if item.is_symlink():
             problems.append(f"{item}: a link; recordings are plain files")
-        elif item in (folder / GAPS_FILE, folder / "run_times.json"):
+        elif item in (folder / GAPS_FILE, folder / "run_times.json", folder / CHECKSUMS):
             continue  # run_times.json: seconds per notebook and cell (tools/notebook_times.py checks it)
         elif item.is_file() and item not in attached and item not in recordings:
             problems.append(f"{item}: neither a recording nor a file one attaches")
