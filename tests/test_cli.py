@@ -1147,3 +1147,33 @@ def test_collectives_sweep_ranks_prints_busbw_against_n(capsys):
     assert lines[1].split() == ["#", "N", "all_reduce"]
     n, busbw = lines[2].split()
     assert n == "2" and float(busbw) > 0
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["collectives", "--backend", "gloo", "-g", "100"], "pass at most 64"),
+        (["collectives", "--backend", "gloo", "--sweep-ranks", "-g", "65"], "pass at most 64"),
+        (["collectives", "--timeout", "-1"], "'-1' is not a timeout"),
+        (["collectives", "--timeout", "nan"], "'nan' is not a timeout"),
+        (["collectives", "--timeout", "inf"], "'inf' is not a timeout"),
+        (["collectives", "--timeout", "1e9"], "up to 86400"),
+        (["collectives", "--timeout", "soon"], "'soon' is not a timeout"),
+        (["doctor", "--timeout", "0"], "'0' is not a timeout"),
+        (["collectives", "-J", "/nonexistent/dir/x.json"], "/nonexistent/dir does not exist"),
+        (["collectives", "-J", "{tmp}"], "is a folder: pass a file name"),
+        (["collectives", "-J", "{tmp}/ro/x.json"], "cannot be written"),
+    ],
+)
+def test_bad_arguments_get_one_line_before_any_work(capsys, monkeypatch, tmp_path, argv, says):
+    """Each value is checked by argparse: exit 2, one line naming the argument, nothing run."""
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o555)
+    if os.access(tmp_path / "ro", os.W_OK) and "ro/" in " ".join(argv):
+        pytest.skip("this user (root) can write into a read-only folder")
+    started = []
+    for command in ("cmd_collectives", "cmd_doctor"):
+        monkeypatch.setattr(cli, command, lambda a: started.append(a) or 0)
+    code, out, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv])
+    assert code == 2 and not started and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err and says in err, err
