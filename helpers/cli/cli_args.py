@@ -221,7 +221,7 @@ def parse_ranks(text: str) -> int:
     """A number of ranks a launch can start: a whole number from 1 to
     ``distributed.MAX_WORLD_SIZE``.
 
-    Used by the command line (datamove collectives -g).
+    Used by the command line (datamove).
     """
     ranks = whole(1)(text)
     if ranks > distributed.MAX_WORLD_SIZE:
@@ -235,7 +235,7 @@ def parse_ranks(text: str) -> int:
 def parse_seconds(text: str) -> float:
     """A timeout in seconds: positive, finite, at most ``distributed.MAX_TIMEOUT_S`` (a day).
 
-    Used by the command line (datamove collectives and doctor --timeout).
+    Used by the command line (datamove).
     """
     try:
         seconds = float(text)
@@ -253,7 +253,7 @@ def parse_output_file(text: str) -> Path:
     """A file the command may write at the end: not a folder, in a folder that exists and can be
     written, itself writable if it exists; checked before any measurement starts.
 
-    Used by the command line (datamove collectives -J).
+    Used by the command line (datamove).
     """
     path = Path(text).expanduser()
     folder = path.parent

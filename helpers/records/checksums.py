@@ -19,7 +19,7 @@ WRITE = "python tools/checksums.py"
 def sha256_of(path: Path) -> str:
     """The sha256 of a file's bytes, in hex.
 
-    Used by records.note_checksums and records.checksum_problem.
+    Used by checksums.note_checksums and checksums.checksum_problem.
     """
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -63,7 +63,7 @@ def write_checksums(machine_folder: Path) -> Path:
     """Write ``machine_folder/checksums.json`` anew from the files there now (every file under its
     notebook folders): after a recording was removed or changed on purpose. Return its path.
 
-    Used by the course's tools (tools/checksums.py) and tests.
+    Used by the course's tools and tests.
     """
     (Path(machine_folder) / CHECKSUMS).unlink(missing_ok=True)
     files = [f for f in sorted(Path(machine_folder).glob("*/*")) if f.is_file()]
@@ -74,7 +74,7 @@ def checksum_problem(path: Path) -> str | None:
     """What is wrong with a recording's or attachment's file against its machine's checksums,
     naming the file and the fix; None when it is whole.
 
-    Used by records.load and records.validate_machine_folder.
+    Used by records.load.
     """
     machine_folder = path.parent.parent
     manifest = machine_folder / CHECKSUMS
