@@ -172,7 +172,13 @@ def traces_dir(package: Path = PACKAGE) -> Path:
         folder = root / "build" / "traces"
     else:
         folder = user_cache() / "traces"
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(
+            f"cannot use {folder} for traces ({err.strerror}): set {TRACES_ENV} to a folder you "
+            f"can write, e.g. {TRACES_ENV}={Path.home() / 'traces'}"
+        ) from err
     return folder
 
 

@@ -82,3 +82,30 @@ def test_the_course_commit_is_the_setting_else_git_describe_of_the_clone(monkeyp
 
 def test_the_course_version_is_the_installed_distributions():
     assert config.course_version() == importlib.metadata.version("moving-data-course")
+
+
+def test_results_dir_one_level_off_or_missing_names_the_variable(tmp_path, monkeypatch):
+    """COURSE_RESULTS_DIR at the clone (one level too high), at one machine (too low) or at no
+    folder: the listing of recorded machines says so, naming the variable and what to pass."""
+    from helpers import records
+
+    clone = Path(__file__).resolve().parent.parent
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(clone))
+    with pytest.raises(ValueError, match=f"one level too high.*COURSE_RESULTS_DIR={clone}/results"):
+        records.recorded_machines()
+    machine = clone / "results" / "2xNVIDIA-H200"
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(machine))
+    with pytest.raises(ValueError, match=f"one level too low.*COURSE_RESULTS_DIR={clone}/results"):
+        records.recorded_machine_names()
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match="COURSE_RESULTS_DIR=.*missing is not a folder"):
+        records.recorded_machines()
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(clone / "results"))
+    assert "2xNVIDIA-H200" in records.recorded_machine_names()
+
+
+def test_a_traces_dir_that_cannot_be_made_names_the_variable(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("COURSE_TRACES_DIR", str(tmp_path / "a-file"))
+    with pytest.raises(ValueError, match="set COURSE_TRACES_DIR to a folder you can write"):
+        config.traces_dir()

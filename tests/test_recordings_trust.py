@@ -68,6 +68,7 @@ def write_recording(root, machine, gpus, notebook_path, name="exp", attach=None,
     }
     path = folder / f"{name}.json"
     path.write_text(codec.dumps({"header": header, "result": result}))
+    records.write_checksums(root / machine)  # as records.save notes them
     return path
 
 
@@ -189,8 +190,8 @@ def test_a_deleted_attachment_is_found(course):
     nb, root = course
     (root / "1xA" / "nb" / "exp.0.t.trace.json.gz").unlink()
     assert problems(nb, root) == [
-        f"{root}/1xA/nb/exp.json: its attachment exp.0.t.trace.json.gz is missing "
-        f"or not a plain file beside it"
+        f"{root}/1xA/nb/exp.json: {root}/1xA/nb/exp.0.t.trace.json.gz is missing: restore it "
+        f"with `git checkout -- {root}/1xA/nb/exp.0.t.trace.json.gz` or re-record it"
     ]
 
 
@@ -391,6 +392,7 @@ def test_the_first_sentence_says_which_machine_and_why(tmp_path, monkeypatch, ca
         (tmp_path / machine / "nb").mkdir(parents=True)
         (tmp_path / machine / "nb" / path.name).write_text(json.dumps(record))
         path.unlink()
+        records.write_checksums(tmp_path / machine)
     run = records.run_or_replay(sentence_experiment, notebook="nb", gpus=1)
     first = " ".join(capsys.readouterr().out.split())  # the sentence, wrapped at 100 characters
     assert run.value == 7 and run.machine == "4xB"
@@ -554,6 +556,7 @@ def test_a_corrupt_recording_names_its_file_and_the_fix(tmp_path):
             {"header": {k: {} for k in records.HEADER_KEYS}, "result": {"__type__": "NoSuchType"}}
         )
     )
+    records.write_checksums(tmp_path / "1xA")
     with pytest.raises(records.RecordingError, match="unknown recorded type 'NoSuchType'"):
         records.load(path)
 
@@ -572,6 +575,7 @@ def test_validation_finds_impossible_figures(tmp_path):
         "interval": codec.encode(trace.Interval("kernel", "k", 5.0, 1.0)),
     }
     path.write_text(codec.dumps(record))
+    records.write_checksums(tmp_path / "1xA")
     found = records.validate_recording(path)
     assert len(found) == 2, found
     assert any("too fast at 1000000000.0 GB/s is over 1.1 x" in p for p in found)
@@ -581,6 +585,7 @@ def test_validation_finds_impossible_figures(tmp_path):
     negative["samples_s"] = [-1.0]
     record["result"] = {"negative": negative}
     path.write_text(codec.dumps(record))
+    records.write_checksums(tmp_path / "1xA")
     found = records.validate_recording(path)
     assert len(found) == 1 and "cannot be decoded" in found[0] and "-1.0" in found[0], found
 
@@ -648,6 +653,7 @@ def test_the_index_holds_every_timing_sorted_and_reads_back(tmp_path, course):
         timing.Timing([1e-6], "synchronised host clock", 10**9, "alloc")
     )
     path.write_text(codec.dumps(record))
+    records.write_checksums(root / "1xA")
     rows = records.figure_rows(root)
     assert [(r["name"], r["value"], r["unit"], r["bytes"]) for r in rows] == [
         ("['alloc']", 1e-6, "s", 10**9),

@@ -30,6 +30,7 @@ def fake_gpu_machine(path, gpus=1, name="1xFAKE-GPU"):
         if extra != path:
             extra.replace(dest.parent / extra.name)
     path.unlink()
+    records.write_checksums(dest.parents[1])  # a recording changed on purpose
     return dest
 
 
@@ -290,3 +291,41 @@ def test_recorded_runs_are_keyed_by_the_machine_that_recorded_them():
         folders = {p.parent.parent.name for p in root.glob(f"*/{notebook}/{name}.json")}
         assert set(runs) == folders and len(folders) >= 1
         assert all(run.machine == machine for machine, run in runs.items())
+
+
+def test_hidden_folders_are_never_read_as_recorded_machines(tmp_path, monkeypatch):
+    """An unpack's leftovers (one claiming 8 GPUs) and any hidden folder beside the machines:
+    no lookup reads them, and the listing deletes the leftovers."""
+    from pathlib import Path
+
+    real = Path(__file__).resolve().parent.parent / "results" / "1xNVIDIA-H200"
+    notebook = Path(__file__).resolve().parent.parent / "notebooks" / "00_start_here.ipynb"
+    root = tmp_path / "results"
+    (root / "1xNVIDIA-H200").mkdir(parents=True)
+    import shutil
+
+    shutil.copytree(real / "00_start_here", root / "1xNVIDIA-H200" / "00_start_here")
+    records.write_checksums(root / "1xNVIDIA-H200")
+    hidden = [".incoming-8xNVIDIA-H200-da09a5c7", ".old-8xNVIDIA-H200-0123abcd", ".hidden"]
+    for name in hidden:
+        shutil.copytree(real / "00_start_here", root / name / "00_start_here")
+        for path in (root / name / "00_start_here").glob("*.json"):
+            record = json.loads(path.read_text())
+            record["header"]["machine"]["gpus"] *= 8
+            record["header"]["machine"]["machine"] = name
+            path.write_text(json.dumps(record))
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    assert records.recorded_machine_names(root) == ["1xNVIDIA-H200"]
+    assert sorted(p.name for p in root.iterdir()) == [".hidden", "1xNVIDIA-H200"]
+    first = sorted((real / "00_start_here").glob("*.json"))[0].stem
+    assert [p.parts[-3] for p in records.recordings_of("00_start_here", first, 0, root)] == [
+        "1xNVIDIA-H200"
+    ]
+    assert {row["machine"] for row in records.figure_rows(root)} == {"1xNVIDIA-H200"}
+    problems = records.check_recordings([notebook], root)
+    assert not [p for p in problems if p.machine and p.machine.startswith(".")]
+    assert "hidden" not in records.format_problems(problems)
+    assert "1xNVIDIA-H200" in records.where_numbers_come_from("00_start_here", root)
+    assert ".hidden" not in records.where_numbers_come_from("00_start_here", root)
+    assert records.gap_machines("00_start_here", first, root) == set()
+    assert [m["machine"] for m in records.recorded_machines(root)] == ["1xNVIDIA-H200"]

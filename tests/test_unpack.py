@@ -7,6 +7,7 @@ the temporary extraction folder gone.
 
 import importlib.util
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -315,17 +316,35 @@ def test_a_missing_validator_refuses(tmp_path, root, monkeypatch):
     refused(write_archive(tmp_path, good_entries()), root, "cannot validate")
 
 
+def real_copy(dest, machine=REAL):
+    """The repository's own 00_start_here recordings of ``machine`` copied into ``dest/<machine>``,
+    with their lines of its checksums.json; return the notebook folder."""
+    src = ROOT / "results" / machine
+    shutil.copytree(src / "00_start_here", dest / machine / "00_start_here")
+    sums = json.loads((src / records.CHECKSUMS).read_text())
+    kept = {k: v for k, v in sums.items() if k.startswith("00_start_here/")}
+    (dest / machine / records.CHECKSUMS).write_text(json.dumps(kept))
+    return dest / machine / "00_start_here"
+
+
+def folder_entries(folder, machine=REAL):
+    """The archive members of a copied results/<machine> folder (files and folders)."""
+    entries = [entry(f"results/{machine}", kind=tarfile.DIRTYPE)]
+    for p in sorted(folder.rglob("*")):
+        name = f"results/{machine}/{p.relative_to(folder).as_posix()}"
+        if p.is_symlink():
+            entries.append(entry(name, kind=tarfile.SYMTYPE, linkname=os.readlink(p)))
+        elif p.is_dir():
+            entries.append(entry(name, kind=tarfile.DIRTYPE))
+        else:
+            entries.append(entry(name, p.read_bytes()))
+    return entries
+
+
 def real_recording_entries(extra=()):
     """The repository's own 00_start_here recordings of REAL, as archive members."""
-    src = ROOT / "results" / REAL / "00_start_here"
-    entries = [
-        entry(f"results/{REAL}", kind=tarfile.DIRTYPE),
-        entry(f"results/{REAL}/00_start_here", kind=tarfile.DIRTYPE),
-    ]
-    entries += [
-        entry(f"results/{REAL}/00_start_here/{p.name}", p.read_bytes())
-        for p in sorted(src.iterdir())
-    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        entries = folder_entries(real_copy(Path(tmp)).parent)
     return entries + list(extra) + [entry(f"gpu-executed/{REAL}/logs/x.log", b"ok")]
 
 
@@ -552,3 +571,241 @@ def test_each_bad_member_is_refused_for_its_own_reason(bad):
 )
 def test_files_and_folders_under_this_machines_folders_are_accepted(name, kind):
     gpu_run.check_member(entry(name, kind=kind)[0], M)  # raises nothing
+
+
+# ---------------------------------------------------------------- interrupted at every step
+
+STEPS = [(os, "rename"), (os, "replace"), (os, "unlink"), (shutil, "rmtree"), (shutil, "copytree")]
+
+
+def interrupt_at(monkeypatch, stop_at, kill):
+    """Count every rename, replace, unlink, rmtree, copytree and Path.write_text; the
+    ``stop_at``-th raises KeyboardInterrupt, and with ``kill`` every later one does too (nothing
+    can run after it, as after SIGKILL). Return the list of calls made."""
+    calls = []
+
+    def wrap(owner, name):
+        real = getattr(owner, name)
+
+        def step(*args, **kwargs):
+            calls.append(name)
+            if len(calls) == stop_at or (kill and len(calls) > stop_at):
+                raise KeyboardInterrupt(f"{name}, step {len(calls)}")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, step)
+
+    for owner, name in [*STEPS, (Path, "write_text")]:
+        wrap(owner, name)
+    return calls
+
+
+def unpacked_copy(tmp_path, root, archive):
+    """The snapshot of ``root`` after a whole, uninterrupted unpack of ``archive`` (on a copy)."""
+    done = tmp_path / "reference"
+    shutil.copytree(root, done, symlinks=True)
+    assert gpu_run.unpack(archive, root=done) == 0
+    return snapshot(done)
+
+
+def steps_of_a_whole_unpack(tmp_path, root, archive, monkeypatch):
+    copy = tmp_path / "count"
+    shutil.copytree(root, copy, symlinks=True)
+    with monkeypatch.context() as m:
+        calls = interrupt_at(m, 10**9, kill=False)
+        assert gpu_run.unpack(archive, root=copy) == 0
+    assert "rename" in calls and "replace" in calls and "write_text" in calls
+    return len(calls)
+
+
+@pytest.mark.parametrize("no_build", [False, True], ids=["replace", "first-unpack"])
+def test_ctrl_c_at_any_step_leaves_old_or_new_and_says_which(
+    tmp_path, root, validator, monkeypatch, tmpdir_here, no_build
+):
+    """A KeyboardInterrupt at each rename, write and delete in turn: the unpack rolls back (or,
+    past the commit, keeps the new folders) before it exits, and its message says which."""
+    if no_build:
+        shutil.rmtree(root / "build")
+    archive = write_archive(tmp_path / "archive", good_entries())
+    before, after = snapshot(root), unpacked_copy(tmp_path, root, archive)
+    total = steps_of_a_whole_unpack(tmp_path, root, archive, monkeypatch)
+    for k in range(1, total + 1):
+        with monkeypatch.context() as m:
+            calls = interrupt_at(m, k, kill=False)
+            with pytest.raises((SystemExit, KeyboardInterrupt)) as info:
+                gpu_run.unpack(archive, root=root)
+        message = str(info.value.code if isinstance(info.value, SystemExit) else info.value)
+        now = visible(snapshot(root))
+        where = f"interrupted at {calls[k - 1]} (step {k} of {total}): {message}"
+        assert now in (before, after), where
+        if now == before:
+            assert "rolled back" in message, where
+        elif isinstance(info.value, SystemExit):
+            assert "in place" in message, where
+        assert records.recorded_machine_names(root / "results") == [M, OTHER], where
+        assert snapshot(root) == now, where  # and the listing deleted what was left hidden
+        restore(root, before)
+        for left in tmpdir_here.iterdir():  # the extraction folder a real Ctrl-C may leave
+            shutil.rmtree(left)
+
+
+@pytest.mark.parametrize("recovered_by", ["listing", "unpack"])
+def test_a_kill_at_any_step_is_rolled_back_by_the_next_command(
+    tmp_path, root, validator, monkeypatch, tmpdir_here, recovered_by
+):
+    """Nothing runs after the k-th rename, write or delete (as after SIGKILL): whatever it left,
+    the next listing of recorded machines sees the old or the new folders, both, never a
+    missing machine or a hidden folder; the next unpack finishes with the new ones."""
+    archive = write_archive(tmp_path / "archive", good_entries())
+    before, after = snapshot(root), unpacked_copy(tmp_path, root, archive)
+    total = steps_of_a_whole_unpack(tmp_path, root, archive, monkeypatch)
+    for k in range(1, total + 1):
+        with monkeypatch.context() as m:
+            calls = interrupt_at(m, k, kill=True)
+            with pytest.raises((SystemExit, KeyboardInterrupt)):
+                gpu_run.unpack(archive, root=root)
+        where = f"killed at {calls[k - 1]} (step {k} of {total})"
+        if recovered_by == "listing":
+            assert records.recorded_machine_names(root / "results") == [M, OTHER], where
+            assert snapshot(root) in (before, after), where
+        else:
+            assert gpu_run.unpack(archive, root=root) == 0, where
+            assert snapshot(root) == after, where
+        restore(root, before)
+        for left in tmpdir_here.iterdir():
+            shutil.rmtree(left)
+
+
+def visible(snap):
+    """A snapshot without the hidden entries inside the repository's folders (an unpack's
+    leftovers, which no reader reads)."""
+    files, dirs, links = snap
+
+    def shown(rel):
+        return not any(part.startswith(".") for part in rel.split("/")[1:])
+
+    return {k: v for k, v in files.items() if shown(k)}, {d for d in dirs if shown(d)}, links
+
+
+def restore(root, snap):
+    """Make ``root`` hold exactly the snapshot ``snap`` (files and folders; no links in it)."""
+    shutil.rmtree(root)
+    root.mkdir()
+    files, dirs, _ = snap
+    for rel in sorted(dirs):
+        (root / rel).mkdir(parents=True, exist_ok=True)
+    for rel, data in files.items():
+        (root / rel).write_bytes(data)
+
+
+# ---------------------------------------------------------------- recordings that know their content
+
+ATTACHMENT = "first_timeline.0.first_timeline.trace.json.gz"
+
+
+def corrupt(folder, case, outside):
+    """Damage a copy of 00_start_here's recordings; return the file a message must name."""
+    trace = folder / ATTACHMENT
+    if case == "flipped byte":
+        data = bytearray(trace.read_bytes())
+        for i in range(len(data) // 2, len(data) // 2 + 16):
+            data[i] ^= 0xFF
+        trace.write_bytes(bytes(data))
+        return trace
+    if case == "samples x10":
+        path = folder / "first_bandwidth_curve.json"
+        text = path.read_text()
+        record = json.loads(text)
+        found = []
+
+        def times_ten(value):
+            if isinstance(value, dict):
+                if "samples_s" in value:
+                    value["samples_s"] = [s * 10 for s in value["samples_s"]]
+                    found.append(1)
+                for v in value.values():
+                    times_ten(v)
+            elif isinstance(value, list):
+                for v in value:
+                    times_ten(v)
+
+        times_ten(record["result"])
+        assert found
+        from helpers import codec
+
+        path.write_text(codec.dumps(record))  # valid JSON, a valid recording, other numbers
+        return path
+    if case == "missing attachment":
+        trace.unlink()
+        return trace
+    if case == "linked attachment":
+        outside.mkdir(exist_ok=True)
+        shutil.copyfile(trace, outside / trace.name)
+        trace.unlink()
+        trace.symlink_to(outside / trace.name)
+        return trace
+    raise AssertionError(case)
+
+
+CASES = ["flipped byte", "samples x10", "missing attachment", "linked attachment"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_damaged_recording_is_named_when_loaded(tmp_path, case):
+    folder = real_copy(tmp_path / "results")
+    named = corrupt(folder, case, tmp_path / "elsewhere")
+    recording = folder / (
+        "first_bandwidth_curve.json" if case == "samples x10" else "first_timeline.json"
+    )
+    with pytest.raises(records.RecordingError, match="git checkout") as info:
+        records.load(recording)
+    assert str(named) in str(info.value)
+    header = records.read_header(recording)  # the header alone still reads (for listings)
+    assert header["experiment"] == recording.stem
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_damaged_recording_is_caught_by_the_guard(tmp_path, case):
+    folder = real_copy(tmp_path / "results")
+    named = corrupt(folder, case, tmp_path / "elsewhere")
+    problems = records.check_recordings(
+        [ROOT / "notebooks" / "00_start_here.ipynb"], tmp_path / "results"
+    )
+    assert problems and any(str(named) in p.text for p in problems), problems
+    assert problems == [p for p in problems if p.machine == REAL]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_damaged_recording_is_refused_by_unpack(tmp_path, root, case):
+    folder = real_copy(tmp_path / "results")
+    named = corrupt(folder, case, tmp_path / "elsewhere")
+    archive = write_archive(
+        tmp_path / "archive",
+        folder_entries(folder.parent) + [entry(f"gpu-executed/{REAL}/logs/x.log", b"ok")],
+        machine=REAL,
+    )
+    expected = "symlink" if case == "linked attachment" else named.name
+    message = refused(archive, root, expected)
+    assert case != "linked attachment" or named.name in message
+
+
+def test_an_archive_without_checksums_is_refused_naming_the_file(tmp_path, root):
+    folder = real_copy(tmp_path / "results")
+    (folder.parent / records.CHECKSUMS).unlink()
+    archive = write_archive(tmp_path / "archive", folder_entries(folder.parent), machine=REAL)
+    refused(archive, root, records.CHECKSUMS)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_damaged_recording_fails_the_truth_check_before_any_replay(tmp_path, case):
+    folder = real_copy(tmp_path / "results")
+    named = corrupt(folder, case, tmp_path / "elsewhere")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "replay_all.py"), "--notebook", "00_start_here"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COURSE_RESULTS_DIR": str(tmp_path / "results")},
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nothing was replayed" in proc.stdout and str(named) in proc.stdout, proc.stdout

@@ -31,13 +31,13 @@ one transaction that either replaces both folders of that machine or changes not
    results/<machine>/ or gpu-executed/<machine>/, or appears twice;
 3. it must hold recordings, and ``records.validate_machine_folder`` must find no problem in
    them;
-4. only then each folder is copied into a hidden staging folder beside its target
-   (``.incoming-<machine>-<random>``) and swapped in by renames (old copy to
-   ``.old-<machine>-<random>``, staging into place, old copy deleted), undone if a rename
-   fails. Symlinked target folders are refused, never followed.
+4. only then both folders are swapped in as one step (``records.replace_folders``: staged
+   copies beside the targets, a journal, renames): a failure or a signal (Ctrl-C, SIGTERM) at
+   any moment rolls it back, and a killed unpack is rolled back by the next unpack or command
+   that lists recorded machines. Symlinked target folders are refused, never followed.
 
-Any failure exits non-zero with one message naming the member or file and the reason, and
-leaves the repository as it was.
+Any failure exits non-zero with one message naming the member or file, the reason and the
+state it left (the repository as it was).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ import gzip
 import json
 import os
 import re
-import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -406,118 +406,25 @@ def check_no_links(root: Path, machine: str) -> None:
             raise Refused(f"{rel} is not a folder")
 
 
-def make_parents(folder: Path, created: list[Path]) -> None:
-    """Create ``folder`` and its missing parents, noting each one made (to remove on failure)."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for path in reversed(missing):
-        path.mkdir()
-        created.append(path)
-
-
-def stage(source: Path, target: Path, created: list[Path]) -> Path | None:
-    """Copy ``source`` beside ``target`` as a hidden ``.incoming-`` folder; None if no source."""
-    if not source.is_dir():
-        return None
-    make_parents(target.parent, created)
-    staging = target.with_name(f".incoming-{target.name}-{secrets.token_hex(4)}")
-    try:
-        shutil.copytree(source, staging, symlinks=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return staging
-
-
-def swap_in(staging: Path | None, target: Path) -> Path | None:
-    """Move ``target`` aside to a hidden ``.old-`` folder and ``staging`` into its place.
-
-    Returns where the old copy went (None if there was none). If the second rename fails,
-    the old copy is renamed back before the error goes on.
-    """
-    old = None
-    if target.exists():
-        old = target.with_name(f".old-{target.name}-{secrets.token_hex(4)}")
-        os.rename(target, old)
-    if staging is not None:
-        try:
-            os.rename(staging, target)
-        except BaseException:
-            if old is not None:
-                os.rename(old, target)
-            raise
-    return old
-
-
-def swap_back(staging: Path | None, target: Path, old: Path | None) -> None:
-    """Undo a completed ``swap_in``: the new folder back to staging, the old one into place."""
-    if staging is not None:
-        os.rename(target, staging)
-    if old is not None:
-        os.rename(old, target)
-
-
-def commit(pairs: list[tuple[Path | None, Path]]) -> list[Path]:
-    """Swap every (staging, target) pair in, or none of them; return the old copies to delete."""
-    done: list[tuple[Path | None, Path, Path | None]] = []
-    try:
-        for staging, target in pairs:
-            done.append((staging, target, swap_in(staging, target)))
-    except BaseException:
-        for staging, target, old in reversed(done):
-            swap_back(staging, target, old)
-        raise
-    return [old for _, _, old in done if old is not None]
-
-
 def install(extracted: Path, machine: str, root: Path) -> None:
-    """Replace results/<machine>/ and build/gpu-executed/<machine>/ with the extracted ones.
+    """Replace results/<machine>/ and build/gpu-executed/<machine>/ with the extracted ones, as
+    one step for every reader (``records.replace_folders``: staged copies, a journal, renames;
+    rolled back on any failure or signal, or by the next command if this one was killed)."""
+    from helpers import records
 
-    Both are first copied into hidden staging folders beside their targets (same filesystem,
-    so the swap is two renames each); on any failure everything made here is removed.
-    """
-    targets = {
-        "results": root / "results" / machine,
-        "gpu-executed": root / "build" / "gpu-executed" / machine,
+    results = root / "results"
+    sources = {
+        results / machine: extracted / "results" / machine,
+        root / "build" / "gpu-executed" / machine: extracted / "gpu-executed" / machine,
     }
-    created: list[Path] = []
-    pairs: list[tuple[Path | None, Path]] = []
     try:
-        for top, target in targets.items():
-            pairs.append((stage(extracted / top / machine, target, created), target))
-        olds = commit(pairs)
-    except BaseException as e:
-        discard([staging for staging, _ in pairs], created)
-        if isinstance(e, OSError):
-            raise Refused(f"could not put the results in place: {e}") from e
-        raise
-    for old in olds:
-        remove_old(old)
-
-
-def discard(stagings: list[Path | None], created: list[Path]) -> None:
-    """Remove the staging folders and the (then empty) folders that this run created."""
-    for staging in stagings:
-        if staging is not None and staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    for path in reversed(created):
-        try:
-            path.rmdir()
-        except OSError:
-            pass  # not empty: something else was put there meanwhile
-
-
-def remove_old(old: Path) -> None:
-    """Delete the previous copy once the new one is in place; only warn if that fails."""
-    try:
-        shutil.rmtree(old)
-    except OSError as e:
-        print(
-            f"warning: the new results are in place but {old} could not be removed: {e}",
-            file=sys.stderr,
+        records.replace_folders(
+            results, {target: src if src.is_dir() else None for target, src in sources.items()}
         )
+    except records.Interrupted as e:
+        if e.committed:
+            raise SystemExit(f"unpack of results/{machine} interrupted: {e}") from None
+        raise Refused(f"could not put the results in place: {e}") from e
 
 
 def unpack(archive: Path, root: Path = ROOT) -> int:
@@ -545,6 +452,11 @@ def unpack(archive: Path, root: Path = ROOT) -> int:
         f"executed notebooks under build/gpu-executed/{machine}/"
     )
     return 0
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """A signal handler: stop as Ctrl-C does (an unpack then rolls back and says so)."""
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 def mark_installed(site: Path) -> Path:
@@ -592,6 +504,7 @@ def main() -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args()
     if args.unpack:
+        signal.signal(signal.SIGTERM, interrupt)  # rolled back like Ctrl-C, with its message
         return unpack(args.unpack)
     if args.mark_installed:
         print(f"the clone counts as installed: {mark_installed(args.mark_installed)}")

@@ -19,7 +19,10 @@ cell, machine and values. ``make test`` runs this file.
     python tools/replay_all.py --notebook 03_streams_and_overlap   # one notebook: replays and
                                           # truth check only (the index needs every notebook)
 
-Exit 1 when a notebook fails in replay, a check or verdict contradicts its numbers, or (without
+First the guard (``records.check_recordings``) on the notebooks to replay: a missing, stale,
+broken, altered (checksums.json) or linked recording or attachment stops it before any replay.
+
+Exit 1 when the guard finds a problem, a notebook fails in replay, a check or verdict contradicts its numbers, or (without
 --write) the index is out of date.
 """
 
@@ -274,6 +277,15 @@ def main() -> int:
         )
     if not planned:
         parser.error(f"no recorded notebook matches {args.notebook}")
+    problems = [
+        p
+        for p in records.check_recordings(sorted((ROOT / "notebooks").glob("*.ipynb")))
+        if not args.notebook or p.notebook in args.notebook
+    ]
+    if problems:  # what the guard catches: nothing is replayed from a recording it refuses
+        print("the recordings do not pass the guard; nothing was replayed:")
+        print(records.format_problems(problems))
+        return 1
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for machine, stem, code, seconds, tail in replay(planned, args.jobs, Path(tmp)):

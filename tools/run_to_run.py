@@ -91,7 +91,11 @@ def recording_params() -> dict[Recording, str]:
                 )
                 if shown.returncode == 0:
                     add(path, shown.stdout)
-    for path in (ROOT / "results").glob("*/*/*.json"):
+    from helpers import records
+
+    for path in [
+        p for folder in records.machine_folders(ROOT / "results") for p in folder.glob("*/*.json")
+    ]:
         add(str(path.relative_to(ROOT)), path.read_text())
     return found
 

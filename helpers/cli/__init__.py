@@ -37,6 +37,9 @@ from .cli_args import (
     argtype,
     one_of,
     parse_ops,
+    parse_output_file,
+    parse_ranks,
+    parse_seconds,
     parse_size,
     parse_sizes,
     parse_tolerance,
@@ -189,7 +192,7 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
         "-g",
         "--ngpus",
         "--nproc",
-        type=argtype(whole(1)),
+        type=argtype(parse_ranks),
         help="ranks to start without torchrun (default: "
         "one per GPU, or 2); with --sweep-ranks the most CPU ranks",
     )
@@ -227,7 +230,10 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
         help="data type (float)",
     )
     coll.add_argument(
-        "-J", "--output_file", type=Path, help="also write nccl-tests' JSON to this file"
+        "-J",
+        "--output_file",
+        type=argtype(parse_output_file),
+        help="also write nccl-tests' JSON to this file",
     )
     coll.add_argument(
         "--ops",
@@ -258,7 +264,10 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
         "every GPU (gloo: up to -g CPU ranks, default 4)",
     )
     coll.add_argument(
-        "--timeout", type=float, default=600.0, help="seconds the ranks may run (default 600)"
+        "--timeout",
+        type=argtype(parse_seconds),
+        default=600.0,
+        help="seconds the ranks may run (default 600)",
     )
     coll.add_argument(
         "--json", action="store_true", help="print nccl-tests' JSON instead of its text"
@@ -280,7 +289,10 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
         "--skip-nccl", action="store_true", help="leave out the tiny NCCL all_reduce"
     )
     doctor.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds the NCCL check may take (default 60)"
+        "--timeout",
+        type=argtype(parse_seconds),
+        default=60.0,
+        help="seconds the NCCL check may take (default 60)",
     )
     doctor.set_defaults(func=cmd_doctor)
 

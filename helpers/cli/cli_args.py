@@ -7,8 +7,11 @@ Used by the command line (datamove).
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .. import distributed, hardware, timing
@@ -212,3 +215,52 @@ def need_gpus(n: int, why: str = "") -> None:
             f"needs {n} CUDA GPU(s){why}, this machine has {have}; run it on a GPU machine "
             f"(the notebooks replay recordings elsewhere)"
         )
+
+
+def parse_ranks(text: str) -> int:
+    """A number of ranks a launch can start: a whole number from 1 to
+    ``distributed.MAX_WORLD_SIZE``.
+
+    Used by the command line (datamove).
+    """
+    ranks = whole(1)(text)
+    if ranks > distributed.MAX_WORLD_SIZE:
+        raise ValueError(
+            f"{text!r} ranks is more than a launch starts on one machine: pass at most "
+            f"{distributed.MAX_WORLD_SIZE} (a demonstration needs 2 to 8)"
+        )
+    return ranks
+
+
+def parse_seconds(text: str) -> float:
+    """A timeout in seconds: positive, finite, at most ``distributed.MAX_TIMEOUT_S`` (a day).
+
+    Used by the command line (datamove).
+    """
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= distributed.MAX_TIMEOUT_S):
+        raise ValueError(
+            f"{text!r} is not a timeout: pass the seconds you would wait, a positive number up "
+            f"to {distributed.MAX_TIMEOUT_S:g}, e.g. 60"
+        )
+    return seconds
+
+
+def parse_output_file(text: str) -> Path:
+    """A file the command may write at the end: not a folder, in a folder that exists and can be
+    written, itself writable if it exists; checked before any measurement starts.
+
+    Used by the command line (datamove).
+    """
+    path = Path(text).expanduser()
+    folder = path.parent
+    if not text.strip() or path.is_dir():
+        raise ValueError(f"{text!r} is a folder: pass a file name, e.g. {path / 'results.json'}")
+    if not folder.is_dir():
+        raise ValueError(f"{text!r}: the folder {folder} does not exist: create it or pass another")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"{text!r} cannot be written here: pass a file in a folder you can write")
+    return path

@@ -22,13 +22,15 @@ share it, and a newer recording replaces an older one; git history keeps the old
 recording keeps its own host's report in its header.
 
 The package holds one module per job: ``fingerprints``, ``header``, ``store`` (save and load),
-``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
+``machines`` (which machines are recorded; replacing their folders as one step),
+``checksums`` (the sha256 of every recorded file), ``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
 ``validation``, ``staleness`` and ``export`` (``results/index.jsonl``). Everything public is
 imported here, so notebooks, tools and tests write ``records.run_or_replay``.
 
 Taught in 00_start_here.
 """
 
+from .checksums import CHECKSUMS, write_checksums
 from .export import INDEX_NAME, figure_rows, index_row, read_index, write_index
 from .fingerprints import (
     MEASURING_CODE,
@@ -40,6 +42,7 @@ from .fingerprints import (
     measuring_code_hash,
 )
 from .header import HEADER_KEYS, environment_header
+from .machines import Interrupted, machine_folders, replace_folders
 from .notebook_reader import NotebookExperiment, experiments_in_notebook
 from .replay_choice import Choice, choose_recording
 from .running import (
@@ -71,6 +74,7 @@ from .validation import (
 )
 
 __all__ = [
+    "CHECKSUMS",
     "DESCRIBE_WIDTH",
     "GAPS_FILE",
     "HEADER_KEYS",
@@ -78,6 +82,7 @@ __all__ = [
     "MEASURING_CODE",
     "MEASURING_VERSION",
     "Choice",
+    "Interrupted",
     "NotebookExperiment",
     "Problem",
     "RecordingError",
@@ -95,6 +100,7 @@ __all__ = [
     "gap_machines",
     "index_row",
     "load",
+    "machine_folders",
     "measuring_code_hash",
     "read_header",
     "read_index",
@@ -104,6 +110,7 @@ __all__ = [
     "recording_gaps",
     "recording_path",
     "recordings_of",
+    "replace_folders",
     "replay_plan",
     "rerecord_command",
     "run_or_replay",
@@ -112,5 +119,6 @@ __all__ = [
     "validate_machine_folder",
     "validate_recording",
     "where_numbers_come_from",
+    "write_checksums",
     "write_index",
 ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config, hardware, timing
+from .machines import machine_folders
 from .store import load
 from .validation import _DEVICE_CLOCKS, _leaves
 
@@ -49,9 +50,8 @@ def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
 
     Used by the course's tools (tools/replay_all.py).
     """
-    root = root or config.results_dir()
     rows = []
-    for path in sorted(root.glob("*/*/*.json")):
+    for path in [p for folder in machine_folders(root) for p in sorted(folder.glob("*/*.json"))]:
         header, value = load(path)
         for where, t in _leaves(value):
             if not isinstance(t, timing.Timing):

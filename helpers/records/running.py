@@ -13,6 +13,7 @@ from typing import Any
 from .. import checks, codec, config, hardware
 from .fingerprints import fingerprint
 from .header import environment_header
+from .machines import machine_folders
 from .notebook_reader import experiments_in_notebook
 from .replay_choice import choose_recording
 from .store import load, read_header, recordings_of, rerecord_command, save
@@ -141,12 +142,11 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
     """
     if hardware.gpu_count():
         return hardware.report()
-    root = root or config.results_dir()
     here = hardware.describe()
     headers = {
-        folder.parent.name: read_header(next(iter(sorted(folder.glob("*.json")))))
-        for folder in sorted(root.glob(f"*/{notebook}"))
-        if any(folder.glob("*.json"))
+        machine.name: read_header(sorted((machine / notebook).glob("*.json"))[0])
+        for machine in machine_folders(root)
+        if any((machine / notebook).glob("*.json"))
     }
     this = f"This machine ({here.get('machine')}: {here.get('cpu')}) has no GPU to measure with"
     if not headers:

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .. import config
+from .machines import machine_folders
 from .notebook_reader import NotebookExperiment, experiments_in_notebook
 from .store import RecordingError, _gpu_total, read_header, rerecord_command
 from .validation import GAPS_FILE, recording_gaps, validate_recording
@@ -98,7 +98,7 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
             f"check_recordings takes a list of notebook paths; got one path, {str(notebooks)!r}: "
             f"pass [{str(notebooks)!r}]"
         )
-    root = root or config.results_dir()
+    machines = machine_folders(root)
     problems: list[Problem] = []
     names = set()
     for nb_path in map(Path, notebooks):
@@ -110,9 +110,7 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
             for e in found.values()
             for text in e.problems
         ]
-        folders = sorted(
-            f for f in root.glob(f"*/{notebook}") if f.is_dir() and any(f.glob("*.json"))
-        )
+        folders = [m / notebook for m in machines if any((m / notebook).glob("*.json"))]
         for e in found.values():
             if e.gpus > 0 and not any((f / f"{e.name}.json").exists() for f in folders):
                 problems.append(
@@ -123,8 +121,8 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
                 Problem(folder.parent.name, notebook, text)
                 for text in _check_machine(folder, notebook, found)
             ]
-    for folder in sorted(root.glob("*/*")):
-        if folder.is_dir() and folder.name not in names and not folder.parent.name.startswith("."):
+    for folder in [f for m in machines for f in sorted(m.iterdir())]:
+        if folder.is_dir() and folder.name not in names:
             problems.append(
                 Problem(
                     folder.parent.name,

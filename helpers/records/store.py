@@ -12,7 +12,9 @@ from typing import Any
 # timing, trace and distributed define the recorded types: importing them registers those
 # types, so ``load`` works on its own.
 from .. import codec, config, distributed, timing, trace  # noqa: F401
+from .checksums import checksum_problem, note_checksums
 from .header import HEADER_KEYS, environment_header
+from .machines import machine_folders
 
 
 class RecordingError(ValueError):
@@ -65,6 +67,7 @@ def save(
 
     record = {"header": header, "result": codec.encode(value, attach)}
     path.write_text(codec.dumps(record))
+    note_checksums(path.parent.parent, [path, *(path.parent / name for name in copied)])
     return path
 
 
@@ -126,13 +129,18 @@ def read_header(path: Path | str) -> dict[str, Any]:
 def load(path: Path | str) -> tuple[dict[str, Any], Any]:
     """Read a recording: ``(header, result)``, with registered types and attachments restored.
 
-    A file that is not a whole recording raises ``RecordingError`` naming it and the fix.
+    A file that is not a whole recording, or that (or an attachment of which) is not the file
+    recorded (``checksums.json``), raises ``RecordingError`` naming it and the fix.
 
     Used by records.run_or_replay (to replay), records.validate_recording and
     records.figure_rows.
     """
     path = Path(path)
     record = _read_record(path)
+    for file in [path, *(path.parent / name for name in _attached(record["result"]))]:
+        problem = checksum_problem(file)
+        if problem:
+            raise RecordingError(f"{path}: {problem}" if file != path else problem)
     try:
         return record["header"], codec.decode(record["result"], path.parent)
     except (TypeError, ValueError) as err:
@@ -140,6 +148,17 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
             f"{path}: its result cannot be decoded ({err}): "
             f"{rerecord_command(path.parts[-3], [path.parent.name])}"
         ) from err
+
+
+def _attached(raw: Any) -> list[str]:
+    """The file names of the attachments in a recording's raw JSON result."""
+    if isinstance(raw, list):
+        return [name for item in raw for name in _attached(item)]
+    if not isinstance(raw, dict):
+        return []
+    if raw.get("__type__") == "Attachment":
+        return [Path(str(raw.get("path"))).name]
+    return [name for item in raw.values() for name in _attached(item)]
 
 
 def _gpu_total(path: Path) -> int:
@@ -152,10 +171,10 @@ def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = N
 
     Used by records.choose_recording.
     """
-    root = root or config.results_dir()
     found = []
-    for path in sorted(root.glob(f"*/{notebook}/{name}.json")):
-        if _gpu_total(path) >= gpus:
+    for folder in machine_folders(root):
+        path = folder / notebook / f"{name}.json"
+        if path.is_file() and _gpu_total(path) >= gpus:
             found.append(path)
     return found
 
@@ -165,12 +184,7 @@ def recorded_machine_names(root: Path | None = None) -> list[str]:
 
     Used by records.choose_recording and the course's tools.
     """
-    root = root or config.results_dir()
-    return sorted(
-        p.name
-        for p in root.glob("*")
-        if p.is_dir() and not p.name.startswith(".") and any(p.glob("*/*.json"))
-    )
+    return [folder.name for folder in machine_folders(root)]
 
 
 def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
@@ -178,8 +192,4 @@ def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
 
     Taught in 00_start_here.
     """
-    root = root or config.results_dir()
-    return [
-        read_header(sorted((root / name).glob("*/*.json"))[0])["machine"]
-        for name in recorded_machine_names(root)
-    ]
+    return [read_header(sorted(f.glob("*/*.json"))[0])["machine"] for f in machine_folders(root)]

@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import codec, config, hardware, timing, trace
+from .. import codec, hardware, timing, trace
+from .checksums import CHECKSUMS, stale_checksums
+from .machines import machine_folders
 from .store import RecordingError, load
 
 # Clocks that time the device's work itself. A rate from another clock can describe what moved
@@ -148,10 +150,11 @@ def validate_machine_folder(folder: Path, machine: str) -> list[str]:
         recording_gaps(folder)
     except RecordingError as err:
         problems.append(str(err))
+    problems += stale_checksums(folder)
     for item in sorted(folder.rglob("*")):
         if item.is_symlink():
             problems.append(f"{item}: a link; recordings are plain files")
-        elif item in (folder / GAPS_FILE, folder / "run_times.json"):
+        elif item in (folder / GAPS_FILE, folder / "run_times.json", folder / CHECKSUMS):
             continue  # run_times.json: seconds per notebook and cell (tools/notebook_times.py checks it)
         elif item.is_file() and item not in attached and item not in recordings:
             problems.append(f"{item}: neither a recording nor a file one attaches")
@@ -197,9 +200,8 @@ def gap_machines(notebook: str, name: str, root: Path | None = None) -> set[str]
 
     Used by the course's tests.
     """
-    root = root or config.results_dir()
     return {
         folder.name
-        for folder in sorted(root.iterdir())
-        if folder.is_dir() and f"{notebook}/{name}" in recording_gaps(folder)
+        for folder in machine_folders(root)
+        if f"{notebook}/{name}" in recording_gaps(folder)
     }
