@@ -108,6 +108,7 @@ def test_a_machine_folder_with_run_times_validates_and_unpack_checks_the_file(tm
     notebook_times.record(
         folder, "full", "00_start_here", notebook_times.times_of(executed((0, 1)), "c")
     )
+    records.write_checksums(folder)
     assert records.validate_machine_folder(folder, real.name) == []
     gpu_run = importlib.import_module("gpu_run")
     gpu_run.validate_extracted(tmp_path, real.name)  # raises nothing

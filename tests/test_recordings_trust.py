@@ -603,6 +603,7 @@ def test_a_copy_that_fits_in_l2_is_held_to_the_cache_not_to_memory(tmp_path):
         t = timing.Timing([nbytes / gbps / 1e9], "cuda events", nbytes, "cuda:0 -> cuda:0")
         record["result"] = {"copy": codec.encode(t)}
         path.write_text(codec.dumps(record))
+        records.write_checksums(path.parents[1])
         return records.validate_recording(path, "2xA")
 
     assert found(h100, 32 * 2**20, 3737.2) == []  # a header without l2_bytes: any cache may hold it
