@@ -7,6 +7,8 @@
 | ``COURSE_REPLAY=1`` | replay recordings even where the hardware is present (to see a recorded machine's numbers) |
 | ``COURSE_REPLAY_MACHINE=NAME[,NAME...]`` | which recorded machine to replay, or machines in order of preference; each must be recorded |
 | ``COURSE_INDEX_OUT=PATH`` | while replaying, append each claim's verdict to this JSON-lines file (``make replay-all``) |
+| ``COURSE_FOOTPRINT_OUT=PATH`` | while running live, append each experiment's memory footprint to this JSON-lines file (``make gpu-all``) |
+| ``COURSE_GPU_MEMORY_GIB=N`` | let PyTorch take at most N GiB on each GPU, to check a notebook fits a smaller GPU |
 | ``COURSE_RESULTS_DIR=PATH`` | where recordings are read and written (default: ``results/`` of the clone, or the recordings installed with the package) |
 | ``COURSE_TRACES_DIR=PATH`` | where live profiler traces are written (default: ``build/traces/`` of the clone, or the user's cache folder when installed) |
 
@@ -29,6 +31,8 @@ REPLAY_ENV = "COURSE_REPLAY"
 REPLAY_MACHINE_ENV = "COURSE_REPLAY_MACHINE"
 INDEX_OUT_ENV = "COURSE_INDEX_OUT"
 RESULTS_ENV = "COURSE_RESULTS_DIR"
+FOOTPRINT_OUT_ENV = "COURSE_FOOTPRINT_OUT"
+GPU_MEMORY_ENV = "COURSE_GPU_MEMORY_GIB"
 TRACES_ENV = "COURSE_TRACES_DIR"
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -103,6 +107,35 @@ def index_out() -> Path | None:
     """
     value = os.environ.get(INDEX_OUT_ENV)
     return _absolute(INDEX_OUT_ENV, value) if value else None
+
+
+def footprint_out() -> Path | None:
+    """Where live experiments append their memory footprints (``COURSE_FOOTPRINT_OUT``), or None.
+
+    Used by records.run_or_replay.
+    """
+    value = os.environ.get(FOOTPRINT_OUT_ENV)
+    return _absolute(FOOTPRINT_OUT_ENV, value) if value else None
+
+
+def gpu_memory_limit_bytes() -> int | None:
+    """The GPU memory a live run may take on each GPU (``COURSE_GPU_MEMORY_GIB``, in GiB), or None.
+
+    Used by records.run_or_replay.
+    """
+    value = os.environ.get(GPU_MEMORY_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        gib = float(value)
+    except ValueError:
+        gib = float("nan")
+    if not gib > 0 or gib == float("inf"):
+        raise ValueError(
+            f"{GPU_MEMORY_ENV}={value!r} is not a positive number of GiB: set it to e.g. 16 (a "
+            f"16 GB GPU), or unset it"
+        )
+    return int(gib * 2**30)
 
 
 PACKAGE = Path(__file__).resolve().parent

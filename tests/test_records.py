@@ -329,3 +329,67 @@ def test_hidden_folders_are_never_read_as_recorded_machines(tmp_path, monkeypatc
     assert ".hidden" not in records.where_numbers_come_from("00_start_here", root)
     assert records.gap_machines("00_start_here", first, root) == set()
     assert [m["machine"] for m in records.recorded_machines(root)] == ["1xNVIDIA-H200"]
+
+
+def test_a_live_experiment_notes_its_footprint_and_gpu_run_gathers_it(tmp_path, monkeypatch):
+    lines = tmp_path / "fp.jsonl"
+    monkeypatch.setenv("COURSE_FOOTPRINT_OUT", str(lines))
+    monkeypatch.setenv("COURSE_QUICK", "1")
+    records.run_or_replay(experiment_a, notebook="nb", gpus=0, params={"n": 3})
+    (row,) = map(json.loads, lines.read_text().splitlines())
+    assert (row["notebook"], row["experiment"], row["quick"]) == ("nb", "experiment_a", True)
+    assert row["gpu"] == [] and row["pinned"] is None
+    assert row["host"] is None or row["host"] > 10 * 2**20  # a Python with torch imported
+    machine = tmp_path / "results" / "2xA"
+    records.gather_footprints(lines, machine)
+    more = tmp_path / "more.jsonl"
+    more.write_text(
+        json.dumps(
+            {
+                "notebook": "nb",
+                "experiment": "big",
+                "quick": False,
+                "gpu": [3 * 2**30, 5 * 2**30],
+                "pinned": 2**30,
+                "host": 4 * 2**30,
+            }
+        )
+        + "\n"
+    )
+    records.gather_footprints(more, machine)  # merged with what was there
+    (machine / "nb").mkdir()
+    (machine / "nb" / "big.json").write_text("{}")  # a recorded machine: it has recordings
+    assert set(json.loads((machine / records.FOOTPRINTS).read_text())) == {"full", "quick"}
+    full = records.notebook_footprint(machine, "nb", "full")
+    assert full == hardware.Footprint((5 * 2**30,), 2**30, 4 * 2**30)  # the largest GPU's
+    said = records.footprint_sentence("nb", "2xA", tmp_path / "results")
+    assert said.startswith("Memory, as 2xA measured it live: at full size up to 5.0 GiB on one GPU")
+    assert "1.0 GiB of pinned host memory and 4.0 GiB for the notebook's process" in said
+    assert "in quick mode up to 0.0 GiB on one GPU" in said
+    assert "no machine has measured" in records.footprint_sentence(
+        "other", None, tmp_path / "results"
+    )
+
+
+def test_a_broken_footprints_file_is_named_with_its_fix(tmp_path):
+    machine = tmp_path / "2xA"
+    machine.mkdir()
+    (machine / records.FOOTPRINTS).write_text(
+        '{"full": {"nb": {"e": {"gpu": [-1], "pinned": 0, "host": 0}}}}'
+    )
+    with pytest.raises(ValueError, match="full/nb/e is not gpu, pinned and host in bytes"):
+        records.notebook_footprint(machine, "nb", "full")
+    (machine / records.FOOTPRINTS).write_text("{")
+    with pytest.raises(ValueError, match="re-record the machine.*not JSON"):
+        records.notebook_footprint(machine, "nb", "full")
+
+
+@pytest.mark.parametrize("value", ["0", "-4", "x", "inf", "nan"])
+def test_a_gpu_memory_limit_must_be_a_positive_number_of_gib(monkeypatch, value):
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", value)
+    with pytest.raises(
+        ValueError, match="COURSE_GPU_MEMORY_GIB=.* is not a positive number of GiB"
+    ):
+        config.gpu_memory_limit_bytes()
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "16")
+    assert config.gpu_memory_limit_bytes() == 16 * 2**30

@@ -198,7 +198,7 @@ def warm_bytecode(env: dict[str, str]) -> str:
 def gpu_run(
     out: Path, notebooks: list[Path], quick: bool, skip_tests: bool, full: bool = True
 ) -> int:
-    from helpers import hardware
+    from helpers import hardware, records
 
     info = hardware.describe()
     machine = info["machine"]
@@ -235,9 +235,17 @@ def gpu_run(
         summary.append(f"gpu tests: exit {code} in {seconds:.0f} s")
         failures += code != 0
         pack(out, machine, summary)
-    live_env = {**base_env, "COURSE_RECORD": "1", "COURSE_QUICK": "0"}
+    # each live experiment appends its memory footprint; gathered into results/<machine>/footprints.json
+    footprints = {mode: build / f"footprints-{mode}.jsonl" for mode in ("full", "quick")}
+    live_env = {
+        **base_env,
+        "COURSE_RECORD": "1",
+        "COURSE_QUICK": "0",
+        "COURSE_FOOTPRINT_OUT": str(footprints["full"]),
+    }
     for nb in notebooks if full else []:
         code, seconds = execute_notebook(nb, build / "live", live_env, logs)
+        records.gather_footprints(footprints["full"], ROOT / "results" / machine)
         summary.append(
             f"live full  {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s"
         )
@@ -246,9 +254,10 @@ def gpu_run(
             summary.append(record_times(machine, "full", build / "live" / nb.name))
         pack(out, machine, summary)
     if quick:
-        quick_env = {**base_env, "COURSE_QUICK": "1"}
+        quick_env = {**base_env, "COURSE_QUICK": "1", "COURSE_FOOTPRINT_OUT": str(footprints["quick"])}
         for nb in notebooks:
             code, seconds = execute_notebook(nb, build / "quick", quick_env, logs)
+            records.gather_footprints(footprints["quick"], ROOT / "results" / machine)
             summary.append(
                 f"live quick {nb.name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s"
             )

@@ -41,7 +41,15 @@ from .machine import (
     peer_access,
     report,
 )
-from .memory import free_memory, memory_in_use, pinned_host_bytes
+from .memory import (
+    Footprint,
+    footprint,
+    free_memory,
+    limit_gpu_memory,
+    memory_in_use,
+    pinned_host_bytes,
+    start_footprint,
+)
 from .topology import (
     cpu_affinity,
     gpu_links,
@@ -66,7 +74,11 @@ __all__ = [
     "driver_version",
     "driver_present",
     "free_disk_bytes",
+    "Footprint",
+    "footprint",
     "free_memory",
+    "limit_gpu_memory",
+    "start_footprint",
     "gpu_activity",
     "gpu_count",
     "gpu_links",

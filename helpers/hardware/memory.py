@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import gc
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -83,3 +85,76 @@ def pinned_host_bytes(stats: dict[str, Any]) -> tuple[int | None, int | None]:
     if "active_bytes.current" in stats:
         return stats.get("allocated_bytes.current"), stats["active_bytes.current"]
     return None, None
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The most memory one experiment held, in bytes: on each GPU (``gpu``: PyTorch's caching
+    allocator, reserved), pinned host memory (``pinned``: its caching host allocator) and the
+    notebook's process as a whole (``host``: peak resident memory, pinned included). None where
+    this machine does not say (no GPU; not Linux). Processes an experiment starts (06's ranks)
+    are not counted.
+
+    Used by records.run_or_replay.
+    """
+
+    gpu: tuple[int, ...]
+    pinned: int | None
+    host: int | None
+
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def start_footprint() -> None:
+    """Start a ``footprint()``: reset the peaks of the GPUs' and the pinned allocators and the
+    process's peak resident memory (Linux: writing 5 to /proc/self/clear_refs).
+
+    Used by records.run_or_replay (before each live experiment).
+    """
+    if gpu_count() and torch.cuda.is_initialized():
+        for i in range(gpu_count()):
+            torch.cuda.reset_peak_memory_stats(i)
+        if hasattr(torch.cuda, "reset_peak_host_memory_stats"):  # PyTorch 2.11 has it; guard older
+            torch.cuda.reset_peak_host_memory_stats()
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:  # not Linux, or not allowed: the peak is the process's since it started
+        pass
+
+
+def footprint() -> Footprint:
+    """The peaks since ``start_footprint()``.
+
+    Used by records.run_or_replay (after each live experiment).
+    """
+    gpu: tuple[int, ...] = ()
+    pinned = None
+    if gpu_count() and torch.cuda.is_initialized():
+        gpu = tuple(int(torch.cuda.max_memory_reserved(i)) for i in range(gpu_count()))
+        stats = torch.cuda.host_memory_stats()
+        held = "reserved_bytes.peak" if "reserved_bytes.peak" in stats else "allocated_bytes.peak"
+        pinned = int(stats[held]) if held in stats else None
+    host = None
+    try:
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                host = int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
+    return Footprint(gpu, pinned, host)
+
+
+def limit_gpu_memory(limit_bytes: int) -> None:
+    """Let PyTorch's allocator take at most ``limit_bytes`` on each GPU
+    (``torch.cuda.set_per_process_memory_fraction``): a smaller GPU's memory, to check that a
+    notebook fits it. An experiment that needs more fails with PyTorch's out-of-memory error.
+
+    Used by records.run_or_replay (``COURSE_GPU_MEMORY_GIB``).
+    """
+    if not isinstance(limit_bytes, int) or limit_bytes <= 0:
+        raise ValueError(f"limit_bytes must be a positive number of bytes, got {limit_bytes!r}")
+    for i in range(gpu_count()):
+        total = torch.cuda.get_device_properties(i).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, limit_bytes / total), i)

@@ -23,7 +23,7 @@ recording keeps its own host's report in its header.
 
 The package holds one module per job: ``fingerprints``, ``header``, ``store`` (save and load),
 ``machines`` (which machines are recorded; replacing their folders as one step),
-``checksums`` (the sha256 of every recorded file), ``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
+``checksums`` (the sha256 of every recorded file), ``footprints`` (the memory each notebook needs), ``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
 ``validation``, ``staleness`` and ``export`` (``results/index.jsonl``). Everything public is
 imported here, so notebooks, tools and tests write ``records.run_or_replay``.
 
@@ -41,6 +41,7 @@ from .fingerprints import (
     free_names,
     measuring_code_hash,
 )
+from .footprints import FOOTPRINTS, footprint_sentence, gather_footprints, notebook_footprint
 from .header import HEADER_KEYS, environment_header
 from .machines import Interrupted, machine_folders, replace_folders
 from .notebook_reader import NotebookExperiment, experiments_in_notebook
@@ -75,6 +76,7 @@ from .validation import (
 
 __all__ = [
     "CHECKSUMS",
+    "FOOTPRINTS",
     "DESCRIBE_WIDTH",
     "GAPS_FILE",
     "HEADER_KEYS",
@@ -93,6 +95,8 @@ __all__ = [
     "environment_header",
     "experiments_in_notebook",
     "figure_rows",
+    "footprint_sentence",
+    "gather_footprints",
     "fingerprint",
     "fingerprint_source",
     "format_problems",
@@ -101,6 +105,7 @@ __all__ = [
     "index_row",
     "load",
     "machine_folders",
+    "notebook_footprint",
     "measuring_code_hash",
     "read_header",
     "read_index",

@@ -4,6 +4,7 @@ saying which machine's numbers a notebook shows and why."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from typing import Any
 
 from .. import checks, codec, config, hardware
 from .fingerprints import fingerprint
+from .footprints import footprint_sentence
 from .header import environment_header
 from .machines import machine_folders
 from .notebook_reader import experiments_in_notebook
@@ -141,7 +143,8 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
     Taught in 01_pinned_memory.
     """
     if hardware.gpu_count():
-        return hardware.report()
+        here = hardware.describe()
+        return hardware.report(here) + "\n\n" + footprint_sentence(notebook, here["machine"], root)
     here = hardware.describe()
     headers = {
         machine.name: read_header(sorted((machine / notebook).glob("*.json"))[0])
@@ -170,6 +173,8 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
         textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
         + "\n\n"
         + hardware.report(headers[chosen]["machine"])
+        + "\n\n"
+        + footprint_sentence(notebook, chosen, root)
     )
 
 
@@ -186,6 +191,26 @@ def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[st
             value, False, header, reason=f"the recording of {path.parts[-3]}"
         )
     return found
+
+
+def note_footprint(notebook: str, name: str, used: hardware.Footprint) -> None:
+    """Append one live experiment's footprint to ``COURSE_FOOTPRINT_OUT`` (a JSON line with the
+    notebook, experiment, quick mode and bytes), where it is set.
+
+    Used by records.run_or_replay; ``make gpu-all`` gathers the lines into
+    ``results/<machine>/footprints.json``.
+    """
+    out = config.footprint_out()
+    if out is None:
+        return
+    line = {
+        "notebook": notebook,
+        "experiment": name,
+        "quick": config.quick_mode(),
+        **dataclasses.asdict(used),
+    }
+    with out.open("a") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 def run_or_replay(
@@ -216,8 +241,12 @@ def run_or_replay(
         run = _replay(notebook, name, gpus, fp, params)
         print(_said_once(notebook, run))
         return run
+    if (limit := config.gpu_memory_limit_bytes()) is not None:
+        hardware.limit_gpu_memory(limit)
     held = hardware.memory_in_use()
+    hardware.start_footprint()
     value = fn(**params)
+    note_footprint(notebook, name, hardware.footprint())
     hardware.free_memory(baseline=held)
     run = Run(codec.round_trip(value), True, environment_header(notebook, name, fp, params))
     if gpus and config.recording_enabled() and not config.quick_mode():

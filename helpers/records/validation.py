@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import codec, hardware, timing, trace
 from .checksums import CHECKSUMS, stale_checksums
+from .footprints import FOOTPRINTS, footprint_problems
 from .machines import machine_folders
 from .store import RecordingError, load
 
@@ -154,6 +155,8 @@ def validate_machine_folder(folder: Path, machine: str) -> list[str]:
     for item in sorted(folder.rglob("*")):
         if item.is_symlink():
             problems.append(f"{item}: a link; recordings are plain files")
+        elif item == folder / FOOTPRINTS:
+            problems += footprint_problems(item)
         elif item in (folder / GAPS_FILE, folder / "run_times.json", folder / CHECKSUMS):
             continue  # run_times.json: seconds per notebook and cell (tools/notebook_times.py checks it)
         elif item.is_file() and item not in attached and item not in recordings:

@@ -1,0 +1,140 @@
+"""The memory each notebook needs: ``results/<machine>/footprints.json``, gathered by
+``make gpu-all`` from its live runs (``COURSE_FOOTPRINT_OUT``), and the sentence each notebook
+prints first.
+
+The file: ``{"full" | "quick": {notebook: {experiment: {"gpu": [bytes per GPU], "pinned": bytes
+or null, "host": bytes or null}}}}``, the peaks of ``hardware.footprint()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .. import hardware
+from .machines import machine_folders
+
+FOOTPRINTS = "footprints.json"
+MODES = ("full", "quick")
+GiB = 2**30
+
+
+def gather_footprints(lines: Path, machine_folder: Path) -> Path:
+    """Merge the JSON lines ``run_or_replay`` appended to ``lines`` into
+    ``machine_folder/footprints.json`` (a newer line replaces an older one of its experiment);
+    written to a temporary file first, then renamed. Returns the file.
+
+    Used by tools/gpu_run.py after each notebook.
+    """
+    path = Path(machine_folder) / FOOTPRINTS
+    found = read(machine_folder)
+    if Path(lines).exists():
+        for line in Path(lines).read_text().splitlines():
+            row = json.loads(line)
+            mode = "quick" if row["quick"] else "full"
+            kept = {k: row[k] for k in ("gpu", "pinned", "host")}
+            found.setdefault(mode, {}).setdefault(row["notebook"], {})[row["experiment"]] = kept
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=".footprints-", delete=False
+    ) as f:
+        json.dump(found, f, indent=1, sort_keys=True)
+    os.replace(f.name, path)
+    return path
+
+
+def read(machine_folder: Path) -> dict[str, Any]:
+    """``machine_folder/footprints.json`` as a dict (empty where there is none); a file that is
+    not one is a ValueError naming it and the fix."""
+    path = Path(machine_folder) / FOOTPRINTS
+    if not path.exists():
+        return {}
+    problems = footprint_problems(path)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return json.loads(path.read_text())
+
+
+def footprint_problems(path: Path) -> list[str]:
+    """What is wrong with a ``footprints.json``; empty is good.
+
+    Used by records.validate_machine_folder (so unpack checks it).
+    """
+    fix = f"{path}: re-record the machine, or `git checkout -- {path}`"
+    try:
+        found = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        return [f"{fix} (it is not JSON: {err})"]
+    if not isinstance(found, dict) or not set(found) <= set(MODES):
+        return [f"{fix} (its top level must be {{'full': ..., 'quick': ...}})"]
+    for mode, notebooks in found.items():
+        for notebook, experiments in notebooks.items():
+            for name, used in experiments.items():
+                ok = (
+                    isinstance(used, dict)
+                    and set(used) == {"gpu", "pinned", "host"}
+                    and isinstance(used["gpu"], list)
+                    and all(isinstance(b, int) and b >= 0 for b in used["gpu"])
+                    and all(
+                        v is None or (isinstance(v, int) and v >= 0)
+                        for v in (used["pinned"], used["host"])
+                    )
+                )
+                if not ok:
+                    return [
+                        f"{fix} ({mode}/{notebook}/{name} is not gpu, pinned and host in bytes)"
+                    ]
+    return []
+
+
+def notebook_footprint(machine_folder: Path, notebook: str, mode: str) -> hardware.Footprint | None:
+    """The most any experiment of ``notebook`` held in ``mode`` on that machine (each figure the
+    largest of its experiments'; ``gpu`` the largest on any one GPU), or None where unmeasured."""
+    experiments = read(machine_folder).get(mode, {}).get(notebook, {})
+    if not experiments:
+        return None
+
+    def most(key: str) -> int | None:
+        values = [u[key] for u in experiments.values() if u[key] is not None]
+        return max(values) if values else None
+
+    gpu = max((b for u in experiments.values() for b in u["gpu"]), default=0)
+    return hardware.Footprint((gpu,), most("pinned"), most("host"))
+
+
+def _gib(n: int | None) -> str:
+    return "not measured" if n is None else f"{n / GiB:.1f} GiB"
+
+
+def footprint_sentence(notebook: str, machine: str | None = None, root: Path | None = None) -> str:
+    """What ``notebook`` needs, in words, as ``machine`` (else the recorded machine with the most
+    GPUs that measured it) measured it live, at full size and in quick mode.
+
+    Used by records.where_numbers_come_from (the first thing each notebook prints).
+    """
+    folders = [
+        f
+        for f in machine_folders(root)
+        if notebook in read(f).get("full", {}) or notebook in read(f).get("quick", {})
+    ]
+    gpus = lambda f: int(f.name.partition("x")[0]) if f.name.partition("x")[0].isdigit() else 0  # noqa: E731
+    chosen = [f for f in folders if f.name == machine] or sorted(
+        folders, key=lambda f: (gpus(f), f.name)
+    )[-1:]
+    if not chosen:
+        return (
+            f"Memory: no machine has measured what {notebook} needs yet (make gpu-all measures it)."
+        )
+    parts = []
+    for mode in MODES:
+        used = notebook_footprint(chosen[0], notebook, mode)
+        if used is not None:
+            parts.append(
+                f"{'at full size' if mode == 'full' else 'in quick mode'} up to {_gib(used.gpu[0])} "
+                f"on one GPU, {_gib(used.pinned)} of pinned host memory and {_gib(used.host)} for "
+                f"the notebook's process (pinned included)"
+            )
+    return f"Memory, as {chosen[0].name} measured it live: " + "; ".join(parts) + "."
