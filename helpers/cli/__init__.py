@@ -160,6 +160,9 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
         default=3,
         help="samples per measurement (default 3, as nvbandwidth)",
     )
+    nvb.add_argument(
+        "-v", "--verbose", action="store_true", help="MIN, MAX and AVG beside each SUM"
+    )
     nvb.add_argument("-j", "--json", action="store_true", help="print nvbandwidth's JSON")
     nvb.set_defaults(func=cmd_nvbandwidth)
 
