@@ -124,18 +124,15 @@ def host_matrix(timings: list[timing.Timing]) -> Matrix:
 
 
 def pair_matrix(pairs: dict[str, list[timing.Timing]], n: int, index: int = 0) -> Matrix:
-    """The GPU x GPU matrix of notebook 05's results at size number ``index``: ``"i->j"`` keys go
-    to row i, column j; ``"i<->j"`` (both ways, total) to both [i][j] and [j][i]; N/A elsewhere.
+    """The GPU x GPU matrix of notebook 05's one-way results at size number ``index``: ``"i->j"``
+    keys go to row i, column j; N/A elsewhere.
 
     Used by the command line (datamove).
     """
     matrix: Matrix = [[None] * n for _ in range(n)]
     for key, per_size in pairs.items():
-        both = "<->" in key
-        i, j = (int(part) for part in key.split("<->" if both else "->"))
+        i, j = (int(part) for part in key.split("->"))
         matrix[i][j] = per_size[index].gbps
-        if both:
-            matrix[j][i] = per_size[index].gbps
     return matrix
 
 

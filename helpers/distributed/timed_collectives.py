@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 from .. import hardware
 from .in_rank import _backend_here, rank_device, report
+from .nccl_calls import NcclOutOfPlace
 
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 
@@ -374,8 +375,6 @@ def collective_sweep(
         send({"devices": everyone})
     direct = None
     if backend == "nccl" and any(op in ("all_reduce", "broadcast") for op in ops):
-        from .nccl_calls import NcclOutOfPlace
-
         direct = NcclOutOfPlace()
     for op in ops:
         for size in sizes:
