@@ -262,8 +262,10 @@ def _graph_timing(
     size: int,
     label: str,
 ) -> Any:
-    """nccl-tests' ``-G``: ``iters`` calls captured in one CUDA graph; each sample replays it
-    ``launches`` times between CUDA events; seconds per call (launch cost left out)."""
+    """nccl-tests' ``-G``: ``iters`` calls captured in one CUDA graph; each sample, after a
+    barrier of the ranks, replays it ``launches`` times on a host clock that stops when this
+    GPU is done (nccl-tests' timer: graph launch and completion included, Python's per-call
+    launch cost not); seconds per call. One replay before the samples uploads the graph."""
     from .. import timing
 
     side = torch.cuda.Stream()
@@ -277,12 +279,19 @@ def _graph_timing(
     with torch.cuda.graph(graph):
         for _ in range(iters):
             call()
-    replays = timing.cuda_events(
-        graph.replay, warmup=1, repeats=samples, calls_per_sample=launches, label=label
-    )
+    graph.replay()
+    seconds = []
+    for _ in range(samples):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(launches):
+            graph.replay()
+        torch.cuda.synchronize()
+        seconds.append((time.perf_counter() - start) / (launches * iters))
     return timing.Timing(
-        samples_s=[s / iters for s in replays.samples_s],
-        method=f"{replays.method}, CUDA graph of {iters} calls replayed {launches} times a sample",
+        samples_s=seconds,
+        method=f"host clock around a CUDA graph of {iters} calls replayed {launches} times a sample",
         nbytes=size,
         label=label,
         calls_per_sample=iters * launches,
