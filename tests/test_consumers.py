@@ -190,6 +190,24 @@ def test_superbench_reads_both_groups_of_the_nccl_rows_datamove_prints(op):
         assert read == _expected_by_superbench(doc, SUPERBENCH_OPS[op], group)
 
 
+def test_superbench_reads_both_groups_of_every_op_datamove_measured_on_two_gpus():
+    """datamove's own output from 2xH200 (NCCL: both groups of every op measured), one block
+    per op as separate runs print them: superbench reads each group as datamove's JSON has it."""
+    folder = Path(__file__).parent / "fixtures" / "datamove_collectives_2xH200"
+    docs = json.loads((folder / "collectives.json").read_text())
+    blocks = (folder / "collectives.log").read_text().split("# Writing JSON output to")[1:]
+    ops = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+    assert len(blocks) == len(docs) == len(ops)
+    for op, block, doc in zip(ops, blocks, docs, strict=True):
+        rows = [line for line in block.splitlines()[1:] if line[:1] == " "]
+        assert f"# Collective test starting: {op}_perf" in block
+        assert len(rows) == 28 and not any("N/A" in row for row in rows)
+        for group, in_place in (("out_of_place", False), ("in_place", True)):
+            read = superbench_reads(block, SUPERBENCH_OPS[op], in_place)
+            assert read == _expected_by_superbench(doc, SUPERBENCH_OPS[op], group)
+            assert len(read) == 3 * 28  # busbw, algbw, time at each of 28 sizes, 8 B to 1 GiB
+
+
 # ---------------------------------------------------------------- FlagPerf's grep
 
 
