@@ -97,18 +97,15 @@ def header_lines(
             f"{d['device']:2d} [{dom:04x}:{bus:02x}:{dev:02x}] {d['name']}"
         )
     lead = f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}"
+    group: tuple[str, ...] = ("time", "algbw", "busbw", "#wrong")
+    units: tuple[str, ...] = ("(us)", "(GB/s)", "(GB/s)", "")
+    widths: tuple[int, ...] = (7, 6, 6, 6)
+    title = "           out-of-place                       in-place          "
     if per_iter:
         group = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
         units = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
         widths = (7, 6, 6, 6, 7, 7, 7, 7)
         title = "              out-of-place (+ per-iteration)                                in-place (+ per-iteration)"
-    else:
-        group, units, widths = (
-            ("time", "algbw", "busbw", "#wrong"),
-            ("(us)", "(GB/s)", "(GB/s)", ""),
-            (7, 6, 6, 6),
-        )
-        title = "           out-of-place                       in-place          "
 
     def cells(words: tuple[str, ...]) -> str:
         return "".join(f"  {w:>{n}}" for w, n in zip(words * 2, widths * 2, strict=True))
