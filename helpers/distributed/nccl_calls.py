@@ -27,9 +27,8 @@ def _library() -> ctypes.CDLL:
     except OSError:
         import nvidia.nccl  # type: ignore[import-not-found]  # torch's CUDA wheels depend on it
 
-        return ctypes.CDLL(
-            os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib", "libnccl.so.2")
-        )
+        folder = list(nvidia.nccl.__path__)[0]  # a namespace package: it has no __file__
+        return ctypes.CDLL(os.path.join(folder, "lib", "libnccl.so.2"))
 
 
 class NcclOutOfPlace:
