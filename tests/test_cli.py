@@ -223,11 +223,23 @@ def test_the_table_names_the_memory_and_the_link(capsys, fake_copies):
     assert "1 MiB" in out and "50.00" in out
 
 
+def _row(op, nbytes, seconds, wrong, world, groups=("in_place",), **extra):
+    """A row of nccl-tests' JSON with ``groups`` measured at ``seconds`` a call (20 calls)."""
+    row = nccl_tests_format.result(
+        op,
+        nbytes,
+        world,
+        20,
+        {g: nccl_tests_format.group_result(op, nbytes, seconds, wrong, world) for g in groups},
+    )
+    return {**row, **extra}
+
+
 def test_a_collective_row_has_nccl_tests_fields_and_factors():
-    reduce = nccl_tests_format.result("all_reduce", GiB, 0.01, 0, world=4)
-    gather = nccl_tests_format.result("all_gather", GiB, 0.01, 3, world=4)
-    group = reduce["in_place"]  # torch's all_reduce works in place: its column, N/A in the other
-    assert reduce["out_of_place"] is None and gather["in_place"] is None
+    reduce = _row("all_reduce", GiB, 0.01, 0, 4)
+    gather = _row("all_gather", GiB, 0.01, 3, 4, nccl_tests_format.GROUPS)
+    group = reduce["in_place"]
+    assert reduce["out_of_place"] is None and gather["in_place"]["nwrong"] == 3
     assert group["alg_bw"] == pytest.approx(GiB / 0.01 / 1e9)
     assert group["bus_bw"] == pytest.approx(group["alg_bw"] * 2 * 3 / 4)
     assert (reduce["redop"], reduce["root"].strip(), reduce["count"], reduce["type"]) == (
@@ -242,15 +254,25 @@ def test_a_collective_row_has_nccl_tests_fields_and_factors():
     assert gather["out_of_place"]["bus_bw"] == pytest.approx(
         gather["out_of_place"]["alg_bw"] * 3 / 4
     )
-    assert group["time"] == pytest.approx(1e4)
+    assert group["time"] == pytest.approx(1e4) and reduce["actual_iterations"] == 20
+    assert list(reduce)[-2:] == ["actual_iterations", "experiment_name"]
     line = nccl_tests_format.row_line(gather)
-    assert line.split()[-4:] == ["N/A"] * 4 and line.split()[5] == "10000"
+    assert "N/A" not in line and line.split()[5] == "10000.0" and line.split()[9] == "10000.0"
+    assert nccl_tests_format.row_line(reduce).split()[5:9] == ["N/A"] * 4
 
 
-def test_times_print_as_in_nccl_tests_logs():
+def test_times_print_as_nccl_tests_2_19_prints_them():
+    """getFloatStr (src/util.cu): two decimals if they fit in 7 characters, else one, else none."""
     assert [
-        nccl_tests_format.time_str(us) for us in (13.24, 135.8, 6759.0, 12646.0, 1059765.0)
-    ] == ["  13.24", "  135.8", " 6759.0", "  12646", "1059765"]
+        nccl_tests_format.time_str(us)
+        for us in (13.24, 135.8, 6759.0, 12646.0, 1059765.0, 123456789.0)
+    ] == ["  13.24", " 135.80", "6759.00", "12646.0", "1059765", "1.2e+08"]
+    assert [nccl_tests_format.float_str(v, 6) for v in (0.004, 329.2, 1234.5, 12345.6)] == [
+        "  0.00",
+        "329.20",
+        "1234.5",
+        " 12346",
+    ]
 
 
 def test_progress_line_goes_to_stderr_only_on_a_terminal(capsys):
@@ -302,14 +324,22 @@ def test_the_trailer_says_the_spread_and_which_rows_came_out_of_order():
     seconds = {1024: 1e-5, 2048: 1e-5, 4096: 4e-5, 8192: 2e-5}  # 4 KiB is slower than 2 KiB
     rows = []
     for size, spread in zip(seconds, (0.01, 0.3, 0.02, 0.04), strict=True):
-        row = nccl_tests_format.result("all_reduce", size, seconds[size], 0, 2)
-        rows.append({**row, "spread": spread, "samples": 5})
+        rows.append(
+            _row("all_reduce", size, seconds[size], 0, 2, datamove={"spread": spread, "samples": 5})
+        )
     lines = nccl_tests_format.trailer_lines("all_reduce", rows)
-    assert lines[2] == (
+    assert lines[:4] == [
+        "# Out of bounds values : 0 OK",
+        f"# Avg bus bandwidth    : {nccl_tests_format.summary(rows)[1]:g} ",
+        "#",
+        "# Collective test concluded: all_reduce_perf",
+    ]
+    assert lines[-2:] == ["#", ""]  # nccl-tests' finalizeFooter and writeErrors
+    assert lines[4] == (
         "# Sample spread        : median 4.0%, at most 30.0% (2048 B); interquartile range "
         "over median of 5 samples a row"
     )
-    assert lines[3].startswith(
+    assert lines[5].startswith(
         "# Out of order         : busbw fell by more than 5% as the size grew at 1 of 3 steps "
         "(most: -50% from 2048 B to 4096 B)"
     )
@@ -318,7 +348,7 @@ def test_the_trailer_says_the_spread_and_which_rows_came_out_of_order():
     assert len(parsed["results"]) == 4 and parsed["out_of_bounds"] == 0
     in_order = [{**r, "in_place": {**r["in_place"], "bus_bw": 1.0 + i}} for i, r in enumerate(rows)]
     assert not any("Out of order" in x for x in nccl_tests_format.trailer_lines("x", in_order))
-    plain = [nccl_tests_format.result("all_reduce", 1024, 1e-5, 0, 2)]
+    plain = [_row("all_reduce", 1024, 1e-5, 0, 2)]
     assert nccl_tests_format.spread_lines(plain) == []
 
 
@@ -378,20 +408,19 @@ def test_datamove_streams_the_first_gloo_row_before_the_last_in_nccl_tests_forma
     assert (
         log["results"][0]["out_of_place"] is None and log["results"][0]["in_place"]["nwrong"] == 0
     )
-    assert (
-        log["results"][3]["in_place"] is None and log["results"][3]["out_of_place"]["bus_bw"] >= 0
-    )
+    gather = log["results"][3]  # all_gather: both groups measured under gloo
+    assert gather["in_place"]["nwrong"] == 0 and gather["out_of_place"]["bus_bw"] >= 0
     assert log["out_of_bounds"] == 0 and log["average_bus_bandwidth"] is not None
     assert text.count("# Using devices") == 2 and "#  Rank  1 Group  0 Pid" in text
-    doc = json.loads((tmp_path / "out.json").read_text())
-    assert (
-        doc["config"]["ngpus"] == 2
-        and len(doc["results"]) == 6
-        and doc["out_of_bounds"]["count"] == 0
-    )
-    assert (
-        doc["average_bus_bandwidth"]["bandwidth"] >= 0 and doc["config"]["devices"][1]["rank"] == 1
-    )
+    # one JSON document per op, at -J's path and then path.0, as two nccl-tests runs write them
+    docs = [json.loads((tmp_path / name).read_text()) for name in ("out.json", "out.json.0")]
+    assert text.count("# Writing JSON output to") == 2
+    for doc in docs:
+        assert doc["config"]["ngpus"] == 2 and len(doc["results"]) == 3
+        assert doc["out_of_bounds"] == {"count": 0, "okay": "true"} and doc["errors"] == []
+        assert doc["config"]["devices"][0]["rank"] == 0 and len(doc["config"]["devices"]) == 1
+        assert doc["config"]["blocking_collectives"] == "false"
+        assert all(r["actual_iterations"] == 2 for r in doc["results"])
 
 
 def test_the_default_sizes_fit_the_backend():
@@ -814,23 +843,16 @@ def test_collectives_spawned_here_with_gloo(capsys):
         "--timeout",
         "120",
     )
-    doc = json.loads(out)  # nccl-tests' -J JSON
-    assert (
-        code == 0
-        and doc["config"]["ngpus"] == 2
-        and doc["config"]["devices"][0]["device_info"] == "CPU (gloo)"
-    )
-    assert [(r["op"], r["size"]) for r in doc["results"]] == [
-        ("all_reduce", 1024),
-        ("all_reduce", 16384),
-        ("all_to_all", 1024),
-        ("all_to_all", 16384),
-    ]
-    groups = [
-        r["in_place"] if r["op"] == "all_reduce" else r["out_of_place"] for r in doc["results"]
-    ]
+    docs = json.loads(out)  # one nccl-tests -J document per op
+    assert code == 0 and [d["config"]["ngpus"] for d in docs] == [2, 2]
+    assert all(d["config"]["devices"][0]["device_info"] == "CPU (gloo)" for d in docs)
+    assert [[r["size"] for r in d["results"]] for d in docs] == [[1024, 16384]] * 2
+    reduce, to_all = docs[0]["results"], docs[1]["results"]
+    groups = [r["in_place"] for r in reduce] + [r["out_of_place"] for r in to_all]
     assert all(g["nwrong"] == 0 and g["bus_bw"] > 0 for g in groups)
-    assert doc["out_of_bounds"] == {"count": 0, "okay": True}
+    assert all(r["out_of_place"] is None for r in reduce)  # no out-of-place all_reduce in gloo
+    assert all(r["in_place"] is None for r in to_all)  # nor an in-place all_to_all in torch
+    assert docs[0]["out_of_bounds"] == {"count": 0, "okay": "true"}
 
 
 def _free_port() -> int:
@@ -903,9 +925,9 @@ def test_collectives_across_two_torchrun_nodes_meeting_at_one_rendezvous(tmp_pat
         together
     )  # rank 0 alone prints, a header per op
     rows = [line.split() for line in together.splitlines() if line.strip()[:1].isdigit()]
-    assert len(rows) == 4 and all({row[8], row[12]} == {"0", "N/A"} for row in rows), (
-        together
-    )  # #wrong 0
+    assert (
+        len(rows) == 4 and [{row[8], row[12]} for row in rows] == [{"0", "N/A"}] * 2 + [{"0"}] * 2
+    ), together  # #wrong 0
 
 
 # ---------------------------------------------------------------- machine facts (helpers/hardware/)
@@ -1077,9 +1099,6 @@ def test_nvbandwidth_matrices_and_sums_match_notebook_05s_recorded_figures(machi
     if not path.exists():
         pytest.skip(f"no peer_copy_bandwidth recording for {machine}")
     _, one_way = records.load(path)
-    _, both = records.load(
-        records.recording_path(machine, "05_device_to_device", "peer_copy_both_ways")
-    )
     gpus = int(machine.split("x", 1)[0])
     last = len(next(iter(one_way.values()))) - 1
     index = {
@@ -1088,24 +1107,16 @@ def test_nvbandwidth_matrices_and_sums_match_notebook_05s_recorded_figures(machi
         if r["machine"] == machine and r["notebook"] == "05_device_to_device"
     }
     write = nvbandwidth_cmd.pair_matrix(one_way, gpus, last)
-    total = nvbandwidth_cmd.pair_matrix(both, gpus, last)
     for key in one_way:
         i, j = map(int, key.split("->"))
         assert write[i][j] == pytest.approx(index[(f"['{key}'][{last}]", "peer_copy_bandwidth")])
-    for key in both:
-        i, j = map(int, key.split("<->"))
-        assert (
-            total[i][j]
-            == total[j][i]
-            == pytest.approx(index[(f"['{key}'][{last}]", "peer_copy_both_ways")])
-        )
     assert all(write[i][i] is None for i in range(gpus))
     case = nvbandwidth_cmd.find_testcase("device_to_device_memcpy_write_ce")
-    text = nvbandwidth_cmd.matrix_text(case, write)
+    text = nvbandwidth_cmd.matrix_text(case.key, case.description, write)
     expected_sum = sum(index[(f"['{key}'][{last}]", "peer_copy_bandwidth")] for key in one_way)
     assert text.splitlines()[0] == "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)"
     assert text.splitlines()[-1] == f"SUM device_to_device_memcpy_write_ce {expected_sum:.2f}"
-    entry = nvbandwidth_cmd.json_testcase(case, write)
+    entry = nvbandwidth_cmd.json_testcase(case, [write])
     assert entry["sum"] == pytest.approx(expected_sum) and entry["bandwidth_matrix"][0][0] == "N/A"
     assert float(entry["bandwidth_matrix"][0][1]) == pytest.approx(write[0][1], rel=1e-5)
 
@@ -1117,11 +1128,25 @@ def test_nvbandwidth_lists_its_testcases_and_refuses_unknown_ones(capsys):
     with pytest.raises(ValueError, match="-l lists them"):
         nvbandwidth_cmd.find_testcase("device_to_device_memcpy_read_sm")
     host = nvbandwidth_cmd.host_matrix([_fake_timing(512 * MiB, 512 * MiB / 55e9)] * 2)
-    text = nvbandwidth_cmd.matrix_text(nvbandwidth_cmd.TESTCASES[0], host)
+    case = nvbandwidth_cmd.TESTCASES[0]
+    text = nvbandwidth_cmd.matrix_text(case.key, case.description, host)
     assert text.splitlines()[0] == "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)"
     assert text.splitlines()[2].split() == ["0", "55.00", "55.00"] and text.endswith(
         "SUM host_to_device_memcpy_ce 110.00"
     )
+    verbose = nvbandwidth_cmd.matrix_text("k", "d", [[None, 389.7], [390.2, None]], verbose=True)
+    assert verbose.splitlines()[-4:] == [  # nvbandwidth -v: N/A counts 0 in MIN, AVG over > 0
+        "SUM k 779.90",
+        "MIN k 0.00",
+        "MAX k 390.20",
+        "AVG k 389.95",
+    ]
+    bidir = nvbandwidth_cmd.find_testcase("device_to_device_bidirectional_memcpy_write_ce")
+    assert [bidir.key + suffix for suffix, _ in bidir.matrices] == [
+        "device_to_device_bidirectional_memcpy_write_ce_write1",
+        "device_to_device_bidirectional_memcpy_write_ce_write2",
+        "device_to_device_bidirectional_memcpy_write_ce_total",
+    ]
 
 
 def test_collectives_sweep_ranks_prints_busbw_against_n(capsys):

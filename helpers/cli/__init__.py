@@ -161,6 +161,9 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
         default=3,
         help="samples per measurement (default 3, as nvbandwidth)",
     )
+    nvb.add_argument(
+        "-v", "--verbose", action="store_true", help="MIN, MAX and AVG beside each SUM"
+    )
     nvb.add_argument("-j", "--json", action="store_true", help="print nvbandwidth's JSON")
     nvb.set_defaults(func=cmd_nvbandwidth)
 
@@ -216,6 +219,28 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
         "-c", "--check", type=argtype(whole(0)), default=1, help="check results (1, default) or not"
     )
     coll.add_argument(
+        "-G",
+        "--cudagraph",
+        type=argtype(whole(0)),
+        default=0,
+        help="capture the -n calls in a CUDA graph and replay it this many times a sample "
+        "(default 0: launch each call; NCCL only)",
+    )
+    coll.add_argument(
+        "-I",
+        "--per_iter_timing",
+        type=argtype(whole(0)),
+        default=0,
+        help="1: also time each call of one more batch (nccl-tests' per-iteration report)",
+    )
+    coll.add_argument(
+        "-K",
+        "--per_iter_skip",
+        type=argtype(whole(0)),
+        default=0,
+        help="leave the first K calls out of the -I summary (default 0)",
+    )
+    coll.add_argument(
         "-o",
         "--op",
         type=argtype(one_of("sum", why="torch's timed reductions sum")),
@@ -238,8 +263,10 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
     coll.add_argument(
         "--ops",
         type=argtype(parse_ops),
-        default=parse_ops("all"),
-        help=f"'all' or a comma-separated list of {', '.join(distributed.COLLECTIVE_OPS)} (default all)",
+        default=["all_reduce"],
+        help=f"'all' or a comma-separated list of {', '.join(distributed.COLLECTIVE_OPS)} "
+        "(default all_reduce: one collective a run, as an nccl-tests binary; several print one "
+        "block each, as separate runs would)",
     )
     coll.add_argument(
         "--sizes",

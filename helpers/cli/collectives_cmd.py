@@ -13,6 +13,8 @@ import datetime as _dt
 import json
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -67,9 +69,58 @@ def _chosen_sizes(args: argparse.Namespace, backend: str, world: int) -> list[in
     return sorted({-(-n // step) * step for n in sizes})
 
 
+def _settled_flags(args: argparse.Namespace, backend: str) -> None:
+    """nccl-tests' checks of -G, -I and -K (src/common.cu): the same warnings on stderr and the
+    same fallbacks; and -G refused under gloo, whose CPU ranks have no CUDA graph."""
+    if args.cudagraph and backend != "nccl":
+        raise UsageError(
+            f"-G {args.cudagraph} replays the calls from a CUDA graph; the {backend} backend runs on "
+            "the CPU and has none: pass -G 0 (or --backend nccl on GPUs)"
+        )
+    warnings = []
+    if args.per_iter_timing not in (0, 1):
+        warnings.append("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.")
+        args.per_iter_timing = 0
+    if args.per_iter_timing and args.cudagraph:
+        warnings.append(
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."
+        )
+        args.per_iter_timing = 0
+    if args.per_iter_skip and not 0 <= args.per_iter_skip < args.iters:
+        warnings.append(
+            f"per-iteration skip (-K) must be between 0 and {args.iters - 1}. Disabling."
+        )
+        args.per_iter_skip = 0
+    if args.per_iter_skip and not args.per_iter_timing:
+        warnings.append("per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.")
+        args.per_iter_skip = 0
+    for line in warnings:
+        say(line, sys.stderr)
+
+
+def _reserve(path: Path) -> Path:
+    """nccl-tests' JSON path: ``path`` if it does not exist yet, else ``path.0``, ``path.1``, ...
+    (as separate runs given one -J path write); created empty now, filled when the op is done."""
+    for candidate in [path, *(Path(f"{path}.{i}") for i in range(10_000))]:
+        try:
+            with candidate.open("x"):
+                return candidate
+        except FileExistsError:
+            continue
+    raise UsageError(f"{path} and {path}.0 to .9999 exist: pass another -J path")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` first, then swap it in."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
+        tmp.write(text)
+    os.replace(tmp.name, path)
+
+
 class _NcclTestsPrinter:
-    """Prints the header before an op's first row, each row as it arrives, the trailer after its
-    last; keeps nccl-tests' JSON results and a progress line on stderr."""
+    """Prints an op's block as separate nccl-tests runs would: the header before its first row,
+    each row as it arrives, the trailer after its last; keeps one nccl-tests JSON document per
+    op (written to -J's path when the op is done) and a progress line on stderr."""
 
     def __init__(
         self, args: argparse.Namespace, world: int, backend: str, sizes: list[int]
@@ -77,6 +128,9 @@ class _NcclTestsPrinter:
         self.args, self.world, self.backend, self.sizes = args, world, backend, sizes
         self.devices: list[dict[str, Any]] = []
         self.rows: dict[str, list[dict[str, Any]]] = {op: [] for op in args.ops}
+        self.docs: list[dict[str, Any]] = []
+        self.json_path: Path | None = None
+        self.started = _dt.datetime.now()
         self.progress = Progress("collectives", len(args.ops) * len(sizes))
         self.quiet = bool(getattr(args, "json", False))
 
@@ -84,33 +138,70 @@ class _NcclTestsPrinter:
         if "devices" in value:
             self.devices = value["devices"]
             return
-        op, t = value["op"], value["timing"]
+        op, size = value["op"], value["size"]
         rows = self.rows[op]
-        if not rows and not self.quiet:
-            self._header(op)
-        seconds = t.median_s
-        row = nccl_tests_format.result(
-            op, t.nbytes, seconds, value["wrong"] if self.args.check else None, self.world
-        )
-        row["spread"], row["samples"], row["method"] = t.spread, len(t.samples_s), t.method
-        rows.append(row)
-        self.progress.step(f"{op} {timing.format_bytes(t.nbytes)}")
+        if not rows:
+            self._start(op)
+        rows.append(self._row(op, size, value["groups"]))
+        self.progress.step(f"{op} {timing.format_bytes(size)}")
         if not self.quiet:
-            say(nccl_tests_format.row_line(row))
-            if len(rows) == len(self.sizes):
-                for line in nccl_tests_format.trailer_lines(op, rows):
-                    say(line)
+            say(nccl_tests_format.row_line(rows[-1]))
+        if len(rows) == len(self.sizes):
+            self._finish(op, rows)
 
-    def _header(self, op: str) -> None:
+    def _row(self, op: str, size: int, groups: dict[str, Any]) -> dict[str, Any]:
         a = self.args
+        measured = {k: g for k, g in groups.items() if "timing" in g}
+        row = nccl_tests_format.result(
+            op,
+            size,
+            self.world,
+            a.iters,
+            {
+                k: nccl_tests_format.group_result(
+                    op, size, g["timing"].median_s, g["wrong"] if a.check else None, self.world
+                )
+                for k, g in measured.items()
+            },
+            {
+                k: nccl_tests_format.per_iter_stats(g["per_iter_s"], a.per_iter_skip)
+                for k, g in measured.items()
+                if g["per_iter_s"]
+            }
+            if a.per_iter_timing
+            else None,
+        )
+        spreads = [g["timing"].spread for g in measured.values() if g["timing"].spread is not None]
+        row["datamove"] = {
+            "spread": max(spreads) if spreads else None,
+            "samples": a.samples,
+            "method": "; ".join(sorted({g["timing"].method for g in measured.values()})),
+            "not_measured": {k: g["refused"] for k, g in groups.items() if "refused" in g},
+        }
+        return row
+
+    def _start(self, op: str) -> None:
+        a = self.args
+        self.started = _dt.datetime.now()
+        if a.output_file:
+            self.json_path = _reserve(a.output_file)
+            if not self.quiet:
+                say(f"# Writing JSON output to {self.json_path}")
+        if self.quiet:
+            return
         step = (
             f"{a.stepbytes}(bytes)"
             if a.stepbytes
             else f"{a.stepfactor or DEFAULT_RANGE[self.backend][2]}(factor)"
         )
+        graph = (
+            f"CUDA graph of {a.iters} calls replayed {a.cudagraph} times"
+            if a.cudagraph
+            else "launched"
+        )
         note = (
-            f"{self.backend}; time: median of {a.samples} samples of {a.iters} calls (nccl-tests: the mean "
-            f"of one sample); the group torch calls fills its column, the other is N/A"
+            f"{self.backend}; time: median of {a.samples} samples of {a.iters} calls ({graph}; "
+            f"nccl-tests: the mean of one sample); N/A where a group cannot be timed here"
         )
         for line in nccl_tests_format.header_lines(
             op=op,
@@ -121,14 +212,44 @@ class _NcclTestsPrinter:
             warmup=a.warmup,
             iters=a.iters,
             check=a.check,
+            graph=a.cudagraph,
+            per_iter=bool(a.per_iter_timing),
+            per_iter_skip=a.per_iter_skip,
             devices=self.devices,
             version=a.version,
             note=note,
+            clock="CUDA event" if self.backend == "nccl" else "host clock",
         ):
             say(line)
 
+    def _finish(self, op: str, rows: list[dict[str, Any]]) -> None:
+        a = self.args
+        if not self.quiet:
+            for line in nccl_tests_format.trailer_lines(op, rows):
+                say(line)
+        doc = nccl_tests_format.json_document(
+            argv=sys.argv,
+            world=self.world,
+            min_bytes=self.sizes[0],
+            max_bytes=self.sizes[-1],
+            factor=None if a.stepbytes else a.stepfactor or DEFAULT_RANGE[self.backend][2],
+            step_bytes=a.stepbytes,
+            warmup=a.warmup,
+            iters=a.iters,
+            check=a.check,
+            graph=a.cudagraph,
+            per_iter=bool(a.per_iter_timing),
+            per_iter_skip=a.per_iter_skip,
+            devices=self.devices,
+            rows=rows,
+            started=self.started,
+        )
+        self.docs.append(doc)
+        if self.json_path is not None:
+            _write_atomically(self.json_path, json.dumps(doc, indent=2))
+
     def all_rows(self) -> list[dict[str, Any]]:
-        return [{"op": op, **row} for op, rows in self.rows.items() for row in rows]
+        return [row for rows in self.rows.values() for row in rows]
 
 
 def _spawned(
@@ -146,7 +267,13 @@ def _spawned(
 
 def _sweep_kwargs(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     return dict(
-        ops=args.ops, sizes=sizes, warmup=args.warmup, iters=args.iters, samples=args.samples
+        ops=args.ops,
+        sizes=sizes,
+        warmup=args.warmup,
+        iters=args.iters,
+        samples=args.samples,
+        graph_launches=getattr(args, "cudagraph", 0),
+        per_iter=bool(getattr(args, "per_iter_timing", 0)),
     )
 
 
@@ -157,6 +284,7 @@ def _torchrun(args: argparse.Namespace) -> _NcclTestsPrinter | None:
     backend = args.backend or (
         "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
     )
+    _settled_flags(args, backend)
     world, rank = int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
     sizes = _chosen_sizes(args, backend, world)
     _check_collective_sizes(sizes, world)
@@ -175,34 +303,11 @@ def _torchrun(args: argparse.Namespace) -> _NcclTestsPrinter | None:
     return printer if rank == 0 else None
 
 
-def _write_json(
-    args: argparse.Namespace, printer: _NcclTestsPrinter, started: _dt.datetime
-) -> dict[str, Any]:
-    doc = nccl_tests_format.json_document(
-        argv=sys.argv,
-        world=printer.world,
-        min_bytes=printer.sizes[0],
-        max_bytes=printer.sizes[-1],
-        factor=None if args.stepbytes else args.stepfactor or 4,
-        step_bytes=args.stepbytes,
-        warmup=args.warmup,
-        iters=args.iters,
-        check=args.check,
-        devices=printer.devices,
-        rows=printer.all_rows(),
-        started=started,
-    )
-    if args.output_file:
-        args.output_file.write_text(json.dumps(doc, indent=2, default=str))
-    return doc
-
-
 def cmd_collectives(args: argparse.Namespace) -> int:
     """``datamove collectives``: exit 1 when a row has wrong elements.
 
     Used by the command line (datamove).
     """
-    started = _dt.datetime.now()
     if args.sweep_ranks:
         return _cmd_rank_sweep(args)
     if _under_torchrun():
@@ -214,6 +319,7 @@ def cmd_collectives(args: argparse.Namespace) -> int:
         backend = args.backend or distributed.choose_backend(world)
         if backend == "nccl":
             need_gpus(world, f" (nccl: one per rank, {world} ranks; pass --backend gloo or -g)")
+        _settled_flags(args, backend)
         sizes = _chosen_sizes(args, backend, world)
         _check_collective_sizes(sizes, world)
         printer = _NcclTestsPrinter(args, world, backend, sizes)
@@ -221,9 +327,9 @@ def cmd_collectives(args: argparse.Namespace) -> int:
             _spawned(args, world, backend, printer)
         finally:
             printer.progress.close()
-    doc = _write_json(args, printer, started)
-    if args.json:
-        say(json.dumps(doc, indent=2, default=str))
+    if args.json:  # one op: its document; several: a list of them, one per op
+        docs = printer.docs
+        say(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
     return 1 if nccl_tests_format.summary(printer.all_rows())[0] else 0
 
 
@@ -255,15 +361,15 @@ def _cmd_rank_sweep(args: argparse.Namespace) -> int:
         got: dict[str, Any] = {}
 
         def keep(rank: int, value: dict[str, Any], got: dict[str, Any] = got) -> None:
-            if "op" in value:
-                got[value["op"]] = value
+            if "op" in value:  # the group notebook 06 times
+                got[value["op"]] = value["groups"][distributed.NOTEBOOK_PLACEMENT[value["op"]]]
 
         distributed.launch(
             distributed.collective_sweep,
             n,
             backend=backend,
             timeout_s=args.timeout,
-            kwargs=_sweep_kwargs(args, [size - size % (4 * n)]),
+            kwargs={**_sweep_kwargs(args, [size - size % (4 * n)]), "per_iter": False},
             on_report=keep,
         )
         wrong += sum(v["wrong"] for v in got.values())

@@ -1,11 +1,12 @@
-"""nccl-tests' output, line for line (nccl-tests 2.19, src/util.cu): the ``# nThread`` header,
-``# Using devices`` lines, the out-of-place / in-place header and units line, rows printed as
-measured, the trailer (``# Out of bounds values``, ``# Avg bus bandwidth``); its JSON (``-J``,
-file version 3); and one small parser that reads a log of either.
+"""nccl-tests' output, line for line (nccl-tests 2.19.6, src/util.cu): the ``# nThread`` header,
+``# Using devices`` lines, the out-of-place / in-place header and units line (``-I 1``: with the
+per-iteration columns), rows printed as measured, the trailer (``# Out of bounds values``,
+``# Avg bus bandwidth``, the closing ``#`` and empty line); its JSON (``-J``, file version 3, its
+writer's keys and types); and one small parser that reads a log of either.
 
-torch.distributed's ``all_reduce`` and ``broadcast`` work in place, ``all_gather_into_tensor``,
-``reduce_scatter_tensor`` and ``all_to_all_single`` out of place (as notebook 06 calls them):
-each row fills the group its call measured and prints N/A in the other, never a copy of it.
+Each row carries both groups as ``distributed.collective_sweep`` measured them; a group it could
+not measure (``placement_refused``: in-place all_to_all, out-of-place all_reduce and broadcast
+under gloo) prints N/A, never a copy of the other.
 
 Used by the command line (datamove).
 """
@@ -13,13 +14,13 @@ Used by the command line (datamove).
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import re
 from typing import Any
 
 from .. import distributed
 
-IN_PLACE_OPS = ("all_reduce", "broadcast")
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum"}
 _ROOT = {"broadcast": 0}
 _PER_RANK_COUNT = (
@@ -28,16 +29,29 @@ _PER_RANK_COUNT = (
     "all_to_all",
 )  # nccl-tests' count is per rank there
 JSON_FILE_VERSION = 3
+GROUPS = ("out_of_place", "in_place")
 
 
-def time_str(us: float) -> str:
-    """A time in us as nccl-tests prints it, read off its logs: two decimals below 100 us, one
-    below 10,000 us, none above (``  13.24``, ``  135.8``, ``  12646``), seven characters wide.
+def float_str(value: float, width: int) -> str:
+    """A number as nccl-tests 2.19 prints it (``getFloatStr``): two decimals if they fit in
+    ``width`` characters, else one, else none, else exponent form.
 
     Used by the command line (datamove).
     """
-    decimals = 2 if us < 100 else 1 if us < 10_000 else 0
-    return f"{us:7.{decimals}f}"
+    for form in (".2f", ".1f", ".0f"):
+        text = f"{value:{width}{form}}"
+        if len(text) <= width:
+            return text
+    return f"{value:{width}{'.1e' if width >= 7 else '.0e'}}"
+
+
+def time_str(us: float) -> str:
+    """A time in us as nccl-tests 2.19 prints it: ``float_str(us, 7)`` (``  13.24``, `` 135.80``,
+    ``1059.90``, ``12646.0``).
+
+    Used by the command line (datamove).
+    """
+    return float_str(us, 7)
 
 
 def header_lines(
@@ -50,12 +64,17 @@ def header_lines(
     warmup: int,
     iters: int,
     check: int,
+    graph: int,
+    per_iter: bool,
+    per_iter_skip: int,
     devices: list[dict[str, Any]],
     version: str,
     note: str,
+    clock: str = "CUDA event",
 ) -> list[str]:
     """The lines before the rows: versions, ``# nThread ...``, ``# Using devices`` and one line per
-    rank, the two header lines and the units line. ``step`` is e.g. ``"2(factor)"``.
+    rank, the two header lines and the units line (with ``per_iter``, nccl-tests' ``-I 1``
+    report line, naming ``clock``, and columns). ``step`` is e.g. ``"2(factor)"``.
 
     Used by the command line (datamove).
     """
@@ -63,68 +82,143 @@ def header_lines(
         f"# datamove {version}: torch.distributed, {note}",
         f"# Collective test starting: {op}_perf",
         f"# nThread 1 nGpus {world} minBytes {min_bytes} maxBytes {max_bytes} step: {step} warmup iters: "
-        f"{warmup} iters: {iters} agg iters: 1 validation: {check} graph: 0 unalign: 0",
-        "#",
-        "# Using devices",
+        f"{warmup} iters: {iters} agg iters: 1 validation: {check} graph: {graph} unalign: 0",
     ]
+    if per_iter:
+        skip = f"; summary skips first {per_iter_skip} iterations" if per_iter_skip else ""
+        lines.append(
+            f"# Per-Iteration Report: {clock} timing; i_* uses max over process rows{skip} "
+        )
+    lines += ["#", "# Using devices"]
     for d in devices:
         dom, bus, dev = d["pci"]
         lines.append(
             f"#  Rank {d['rank']:2d} Group {0:2d} Pid {d['pid']:6d} on {d['hostname']:>10} device "
             f"{d['device']:2d} [{dom:04x}:{bus:02x}:{dev:02x}] {d['name']}"
         )
-    blank = f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}"
-    lines += [
+    lead = f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}"
+    group: tuple[str, ...] = ("time", "algbw", "busbw", "#wrong")
+    units: tuple[str, ...] = ("(us)", "(GB/s)", "(GB/s)", "")
+    widths: tuple[int, ...] = (7, 6, 6, 6)
+    title = "           out-of-place                       in-place          "
+    if per_iter:
+        group = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+        units = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
+        widths = (7, 6, 6, 6, 7, 7, 7, 7)
+        title = "              out-of-place (+ per-iteration)                                in-place (+ per-iteration)"
+
+    def cells(words: tuple[str, ...]) -> str:
+        return "".join(f"  {w:>{n}}" for w, n in zip(words * 2, widths * 2, strict=True))
+
+    return lines + [
         "#",
-        blank + "           out-of-place                       in-place          ",
-        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>7}  {'algbw':>6}  "
-        f"{'busbw':>6}  {'#wrong':>6}  {'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6} ",
-        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  "
-        f"{'(GB/s)':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6} ",
+        lead + title,
+        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}"
+        + cells(group)
+        + " ",
+        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}" + cells(units) + " ",
     ]
-    return lines
 
 
-def result(op: str, nbytes: int, seconds: float, wrong: int | None, world: int) -> dict[str, Any]:
-    """One row as nccl-tests' JSON has it: size, count, type, redop, root (text, width 6), the
-    group measured (``time`` in us, ``alg_bw``, ``bus_bw`` in GB/s, ``nwrong``; None when not
-    checked) and None for the other group.
+def group_result(
+    op: str, nbytes: int, seconds: float, wrong: int | None, world: int
+) -> dict[str, Any]:
+    """One measured group as nccl-tests' JSON has it: ``time`` in us, ``alg_bw`` and ``bus_bw``
+    in GB/s, ``nwrong`` (None when not checked).
 
     Used by the command line (datamove).
     """
-    group = {
+    return {
         "time": seconds * 1e6,
         "alg_bw": distributed.algbw_gbps(nbytes, seconds),
         "bus_bw": distributed.busbw_gbps(op, nbytes, seconds, world),
         "nwrong": None if wrong is None else float(wrong),
     }
-    in_place = op in IN_PLACE_OPS
+
+
+def per_iter_stats(times_s: list[float], skip: int) -> dict[str, Any]:
+    """nccl-tests' ``*_per_iter`` object (``computeIterStats``, ``writePerIterReport``) of
+    per-call times in seconds: summary over the calls after the first ``skip``, in us.
+
+    Used by the command line (datamove).
+    """
+    kept = sorted(times_s[skip:])
+    n = len(kept)
+    avg = sum(kept) / n
+    stdev = math.sqrt(sum((t - avg) ** 2 for t in kept) / n)
+
+    def pct(p: int) -> float:
+        return kept[min(n - 1, (n * p + 99) // 100 - 1)]
+
     return {
+        "skipped_iterations": skip,
+        "min_us": kept[0] * 1e6,
+        "max_us": kept[-1] * 1e6,
+        "avg_us": avg * 1e6,
+        "p50_us": kept[n // 2] * 1e6,
+        "p95_us": pct(95) * 1e6,
+        "p99_us": pct(99) * 1e6,
+        "stdev_us": stdev * 1e6,
+        "cv_pct": stdev / avg * 100 if avg > 0 else 0.0,
+        "times_us": [t * 1e6 for t in times_s],
+    }
+
+
+def result(
+    op: str,
+    nbytes: int,
+    world: int,
+    iters: int,
+    groups: dict[str, dict[str, Any] | None],
+    per_iter: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One row as nccl-tests' JSON has it: size, count, type, redop, root (text, width 6), each
+    group (from ``group_result``; None where it was not measured) followed by its per-iteration
+    object when ``per_iter`` has one, ``actual_iterations``, ``experiment_name``.
+
+    Used by the command line (datamove).
+    """
+    row: dict[str, Any] = {
         "size": nbytes,
         "count": nbytes // 4 // (world if op in _PER_RANK_COUNT else 1),
         "type": "float",
         "redop": _REDOP.get(op, "none"),
         "root": f"{_ROOT.get(op, -1):6d}",
-        "out_of_place": None if in_place else group,
-        "in_place": group if in_place else None,
-        "actual_iterations": None,
-        "experiment_name": "",
     }
+    for key in GROUPS:
+        row[key] = groups.get(key)
+        if per_iter is not None and key in per_iter:
+            row[f"{key}_per_iter"] = per_iter[key]
+    row["actual_iterations"] = iters
+    row["experiment_name"] = ""
+    return row
 
 
 def row_line(row: dict[str, Any]) -> str:
-    """``row`` (from ``result``) as nccl-tests prints it; N/A in the group not measured.
+    """``row`` (from ``result``) as nccl-tests prints it; N/A in a group not measured.
 
     Used by the command line (datamove).
     """
     line = f"{row['size']:12d}  {row['count']:12d}  {row['type']:>8}  {row['redop']:>6}  {row['root']:>6}"
-    for key in ("out_of_place", "in_place"):
+    per_iter = any(f"{key}_per_iter" in row for key in GROUPS)
+    for key in GROUPS:
         g = row[key]
         if g is None:
             line += f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>6}"
         else:
             wrong = "   N/A" if g["nwrong"] is None else f"{g['nwrong']:6g}"
-            line += f"  {time_str(g['time'])}  {g['alg_bw']:6.2f}  {g['bus_bw']:6.2f}  {wrong}"
+            line += (
+                f"  {time_str(g['time'])}  {float_str(g['alg_bw'], 6)}  "
+                f"{float_str(g['bus_bw'], 6)}  {wrong}"
+            )
+        if per_iter:
+            stats = row.get(f"{key}_per_iter")
+            if stats is None:
+                line += f"  {'N/A':>7}" * 4
+            else:
+                line += "".join(
+                    f"  {float_str(stats[k], 7)}" for k in ("min_us", "max_us", "p99_us", "cv_pct")
+                )
     return line
 
 
@@ -133,16 +227,17 @@ def summary(rows: list[dict[str, Any]]) -> tuple[int, float]:
 
     Used by the command line (datamove).
     """
-    groups = [
-        row[key] for row in rows for key in ("out_of_place", "in_place") if row[key] is not None
-    ]
+    groups = [row[key] for row in rows for key in GROUPS if row[key] is not None]
     wrong = int(sum(g["nwrong"] or 0 for g in groups))
     return wrong, sum(g["bus_bw"] for g in groups) / len(groups) if groups else 0.0
 
 
 def trailer_lines(op: str, rows: list[dict[str, Any]]) -> list[str]:
-    """``# Out of bounds values : N OK|FAILED``, ``# Avg bus bandwidth    : x``, datamove's own
-    comment lines (``spread_lines``), and the end line.
+    """nccl-tests' lines after the rows: ``# Out of bounds values : N OK|FAILED``,
+    ``# Avg bus bandwidth    : x ``, ``#``, ``# Collective test concluded: <op>_perf``,
+    datamove's own comment lines (a group not measured and why, ``spread_lines``; where
+    nccl-tests' -M memory line goes), ``#``
+    and an empty line.
 
     Used by the command line (datamove).
     """
@@ -150,9 +245,15 @@ def trailer_lines(op: str, rows: list[dict[str, Any]]) -> list[str]:
     return [
         f"# {'Out of bounds values':<20} : {wrong} {'FAILED' if wrong else 'OK'}",
         f"# {'Avg bus bandwidth':<20} : {average:g} ",
-        *spread_lines(rows),
         "#",
         f"# Collective test concluded: {op}_perf",
+        *[
+            f"# {'Not measured':<20} : {group}: {why}"
+            for group, why in ((rows[0].get("datamove") or {}).get("not_measured") or {}).items()
+        ],
+        *spread_lines(rows),
+        "#",
+        "",
     ]
 
 
@@ -163,18 +264,24 @@ def _busbw(row: dict[str, Any]) -> float:
 
 def spread_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Comment lines (which nccl-tests' readers skip) on what its format has no column for: the
-    spread of the samples behind each row (interquartile range over median, in %) at its largest
-    and typical, and the sizes where busbw fell as the size grew (rows out of order: other work
-    disturbed the samples, as on a busy CPU under gloo). No lines when the rows carry no spread.
+    spread of the samples behind each row (interquartile range over median, in %, the larger of
+    its two groups; ``row["datamove"]["spread"]``) at its largest and typical, and the sizes where
+    busbw fell as the size grew (rows out of order: other work disturbed the samples, as on a busy
+    CPU under gloo). No lines when the rows carry no spread.
 
     Used by nccl_tests_format.trailer_lines.
     """
-    spread = [(float(r["spread"]), int(r["size"])) for r in rows if r.get("spread") is not None]
+    extra = [r.get("datamove") or {} for r in rows]
+    spread = [
+        (float(e["spread"]), int(r["size"]))
+        for e, r in zip(extra, rows, strict=True)
+        if e.get("spread") is not None
+    ]
     if not spread:
         return []
     worst, at = max(spread)
     typical = sorted(s for s, _ in spread)[len(spread) // 2]
-    samples = {r.get("samples") for r in rows}
+    samples = {e.get("samples") for e in extra}
     lines = [
         f"# {'Sample spread':<20} : median {100 * typical:.1f}%, at most {100 * worst:.1f}% "
         f"({at} B); interquartile range over median of "
@@ -195,6 +302,11 @@ def spread_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _json_bool(value: bool) -> str:
+    """nccl-tests' ``jsonBool``: the strings "true" and "false"."""
+    return "true" if value else "false"
+
+
 def json_document(
     *,
     argv: list[str],
@@ -206,13 +318,18 @@ def json_document(
     warmup: int,
     iters: int,
     check: int,
+    graph: int,
+    per_iter: bool,
+    per_iter_skip: int,
     devices: list[dict[str, Any]],
     rows: list[dict[str, Any]],
     started: _dt.datetime,
 ) -> dict[str, Any]:
-    """nccl-tests' ``-J`` JSON (file version 3): version, times, args, the NCCL_/TORCH_ environment
-    (not the whole environment: it may hold secrets), config with devices, results, out_of_bounds,
-    average_bus_bandwidth.
+    """nccl-tests' ``-J`` JSON (file version 3) of one collective's run, its keys and types as
+    its writer makes them (src/util.cu): version, times, args, the NCCL_/TORCH_ environment (not
+    the whole environment: it may hold secrets), config (booleans as "true"/"false" strings;
+    ``devices`` as a one-process ``-g N`` run fills it: the first rank's line only), results,
+    out_of_bounds, average_bus_bandwidth, errors, end_time.
 
     Used by the command line (datamove).
     """
@@ -238,11 +355,11 @@ def json_document(
             "iterations": iters,
             "aggregated_iterations": 1,
             "validation": check,
-            "graph": 0,
-            "blocking_collectives": False,
-            "per_iter_timing": False,
-            "per_iter_skip": 0,
-            "parallel_init": False,
+            "graph": graph,
+            "blocking_collectives": _json_bool(False),
+            "per_iter_timing": _json_bool(per_iter),
+            "per_iter_skip": per_iter_skip,
+            "parallel_init": _json_bool(False),
             "devices": [
                 {
                     "rank": d["rank"],
@@ -253,12 +370,13 @@ def json_document(
                     "device_hex": "{:04x}:{:02x}:{:02x}".format(*d["pci"]),
                     "device_info": d["name"],
                 }
-                for d in devices
+                for d in devices[:1]
             ],
         },
-        "results": rows,
-        "out_of_bounds": {"count": wrong, "okay": wrong == 0},
+        "results": [{k: v for k, v in row.items() if k != "datamove"} for row in rows],
+        "out_of_bounds": {"count": wrong, "okay": _json_bool(wrong == 0)},
         "average_bus_bandwidth": {"bandwidth": average, "okay": "unchecked"},
+        "errors": [],
         "end_time": _dt.datetime.now().strftime(when),
     }
 
@@ -333,6 +451,7 @@ def parse_log(text: str) -> dict[str, Any]:
             cells = m[6].split()
             if len(cells) < 8:
                 continue
+            second = 8 if len(cells) >= 16 else 4  # with -I 1 each group has 4 more cells
             found["results"].append(
                 {
                     "size": int(m[1]),
@@ -341,7 +460,7 @@ def parse_log(text: str) -> dict[str, Any]:
                     "redop": m[4],
                     "root": int(m[5]),
                     "out_of_place": _group(cells[0:4]),
-                    "in_place": _group(cells[4:8]),
+                    "in_place": _group(cells[second : second + 4]),
                 }
             )
     return found

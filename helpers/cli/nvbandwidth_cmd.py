@@ -1,13 +1,20 @@
 """``datamove nvbandwidth``: the copies of notebooks 01 and 05 under nvbandwidth's testcase names,
-flags (``-t``, ``-l``, ``-b`` buffer MiB, ``-i`` samples, ``-j``) and output: one matrix per
-testcase (``memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)``), a ``SUM <testcase> <value>``
-line, and the JSON of ``nvbandwidth -j`` (``bandwidth_matrix`` as strings, ``sum``).
+flags (``-t``, ``-l``, ``-b`` buffer MiB, ``-i`` samples, ``-v``, ``-j``) and output as nvbandwidth
+v0.8 makes it (output.cpp, json_output.cpp, testcases_ce.cpp): the version, CUDA and driver
+lines, the host and its devices with their PCI ids, each testcase's matrices (``memcpy CE
+CPU(row) -> GPU(column) bandwidth (GB/s)``; the bidirectional testcase's three: Write1, Write2,
+Total) each followed by its ``SUM <key> <value>`` line (``-v``: MIN, MAX, AVG too), the closing
+NOTE; and the JSON of ``nvbandwidth -j`` (``nvbandwidth``: ``version``, ``git_version``,
+``CUDA Runtime Version``, ``Driver Version``, ``GPU Device list``, ``testcases`` with
+``bandwidth_matrix`` as strings and ``sum``; ``-v``: ``min``, ``max``, ``average``).
 
-The copies are the notebooks' own (``experiments.timed_copy``, ``experiments.peer_copy_bandwidth``,
-``experiments.peer_copy_both_ways``), timed as the notebooks time them: CUDA events around copies
-queued behind a spin kernel, the median of the samples, as nvbandwidth itself does. Only the
-testcases those copies are listed; nvbandwidth's others (SM copies, reads in the destination's
-context, all-to-one) have no notebook experiment and are not offered.
+The one-way copies are the notebooks' own (``experiments.timed_copy``,
+``experiments.peer_copy_bandwidth``), timed as the notebooks time them: CUDA events around copies
+queued behind a spin kernel, the median of the samples, as nvbandwidth itself does. The
+bidirectional testcase needs each direction's own time, which notebook 05's
+``peer_copy_both_ways`` (one clock for both) does not give: ``both_ways_each`` times the two
+copies with a pair of events each, as nvbandwidth's ``doMemcpyVector`` does. nvbandwidth's other
+testcases (SM copies, reads in the destination's context, all-to-one) are not offered.
 
 Used by the command line (datamove).
 """
@@ -16,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,45 +37,64 @@ from .cli_output import say
 
 @dataclass(frozen=True)
 class Testcase:
-    """One nvbandwidth testcase that a notebook's copy measures: its key, nvbandwidth's matrix
-    description, the GPUs it needs and the notebook code that runs it.
+    """One nvbandwidth testcase datamove measures: its key, the matrices it prints (key suffix
+    and nvbandwidth's description of each), the GPUs it needs and the code that runs it.
 
     Used by the command line (datamove).
     """
 
     key: str
-    description: str
+    matrices: tuple[tuple[str, str], ...]
     gpus: int
     source: str
 
+    @property
+    def description(self) -> str:
+        """The description of its last matrix (the one nvbandwidth's JSON keeps)."""
+        return self.matrices[-1][1]
 
+
+_BIDIR = "memcpy CE GPU(row) <-> GPU(column) {} bandwidth (GB/s)"
 TESTCASES = (
     Testcase(
         "host_to_device_memcpy_ce",
-        "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
+        (("", "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)"),),
         1,
         "notebook 01's timed_copy(n, 'h2d', pinned=True) on each GPU",
     ),
     Testcase(
         "device_to_host_memcpy_ce",
-        "memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)",
+        (("", "memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)"),),
         1,
         "notebook 01's timed_copy(n, 'd2h', pinned=True) on each GPU",
     ),
     Testcase(
         "device_to_device_memcpy_write_ce",
-        "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)",
+        (("", "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)"),),
         2,
         "notebook 05's peer_copy_bandwidth: dst.copy_(src) on the source GPU's stream (row: source)",
     ),
     Testcase(
         "device_to_device_bidirectional_memcpy_write_ce",
-        "memcpy CE GPU(row) <-> GPU(column) Total bandwidth (GB/s)",
+        (
+            ("_write1", _BIDIR.format("Write1")),
+            ("_write2", _BIDIR.format("Write2")),
+            ("_total", _BIDIR.format("Total")),
+        ),
         2,
-        "notebook 05's peer_copy_both_ways: both directions at once, the Total matrix",
+        "both_ways_each: row -> column and column -> row at once, each timed by its own events "
+        "(Write1: row -> column, Write2: column -> row, Total: their sum)",
     ),
 )
 DEFAULT_BUFFER_MIB, DEFAULT_SAMPLES = 512, 3  # nvbandwidth's -b and -i defaults
+NVBANDWIDTH_NOTE = (
+    "NOTE: The reported results may not reflect the full capabilities of the platform.\n"
+    "Performance can vary with software drivers, hardware clocks, and system topology.\n"
+)
+SMALL_BUFFER_WARNING = (
+    "NOTE: You have chosen a buffer size that is smaller than the default buffer size. It is "
+    "suggested to use the default buffer size (64MB) to achieve maximal peak bandwidth."
+)
 
 Matrix = list[list[float | None]]
 
@@ -96,18 +124,15 @@ def host_matrix(timings: list[timing.Timing]) -> Matrix:
 
 
 def pair_matrix(pairs: dict[str, list[timing.Timing]], n: int, index: int = 0) -> Matrix:
-    """The GPU x GPU matrix of notebook 05's results at size number ``index``: ``"i->j"`` keys go
-    to row i, column j; ``"i<->j"`` (both ways, total) to both [i][j] and [j][i]; N/A elsewhere.
+    """The GPU x GPU matrix of notebook 05's one-way results at size number ``index``: ``"i->j"``
+    keys go to row i, column j; N/A elsewhere.
 
     Used by the command line (datamove).
     """
     matrix: Matrix = [[None] * n for _ in range(n)]
     for key, per_size in pairs.items():
-        both = "<->" in key
-        i, j = (int(part) for part in key.split("<->" if both else "->"))
+        i, j = (int(part) for part in key.split("->"))
         matrix[i][j] = per_size[index].gbps
-        if both:
-            matrix[j][i] = per_size[index].gbps
     return matrix
 
 
@@ -119,22 +144,78 @@ def matrix_sum(matrix: Matrix) -> float:
     return sum(v for row in matrix for v in row if v is not None)
 
 
-def matrix_text(case: Testcase, matrix: Matrix) -> str:
-    """The matrix as nvbandwidth prints it: description, column indices, rows with two decimals
-    (N/A where nothing was measured), a blank line, ``SUM <testcase> <sum>``.
+def matrix_stats(matrix: Matrix) -> tuple[float, float, float]:
+    """nvbandwidth's -v MIN, MAX and AVG of a matrix (inline_common.h): N/A counts 0 in the
+    minimum, the average is over the values above 0.
+
+    Used by the command line (datamove).
+    """
+    values = [v or 0.0 for row in matrix for v in row]
+    positive = [v for v in values if v > 0]
+    return min(values), max(values), sum(positive) / len(positive) if positive else 0.0
+
+
+def matrix_text(key: str, description: str, matrix: Matrix, verbose: bool = False) -> str:
+    """One matrix as nvbandwidth prints it: description, column indices, rows with two decimals
+    (N/A where nothing was measured), a blank line, ``SUM <key> <sum>`` (with ``verbose``,
+    ``MIN``, ``MAX`` and ``AVG`` lines after it).
 
     Used by the command line (datamove).
     """
     columns = max(len(row) for row in matrix)
-    lines = [case.description, "  " + "".join(f"{j:>10}" for j in range(columns))]
+    lines = [description, "  " + "".join(f"{j:>10}" for j in range(columns))]
     for i, row in enumerate(matrix):
         lines.append(f"{i:>2}" + "".join(f"{'N/A' if v is None else f'{v:.2f}':>10}" for v in row))
-    return "\n".join(lines + ["", f"SUM {case.key} {matrix_sum(matrix):.2f}"])
+    lines += ["", f"SUM {key} {matrix_sum(matrix):.2f}"]
+    if verbose:
+        low, high, average = matrix_stats(matrix)
+        lines += [f"MIN {key} {low:.2f}", f"MAX {key} {high:.2f}", f"AVG {key} {average:.2f}"]
+    return "\n".join(lines)
 
 
-def measure(case: Testcase, nbytes: int, samples: int) -> Matrix:
-    """Run ``case`` on every GPU (or pair of GPUs) here with buffers of ``nbytes``: the notebook's
-    copy, ``samples`` samples each; its matrix in decimal GB/s.
+def both_ways_each(i: int, j: int, nbytes: int, samples: int) -> tuple[float, float]:
+    """cuda:i -> cuda:j and cuda:j -> cuda:i at once, as nvbandwidth's bidirectional write
+    testcase runs them: each copy on a stream of its source GPU (its destination's current
+    stream a stream of its own, so the two never wait on each other), both queued behind a spin
+    kernel, each timed by its own pair of CUDA events. The median GB/s (decimal) of each
+    direction over ``samples`` samples, after one warm-up sample; both copies checked.
+
+    Used by the command line (datamove).
+    """
+    x_i = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=f"cuda:{i}")
+    x_j = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=f"cuda:{j}")
+    on_j, on_i = torch.empty_like(x_j), torch.empty_like(x_i)
+    directions = (  # (source GPU, its copy stream, the destination's stream, source, destination)
+        (i, torch.cuda.Stream(device=i), torch.cuda.Stream(device=j), x_i, on_j),
+        (j, torch.cuda.Stream(device=j), torch.cuda.Stream(device=i), x_j, on_i),
+    )
+    calls = timing.calls_for(nbytes / 300e9, most=16)
+    rates: tuple[list[float], list[float]] = ([], [])
+    for sample in range(samples + 1):
+        events = []
+        for gpu, stream, dst_stream, src, dst in directions:
+            with torch.cuda.device(gpu), torch.cuda.stream(stream):
+                timing.hold_stream(300 + 150 * calls, gpu)
+                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                start.record()
+                with torch.cuda.stream(dst_stream):  # the destination GPU's current stream
+                    for _ in range(calls):
+                        dst.copy_(src, non_blocking=True)
+                end.record()
+            events.append((start, end))
+        for gpu, *_ in directions:
+            torch.cuda.synchronize(gpu)
+        if sample:  # the first sample warms up
+            for rate, (start, end) in zip(rates, events, strict=True):
+                rate.append(nbytes * calls / (start.elapsed_time(end) / 1e3) / 1e9)
+    timing.verify_copy(x_i, on_j, f"cuda:{i} -> cuda:{j} (both ways)")
+    timing.verify_copy(x_j, on_i, f"cuda:{j} -> cuda:{i} (both ways)")
+    return statistics.median(rates[0]), statistics.median(rates[1])
+
+
+def measure(case: Testcase, nbytes: int, samples: int) -> list[Matrix]:
+    """Run ``case`` on every GPU (or ordered pair of GPUs) here with buffers of ``nbytes``,
+    ``samples`` samples each: one matrix per entry of ``case.matrices``, decimal GB/s.
 
     Used by the command line (datamove).
     """
@@ -145,30 +226,125 @@ def measure(case: Testcase, nbytes: int, samples: int) -> Matrix:
         for gpu in range(n):
             with torch.cuda.device(gpu):
                 timings.append(experiments.timed_copy(nbytes, direction, True, samples))
-        return host_matrix(timings)
+        return [host_matrix(timings)]
     if "bidirectional" in case.key:
-        return pair_matrix(experiments.peer_copy_both_ways(sizes=[nbytes], repeats=samples), n)
-    return pair_matrix(experiments.peer_copy_bandwidth(sizes=[nbytes], repeats=samples), n)
+        write1: Matrix = [[None] * n for _ in range(n)]
+        write2: Matrix = [[None] * n for _ in range(n)]
+        total: Matrix = [[None] * n for _ in range(n)]
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    write1[i][j], write2[i][j] = both_ways_each(i, j, nbytes, samples)
+                    total[i][j] = write1[i][j] + write2[i][j]  # type: ignore[operator]
+        return [write1, write2, total]
+    return [pair_matrix(experiments.peer_copy_bandwidth(sizes=[nbytes], repeats=samples), n)]
 
 
-def json_testcase(case: Testcase, matrix: Matrix | None, status: str = "Passed") -> dict[str, Any]:
-    """One entry of ``nvbandwidth -j``'s ``testcases``: name, status and, when run, the
-    description, ``bandwidth_matrix`` (values as strings, "N/A" where none) and ``sum``.
+def json_testcase(
+    case: Testcase, matrices: list[Matrix] | None, status: str = "Passed", verbose: bool = False
+) -> dict[str, Any]:
+    """One entry of ``nvbandwidth -j``'s ``testcases`` as its JSON writer leaves it: name,
+    status and, when run, ``bandwidth_matrix`` (values as strings, "N/A" where none; the rows
+    of every matrix the testcase printed, one after another, as nvbandwidth appends them),
+    ``sum`` and ``bandwidth_description`` of the last matrix (and ``min``, ``max``,
+    ``average`` of it with ``verbose``).
 
     Used by the command line (datamove).
     """
     entry: dict[str, Any] = {"name": case.key, "status": status}
-    if matrix is not None:
+    if matrices:
+        last = matrices[-1]
         entry.update(
+            bandwidth_matrix=[
+                ["N/A" if v is None else f"{v:g}" for v in row] for m in matrices for row in m
+            ],
+            sum=matrix_sum(last),
             bandwidth_description=case.description,
-            sum=matrix_sum(matrix),
-            bandwidth_matrix=[["N/A" if v is None else f"{v:g}" for v in row] for row in matrix],
         )
+        if verbose:
+            entry["min"], entry["max"], entry["average"] = matrix_stats(last)
     return entry
 
 
+def _cuda_version_code(version: str | None) -> int:
+    """``"12.8"`` -> 12080, as CUDA reports versions; 0 when unknown."""
+    if not version:
+        return 0
+    major, _, minor = version.partition(".")
+    return int(major) * 1000 + int(minor or 0) * 10
+
+
+def device_lines() -> list[str]:
+    """nvbandwidth's device names: ``NAME (dddddddd:bb:dd)`` (PCI domain, bus, device), one per GPU.
+
+    Used by the command line (datamove).
+    """
+    lines = []
+    for i in range(hardware.gpu_count()):
+        props = torch.cuda.get_device_properties(i)
+        dom, bus, dev = (
+            int(getattr(props, f"pci_{part}_id", 0)) for part in ("domain", "bus", "device")
+        )
+        lines.append(f"{props.name} ({dom:08x}:{bus:02x}:{dev:02x})")
+    return lines
+
+
+def header(version: str) -> dict[str, Any]:
+    """The facts nvbandwidth prints and writes before its testcases: its version (here
+    datamove's), git version, the CUDA runtime and driver versions (CUDA's integer codes), the
+    driver version, the host and its devices.
+
+    Used by the command line (datamove).
+    """
+    info = hardware.describe()
+    return {
+        "version": f"datamove {version}",
+        "git_version": version,
+        "runtime": _cuda_version_code(torch.version.cuda),
+        "cuda_driver": _cuda_version_code(hardware.driver_cuda_version() or torch.version.cuda),
+        "driver": str(info.get("driver") or "unknown"),
+        "host": socket.gethostname(),
+        "devices": device_lines(),
+    }
+
+
+def header_text(facts: dict[str, Any], note: str) -> str:
+    """nvbandwidth's text before its testcases (``note``: datamove's line after the versions).
+
+    Used by the command line (datamove).
+    """
+    lines = [
+        f"nvbandwidth Version: {facts['version']}",
+        f"Built from Git version: {facts['git_version']}",
+        "",
+        note,
+        f"CUDA Runtime Version: {facts['runtime']}",
+        f"CUDA Driver Version: {facts['cuda_driver']}",
+        f"Driver Version: {facts['driver']}",
+        "",
+        facts["host"],
+        *(f"Device {i}: {d}" for i, d in enumerate(facts["devices"])),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def json_header(facts: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``nvbandwidth -j``'s ``nvbandwidth`` object before ``testcases``.
+
+    Used by the command line (datamove).
+    """
+    return {
+        "version": facts["version"],
+        "git_version": facts["git_version"],
+        "CUDA Runtime Version": facts["runtime"],
+        "Driver Version": facts["driver"],
+        "GPU Device list": [f"{i}: {d}: ({facts['host']})" for i, d in enumerate(facts["devices"])],
+    }
+
+
 def _list_text() -> str:
-    """``-l``: nvbandwidth's list layout, with the notebook code behind each testcase."""
+    """``-l``: nvbandwidth's list layout, with the code behind each testcase."""
     lines = ["Index, Name:", "\tDescription", "======================="]
     for i, case in enumerate(TESTCASES):
         lines += [
@@ -194,34 +370,37 @@ def cmd_nvbandwidth(args: argparse.Namespace) -> int:
         )
     except ValueError as err:
         raise UsageError(str(err)) from None
-    nbytes, gpus = args.buffer_size * MiB, hardware.gpu_count()
-    report: dict[str, Any] = {
-        "nvbandwidth": {"version": f"datamove {args.version}", "testcases": []}
-    }
+    nbytes, gpus, verbose = args.buffer_size * MiB, hardware.gpu_count(), bool(args.verbose)
+    facts = header(args.version)
+    report: dict[str, Any] = {"nvbandwidth": {**json_header(facts), "testcases": []}}
+    small = args.buffer_size < DEFAULT_BUFFER_MIB
+    if small:
+        report["nvbandwidth"]["warning"] = SMALL_BUFFER_WARNING
     if not args.json:
-        info = hardware.describe()
         say(
-            f"datamove nvbandwidth: the course's copies under nvbandwidth's names; buffer "
-            f"{timing.format_bytes(nbytes)}, {args.samples} samples, median\n"
-            f"CUDA Runtime Version: {info.get('cuda')}\nDriver Version: {info.get('driver')}\n"
+            header_text(
+                facts,
+                f"datamove: the course's copies under nvbandwidth's names; buffer "
+                f"{timing.format_bytes(nbytes)}, {args.samples} samples, median",
+            )
         )
-        for i, gpu in enumerate(info.get("gpus") or []):
-            say(f"Device {i}: {gpu.get('name')}")
-        say()
+        if small:
+            say(SMALL_BUFFER_WARNING)
     for case in cases:
         if gpus < case.gpus:
             report["nvbandwidth"]["testcases"].append(json_testcase(case, None, "Waived"))
             if not args.json:
-                say(
-                    f"Running {case.key}.\nWaived: needs {case.gpus} GPUs, this machine has {gpus}.\n"
-                )
+                say("Waived: ")
             continue
         if not args.json:
             say(f"Running {case.key}.")
-        matrix = measure(case, nbytes, args.samples)
-        report["nvbandwidth"]["testcases"].append(json_testcase(case, matrix))
+        matrices = measure(case, nbytes, args.samples)
+        report["nvbandwidth"]["testcases"].append(json_testcase(case, matrices, verbose=verbose))
         if not args.json:
-            say(matrix_text(case, matrix) + "\n")
+            for (suffix, description), matrix in zip(case.matrices, matrices, strict=True):
+                say(matrix_text(case.key + suffix, description, matrix, verbose) + "\n")
     if args.json:
         say(json.dumps(report, indent=2))
+    else:
+        say(NVBANDWIDTH_NOTE)
     return 0

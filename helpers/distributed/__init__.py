@@ -59,7 +59,14 @@ from .launch_settings import (
 )
 from .outcome import DIED, RAISED, RETURNED, STOPPED, LaunchTimeout, Outcome, WorkerError
 from .supervisor import _exit_words, _tail, launch, supervise
-from .timed_collectives import COLLECTIVE_OPS, collective_sweep, collective_timings
+from .timed_collectives import (
+    COLLECTIVE_OPS,
+    NOTEBOOK_PLACEMENT,
+    PLACEMENTS,
+    collective_sweep,
+    collective_timings,
+    placement_refused,
+)
 
 __all__ = [
     "BACKENDS",
@@ -70,8 +77,10 @@ __all__ = [
     "LAUNCHER_ENV",
     "MAX_TIMEOUT_S",
     "MAX_WORLD_SIZE",
+    "NOTEBOOK_PLACEMENT",
     "OPS",
     "OUTPUT_KIB",
+    "PLACEMENTS",
     "RAISED",
     "RANK_ENV",
     "RETURNED",
@@ -96,6 +105,7 @@ __all__ = [
     "launch",
     "mark",
     "nccl_version_code",
+    "placement_refused",
     "rank_device",
     "report",
     "supervise",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ import torch.distributed as dist
 
 from .. import hardware
 from .in_rank import _backend_here, rank_device, report
+from .nccl_calls import NcclOutOfPlace
 
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 
@@ -51,15 +53,51 @@ def _check_collective_args(
     return list(ops), checked
 
 
+# Where notebook 06 times each collective: torch runs all_reduce and broadcast in place, the others
+# out of place. nccl-tests times both groups; datamove adds the other one (collective_sweep).
+PLACEMENTS = ("out_of_place", "in_place")
+NOTEBOOK_PLACEMENT = {
+    op: "in_place" if op in ("all_reduce", "broadcast") else "out_of_place" for op in COLLECTIVE_OPS
+}
+
+
+def placement_refused(op: str, placement: str, backend: str | None) -> str | None:
+    """Why ``op`` cannot be timed in ``placement`` ("out_of_place" or "in_place") here, or None.
+
+    In place as nccl-tests defines it: all_reduce and broadcast with one buffer, all_gather with
+    the rank's input the rank's slice of the output, reduce_scatter with the rank's output the
+    rank's slice of the input (torch takes such views). Out of place all_reduce and broadcast are
+    NCCL calls torch does not make: ``nccl_calls.NcclOutOfPlace`` makes them on torch's
+    communicator; gloo has no such call.
+
+    Used by distributed.collective_sweep.
+    """
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {list(PLACEMENTS)}, got {placement!r}")
+    if op == "all_to_all" and placement == "in_place":
+        return "an in-place all_to_all sends and receives through one buffer at once; torch has no such call"
+    if op in ("all_reduce", "broadcast") and placement == "out_of_place" and backend != "nccl":
+        return f"torch runs {op} in place only; out of place needs NCCL's own call (backend nccl)"
+    return None
+
+
 def _collective_buffers(
-    op: str, rank: int, world_size: int, numel: int, device: torch.device
+    op: str,
+    rank: int,
+    world_size: int,
+    numel: int,
+    device: torch.device,
+    placement: str | None = None,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """The buffers of one call of ``op`` filled with a pattern, and the result every rank expects.
 
     Values are small whole numbers, exact in float32: rank r contributes r + 1 (all_reduce,
     reduce_scatter scaled by the part's index, all_gather); broadcast sends rank 0's ramp;
-    all_to_all sends part j of rank r as r * n + j.
+    all_to_all sends part j of rank r as r * n + j. ``placement`` (default: notebook 06's) picks
+    nccl-tests' out-of-place buffers ("out" beside "full", "part" apart from "full") or in-place
+    ones ("part" the rank's slice of "full").
     """
+    in_place = (placement or NOTEBOOK_PLACEMENT[op]) == "in_place"
     n, share = world_size, numel // world_size
     parts = torch.arange(n, dtype=torch.float32, device=device).repeat_interleave(
         share
@@ -67,27 +105,43 @@ def _collective_buffers(
     total = n * (n + 1) / 2  # sum over ranks of rank + 1
     if op == "all_reduce":
         full = torch.full((numel,), rank + 1.0, device=device)
-        return {"full": full}, torch.full((numel,), total, device=device)
+        out = {} if in_place else {"out": torch.empty(numel, device=device)}
+        return {"full": full, **out}, torch.full((numel,), total, device=device)
     if op == "all_gather":
-        part = torch.full((share,), rank + 1.0, device=device)
-        return {"full": torch.empty(numel, device=device), "part": part}, parts + 1
+        full = torch.empty(numel, device=device)
+        part = (
+            full[rank * share : (rank + 1) * share]
+            if in_place
+            else torch.empty(share, device=device)
+        )
+        part.fill_(rank + 1.0)
+        return {"full": full, "part": part}, parts + 1
     if op == "reduce_scatter":
         full = (parts + 1) * (rank + 1)
-        return {"full": full, "part": torch.empty(share, device=device)}, torch.full(
-            (share,), total * (rank + 1), device=device
+        part = (
+            full[rank * share : (rank + 1) * share]
+            if in_place
+            else torch.empty(share, device=device)
         )
+        return {"full": full, "part": part}, torch.full((share,), total * (rank + 1), device=device)
     if op == "broadcast":
         ramp = torch.arange(numel, dtype=torch.float32, device=device) % 1024
-        return {"full": ramp.clone() if rank == 0 else torch.zeros(numel, device=device)}, ramp
+        full = ramp.clone() if rank == 0 else torch.zeros(numel, device=device)
+        out = {} if in_place else {"out": torch.empty(numel, device=device)}
+        return {"full": full, **out}, ramp
     # all_to_all: part j of rank r goes to rank j, so rank r receives part r of every rank j
     full = rank * n + parts
     return {"full": full, "out": torch.empty(numel, device=device)}, parts * n + rank
 
 
-def _collective_call(op: str, buffers: dict[str, torch.Tensor]) -> None:
-    """One call of ``op`` on the buffers of ``_collective_buffers``."""
+def _collective_call(op: str, buffers: dict[str, torch.Tensor], direct: Any = None) -> None:
+    """One call of ``op`` on the buffers of ``_collective_buffers`` (``direct``: an
+    ``NcclOutOfPlace`` for out-of-place all_reduce and broadcast)."""
     if op == "all_reduce":
-        dist.all_reduce(buffers["full"])
+        if "out" in buffers:
+            direct.all_reduce(buffers["full"], buffers["out"])
+        else:
+            dist.all_reduce(buffers["full"])
     elif op == "all_gather":
         dist.all_gather_into_tensor(
             buffers["full"], buffers["part"]
@@ -97,19 +151,18 @@ def _collective_call(op: str, buffers: dict[str, torch.Tensor]) -> None:
             buffers["part"], buffers["full"]
         )  # full summed; this rank keeps its part
     elif op == "broadcast":
-        dist.broadcast(buffers["full"], src=0)
+        if "out" in buffers:
+            direct.broadcast(buffers["full"], buffers["out"], 0)
+        else:
+            dist.broadcast(buffers["full"], src=0)
     else:
         dist.all_to_all_single(buffers["out"], buffers["full"])  # part j goes to rank j
 
 
 def _collective_result(op: str, buffers: dict[str, torch.Tensor]) -> torch.Tensor:
-    return (
-        buffers["part"]
-        if op == "reduce_scatter"
-        else buffers["out"]
-        if op == "all_to_all"
-        else buffers["full"]
-    )
+    if op == "reduce_scatter":
+        return buffers["part"]
+    return buffers["out"] if "out" in buffers else buffers["full"]
 
 
 def collective_timings(
@@ -149,34 +202,123 @@ def collective_timings(
             f"rank {rank} of {world_size} does not match the process group (rank "
             f"{dist.get_rank()} of {dist.get_world_size()}); pass dist.get_rank(), dist.get_world_size()"
         )
-    from .. import timing  # timing sits below helpers.distributed; imported here as delay() does
-
-    clock = timing.cuda_events if _backend_here() == "nccl" else timing.host_clock
-    device = rank_device()
     result: dict[str, dict[str, list]] = {
         "timings": {op: [] for op in ops},
         "wrong": {op: [] for op in ops},
     }
     for size in sizes:
         for op in ops:
-            buffers, expected = _collective_buffers(op, rank, world_size, size // 4, device)
-            _collective_call(op, buffers)
-            result["wrong"][op].append(
-                int((_collective_result(op, buffers) != expected).sum().item())
+            timed, wrong, _ = _time_one(
+                op, rank, world_size, size, None, warmup=warmup, iters=iters, samples=samples
             )
-            del expected
-            result["timings"][op].append(
-                clock(
-                    lambda op=op, buffers=buffers: _collective_call(op, buffers),  # type: ignore[misc]
-                    warmup=warmup,
-                    repeats=samples,
-                    calls_per_sample=iters,
-                    nbytes=size,
-                    label=f"{op} {timing.format_bytes(size)}",
-                )
-            )
-            del buffers
+            result["wrong"][op].append(wrong)
+            result["timings"][op].append(timed)
     return result
+
+
+def _time_one(
+    op: str,
+    rank: int,
+    world_size: int,
+    size: int,
+    placement: str | None,
+    *,
+    warmup: int,
+    iters: int,
+    samples: int,
+    graph_launches: int = 0,
+    per_iter: bool = False,
+    direct: Any = None,
+) -> tuple[Any, int, list[float] | None]:
+    """One op at one size in one placement: the check call's wrong elements, then the Timing
+    (CUDA events under NCCL, the host clock under gloo; with ``graph_launches`` > 0 the ``iters``
+    calls captured in a CUDA graph, replayed ``graph_launches`` times a sample); with
+    ``per_iter`` also ``iters`` more calls timed one by one (seconds each, slowest rank's)."""
+    from .. import timing  # timing sits below helpers.distributed; imported here as delay() does
+
+    clock = timing.cuda_events if _backend_here() == "nccl" else timing.host_clock
+    device = rank_device()
+    buffers, expected = _collective_buffers(op, rank, world_size, size // 4, device, placement)
+    _collective_call(op, buffers, direct)
+    wrong = int((_collective_result(op, buffers) != expected).sum().item())
+    del expected
+    label = f"{op} {timing.format_bytes(size)}"
+    call = lambda: _collective_call(op, buffers, direct)  # noqa: E731
+    if graph_launches:
+        timed = _graph_timing(call, warmup, iters, samples, graph_launches, size, label)
+    else:
+        timed = clock(
+            call, warmup=warmup, repeats=samples, calls_per_sample=iters, nbytes=size, label=label
+        )
+    return timed, wrong, _per_iteration_s(call, iters) if per_iter else None
+
+
+def _graph_timing(
+    call: Callable[[], None],
+    warmup: int,
+    iters: int,
+    samples: int,
+    launches: int,
+    size: int,
+    label: str,
+) -> Any:
+    """nccl-tests' ``-G``: ``iters`` calls captured in one CUDA graph; each sample, after a
+    barrier of the ranks, replays it ``launches`` times on a host clock that stops when this
+    GPU is done (nccl-tests' timer: graph launch and completion included, Python's per-call
+    launch cost not); seconds per call. One replay before the samples uploads the graph."""
+    from .. import timing
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(max(warmup, 1)):  # NCCL sets up its channels before a capture
+            call()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iters):
+            call()
+    graph.replay()
+    seconds = []
+    for _ in range(samples):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(launches):
+            graph.replay()
+        torch.cuda.synchronize()
+        seconds.append((time.perf_counter() - start) / (launches * iters))
+    return timing.Timing(
+        samples_s=seconds,
+        method=f"host clock around a CUDA graph of {iters} calls replayed {launches} times a sample",
+        nbytes=size,
+        label=label,
+        calls_per_sample=iters * launches,
+        warmup=warmup,
+    )
+
+
+def _per_iteration_s(call: Callable[[], None], iters: int) -> list[float]:
+    """nccl-tests' ``-I 1``: ``iters`` back-to-back calls, each timed (CUDA events between them
+    under NCCL, the host clock under gloo, whose calls block), the slowest rank's time per call."""
+    if _backend_here() == "nccl":
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+        events[0].record()
+        for event in events[1:]:
+            call()
+            event.record()
+        torch.cuda.synchronize()
+        times = [a.elapsed_time(b) / 1e3 for a, b in zip(events[:-1], events[1:], strict=True)]
+    else:
+        stamps = [time.perf_counter()]
+        for _ in range(iters):
+            call()
+            stamps.append(time.perf_counter())
+        times = [b - a for a, b in zip(stamps[:-1], stamps[1:], strict=True)]
+    slowest = torch.tensor(times, dtype=torch.float64, device=rank_device())
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    return slowest.tolist()
 
 
 def _rank_facts(rank: int) -> dict[str, Any]:
@@ -209,34 +351,67 @@ def collective_sweep(
     warmup: int,
     iters: int,
     samples: int,
+    graph_launches: int = 0,
+    per_iter: bool = False,
     emit: Callable[[Any], None] | None = None,
 ) -> None:
-    """Worker body, like ``collective_timings`` (same arguments, same measurement: it calls it
-    for one op and one size at a time), that hands over each row as soon as it is measured.
+    """Worker body, like ``collective_timings`` (same arguments), that times each op at each
+    size in both of nccl-tests' groups, out of place then in place, and hands over each row as
+    soon as it is measured. The notebook's group is measured as ``collective_timings`` measures
+    it; the other group is added (``placement_refused`` says where none can be). With
+    ``graph_launches`` > 0 (NCCL only) the calls are replayed from a CUDA graph (nccl-tests'
+    ``-G``); with ``per_iter`` each call of one more batch is timed too (nccl-tests' ``-I 1``).
 
     Rank 0 passes to ``emit`` (default: ``report``, to the launching process) first
     ``{"devices": [facts of every rank]}``, then, op by op and size by size,
-    ``{"op", "timing": Timing, "wrong": wrong elements summed over the ranks}``.
+    ``{"op", "size", "groups": {placement: {"timing", "wrong" (summed over the ranks),
+    "per_iter_s"} or {"refused": why}}}``.
 
     Used by the command line (datamove).
     """
+    ops, sizes = _check_collective_args(rank, world_size, ops, sizes, warmup, iters, samples)
+    graph_launches = hardware.check_count(graph_launches, "graph_launches", 0, "graph replays")
+    backend = _backend_here()
+    if graph_launches and backend != "nccl":
+        raise ValueError(
+            f"graph_launches={graph_launches} replays CUDA graphs; the {backend} backend runs on the "
+            "CPU and has none: pass graph_launches=0"
+        )
     send = emit or report
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, _rank_facts(rank))
     if rank == 0:
         send({"devices": everyone})
+    direct = None
+    if backend == "nccl" and any(op in ("all_reduce", "broadcast") for op in ops):
+        direct = NcclOutOfPlace()
     for op in ops:
         for size in sizes:
-            got = collective_timings(
-                rank,
-                world_size,
-                ops=[op],
-                sizes=[size],
-                warmup=warmup,
-                iters=iters,
-                samples=samples,
-            )
-            wrong = torch.tensor([got["wrong"][op][0]], dtype=torch.int64, device=rank_device())
-            dist.all_reduce(wrong)
+            groups: dict[str, dict[str, Any]] = {}
+            for placement in PLACEMENTS:
+                why = placement_refused(op, placement, backend)
+                if why is not None:
+                    groups[placement] = {"refused": why}
+                    continue
+                timed, wrong, per_iter_s = _time_one(
+                    op,
+                    rank,
+                    world_size,
+                    size,
+                    placement,
+                    warmup=warmup,
+                    iters=iters,
+                    samples=samples,
+                    graph_launches=graph_launches,
+                    per_iter=per_iter,
+                    direct=direct,
+                )
+                total = torch.tensor([wrong], dtype=torch.int64, device=rank_device())
+                dist.all_reduce(total)
+                groups[placement] = {
+                    "timing": timed,
+                    "wrong": int(total.item()),
+                    "per_iter_s": per_iter_s,
+                }
             if rank == 0:
-                send({"op": op, "timing": got["timings"][op][0], "wrong": int(wrong.item())})
+                send({"op": op, "size": size, "groups": groups})
