@@ -196,7 +196,12 @@ def warm_bytecode(env: dict[str, str]) -> str:
 
 
 def gpu_run(
-    out: Path, notebooks: list[Path], quick: bool, skip_tests: bool, full: bool = True
+    out: Path,
+    notebooks: list[Path],
+    quick: bool,
+    skip_tests: bool,
+    full: bool = True,
+    quick_gpu_gib: float | None = None,
 ) -> int:
     from helpers import hardware, records
 
@@ -254,7 +259,14 @@ def gpu_run(
             summary.append(record_times(machine, "full", build / "live" / nb.name))
         pack(out, machine, summary)
     if quick:
-        quick_env = {**base_env, "COURSE_QUICK": "1", "COURSE_FOOTPRINT_OUT": str(footprints["quick"])}
+        quick_env = {
+            **base_env,
+            "COURSE_QUICK": "1",
+            "COURSE_FOOTPRINT_OUT": str(footprints["quick"]),
+        }
+        if quick_gpu_gib is not None:
+            quick_env["COURSE_GPU_MEMORY_GIB"] = str(quick_gpu_gib)
+            summary.append(f"quick pass: at most {quick_gpu_gib:g} GiB on each GPU")
         for nb in notebooks:
             code, seconds = execute_notebook(nb, build / "quick", quick_env, logs)
             records.gather_footprints(footprints["quick"], ROOT / "results" / machine)
@@ -502,6 +514,13 @@ def main() -> int:
     )
     parser.add_argument("--skip-tests", action="store_true", help="do not run the GPU tests")
     parser.add_argument(
+        "--quick-gpu-gib",
+        type=float,
+        metavar="N",
+        help="the quick pass may take at most N GiB on each GPU (COURSE_GPU_MEMORY_GIB): "
+        "does a classroom's run fit a smaller GPU, e.g. 16 for a T4",
+    )
+    parser.add_argument(
         "--unpack", type=Path, help="a gpu-results-<machine>.tar.gz to put under results/"
     )
     parser.add_argument(
@@ -526,6 +545,7 @@ def main() -> int:
         args.quick or args.only_quick,
         args.skip_tests,
         full=not args.only_quick,
+        quick_gpu_gib=args.quick_gpu_gib,
     )
 
 
