@@ -232,12 +232,56 @@ QUICK_CAPTION = (
 )
 
 
+def memory_table(root: Path = ROOT) -> str:
+    """The README's third table: per notebook, the most memory its experiments held, live at
+    full size and in quick mode, on each machine that measured it (``footprints.json``): GPU
+    memory on one GPU / pinned host memory / the notebook's process, in GiB.
+
+    Used by ``tools/notebook_times.py write-readme``.
+    """
+    from helpers import records
+
+    results = root / "results"
+    machines = [m for m in _machines(results) if (results / m / records.FOOTPRINTS).exists()]
+    notebooks = sorted(p.stem for p in (root / "notebooks").glob("*.ipynb"))
+    head = ["notebook", *(f"{mode}, {m}" for m in machines for mode in ("full size", "quick"))]
+    rows = [head, ["---"] * len(head)]
+
+    def gib(n: int | None) -> str:
+        return "?" if n is None else f"{n / 2**30:.1f}"
+
+    for nb in notebooks:
+        cells = []
+        for m in machines:
+            for mode in ("full", "quick"):
+                used = records.notebook_footprint(results / m, nb, mode)
+                cells.append(
+                    "not measured"
+                    if used is None
+                    else f"{gib(used.gpu[0])} / {gib(used.pinned)} / {gib(used.host)}"
+                )
+        rows.append([f"`{nb}`", *cells])
+    return _markdown(rows)
+
+
+MEMORY_CAPTION = (
+    "**Memory each notebook needs**, the most any of its experiments held, live (`make gpu-all`\n"
+    "measures it into `results/<machine>/footprints.json`), in GiB: on one GPU (PyTorch's\n"
+    "allocator) / pinned host memory / the notebook's process (resident, pinned included;\n"
+    "notebook 06's rank processes are not counted):"
+)
+
+
 def tables(root: Path = ROOT) -> str:
-    """Both tables as the README shows them: full size and replay, then quick mode under its caption.
+    """The tables as the README shows them: full size and replay, quick mode, memory, each
+    under its caption.
 
     Used by ``tools/notebook_times.py table`` and ``readme_with_table``.
     """
-    return f"{table(root)}\n\n{QUICK_CAPTION}\n\n{quick_table(root)}"
+    return (
+        f"{table(root)}\n\n{QUICK_CAPTION}\n\n{quick_table(root)}\n\n{MEMORY_CAPTION}\n\n"
+        f"{memory_table(root)}"
+    )
 
 
 def readme_with_table(readme: str, root: Path = ROOT) -> str:
