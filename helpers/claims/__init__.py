@@ -13,8 +13,6 @@ What a notebook *sees* is printed from its data too: ``WhatWeSee`` gathers sente
 from the measured values (``describe_curve`` says how a bandwidth curve ends) and ``check``-s
 of statements made in markdown. ``make test`` replays every notebook on every recorded machine
 and fails on any check that does not hold or any verdict that disagrees with its numbers.
-
-Taught in 00_start_here (how to read the table); used by every notebook.
 """
 
 from __future__ import annotations

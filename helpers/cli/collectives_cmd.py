@@ -2,8 +2,6 @@
 nccl-tests prints them (``helpers.cli.nccl_tests_format``), each row the moment rank 0 has it,
 under torchrun or with ranks started here; nccl-tests' flags beside the long options; and a sweep
 over the number of ranks (``--sweep-ranks``: N = 2, 4, ... every GPU, busbw against N).
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -198,10 +196,7 @@ def _write_json(
 
 
 def cmd_collectives(args: argparse.Namespace) -> int:
-    """``datamove collectives``: exit 1 when a row has wrong elements.
-
-    Used by the command line (datamove).
-    """
+    """``datamove collectives``: exit 1 when a row has wrong elements."""
     started = _dt.datetime.now()
     if args.sweep_ranks:
         return _cmd_rank_sweep(args)
@@ -228,10 +223,7 @@ def cmd_collectives(args: argparse.Namespace) -> int:
 
 
 def rank_counts(gpus: int) -> list[int]:
-    """N = 2, 4, 8, ... up to every GPU, and every GPU itself when it is not a power of two.
-
-    Used by the command line (datamove).
-    """
+    """N = 2, 4, 8, ... up to every GPU, and every GPU itself when it is not a power of two."""
     counts = [n for n in (2**k for k in range(1, 12)) if n <= gpus]
     return counts + [gpus] * (gpus >= 2 and gpus not in counts)
 

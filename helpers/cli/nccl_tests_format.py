@@ -6,8 +6,6 @@ file version 3); and one small parser that reads a log of either.
 torch.distributed's ``all_reduce`` and ``broadcast`` work in place, ``all_gather_into_tensor``,
 ``reduce_scatter_tensor`` and ``all_to_all_single`` out of place (as notebook 06 calls them):
 each row fills the group its call measured and prints N/A in the other, never a copy of it.
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -33,8 +31,6 @@ JSON_FILE_VERSION = 3
 def time_str(us: float) -> str:
     """A time in us as nccl-tests prints it, read off its logs: two decimals below 100 us, one
     below 10,000 us, none above (``  13.24``, ``  135.8``, ``  12646``), seven characters wide.
-
-    Used by the command line (datamove).
     """
     decimals = 2 if us < 100 else 1 if us < 10_000 else 0
     return f"{us:7.{decimals}f}"
@@ -56,8 +52,6 @@ def header_lines(
 ) -> list[str]:
     """The lines before the rows: versions, ``# nThread ...``, ``# Using devices`` and one line per
     rank, the two header lines and the units line. ``step`` is e.g. ``"2(factor)"``.
-
-    Used by the command line (datamove).
     """
     lines = [
         f"# datamove {version}: torch.distributed, {note}",
@@ -89,8 +83,6 @@ def result(op: str, nbytes: int, seconds: float, wrong: int | None, world: int) 
     """One row as nccl-tests' JSON has it: size, count, type, redop, root (text, width 6), the
     group measured (``time`` in us, ``alg_bw``, ``bus_bw`` in GB/s, ``nwrong``; None when not
     checked) and None for the other group.
-
-    Used by the command line (datamove).
     """
     group = {
         "time": seconds * 1e6,
@@ -113,10 +105,7 @@ def result(op: str, nbytes: int, seconds: float, wrong: int | None, world: int) 
 
 
 def row_line(row: dict[str, Any]) -> str:
-    """``row`` (from ``result``) as nccl-tests prints it; N/A in the group not measured.
-
-    Used by the command line (datamove).
-    """
+    """``row`` (from ``result``) as nccl-tests prints it; N/A in the group not measured."""
     line = f"{row['size']:12d}  {row['count']:12d}  {row['type']:>8}  {row['redop']:>6}  {row['root']:>6}"
     for key in ("out_of_place", "in_place"):
         g = row[key]
@@ -129,10 +118,7 @@ def row_line(row: dict[str, Any]) -> str:
 
 
 def summary(rows: list[dict[str, Any]]) -> tuple[int, float]:
-    """The trailer's figures: wrong elements in all, and the mean busbw of every group measured.
-
-    Used by the command line (datamove).
-    """
+    """The trailer's figures: wrong elements in all, and the mean busbw of every group measured."""
     groups = [
         row[key] for row in rows for key in ("out_of_place", "in_place") if row[key] is not None
     ]
@@ -143,8 +129,6 @@ def summary(rows: list[dict[str, Any]]) -> tuple[int, float]:
 def trailer_lines(op: str, rows: list[dict[str, Any]]) -> list[str]:
     """``# Out of bounds values : N OK|FAILED``, ``# Avg bus bandwidth    : x``, datamove's own
     comment lines (``spread_lines``), and the end line.
-
-    Used by the command line (datamove).
     """
     wrong, average = summary(rows)
     return [
@@ -166,8 +150,6 @@ def spread_lines(rows: list[dict[str, Any]]) -> list[str]:
     spread of the samples behind each row (interquartile range over median, in %) at its largest
     and typical, and the sizes where busbw fell as the size grew (rows out of order: other work
     disturbed the samples, as on a busy CPU under gloo). No lines when the rows carry no spread.
-
-    Used by nccl_tests_format.trailer_lines.
     """
     spread = [(float(r["spread"]), int(r["size"])) for r in rows if r.get("spread") is not None]
     if not spread:
@@ -213,8 +195,6 @@ def json_document(
     """nccl-tests' ``-J`` JSON (file version 3): version, times, args, the NCCL_/TORCH_ environment
     (not the whole environment: it may hold secrets), config with devices, results, out_of_bounds,
     average_bus_bandwidth.
-
-    Used by the command line (datamove).
     """
     wrong, average = summary(rows)
     step = {"step_factor": factor} if factor else {"step_bytes": step_bytes}
@@ -292,8 +272,6 @@ def parse_log(text: str) -> dict[str, Any]:
     """Read an nccl-tests log (nccl-tests' own or datamove's): the header's fields, the devices,
     each row with its out-of-place and in-place groups, the out-of-bounds count and the average
     bus bandwidth. Lines it does not know (NCCL INFO, mpirun's prefixes stripped first) are skipped.
-
-    Used by the course's tests (test_cli.py reads datamove's output and a real nccl-tests log with it).
     """
     found: dict[str, Any] = {
         "config": None,

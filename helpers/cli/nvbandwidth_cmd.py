@@ -8,8 +8,6 @@ The copies are the notebooks' own (``experiments.timed_copy``, ``experiments.pee
 queued behind a spin kernel, the median of the samples, as nvbandwidth itself does. Only the
 testcases those copies are listed; nvbandwidth's others (SM copies, reads in the destination's
 context, all-to-one) have no notebook experiment and are not offered.
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -30,8 +28,6 @@ from .cli_output import say
 class Testcase:
     """One nvbandwidth testcase that a notebook's copy measures: its key, nvbandwidth's matrix
     description, the GPUs it needs and the notebook code that runs it.
-
-    Used by the command line (datamove).
     """
 
     key: str
@@ -72,10 +68,7 @@ Matrix = list[list[float | None]]
 
 
 def find_testcase(name: str) -> Testcase:
-    """The testcase named ``name`` or numbered ``name`` (its index in ``-l``), as nvbandwidth's -t takes it.
-
-    Used by the command line (datamove).
-    """
+    """The testcase named ``name`` or numbered ``name`` (its index in ``-l``), as nvbandwidth's -t takes it."""
     if name.isdigit() and int(name) < len(TESTCASES):
         return TESTCASES[int(name)]
     for case in TESTCASES:
@@ -88,18 +81,13 @@ def find_testcase(name: str) -> Testcase:
 
 
 def host_matrix(timings: list[timing.Timing]) -> Matrix:
-    """The CPU(row) x GPU(column) matrix of one host copy per GPU: decimal GB/s, one row.
-
-    Used by the command line (datamove).
-    """
+    """The CPU(row) x GPU(column) matrix of one host copy per GPU: decimal GB/s, one row."""
     return [[t.gbps for t in timings]]
 
 
 def pair_matrix(pairs: dict[str, list[timing.Timing]], n: int, index: int = 0) -> Matrix:
     """The GPU x GPU matrix of notebook 05's results at size number ``index``: ``"i->j"`` keys go
     to row i, column j; ``"i<->j"`` (both ways, total) to both [i][j] and [j][i]; N/A elsewhere.
-
-    Used by the command line (datamove).
     """
     matrix: Matrix = [[None] * n for _ in range(n)]
     for key, per_size in pairs.items():
@@ -112,18 +100,13 @@ def pair_matrix(pairs: dict[str, list[timing.Timing]], n: int, index: int = 0) -
 
 
 def matrix_sum(matrix: Matrix) -> float:
-    """nvbandwidth's SUM: every measured value of the matrix added up (N/A counts 0).
-
-    Used by the command line (datamove).
-    """
+    """nvbandwidth's SUM: every measured value of the matrix added up (N/A counts 0)."""
     return sum(v for row in matrix for v in row if v is not None)
 
 
 def matrix_text(case: Testcase, matrix: Matrix) -> str:
     """The matrix as nvbandwidth prints it: description, column indices, rows with two decimals
     (N/A where nothing was measured), a blank line, ``SUM <testcase> <sum>``.
-
-    Used by the command line (datamove).
     """
     columns = max(len(row) for row in matrix)
     lines = [case.description, "  " + "".join(f"{j:>10}" for j in range(columns))]
@@ -135,8 +118,6 @@ def matrix_text(case: Testcase, matrix: Matrix) -> str:
 def measure(case: Testcase, nbytes: int, samples: int) -> Matrix:
     """Run ``case`` on every GPU (or pair of GPUs) here with buffers of ``nbytes``: the notebook's
     copy, ``samples`` samples each; its matrix in decimal GB/s.
-
-    Used by the command line (datamove).
     """
     n = hardware.gpu_count()
     if case.key.startswith(("host_to_device", "device_to_host")):
@@ -154,8 +135,6 @@ def measure(case: Testcase, nbytes: int, samples: int) -> Matrix:
 def json_testcase(case: Testcase, matrix: Matrix | None, status: str = "Passed") -> dict[str, Any]:
     """One entry of ``nvbandwidth -j``'s ``testcases``: name, status and, when run, the
     description, ``bandwidth_matrix`` (values as strings, "N/A" where none) and ``sum``.
-
-    Used by the command line (datamove).
     """
     entry: dict[str, Any] = {"name": case.key, "status": status}
     if matrix is not None:
@@ -180,10 +159,7 @@ def _list_text() -> str:
 
 
 def cmd_nvbandwidth(args: argparse.Namespace) -> int:
-    """``datamove nvbandwidth``: the chosen testcases, each matrix printed as soon as it is measured.
-
-    Used by the command line (datamove).
-    """
+    """``datamove nvbandwidth``: the chosen testcases, each matrix printed as soon as it is measured."""
     if args.list:
         say(_list_text())
         return 0

@@ -36,8 +36,6 @@ of the seconds that importing torch costs each process ("spawn", where there is 
 Each rank takes the notebook's environment as it is at the launch. From a script, call ``launch``
 under ``if __name__ == "__main__":``, as both start methods require. What a rank prints goes to
 ``Outcome.printed`` / ``Outcome.log``, not to the notebook.
-
-Taught in 06_nccl_point_to_point_and_collectives.
 """
 
 from __future__ import annotations

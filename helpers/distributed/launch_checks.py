@@ -1,7 +1,4 @@
-"""Choosing the world size and backend, and checking ``launch``'s arguments before any process starts.
-
-Used by helpers.distributed.supervisor.
-"""
+"""Choosing the world size and backend, and checking ``launch``'s arguments before any process starts."""
 
 from __future__ import annotations
 
@@ -18,19 +15,13 @@ from .launch_settings import BACKENDS, LAUNCHER_ENV, MAX_TIMEOUT_S, MAX_WORLD_SI
 
 
 def default_world_size() -> int:
-    """One rank per GPU when there are at least two GPUs, else 2 (gloo ranks on the CPU).
-
-    Used by the command line (datamove); a launch given no world_size calls it too.
-    """
+    """One rank per GPU when there are at least two GPUs, else 2 (gloo ranks on the CPU)."""
     gpus = hardware.gpu_count()
     return gpus if gpus >= 2 else 2
 
 
 def choose_backend(world_size: int) -> str:
-    """'nccl' when this machine has a GPU for every rank (and PyTorch has NCCL), else 'gloo'.
-
-    Used by the command line (datamove); a launch given no backend calls it too.
-    """
+    """'nccl' when this machine has a GPU for every rank (and PyTorch has NCCL), else 'gloo'."""
     if hardware.gpu_count() >= world_size and dist.is_nccl_available():
         return "nccl"
     return "gloo"

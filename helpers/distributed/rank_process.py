@@ -1,7 +1,5 @@
 """The body of each rank's process: its own process group, its output to files, the group joined,
 the worker called, its result or traceback sent back, the group left.
-
-Used by helpers.distributed.supervisor.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """The parent's side of a launch: start the ranks from a forkserver, watch them against the
 deadlines, stop them, collect an ``Outcome``; ``supervise`` and ``launch``.
-
-Taught in 06_nccl_point_to_point_and_collectives.
 """
 
 from __future__ import annotations
@@ -400,8 +398,6 @@ def supervise(
     each row of a sweep when it is measured).
 
     Never raises for what happens inside the ranks: see ``Outcome`` (and ``launch``).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     world_size, backend = _check_launch(
         worker, world_size, backend, timeout_s, startup_timeout_s, args, kwargs, env
@@ -449,8 +445,6 @@ def launch(
     ...     return f"rank {rank} of {world_size}"
     >>> launch(hello, 2, backend="gloo")  # doctest: +SKIP
     ['rank 0 of 2', 'rank 1 of 2']
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     outcome = supervise(
         worker,

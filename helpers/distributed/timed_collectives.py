@@ -1,7 +1,4 @@
-"""Collectives timed as nccl-tests times them, inside a process group: ``collective_timings``.
-
-Taught in 06_nccl_point_to_point_and_collectives; used by the command line (datamove).
-"""
+"""Collectives timed as nccl-tests times them, inside a process group: ``collective_timings``."""
 
 from __future__ import annotations
 
@@ -134,8 +131,6 @@ def collective_timings(
     of reduce_scatter, the whole send buffer of all_to_all. Returns
     ``{"timings": {op: [Timing per size]}, "wrong": {op: [wrong elements per size]}}``, each
     ``Timing`` in seconds per call with ``nbytes`` = the size (``busbw_gbps`` turns it into GB/s).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     ops, sizes = _check_collective_args(rank, world_size, ops, sizes, warmup, iters, samples)
     if not (dist.is_available() and dist.is_initialized()):
@@ -217,8 +212,6 @@ def collective_sweep(
     Rank 0 passes to ``emit`` (default: ``report``, to the launching process) first
     ``{"devices": [facts of every rank]}``, then, op by op and size by size,
     ``{"op", "timing": Timing, "wrong": wrong elements summed over the ranks}``.
-
-    Used by the command line (datamove).
     """
     send = emit or report
     everyone: list[Any] = [None] * world_size

@@ -14,18 +14,12 @@ from .smi import _as_int, _nvidia_smi, _nvml, _nvml_handles, _smi_gpu_rows, _tex
 
 
 def driver_present() -> bool:
-    """Whether an NVIDIA driver answers here (NVML or ``nvidia-smi``), whatever PyTorch sees.
-
-    Used by the command line (datamove).
-    """
+    """Whether an NVIDIA driver answers here (NVML or ``nvidia-smi``), whatever PyTorch sees."""
     return _nvml() is not None or _nvidia_smi("-L") is not None
 
 
 def driver_version() -> str | None:
-    """The NVIDIA driver's version (``"580.95.05"``), from NVML or ``nvidia-smi``; None without one.
-
-    Used by the command line (datamove).
-    """
+    """The NVIDIA driver's version (``"580.95.05"``), from NVML or ``nvidia-smi``; None without one."""
     nvml = _nvml()
     try:
         version = nvml.nvmlSystemGetDriverVersion()
@@ -37,10 +31,7 @@ def driver_version() -> str | None:
 
 
 def driver_cuda_version() -> str | None:
-    """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver.
-
-    Used by the command line (datamove).
-    """
+    """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver."""
     nvml = _nvml()
     try:
         version = nvml.nvmlSystemGetCudaDriverVersion()  # e.g. 12040
@@ -56,8 +47,6 @@ def pcie_links() -> list[dict[str, Any]]:
     "width_current", "width_max"}]`` (generations 1-6, widths in lanes; None where unknown);
     empty without an NVIDIA driver. GPUs lower the generation when idle to save power, so read
     it while the GPU works.
-
-    Used by the command line (datamove).
     """
     nvml = _nvml()
     try:
@@ -91,8 +80,6 @@ def gpu_activity() -> list[dict[str, Any]]:
     """What else runs on each GPU: ``[{"index", "utilization_pct", "pids"}]``, the GPU's busy
     percentage over the last sample period and the process ids of the compute processes on it
     (this process included); empty without an NVIDIA driver.
-
-    Used by the command line (datamove).
     """
     nvml = _nvml()
     try:
@@ -131,10 +118,7 @@ def gpu_activity() -> list[dict[str, Any]]:
 
 
 def pinned_memory_limit_bytes() -> int | None:
-    """The locked-memory limit of this process (``ulimit -l``) in bytes; None when unlimited.
-
-    Used by the command line (datamove).
-    """
+    """The locked-memory limit of this process (``ulimit -l``) in bytes; None when unlimited."""
     import resource
 
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
@@ -142,10 +126,7 @@ def pinned_memory_limit_bytes() -> int | None:
 
 
 def free_disk_bytes(path: str | os.PathLike[str]) -> int:
-    """Free bytes on the file system holding ``path`` (or its nearest existing parent).
-
-    Used by the command line (datamove).
-    """
+    """Free bytes on the file system holding ``path`` (or its nearest existing parent)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"free_disk_bytes needs a folder path, got {type(path).__name__}")
     where = os.path.abspath(path)

@@ -19,8 +19,6 @@ def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
 
     The table's columns are tab-separated; terminal escapes (nvidia-smi underlines the header
     row with ``ESC[4m``, even when its output is not a terminal) are dropped first.
-
-    Used by the lessons (helpers/lessons/).
     """
     if topo is not None and not isinstance(topo, str):
         raise TypeError(
@@ -77,8 +75,6 @@ def gpu_topology() -> dict[str, Any]:
     ``NODE``, ``SYS``; NVML says ``PCIe``) or ``"X"`` on the diagonal. NVML (nvidia-ml-py,
     ``import pynvml``) is read where it is installed, else ``nvidia-smi topo -m``; without an
     NVIDIA driver the source is None and the list empty.
-
-    Taught in 05_device_to_device.
     """
     nvml = _nvml()
     if nvml is not None:
@@ -107,10 +103,7 @@ def gpu_topology() -> dict[str, Any]:
 
 
 def parse_cpulist(text: str) -> set[int]:
-    """The CPUs of a Linux CPU list such as ``"0-3,8,10-11"`` (as /sys writes them) as a set.
-
-    Used by hardware.numa_node_cpus.
-    """
+    """The CPUs of a Linux CPU list such as ``"0-3,8,10-11"`` (as /sys writes them) as a set."""
     if not isinstance(text, str):
         raise TypeError(
             f"parse_cpulist reads a CPU list such as '0-3,8', got {type(text).__name__}"
@@ -129,8 +122,6 @@ def parse_cpulist(text: str) -> set[int]:
 def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
     """The NUMA node a GPU is attached to, from its PCI bus id (``00000000:18:00.0``, as NVML and
     nvidia-smi write it); None on a machine with one node or where Linux does not say.
-
-    Used by the command line (datamove).
     """
     if not isinstance(bus_id, str) or bus_id.count(":") != 2:
         raise ValueError(f"bus_id is a PCI bus id such as '00000000:18:00.0', got {bus_id!r}")
@@ -147,10 +138,7 @@ def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
 
 
 def numa_node_cpus(node: int, sys_root: str = "/sys") -> set[int]:
-    """The CPUs of NUMA node ``node`` (empty where Linux does not say).
-
-    Used by the command line (datamove).
-    """
+    """The CPUs of NUMA node ``node`` (empty where Linux does not say)."""
     node = check_count(node, "node", 0)
     try:
         with open(
@@ -162,10 +150,7 @@ def numa_node_cpus(node: int, sys_root: str = "/sys") -> set[int]:
 
 
 def cpu_affinity() -> set[int]:
-    """The CPUs this process may run on (``taskset``/``numactl`` narrow it).
-
-    Used by the command line (datamove).
-    """
+    """The CPUs this process may run on (``taskset``/``numactl`` narrow it)."""
     if hasattr(os, "sched_getaffinity"):
         return set(os.sched_getaffinity(0))
     return set(range(os.cpu_count() or 1))

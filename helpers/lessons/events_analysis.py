@@ -100,8 +100,6 @@ def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
     two GPUs): ``done_first``, how many of the ``checks`` found the producer done when the
     consumer was, and ``after``, in how many of the traced ``steps`` the consumer's kernel started
     after the producer's ended (within 5 us).
-
-    Used by events_claims.add_ordering.
     """
     counts = {}
     for label in CASES:
@@ -118,10 +116,7 @@ def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
 
 
 def stream_counts(run: Run) -> list[int]:
-    """The numbers of streams the batch of tiny kernels was spread over, smallest first.
-
-    Used by events_claims.add_many_streams.
-    """
+    """The numbers of streams the batch of tiny kernels was spread over, smallest first."""
     return sorted(int(c) for c in run.value["by count"])
 
 
@@ -151,8 +146,6 @@ def _by(run: Run) -> dict[int, dict]:
 def outran_hold(run: Run) -> dict[int, int]:
     """Per count of streams, how many samples' batches the host took longer to launch than the
     hold lasted: ``_by`` leaves their device times out.
-
-    Used by events_claims.add_many_streams.
     """
     return {c: b["outran"] for c, b in _by(run).items()}
 
@@ -162,8 +155,6 @@ def stream_ratios(run: Run) -> dict[str, claims.Value]:
     streams over one stream's (below 1: the streams ran side by side); ``'last doubling'``, the
     most streams over half as many; ``'launch'``, the host's launch time per kernel on the most
     streams over one stream's.
-
-    Used by events_claims.add_many_streams.
     """
     counts, by = stream_counts(run), _by(run)
     few, most = counts[0], counts[-1]
@@ -194,7 +185,5 @@ def _statement_that_raised(markers: list[str]) -> str:
 def raised_at(run: Run) -> dict[str, str]:
     """``{case: statement}``: for each child process, the statement of its script that raised
     (``'bad launch'``, ``'next launch'``, ``'synchronize'``; ``'none'`` if none did).
-
-    Used by events_claims.add_errors.
     """
     return {case: _statement_that_raised(out["markers"]) for case, out in run.value.items()}

@@ -35,8 +35,6 @@ def _share_of(value: claims.Value, seconds: float) -> claims.Value:
 def add_timing(table: claims.ClaimsTable, run_timers: Run, run_tools: Run) -> None:
     """That timing GPU work needs synchronisation (the unsynchronised clock against the events),
     and that events measure GPU work (against the profiler's kernel time).
-
-    Used by events.claims_table.
     """
     table.add(
         "To measure the execution time of GPU operations, we need to synchronise",
@@ -58,8 +56,6 @@ def add_timing(table: claims.ClaimsTable, run_timers: Run, run_tools: Run) -> No
 def add_waits(table: claims.ClaimsTable, run_wait: Run) -> None:
     """What the two waits block: ``torch.cuda.synchronize()`` the host until every stream is done,
     an event's ``synchronize()`` only until its point in its stream.
-
-    Used by events.claims_table.
     """
     wait, side_us = run_wait.value, run_wait.params["side_us"]
     busy = wait["side_busy_after_event"]
@@ -88,8 +84,6 @@ def add_waits(table: claims.ClaimsTable, run_wait: Run) -> None:
 def add_ordering(table: claims.ClaimsTable, run_streams: Run, run_gpus: Run) -> None:
     """That an event orders two streams, and two GPUs (``events_analysis.ordering_counts``), and that
     ``torch.cuda.synchronize(device_id)`` waits for that one device.
-
-    Used by events.claims_table.
     """
     for claim, run, first in (
         (
@@ -129,8 +123,6 @@ def add_ordering(table: claims.ClaimsTable, run_streams: Run, run_gpus: Run) -> 
 def add_warm_up(table: claims.ClaimsTable, run_first: Run) -> None:
     """That the first call of an operation can be far slower than the later ones: the operation
     whose first call stands out most.
-
-    Used by events.claims_table.
     """
     first = run_first.value
     slowest = max(first, key=lambda name: _first_over_later(first[name]).value)
@@ -147,8 +139,6 @@ def add_warm_up(table: claims.ClaimsTable, run_first: Run) -> None:
 def add_many_streams(table: claims.ClaimsTable, run_many: Run) -> None:
     """What many streams do: overlap tiny kernels on the GPU, cost time on it at the last
     doubling, and cost the host launch time (``events_analysis.stream_ratios``).
-
-    Used by events.claims_table.
     """
     many = stream_ratios(run_many)
     counts = stream_counts(run_many)
@@ -184,8 +174,6 @@ def add_many_streams(table: claims.ClaimsTable, run_many: Run) -> None:
 def add_errors(table: claims.ClaimsTable, run_errors: Run) -> None:
     """Where a bad launch's error surfaces, without ``CUDA_LAUNCH_BLOCKING`` (at a later call)
     and with it (at the launch itself), by ``events_analysis.raised_at``.
-
-    Used by events.claims_table.
     """
     raised = raised_at(run_errors)
     for blocking, claim, holds in (

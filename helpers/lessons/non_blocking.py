@@ -46,8 +46,6 @@ def show_returns(run: Run) -> tables.Table:
     """When ``.to()`` returned and when the copy finished, for each kind of copy: a table (ms
     after a synchronised start, medians; the share of the copy the host waited; whether a D2H
     result is pinned) and the same two times as grouped bars on a log axis. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     ret = run.value
     size = timing.format_bytes(run.params["nbytes"])
@@ -79,8 +77,6 @@ def see_returns(run: Run) -> claims.WhatWeSee:
     returned, the pinned and the D2H ``non_blocking`` copies (and where the D2H result lives),
     the pageable ``non_blocking`` copy, the cost of pinning on the calling thread, and the
     blocking D2H copy against the ``non_blocking`` one (times in ms).
-
-    Taught in 02_non_blocking.
     """
     ret = run.value
     share = {label: _share(r) for label, r in ret.items()}
@@ -149,8 +145,6 @@ def show_loops(run: Run) -> tables.Table:
     """The two loops of small copies: a table (time per loop in ms, median; runtime calls in a
     profile; ms of host time in synchronize calls per loop) and bars of their times, each with
     its ratio to the blocking loop's. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     small, count = run.value, run.params["count"]
     in_profile = calls_in_profile(run)
@@ -186,8 +180,6 @@ def show_loops(run: Run) -> tables.Table:
 def see_loops(run: Run) -> claims.WhatWeSee:
     """What the loops show: the runtime calls per loop, the ``cudaDeviceSynchronize`` calls of the
     profiles with the profiler's own told apart, and the two loops' times (ms) and their ratio.
-
-    Taught in 02_non_blocking.
     """
     small, n_copies = run.value, run.params["count"]
     per_loop = {label: r["calls per loop"] for label, r in small.items()}
@@ -225,8 +217,6 @@ def see_loops(run: Run) -> claims.WhatWeSee:
 def show_six(run: Run) -> tables.Table:
     """The six timings: a table (ms and decimal GB/s, blocking and ``non_blocking=True``, and the
     speed-up from ``non_blocking``) and grouped bars of the times in ms. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     six = run.value
     samples = len(six["pinned"]["blocking"].samples_s)
@@ -253,8 +243,6 @@ def see_six(run: Run) -> claims.WhatWeSee:
     """What the six timings show: the six from fastest to slowest (ms), what ``non_blocking=True``
     did for each source, and pinning by hand against the pageable copy; each with its number of
     samples.
-
-    Taught in 02_non_blocking.
     """
     six = run.value
     samples = min(len(t.samples_s) for modes in six.values() for t in modes.values())
@@ -306,8 +294,6 @@ def show_hazards(run: Run) -> tables.Table:
     """The wrong results of each hazard and fix: a table (wrong results, trials; the return times
     of the pageable copy under the hold in ms as its caption) and bars of the share of trials
     that went wrong. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
     table = tables.Table(
@@ -324,8 +310,6 @@ def see_hazards(run: Run) -> claims.WhatWeSee:
     """What the hazards show: checks that the held cases go wrong every time, the fixes never and
     the safe cases never; the tutorial's setting's counts; and when the pageable copy returned
     (ms) against the hold.
-
-    Taught in 02_non_blocking.
     """
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
@@ -378,8 +362,6 @@ def show_tensordict(run: Run) -> tables.Table:
     """The four ``TensorDict.to`` calls: a table (median ms, IQR over median, samples, decimal
     GB/s; the tensordict version as caption) and bars of the times, each with its ratio to the
     blocking call's. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     times = run.value["timings"]
     table = tables.Table(
@@ -413,8 +395,6 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
     """What the tensordict calls show: each call's time as a share of the blocking call's, then
     pinning on the main thread against ``td.to('cuda:0')`` and pinning in threads against the
     main thread, in words (faster, slower, the same within the noise), with the samples taken.
-
-    Taught in 02_non_blocking.
     """
     times = run.value["timings"]
     blocking, *others = list(times)
@@ -446,8 +426,6 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
 def show_dataloader(run: Run) -> tables.Table:
     """The two epochs: a table (batches pinned, epoch time in ms with its IQR over median and
     samples) and bars of the epoch times, with their ratio. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     dl = run.value
     table = tables.Table(
@@ -479,8 +457,6 @@ def show_dataloader(run: Run) -> tables.Table:
 def see_dataloader(run: Run) -> claims.WhatWeSee:
     """What the epochs show: a check that the batches come out pinned with ``pin_memory=True``
     and only then, and the two epoch times (ms) beside the GPU work, with their ratio in words.
-
-    Taught in 02_non_blocking.
     """
     dl = run.value
     speedup = dataloader_speedup(run)

@@ -31,8 +31,6 @@ def waited(run: Run) -> dict[str, claims.Value]:
     spread of that share across the samples: both times of a sample come from the same copy, so
     the spread is that of the per-sample shares (``analysis.paired``), not the two sides' spreads
     added as if they were independent.
-
-    Used by non_blocking_claims.claims_table.
     """
     shares = {}
     for label, r in run.value.items():
@@ -46,18 +44,13 @@ def waited(run: Run) -> dict[str, claims.Value]:
 
 
 def profiled_loops() -> int:
-    """How many loops each profile of section 2 holds: ``trace.profile``'s ``active`` steps.
-
-    Used by non_blocking_claims.claims_table.
-    """
+    """How many loops each profile of section 2 holds: ``trace.profile``'s ``active`` steps."""
     return inspect.signature(trace.profile).parameters["active"].default
 
 
 def calls_in_profile(run: Run) -> dict[str, dict[str, int]]:
     """``{loop: {runtime call: count}}``: the calls in each loop's whole profile (the recording
     keeps calls per loop, the profile's count over ``profiled_loops()``).
-
-    Used by non_blocking_claims.claims_table.
     """
     steps = profiled_loops()
     return {
@@ -69,8 +62,6 @@ def calls_in_profile(run: Run) -> dict[str, dict[str, int]]:
 def own_device_syncs(run: Run) -> tuple[int, float]:
     """The profiler's own ``cudaDeviceSynchronize`` calls in a profile (those of the blocking
     loop's, which calls none itself), and the non-blocking loop's own calls per loop without them.
-
-    Used by non_blocking_claims.claims_table.
     """
     in_profile = calls_in_profile(run)
     profilers_own = in_profile["blocking"]["cudaDeviceSynchronize"]
@@ -82,8 +73,6 @@ def own_device_syncs(run: Run) -> tuple[int, float]:
 def loop_speedup(run: Run) -> claims.Value:
     """The blocking loop's median time over the non-blocking loop's ("x"; above 1: the
     non-blocking loop is faster), spreads added.
-
-    Used by non_blocking_claims.claims_table.
     """
     return claims.ratio(run.value["blocking"]["time"], run.value["non_blocking"]["time"])
 
@@ -91,8 +80,6 @@ def loop_speedup(run: Run) -> claims.Value:
 def six_speedups(run: Run) -> dict[str, claims.Value]:
     """``{source: blocking time / non_blocking=True time}`` ("x"; above 1: ``non_blocking``
     faster), medians, spreads added.
-
-    Used by non_blocking_claims.claims_table.
     """
     return {
         way: claims.ratio(modes["blocking"], modes["non_blocking=True"])
@@ -131,8 +118,6 @@ def tensordict_ratios(run: Run) -> dict[str, claims.Value]:
     """Ratios of times ("x"; below 1: the first is faster), spreads added: ``"pin vs default"``
     (``non_blocking_pin=True, num_threads=0`` over ``td.to('cuda:0')``) and ``"threads vs main"``
     (``num_threads=N`` over ``num_threads=0``).
-
-    Used by non_blocking_claims.claims_table.
     """
     times = run.value["timings"]
     _, default, pin_main, pin_threads = list(times)
@@ -145,8 +130,6 @@ def tensordict_ratios(run: Run) -> dict[str, claims.Value]:
 def dataloader_speedup(run: Run) -> claims.Value:
     """The epoch's median time without ``pin_memory`` over with it ("x"; above 1: faster
     pinned), spreads added.
-
-    Used by non_blocking_claims.claims_table.
     """
     return claims.ratio(
         run.value["pin_memory=False"]["epoch"], run.value["pin_memory=True"]["epoch"]
@@ -161,8 +144,6 @@ def _gpu_work_ms(run: Run) -> float:
 def all_pinned_or_none(run: Run) -> tuple[bool, str]:
     """Whether every batch came out pinned with ``pin_memory=True`` and none without, and the
     counts in words.
-
-    Used by non_blocking_claims.claims_table.
     """
     dl = run.value
     holds = (

@@ -259,8 +259,6 @@ def claims_table(
     of the loops (counts per copy), when ``.to()`` returns (shares of the copy's time), speed-ups
     from ``non_blocking`` ("x"), the hazards (wrong results counted), and whether pinning pays
     (ratios of times). Each row's verdict comes from its value, threshold and spread.
-
-    Taught in 02_non_blocking.
     """
     table = claims.ClaimsTable(NOTEBOOK)
     _calls(table, run_small)
@@ -277,8 +275,6 @@ def claims_table(
 def syncs_per_blocking_copy(run_small: Run) -> float:
     """Exercise 1: ``cudaStreamSynchronize`` calls per copy in section 2's blocking loop (calls
     per copy).
-
-    Taught in 02_non_blocking.
     """
     return (
         run_small.value["blocking"]["calls per loop"]["cudaStreamSynchronize"]
@@ -287,10 +283,7 @@ def syncs_per_blocking_copy(run_small: Run) -> float:
 
 
 def blocking_loop_ms(run_small: Run) -> float:
-    """Exercise 3: the median time of section 2's blocking loop, in ms.
-
-    Taught in 02_non_blocking.
-    """
+    """Exercise 3: the median time of section 2's blocking loop, in ms."""
     return run_small.value["blocking"]["time"].median_ms
 
 
@@ -298,8 +291,6 @@ def check_safe_choice(answer: str | None, run_haz: Run) -> bool | None:
     """Exercise 2: checks ``answer`` against the one option of ``CHOICES`` whose hazard case had
     no wrong result (``exercises.check_choice``: True, False, or None when not answered); when
     the measurements single out no option, or several, says so and returns None.
-
-    Taught in 02_non_blocking.
     """
     haz = run_haz.value["cases"]
     safe = [option for option, label in CHOICES.items() if haz[label]["wrong"] == 0]

@@ -91,8 +91,6 @@ def _plateau(
 def memory_gbps(same: Run) -> float:
     """The same-GPU copy's plateau: the median rate of its largest sizes, those within
     ``PLATEAU_TOLERANCE`` of the largest size's (decimal GB/s, bytes read plus written).
-
-    Used by peer_claims.claims_table.
     """
     return _plateau([t.gbps for t in same.value])[3]
 
@@ -100,8 +98,6 @@ def memory_gbps(same: Run) -> float:
 def show_same_gpu(same: Run) -> None:
     """Prints the same-GPU copy's rate at each size: decimal GB/s counting bytes read plus
     written, median and the slowest and fastest sample. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     print(
         "same-GPU copy on cuda:0, decimal GB/s counting bytes read + written (median; slowest-fastest sample)"
@@ -116,8 +112,6 @@ def show_same_gpu(same: Run) -> None:
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
     """The same-GPU copy's rate at the smallest size, its plateau over the largest sizes (the
     memory's figure, GB/s read + write) and a middle size above it, if any.
-
-    Taught in 05_device_to_device.
     """
     sizes, rates = same.params["sizes"], [t.gbps for t in same.value]
     start, low, high, memory = _plateau(rates)
@@ -153,8 +147,6 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     """Shows each pair's one-way rate at every size (decimal GB/s) with its best over the link's
     rated speed, the matrix of every pair at the largest size, the slowest large copy, and plots
     every pair beside the same-GPU copy under the link's rated speed. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     sizes, value = peer.params["sizes"], peer.value
     rates, link_of = _link_rates(links)[0], _link_of(links)
@@ -210,8 +202,6 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     """How the one-way curves end (``claims.describe_curve``), the range of every pair's plateau
     (GB/s), the same-GPU plateau against the best peer copy, and the best copy as a share of the
     link's rated speed; checks that no copy reaches its link's rated speed.
-
-    Taught in 05_device_to_device.
     """
     sizes, value = peer.params["sizes"], peer.value
     shapes = {p: claims.describe_curve(sizes, [t.gbps for t in ts]) for p, ts in value.items()}
@@ -265,8 +255,6 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
 def one_way_ms(peer: Run, nbytes: int, src: int, dst: int) -> float:
     """Milliseconds to copy ``nbytes`` from cuda:``src`` to cuda:``dst`` at the one-way rate
     measured there at the largest size.
-
-    Taught in 05_device_to_device.
     """
     return nbytes / (peer.value[f"{src}->{dst}"][-1].gbps * 1e9) * 1e3
 
@@ -296,8 +284,6 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     """Shows the total rate of both directions at once for each pair and size (decimal GB/s,
     the bytes of both copies over the time for both), that total over the two one-way rates
     added, and plots both ways beside one way under the link's rated speed. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     sizes = both.params["sizes"]
     columns = [(timing.format_bytes(size), "", ".1f") for size in sizes]
@@ -349,8 +335,6 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     """The total both ways at the largest size as a share of the two one-way rates added (did
     the directions slow each other down?), the lowest share at any size, and the largest total
     against twice the link's rated speed.
-
-    Taught in 05_device_to_device.
     """
     sizes = both.params["sizes"]
     shares = _duplex_shares(both, peer)
@@ -423,10 +407,7 @@ def _hold_leaks(run: Run) -> list[str]:
 
 
 def both_ways_largest_gbps(both: Run) -> float:
-    """The total rate of cuda:0 <-> cuda:1 both ways at once at the largest size, decimal GB/s.
-
-    Taught in 05_device_to_device.
-    """
+    """The total rate of cuda:0 <-> cuda:1 both ways at once at the largest size, decimal GB/s."""
     return both.value["0<->1"][-1].gbps
 
 
@@ -441,8 +422,6 @@ def _latency_grid(latency: Run) -> tuple[int, list[tuple[int, int]]]:
 def show_latency(latency: Run) -> None:
     """Prints, for each size, the time per copy in microseconds from every GPU to every GPU (the
     diagonal: within one GPU), and the medians over the pairs at the smallest size. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     value, (n, pairs) = latency.value, _latency_grid(latency)
     for k, size in enumerate(latency.params["sizes"]):
@@ -467,8 +446,6 @@ def show_latency(latency: Run) -> None:
 def see_latency(latency: Run) -> claims.WhatWeSee:
     """The time of a tiny copy between GPUs against one within a GPU (us), how it changes with
     size, and whether the fastest peer copy is slower than the slowest local one.
-
-    Taught in 05_device_to_device.
     """
     value, sizes, (n, pairs) = latency.value, latency.params["sizes"], _latency_grid(latency)
     peer_by_size = [

@@ -26,8 +26,6 @@ def claims_table(
     traces), and the streams article's on direct peer copies (the best one-way rate in GB/s
     against the PCIe bound), events across GPUs (us), NVLink's speed (the best copy as a share of
     the rated speed) and ``set_device`` (a bool from the states).
-
-    Taught in 05_device_to_device.
     """
     overlap = peer_streams.overlap_summary(seed)
     high, low = peer_streams.HIGH, peer_streams.LOW

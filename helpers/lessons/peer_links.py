@@ -100,8 +100,6 @@ def link_facts(links: Run) -> dict:
     through the host reaches, decimal GB/s, or None), ``rated_gbps`` (the rated one-way speed of
     the link cuda:0 - cuda:1, GB/s, or None when it is not NVLink) and ``link`` (its name in
     ``nvidia-smi topo -m``).
-
-    Used by peer_claims.claims_table.
     """
     return {
         "all_peer": _all_peer(links),
@@ -119,8 +117,6 @@ def show_links(links: Run) -> None:
     the link ``nvidia-smi topo -m`` names, its rated speed in decimal GB/s per direction) and
     says whether copies between them can go straight over the link, and the PCIe bound of a
     copy staged through the host (GB/s). Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     value = links.value
     # the recorded machine, formatted as today (an older recording's text kept nvidia-smi's colour codes)
@@ -162,8 +158,6 @@ def show_links(links: Run) -> None:
 def see_links(links: Run) -> claims.WhatWeSee:
     """How many GPUs, how many ordered pairs have peer access, what joins them, and the links'
     rated speed (GB/s per direction) against the PCIe bound of a copy staged through the host.
-
-    Taught in 05_device_to_device.
     """
     value = links.value
     pairs, link_of = _pairs(value["gpus"]), _link_of(links)
@@ -202,8 +196,6 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
     one-way rate of section 4 (where both come from one machine), what joins each pair, and bars
     of one pair alone, each pair at once and the total. With no run, prints why there is none.
     Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     if pairs is None:
         print(
@@ -280,8 +272,6 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
     """Each pair's rate with every pair copying against the single pair measured by the same
     code (GB/s and shares), the machine's total, and whether NVML and ``nvidia-smi topo -m`` name
     the same NVLinks (checked where both were read on one machine). None without a run.
-
-    Taught in 05_device_to_device.
     """
     if pairs is None:
         return None

@@ -88,8 +88,6 @@ def set_device_decides(current: Run) -> bool:
     """Whether ``torch.cuda.set_device`` decided what it should: after ``set_device(1)`` cuda:1 was
     current and ``device="cuda"``, the current stream and ``.to("cuda")`` went there; after
     ``set_device(0)``, cuda:0 again.
-
-    Used by peer_claims.claims_table.
     """
     return _set_device_decides(_states(current))
 
@@ -99,8 +97,6 @@ def show_current_device(current: Run) -> None:
     ``device="cuda"``, the current stream and both copies landed, whether the copies' contents
     were right), then prints where a new stream, an operator on a cuda:1 tensor and a mixed-device
     addition went. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     value = current.value
     table = tables.Table(
@@ -144,8 +140,6 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
     """What the current device decided (``device="cuda"``, the current stream, ``.to("cuda")``,
     new streams) and what it did not (an operator on a cuda:1 tensor, ``.to("cuda:1")``), counted
     over the experiment's states.
-
-    Taught in 05_device_to_device.
     """
     value, states = current.value, _states(current)
     inside, after = (
@@ -209,8 +203,6 @@ def _kernel_pairs(profile: trace.Profile) -> list[tuple[trace.Interval, trace.In
 def event_gaps_us(events: Run) -> dict[str, list[float]]:
     """{"with_wait": [...], "without_wait": [...]}: microseconds from the end of cuda:0's kernel
     to the start of cuda:1's, one per profiled step (negative: cuda:1's started first).
-
-    Used by peer_claims.claims_table.
     """
     return {
         name: [b.start_us - a.end_us for a, b in _kernel_pairs(prof)]
@@ -225,8 +217,6 @@ def _waited(gaps: dict[str, list[float]]) -> bool:
 def ran_free(events: Run) -> bool:
     """Whether, without the wait, cuda:1's kernel ran while cuda:0's was still running in every
     step (started more than ``TOLERANCE_US`` before it ended).
-
-    Used by peer_claims.claims_table.
     """
     gaps = event_gaps_us(events)["without_wait"]
     return bool(gaps) and max(gaps) < -TOLERANCE_US
@@ -252,8 +242,6 @@ def show_event_wait(events: Run) -> None:
     """Prints, for each profiled step, the microseconds from the end of cuda:0's kernel to the
     start of cuda:1's with and without the wait, whether cuda:1 waited and whether it ran free,
     and draws the first step of each with the host's CUDA calls. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     gaps = event_gaps_us(events)
     print(
@@ -294,8 +282,6 @@ def show_event_wait(events: Run) -> None:
 def see_event_wait(events: Run) -> claims.WhatWeSee:
     """When cuda:1's kernel started against the end of cuda:0's (us, each profiled step), with
     the wait and without it, and whether that is waiting or running free.
-
-    Taught in 05_device_to_device.
     """
     gaps = event_gaps_us(events)
     steps = len(gaps["with_wait"])

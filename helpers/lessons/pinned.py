@@ -64,8 +64,6 @@ def show_staging(run: Run) -> tables.Table:
     """The profiled H2D copy from each kind of memory: a table (is_pinned(), the profiler's copy
     names, the GPU's copy time, the host's time inside cudaMemcpyAsync and in the synchronize
     call, all in us) and both timelines. Returns the table.
-
-    Taught in 01_pinned_memory.
     """
     staging = _staging(run)
     table = tables.Table(
@@ -110,8 +108,6 @@ def see_staging(run: Run) -> claims.WhatWeSee:
     """What the two profiled copies show: the copies' names, how long the host sat inside
     ``cudaMemcpyAsync`` against the GPU's copy time for each kind of memory, where the host waited
     for the pinned copy, and which copy took longer on the GPU (times in us).
-
-    Taught in 01_pinned_memory.
     """
     s = _staging(run)
     page, pin = s["pageable"], s["pinned"]
@@ -157,8 +153,6 @@ def show_bandwidth(run: Run) -> None:
     """The four copies' bandwidth by size: a table (decimal GB/s, and the pinned over pageable H2D
     ratio), the measured ceiling against the PCIe link's raw rate, each copy's range from 64 MiB
     up, and the curves on log axes.
-
-    Taught in 01_pinned_memory.
     """
     sizes, gbps, ceiling = run.value["sizes"], _gbps(run), _ceiling_gbps(run)
     gen, width, link = _link(run)
@@ -215,8 +209,6 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     """What the curves show: the smallest size's best rate against the ceiling, how each curve ends
     (``claims.describe_curve``), how noisy the two clocks were, and how many times the pageable
     copy's rate the pinned copy reached in each direction (rates in decimal GB/s).
-
-    Taught in 01_pinned_memory.
     """
     sizes, gbps, ceiling = run.value["sizes"], _gbps(run), _ceiling_gbps(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
@@ -258,8 +250,6 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
 def copy_ms(run: Run, nbytes: int) -> float:
     """Milliseconds a pinned H2D copy of ``nbytes`` takes at the rate measured at the sweep's
     largest size (decimal GB/s: 10**9 bytes per second).
-
-    Taught in 01_pinned_memory.
     """
     return nbytes / (_gbps(run)["h2d_pinned"][-1] * 1e9) * 1e3
 
@@ -270,8 +260,6 @@ def copy_ms(run: Run, nbytes: int) -> float:
 def show_tutorial(run: Run) -> tables.Table:
     """The four statements under ``torch.utils.benchmark``: a table (median and spread in us,
     samples, decimal GB/s) and bars of the medians in ms with their ratios. Returns the table.
-
-    Taught in 01_pinned_memory.
     """
     table = tables.Table(
         [
@@ -307,8 +295,6 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     """What the Timer shows: the fastest statement, ``pin_memory()`` alone against the pageable
     copy (longer, shorter or the same within the noise), pin-then-copy against its two parts timed
     apart, and the verdict on "up to twice as slow" at this size (times in us, ratios of times).
-
-    Taught in 01_pinned_memory.
     """
     tut = run.value
     seen = claims.WhatWeSee(NOTEBOOK, run)
@@ -347,8 +333,6 @@ def show_allocator(run: Run) -> None:
     """Pinned allocations: a table per size (first pinned allocation, reuse from the cache and a
     pageable ``torch.zeros`` in ms, their ratios, the pinning rate in GB/s), then what
     ``host_memory_stats()`` reported at each stage of holding and freeing a tensor.
-
-    Taught in 01_pinned_memory.
     """
     table = tables.Table(
         [
@@ -408,8 +392,6 @@ def show_allocator(run: Run) -> None:
 def held_mib(run: Run) -> float:
     """MiB the cache held while one tensor of the ``request`` size was alive (NaN where this
     PyTorch's ``host_memory_stats()`` does not report it).
-
-    Taught in 01_pinned_memory.
     """
     held = _stage_bytes(run)["holding one tensor"][0]
     return math.nan if held is None else held / MiB
@@ -420,8 +402,6 @@ def see_allocator(run: Run) -> claims.WhatWeSee:
     first pinned allocation took, its time (ms) and pinning rate (GB/s) at the smallest and largest
     size, and what the cache held (bytes) while a tensor lived, after it was freed and after
     ``_host_emptyCache()``.
-
-    Taught in 01_pinned_memory.
     """
     rows = run.value["rows"]
     over_reuse = [row["first"].median_s / row["reuse"].median_s for row in rows]
@@ -469,8 +449,6 @@ def claims_table(
     tutorial's size and per size range (``pinned_sizes.twice_as_slow_verdicts``), pin-then-copy
     faster in rare cases, pinning paying off for large tensors, and pinned memory as a limited
     resource (not testable: measured by its cost).
-
-    Taught in 01_pinned_memory.
     """
     table = claims.ClaimsTable(NOTEBOOK)
     pinned_claims.add_staging(table, run_trace)

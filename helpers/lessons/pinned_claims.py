@@ -26,8 +26,6 @@ def add_staging(table: claims.ClaimsTable, run_trace: Run) -> None:
     """The forum's two claims on where the host waits: a pageable copy returns only when (nearly)
     all of it is staged, a pinned one is queued and the host goes on (shares of the GPU's copy
     time the host spent inside ``cudaMemcpyAsync``).
-
-    Used by pinned.claims_table.
     """
     share = _host_call_share(run_trace)
     table.add(
@@ -51,8 +49,6 @@ def add_staging(table: claims.ClaimsTable, run_trace: Run) -> None:
 def add_bandwidth(table: claims.ClaimsTable, run: Run) -> None:
     """The tutorial's "much faster than pageable memory": the least pinned / pageable H2D rate
     ratio from 1 MiB up.
-
-    Used by pinned.claims_table.
     """
     sizes, rows = run.value["sizes"], run.value["rows"]
     big = [i for i, n in enumerate(sizes) if n >= MiB]
@@ -83,8 +79,6 @@ def add_bandwidth(table: claims.ClaimsTable, run: Run) -> None:
 def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> None:
     """The tutorial's "up to twice as slow": at its size under its Timer, then per size range
     under the host clock (``pinned_sizes.twice_as_slow_verdicts``).
-
-    Used by pinned.claims_table.
     """
     tutorial = pinned_sizes.tutorial_ratio(run_tut)
     table.add(
@@ -109,8 +103,6 @@ def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> 
 def add_rare_and_large(table: claims.ClaimsTable, run_pin: Run) -> None:
     """The tutorial's "pin-then-copy can, in rare cases, be faster" per case of the size sweep,
     and "pinning pays off for large tensors" at its largest size.
-
-    Used by pinned.claims_table.
     """
     sizes = run_pin.value["sizes"]
     for case, values in pinned_sizes.nonblocking_ratios(run_pin).items():
@@ -149,8 +141,6 @@ def add_rare_and_large(table: claims.ClaimsTable, run_pin: Run) -> None:
 def add_limited(table: claims.ClaimsTable, run_alloc: Run) -> None:
     """The tutorial's "pinned memory is a limited resource": not testable (it is not exhausted on
     purpose), so the row says what pinning cost instead.
-
-    Used by pinned.claims_table.
     """
     largest = run_alloc.value["rows"][-1]
     table.add(

@@ -78,8 +78,6 @@ def tutorial_ratio(run_tut: Run) -> claims.Comparison:
     """The tutorial's r2 under its Timer, t(pin_memory().to()) / t(pageable .to()), against the
     claim "up to twice as slow": ``claims.within(r2, 1, 2)``, judged with the recorded runs
     (``claims.judged``): the verdict the claims table and the sentences both read.
-
-    Used by pinned.see_tutorial and pinned_claims.add_twice_as_slow.
     """
     r2 = claims.ratio(run_tut.value[TUT_PIN_TO], run_tut.value[TUT_PAGEABLE])
     return claims.judged(claims.within(r2, 1, 2), run_tut, NOTEBOOK, TWICE_AT_TUTORIAL)
@@ -127,8 +125,6 @@ def crossover_range(run: Run) -> str:
     """The size range (one of ``RANGE_CHOICES``) in which ``pin_memory().to()`` with a warm cache
     starts to beat a pageable ``.to()`` for good, by the interpolated crossing of their ratio of
     times; 'never' when it still loses at the largest size.
-
-    Taught in 01_pinned_memory.
     """
     return _range_of(_crossover_size(run.value["sizes"], _ratios(run, "pin_then_to"))[1])
 
@@ -141,8 +137,6 @@ def show_sweep(run: Run) -> None:
     pin-then-copy forms to the pageable copy, and ``pin_memory()``'s rate (GB/s), as a table; a note
     for any size where a warm ``pin_memory()`` was not served by the cache; then the times and the
     ratios against size.
-
-    Taught in 01_pinned_memory.
     """
     sizes, rows, ms = run.value["sizes"], run.value["rows"], _ms(run)
     ratios = {
@@ -256,8 +250,6 @@ def see_sweep(run: Run) -> claims.WhatWeSee:
     crosses 1 for good (warm cache, non-blocking, empty cache), the two parts of pin-then-copy on
     either side of the crossing (ms, GB/s), and ``pin_memory()``'s rate against the pageable copy's
     from 1 MiB up (GB/s).
-
-    Taught in 01_pinned_memory.
     """
     sizes, rows = run.value["sizes"], run.value["rows"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
@@ -305,8 +297,6 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     the tutorial's: each statement's time (us) and rate (GB/s) under both, the claim's ratio of
     times under both (blocking and non-blocking), and whether back-to-back non-blocking calls took
     less time per call than blocking ones, within the noise.
-
-    Taught in 01_pinned_memory.
     """
     tut, sizes = run_tut.value, run_pin.value["sizes"]
     numel_bytes = run_tut.params["numel"] * 4
@@ -395,8 +385,6 @@ def _twice_as_slow_verdict(
 def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
     """{"warm cache": [...], "empty cache": [...]}: t(``pin_memory().to(non_blocking=True)``) over
     t(pageable ``.to()``) at every size of the sweep, ratios of median times with their spreads.
-
-    Used by pinned_claims.add_rare_and_large.
     """
     return {
         case: [claims.ratio(row[key], row["pageable_to"]) for row in run.value["rows"]]
@@ -407,8 +395,6 @@ def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
 def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]:
     """{"<size range>, <warm|empty> cache": (comparison, words)}: the verdict on "up to twice as
     slow" in each size range the sweep measured, from its worst ratio of times.
-
-    Used by pinned_claims.add_twice_as_slow.
     """
     sizes, verdicts = run.value["sizes"], {}
     for case, values in nonblocking_ratios(run).items():
@@ -424,8 +410,6 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
     """Every verdict on "up to twice as slow": at the tutorial's size under its Timer, then per
     size range of the sweep with the pinned cache warm and empty, each with the ratios of times it
     rests on. Returns the table.
-
-    Taught in 01_pinned_memory.
     """
     table = tables.Table(
         ["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"],

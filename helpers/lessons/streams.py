@@ -154,8 +154,6 @@ def show_ordering(run: Run) -> None:
     streams' handles), the spin kernels of one stream in start order (a table of their durations
     in us), the overlap and GPU busy time (us) of kernels on one and on two streams (a table),
     and their timelines. Returns nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     facts = run.value["facts"]
     print(
@@ -207,8 +205,6 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
     spin kernels of one stream kept their order, how long two spin kernels and two matmuls on
     two streams ran side by side (share of their time) and how long the GPU was busy compared
     with one stream.
-
-    Taught in 03_streams_and_overlap.
     """
     spin_us, pair_us, matmul_n = (
         run.params["spin_us"],
@@ -333,8 +329,6 @@ def show_engines(run: Run) -> None:
     samples) under the driver's engine count, each pair's overlap ratio and time over the two
     copies one after the other, the pairs' timelines, and whether the opposite copies' overlap
     agrees with the engine count. Returns nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     e = _engines(run)
     display(
@@ -366,8 +360,6 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     """A ``claims.WhatWeSee`` of what the copy engines show (sentences built from their numbers): the
     engine count, how long opposite and same-direction copies on two streams ran side by side,
     and their time as a multiple of the two copies one after the other.
-
-    Taught in 03_streams_and_overlap.
     """
     e = _engines(run)
     count, pair = e["count"], e["overlap"]
@@ -407,8 +399,6 @@ def see_engines(run: Run) -> claims.WhatWeSee:
 def ideal_speedup(run: Run) -> float:
     """The many-batch limit of prefetching, ``(c + k) / max(c, k)``, from one batch's copy ``c``
     and compute ``k`` measured apart (a multiple of the prefetching loop's speed, x).
-
-    Taught in 03_streams_and_overlap.
     """
     return _prefetch(run)["ideal"].value
 
@@ -416,8 +406,6 @@ def ideal_speedup(run: Run) -> float:
 def best_configuration(run: Run) -> str:
     """The configuration of the tutorial's four whose copy ran beside the kernel the most (the
     highest median overlap ratio over the profiled steps).
-
-    Taught in 03_streams_and_overlap.
     """
     stats = _stats(run)
     return max(stats, key=lambda label: stats[label]["overlap"].value)
@@ -426,8 +414,6 @@ def best_configuration(run: Run) -> str:
 def host_in_memcpy_ms(run: Run, configuration: str) -> float:
     """Milliseconds per profiled step the host spent in ``cudaMemcpyAsync`` in one configuration
     of a run with profiles (e.g. ``"pageable, copy first"`` of the launch order).
-
-    Taught in 03_streams_and_overlap.
     """
     profiles = run.value["profiles"]
     if configuration not in profiles:

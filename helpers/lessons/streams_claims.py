@@ -72,8 +72,6 @@ def _requirements(run: Run) -> dict[str, Any]:
 def show_requirements(run: Run) -> tables.Table:
     """The first two requirements tested on section 2's runs: a table of each statement, the
     overlap ratio it rests on, its threshold and its verdict. Returns the table.
-
-    Taught in 03_streams_and_overlap.
     """
     req = _requirements(run)
     works, apart = req["works"], req["apart"]
@@ -314,8 +312,6 @@ def claims_table(
     parallelism, resources, overlap, prefetching), the tutorial's (only pinned + side stream
     overlaps, its three requirements) and the forum thread's (a pageable copy holds the host,
     launch order, pinned memory). Returns the ``claims.ClaimsTable``.
-
-    Taught in 03_streams_and_overlap.
     """
     table = claims.ClaimsTable(NOTEBOOK)
     _stream_rows(table, run_streams)

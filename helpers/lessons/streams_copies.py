@@ -76,8 +76,6 @@ def show_tutorial(run: Run) -> None:
     """Section 2's results: the pinned copy's timing, the kernel's length, a table of the four
     configurations (overlap ratio; copy, kernel and host-in-cudaMemcpyAsync times per step in ms)
     and their timelines. Returns nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     tutorial = run.value
     print(tutorial["copy"])
@@ -122,8 +120,6 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     the pinned copy on a side stream ran beside the kernel, whether the pinned copy on the
     current stream overlapped, and how long the host sat in ``cudaMemcpyAsync`` for a pageable
     copy (ms, and as a multiple of the GPU copy).
-
-    Taught in 03_streams_and_overlap.
     """
     stats = _stats(run)
     pinned_side, pinned_current = stats["pinned, side stream"], stats["pinned, current stream"]
@@ -201,8 +197,6 @@ def show_launch_order(run: Run) -> None:
     """Section 4's results: the pageable copy's timing, the kernel's length, a table of the four
     cases (overlap ratio; GPU copy and host-in-cudaMemcpyAsync times per step in ms; host time over
     copy time) and the first step of each as a timeline with its labelled ranges. Returns nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     order = run.value
     print(order["pageable_copy"])
@@ -249,8 +243,6 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
     """A ``claims.WhatWeSee`` of what section 4 shows (sentences built from its numbers): how long a
     pageable copy held the host (ms, and as a multiple of the GPU copy), its overlap in either
     launch order, and a pinned copy's host time (us) and overlap in both orders.
-
-    Taught in 03_streams_and_overlap.
     """
     stats = _stats(run)
     pageable_kf, pageable_cf = stats["pageable, kernel first"], stats["pageable, copy first"]
@@ -357,8 +349,6 @@ def show_prefetching(run: Run) -> None:
     they give the same results, the measured speed-up against the best possible for N batches and
     for many (as multiples), the share of that gain obtained, and both loops' timelines. Returns
     nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     db = run.value
     p = _prefetch(run)
@@ -400,8 +390,6 @@ def see_prefetching(run: Run) -> claims.WhatWeSee:
     """A ``claims.WhatWeSee`` of what section 5 shows (sentences built from its numbers): whether both
     loops give the same results, how much of the copies' time ran beside the compute in each
     loop's trace, and the speed-up against the best the copy and compute times allow.
-
-    Taught in 03_streams_and_overlap.
     """
     db, p = run.value, _prefetch(run)
     n, c, k, speedup, ideal, ideal_n = (

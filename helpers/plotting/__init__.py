@@ -6,8 +6,6 @@ binary prefixes; every title names the machine the numbers come from.
 One module per job, each name re-exported here (``plotting.timeline`` as before):
 ``charts`` (axes, curves and bars), ``timeline`` (what ran on each stream, from a profile),
 ``before_after`` (what each rank holds around a collective, 06).
-
-Taught in 00_start_here (how to read them) and used by every notebook.
 """
 
 from __future__ import annotations

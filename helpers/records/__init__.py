@@ -25,8 +25,6 @@ The package holds one module per job: ``fingerprints``, ``header``, ``store`` (s
 ``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
 ``validation``, ``staleness`` and ``export`` (``results/index.jsonl``). Everything public is
 imported here, so notebooks, tools and tests write ``records.run_or_replay``.
-
-Taught in 00_start_here.
 """
 
 from .export import INDEX_NAME, figure_rows, index_row, read_index, write_index

@@ -26,10 +26,7 @@ def _machine() -> dict[str, Any]:
 
 
 def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]) -> dict[str, Any]:
-    """What a recording says about where it came from: machine, versions, date, commit, parameters.
-
-    Used by records.save and records.run_or_replay.
-    """
+    """What a recording says about where it came from: machine, versions, date, commit, parameters."""
     return {
         "machine": dict(_machine()),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

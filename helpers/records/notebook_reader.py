@@ -51,8 +51,6 @@ class NotebookExperiment:
 
     ``params`` are the full-size parameters worked out from the notebook's text (None when
     they cannot be); ``problems`` lists what keeps the call from being checked.
-
-    Used by records.experiments_in_notebook.
     """
 
     name: str
@@ -219,10 +217,7 @@ class _NotebookReader:
 
 
 def experiments_in_notebook(path: Path | str) -> dict[str, NotebookExperiment]:
-    """Every ``run_or_replay`` call in a notebook, read from its text without running it.
-
-    Used by records.replay_plan, records.check_recordings and the course's tools.
-    """
+    """Every ``run_or_replay`` call in a notebook, read from its text without running it."""
     if not isinstance(path, (str, Path)):
         raise TypeError(
             f"experiments_in_notebook takes a notebook's path, got {type(path).__name__}"

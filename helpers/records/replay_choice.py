@@ -13,10 +13,7 @@ from .store import _gpu_total, read_header, recorded_machine_names, recordings_o
 
 @dataclasses.dataclass
 class Choice:
-    """Which recording a replay uses, and the reason in words.
-
-    Used by records.choose_recording.
-    """
+    """Which recording a replay uses, and the reason in words."""
 
     path: Path
     machine: str
@@ -32,8 +29,6 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
 
     ``COURSE_REPLAY_MACHINE`` naming no recorded machine, or one without this experiment, is a
     ``ValueError`` that lists the machines that have it.
-
-    Used by records.run_or_replay and records.replay_plan.
     """
     root = root or config.results_dir()
     candidates = {p.parts[-3]: p for p in recordings_of(notebook, name, gpus, root)}

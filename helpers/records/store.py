@@ -16,20 +16,14 @@ from .header import HEADER_KEYS, environment_header
 
 
 class RecordingError(ValueError):
-    """A recording that cannot be read: the message names the file and how to re-record it.
-
-    Used by records.load, records.read_header and records.validate_recording.
-    """
+    """A recording that cannot be read: the message names the file and how to re-record it."""
 
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
 def recording_path(machine: str, notebook: str, name: str, root: Path | None = None) -> Path:
-    """``results/<machine>/<notebook>/<name>.json``.
-
-    Used by records.save.
-    """
+    """``results/<machine>/<notebook>/<name>.json``."""
     for label, part in (("machine", machine), ("notebook", notebook), ("name", name)):
         if not isinstance(part, str) or not _SAFE_NAME.fullmatch(part) or ".." in part:
             raise ValueError(
@@ -48,10 +42,7 @@ def save(
     params: dict[str, Any] | None = None,
     root: Path | None = None,
 ) -> Path:
-    """Save an experiment's result with its environment header; return the file written.
-
-    Used by records.run_or_replay.
-    """
+    """Save an experiment's result with its environment header; return the file written."""
     header = environment_header(notebook, name, fp, params or {})
     path = recording_path(header["machine"]["machine"], notebook, name, root)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,11 +60,7 @@ def save(
 
 
 def rerecord_command(machine: str | None, notebooks: Iterable[str]) -> str:
-    """The commands that re-record ``notebooks`` on a machine like ``machine``.
-
-    Used by records.load, records.choose_recording and records.format_problems (in
-    their messages).
-    """
+    """The commands that re-record ``notebooks`` on a machine like ``machine``."""
     names = " ".join(f"notebooks/{nb}.ipynb" for nb in sorted(set(notebooks)))
     where = f"on a {machine} machine" if machine else "on a GPU machine with enough GPUs"
     archive = f"gpu-results-{machine or '<machine>'}.tar.gz"
@@ -116,10 +103,7 @@ def _fix(path: Path) -> str:
 
 
 def read_header(path: Path | str) -> dict[str, Any]:
-    """A recording's environment header, checked (``RecordingError`` names the file otherwise).
-
-    Used by records.choose_recording and records.check_recordings.
-    """
+    """A recording's environment header, checked (``RecordingError`` names the file otherwise)."""
     return _read_record(Path(path))["header"]
 
 
@@ -127,9 +111,6 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
     """Read a recording: ``(header, result)``, with registered types and attachments restored.
 
     A file that is not a whole recording raises ``RecordingError`` naming it and the fix.
-
-    Used by records.run_or_replay (to replay), records.validate_recording and
-    records.figure_rows.
     """
     path = Path(path)
     record = _read_record(path)
@@ -148,10 +129,7 @@ def _gpu_total(path: Path) -> int:
 
 
 def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
-    """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name.
-
-    Used by records.choose_recording.
-    """
+    """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name."""
     root = root or config.results_dir()
     found = []
     for path in sorted(root.glob(f"*/{notebook}/{name}.json")):
@@ -161,10 +139,7 @@ def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = N
 
 
 def recorded_machine_names(root: Path | None = None) -> list[str]:
-    """Names of the machines with recordings under the results folder, sorted.
-
-    Used by records.choose_recording and the course's tools.
-    """
+    """Names of the machines with recordings under the results folder, sorted."""
     root = root or config.results_dir()
     return sorted(
         p.name
@@ -174,10 +149,7 @@ def recorded_machine_names(root: Path | None = None) -> list[str]:
 
 
 def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
-    """The machine headers of every recorded machine, one each (for reports in 00_start_here).
-
-    Taught in 00_start_here.
-    """
+    """The machine headers of every recorded machine, one each (for reports in 00_start_here)."""
     root = root or config.results_dir()
     return [
         read_header(sorted((root / name).glob("*/*.json"))[0])["machine"]

@@ -72,8 +72,6 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
     or, for a copy whose bytes fit in the L2 cache (``hardware.cache_bytes``: it may never
     touch memory), over what the SMs can move through their caches
     (``hardware.cache_ceiling_gbps``).
-
-    Used by records.validate_machine_folder and records.check_recordings.
     """
     path = Path(path)
     try:
@@ -128,9 +126,6 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
 def validate_machine_folder(folder: Path, machine: str) -> list[str]:
     """``validate_recording`` for every recording under ``results/<machine>``, plus the files
     there that are neither a recording nor one's attachment, and any link. Empty is good.
-
-    Used by the course's tools (tools/gpu_run.py checks an archive before
-    unpacking it).
     """
     folder = Path(folder)
     recordings = sorted(folder.glob("*/*.json"))
@@ -169,8 +164,6 @@ def recording_gaps(machine_folder: Path) -> dict[str, str]:
     an experiment is added or changed and no machine of that kind can be lent to record it; a
     listed experiment is not reported missing, and replaying it "on" that machine takes the next
     machine of ``COURSE_REPLAY_MACHINE``'s list, which the notebook names. Empty without the file.
-
-    Used by records.validate_machine_folder and records.check_recordings.
     """
     path = Path(machine_folder) / GAPS_FILE
     if not path.exists():
@@ -193,10 +186,7 @@ def recording_gaps(machine_folder: Path) -> dict[str, str]:
 
 
 def gap_machines(notebook: str, name: str, root: Path | None = None) -> set[str]:
-    """The recorded machines whose gaps.json lists ``notebook/name``: they replay it from another.
-
-    Used by the course's tests.
-    """
+    """The recorded machines whose gaps.json lists ``notebook/name``: they replay it from another."""
     root = root or config.results_dir()
     return {
         folder.name
