@@ -976,7 +976,7 @@ class _FakeNvml:
 
 
 def test_nvml_is_read_where_installed(monkeypatch):
-    monkeypatch.setattr(health, "_nvml", lambda: _FakeNvml())
+    monkeypatch.setattr(health, "nvml_module", lambda: _FakeNvml())
     links = hardware.pcie_links()
     assert links[1] == {
         "index": 1,
@@ -999,11 +999,11 @@ def test_nvidia_smi_is_parsed_without_nvml(monkeypatch):
         "--query-compute-apps=gpu_bus_id,pid": "00000000:18:00.0, 1234\n",
         None: "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |",
     }
-    monkeypatch.setattr(health, "_nvml", lambda: None)
-    monkeypatch.setattr(health, "_nvidia_smi", lambda *args: answers.get(args[0] if args else None))
+    monkeypatch.setattr(health, "nvml_module", lambda: None)
+    monkeypatch.setattr(health, "nvidia_smi", lambda *args: answers.get(args[0] if args else None))
     monkeypatch.setattr(
         health,
-        "_smi_gpu_rows",
+        "smi_gpu_rows",
         lambda: [
             {
                 "index": "0",

@@ -733,7 +733,7 @@ def _two_step_profile():
 
 
 def test_copy_and_kernel_per_step_overlap_and_host_hold():
-    stats = streams_copies._copy_and_kernel(_two_step_profile())
+    stats = streams_copies.copy_and_kernel(_two_step_profile())
     assert stats["overlap"].value == pytest.approx(0.75)  # steps 1.0 and 0.5, spin kernel left out
     assert stats["overlap"].spread == pytest.approx(0.125) and stats["overlap"].samples == 2
     assert stats["held"].value == pytest.approx((2 / 20 + 20 / 20) / 2)
@@ -757,7 +757,7 @@ def test_the_hidden_share_is_a_share_of_the_copy_time_not_of_the_shorter():
     profile = trace.Profile(intervals=[_copy(0, 20), _copy(30, 50), _kernel(35, 45)], steps=1)
     run = _prefetch_run(1.0, 1.0, [8.0] * 5, 5.0, traced_copy_ms=1.0)
     run.value["prefetched trace"] = profile
-    assert streams_copies._prefetch(run)["hidden"]["prefetched"] == pytest.approx(0.25)
+    assert streams_copies.prefetch(run)["hidden"]["prefetched"] == pytest.approx(0.25)
 
 
 def test_range_ms_counts_the_host_ranges_per_step():

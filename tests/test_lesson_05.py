@@ -852,7 +852,7 @@ def test_overlap_words_and_what_orders_the_copy():
     assert "legacy default stream" in peer_combinations._ordered_by(False, True)
     assert peer_combinations._ordered_by(True, False) == peer_combinations._ordered_by(False, False)
     assert (
-        peer_combinations._stream_names(
+        peer_combinations.stream_labels(
             {(0, 7): "cuda:0 default stream", (1, 7): "cuda:1 side stream s1"}
         )
         == {}
@@ -1045,7 +1045,7 @@ def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
             2: [],
         }
     )
-    monkeypatch.setattr(topology, "_nvml", lambda: direct)
+    monkeypatch.setattr(topology, "nvml_module", lambda: direct)
     assert hardware.gpu_topology() == {
         "source": "NVML",
         "links": [["X", "NV2", "PCIe"], ["NV2", "X", "PCIe"], ["PCIe", "PCIe", "X"]],
@@ -1058,7 +1058,7 @@ def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
             2: [("switch", "up")] * 3 + [("switch", "down")],
         }
     )
-    monkeypatch.setattr(topology, "_nvml", lambda: switched)
+    monkeypatch.setattr(topology, "nvml_module", lambda: switched)
     assert hardware.gpu_topology()["links"] == [
         ["X", "NV4", "NV3"],
         ["NV4", "X", "NV3"],
@@ -1070,15 +1070,15 @@ def test_gpu_topology_falls_back_to_nvidia_smi_then_to_nothing(monkeypatch):
     topo = (
         "\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-47\nGPU1\tNV18\t X \t0-47\n"
     )
-    monkeypatch.setattr(topology, "_nvml", lambda: None)
+    monkeypatch.setattr(topology, "nvml_module", lambda: None)
     monkeypatch.setattr(
-        topology, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
+        topology, "nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
     )
     assert hardware.gpu_topology() == {
         "source": "nvidia-smi topo -m",
         "links": [["X", "NV18"], ["NV18", "X"]],
     }
-    monkeypatch.setattr(topology, "_nvidia_smi", lambda *args: None)
+    monkeypatch.setattr(topology, "nvidia_smi", lambda *args: None)
     assert hardware.gpu_topology() == {"source": None, "links": []}
 
 

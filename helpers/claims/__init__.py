@@ -39,7 +39,6 @@ from .verdicts import (
     VERDICTS,
     Comparison,
     Value,
-    _number,  # noqa: F401  (tests read claims._number)
     compare,
     measured,
     ratio,

@@ -21,7 +21,7 @@ from .verdicts import (
     FAILED_CHECK,
     HOLDS,
     Comparison,
-    _as_verdict,
+    as_verdict,
 )
 
 # ---------------------------------------------------------------- the claims table
@@ -67,7 +67,7 @@ class ClaimsTable:
         where = run.where() if run is not None else "this machine"
         holds = judged(holds, run, self.notebook, claim)
         comparison = holds if isinstance(holds, Comparison) else None
-        row = Claim(claim, source, measured, _as_verdict(holds), where, comparison)
+        row = Claim(claim, source, measured, as_verdict(holds), where, comparison)
         self.claims.append(row)
         if comparison is not None:
             fields = dict(

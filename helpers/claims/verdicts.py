@@ -286,7 +286,7 @@ def within(value: Value | Timing | float, low: float, high: float) -> Comparison
     return dataclasses.replace(nearer, between=(float(low), float(high)))
 
 
-def _as_verdict(holds: object) -> str:
+def as_verdict(holds: object) -> str:
     if holds is None:
         return NOT_TESTABLE
     if isinstance(holds, Comparison):

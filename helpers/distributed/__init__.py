@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from .bandwidth import OPS, algbw_gbps, bus_factor, busbw_gbps, nccl_version_code
 from .in_rank import delay, device_idle, mark, rank_device, report, synchronize
-from .launch_checks import _check_launch, choose_backend, default_world_size
+from .launch_checks import choose_backend, default_world_size
 from .launch_settings import (
     BACKENDS,
     DEATH_NEWS_S,
@@ -56,7 +56,7 @@ from .launch_settings import (
     TEARDOWN_S,
 )
 from .outcome import DIED, RAISED, RETURNED, STOPPED, LaunchTimeout, Outcome, WorkerError
-from .supervisor import _exit_words, _tail, launch, supervise
+from .supervisor import launch, supervise
 from .timed_collectives import COLLECTIVE_OPS, collective_sweep, collective_timings
 
 __all__ = [
@@ -79,9 +79,6 @@ __all__ = [
     "LaunchTimeout",
     "Outcome",
     "WorkerError",
-    "_check_launch",
-    "_exit_words",
-    "_tail",
     "algbw_gbps",
     "bus_factor",
     "busbw_gbps",

@@ -21,7 +21,7 @@ _BUS_FACTORS: dict[str, Callable[[int], float]] = {
 OPS = tuple(_BUS_FACTORS)
 
 
-def _check_positive(value: Any, name: str, what: str) -> float:
+def check_positive(value: Any, name: str, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number ({what}), got {value!r}")
     if not math.isfinite(value) or value <= 0:
@@ -46,8 +46,8 @@ def algbw_gbps(nbytes: int | float, seconds: float) -> float:
     broadcast, reduce and send/recv; the whole gathered output for all_gather; the whole
     input for reduce_scatter. ``seconds`` is the time of one operation.
     """
-    nbytes = _check_positive(nbytes, "nbytes", "the message size in bytes")
-    seconds = _check_positive(seconds, "seconds", "the time of one operation in seconds")
+    nbytes = check_positive(nbytes, "nbytes", "the message size in bytes")
+    seconds = check_positive(seconds, "seconds", "the time of one operation in seconds")
     return nbytes / seconds / 1e9
 
 

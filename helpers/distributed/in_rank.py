@@ -38,13 +38,13 @@ def report(value: Any) -> None:
         _pipe.send(("report", cloudpickle.dumps(value)))
 
 
-def _backend_here() -> str | None:
+def backend_here() -> str | None:
     return dist.get_backend() if dist.is_available() and dist.is_initialized() else None
 
 
 def rank_device() -> torch.device:
     """Inside a worker: where this rank's tensors live - its GPU under NCCL, the CPU under gloo."""
-    if _backend_here() == "nccl":
+    if backend_here() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 

@@ -10,7 +10,7 @@ import cloudpickle
 import torch.distributed as dist
 
 from .. import hardware
-from .bandwidth import _check_positive
+from .bandwidth import check_positive
 from .launch_settings import BACKENDS, LAUNCHER_ENV, MAX_TIMEOUT_S, MAX_WORLD_SIZE, RANK_ENV
 
 
@@ -27,7 +27,7 @@ def choose_backend(world_size: int) -> str:
     return "gloo"
 
 
-def _check_launch(
+def check_launch(
     worker: Any,
     world_size: Any,
     backend: Any,
@@ -44,7 +44,7 @@ def _check_launch(
         (timeout_s, "timeout_s", "seconds the workers may run"),
         (startup_timeout_s, "startup_timeout_s", "seconds to start the ranks and join the group"),
     ):
-        if _check_positive(value, name, what) > MAX_TIMEOUT_S:
+        if check_positive(value, name, what) > MAX_TIMEOUT_S:
             raise ValueError(
                 f"{name}={value!r} s is longer than a demonstration may hold the machine "
                 f"(at most {MAX_TIMEOUT_S:g} s, a day); pass the seconds you would wait, e.g. 60"
@@ -133,7 +133,7 @@ def _check_env(env: Any) -> None:
         )
 
 
-def _payload(
+def worker_payload(
     worker: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any] | None
 ) -> bytes:
     """The worker and its arguments as bytes for the ranks (``cloudpickle``); TypeError if they cannot travel."""

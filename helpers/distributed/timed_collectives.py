@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 from .. import hardware
-from .in_rank import _backend_here, rank_device, report
+from .in_rank import backend_here, rank_device, report
 
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 
@@ -146,7 +146,7 @@ def collective_timings(
         )
     from .. import timing  # timing sits below helpers.distributed; imported here as delay() does
 
-    clock = timing.cuda_events if _backend_here() == "nccl" else timing.host_clock
+    clock = timing.cuda_events if backend_here() == "nccl" else timing.host_clock
     device = rank_device()
     result: dict[str, dict[str, list]] = {
         "timings": {op: [] for op in ops},
@@ -182,7 +182,7 @@ def _rank_facts(rank: int) -> dict[str, Any]:
         "hostname": socket.gethostname(),
         "device": -1,
         "pci": [0, 0, 0],
-        "name": f"CPU ({_backend_here() or 'no group'})",
+        "name": f"CPU ({backend_here() or 'no group'})",
     }
     device = rank_device()
     if device.type == "cuda":

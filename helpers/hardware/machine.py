@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..checks import check_count, is_whole
-from .smi import _TERMINAL_ESCAPES, _as_int, _nvidia_smi, _smi_gpu_rows
+from .smi import TERMINAL_ESCAPES, as_int, nvidia_smi, smi_gpu_rows
 
 
 def gpu_count() -> int:
@@ -56,7 +56,7 @@ def _nccl_version() -> str | None:
 
 def _gpu_links() -> str | None:
     """``nvidia-smi topo -m`` as text (NV18 = 18 NVLinks, PIX/PHB/SYS = through PCIe)."""
-    text = _nvidia_smi("topo", "-m")
+    text = nvidia_smi("topo", "-m")
     return text.strip() if text else None
 
 
@@ -69,7 +69,7 @@ def describe() -> dict[str, Any]:
     ``cpu_cores``, ``ram_bytes``, ``python``, ``torch``, ``cuda``, ``nccl``, ``driver``.
     """
     n = gpu_count()
-    smi = {row["index"]: row for row in _smi_gpu_rows()}
+    smi = {row["index"]: row for row in smi_gpu_rows()}
     gpus = []
     for i in range(n):
         props = torch.cuda.get_device_properties(i)
@@ -83,10 +83,10 @@ def describe() -> dict[str, Any]:
                 "sm_count": int(props.multi_processor_count),
                 "l2_bytes": int(getattr(props, "L2_cache_size", 0)) or None,
                 "pci_bus_id": row.get("pci.bus_id"),
-                "pcie_gen_current": _as_int(row.get("pcie.link.gen.current")),
-                "pcie_gen_max": _as_int(row.get("pcie.link.gen.max")),
-                "pcie_width_current": _as_int(row.get("pcie.link.width.current")),
-                "pcie_width_max": _as_int(row.get("pcie.link.width.max")),
+                "pcie_gen_current": as_int(row.get("pcie.link.gen.current")),
+                "pcie_gen_max": as_int(row.get("pcie.link.gen.max")),
+                "pcie_width_current": as_int(row.get("pcie.link.width.current")),
+                "pcie_width_max": as_int(row.get("pcie.link.width.max")),
             }
         )
     peer = peer_access()
@@ -278,7 +278,7 @@ def _topology_matrix(topo: str) -> list[str]:
     """The matrix rows of ``nvidia-smi topo -m``, without its legend or terminal colour codes."""
     rows = []
     for line in topo.splitlines():
-        line = _TERMINAL_ESCAPES.sub("", line).expandtabs().rstrip()
+        line = TERMINAL_ESCAPES.sub("", line).expandtabs().rstrip()
         if line.strip().startswith("Legend"):
             break
         if line.strip():

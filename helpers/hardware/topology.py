@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..checks import check_count
-from .smi import _TERMINAL_ESCAPES, _nvidia_smi, _nvml, _text
+from .smi import TERMINAL_ESCAPES, as_text, nvidia_smi, nvml_module
 
 
 def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
@@ -24,7 +24,7 @@ def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
         raise TypeError(
             f"gpu_links reads the text of `nvidia-smi topo -m` (or None), got {type(topo).__name__}"
         )
-    lines = [_TERMINAL_ESCAPES.sub("", line) for line in (topo or "").splitlines()]
+    lines = [TERMINAL_ESCAPES.sub("", line) for line in (topo or "").splitlines()]
     start = next((n for n, line in enumerate(lines) if "GPU0" in line.split("\t")[:2]), None)
     if start is None:
         return {}
@@ -46,7 +46,9 @@ def _nvml_link_counts(nvml: Any) -> list[list[int]]:
     counting the fewer of the two GPUs' links to switches (what ``nvidia-smi topo -m`` prints)."""
     n = nvml.nvmlDeviceGetCount()
     handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
-    index_of = {_text(nvml.nvmlDeviceGetPciInfo(h).busId).lower(): i for i, h in enumerate(handles)}
+    index_of = {
+        as_text(nvml.nvmlDeviceGetPciInfo(h).busId).lower(): i for i, h in enumerate(handles)
+    }
     direct = [[0] * n for _ in range(n)]
     to_switch = [0] * n
     for i, h in enumerate(handles):
@@ -55,7 +57,7 @@ def _nvml_link_counts(nvml: Any) -> list[list[int]]:
                 if nvml.nvmlDeviceGetNvLinkState(h, link) != nvml.NVML_FEATURE_ENABLED:
                     continue
                 kind = nvml.nvmlDeviceGetNvLinkRemoteDeviceType(h, link)
-                remote = _text(nvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId).lower()
+                remote = as_text(nvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId).lower()
             except nvml.NVMLError:
                 continue  # a link this GPU does not have
             if kind == nvml.NVML_NVLINK_DEVICE_TYPE_SWITCH:
@@ -76,7 +78,7 @@ def gpu_topology() -> dict[str, Any]:
     ``import pynvml``) is read where it is installed, else ``nvidia-smi topo -m``; without an
     NVIDIA driver the source is None and the list empty.
     """
-    nvml = _nvml()
+    nvml = nvml_module()
     if nvml is not None:
         try:
             counts = _nvml_link_counts(nvml)
@@ -90,7 +92,7 @@ def gpu_topology() -> dict[str, Any]:
                     for i, row in enumerate(counts)
                 ],
             }
-    pairs = gpu_links(_nvidia_smi("topo", "-m"))
+    pairs = gpu_links(nvidia_smi("topo", "-m"))
     if not pairs:
         return {"source": None, "links": []}
     n = max(max(pair) for pair in pairs) + 1

@@ -20,13 +20,13 @@ from .. import analysis, claims, plotting, tables
 from ..records import Run
 from . import events_claims
 from .events_analysis import (
-    _by_profiler,
-    _kernels,
-    _launch_share,
-    _profiler_us,
-    _settled_from,
-    _short,
-    _sync_over_events,
+    by_profiler,
+    kernels_of,
+    launch_share,
+    profiler_us,
+    settled_from,
+    short,
+    sync_over_events,
 )
 
 NOTEBOOK = "04_event_timing"
@@ -80,7 +80,7 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     (and the rate it would claim, in TFLOP/s), and the synchronised clock's time as a multiple
     of the events', longer or the same within the noise.
     """
-    share, sync = _launch_share(run), _sync_over_events(run)
+    share, sync = launch_share(run), sync_over_events(run)
     rate = run.value["flop"] / run.value["perf_counter, no sync"].median_s / 1e12
     longer = analysis.in_words(
         claims.compare(sync, 1, holds_if="above"),
@@ -137,22 +137,22 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
     first = run.value
     ratio = {name: times[0] / statistics.median(times[1:]) for name, times in first.items()}
     least, most = min(ratio, key=ratio.__getitem__), max(ratio, key=ratio.__getitem__)
-    settle = {name: _settled_from(times) for name, times in first.items()}
+    settle = {name: settled_from(times) for name, times in first.items()}
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(
-        f"The first call took {_fig(ratio[least])} times the median of the later calls for {_short(least)} "
-        f"(the least) up to {_fig(ratio[most])} times for {_short(most)} (the most)."
+        f"The first call took {_fig(ratio[least])} times the median of the later calls for {short(least)} "
+        f"(the least) up to {_fig(ratio[most])} times for {short(most)} (the most)."
     )
     seen.say(
         "From call "
-        + ", ".join(f"{settle[name]} for {_short(name)}" for name in first)
+        + ", ".join(f"{settle[name]} for {short(name)}" for name in first)
         + ", every call stayed within twice the later median."
     )
     seen.check(
         "the first call of each operation is its slowest",
         all(times[0] == max(times) for times in first.values()),
         "; ".join(
-            f"{_short(name)}: first {times[0] * 1e3:.2f} ms, slowest later "
+            f"{short(name)}: first {times[0] * 1e3:.2f} ms, slowest later "
             f"{max(times[1:]) * 1e3:.3f} ms"
             for name, times in first.items()
         ),
@@ -387,11 +387,11 @@ def show_tools(run: Run) -> None:
     by_tool_us = {
         "CUDA events": tools["events"].median_us,
         "torch.utils.benchmark": tools["benchmark"].median_us,
-        "profiler kernels": _profiler_us(run),
+        "profiler kernels": profiler_us(run),
     }
     for label, us in by_tool_us.items():
         print(f"{label:22s} {us:9.2f} us per matmul (median)")
-    kernel_us = [iv.duration_us for iv in _kernels(run)]
+    kernel_us = [iv.duration_us for iv in kernels_of(run)]
     print(
         f"profiler: {len(kernel_us)} kernels in {tools['profiler'].steps} steps of {tools['matmuls_per_step']} "
         f"matmuls, each from {min(kernel_us):.2f} to {max(kernel_us):.2f} us"
@@ -409,7 +409,7 @@ def see_tools(run: Run) -> claims.WhatWeSee:
     multiples of the profiler's kernel time per matmul, with their spreads, and how far apart
     the three are at most.
     """
-    events, bench = _by_profiler(run, "events"), _by_profiler(run, "benchmark")
+    events, bench = by_profiler(run, "events"), by_profiler(run, "benchmark")
     blocks = len(run.value["benchmark"].samples_s)
     few = f" (from its {blocks} measurements)" if blocks < 5 else ""
     seen = claims.WhatWeSee(NOTEBOOK, run)

@@ -25,28 +25,28 @@ STATEMENTS = (  # the child's statements in order, each with the marker it print
 )
 
 
-def _short(name: str) -> str:
+def short(name: str) -> str:
     """An operation's name without its explanation: ``'torch.erf (CUDA loads ...)'`` -> ``'torch.erf'``."""
     return name.split(" (")[0]
 
 
-def _launch_share(run: Run) -> claims.Value:
+def launch_share(run: Run) -> claims.Value:
     """The unsynchronised clock's median over the events' (below 1: it missed the work)."""
     return claims.ratio(run.value["perf_counter, no sync"], run.value["CUDA events"])
 
 
-def _sync_over_events(run: Run) -> claims.Value:
+def sync_over_events(run: Run) -> claims.Value:
     return claims.ratio(run.value["perf_counter + synchronize"], run.value["CUDA events"])
 
 
-def _first_over_later(times: list[float]) -> claims.Value:
+def first_over_later(times: list[float]) -> claims.Value:
     """First call / median of the later calls, with the later calls' relative spread."""
     later = analysis.across(times[1:])
     ratio = times[0] / later.value
     return claims.Value(ratio, ratio * later.spread / later.value, "x", len(times))
 
 
-def _settled_from(times: list[float], within: float = 2.0) -> int:
+def settled_from(times: list[float], within: float = 2.0) -> int:
     """The call number (1-based) from which every call takes at most ``within`` times the median
     of the calls after the first."""
     later = statistics.median(times[1:])
@@ -56,26 +56,26 @@ def _settled_from(times: list[float], within: float = 2.0) -> int:
     return call + 1
 
 
-def _kernels(run: Run) -> list[trace.Interval]:
+def kernels_of(run: Run) -> list[trace.Interval]:
     return run.value["profiler"].select(kind="kernel")
 
 
-def _profiler_us(run: Run) -> float:
+def profiler_us(run: Run) -> float:
     """Time covered by the profiled kernels, per matmul (a matmul may be more than one kernel)."""
     tools = run.value
-    return trace.covered_us(_kernels(run)) / (tools["matmuls_per_step"] * tools["profiler"].steps)
+    return trace.covered_us(kernels_of(run)) / (tools["matmuls_per_step"] * tools["profiler"].steps)
 
 
 def _profiler_time(run: Run) -> claims.Value:
     """The profiler's time per matmul in seconds, with the relative spread of its kernels' durations."""
-    durations = analysis.across([iv.duration_us for iv in _kernels(run)])
-    seconds = _profiler_us(run) / 1e6
+    durations = analysis.across([iv.duration_us for iv in kernels_of(run)])
+    seconds = profiler_us(run) / 1e6
     return claims.Value(
         seconds, seconds * durations.spread / durations.value, "s", durations.samples
     )
 
 
-def _by_profiler(run: Run, tool: str) -> claims.Value:
+def by_profiler(run: Run, tool: str) -> claims.Value:
     return claims.ratio(run.value[tool], _profiler_time(run))
 
 
@@ -120,7 +120,7 @@ def stream_counts(run: Run) -> list[int]:
     return sorted(int(c) for c in run.value["by count"])
 
 
-def _by(run: Run) -> dict[int, dict]:
+def by_streams(run: Run) -> dict[int, dict]:
     """Per count of streams, the recorded results with ``device`` keeping only the samples whose
     batch the host queued within the hold (a batch launched for longer than the hold has launch
     time in its device time), ``all device`` every sample, and ``outran``, how many were left out."""
@@ -145,9 +145,9 @@ def _by(run: Run) -> dict[int, dict]:
 
 def outran_hold(run: Run) -> dict[int, int]:
     """Per count of streams, how many samples' batches the host took longer to launch than the
-    hold lasted: ``_by`` leaves their device times out.
+    hold lasted: ``by_streams`` leaves their device times out.
     """
-    return {c: b["outran"] for c, b in _by(run).items()}
+    return {c: b["outran"] for c, b in by_streams(run).items()}
 
 
 def stream_ratios(run: Run) -> dict[str, claims.Value]:
@@ -156,7 +156,7 @@ def stream_ratios(run: Run) -> dict[str, claims.Value]:
     most streams over half as many; ``'launch'``, the host's launch time per kernel on the most
     streams over one stream's.
     """
-    counts, by = stream_counts(run), _by(run)
+    counts, by = stream_counts(run), by_streams(run)
     few, most = counts[0], counts[-1]
     return {
         "device": claims.ratio(by[most]["device"], by[few]["device"]),
@@ -165,10 +165,10 @@ def stream_ratios(run: Run) -> dict[str, claims.Value]:
     }
 
 
-def _longest_launch_us(run: Run) -> dict[int, float]:
+def longest_launch_us(run: Run) -> dict[int, float]:
     """The slowest sample's whole launch loop, per count of streams, in us."""
     kernels = run.params["kernels"]
-    return {c: max(b["launch"].samples_s) * kernels * 1e6 for c, b in _by(run).items()}
+    return {c: max(b["launch"].samples_s) * kernels * 1e6 for c, b in by_streams(run).items()}
 
 
 def _statement_that_raised(markers: list[str]) -> str:

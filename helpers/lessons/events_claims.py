@@ -12,13 +12,13 @@ from __future__ import annotations
 from .. import claims
 from ..records import Run
 from .events_analysis import (
-    _by_profiler,
-    _first_over_later,
-    _launch_share,
-    _short,
+    by_profiler,
+    first_over_later,
+    launch_share,
     ordering_counts,
     outran_hold,
     raised_at,
+    short,
     stream_counts,
     stream_ratios,
 )
@@ -42,14 +42,14 @@ def add_timing(table: claims.ClaimsTable, run_timers: Run, run_tools: Run) -> No
         run=run_timers,
         measured="perf_counter without synchronize / CUDA events, one matmul (below 0.5: it "
         "missed most of the work)",
-        holds=claims.compare(_launch_share(run_timers), 0.5, holds_if="below"),
+        holds=claims.compare(launch_share(run_timers), 0.5, holds_if="below"),
     )
     table.add(
         "Events measure the time of GPU work (start.record, end.synchronize, start.elapsed_time(end))",
         source=SOURCE,
         run=run_tools,
         measured="events / profiler kernel time, one matmul (within 10% of 1 counts)",
-        holds=claims.within(_by_profiler(run_tools, "events"), 0.9, 1.1),
+        holds=claims.within(by_profiler(run_tools, "events"), 0.9, 1.1),
     )
 
 
@@ -125,14 +125,14 @@ def add_warm_up(table: claims.ClaimsTable, run_first: Run) -> None:
     whose first call stands out most.
     """
     first = run_first.value
-    slowest = max(first, key=lambda name: _first_over_later(first[name]).value)
+    slowest = max(first, key=lambda name: first_over_later(first[name]).value)
     table.add(
         "Warm up first: the first call of an operation can be far slower than later ones",
         source=METHOD,
         run=run_first,
-        measured=f"first call / median of the later ones, {_short(slowest)}, the largest of "
+        measured=f"first call / median of the later ones, {short(slowest)}, the largest of "
         f"{len(first)} operations (10x counts as far slower)",
-        holds=claims.compare(_first_over_later(first[slowest]), 10, holds_if="above"),
+        holds=claims.compare(first_over_later(first[slowest]), 10, holds_if="above"),
     )
 
 

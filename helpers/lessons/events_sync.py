@@ -15,8 +15,8 @@ from .. import analysis, claims, plotting, tables
 from ..records import Run
 from .events_analysis import (
     CASES,
-    _by,
-    _longest_launch_us,
+    by_streams,
+    longest_launch_us,
     ordering_counts,
     outran_hold,  # noqa: F401  re-exported for the tests
     raised_at,
@@ -204,14 +204,14 @@ def show_many(run: Run) -> tables.Table:
     contents' check, the longest launch loop in ms); the two times against the count, with
     their IQR. Returns the table.
     """
-    many, counts, by = run.value, stream_counts(run), _by(run)
+    many, counts, by = run.value, stream_counts(run), by_streams(run)
     kernels, hold_us = run.params["kernels"], run.params["hold_us"]
     made = many["torch.cuda.Stream()"]
     print(
         f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} of it); "
         f"{many['objects made']} objects stood for {many['distinct CUDA streams']} distinct CUDA streams"
     )
-    longest = _longest_launch_us(run)
+    longest = longest_launch_us(run)
     table = tables.Table(
         [
             "streams",
@@ -264,11 +264,11 @@ def see_many(run: Run) -> claims.WhatWeSee:
     doubling's effect; the host's launch time per kernel; checks that every count is right and
     that every batch was queued within the hold.
     """
-    many, counts, by = run.value, stream_counts(run), _by(run)
+    many, counts, by = run.value, stream_counts(run), by_streams(run)
     few, most, before = counts[0], counts[-1], counts[-2]
     ratios = stream_ratios(run)
     made, pool = many["torch.cuda.Stream()"], many["distinct CUDA streams"]
-    hold_us, longest = run.params["hold_us"], _longest_launch_us(run)
+    hold_us, longest = run.params["hold_us"], longest_launch_us(run)
 
     def said(name: str, of: str) -> str:
         value = ratios[name]

@@ -22,16 +22,16 @@ from .non_blocking_analysis import (
     PIN_THEN_NB,
     PINNED_NB,
     SAFE,
-    _gigabytes,
-    _gpu_work_ms,
-    _share,
-    _shown,
     all_pinned_or_none,
     calls_in_profile,
     dataloader_speedup,
+    gigabytes,
+    gpu_work_ms,
     loop_speedup,
     own_device_syncs,
     profiled_loops,
+    returned_share,
+    shown,
     six_speedups,
     tensordict_ratios,
     waited,  # noqa: F401  re-exported for non_blocking_claims and the tests
@@ -65,7 +65,7 @@ def show_returns(run: Run) -> tables.Table:
             label,
             r["returned"].median_ms,
             r["finished"].median_ms,
-            _share(r),
+            returned_share(r),
             r["result_pinned"] if label.startswith("D2H") else None,
         )
     non_blocking_plots.draw_returns(run)
@@ -79,7 +79,7 @@ def see_returns(run: Run) -> claims.WhatWeSee:
     blocking D2H copy against the ``non_blocking`` one (times in ms).
     """
     ret = run.value
-    share = {label: _share(r) for label, r in ret.items()}
+    share = {label: returned_share(r) for label, r in ret.items()}
     seen = claims.WhatWeSee(NOTEBOOK, run)
     blocking = [share[label] for label in ret if label.endswith(", blocking")]
     seen.say(
@@ -230,7 +230,7 @@ def show_six(run: Run) -> tables.Table:
             ("speed-up from non_blocking", "x", ".2f"),
         ],
         caption=f"{run.params['count']} tensors of {run.params['numel']:.0e} float32 = "
-        f"{_gigabytes(run):.2f} GB per run; medians of {samples} samples",
+        f"{gigabytes(run):.2f} GB per run; medians of {samples} samples",
     )
     for way, modes in six.items():
         b, nb = modes["blocking"], modes["non_blocking=True"]
@@ -286,7 +286,7 @@ def see_six(run: Run) -> claims.WhatWeSee:
 
 def _counts(haz: dict, labels: list[str]) -> str:
     return "; ".join(
-        f"{_shown(label)}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in labels
+        f"{shown(label)}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in labels
     )
 
 
@@ -298,7 +298,7 @@ def show_hazards(run: Run) -> tables.Table:
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
     table = tables.Table(
         ["case", "wrong results", "trials"],
-        [(_shown(label), r["wrong"], r["trials"]) for label, r in haz.items()],
+        [(shown(label), r["wrong"], r["trials"]) for label, r in haz.items()],
         caption=f"pageable H2D under a {run.value['hold_ms']:.0f} ms hold: .to(non_blocking=True) "
         f"returned after {min(returns) * 1e3:.3f} to {max(returns) * 1e3:.3f} ms",
     )
@@ -334,7 +334,7 @@ def see_hazards(run: Run) -> claims.WhatWeSee:
     seen.say(
         "In the tutorial's setting, without holding the stream: "
         + "; ".join(
-            f"{_shown(label)} went wrong in {haz[label]['wrong']} of {haz[label]['trials']} trials"
+            f"{shown(label)} went wrong in {haz[label]['wrong']} of {haz[label]['trials']} trials"
             for label in tutorial_cases
         )
         + ": how often depends on how fast the copy is against the host's next step."
@@ -448,7 +448,7 @@ def show_dataloader(run: Run) -> tables.Table:
             )
             for label, r in dl.items()
         ],
-        caption=f"medians; the GPU's stand-in work alone is {_gpu_work_ms(run):.0f} ms per epoch",
+        caption=f"medians; the GPU's stand-in work alone is {gpu_work_ms(run):.0f} ms per epoch",
     )
     non_blocking_plots.draw_dataloader(run)
     return table
@@ -467,7 +467,7 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
     )
     seen.say(
         f"An epoch took {dl['pin_memory=True']['epoch'].median_ms:.0f} ms with `pin_memory=True` and "
-        f"{dl['pin_memory=False']['epoch'].median_ms:.0f} ms without, beside {_gpu_work_ms(run):.0f} ms of GPU work "
+        f"{dl['pin_memory=False']['epoch'].median_ms:.0f} ms without, beside {gpu_work_ms(run):.0f} ms of GPU work "
         f"({speedup.samples} samples each): the epoch with pinning ran {analysis.times(speedup)} as fast as the "
         f"one without, {_faster(speedup)}"
     )

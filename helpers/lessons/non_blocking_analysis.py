@@ -20,7 +20,7 @@ PIN_THEN_NB = "H2D pin_memory() then non_blocking"
 D2H_BLOCKING, D2H_NB = "D2H, blocking", "D2H, non_blocking"
 
 
-def _share(copy: dict) -> float:
+def returned_share(copy: dict) -> float:
     """The median time until ``.to()`` returned over the median time until the copy finished."""
     return copy["returned"].median_s / copy["finished"].median_s
 
@@ -38,7 +38,7 @@ def waited(run: Run) -> dict[str, claims.Value]:
             r["returned"].samples_s, r["finished"].samples_s, unit="of the copy"
         )
         shares[label] = claims.Value(
-            _share(r), per_sample.spread, per_sample.unit, per_sample.samples
+            returned_share(r), per_sample.spread, per_sample.unit, per_sample.samples
         )
     return shares
 
@@ -87,7 +87,7 @@ def six_speedups(run: Run) -> dict[str, claims.Value]:
     }
 
 
-def _gigabytes(run: Run) -> float:
+def gigabytes(run: Run) -> float:
     return run.params["count"] * run.params["numel"] * 4 / 1e9
 
 
@@ -108,7 +108,7 @@ SAFE = [
 ]
 
 
-def _shown(label: str) -> str:
+def shown(label: str) -> str:
     """A hazard case's label as printed: the recording says "tutorial's form", but the code is
     the tutorial's setting, not literally its code."""
     return label.replace("(tutorial's form)", "(tutorial's setting)")
@@ -136,7 +136,7 @@ def dataloader_speedup(run: Run) -> claims.Value:
     )
 
 
-def _gpu_work_ms(run: Run) -> float:
+def gpu_work_ms(run: Run) -> float:
     """The GPU's stand-in work in one epoch, in ms: the spin per batch times the batches."""
     return run.params["step_ms"] * run.value["pin_memory=True"]["batches"]
 

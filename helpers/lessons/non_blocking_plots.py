@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 from .. import plotting, timing
 from ..records import Run
-from .non_blocking_analysis import _gigabytes, _shown
+from .non_blocking_analysis import gigabytes, shown
 
 
 def draw_returns(run: Run) -> None:
@@ -63,7 +63,7 @@ def draw_six(run: Run) -> None:
     plotting.grouped_bars(
         {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()},
         title=plotting.machine_title(
-            f"{run.params['count']} tensors, {_gigabytes(run):.2f} GB to the GPU",
+            f"{run.params['count']} tensors, {gigabytes(run):.2f} GB to the GPU",
             run.machine,
             run.live,
         ),
@@ -79,7 +79,7 @@ def draw_hazards(run: Run) -> None:
     _, ax = plt.subplots(figsize=(9, 5))
     labels = list(haz)
     bars = ax.barh(
-        [_shown(k) for k in labels],
+        [shown(k) for k in labels],
         [haz[k]["wrong"] / haz[k]["trials"] for k in labels],
         color=["tab:red" if haz[k]["wrong"] else "tab:green" for k in labels],
     )

@@ -21,17 +21,17 @@ from ..records import Run
 from .peer_links import (
     NOTEBOOK,
     NVLINK_DATASHEET_GBPS,
-    _ends,
-    _link_of,
-    _link_rates,
-    _pair_name,
-    _pairs,
-    _span,
     link_facts,
+    link_rates,
+    links_of,
+    ordered_pairs,
+    pair_ends,
+    pair_name,
     see_all_pairs,
     see_links,
     show_all_pairs,
     show_links,
+    span,
 )
 
 __all__ = [
@@ -149,7 +149,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     every pair beside the same-GPU copy under the link's rated speed. Returns nothing.
     """
     sizes, value = peer.params["sizes"], peer.value
-    rates, link_of = _link_rates(links)[0], _link_of(links)
+    rates, link_of = link_rates(links)[0], links_of(links)
     n = links.value["gpus"]
     table = tables.Table(
         [
@@ -161,9 +161,9 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
         caption="decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
     )
     for p, ts in value.items():
-        rate = rates.get(_ends(p))
+        rate = rates.get(pair_ends(p))
         table.add(
-            _pair_name(p), *[t.gbps for t in ts], max(t.gbps for t in ts) / rate if rate else None
+            pair_name(p), *[t.gbps for t in ts], max(t.gbps for t in ts) / rate if rate else None
         )
     matrix = tables.Table(
         ["from", *[(f"to cuda:{j}", "", ".1f") for j in range(n)]],
@@ -184,10 +184,12 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
         f"the same-GPU copy's plateau (its largest sizes), {memory:.0f} GB/s read + write,\n"
         f"is {memory / peak:.1f} times the best peer copy's {peak:.1f} GB/s"
     )
-    series = {_pair_name(p): (sizes, [t.gbps for t in ts]) for p, ts in value.items()}
+    series = {pair_name(p): (sizes, [t.gbps for t in ts]) for p, ts in value.items()}
     own = "cuda:0 -> cuda:0 (same GPU, read + write)"
     series[own] = (same.params["sizes"], [t.gbps for t in same.value])
-    groups = {_pair_name(p): f"GPU to GPU, {link_of.get(_ends(p), 'link unknown')}" for p in value}
+    groups = {
+        pair_name(p): f"GPU to GPU, {link_of.get(pair_ends(p), 'link unknown')}" for p in value
+    }
     plotting.bandwidth_vs_size(
         series,
         title=plotting.machine_title("Copies between GPUs and within one", peer.machine, peer.live),
@@ -218,7 +220,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         else f"; {same_kind - 1} of the other {len(shapes) - 1} curves {_PLURAL[shapes[first].kind]} too"
     )
     seen = claims.WhatWeSee(NOTEBOOK, peer)
-    seen.say(f"The peer copy {_pair_name(first)} {shapes[first].words}{others}.")
+    seen.say(f"The peer copy {pair_name(first)} {shapes[first].words}{others}.")
     low = min(flat[1] for flat in flats.values())
     high = max(flat[2] for flat in flats.values())
     memory, peak = memory_gbps(same), _one_way_peak(peer)
@@ -226,7 +228,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         f"At the largest sizes every pair runs at {low:.0f} to {high:.0f} GB/s; the same-GPU copy's plateau, "
         f"{memory:.0f} GB/s, is {memory / peak:.1f} times the best peer copy's {peak:.0f} GB/s."
     )
-    rates = _link_rates(links)[0]
+    rates = link_rates(links)[0]
     ceiling = rates.get((0, 1))
     if ceiling:
         seen.say(
@@ -269,7 +271,7 @@ def _duplex_shares(both: Run, peer: Run) -> dict[tuple[str, int], float]:
     }
     shares = {}
     for pair, ts in both.value.items():
-        i, j = _ends(pair)
+        i, j = pair_ends(pair)
         for size, t in zip(both.params["sizes"], ts, strict=True):
             there, back = (
                 one_way_at.get(f"{i}->{j}", {}).get(size),
@@ -301,18 +303,18 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     )
     shares = _duplex_shares(both, peer)
     for pair, ts in both.value.items():
-        totals.add(_pair_name(pair), *[t.gbps for t in ts])
-        shares_table.add(_pair_name(pair), *[shares.get((pair, size)) for size in sizes])
+        totals.add(pair_name(pair), *[t.gbps for t in ts])
+        shares_table.add(pair_name(pair), *[shares.get((pair, size)) for size in sizes])
     display(totals, shares_table)
-    rates, link_of = _link_rates(links)[0], _link_of(links)
+    rates, link_of = link_rates(links)[0], links_of(links)
     ceiling = rates.get((0, 1))
     series = {
-        f"{_pair_name(p)}, both at once (total)": (sizes, [t.gbps for t in ts])
+        f"{pair_name(p)}, both at once (total)": (sizes, [t.gbps for t in ts])
         for p, ts in both.value.items()
     }
     series.update(
         {
-            f"{_pair_name(p)}, alone": (peer.params["sizes"], [t.gbps for t in peer.value[p]])
+            f"{pair_name(p)}, alone": (peer.params["sizes"], [t.gbps for t in peer.value[p]])
             for p in ("0->1", "1->0")
         }
     )
@@ -341,16 +343,16 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     at_largest = [share for (_, size), share in shares.items() if size == sizes[-1]]
     (low_pair, low_size), lowest = min(shares.items(), key=lambda item: item[1])
     largest = both_ways_largest_gbps(both)
-    ceiling = _link_rates(links)[0].get((0, 1))
+    ceiling = link_rates(links)[0].get((0, 1))
     seen = claims.WhatWeSee(NOTEBOOK, both)
     pairs = analysis.plural(len(at_largest), "pair")
     seen.say(
         f"At {timing.format_bytes(sizes[-1])} each way the total is "
-        f"{_span(f'{min(at_largest):.0%}', f'{max(at_largest):.0%}')} of the two one-way rates added, over "
+        f"{span(f'{min(at_largest):.0%}', f'{max(at_largest):.0%}')} of the two one-way rates added, over "
         f"{pairs} of GPUs: the two directions "
         f"{'hardly slowed each other down' if min(at_largest) >= DUPLEX else 'slowed each other down'} "
         f"(at least {DUPLEX:.0%} counts as hardly). The lowest share at any size is {lowest:.0%}, "
-        f"{_pair_name(low_pair)} at {timing.format_bytes(low_size)} each way."
+        f"{pair_name(low_pair)} at {timing.format_bytes(low_size)} each way."
     )
     if ceiling:
         seen.say(
@@ -364,7 +366,7 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
         (pair, size), top = max(above.items(), key=lambda item: item[1])
         seen.say(
             f"{len(above)} share{'s are' if len(above) > 1 else ' is'} above 100% (the highest {top:.0%}, "
-            f"{_pair_name(pair)} at {timing.format_bytes(size)} each way): two copies sharing a link cannot "
+            f"{pair_name(pair)} at {timing.format_bytes(size)} each way): two copies sharing a link cannot "
             "beat the same two timed apart, so that is a measurement problem, not a result; the samples' "
             "spread, or launch time leaking into a one-way sample, is the likely cause."
         )
@@ -400,7 +402,7 @@ def _hold_leaks(run: Run) -> list[str]:
             queued, hold = t.extra.get("enqueue_us"), t.extra.get("hold_us")
             if queued is not None and hold and queued > hold:
                 found.append(
-                    f"{_pair_name(pair)} at {timing.format_bytes(size)} ({queued:.0f} us of queueing, "
+                    f"{pair_name(pair)} at {timing.format_bytes(size)} ({queued:.0f} us of queueing, "
                     f"{hold:.0f} us of hold)"
                 )
     return found
@@ -416,7 +418,7 @@ def both_ways_largest_gbps(both: Run) -> float:
 
 def _latency_grid(latency: Run) -> tuple[int, list[tuple[int, int]]]:
     n = round(len(latency.value) ** 0.5)
-    return n, _pairs(n)
+    return n, ordered_pairs(n)
 
 
 def show_latency(latency: Run) -> None:

@@ -303,7 +303,7 @@ def _first_step_gpu_work(profile: trace.Profile, lanes: int) -> list[trace.Inter
     ]
 
 
-def _stream_names(names: dict[tuple[int | None, int | None], str]) -> dict[int, str]:
+def stream_labels(names: dict[tuple[int | None, int | None], str]) -> dict[int, str]:
     """{stream id: 'side stream s0' ...} for plotting.timeline, when no id names two streams."""
     by_id: dict[int, set[str]] = {}
     for (_, stream), name in names.items():
@@ -330,7 +330,7 @@ def show_timelines(seed: Run) -> None:
             ax=ax,
             unit="ms",
             include_host=False,
-            stream_names=_stream_names(_lane_names(row["profile"], lanes)),
+            stream_names=stream_labels(_lane_names(row["profile"], lanes)),
         )
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale in every panel
         if ax is not axes.flat[0] and ax.get_legend() is not None:

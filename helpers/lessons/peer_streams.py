@@ -20,13 +20,13 @@ from .peer_combinations import (
     HIGH,
     LOW,
     NOTEBOOK,
-    _stream_names,
     copy_lane,
     lane_choices,
     overlap_summary,
     see_combinations,
     show_combinations,
     show_timelines,
+    stream_labels,
 )
 
 __all__ = [
@@ -230,7 +230,7 @@ def _first_step(profile: trace.Profile) -> list[trace.Interval]:
 
 def _event_stream_names(profile: trace.Profile) -> dict[int, str]:
     """The spin kernels' streams: s0 on cuda:0, s1 on cuda:1 (when their ids differ)."""
-    return _stream_names(
+    return stream_labels(
         {
             (iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}"
             for iv in profile.select(kind="kernel")

@@ -13,7 +13,14 @@ from __future__ import annotations
 from .. import analysis, claims, timing
 from ..records import Run
 from . import pinned_sizes
-from .pinned_analysis import STAGED, MiB, _bytes, _host_call_share, _samples, _stage_bytes
+from .pinned_analysis import (
+    STAGED,
+    MiB,
+    bytes_or_unknown,
+    host_call_share,
+    samples_note,
+    stage_bytes,
+)
 from .pinned_sizes import TUT_PAGEABLE, TUT_PIN_TO
 
 FORUM = "NVIDIA forum thread on pageable copies"
@@ -27,7 +34,7 @@ def add_staging(table: claims.ClaimsTable, run_trace: Run) -> None:
     all of it is staged, a pinned one is queued and the host goes on (shares of the GPU's copy
     time the host spent inside ``cudaMemcpyAsync``).
     """
-    share = _host_call_share(run_trace)
+    share = host_call_share(run_trace)
     table.add(
         "A copy from pageable memory does not return to the host until (nearly) all of it has been staged",
         source=FORUM,
@@ -85,7 +92,7 @@ def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> 
         pinned_sizes.TWICE_AT_TUTORIAL,
         source=f"{TUTORIAL} (what you will learn)",
         measured=f"t({TUT_PIN_TO}) / t({TUT_PAGEABLE}) under torch.utils.benchmark.Timer (the tutorial's r2"
-        f"{_samples(tutorial.value.samples)}); holds between 1 and 2",
+        f"{samples_note(tutorial.value.samples)}); holds between 1 and 2",
         holds=tutorial,
         run=run_tut,
     )
@@ -149,7 +156,7 @@ def add_limited(table: claims.ClaimsTable, run_alloc: Run) -> None:
         measured=f"not exhausted on purpose (that would starve the machine); its cost was measured instead: the first "
         f"pinned allocation of {timing.format_bytes(largest['nbytes'])} took "
         f"{largest['first'].median_s / largest['pageable'].median_s:.1f} times as long as a pageable one, "
-        f"and the cache kept {_bytes(_stage_bytes(run_alloc)['tensor deleted'][0])} pinned after the tensor "
+        f"and the cache kept {bytes_or_unknown(stage_bytes(run_alloc)['tensor deleted'][0])} pinned after the tensor "
         "was deleted",
         holds=None,
         run=run_alloc,

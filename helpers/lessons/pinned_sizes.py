@@ -54,16 +54,16 @@ UNCACHED = 20  # a warm pin_memory() this many times slower than the pinned copy
 # ---------------------------------------------------------------- small helpers (pinned uses them too)
 
 
-def _few(samples: int | None) -> str:
+def few_note(samples: int | None) -> str:
     """' (N samples)' when a number rests on fewer than ``FEW`` samples, else nothing."""
     return f" ({analysis.few(samples)})" if analysis.few(samples) else ""
 
 
-def _us(t: timing.Timing) -> str:
+def us_words(t: timing.Timing) -> str:
     """A Timing's median and spread in microseconds, rounded alike ('370 us ± 17'), with the
     number of samples when there are few."""
     v = claims.measured(t)
-    return str(claims.Value(v.value * 1e6, v.spread * 1e6, "us")) + _few(v.samples)
+    return str(claims.Value(v.value * 1e6, v.spread * 1e6, "us")) + few_note(v.samples)
 
 
 TWICE_AT_TUTORIAL = f"{TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]"
@@ -314,7 +314,7 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
         ("`pin_memory().to()`", TUT_PIN_TO, "pin_then_to"),
     ):
         seen.say(
-            f"{name} took {_us(tut[statement])} under the Timer (section 3) and {_us(row[key])} on the host "
+            f"{name} took {us_words(tut[statement])} under the Timer (section 3) and {us_words(row[key])} on the host "
             f"clock (section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s."
         )
     blocking = claims.ratio(row["pin_then_to"], row["pageable_to"])
@@ -322,15 +322,15 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     timer = tutorial_ratio(run_tut).value
     seen.say(
         f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(timer)} under the "
-        f"Timer{_few(timer.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and "
+        f"Timer{few_note(timer.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and "
         f"{analysis.times(nonblocking)} with `non_blocking=True`."
     )
     gain = claims.compare(
         claims.ratio(row["pin_then_to"], row["pin_then_to_nb"]), 1, holds_if="above"
     )
     seen.say(
-        f"Back to back, the non-blocking form took {_us(row['pin_then_to_nb'])} per call against "
-        f"{_us(row['pin_then_to'])} for the blocking one: the blocking form took {analysis.times(gain.value)} "
+        f"Back to back, the non-blocking form took {us_words(row['pin_then_to_nb'])} per call against "
+        f"{us_words(row['pin_then_to'])} for the blocking one: the blocking form took {analysis.times(gain.value)} "
         "the non-blocking form's time, "
         + analysis.in_words(
             gain,
@@ -373,7 +373,7 @@ def _twice_as_slow_verdict(
     places = worst.decimals()
     span = (
         f"ratios {min(r.value for r in ratios):.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, "
-        f"the worst {analysis.times(worst)}{_few(worst.samples)}"
+        f"the worst {analysis.times(worst)}{few_note(worst.samples)}"
     )
     words = _twice_words(comparison)
     return (
@@ -422,7 +422,7 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
         f"{run_tut.params['numel']:,} float32",
         "pin_memory().to() (blocking), the tutorial's Timer",
         "warm",
-        f"{analysis.times(tutorial.value)}{_few(tutorial.value.samples)}: {_twice_words(tutorial, one=True)}",
+        f"{analysis.times(tutorial.value)}{few_note(tutorial.value.samples)}: {_twice_words(tutorial, one=True)}",
         claims.stated(tutorial, run_tut),
     )
     for label, (comparison, words) in twice_as_slow_verdicts(run_pin).items():

@@ -23,17 +23,17 @@ from .streams_copies import (
     DOES_NOT,
     NOTEBOOK,
     OVERLAPS,
-    _copy_and_kernel,
-    _prefetch,
-    _show_timelines,
-    _stats,
-    _steps,
+    copy_and_kernel,
+    prefetch,
+    profile_stats,
     see_launch_order,
     see_prefetching,
     see_tutorial,
     show_launch_order,
     show_prefetching,
+    show_timelines,
     show_tutorial,
+    steps_note,
 )
 
 __all__ = [
@@ -60,7 +60,7 @@ __all__ = [
 # ---------------------------------------------------------------- 1. streams and the order of work
 
 
-def _order(run: Run) -> tuple[list[list[trace.Interval]], bool, bool]:
+def order_facts(run: Run) -> tuple[list[list[trace.Interval]], bool, bool]:
     """The spin kernels of each step in start order; whether every step kept the submission
     order (told apart by their lengths); whether no two of them overlapped."""
     spin_us = run.params["spin_us"]
@@ -119,7 +119,7 @@ def _launch_gap_us(intervals: list[trace.Interval]) -> float:
 PAIRS = ("spins, one stream", "spins, two streams", "matmuls, one stream", "matmuls, two streams")
 
 
-def _parallel(run: Run) -> dict[str, dict[str, Any]]:
+def parallel_facts(run: Run) -> dict[str, dict[str, Any]]:
     """Per pair of kernels: overlap ratio of the two streams' kernels, GPU busy time (us), the
     second stream's start after the first's (us) and the host's second launch after its first
     (us), each per profiled step, and the number of streams used."""
@@ -138,7 +138,7 @@ def _parallel(run: Run) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _gains(parallel: dict[str, dict[str, Any]]) -> tuple[claims.Value, claims.Value]:
+def gains(parallel: dict[str, dict[str, Any]]) -> tuple[claims.Value, claims.Value]:
     """GPU busy time on two streams over that on one: (spin kernels, matmuls)."""
     spins, matmuls = (
         claims.ratio(
@@ -162,7 +162,7 @@ def show_ordering(run: Run) -> None:
         + ", ".join(f"{h:#x}" for h in facts["side_handles"])
     )
     spin_us = run.params["spin_us"]
-    steps, in_order, never_overlap = _order(run)
+    steps, in_order, never_overlap = order_facts(run)
     display(
         tables.Table(
             ["spin kernels", *(f"kernel {k + 1} (us)" for k in range(len(spin_us)))],
@@ -175,8 +175,8 @@ def show_ordering(run: Run) -> None:
             f"overlap: {never_overlap}",
         )
     )
-    parallel = _parallel(run)
-    spin_gain, mm_gain = _gains(parallel)
+    parallel = parallel_facts(run)
+    spin_gain, mm_gain = gains(parallel)
     display(
         tables.Table(
             ["kernels", "streams used", "overlap ratio", "GPU busy per step"],
@@ -192,7 +192,7 @@ def show_ordering(run: Run) -> None:
         ("spin kernels", ["in order", "spins, one stream", "spins, two streams"]),
         ("matmuls", ["matmuls, one stream", "matmuls, two streams"]),
     ):
-        _show_timelines(
+        show_timelines(
             {label: run.value[label] for label in labels},
             f"{kind} on one and on two streams",
             run,
@@ -211,9 +211,9 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
         run.params["pair_us"],
         run.params["matmul_n"],
     )
-    _, in_order, never_overlap = _order(run)
-    parallel = _parallel(run)
-    spin_gain, mm_gain = _gains(parallel)
+    _, in_order, never_overlap = order_facts(run)
+    parallel = parallel_facts(run)
+    spin_gain, mm_gain = gains(parallel)
     spins_two, mms_two = (
         parallel["spins, two streams"]["overlap"],
         parallel["matmuls, two streams"]["overlap"],
@@ -245,7 +245,7 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
     accounts = missing_us > 0 and 0.8 <= gap.value / missing_us <= 1.2
     see.say(
         f"The two {pair_us:.0f} us spin kernels on two side streams ran side by side for {spins_two.value:.0%} "
-        f"of their time (overlap ratio {spins_two}{_steps(spins_two)}), and the GPU was busy "
+        f"of their time (overlap ratio {spins_two}{steps_note(spins_two)}), and the GPU was busy "
         f"{spin_gain.value:.2f} times as long as when they shared a stream"
         f"{' (about half)' if 0.45 <= spin_gain.value <= 0.6 else ''}. "
         f"The second started {gap.value:.1f} us after the first"
@@ -265,7 +265,7 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
     )
     see.say(
         f"The two {matmul_n}x{matmul_n} matrix products on two streams ran side by side for "
-        f"{mms_two.value:.0%} of their time (overlap ratio {mms_two}{_steps(mms_two)}) "
+        f"{mms_two.value:.0%} of their time (overlap ratio {mms_two}{steps_note(mms_two)}) "
         f"and kept the GPU busy {mm_gain.value:.2f} times as long as on one stream: {saved}."
     )
     return see
@@ -289,7 +289,7 @@ ENGINES_CLAIM = (
 )
 
 
-def _engines(run: Run) -> dict[str, Any]:
+def engine_facts(run: Run) -> dict[str, Any]:
     """The copy engine count; the copies' times (claims.Values, s); per pair of copies the
     overlap ratio of the two streams' copies per step; the pairs' times over the sum of their
     copies alone; whether the opposite copies' overlap agrees with the count (None: no count)."""
@@ -330,7 +330,7 @@ def show_engines(run: Run) -> None:
     copies one after the other, the pairs' timelines, and whether the opposite copies' overlap
     agrees with the engine count. Returns nothing.
     """
-    e = _engines(run)
+    e = engine_facts(run)
     display(
         tables.Table(
             ["copies", ("median", "ms", ".3f"), ("spread (half IQR)", "ms", ".3f"), "samples"],
@@ -341,10 +341,10 @@ def show_engines(run: Run) -> None:
     for pair, alone in (("H2D + D2H", "H2D alone + D2H alone"), ("H2D + H2D", "twice H2D alone")):
         ratio = e["both_ways"] if pair == "H2D + D2H" else e["same_way"]
         print(
-            f"{pair}: overlap ratio {e['overlap'][pair]}{_steps(e['overlap'][pair])}; its time over that of the "
+            f"{pair}: overlap ratio {e['overlap'][pair]}{steps_note(e['overlap'][pair])}; its time over that of the "
             f"two copies one after the other ({alone}): {analysis.times(ratio)}"
         )
-    _show_timelines(
+    show_timelines(
         {label: run.value[label] for label in ("H2D + D2H", "H2D + H2D")},
         "two copies on two side streams",
         run,
@@ -361,7 +361,7 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     engine count, how long opposite and same-direction copies on two streams ran side by side,
     and their time as a multiple of the two copies one after the other.
     """
-    e = _engines(run)
+    e = engine_facts(run)
     count, pair = e["count"], e["overlap"]
     both, same = pair["H2D + D2H"].value, pair["H2D + H2D"].value
     see = claims.WhatWeSee(NOTEBOOK, run)
@@ -372,7 +372,7 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     )
     see.say(
         f"A host-to-device and a device-to-host copy on two side streams ran side by side for {both:.0%} "
-        f"of the shorter one (overlap ratio {pair['H2D + D2H']}{_steps(pair['H2D + D2H'])}) and together took "
+        f"of the shorter one (overlap ratio {pair['H2D + D2H']}{steps_note(pair['H2D + D2H'])}) and together took "
         f"{e['both_ways'].value:.2f} times as long as the two one after the other"
         + (
             ": each direction had its own engine and its own direction of the link."
@@ -382,7 +382,7 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     )
     see.say(
         f"Two host-to-device copies {'ran one after the other' if same < DOES_NOT else 'ran side by side'} "
-        f"(overlap ratio {pair['H2D + H2D']}{_steps(pair['H2D + H2D'])}) and together took "
+        f"(overlap ratio {pair['H2D + H2D']}{steps_note(pair['H2D + H2D'])}) and together took "
         f"{e['same_way'].value:.2f} times as long as the two one after the other"
         + (
             ": they gained little, because one link direction is the limit."
@@ -400,14 +400,14 @@ def ideal_speedup(run: Run) -> float:
     """The many-batch limit of prefetching, ``(c + k) / max(c, k)``, from one batch's copy ``c``
     and compute ``k`` measured apart (a multiple of the prefetching loop's speed, x).
     """
-    return _prefetch(run)["ideal"].value
+    return prefetch(run)["ideal"].value
 
 
 def best_configuration(run: Run) -> str:
     """The configuration of the tutorial's four whose copy ran beside the kernel the most (the
     highest median overlap ratio over the profiled steps).
     """
-    stats = _stats(run)
+    stats = profile_stats(run)
     return max(stats, key=lambda label: stats[label]["overlap"].value)
 
 
@@ -418,4 +418,4 @@ def host_in_memcpy_ms(run: Run, configuration: str) -> float:
     profiles = run.value["profiles"]
     if configuration not in profiles:
         raise ValueError(f"no configuration {configuration!r}: pick one of {list(profiles)}")
-    return _copy_and_kernel(profiles[configuration])["host_in_memcpy_us"] / 1e3
+    return copy_and_kernel(profiles[configuration])["host_in_memcpy_us"] / 1e3

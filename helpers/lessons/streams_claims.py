@@ -12,15 +12,15 @@ from typing import Any
 
 from .. import analysis, claims, tables
 from ..records import Run
-from .streams import ENGINES_CLAIM, _engines, _gains, _order, _parallel
+from .streams import ENGINES_CLAIM, engine_facts, gains, order_facts, parallel_facts
 from .streams_copies import (
     DOES_NOT,
     NOTEBOOK,
     OVERLAPS,
     PINNED_RELIABLE,
-    _pinned_both,
-    _prefetch,
-    _stats,
+    pinned_in_both_orders,
+    prefetch,
+    profile_stats,
 )
 
 ARTICLE = 'article "PyTorch CUDA Streams Introduction"'
@@ -46,7 +46,7 @@ def _requirements(run: Run) -> dict[str, Any]:
     requirement (2) with the copy launched first, and "only pinned + side stream overlaps". Those
     that are claims of the table are ``claims.judged`` as such, so its rows and
     ``show_requirements`` read one verdict."""
-    ov = {label: s["overlap"] for label, s in _stats(run).items()}
+    ov = {label: s["overlap"] for label, s in profile_stats(run).items()}
     works = claims.compare(ov["pinned, side stream"], OVERLAPS, holds_if="above")
     apart = {
         label: claims.compare(v, DOES_NOT, holds_if="below")
@@ -117,9 +117,9 @@ def show_requirements(run: Run) -> tables.Table:
 def _stream_rows(table: claims.ClaimsTable, run: Run) -> None:
     """The streams article's claims on section 1's run: default stream, order, parallelism, resources."""
     facts, spin_us = run.value["facts"], run.params["spin_us"]
-    _, in_order, never_overlap = _order(run)
-    parallel = _parallel(run)
-    spin_gain, mm_gain = _gains(parallel)
+    _, in_order, never_overlap = order_facts(run)
+    parallel = parallel_facts(run)
+    spin_gain, mm_gain = gains(parallel)
     spins_two = parallel["spins, two streams"]["overlap"]
     gap = parallel["spins, two streams"]["start_gap_us"]
     table.add(
@@ -195,7 +195,7 @@ def _tutorial_rows(table: claims.ClaimsTable, run: Run) -> None:
 
 def _gpu_row(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (2) on the GPU, on section 4's run: a pageable copy launched after the kernel."""
-    pageable_kf = _stats(run)["pageable, kernel first"]
+    pageable_kf = profile_stats(run)["pageable, kernel first"]
     table.add(
         "Requirement (2), the source must be pinned, on the GPU: a pageable copy cannot overlap a kernel, "
         "even one launched before it",
@@ -209,7 +209,7 @@ def _gpu_row(table: claims.ClaimsTable, run: Run) -> None:
 
 def _host_row(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (2) on the host, on section 2's run: the pageable copy on a side stream holds the host."""
-    pageable_side = _stats(run)["pageable, side stream"]
+    pageable_side = profile_stats(run)["pageable, side stream"]
     table.add(
         "Requirement (2), the source must be pinned, on the host: a pageable copy holds the host thread "
         "for the copy's duration, so work launched after it starts late",
@@ -224,7 +224,7 @@ def _host_row(table: claims.ClaimsTable, run: Run) -> None:
 
 def _engine_row(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (3) on the copy engines' run."""
-    e = _engines(run)
+    e = engine_facts(run)
     count = e["count"]
     table.add(
         ENGINES_CLAIM,
@@ -239,7 +239,7 @@ def _engine_row(table: claims.ClaimsTable, run: Run) -> None:
 
 def _order_rows(table: claims.ClaimsTable, run: Run) -> None:
     """The forum thread's claims on section 4's run: the host held, launch order, pinned memory."""
-    stats = _stats(run)
+    stats = profile_stats(run)
     pageable_kf, pageable_cf = stats["pageable, kernel first"], stats["pageable, copy first"]
     pinned_kf, pinned_cf = stats["pinned, kernel first"], stats["pinned, copy first"]
     held = analysis.weakest(
@@ -272,7 +272,7 @@ def _order_rows(table: claims.ClaimsTable, run: Run) -> None:
         f"{pageable_cf['overlap'].value:.2f} (below {DOES_NOT}); shown: {order[0]}",
         holds=order[1],
     )
-    pinned_both = _pinned_both(stats, run)
+    pinned_both = pinned_in_both_orders(stats, run)
     table.add(
         PINNED_RELIABLE,
         source=FORUM,
@@ -286,12 +286,12 @@ def _order_rows(table: claims.ClaimsTable, run: Run) -> None:
 def _half_the_gain(run: Run) -> float:
     """The speed-up (serial loop time over prefetching loop time, x) that obtains half the gain
     the copy and compute measured apart allow for the run's N batches: ``1 + (best - 1) / 2``."""
-    return 1 + (_prefetch(run)["ideal_n"].value - 1) / 2
+    return 1 + (prefetch(run)["ideal_n"].value - 1) / 2
 
 
 def _prefetch_row(table: claims.ClaimsTable, run: Run) -> None:
     """The streams article's prefetching claim on section 5's run."""
-    p, same = _prefetch(run), run.value["same_results"]
+    p, same = prefetch(run), run.value["same_results"]
     table.add(
         "Copying the next batch on a second stream while computing this one improves efficiency",
         source=ARTICLE,

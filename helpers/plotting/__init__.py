@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from .before_after import BEFORE_AFTER_MAX_WIDTH_IN, _value_lines, draw_before_after
+from .before_after import BEFORE_AFTER_MAX_WIDTH_IN, draw_before_after
 from .charts import (
     bandwidth_vs_size,
     bars_with_ratios,
@@ -36,5 +36,5 @@ __all__ = [
     "timeline",
     "timelines",
 ]
-# plt and _value_lines stay reachable as plotting.plt and plotting._value_lines (tests use them).
-_ = (plt, _value_lines)
+# plt stays reachable as plotting.plt (tests use it).
+_ = plt

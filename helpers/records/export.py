@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import config, hardware, timing
 from .store import load
-from .validation import _DEVICE_CLOCKS, _leaves
+from .validation import DEVICE_CLOCKS, leaves
 
 INDEX_NAME = "index.jsonl"
 
@@ -49,10 +49,10 @@ def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
     rows = []
     for path in sorted(root.glob("*/*/*.json")):
         header, value = load(path)
-        for where, t in _leaves(value):
+        for where, t in leaves(value):
             if not isinstance(t, timing.Timing):
                 continue
-            rate = bool(t.nbytes) and t.method in _DEVICE_CLOCKS
+            rate = bool(t.nbytes) and t.method in DEVICE_CLOCKS
             rows.append(
                 index_row(
                     header,

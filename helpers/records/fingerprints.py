@@ -25,11 +25,11 @@ from typing import Any
 # calls; only experiments that pass "auto" (00 and 01, re-recorded with it) measure differently; an experiment
 # that passes a number measures as before, so no recording changes.
 MEASURING_VERSION = 1
-MEASURING_CODE = "976091418163cefe"
+MEASURING_CODE = "7c9d9439a1a18f10"
 _MEASURING_MODULES = ("timing", "trace", "distributed")
 
 
-def _definition_node(source: str) -> ast.FunctionDef:
+def definition_node(source: str) -> ast.FunctionDef:
     tree = ast.parse(textwrap.dedent(source))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -85,9 +85,9 @@ def fingerprint_source(source: str, reached: Mapping[str, str] | None = None) ->
     Reformatting or editing comments keeps it; changing the code of the experiment or of any
     function it calls changes it; the Python version does not matter.
     """
-    parts = [f"measuring code v{MEASURING_VERSION}", _canonical(_definition_node(source))]
+    parts = [f"measuring code v{MEASURING_VERSION}", _canonical(definition_node(source))]
     parts += [
-        f"{name} = {_canonical(_definition_node(src))}"
+        f"{name} = {_canonical(definition_node(src))}"
         for name, src in sorted((reached or {}).items())
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
@@ -132,7 +132,7 @@ def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
     todo = [fn]
     while todo:
         current = todo.pop()
-        for name in sorted(free_names(_definition_node(_source_of(current)))):
+        for name in sorted(free_names(definition_node(_source_of(current)))):
             obj = current.__globals__.get(name)
             if (
                 name in reached

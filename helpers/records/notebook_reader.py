@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from .. import codec, timing
-from .fingerprints import _definition_node, fingerprint_source, free_names
+from .fingerprints import definition_node, fingerprint_source, free_names
 
 _PARAM_BUILTINS = {
     f.__name__: f
@@ -204,7 +204,7 @@ class _NotebookReader:
         reached: dict[str, str] = {}
         todo = [function]
         while todo:
-            for used in sorted(free_names(_definition_node(self.functions[todo.pop()]))):
+            for used in sorted(free_names(definition_node(self.functions[todo.pop()]))):
                 if used in self.functions and used != function and used not in reached:
                     reached[used] = self.functions[used]
                     todo.append(used)

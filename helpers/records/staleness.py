@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import config
 from .notebook_reader import NotebookExperiment, experiments_in_notebook
-from .store import RecordingError, _gpu_total, read_header, rerecord_command
+from .store import RecordingError, gpu_total, read_header, rerecord_command
 from .validation import GAPS_FILE, recording_gaps, validate_recording
 
 
@@ -51,7 +51,7 @@ def _check_machine(
     folder: Path, notebook: str, found: Mapping[str, NotebookExperiment]
 ) -> list[str]:
     machine = folder.parent.name
-    gpus_here = _gpu_total(sorted(folder.glob("*.json"))[0])
+    gpus_here = gpu_total(sorted(folder.glob("*.json"))[0])
     try:
         gaps = recording_gaps(folder.parent)
     except RecordingError as err:

@@ -123,7 +123,7 @@ def load(path: Path | str) -> tuple[dict[str, Any], Any]:
         ) from err
 
 
-def _gpu_total(path: Path) -> int:
+def gpu_total(path: Path) -> int:
     """How many GPUs the machine that made a recording had."""
     return len(read_header(path)["machine"].get("gpus") or [])
 
@@ -133,7 +133,7 @@ def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = N
     root = root or config.results_dir()
     found = []
     for path in sorted(root.glob(f"*/{notebook}/{name}.json")):
-        if _gpu_total(path) >= gpus:
+        if gpu_total(path) >= gpus:
             found.append(path)
     return found
 

@@ -15,37 +15,37 @@ from .store import RecordingError, load
 
 # Clocks that time the device's work itself. A rate from another clock can describe what moved
 # no bytes (a pinned allocation, a call that returns before its copy) and is not checked.
-_DEVICE_CLOCKS = ("cuda events", "torch.utils.benchmark")
+DEVICE_CLOCKS = ("cuda events", "torch.utils.benchmark")
 _LEAVES = (timing.Timing, trace.Interval, codec.Attachment)
 
 
-def _leaves(value: Any, where: str = "result") -> Iterable[tuple[str, Any]]:
+def leaves(value: Any, where: str = "result") -> Iterable[tuple[str, Any]]:
     """(position, object) of every Timing, Interval and Attachment in a decoded result."""
     if isinstance(value, _LEAVES):
         yield where, value
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            yield from _leaves(getattr(value, f.name), f"{where}.{f.name}")
+            yield from leaves(getattr(value, f.name), f"{where}.{f.name}")
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from _leaves(v, f"{where}[{k!r}]")
+            yield from leaves(v, f"{where}[{k!r}]")
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            yield from _leaves(v, f"{where}[{i}]")
+            yield from leaves(v, f"{where}[{i}]")
 
 
 def _attachments(value: Any) -> list[codec.Attachment]:
-    return [leaf for _, leaf in _leaves(value) if isinstance(leaf, codec.Attachment)]
+    return [leaf for _, leaf in leaves(value) if isinstance(leaf, codec.Attachment)]
 
 
 def _bandwidths(value: Any) -> Iterable[tuple[str, int, float]]:
     """(label, bytes, GB/s) of every device-timed Timing with bytes in a decoded result."""
-    for _, t in _leaves(value):
+    for _, t in leaves(value):
         if (
             isinstance(t, timing.Timing)
             and t.nbytes
             and t.median_s > 0
-            and t.method in _DEVICE_CLOCKS
+            and t.method in DEVICE_CLOCKS
         ):
             yield t.label or "a timing", t.nbytes, t.gbps
 
@@ -53,7 +53,7 @@ def _bandwidths(value: Any) -> Iterable[tuple[str, int, float]]:
 def _bad_times(value: Any) -> Iterable[str]:
     """Where a decoded result holds an interval that ends before it starts or at no finite time
     (a Timing with such samples is refused when it is decoded: ``timing.Timing`` checks them)."""
-    for where, leaf in _leaves(value):
+    for where, leaf in leaves(value):
         if isinstance(leaf, trace.Interval) and not (
             math.isfinite(leaf.start_us)
             and math.isfinite(leaf.end_us)
