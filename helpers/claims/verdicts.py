@@ -244,6 +244,12 @@ class Comparison:
             return f"between {_number(self.between[0])} and {_number(self.between[1])}"
         return f"{'>' if self.holds_if == 'above' else '<'} {_number(self.threshold)}"
 
+    def in_words(self) -> str:
+        """The claim's side in words, for a sentence: "above 0.8", "below 2", "between 1 and 2"."""
+        if self.between is not None:
+            return self.holds_if_text()
+        return f"{self.holds_if} {_number(self.threshold)}"
+
     def __str__(self) -> str:
         return f"{self.value} (holds if {self.holds_if_text()}{' ' + self.value.unit if self.value.unit else ''})"
 

@@ -67,6 +67,7 @@ def add_bandwidth(table: claims.ClaimsTable, run: Run) -> None:
         for i in big
     ]
     least = min(range(len(gains)), key=lambda j: gains[j].value) if big else 0
+    faster = claims.compare(gains[least], 1, holds_if="above") if big else None
     table.add(
         "Page-locked memory lets the device read it directly, much faster than pageable memory, "
         "which must first be copied to a page-locked buffer",
@@ -74,11 +75,11 @@ def add_bandwidth(table: claims.ClaimsTable, run: Run) -> None:
         measured=(
             f"the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at "
             f"{timing.format_bytes(sizes[big[least]])}; the largest is "
-            f"{max(g.value for g in gains):.2f}x); faster: above 1"
-            if big
+            f"{max(g.value for g in gains):.2f}x); faster: {faster.in_words()}"
+            if faster is not None
             else "no size of 1 MiB or more"
         ),
-        holds=claims.compare(gains[least], 1, holds_if="above") if big else None,
+        holds=faster,
         run=run,
     )
 
@@ -92,7 +93,7 @@ def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> 
         pinned_sizes.TWICE_AT_TUTORIAL,
         source=f"{TUTORIAL} (what you will learn)",
         measured=f"t({TUT_PIN_TO}) / t({TUT_PAGEABLE}) under torch.utils.benchmark.Timer (the tutorial's r2"
-        f"{samples_note(tutorial.value.samples)}); holds between 1 and 2",
+        f"{samples_note(tutorial.value.samples)}); holds {tutorial.in_words()}",
         holds=tutorial,
         run=run_tut,
     )
@@ -101,7 +102,7 @@ def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> 
             pinned_sizes.twice_claim(label),
             source=f"{TUTORIAL} (what you will learn)",
             measured=f"the worst t(pin_memory().to(non_blocking=True)) / t(pageable .to()) in the range: "
-            f"{explanation}; holds between 1 and 2",
+            f"{explanation}; holds {comparison.in_words()}",
             holds=comparison,
             run=run_pin,
         )
@@ -126,21 +127,22 @@ def add_rare_and_large(table: claims.ClaimsTable, run_pin: Run) -> None:
             f"the driver's chunked copy from pageable memory [{case}]",
             source=TUTORIAL,
             measured=f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest "
-            f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: below 1); "
+            f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: {faster[best].in_words()}); "
             f"faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most "
             f"{RARE:.0%} of them); shown: {name}",
             holds=decisive,
             run=run_pin,
         )
     last = run_pin.value["rows"][-1]
+    pays = claims.compare(
+        claims.ratio(last["pin_then_to"], last["pageable_to"]), 1, holds_if="below"
+    )
     table.add(
         "Pinning pays off for large tensors",
         source=f"{TUTORIAL} (advice)",
         measured=f"t(pin_memory().to()) / t(pageable .to()) at the largest size, {timing.format_bytes(sizes[-1])}, "
-        "warm cache; pays: below 1",
-        holds=claims.compare(
-            claims.ratio(last["pin_then_to"], last["pageable_to"]), 1, holds_if="below"
-        ),
+        f"warm cache; pays: {pays.in_words()}",
+        holds=pays,
         run=run_pin,
     )
 

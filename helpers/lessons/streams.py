@@ -284,6 +284,7 @@ def _copy_lanes_overlap(intervals: list[trace.Interval]) -> float:
     return trace.overlap_ratio(lanes[0], lanes[1]) if len(lanes) == 2 else 0.0
 
 
+TWO_ENGINES = 0.9  # overlap ratio of opposite copies above which two engines carried them
 ENGINES_CLAIM = (
     "Requirement (3): a free DMA (copy) engine; H2D and D2H at once need one engine each"
 )
@@ -304,7 +305,9 @@ def engine_facts(run: Run) -> dict[str, Any]:
         None
         if count is None
         else claims.judged(
-            claims.compare(pair["H2D + D2H"], 0.9, holds_if="above" if count >= 2 else "below"),
+            claims.compare(
+                pair["H2D + D2H"], TWO_ENGINES, holds_if="above" if count >= 2 else "below"
+            ),
             run,
             NOTEBOOK,
             ENGINES_CLAIM,
@@ -351,7 +354,8 @@ def show_engines(run: Run) -> None:
         include_host=False,
     )
     print(
-        "overlap of opposite copies agrees with the engine count (two or more engines: above 0.9; one: below): "
+        f"overlap of opposite copies agrees with the engine count (two or more engines: above {TWO_ENGINES:g}; "
+        "one: below): "
         + ("not testable here" if e["agree"] is None else claims.stated(e["agree"], run))
     )
 
