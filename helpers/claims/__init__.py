@@ -44,6 +44,7 @@ from .verdicts import (
     ratio,
     verdict_of,
     within,
+    worded,
 )
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "Comparison",
     "compare",
     "within",
+    "worded",
     "verdict_of",
     "Claim",
     "ClaimsTable",

@@ -254,6 +254,11 @@ class Comparison:
         return f"{self.value} (holds if {self.holds_if_text()}{' ' + self.value.unit if self.value.unit else ''})"
 
 
+def worded(verdict: str, holds: str, does_not: str, borderline: str) -> str:
+    """What a sentence says for ``verdict`` (``HOLDS``, ``DOES_NOT_HOLD`` or ``BORDERLINE``)."""
+    return {HOLDS: holds, DOES_NOT_HOLD: does_not, BORDERLINE: borderline}[verdict]
+
+
 def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -> Comparison:
     """The claim holds when ``value`` is ``holds_if`` ("above" or "below") ``threshold``.
 

@@ -123,18 +123,10 @@ def see_returns(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 2. 1000 small copies
 
 
-def _verdict_words(
-    comparison: claims.Comparison, holds: str, does_not: str, borderline: str
-) -> str:
-    return {claims.HOLDS: holds, claims.DOES_NOT_HOLD: does_not, claims.BORDERLINE: borderline}[
-        comparison.verdict
-    ]
-
-
 def _faster(ratio: claims.Value) -> str:
     """Words for a speed ratio (above 1: faster) against 1."""
-    return _verdict_words(
-        claims.compare(ratio, 1, holds_if="above"),
+    return claims.worded(
+        claims.compare(ratio, 1, holds_if="above").verdict,
         "faster beyond this run's noise.",
         "slower beyond this run's noise.",
         "the same within the noise.",
@@ -259,8 +251,8 @@ def see_six(run: Run) -> claims.WhatWeSee:
     for way, r in six_speedups(run).items():
         seen.say(
             f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one"
-            + _verdict_words(
-                claims.compare(r, 1, holds_if="above"),
+            + claims.worded(
+                claims.compare(r, 1, holds_if="above").verdict,
                 ".",
                 ", slower beyond this run's noise.",
                 ", no change within the noise.",
@@ -271,8 +263,8 @@ def see_six(run: Run) -> claims.WhatWeSee:
         seen.say(
             f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the "
             "pageable copy"
-            + _verdict_words(
-                claims.compare(by_hand, 1, holds_if="above"),
+            + claims.worded(
+                claims.compare(by_hand, 1, holds_if="above").verdict,
                 ": the staging by hand paid here.",
                 ": it did not pay here.",
                 ": the same within the noise.",
@@ -383,8 +375,8 @@ def show_tensordict(run: Run) -> tables.Table:
 def _faster_or_slower(time_ratio: claims.Value, than: str) -> str:
     """Words for a ratio of times (below 1: faster) against 1, naming what it is compared with."""
     share = f"({time_ratio.number()} ± {time_ratio.spread_text()} of its time)"
-    return _verdict_words(
-        claims.compare(time_ratio, 1, holds_if="below"),
+    return claims.worded(
+        claims.compare(time_ratio, 1, holds_if="below").verdict,
         f"faster than {than} {share}",
         f"slower than {than} {share}",
         f"the same as {than} within the noise {share}",

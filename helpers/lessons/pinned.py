@@ -50,11 +50,6 @@ from .pinned_sizes import (
 )
 
 NOTEBOOK = "01_pinned_memory"
-CLAIM_IS = {
-    claims.HOLDS: "holds",
-    claims.DOES_NOT_HOLD: "does not hold here",
-    claims.BORDERLINE: "is borderline here",
-}
 
 
 # ---------------------------------------------------------------- 1. where the host waits
@@ -321,7 +316,7 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     seen.say(
         f"So at the tutorial's size, statements and Timer, pinning first and then copying took "
         f"{analysis.times(twice.value)} the plain pageable copy's time{few_note(twice.value.samples)}: the claim "
-        f"'slower, but at most twice as slow' (between 1 and 2) **{CLAIM_IS[claims.stated(twice, run)]}**."
+        f"'slower, but at most twice as slow' ({twice.in_words()}) **{claims.worded(claims.stated(twice, run), 'holds', 'does not hold here', 'is borderline here')}**."
     )
     return seen
 

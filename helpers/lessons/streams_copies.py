@@ -270,16 +270,17 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
         )
     )
     name, deciding = pinned_both
-    verdict = {
-        claims.HOLDS: f"both orders overlap (above {OVERLAPS}).",
-        claims.BORDERLINE: f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value}).",
-        claims.DOES_NOT_HOLD: f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value}).",
-    }
+    verdict = claims.worded(
+        claims.stated(deciding, run),
+        f"both orders overlap (above {OVERLAPS}).",
+        f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value}).",
+        f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value}).",
+    )
     see.say(
         f"With a pinned source the host spent at most "
         f"{max(pinned_kf['host_in_memcpy_us'], pinned_cf['host_in_memcpy_us']):.0f} us in `cudaMemcpyAsync`, and "
         f"the overlap ratio was {pinned_kf['overlap'].value:.2f} (kernel first) and "
-        f"{pinned_cf['overlap'].value:.2f} (copy first): {verdict[claims.stated(deciding, run)]}"
+        f"{pinned_cf['overlap'].value:.2f} (copy first): {verdict}"
     )
     return see
 
