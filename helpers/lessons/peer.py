@@ -2,7 +2,7 @@
 (one way, both ways at once), the time of tiny copies, and the expected values of two exercises.
 
 Which GPUs reach which, how fast their links are rated and the copies of every pair at once are
-in ``peer_links``, whose public names this module re-exports (``peer.show_links`` as before);
+in ``peer_links``;
 what the current device decides, the blog post's experiment and the events across GPUs are in
 ``peer_streams``; the claims table in ``peer_claims``. Every function takes the notebook's runs
 (``records.Run``, live or replayed) and measures nothing. Tested on every recorded machine in
@@ -20,42 +20,13 @@ from .. import analysis, claims, plotting, tables, timing
 from ..records import Run
 from .peer_links import (
     NOTEBOOK,
-    NVLINK_DATASHEET_GBPS,
-    link_facts,
     link_rates,
     links_of,
     ordered_pairs,
     pair_ends,
     pair_name,
-    see_all_pairs,
-    see_links,
-    show_all_pairs,
-    show_links,
     span,
 )
-
-__all__ = [
-    "DUPLEX",
-    "NOTEBOOK",
-    "NVLINK_DATASHEET_GBPS",
-    "PLATEAU_TOLERANCE",
-    "both_ways_largest_gbps",
-    "link_facts",
-    "memory_gbps",
-    "one_way_ms",
-    "see_all_pairs",
-    "see_both_ways",
-    "see_latency",
-    "see_links",
-    "see_peer_bandwidth",
-    "see_same_gpu",
-    "show_all_pairs",
-    "show_both_ways",
-    "show_latency",
-    "show_links",
-    "show_peer_bandwidth",
-    "show_same_gpu",
-]
 
 DUPLEX = (
     0.9  # both at once keeps at least this share of the two one-way rates added: "hardly slowed"

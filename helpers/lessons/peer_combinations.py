@@ -1,8 +1,7 @@
 """What notebook 05 shows of the blog post's experiment (section 7): ``A.to("cuda:1")`` beside
 ``B * B * B * B`` on the receiver, under 8 combinations of streams and ``non_blocking``, read
 from the profiler's traces: which lane each copy ran on, whether it overlapped the receiver's
-kernels, the tables, the timelines and what we see. ``peer_streams`` re-exports its public names
-(``peer_streams.show_combinations`` as before) and builds on its lane names.
+kernels, the tables, the timelines and what we see. ``peer_streams`` builds on its lane names.
 
 Every function takes the notebook's runs (``records.Run``, live or replayed) and measures
 nothing. Tested on every recorded machine in tests/test_lesson_05.py.

@@ -1,8 +1,7 @@
 """What notebook 05 shows of devices and streams: what the current device decides (section 2)
 and an event of one GPU holding back a stream of another (section 8). The blog post's experiment
 (``A.to("cuda:1")`` beside ``B * B * B * B`` on the receiver, under 8 combinations of streams
-and ``non_blocking``, section 7) is in ``peer_combinations``, whose public names this module
-re-exports (``peer_streams.show_combinations`` as before).
+and ``non_blocking``, section 7) is in ``peer_combinations``.
 
 Every function takes the notebook's runs (``records.Run``, live or replayed) and measures
 nothing. The copies' bandwidth is in ``peer``, the claims table in ``peer_claims``. Tested on
@@ -17,37 +16,9 @@ from IPython.display import display
 from .. import claims, plotting, tables, trace
 from ..records import Run
 from .peer_combinations import (
-    HIGH,
-    LOW,
     NOTEBOOK,
-    copy_lane,
-    lane_choices,
-    overlap_summary,
-    see_combinations,
-    show_combinations,
-    show_timelines,
     stream_labels,
 )
-
-__all__ = [
-    "HIGH",
-    "LOW",
-    "NOTEBOOK",
-    "TOLERANCE_US",
-    "copy_lane",
-    "event_gaps_us",
-    "lane_choices",
-    "overlap_summary",
-    "ran_free",
-    "see_combinations",
-    "see_current_device",
-    "see_event_wait",
-    "set_device_decides",
-    "show_combinations",
-    "show_current_device",
-    "show_event_wait",
-    "show_timelines",
-]
 
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
 

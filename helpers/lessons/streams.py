@@ -1,8 +1,8 @@
 """What notebook 03 shows of its experiments: kernels on one stream and on two (section 1), the
 copy engines (section 3), and the exercises' answers. The sections on a copy beside a kernel
 (the tutorial's pinned x streamed copy, the launch order of a pageable copy, prefetching on a
-side stream) are in ``streams_copies``, whose public names this module re-exports
-(``streams.show_tutorial`` as before); the verdicts (the tutorial's requirements, the claims
+side stream) are in ``streams_copies`` (the notebook calls
+``streams_copies.show_tutorial``); the verdicts (the tutorial's requirements, the claims
 table) are in ``streams_claims``.
 
 Every function takes the notebook's runs (``records.Run``, live or replayed) and measures
@@ -22,40 +22,12 @@ from ..records import Run
 from .streams_copies import (
     DOES_NOT,
     NOTEBOOK,
-    OVERLAPS,
     copy_and_kernel,
     prefetch,
     profile_stats,
-    see_launch_order,
-    see_prefetching,
-    see_tutorial,
-    show_launch_order,
-    show_prefetching,
     show_timelines,
-    show_tutorial,
     steps_note,
 )
-
-__all__ = [
-    "DOES_NOT",
-    "NOTEBOOK",
-    "OVERLAPS",
-    "PAIRS",
-    "best_configuration",
-    "host_in_memcpy_ms",
-    "ideal_speedup",
-    "see_engines",
-    "see_launch_order",
-    "see_ordering",
-    "see_prefetching",
-    "see_tutorial",
-    "show_engines",
-    "show_launch_order",
-    "show_ordering",
-    "show_prefetching",
-    "show_tutorial",
-]
-
 
 # ---------------------------------------------------------------- 1. streams and the order of work
 
