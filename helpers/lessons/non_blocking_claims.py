@@ -32,8 +32,8 @@ def _wrong(count: int, *, some: bool) -> tuple[claims.Comparison, str]:
     """Whether ``count`` wrong results are some (``some``) or none: the comparison against half a
     result, and its words ("erroneous: at least one wrong, a count above 0.5")."""
     holds = claims.compare(count, 0.5, holds_if="above" if some else "below")
-    meaning = "erroneous: at least one wrong" if some else "never"
-    return holds, f"{meaning}: a count {holds.in_words()}"
+    meaning = "erroneous: at least one wrong," if some else "never:"
+    return holds, f"{meaning} a count {holds.in_words()}"
 
 
 def _calls(table: claims.ClaimsTable, run_small: Run) -> None:
