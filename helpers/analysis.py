@@ -4,8 +4,6 @@ spreads, the deciding one of several comparisons, and a comparison said in words
 A profile (``trace.profile``) holds a few *steps*: the same work run again, each marked by a host
 range ``ProfilerStep#N``. A number read from a trace, such as an overlap ratio, is computed once
 per step; its spread across the steps is the noise a verdict must beat (``per_step``).
-
-Used by the lessons (helpers/lessons/).
 """
 
 from __future__ import annotations
@@ -23,8 +21,6 @@ FEW_SAMPLES = 5  # a statement resting on fewer samples than this says how many 
 def steps_of(profile: trace.Profile) -> list[list[trace.Interval]]:
     """The profile's intervals, one list per profiled step: from the start of the host's range
     ``ProfilerStep#N`` to the start of the next one (the whole profile when it has no steps).
-
-    Used by analysis.per_step and the lessons (helpers/lessons/).
     """
     if not isinstance(profile, trace.Profile):
         raise TypeError(f"steps_of takes a trace.Profile, got {type(profile).__name__}")
@@ -45,8 +41,6 @@ def steps_of(profile: trace.Profile) -> list[list[trace.Interval]]:
 def across(values: Sequence[float], unit: str = "") -> claims.Value:
     """Several samples of one number as a ``claims.Value``: their median and half their
     interquartile range, with the number of samples.
-
-    Used by analysis.per_step and the lessons (helpers/lessons/).
     """
     values = list(values)
     if not values:
@@ -66,8 +60,6 @@ def paired(
     median ratio and half the interquartile range of the ratios. Unlike ``claims.ratio``, which
     adds the two sides' spreads as if they were independent, this keeps what the pair shares
     (a slow sample is slow on both sides) out of the ratio's spread.
-
-    Used by the lessons (helpers/lessons/).
     """
     numerators, denominators = list(numerators), list(denominators)
     if len(numerators) != len(denominators):
@@ -83,18 +75,12 @@ def paired(
 def per_step(
     profile: trace.Profile, measure: Callable[[list[trace.Interval]], float], unit: str = ""
 ) -> claims.Value:
-    """``measure(intervals of one step)`` for every profiled step, as a ``claims.Value``.
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """``measure(intervals of one step)`` for every profiled step, as a ``claims.Value``."""
     return across([measure(step) for step in steps_of(profile)], unit)
 
 
 def added(a: claims.Value, b: claims.Value) -> claims.Value:
-    """The sum of two measured values, their spreads added (a cautious bound).
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """The sum of two measured values, their spreads added (a cautious bound)."""
     samples = min((v.samples for v in (a, b) if v.samples is not None), default=None)
     return claims.Value(a.value + b.value, a.spread + b.spread, a.unit, samples)
 
@@ -102,8 +88,6 @@ def added(a: claims.Value, b: claims.Value) -> claims.Value:
 def propagated(f: Callable[..., float], *values: claims.Value, unit: str = "x") -> claims.Value:
     """``f`` of measured values; its spread is half the range ``f`` takes at the corners
     value ± spread (every combination), its samples the fewest of the inputs'.
-
-    Used by the lessons (helpers/lessons/).
     """
     if not values:
         raise ValueError("propagated() needs at least one claims.Value")
@@ -124,8 +108,6 @@ def weakest(named: Mapping[str, claims.Comparison]) -> tuple[str, claims.Compari
     """Of named comparisons that must all hold, the one that decides, with its name: the first
     that does not hold, else the first borderline one, else the one nearest its threshold
     (counted in margins).
-
-    Used by the lessons (helpers/lessons/).
     """
     if not named:
         raise ValueError("weakest() needs at least one named comparison")
@@ -141,8 +123,6 @@ def weakest(named: Mapping[str, claims.Comparison]) -> tuple[str, claims.Compari
 def in_words(comparison: claims.Comparison, above: str, same: str, below: str) -> str:
     """``above``, ``same`` or ``below``: where a measured value lies against its threshold,
     ``same`` when it is inside the noise (the comparison is borderline).
-
-    Used by the lessons (helpers/lessons/).
     """
     if comparison.verdict == claims.BORDERLINE:
         return same
@@ -150,25 +130,17 @@ def in_words(comparison: claims.Comparison, above: str, same: str, below: str) -
 
 
 def plural(n: int, word: str) -> str:
-    """``n`` and ``word``, with an s unless n is 1: ``'2 profiled steps'``, ``'1 pair'``.
-
-    Used by analysis.few and the lessons (helpers/lessons/).
-    """
+    """``n`` and ``word``, with an s unless n is 1: ``'2 profiled steps'``, ``'1 pair'``."""
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def few(n: int | None, word: str = "sample") -> str:
     """``'3 samples'`` when a number rests on fewer than ``FEW_SAMPLES`` of them, else ``''``:
     what a sentence adds so that it says how few samples it stands on.
-
-    Used by the lessons (helpers/lessons/).
     """
     return plural(n, word) if n is not None and n < FEW_SAMPLES else ""
 
 
 def times(ratio: claims.Value) -> str:
-    """A ratio and its spread, rounded alike: ``'1.29x ± 0.06'``.
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """A ratio and its spread, rounded alike: ``'1.29x ± 0.06'``."""
     return f"{ratio.number()}x ± {ratio.spread_text()}"

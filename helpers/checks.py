@@ -13,23 +13,17 @@ from typing import Any
 
 
 def is_number(value: Any) -> bool:
-    """Whether ``value`` is a real number (int, float, numpy's) and not a bool.
-
-    Used by timing.format_bytes and claims.compare."""
+    """Whether ``value`` is a real number (int, float, numpy's) and not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def is_whole(value: Any) -> bool:
-    """Whether ``value`` is a whole number (int, numpy's integers) and not a bool.
-
-    Used by trace.select and hardware.pcie_theoretical_gbps."""
+    """Whether ``value`` is a whole number (int, numpy's integers) and not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def is_finite_at_least(value: Any, least: float = 0.0) -> bool:
-    """Whether ``value`` is a finite real number (not a bool) of at least ``least``.
-
-    Used by timing.calls_for."""
+    """Whether ``value`` is a finite real number (not a bool) of at least ``least``."""
     return is_number(value) and math.isfinite(value) and value >= least
 
 
@@ -37,9 +31,6 @@ def check_count(value: Any, name: str, least: int = 0, unit: str = "") -> int:
     """Raise ``ValueError`` unless ``value`` is a whole number (an int) of at least ``least``.
 
     ``unit`` names what is counted in the message (``"steps"``: "a whole number of steps >= 1").
-
-    Used by timing.sizes_pow2 and timing.calls_for, and by every helper that takes repeats,
-    warm-up or steps.
     """
     if not is_whole(value) or value < least:
         of = f" of {unit}" if unit else ""
@@ -48,9 +39,7 @@ def check_count(value: Any, name: str, least: int = 0, unit: str = "") -> int:
 
 
 def check_size(nbytes: Any, name: str = "size") -> int:
-    """Raise unless ``nbytes`` is a positive whole number of bytes; return it as an int.
-
-    Used by timing.Timing and timing.sizes_pow2."""
+    """Raise unless ``nbytes`` is a positive whole number of bytes; return it as an int."""
     if not is_whole(nbytes):
         raise TypeError(f"{name} must be a whole number of bytes (an int), got {nbytes!r}")
     if nbytes <= 0:

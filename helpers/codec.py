@@ -6,8 +6,6 @@ register them. ``records`` uses it to save and load recordings, and passes every
 result through the same ``round_trip`` before a notebook sees it, so that live and replayed
 runs hand over the same types: tuples become lists, dict keys become strings, numpy and torch
 numbers become Python numbers, registered dataclasses stay themselves.
-
-Taught in 00_start_here (what a recording holds).
 """
 
 from __future__ import annotations
@@ -22,11 +20,7 @@ _TYPES: dict[str, type] = {}
 
 
 def register(cls: type) -> type:
-    """Class decorator: let instances of this dataclass be saved in and loaded from recordings.
-
-    Used by timing.Timing, trace.Interval, trace.Profile and distributed.Outcome (as their
-    decorator).
-    """
+    """Class decorator: let instances of this dataclass be saved in and loaded from recordings."""
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"only dataclasses can be registered for recordings, not {cls!r}")
     _TYPES[cls.__name__] = cls
@@ -34,20 +28,14 @@ def register(cls: type) -> type:
 
 
 def registered_types() -> dict[str, type]:
-    """``{name: class}`` of every type a recording may hold (a copy).
-
-    Used by codec.decode (to list the known types).
-    """
+    """``{name: class}`` of every type a recording may hold (a copy)."""
     return dict(_TYPES)
 
 
 @register
 @dataclasses.dataclass
 class Attachment:
-    """A file that belongs to a result (a Chrome trace): copied beside the recording when saved.
-
-    Used by trace.profile (the Chrome trace it keeps).
-    """
+    """A file that belongs to a result (a Chrome trace): copied beside the recording when saved."""
 
     path: str
 
@@ -58,8 +46,6 @@ def encode(obj: Any, attach: Callable[[str], str] | None = None, where: str = "r
     ``attach(path) -> stored name`` is called for each ``Attachment`` (saving copies the file);
     without it the path is kept. ``where`` names the position in messages ("params['sizes'][2]").
     Raises ``TypeError`` naming that position for anything that cannot be recorded.
-
-    Used by codec.round_trip and records.save.
     """
     if isinstance(obj, Attachment):
         return {"__type__": "Attachment", "path": attach(obj.path) if attach else obj.path}
@@ -100,8 +86,6 @@ def _key(key: Any, where: str) -> str:
 def decode(obj: Any, folder: Path | None = None) -> Any:
     """The inverse of ``encode``: registered types rebuilt; attachment paths made relative to
     ``folder`` (the recording's folder) when one is given.
-
-    Used by codec.round_trip and records.load.
     """
     if isinstance(obj, list):
         return [decode(v, folder) for v in obj]
@@ -122,18 +106,12 @@ def decode(obj: Any, folder: Path | None = None) -> Any:
 
 
 def dumps(obj: Any) -> str:
-    """Encoded JSON text, as recordings store it (NaN and infinity allowed, as Python writes them).
-
-    Used by records.save.
-    """
+    """Encoded JSON text, as recordings store it (NaN and infinity allowed, as Python writes them)."""
     return json.dumps(obj, indent=1, allow_nan=True) + "\n"
 
 
 def round_trip(obj: Any) -> Any:
-    """``obj`` as it would come back from a recording: what a live run hands to the notebook.
-
-    Used by records.run_or_replay.
-    """
+    """``obj`` as it would come back from a recording: what a live run hands to the notebook."""
     return decode(json.loads(json.dumps(encode(obj), allow_nan=True)))
 
 
@@ -141,7 +119,5 @@ def check_recordable(obj: Any, where: str = "params") -> None:
     """Raise ``TypeError`` naming the position of the first value that cannot be recorded.
 
     ``run_or_replay`` calls it on an experiment's params before running the experiment.
-
-    Used by records.run_or_replay.
     """
     encode(obj, None, where)

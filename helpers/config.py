@@ -11,8 +11,6 @@
 | ``COURSE_GPU_MEMORY_GIB=N`` | let PyTorch take at most N GiB on each GPU, to check a notebook fits a smaller GPU |
 | ``COURSE_RESULTS_DIR=PATH`` | where recordings are read and written (default: ``results/`` of the clone, or the recordings installed with the package) |
 | ``COURSE_TRACES_DIR=PATH`` | where live profiler traces are written (default: ``build/traces/`` of the clone, or the user's cache folder when installed) |
-
-Taught in 00_start_here.
 """
 
 from __future__ import annotations
@@ -64,26 +62,17 @@ def _absolute(name: str, value: str) -> Path:
 
 
 def quick_mode() -> bool:
-    """True when ``COURSE_QUICK`` is set: experiments use small sizes and few repeats.
-
-    Taught in 00_start_here.
-    """
+    """True when ``COURSE_QUICK`` is set: experiments use small sizes and few repeats."""
     return _flag(QUICK_ENV)
 
 
 def recording_enabled() -> bool:
-    """True when ``COURSE_RECORD`` is set: live full-size results are saved as recordings.
-
-    Used by records.run_or_replay.
-    """
+    """True when ``COURSE_RECORD`` is set: live full-size results are saved as recordings."""
     return _flag(RECORD_ENV)
 
 
 def replay_forced() -> bool:
-    """True when ``COURSE_REPLAY`` is set: replay recordings even where the hardware is here.
-
-    Used by records.run_or_replay and records.replay_plan.
-    """
+    """True when ``COURSE_REPLAY`` is set: replay recordings even where the hardware is here."""
     return _flag(REPLAY_ENV)
 
 
@@ -92,8 +81,6 @@ def replay_machines() -> list[str]:
 
     ``COURSE_REPLAY_MACHINE=2xNVIDIA-H200`` names one; ``A,B`` replays A and, for an
     experiment A did not record, B.
-
-    Used by records.choose_recording.
     """
     return [
         name.strip() for name in os.environ.get(REPLAY_MACHINE_ENV, "").split(",") if name.strip()
@@ -101,10 +88,7 @@ def replay_machines() -> list[str]:
 
 
 def index_out() -> Path | None:
-    """Where replayed claims append their verdicts (``COURSE_INDEX_OUT``), or None.
-
-    Used by claims.ClaimsTable and claims.WhatWeSee (each verdict goes to the flat export).
-    """
+    """Where replayed claims append their verdicts (``COURSE_INDEX_OUT``), or None."""
     value = os.environ.get(INDEX_OUT_ENV)
     return _absolute(INDEX_OUT_ENV, value) if value else None
 
@@ -146,8 +130,6 @@ def clone_root(package: Path = PACKAGE) -> Path | None:
     """The clone this package is used from (editable install, ``make``, ``PYTHONPATH``): the
     folder above ``helpers/`` when it holds pyproject.toml; None for an installed package
     (its folder is site-packages, never written into).
-
-    Used by config.results_dir and config.traces_dir.
     """
     root = package.parent
     return root if (root / "pyproject.toml").is_file() else None
@@ -159,8 +141,6 @@ def results_dir(package: Path = PACKAGE) -> Path:
     ``COURSE_RESULTS_DIR`` when set; else ``results/`` of the clone; else, for an installed
     package (``pip install .``), the copy of the recordings installed with it
     (``helpers/results/``).
-
-    Taught in 00_start_here.
     """
     env = os.environ.get(RESULTS_ENV)
     if env:
@@ -172,8 +152,6 @@ def results_dir(package: Path = PACKAGE) -> Path:
 def notebooks_dir(package: Path = PACKAGE) -> Path:
     """The course's notebooks as committed (without outputs): ``notebooks/`` of the clone, or
     the copy installed with the package (``helpers/notebooks/``).
-
-    Used by the command line (datamove).
     """
     root = clone_root(package)
     return root / "notebooks" if root is not None else package / "notebooks"
@@ -182,8 +160,6 @@ def notebooks_dir(package: Path = PACKAGE) -> Path:
 def user_cache(home: Path | None = None) -> Path:
     """The course's folder in the user's cache: ``$XDG_CACHE_HOME/moving-data-course``, else
     ``~/.cache/moving-data-course`` (not created here).
-
-    Used by config.traces_dir for an installed package.
     """
     base = os.environ.get("XDG_CACHE_HOME")
     cache = Path(base) if base and Path(base).is_absolute() else (home or Path.home()) / ".cache"
@@ -194,8 +170,6 @@ def traces_dir(package: Path = PACKAGE) -> Path:
     """The folder live Chrome traces are written to (created if missing): ``COURSE_TRACES_DIR``
     when set, else ``build/traces/`` of the clone (ignored by git), else, for an installed
     package, ``traces/`` in the user's cache (``user_cache``), never site-packages.
-
-    Used by trace.profile.
     """
     env = os.environ.get(TRACES_ENV)
     root = clone_root(package)
@@ -219,15 +193,13 @@ def pick(full: T, quick: T) -> T:
     """Return ``quick`` in quick mode and ``full`` otherwise: one place to size an experiment.
 
     >>> pick(full=[2**10, 2**30], quick=[2**10])  # doctest: +SKIP
-
-    Taught in 00_start_here.
     """
     return quick if quick_mode() else full
 
 
 def course_version() -> str:
     """The installed course's version (pyproject's, e.g. ``0.3.0.dev0``), or "unknown" where it is
-    not installed. Used by the command line (datamove)."""
+    not installed."""
     try:
         return metadata.version("moving-data-course")
     except metadata.PackageNotFoundError:
@@ -237,8 +209,6 @@ def course_version() -> str:
 def course_commit() -> str | None:
     """The course's commit: ``COURSE_COMMIT`` where set (a GPU run), else ``git describe`` of the
     clone the helpers are in (``-dirty`` with uncommitted changes); None outside a clone.
-
-    Used by records.environment_header and the command line (datamove doctor).
     """
     if os.environ.get("COURSE_COMMIT"):
         return os.environ["COURSE_COMMIT"]

@@ -3,8 +3,6 @@
 An exercise asks for a number (or a choice) that follows from the notebook's measurements;
 the checker compares the reader's answer with the value computed from those same measurements.
 An answer left as ``None`` is reported as not answered yet, so notebooks run unattended.
-
-Used by every notebook's exercises.
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ def check_number(
 ) -> bool | None:
     """Print whether ``answer`` is within ``rel_tol`` of ``expected``; return True/False/None.
     A first wrong answer gets the hint and no value; the next wrong one gets the measured value.
-
-    Taught in 00_start_here.
     """
     if answer is None:
         print(
@@ -66,8 +62,6 @@ def check_choice(
     """Print whether ``answer`` is the expected one of ``choices``; return True/False/None.
     A first wrong answer gets the hint, the next the answer; one that is not a choice is told so
     (None: not answered).
-
-    Taught in 01_pinned_memory.
     """
     if not isinstance(choices, (list, tuple)) or not all(isinstance(c, str) for c in choices):
         raise TypeError(

@@ -3,8 +3,6 @@ torch once (and ``helpers.distributed``), so that each rank starts in millisecon
 
 It imports nothing heavy itself, so a notebook can start the server first thing, and the
 server's imports (2-4 s on the GPU machines) run beside the notebook's own.
-
-Used by helpers.distributed (every launch) and notebook 06, first thing.
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ def context() -> Any:
     """The multiprocessing context that starts the ranks: "forkserver" with ``RANK_MODULES``
     preloaded, where the system has it (Linux, macOS); else "spawn". Never "fork": the parent
     (a notebook) may hold CUDA already, and a forked child cannot use it.
-
-    Used by distributed.supervise.
     """
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
@@ -35,8 +31,6 @@ def start() -> bool:
     while the caller goes on, and the first launch waits only for what is left of them.
     Returns whether this system starts ranks from a forkserver (False: they are spawned,
     each importing torch itself, and there is nothing to start).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     if context().get_start_method() != "forkserver":
         return False

@@ -9,8 +9,6 @@ sentences, printed one record per row); ``to_markdown()`` gives a pipe table.
 Numbers keep their type until shown, so a notebook passes values, not strings it formatted:
 a float gets 4 significant figures (no powers of ten between 0.01 and 100,000), an int its
 thousands separators, None a dash. A column's format (e.g. ``".1f"``) overrides that.
-
-Taught in 01_pinned_memory; used by every notebook.
 """
 
 from __future__ import annotations
@@ -78,8 +76,6 @@ class Table:
     ``columns``: each "name", ("name", "unit") or ("name", "unit", fmt); ``rows``: sequences of
     cells, one per column (numbers, strings or None); ``bold``: names of columns shown in bold
     (e.g. a verdict). Add rows later with ``add``.
-
-    Taught in 01_pinned_memory.
     """
 
     def __init__(

@@ -637,3 +637,14 @@ def test_the_readme_and_00_teach_the_borderline_rule_the_code_applies():
     assert f"at least {claims.SPREAD_FLOOR:.0%} of the threshold" in claims.BORDERLINE_RULE
     cells = json.loads((root / "notebooks" / "00_start_here.ipynb").read_text())["cells"]
     assert any("print(claims.BORDERLINE_RULE)" in "".join(c["source"]) for c in cells)
+
+
+def test_worded_says_the_words_of_each_verdict_and_in_words_its_side():
+    words = ("holds", "does not", "borderline")
+    assert claims.worded(claims.HOLDS, *words) == "holds"
+    assert claims.worded(claims.DOES_NOT_HOLD, *words) == "does not"
+    assert claims.worded(claims.BORDERLINE, *words) == "borderline"
+    assert (
+        claims.compare(claims.Value(3.0, 0.1, "x"), 0.5, holds_if="below").in_words() == "below 0.5"
+    )
+    assert claims.within(claims.Value(1.0, 0.01, "x"), 0.9, 1.1).in_words() == "between 0.9 and 1.1"

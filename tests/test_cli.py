@@ -389,9 +389,11 @@ def test_datamove_streams_the_first_gloo_row_before_the_last_in_nccl_tests_forma
     for line in proc.stdout:
         lines.append(line)
         if done_at_first_row is None and line.strip()[:1].isdigit():
-            # Order, not seconds: -J is written after the last row is measured, so a first row
-            # that was only flushed at the end (not streamed) arrives after the file exists.
-            done_at_first_row = (tmp_path / "out.json").exists()
+            # Order, not seconds: -J's file is claimed empty at the start (as nccl-tests opens
+            # it) and written after the last row is measured, so a first row that was only
+            # flushed at the end (not streamed) arrives after the file has its contents.
+            out = tmp_path / "out.json"
+            done_at_first_row = out.exists() and out.stat().st_size > 0
     assert proc.wait(timeout=600) == 0, proc.stderr.read()
     assert done_at_first_row is False, "the first row came only once every row was measured"
     text = "".join(lines)
@@ -998,7 +1000,7 @@ class _FakeNvml:
 
 
 def test_nvml_is_read_where_installed(monkeypatch):
-    monkeypatch.setattr(health, "_nvml", lambda: _FakeNvml())
+    monkeypatch.setattr(health, "nvml_module", lambda: _FakeNvml())
     links = hardware.pcie_links()
     assert links[1] == {
         "index": 1,
@@ -1021,11 +1023,11 @@ def test_nvidia_smi_is_parsed_without_nvml(monkeypatch):
         "--query-compute-apps=gpu_bus_id,pid": "00000000:18:00.0, 1234\n",
         None: "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |",
     }
-    monkeypatch.setattr(health, "_nvml", lambda: None)
-    monkeypatch.setattr(health, "_nvidia_smi", lambda *args: answers.get(args[0] if args else None))
+    monkeypatch.setattr(health, "nvml_module", lambda: None)
+    monkeypatch.setattr(health, "nvidia_smi", lambda *args: answers.get(args[0] if args else None))
     monkeypatch.setattr(
         health,
-        "_smi_gpu_rows",
+        "smi_gpu_rows",
         lambda: [
             {
                 "index": "0",

@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from helpers import distributed, forkserver, hardware, plotting
+from helpers.distributed import launch_checks, supervisor
 
 matplotlib.use("Agg")
 # Workers travel to the ranks by value, as notebook functions do: the ranks need not import
@@ -190,18 +191,18 @@ def test_bad_arguments_are_answered_before_anything_starts(
 
 
 def test_good_arguments_pass_the_checks():
-    assert distributed._check_launch(_nothing, np.int64(2), "gloo", 1, 1, (), None, None) == (
+    assert launch_checks.check_launch(_nothing, np.int64(2), "gloo", 1, 1, (), None, None) == (
         2,
         "gloo",
     )
-    assert distributed._check_launch(
+    assert launch_checks.check_launch(
         _takes_one, 4, "gloo", 86400, 0.5, [7], None, {"NCCL_DEBUG": "INFO"}
     ) == (4, "gloo")
-    assert distributed._check_launch(_takes_one, 2, "gloo", 1, 1, (), {"value": 7}, None) == (
+    assert launch_checks.check_launch(_takes_one, 2, "gloo", 1, 1, (), {"value": 7}, None) == (
         2,
         "gloo",
     )
-    assert distributed._check_launch(print, 2, "gloo", 1, 1, ("any", "thing"), None, None) == (
+    assert launch_checks.check_launch(print, 2, "gloo", 1, 1, ("any", "thing"), None, None) == (
         2,
         "gloo",
     )
@@ -290,7 +291,7 @@ def test_a_timeout_says_which_deadline_with_its_value():
     ],
 )
 def test_an_exit_code_is_said_in_words(exitcode, words):
-    assert words in distributed._exit_words(exitcode)
+    assert words in supervisor._exit_words(exitcode)
 
 
 def test_only_the_end_of_a_long_output_is_read(tmp_path):
@@ -298,15 +299,15 @@ def test_only_the_end_of_a_long_output_is_read(tmp_path):
     path = tmp_path / "rank0.stdout"
     lines = [f"line {i:06d} " + "é" * 20 for i in range(20_000)]  # about 1 MB, two-byte characters
     path.write_text("\n".join(lines) + "\n")
-    text = distributed._tail(path)
+    text = supervisor._tail(path)
     kept = text.splitlines()
     assert kept[0].startswith("[... the first ") and kept[0].endswith(" bytes are not kept]")
     assert kept[1:] == lines[-len(kept) + 1 :]  # whole lines, the last ones
     assert limit - 100 < len("\n".join(kept[1:]).encode()) <= limit
     assert int(kept[0].split()[3]) + len(text.split("\n", 1)[1].encode()) == path.stat().st_size
     path.write_text("short\n")
-    assert distributed._tail(path) == "short\n"
-    assert distributed._tail(tmp_path / "missing") == ""
+    assert supervisor._tail(path) == "short\n"
+    assert supervisor._tail(tmp_path / "missing") == ""
 
 
 # ---------------------------------------------------------------- launch: gloo ranks

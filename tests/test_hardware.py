@@ -35,7 +35,7 @@ def test_describe_reads_a_two_gpu_machine(monkeypatch):
         for i in range(2)
     ]
     monkeypatch.setattr(machine, "gpu_count", lambda: 2)  # describe and peer_access read it
-    monkeypatch.setattr(machine, "_smi_gpu_rows", lambda: rows)
+    monkeypatch.setattr(machine, "smi_gpu_rows", lambda: rows)
     monkeypatch.setattr(machine, "_gpu_links", lambda: "GPU0\tX\tNV18")
     monkeypatch.setattr(machine, "_nccl_version", lambda: "2.27.3")
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)

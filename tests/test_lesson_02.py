@@ -406,10 +406,10 @@ def test_the_safe_choice_says_so_when_the_measurements_single_out_none(capsys):
 
 def test_a_tutorial_case_is_shown_as_the_tutorials_setting():
     assert (
-        non_blocking._shown("H2D pinned, source zeroed (tutorial's form)")
+        non_blocking.shown("H2D pinned, source zeroed (tutorial's form)")
         == "H2D pinned, source zeroed (tutorial's setting)"
     )
-    assert non_blocking._shown("D2H blocking") == "D2H blocking"
+    assert non_blocking.shown("D2H blocking") == "D2H blocking"
 
 
 # ---------------------------------------------------------------- 5. tensordict

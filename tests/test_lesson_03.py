@@ -270,7 +270,7 @@ def test_ordering_out_of_order_no_wait_and_time_saved():
 def test_the_tutorial_sentences_agree_with_the_trace(machine):
     run = RUNS["pinned_x_streamed"][machine]
     profiles = run.value["profiles"]
-    pinned, current, pageable = streams.see_tutorial(run).sentences
+    pinned, current, pageable = streams_copies.see_tutorial(run).sentences
     side = _overlap(profiles["pinned, side stream"])
     assert _after(pinned, "beside the kernel for", "%") == round(side * 100)
     assert _after(pinned, "(overlap ratio") == pytest.approx(side, abs=1e-3)
@@ -311,7 +311,7 @@ def test_the_requirements_and_the_best_configuration(machine, capsys):
     if overlaps["pinned, side stream"] > 0.96 and max(others) < 0.19:  # far from both thresholds
         assert [row[4] for row in table.rows] == [claims.HOLDS] * 4
     assert "2 profiled steps" in table.headers[2]
-    streams.show_tutorial(run)
+    streams_copies.show_tutorial(run)
     out = capsys.readouterr().out
     assert (
         str(run.value["copy"]) in out
@@ -355,7 +355,7 @@ def test_the_tutorial_sentences_when_the_requirements_are_not_needed():
         dict(zip(LABELS, (1.0, 0.5, 0.6, 0.3), strict=True)),
         dict(zip(LABELS, (0.01, 0.01, 0.9, 1.1), strict=True)),
     )
-    pinned, current, pageable = streams.see_tutorial(run).sentences
+    pinned, current, pageable = streams_copies.see_tutorial(run).sentences
     assert "for 100% of its time" in pinned
     assert "still overlapped" in current
     assert "0.90 and 1.10 times as long as the GPU copy" in pageable
@@ -440,7 +440,7 @@ def test_the_engine_sentences_without_a_count_and_with_one_engine():
 def test_the_launch_order_sentences_agree_with_the_trace(machine, capsys):
     run = RUNS["launch_order"][machine]
     profiles = run.value["profiles"]
-    host, order, pinned = streams.see_launch_order(run).sentences
+    host, order, pinned = streams_copies.see_launch_order(run).sentences
     kf, cf = profiles["pageable, kernel first"], profiles["pageable, copy first"]
     said = _numbers(host.split("the labelled range")[0])
     assert said[:2] == pytest.approx([_host_ms(kf), _host_ms(cf)], abs=0.051)
@@ -465,7 +465,7 @@ def test_the_launch_order_sentences_agree_with_the_trace(machine, capsys):
         min(_overlap(pinned_kf), _overlap(pinned_cf)) > 0.96
     )
     assert streams.host_in_memcpy_ms(run, "pageable, copy first") == pytest.approx(_host_ms(cf))
-    streams.show_launch_order(run)
+    streams_copies.show_launch_order(run)
     out = capsys.readouterr().out
     assert str(run.value["pageable_copy"]) in out and len(plt.get_fignums()) == 1
 
@@ -510,7 +510,7 @@ def _order_run(kf_overlap, cf_overlap, pinned_overlaps, steps=2):
 )
 def test_a_pinned_copy_that_does_not_clearly_overlap_is_named(pinned_overlaps, ending):
     run = _order_run(0.3, 0.4, pinned_overlaps)
-    _, order, pinned = streams.see_launch_order(run).sentences
+    _, order, pinned = streams_copies.see_launch_order(run).sentences
     assert "barely overlapped it" in order and order.endswith(", 0.40.")
     assert ending in pinned
     rows = streams_claims.claims_table(*_claims_runs(order=run)).verdicts()
@@ -537,7 +537,7 @@ def test_host_in_memcpy_ms_refuses_an_unknown_configuration():
 def test_the_prefetching_sentences_agree_with_the_timings(machine, capsys):
     run = RUNS["double_buffering"][machine]
     db, n = run.value, run.params["n_batches"]
-    seen = streams.see_prefetching(run)
+    seen = streams_copies.see_prefetching(run)
     (check,) = seen.checks
     assert check.holds == bool(db["same_results"])
     hidden_sentence, loops = seen.sentences
@@ -564,7 +564,7 @@ def test_the_prefetching_sentences_agree_with_the_timings(machine, capsys):
     else:
         assert f"{share:.0%} of the gain" in loops and f"({best_n:.2f}x)" in loops
         assert f"below the many-batch limit of {many:.2f}x" in loops and speedup < many
-    streams.show_prefetching(run)
+    streams_copies.show_prefetching(run)
     out = capsys.readouterr().out
     assert f"both loops give the same results: {db['same_results']}" in out
     assert ("share of the possible gain obtained" in out) == (share <= 1)
@@ -592,21 +592,22 @@ def _prefetch_run(copy_ms, compute_ms, serial_ms, prefetched_ms, traced_copy_ms,
 def test_a_speed_up_above_the_bound_says_why_and_never_a_share_above_100_percent(capsys):
     # c = k = 1 ms, 4 batches: the bound is 8 / 5 = 1.6x; the loops give 2.0x
     run = _prefetch_run(1.0, 1.0, [8.0, 8.0, 8.0, 12.0, 12.0], 4.0, traced_copy_ms=0.5)
-    _, loops = streams.see_prefetching(run).sentences
+    _, loops = streams_copies.see_prefetching(run).sentences
     assert "more than the 1.60x" in loops and "one side of that comparison is off" in loops
     assert "a copy took 0.50 ms (median of 4), not the 1.00 ms measured alone" in loops
     assert "the serial loop's 5 samples spread over 50% of their median (8.0 to 12.0 ms)" in loops
-    streams.show_prefetching(run)
+    streams_copies.show_prefetching(run)
     assert "share of the possible gain" not in capsys.readouterr().out
     quiet = _prefetch_run(1.0, 1.0, [8.0] * 5, 3.9, traced_copy_ms=1.0)
     assert (
-        "measured apart, and differ from the loop's." in streams.see_prefetching(quiet).sentences[1]
+        "measured apart, and differ from the loop's."
+        in streams_copies.see_prefetching(quiet).sentences[1]
     )
 
 
 def test_a_speed_up_at_the_bound_and_different_results():
     run = _prefetch_run(1.0, 1.0, [8.0] * 5, 5.0, traced_copy_ms=1.0, same=False)
-    seen = streams.see_prefetching(run)
+    seen = streams_copies.see_prefetching(run)
     assert not seen.checks[0].holds
     assert (
         "100% of the gain that the copy (1.00 ms) and compute (1.00 ms) measured apart allow for 4 batches (1.60x)"
@@ -733,7 +734,7 @@ def _two_step_profile():
 
 
 def test_copy_and_kernel_per_step_overlap_and_host_hold():
-    stats = streams_copies._copy_and_kernel(_two_step_profile())
+    stats = streams_copies.copy_and_kernel(_two_step_profile())
     assert stats["overlap"].value == pytest.approx(0.75)  # steps 1.0 and 0.5, spin kernel left out
     assert stats["overlap"].spread == pytest.approx(0.125) and stats["overlap"].samples == 2
     assert stats["held"].value == pytest.approx((2 / 20 + 20 / 20) / 2)
@@ -757,7 +758,7 @@ def test_the_hidden_share_is_a_share_of_the_copy_time_not_of_the_shorter():
     profile = trace.Profile(intervals=[_copy(0, 20), _copy(30, 50), _kernel(35, 45)], steps=1)
     run = _prefetch_run(1.0, 1.0, [8.0] * 5, 5.0, traced_copy_ms=1.0)
     run.value["prefetched trace"] = profile
-    assert streams_copies._prefetch(run)["hidden"]["prefetched"] == pytest.approx(0.25)
+    assert streams_copies.prefetch(run)["hidden"]["prefetched"] == pytest.approx(0.25)
 
 
 def test_range_ms_counts_the_host_ranges_per_step():

@@ -217,16 +217,16 @@ def test_the_first_calls_sentences_name_the_least_and_the_most(machine):
 
 
 def test_settled_from_finds_the_first_call_after_which_all_stay_near_the_median():
-    assert events._settled_from([100.0, 1.0, 1.0, 1.0, 1.0]) == 2
-    assert events._settled_from([100.0, 5.0, 1.0, 1.0, 1.0]) == 3
-    assert events._settled_from([100.0, 1.0, 1.0, 9.0, 1.0, 1.0]) == 5
+    assert events.settled_from([100.0, 1.0, 1.0, 1.0, 1.0]) == 2
+    assert events.settled_from([100.0, 5.0, 1.0, 1.0, 1.0]) == 3
+    assert events.settled_from([100.0, 1.0, 1.0, 9.0, 1.0, 1.0]) == 5
     for times in (
         [100.0, 1.0, 1.0, 1.0, 1.0],
         [100.0, 1.0, 1.0, 9.0, 1.0, 1.0],
         [3.0, 1.0, 5.0],
         [1.0, 1.0, 9.0],
     ):
-        assert events._settled_from(times) == settles(times)
+        assert events.settled_from(times) == settles(times)
 
 
 def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_keep_a_decimal():
@@ -246,9 +246,9 @@ def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_k
 
 
 def test_first_over_later_keeps_the_spread():
-    first = events_analysis._first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    first = events_analysis.first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     assert first.value == pytest.approx(10.0) and first.spread == 0 and first.samples == 6
-    assert events_analysis._first_over_later(
+    assert events_analysis.first_over_later(
         [10.0, 0.8, 0.9, 1.0, 1.1, 1.2]
     ).spread == pytest.approx(1.0)
 

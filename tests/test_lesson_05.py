@@ -92,7 +92,7 @@ def test_every_machine_that_recorded_05_is_tested():
 def test_the_links_sentences_count_the_pairs_and_compare_the_rated_speed_with_pcie(machine, capsys):
     run = LINKS[machine]
     value, pairs = run.value, _pairs(run.value["gpus"])
-    first, second = peer.see_links(run).sentences
+    first, second = peer_links.see_links(run).sentences
     with_peer = sum(bool(value["peer_access"][i][j]) for i, j in pairs)
     assert first.startswith(
         f"{machine} has {value['gpus']} GPUs: peer access on {with_peer} of the "
@@ -107,7 +107,7 @@ def test_the_links_sentences_count_the_pairs_and_compare_the_rated_speed_with_pc
         float(ratio) == pytest.approx(_rated_gbps(run) / min(value["pcie_gbps"]), abs=0.05)
         and float(ratio) > 1
     )
-    peer.show_links(run)
+    peer_links.show_links(run)
     out = capsys.readouterr().out
     assert (
         f"Every pair of GPUs of {machine} has peer access" in out
@@ -130,13 +130,13 @@ def test_links_without_nvlink_or_peer_access_say_so(capsys):
             "report": "a fake machine",
         }
     )
-    first, second = peer.see_links(run).sentences
+    first, second = peer_links.see_links(run).sentences
     assert "peer access on 0 of the 2 ordered pairs, joined by SYS" in first
     assert second.startswith("No rated speed is known for these links")
-    peer.show_links(run)
+    peer_links.show_links(run)
     out = capsys.readouterr().out
     assert "Some pairs have no peer access" in out and "crosses PCIe twice" not in out
-    assert peer.link_facts(run) == {
+    assert peer_links.link_facts(run) == {
         "all_peer": False,
         "pcie_gbps": None,
         "rated_gbps": None,
@@ -542,7 +542,7 @@ def test_every_pair_at_once_against_the_single_pair(machine, capsys):
     run = PAIRS[machine]
     rates = [t.gbps for t in run.value["together"].values()]
     alone, total = run.value["alone"].gbps, run.value["total"].gbps
-    seen = peer.see_all_pairs(run, _or_other(LINKS, machine))
+    seen = peer_links.see_all_pairs(run, _or_other(LINKS, machine))
     (sentence,) = seen.sentences
     gpus = len({int(g) for pair in run.value["together"] for g in pair.split("->")})
     assert sentence.startswith(
@@ -561,16 +561,18 @@ def test_every_pair_at_once_against_the_single_pair(machine, capsys):
     )
     (check,) = seen.checks  # NVML and nvidia-smi were both read on this machine
     assert check.holds and check.measured == f"{len(rates)} pairs agree"
-    peer.show_all_pairs(run, PEER[machine])
+    peer_links.show_all_pairs(run, PEER[machine])
     out = capsys.readouterr().out
     assert "each pair's rate at once over its rate alone" in out and "not compared" not in out
-    peer.show_all_pairs(run, PEER["4xNVIDIA-H200"])  # section 4 from another machine: no shares
+    peer_links.show_all_pairs(
+        run, PEER["4xNVIDIA-H200"]
+    )  # section 4 from another machine: no shares
     assert "not compared" in capsys.readouterr().out
 
 
 def test_every_pair_at_once_without_a_run_or_with_links_that_disagree(capsys):
-    assert peer.see_all_pairs(None, LINKS[MACHINES[0]]) is None
-    peer.show_all_pairs(None, PEER[MACHINES[0]])
+    assert peer_links.see_all_pairs(None, LINKS[MACHINES[0]]) is None
+    peer_links.show_all_pairs(None, PEER[MACHINES[0]])
     assert "no machine has recorded it yet" in capsys.readouterr().out
     nbytes = 2**20
     value = {
@@ -579,12 +581,12 @@ def test_every_pair_at_once_without_a_run_or_with_links_that_disagree(capsys):
         "together": {"0->1": _timing(75.0, nbytes), "1->0": _timing(75.0, nbytes)},
         "topology": {"source": "NVML", "links": [["X", "NV4"], ["NV4", "X"]]},
     }
-    seen = peer.see_all_pairs(_run(value, nbytes=nbytes), _links("SYS"))
+    seen = peer_links.see_all_pairs(_run(value, nbytes=nbytes), _links("SYS"))
     (check,) = seen.checks
     assert not check.holds and "NVML NV4, nvidia-smi SYS" in check.measured
     assert "each pair ran at 75.0 GB/s, 75% of the single pair's 100.0 GB/s" in seen.sentences[0]
     value["topology"] = {"source": "nvidia-smi topo -m", "links": [["X", "NV4"], ["NV4", "X"]]}
-    seen = peer.see_all_pairs(_run(value, nbytes=nbytes), _links("NV4"))
+    seen = peer_links.see_all_pairs(_run(value, nbytes=nbytes), _links("NV4"))
     assert (
         not seen.checks
         and seen.sentences[1] == "The topology was read from nvidia-smi topo -m on 2xFAKE."
@@ -689,7 +691,7 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
     ratios = _ratios(run)
     both = [ratios[(True, True, nb)] for nb in (True, False)]
     others = [v for (s, r, _), v in ratios.items() if not (s and r)]
-    seen = peer_streams.see_combinations(run)
+    seen = peer_combinations.see_combinations(run)
     lanes, overlap, nb, gap = seen.sentences
     assert (
         lanes
@@ -730,10 +732,10 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
     assert check.holds == (syncs == 0) and check.measured.startswith(
         f"{syncs} cudaStreamSynchronize"
     )
-    peer_streams.show_combinations(run)
+    peer_combinations.show_combinations(run)
     out = capsys.readouterr().out
     assert "The blog post's claim holds here" in out and "the legacy default stream's rule" in out
-    peer_streams.show_timelines(run)
+    peer_combinations.show_timelines(run)
     assert len(plt.gcf().axes) == 8
 
 
@@ -751,8 +753,10 @@ def test_the_exercise_asks_for_the_lane_the_trace_shows(machine):
         if iv.kind == "memcpy" and iv.copy_kind == "PtoP"
     }
     expected = _lane_of(r["profile"], *copy)
-    assert peer_streams.copy_lane(run, False, True, True) == expected == "cuda:0 default stream"
-    assert peer_streams.lane_choices(run) == sorted(LANES)
+    assert (
+        peer_combinations.copy_lane(run, False, True, True) == expected == "cuda:0 default stream"
+    )
+    assert peer_combinations.lane_choices(run) == sorted(LANES)
 
 
 _STREAMS = {
@@ -816,7 +820,7 @@ def test_a_partial_overlap_and_a_host_that_waits_are_said(capsys):
     run = _seed(
         {(True, True): 0.5, (True, False): 0.0, (False, True): 0.3, (False, False): 0.0}, syncs=1
     )
-    seen = peer_streams.see_combinations(run)
+    seen = peer_combinations.see_combinations(run)
     assert (
         "the overlap ratio was 0.51 and 0.50 (each over 1 profiled steps: partial overlap"
         in seen.sentences[1]
@@ -832,14 +836,14 @@ def test_a_partial_overlap_and_a_host_that_waits_are_said(capsys):
         "The copy ran on the sender's current stream in 8 of 8"
     )
     assert not check.holds and check.measured == "8 cudaStreamSynchronize calls in the 8 traces"
-    peer_streams.show_combinations(run)
+    peer_combinations.show_combinations(run)
     out = capsys.readouterr().out
     assert (
         "does not hold here" in out
         and "sender s0, receiver s1, non_blocking=True: overlap ratio 0.51" in out
     )
     assert "partial" in out.split("what keeps B*B*B*B")[1]
-    peer_streams.show_timelines(run)
+    peer_combinations.show_timelines(run)
     labels = {t.get_text() for ax in plt.gcf().axes for t in ax.get_yticklabels()}
     assert {"GPU 0: side stream s0", "GPU 1: default stream", "GPU 0: default stream"} <= labels
 
@@ -852,7 +856,7 @@ def test_overlap_words_and_what_orders_the_copy():
     assert "legacy default stream" in peer_combinations._ordered_by(False, True)
     assert peer_combinations._ordered_by(True, False) == peer_combinations._ordered_by(False, False)
     assert (
-        peer_combinations._stream_names(
+        peer_combinations.stream_labels(
             {(0, 7): "cuda:0 default stream", (1, 7): "cuda:1 side stream s1"}
         )
         == {}
@@ -1045,7 +1049,7 @@ def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
             2: [],
         }
     )
-    monkeypatch.setattr(topology, "_nvml", lambda: direct)
+    monkeypatch.setattr(topology, "nvml_module", lambda: direct)
     assert hardware.gpu_topology() == {
         "source": "NVML",
         "links": [["X", "NV2", "PCIe"], ["NV2", "X", "PCIe"], ["PCIe", "PCIe", "X"]],
@@ -1058,7 +1062,7 @@ def test_gpu_topology_reads_nvml_direct_links_and_switches(monkeypatch):
             2: [("switch", "up")] * 3 + [("switch", "down")],
         }
     )
-    monkeypatch.setattr(topology, "_nvml", lambda: switched)
+    monkeypatch.setattr(topology, "nvml_module", lambda: switched)
     assert hardware.gpu_topology()["links"] == [
         ["X", "NV4", "NV3"],
         ["NV4", "X", "NV3"],
@@ -1070,15 +1074,15 @@ def test_gpu_topology_falls_back_to_nvidia_smi_then_to_nothing(monkeypatch):
     topo = (
         "\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-47\nGPU1\tNV18\t X \t0-47\n"
     )
-    monkeypatch.setattr(topology, "_nvml", lambda: None)
+    monkeypatch.setattr(topology, "nvml_module", lambda: None)
     monkeypatch.setattr(
-        topology, "_nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
+        topology, "nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
     )
     assert hardware.gpu_topology() == {
         "source": "nvidia-smi topo -m",
         "links": [["X", "NV18"], ["NV18", "X"]],
     }
-    monkeypatch.setattr(topology, "_nvidia_smi", lambda *args: None)
+    monkeypatch.setattr(topology, "nvidia_smi", lambda *args: None)
     assert hardware.gpu_topology() == {"source": None, "links": []}
 
 

@@ -1,6 +1,7 @@
 import pytest
 
 from helpers import claims, exercises, plotting, records
+from helpers.plotting import before_after
 
 
 def test_bandwidth_plot_has_units_and_log_axes():
@@ -259,12 +260,12 @@ def test_before_after_stays_readable_for_2_4_and_8_ranks(ranks):
 
 
 def test_before_after_wraps_long_values_between_elements():
-    assert plotting._value_lines([[0, 1, 2], [1, 2, 3], [2, 3, 4]], width=22) == [
+    assert before_after._value_lines([[0, 1, 2], [1, 2, 3], [2, 3, 4]], width=22) == [
         "[[0, 1, 2], [1, 2, 3],",
         " [2, 3, 4]]",
     ]
-    assert plotting._value_lines([1, 2, 3]) == ["[1, 2, 3]"] and plotting._value_lines(None) == [
-        "-"
-    ]
+    assert before_after._value_lines([1, 2, 3]) == ["[1, 2, 3]"] and before_after._value_lines(
+        None
+    ) == ["-"]
     with pytest.raises(TypeError, match="title"):
         plotting.draw_before_after(_seven_collectives(2), title=None)

@@ -198,7 +198,7 @@ def test_fingerprint_does_not_depend_on_the_python_version():
     expected value was computed identically with Python 3.11, 3.12 and 3.13."""
     source = 'def f(x: int = 1) -> int:\n    return f"{x!r:>4}"'
     assert records.fingerprint_source(source) == "7c0b98c3e55254f4"
-    canonical = records.fingerprints._canonical(records.fingerprints._definition_node(source))
+    canonical = records.fingerprints._canonical(records.fingerprints.definition_node(source))
     assert "type_params" not in canonical and "decorator_list" not in canonical
 
 

@@ -4,6 +4,7 @@ a change to any of it shows here (mutation testing found these sentences uncheck
 import pytest
 
 from helpers import claims, exercises, tables
+from helpers.claims import verdicts
 
 
 @pytest.fixture(autouse=True)
@@ -86,7 +87,7 @@ def test_check_choice_says_what_to_copy_then_hint_then_answer(capsys):
     ],
 )
 def test_a_threshold_is_written_with_the_digits_it_has(x, text):
-    assert claims._number(x) == text
+    assert verdicts._number(x) == text
 
 
 def test_a_comparison_reads_value_spread_side_and_threshold():

@@ -13,8 +13,6 @@ What a notebook *sees* is printed from its data too: ``WhatWeSee`` gathers sente
 from the measured values (``describe_curve`` says how a bandwidth curve ends) and ``check``-s
 of statements made in markdown. ``make test`` replays every notebook on every recorded machine
 and fails on any check that does not hold or any verdict that disagrees with its numbers.
-
-Taught in 00_start_here (how to read the table); used by every notebook.
 """
 
 from __future__ import annotations
@@ -41,12 +39,12 @@ from .verdicts import (
     VERDICTS,
     Comparison,
     Value,
-    _number,  # noqa: F401  (tests read claims._number)
     compare,
     measured,
     ratio,
     verdict_of,
     within,
+    worded,
 )
 
 __all__ = [
@@ -64,6 +62,7 @@ __all__ = [
     "Comparison",
     "compare",
     "within",
+    "worded",
     "verdict_of",
     "Claim",
     "ClaimsTable",

@@ -1,8 +1,6 @@
 """How a bandwidth curve ends, in words computed from its points: ``describe_curve``.
 
 Part of ``claims`` (re-exported there: ``claims.describe_curve``).
-
-Taught in 00_start_here; used by every notebook.
 """
 
 from __future__ import annotations
@@ -18,8 +16,6 @@ class CurveShape:
     """How a curve of values against sizes ends: ``kind`` is "levels off", "still rising",
     "peaks, then falls" or "uneven" (no trend over the last three sizes); ``words`` says it with
     the numbers.
-
-    Used by claims.describe_curve.
     """
 
     kind: str
@@ -32,8 +28,6 @@ def describe_curve(
 ) -> CurveShape:
     """How a bandwidth curve ends, in words with its numbers, ``tolerance`` being the relative
     change still called flat (sizes in bytes, said with binary prefixes).
-
-    Used by the lessons (helpers/lessons/).
     """
     if len(sizes) != len(values) or len(values) < 3:
         raise ValueError("describe_curve needs as many sizes as values, at least 3 of each")

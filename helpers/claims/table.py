@@ -2,8 +2,6 @@
 ``WhatWeSee``: sentences computed from the data and checked statements of the markdown.
 
 Part of ``claims`` (re-exported there: ``claims.ClaimsTable``).
-
-Taught in 00_start_here (how to read the table); used by every notebook.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from .verdicts import (
     FAILED_CHECK,
     HOLDS,
     Comparison,
-    _as_verdict,
+    as_verdict,
 )
 
 # ---------------------------------------------------------------- the claims table
@@ -35,8 +33,6 @@ T = TypeVar("T")
 class Claim:
     """One row: the claim, its source, what was measured, where, and the verdict; ``comparison``
     carries value, threshold and spread when the claim is a number.
-
-    Used by claims.ClaimsTable (one per row of the table).
     """
 
     text: str
@@ -50,8 +46,6 @@ class Claim:
 class ClaimsTable:
     """The claims a notebook tested, shown through ``tables.Table``: HTML in Jupyter, aligned
     text in ``print()``, a pipe table from ``to_markdown()``.
-
-    Taught in 01_pinned_memory.
     """
 
     def __init__(self, notebook: str) -> None:
@@ -73,7 +67,7 @@ class ClaimsTable:
         where = run.where() if run is not None else "this machine"
         holds = judged(holds, run, self.notebook, claim)
         comparison = holds if isinstance(holds, Comparison) else None
-        row = Claim(claim, source, measured, _as_verdict(holds), where, comparison)
+        row = Claim(claim, source, measured, as_verdict(holds), where, comparison)
         self.claims.append(row)
         if comparison is not None:
             fields = dict(
@@ -165,8 +159,6 @@ def recorded_runs(
     this machine kind, and the most it moved between runs on a kind run several times (half the
     range, in the claim's scale: ``Comparison.distance``). A history of another threshold or
     side is another test's and does not count (a ``within`` claim's is either of its bounds).
-
-    Used by claims.judged.
     """
     data = _run_to_run()
     tests = {(comparison.threshold, comparison.holds_if)}
@@ -185,8 +177,6 @@ def judged(holds: T, run: Run | None, notebook: str, claim: str) -> T:
     """``holds`` with the evidence of the recorded runs where it is a ``Comparison`` and ``run``
     says the machine: the one object whose ``verdict`` the claims table shows and any sentence
     about the claim reads (``stated``). Anything else comes back as it is.
-
-    Used by the lessons (helpers/lessons/) and claims.ClaimsTable.
     """
     if not isinstance(holds, Comparison) or run is None:
         return holds
@@ -198,8 +188,6 @@ def stated(comparison: Comparison, run: Run | None) -> str:
     """The verdict of a ``judged`` comparison, for a sentence or a table outside the claims
     table; a replay writes it to the index (kind "stated"), and the truth check fails where it
     differs from the claims table's row of the same claim.
-
-    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(comparison, Comparison) or comparison.claim is None:
         raise TypeError(
@@ -240,10 +228,7 @@ def _export(notebook: str, run: Run | None, **fields: object) -> None:
 
 @dataclass
 class Check:
-    """A statement made in markdown, checked against the measurement.
-
-    Used by claims.WhatWeSee (one per statement its ``check`` tests).
-    """
+    """A statement made in markdown, checked against the measurement."""
 
     statement: str
     holds: bool
@@ -253,8 +238,6 @@ class Check:
 class WhatWeSee:
     """What a section's numbers show, said by code: ``say`` adds a sentence built from the
     values, ``check`` tests a statement the markdown makes. Renders as Markdown in Jupyter.
-
-    Taught in 00_start_here.
     """
 
     def __init__(self, notebook: str, run: Run | None = None) -> None:

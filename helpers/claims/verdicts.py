@@ -3,8 +3,6 @@
 A ``Value`` is a measured number with its spread (``measured``, ``ratio``); a ``Comparison``
 (``compare``, ``within``) says on which side of a threshold it lies, or that it is inside the
 noise ("borderline here"). Part of ``claims`` (re-exported there: ``claims.compare``).
-
-Taught in 00_start_here (how to read the table); used by every notebook.
 """
 
 from __future__ import annotations
@@ -47,10 +45,7 @@ BORDERLINE_RULE = (
 
 @dataclass(frozen=True)
 class Value:
-    """A measured number with its noise: ``spread`` is half the interquartile range, in ``unit``.
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """A measured number with its noise: ``spread`` is half the interquartile range, in ``unit``."""
 
     value: float
     spread: float = 0.0
@@ -127,8 +122,6 @@ def _number(x: float) -> str:
 def measured(timing: Timing, *, as_rate: bool = False, unit: str | None = None) -> Value:
     """A ``Timing`` as a ``Value``: its median (seconds, or decimal GB/s with ``as_rate``) and
     half its interquartile range.
-
-    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(timing, Timing):
         raise TypeError(f"measured() takes a timing.Timing, got {type(timing).__name__}")
@@ -144,7 +137,7 @@ def measured(timing: Timing, *, as_rate: bool = False, unit: str | None = None) 
 def ratio(numerator: Timing | Value, denominator: Timing | Value, unit: str = "x") -> Value:
     """``numerator / denominator`` with the relative spreads of both added (a cautious bound).
 
-    Timings are compared by their median times. Used by the lessons (helpers/lessons/).
+    Timings are compared by their median times.
     """
     a = numerator if isinstance(numerator, Value) else measured(numerator)
     b = denominator if isinstance(denominator, Value) else measured(denominator)
@@ -168,7 +161,7 @@ class Comparison:
     from ``results/run_to_run.json``, the claim's values in the recorded runs of this machine kind
     (``runs``) and, for a kind recorded once, ``band``: how far the claim moved between runs on
     the kinds recorded several times, in the claim's scale (``distance``). ``borderline()`` says
-    why a verdict is borderline. Used by the lessons (helpers/lessons/).
+    why a verdict is borderline.
     """
 
     value: Value
@@ -251,15 +244,26 @@ class Comparison:
             return f"between {_number(self.between[0])} and {_number(self.between[1])}"
         return f"{'>' if self.holds_if == 'above' else '<'} {_number(self.threshold)}"
 
+    def in_words(self) -> str:
+        """The claim's side in words, for a sentence: "above 0.8", "below 2", "between 1 and 2"."""
+        if self.between is not None:
+            return self.holds_if_text()
+        return f"{self.holds_if} {_number(self.threshold)}"
+
     def __str__(self) -> str:
         return f"{self.value} (holds if {self.holds_if_text()}{' ' + self.value.unit if self.value.unit else ''})"
+
+
+def worded(verdict: str, holds: str, does_not: str, borderline: str) -> str:
+    """What a sentence says for ``verdict`` (``HOLDS``, ``DOES_NOT_HOLD`` or ``BORDERLINE``)."""
+    return {HOLDS: holds, DOES_NOT_HOLD: does_not, BORDERLINE: borderline}[verdict]
 
 
 def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -> Comparison:
     """The claim holds when ``value`` is ``holds_if`` ("above" or "below") ``threshold``.
 
     ``value`` is a ``Value`` (e.g. from ``ratio``), a ``Timing`` (its median seconds), or a bare
-    number for a count, which has no spread. Used by the lessons (helpers/lessons/).
+    number for a count, which has no spread.
     """
     if holds_if not in _SIDES:
         raise ValueError(f"holds_if must be 'above' or 'below', got {holds_if!r}")
@@ -279,7 +283,7 @@ def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -
 def within(value: Value | Timing | float, low: float, high: float) -> Comparison:
     """The claim holds when ``low < value < high`` (e.g. "slower, but at most twice": 1 and 2).
 
-    The verdict is decided at the nearer bound, so it is borderline near either. Used by the lessons (helpers/lessons/).
+    The verdict is decided at the nearer bound, so it is borderline near either.
     """
     if not (checks.is_number(low) and checks.is_number(high)):
         raise TypeError(f"within() needs numeric bounds, got {low!r} and {high!r}")
@@ -293,7 +297,7 @@ def within(value: Value | Timing | float, low: float, high: float) -> Comparison
     return dataclasses.replace(nearer, between=(float(low), float(high)))
 
 
-def _as_verdict(holds: object) -> str:
+def as_verdict(holds: object) -> str:
     if holds is None:
         return NOT_TESTABLE
     if isinstance(holds, Comparison):
@@ -310,7 +314,7 @@ def verdict_of(row: dict) -> str | None:
     """The verdict an index row's value, spread, threshold, side, ``runs`` and ``band`` give (None
     for a row without a value or threshold).
 
-    What the truth check recomputes. Used by the course's tools (tools/replay_all.py).
+    What the truth check recomputes.
     """
     if row.get("threshold") is None or row.get("value") is None:
         return None

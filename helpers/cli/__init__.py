@@ -17,8 +17,6 @@ One module per job: ``cli_args`` (arguments), ``cli_output`` (streamed rows, pro
 ``doctor``, ``record_check``, ``notebooks_cmd``; this file holds the parser and ``main``. Nothing here measures by
 itself: copies are the notebooks' own experiments (``helpers.experiments``), collectives are
 ``helpers.distributed``'s. It imports the helpers; no helper imports it.
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -62,10 +60,7 @@ __all__ = ["UsageError", "build_parser", "main", "version"]
 
 
 def version() -> str:
-    """The installed course's version (pyproject's), or "unknown" where it is not installed.
-
-    Used by the command line (datamove --version).
-    """
+    """The installed course's version (pyproject's), or "unknown" where it is not installed."""
     return config.course_version()
 
 
@@ -399,10 +394,7 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``datamove`` argument parser with its subcommands and ``--version``.
-
-    Used by the command line (datamove).
-    """
+    """The ``datamove`` argument parser with its subcommands and ``--version``."""
     parser = Parser(
         prog="datamove",
         description="Measure how data moves on this machine, with the course's own "
@@ -423,8 +415,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``datamove`` with ``argv`` (default: the command line); return the exit status:
     0 done, 1 a check failed (FAIL, #wrong, regression), 2 a request that cannot be served.
-
-    Used by the command line (datamove).
     """
     args = build_parser().parse_args(argv)
     args.version = args.version_text

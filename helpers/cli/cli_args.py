@@ -1,7 +1,5 @@
 """``datamove``'s arguments: sizes (``4KiB``, nccl-tests' ``128M``), size ranges, tolerances, ops,
 whole numbers, and the one-line error a request that cannot be served gets.
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -42,27 +40,18 @@ SIZE_HELP = (
 
 
 class UsageError(Exception):
-    """A request this machine or these arguments cannot serve: one line, exit status 2.
-
-    Used by the command line (datamove).
-    """
+    """A request this machine or these arguments cannot serve: one line, exit status 2."""
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a bad argument is one line (no usage block) and exit status 2.
-
-    Used by the command line (datamove).
-    """
+    """argparse, but a bad argument is one line (no usage block) and exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def parse_size(text: str) -> int:
-    """``"4096"``, ``"4KiB"``, ``"64MiB"``, ``"128M"`` (nccl-tests: MiB), ``"1GB"`` -> bytes.
-
-    Used by the command line (datamove).
-    """
+    """``"4096"``, ``"4KiB"``, ``"64MiB"``, ``"128M"`` (nccl-tests: MiB), ``"1GB"`` -> bytes."""
     match = _SIZE.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         raise ValueError(f"{text!r} is not a size: pass {SIZE_HELP}")
@@ -75,8 +64,6 @@ def parse_size(text: str) -> int:
 def parse_sizes(text: str) -> list[int]:
     """Sizes in bytes from ``"4KiB:1GiB"`` (x4 steps, as notebook 01 sweeps), ``"4KiB:1GiB:2"``
     (x2 steps) or a list ``"4KiB,64MiB"``.
-
-    Used by the command line (datamove).
     """
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"{text!r} is not a list of sizes: pass e.g. 4KiB:1GiB or 4KiB,64MiB")
@@ -103,8 +90,6 @@ def size_range(
 ) -> list[int]:
     """nccl-tests' sizes: from ``smallest`` to ``largest``, times ``factor`` (-f) or plus ``step``
     bytes (-i) each time; bytes.
-
-    Used by the command line (datamove).
     """
     where = f"{text!r}: " if text else ""
     if largest < smallest:
@@ -127,10 +112,7 @@ def size_range(
 
 
 def parse_tolerance(text: str) -> float:
-    """``"5%"`` or ``"0.05"`` -> 0.05: how far below its baseline a figure may fall.
-
-    Used by the command line (datamove).
-    """
+    """``"5%"`` or ``"0.05"`` -> 0.05: how far below its baseline a figure may fall."""
     text = text.strip() if isinstance(text, str) else ""
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
@@ -144,10 +126,7 @@ def parse_tolerance(text: str) -> float:
 
 
 def parse_ops(text: str) -> list[str]:
-    """``"all_reduce,all_gather"`` or ``"all"`` -> a list of names from ``distributed.COLLECTIVE_OPS``.
-
-    Used by the command line (datamove).
-    """
+    """``"all_reduce,all_gather"`` or ``"all"`` -> a list of names from ``distributed.COLLECTIVE_OPS``."""
     if text.strip() == "all":
         return list(distributed.COLLECTIVE_OPS)
     ops = [op.strip() for op in text.split(",") if op.strip()]
@@ -161,10 +140,7 @@ def parse_ops(text: str) -> list[str]:
 
 
 def whole(least: int) -> Callable[[str], int]:
-    """A parser of whole numbers >= ``least`` (ranks, calls, samples) with a ValueError that says so.
-
-    Used by the command line (datamove).
-    """
+    """A parser of whole numbers >= ``least`` (ranks, calls, samples) with a ValueError that says so."""
 
     def parse_whole(text: str) -> int:
         if not text.strip().isdigit() or int(text) < least:
@@ -175,10 +151,7 @@ def whole(least: int) -> Callable[[str], int]:
 
 
 def one_of(*choices: str, why: str) -> Callable[[str], str]:
-    """A parser that accepts only ``choices`` (nccl-tests' -o sum, -d float), saying ``why`` otherwise.
-
-    Used by the command line (datamove).
-    """
+    """A parser that accepts only ``choices`` (nccl-tests' -o sum, -d float), saying ``why`` otherwise."""
 
     def parse_choice(text: str) -> str:
         if text.strip().lower() not in choices:
@@ -189,10 +162,7 @@ def one_of(*choices: str, why: str) -> Callable[[str], str]:
 
 
 def argtype(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``parse`` for argparse: its ValueError becomes argparse's one-line error.
-
-    Used by the command line (datamove).
-    """
+    """``parse`` for argparse: its ValueError becomes argparse's one-line error."""
 
     def convert(text: str) -> Any:
         try:
@@ -205,10 +175,7 @@ def argtype(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def need_gpus(n: int, why: str = "") -> None:
-    """Raise ``UsageError`` unless this machine has ``n`` CUDA GPUs.
-
-    Used by the command line (datamove).
-    """
+    """Raise ``UsageError`` unless this machine has ``n`` CUDA GPUs."""
     have = hardware.gpu_count()
     if have < n:
         raise UsageError(

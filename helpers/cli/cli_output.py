@@ -1,8 +1,6 @@
 """How ``datamove`` prints: rows as they are measured (flushed at once), a progress line on
 stderr for long sweeps, tables through ``helpers.tables.Table``, JSON and CSV, and the machine a
 figure was measured on.
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -20,10 +18,7 @@ from .. import hardware, tables
 
 
 def say(line: str = "", stream: TextIO | None = None) -> None:
-    """Print one line and flush it, so a pipe or a log sees each row when it is measured.
-
-    Used by the command line (datamove).
-    """
+    """Print one line and flush it, so a pipe or a log sees each row when it is measured."""
     out = stream or sys.stdout
     out.write(line + "\n")
     out.flush()
@@ -32,8 +27,6 @@ def say(line: str = "", stream: TextIO | None = None) -> None:
 class Progress:
     """A one-line progress report on stderr (``all_reduce: 3/8 rows, 12 s``), rewritten in place
     where stderr is a terminal, left out where it is not (a log gets the rows, not the bar).
-
-    Used by the command line (datamove).
     """
 
     def __init__(
@@ -64,20 +57,14 @@ class Progress:
 
 
 def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> str:
-    """Rows as ``helpers.tables.Table`` text; ``columns`` maps a row key to its heading.
-
-    Used by the command line (datamove).
-    """
+    """Rows as ``helpers.tables.Table`` text; ``columns`` maps a row key to its heading."""
     return tables.Table(
         list(columns.values()), [[row.get(key) for key in columns] for row in rows]
     ).to_text()
 
 
 def matrix_table(title: str, matrix: list[list[float | None]], unit: str) -> str:
-    """A GPU x GPU matrix (row: from, column: to) as ``helpers.tables.Table`` text.
-
-    Used by the command line (datamove).
-    """
+    """A GPU x GPU matrix (row: from, column: to) as ``helpers.tables.Table`` text."""
     n = len(matrix)
     rows = [[f"cuda:{i}", *row] for i, row in enumerate(matrix)]
     return (
@@ -89,8 +76,6 @@ def matrix_table(title: str, matrix: list[list[float | None]], unit: str) -> str
 class StreamedRows:
     """Rows printed one by one as they are measured: fixed-width text for people, or CSV with
     its header first (``--csv``); with ``--json`` nothing is printed until the end.
-
-    Used by the command line (datamove).
     """
 
     def __init__(
@@ -139,10 +124,7 @@ class StreamedRows:
 def emit(
     args: argparse.Namespace, payload: dict[str, Any], columns: dict[str, str], text: str
 ) -> None:
-    """Print the payload as JSON (``--json``), its rows as CSV (``--csv``) or ``text`` for people.
-
-    Used by the command line (datamove).
-    """
+    """Print the payload as JSON (``--json``), its rows as CSV (``--csv``) or ``text`` for people."""
     if getattr(args, "json", False):
         say(json.dumps(payload, indent=2, allow_nan=True, default=str))
     elif getattr(args, "csv", False):
@@ -157,10 +139,7 @@ def emit(
 
 
 def machine_facts() -> dict[str, Any]:
-    """Where a figure was measured, for the JSON header: machine, GPU, driver, versions, date.
-
-    Used by the command line (datamove).
-    """
+    """Where a figure was measured, for the JSON header: machine, GPU, driver, versions, date."""
     info = hardware.describe()
     gpus = info.get("gpus") or []
     return {

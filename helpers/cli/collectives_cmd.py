@@ -2,8 +2,6 @@
 nccl-tests prints them (``helpers.cli.nccl_tests_format``), each row the moment rank 0 has it,
 under torchrun or with ranks started here; nccl-tests' flags beside the long options; and a sweep
 over the number of ranks (``--sweep-ranks``: N = 2, 4, ... every GPU, busbw against N).
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -334,10 +332,7 @@ def cmd_collectives(args: argparse.Namespace) -> int:
 
 
 def rank_counts(gpus: int) -> list[int]:
-    """N = 2, 4, 8, ... up to every GPU, and every GPU itself when it is not a power of two.
-
-    Used by the command line (datamove).
-    """
+    """N = 2, 4, 8, ... up to every GPU, and every GPU itself when it is not a power of two."""
     counts = [n for n in (2**k for k in range(1, 12)) if n <= gpus]
     return counts + [gpus] * (gpus >= 2 and gpus not in counts)
 

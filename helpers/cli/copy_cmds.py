@@ -1,8 +1,6 @@
 """``datamove h2d``, ``d2h`` (notebook 01's ``timed_copy``, size by size, each row printed when
 measured) and ``p2p`` (notebook 05's peer copies: one way, both ways, latency). The copies are the
 notebooks' own ``#@save`` cells, in ``helpers.experiments``.
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -23,8 +21,6 @@ REPEATS_SMALL, REPEATS_LARGE, LARGE_BYTES = 10, 5, 64 * MiB
 def host_copy(direction: str, pinned: bool, n: int) -> timing.Timing:
     """One size of notebook 01's copy_bandwidth: its own ``timed_copy`` (a #@save cell), with the
     notebook's samples for that size; the copy's contents are checked there.
-
-    Used by the command line (datamove).
     """
     return experiments.timed_copy(
         n, direction, pinned, REPEATS_SMALL if n < LARGE_BYTES else REPEATS_LARGE
@@ -41,10 +37,7 @@ def _check_copy_sizes(sizes: list[int]) -> None:
 
 
 def link_of_gpu0() -> dict[str, Any]:
-    """GPU 0's PCIe link at most and its raw one-way rate, as notebook 01 reads it.
-
-    Used by the command line (datamove).
-    """
+    """GPU 0's PCIe link at most and its raw one-way rate, as notebook 01 reads it."""
     info = hardware.describe()
     gpu0 = (info.get("gpus") or [{}])[0]
     gen, width = gpu0.get("pcie_gen_max"), gpu0.get("pcie_width_max")
@@ -57,10 +50,7 @@ def link_of_gpu0() -> dict[str, Any]:
 
 
 def copy_row(t: timing.Timing, link_gbps: float | None) -> dict[str, Any]:
-    """One row of ``h2d``/``d2h``: GB/s (median, slowest, fastest), spread, time, share of the link.
-
-    Used by the command line (datamove).
-    """
+    """One row of ``h2d``/``d2h``: GB/s (median, slowest, fastest), spread, time, share of the link."""
     slow, fast = t.gbps_range
     return {
         "size": t.nbytes,
@@ -106,10 +96,7 @@ _COPY_WIDTHS: dict[str, tuple[int, Callable[[Any], str]]] = {
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
-    """``datamove h2d`` / ``d2h``: each size's row printed as soon as it is measured.
-
-    Used by the command line (datamove).
-    """
+    """``datamove h2d`` / ``d2h``: each size's row printed as soon as it is measured."""
     need_gpus(1)
     _check_copy_sizes(args.sizes)
     link = link_of_gpu0()
@@ -168,10 +155,7 @@ def _peer_matrices(size: int) -> tuple[dict[str, Any], dict[str, Any], dict[str,
 
 
 def cmd_p2p(args: argparse.Namespace) -> int:
-    """``datamove p2p``: the peer matrices of notebook 05 at one size.
-
-    Used by the command line (datamove).
-    """
+    """``datamove p2p``: the peer matrices of notebook 05 at one size."""
     need_gpus(2)
     n, size = hardware.gpu_count(), args.size
     one_way, both, latency = _peer_matrices(size)

@@ -3,8 +3,6 @@
 The facts are read once (``doctor_facts``: NVML and the OS through ``helpers.hardware``); the
 checks are pure functions of them, so the tests feed them any machine. On a machine without a GPU
 the doctor says plainly "CPU only: the notebooks replay" and warns about nothing that needs no fix.
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -33,10 +31,7 @@ BUSY_PERCENT = 10
 
 @dataclass
 class Check:
-    """One line of ``datamove doctor``: what was checked, pass / warn / FAIL, what was seen, the fix.
-
-    Used by the command line (datamove).
-    """
+    """One line of ``datamove doctor``: what was checked, pass / warn / FAIL, what was seen, the fix."""
 
     name: str
     status: str
@@ -369,10 +364,7 @@ DOCTOR_CHECKS = (
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """``datamove doctor``: exit 1 on a FAIL.
-
-    Used by the command line (datamove).
-    """
+    """``datamove doctor``: exit 1 on a FAIL."""
     facts = _doctor_facts(None if args.skip_nccl else args.timeout)
     checks = [check for rule in DOCTOR_CHECKS for check in rule(facts)]
     rows = [asdict(c) for c in checks]

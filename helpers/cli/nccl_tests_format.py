@@ -410,8 +410,6 @@ def parse_log(text: str) -> dict[str, Any]:
     """Read an nccl-tests log (nccl-tests' own or datamove's): the header's fields, the devices,
     each row with its out-of-place and in-place groups, the out-of-bounds count and the average
     bus bandwidth. Lines it does not know (NCCL INFO, mpirun's prefixes stripped first) are skipped.
-
-    Used by the course's tests (test_cli.py reads datamove's output and a real nccl-tests log with it).
     """
     found: dict[str, Any] = {
         "config": None,

@@ -4,8 +4,6 @@ An installed course (``pip install moving-data-course[notebooks]``) ships its no
 recordings; this copies the notebooks out (never over a copy of yours unless ``--force``), and
 with ``--run`` executes them in that folder with nbclient, outputs saved in place, each
 replaying where this machine lacks the hardware.
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -87,10 +85,7 @@ def _execute(notebook: Path, quick: bool) -> float:
 
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
-    """``datamove notebooks FOLDER [NAME...] [--run] [--quick] [--force]``.
-
-    Used by the command line (datamove).
-    """
+    """``datamove notebooks FOLDER [NAME...] [--run] [--quick] [--force]``."""
     copies = _copy_out(_chosen(config.notebooks_dir(), args.names), args.folder, args.force)
     if not args.run:
         print(

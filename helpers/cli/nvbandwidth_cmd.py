@@ -100,10 +100,7 @@ Matrix = list[list[float | None]]
 
 
 def find_testcase(name: str) -> Testcase:
-    """The testcase named ``name`` or numbered ``name`` (its index in ``-l``), as nvbandwidth's -t takes it.
-
-    Used by the command line (datamove).
-    """
+    """The testcase named ``name`` or numbered ``name`` (its index in ``-l``), as nvbandwidth's -t takes it."""
     if name.isdigit() and int(name) < len(TESTCASES):
         return TESTCASES[int(name)]
     for case in TESTCASES:
@@ -116,10 +113,7 @@ def find_testcase(name: str) -> Testcase:
 
 
 def host_matrix(timings: list[timing.Timing]) -> Matrix:
-    """The CPU(row) x GPU(column) matrix of one host copy per GPU: decimal GB/s, one row.
-
-    Used by the command line (datamove).
-    """
+    """The CPU(row) x GPU(column) matrix of one host copy per GPU: decimal GB/s, one row."""
     return [[t.gbps for t in timings]]
 
 
@@ -137,10 +131,7 @@ def pair_matrix(pairs: dict[str, list[timing.Timing]], n: int, index: int = 0) -
 
 
 def matrix_sum(matrix: Matrix) -> float:
-    """nvbandwidth's SUM: every measured value of the matrix added up (N/A counts 0).
-
-    Used by the command line (datamove).
-    """
+    """nvbandwidth's SUM: every measured value of the matrix added up (N/A counts 0)."""
     return sum(v for row in matrix for v in row if v is not None)
 
 
@@ -356,10 +347,7 @@ def _list_text() -> str:
 
 
 def cmd_nvbandwidth(args: argparse.Namespace) -> int:
-    """``datamove nvbandwidth``: the chosen testcases, each matrix printed as soon as it is measured.
-
-    Used by the command line (datamove).
-    """
+    """``datamove nvbandwidth``: the chosen testcases, each matrix printed as soon as it is measured."""
     if args.list:
         say(_list_text())
         return 0

@@ -1,8 +1,6 @@
 """``datamove record`` (the GPU run of ``tools/gpu_run.py``: GPU tests, every notebook live,
 results/<machine>/, validated) and ``datamove check`` (the headline figures measured again against
 this machine's rows in results/index.jsonl).
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -59,10 +57,7 @@ def _record_problems(machine: str, notebooks: list[Path]) -> list[str]:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    """``datamove record``: exit 1 when the run or the recordings checks failed.
-
-    Used by the command line (datamove).
-    """
+    """``datamove record``: exit 1 when the run or the recordings checks failed."""
     if not (ROOT / "tools" / "gpu_run.py").exists():
         raise UsageError(
             f"datamove record runs from a clone of the course (no tools/gpu_run.py under {ROOT}); "
@@ -109,10 +104,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 @dataclass(frozen=True)
 class Headline:
-    """A figure ``datamove check`` measures again: where its baseline sits in results/index.jsonl.
-
-    Used by the command line (datamove).
-    """
+    """A figure ``datamove check`` measures again: where its baseline sits in results/index.jsonl."""
 
     key: str
     notebook: str
@@ -177,8 +169,6 @@ def _ranks_of(row: dict[str, Any]) -> int:
 def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict[str, Any]]:
     """This machine's headline figures in index rows: ``{key: {"bytes", "ranks", "gbps", "date"}}``;
     copies at 256 MiB, all_reduce busbw at the largest size and most ranks recorded.
-
-    Used by the command line (datamove).
     """
     found = {}
     for h in HEADLINES:
@@ -231,8 +221,6 @@ def compare_figures(
 ) -> list[dict[str, Any]]:
     """One row per headline: baseline and measured GB/s, their ratio, and 'pass', 'REGRESSION'
     (measured below baseline x (1 - tolerance)) or 'skipped' (not measurable here).
-
-    Used by the command line (datamove).
     """
     rows = []
     for key, base in baseline.items():
@@ -260,10 +248,7 @@ def _this_machine() -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``datamove check``: exit 1 on a regression.
-
-    Used by the command line (datamove).
-    """
+    """``datamove check``: exit 1 on a regression."""
     machine = _this_machine()
     baseline = baseline_figures(records.read_index(kind="figure"), machine)
     if not baseline:

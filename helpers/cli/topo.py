@@ -2,8 +2,6 @@
 (``NV<k>``: k NVLinks, direct or through NVSwitches; a PCIe path as ``nvidia-smi topo -m`` names
 it), each GPU's PCIe link and NUMA node, and the ceiling in GB/s (one direction) of each link.
 Read through ``helpers.hardware`` (NVML where nvidia-ml-py is installed, else nvidia-smi).
-
-Used by the command line (datamove).
 """
 
 from __future__ import annotations
@@ -22,10 +20,7 @@ NVLINK_GBPS_PER_LINK = {"A100": 25.0, "H100": 25.0, "H200": 25.0, "B200": 50.0, 
 
 
 def nvlink_ceiling_gbps(link: str, gpu_name: str) -> float | None:
-    """``"NV18"`` on an H100 -> 450.0 (GB/s one way); None for a PCIe path or an unknown GPU.
-
-    Used by the command line (datamove).
-    """
+    """``"NV18"`` on an H100 -> 450.0 (GB/s one way); None for a PCIe path or an unknown GPU."""
     m = re.fullmatch(r"NV(\d+)", link)
     keys = [key for key in NVLINK_GBPS_PER_LINK if key in gpu_name]
     if not m or not keys:
@@ -34,10 +29,7 @@ def nvlink_ceiling_gbps(link: str, gpu_name: str) -> float | None:
 
 
 def topo_facts() -> dict[str, Any]:
-    """Links, PCIe links, NUMA nodes and ceilings of every GPU (empty ``gpus`` without a driver).
-
-    Used by the command line (datamove).
-    """
+    """Links, PCIe links, NUMA nodes and ceilings of every GPU (empty ``gpus`` without a driver)."""
     topo = hardware.gpu_topology()
     links = hardware.pcie_links() if hardware.driver_present() else []
     names = [gpu.get("name", "") for gpu in hardware.describe().get("gpus") or []]
@@ -77,10 +69,7 @@ def _pair_ceiling(link: str, gpus: list[dict[str, Any]], i: int, j: int) -> floa
 
 
 def topo_text(facts: dict[str, Any]) -> str:
-    """The matrix (link and ceiling per pair) and one line per GPU, as people read it.
-
-    Used by the command line (datamove).
-    """
+    """The matrix (link and ceiling per pair) and one line per GPU, as people read it."""
     n = len(facts["links"])
     lines = [
         f"GPU x GPU links ({facts['source']}), ceiling in GB/s one way:",
@@ -103,10 +92,7 @@ def topo_text(facts: dict[str, Any]) -> str:
 
 
 def cmd_topo(args: argparse.Namespace) -> int:
-    """``datamove topo``; on a machine without a GPU it says so and exits 0.
-
-    Used by the command line (datamove).
-    """
+    """``datamove topo``; on a machine without a GPU it says so and exits 0."""
     if not hardware.driver_present() or hardware.gpu_count() == 0:
         if args.json:
             say(json.dumps({"source": None, "links": [], "ceilings_gbps": [], "gpus": []}))

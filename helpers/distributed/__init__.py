@@ -36,15 +36,13 @@ of the seconds that importing torch costs each process ("spawn", where there is 
 Each rank takes the notebook's environment as it is at the launch. From a script, call ``launch``
 under ``if __name__ == "__main__":``, as both start methods require. What a rank prints goes to
 ``Outcome.printed`` / ``Outcome.log``, not to the notebook.
-
-Taught in 06_nccl_point_to_point_and_collectives.
 """
 
 from __future__ import annotations
 
 from .bandwidth import OPS, algbw_gbps, bus_factor, busbw_gbps, nccl_version_code
 from .in_rank import delay, device_idle, mark, rank_device, report, synchronize
-from .launch_checks import _check_launch, choose_backend, default_world_size
+from .launch_checks import choose_backend, default_world_size
 from .launch_settings import (
     BACKENDS,
     DEATH_NEWS_S,
@@ -58,7 +56,7 @@ from .launch_settings import (
     TEARDOWN_S,
 )
 from .outcome import DIED, RAISED, RETURNED, STOPPED, LaunchTimeout, Outcome, WorkerError
-from .supervisor import _exit_words, _tail, launch, supervise
+from .supervisor import launch, supervise
 from .timed_collectives import (
     COLLECTIVE_OPS,
     NOTEBOOK_PLACEMENT,
@@ -90,9 +88,6 @@ __all__ = [
     "LaunchTimeout",
     "Outcome",
     "WorkerError",
-    "_check_launch",
-    "_exit_words",
-    "_tail",
     "algbw_gbps",
     "bus_factor",
     "busbw_gbps",

@@ -1,7 +1,4 @@
-"""nccl-tests' bandwidth arithmetic: algbw, busbw and the bus factor of each collective.
-
-Used by the lessons (helpers/lessons/) and the command line (datamove).
-"""
+"""nccl-tests' bandwidth arithmetic: algbw, busbw and the bus factor of each collective."""
 
 from __future__ import annotations
 
@@ -24,7 +21,7 @@ _BUS_FACTORS: dict[str, Callable[[int], float]] = {
 OPS = tuple(_BUS_FACTORS)
 
 
-def _check_positive(value: Any, name: str, what: str) -> float:
+def check_positive(value: Any, name: str, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number ({what}), got {value!r}")
     if not math.isfinite(value) or value <= 0:
@@ -35,8 +32,6 @@ def _check_positive(value: Any, name: str, what: str) -> float:
 def bus_factor(op: str, world_size: int) -> float:
     """nccl-tests' bus-bandwidth factor: 2(n-1)/n for all_reduce; (n-1)/n for all_gather,
     reduce_scatter and all_to_all; 1 for broadcast, reduce and send_recv (n = world size).
-
-    Used by the lessons (helpers/lessons/).
     """
     if op not in _BUS_FACTORS:
         raise ValueError(f"unknown collective {op!r}: pass one of {list(OPS)}")
@@ -50,11 +45,9 @@ def algbw_gbps(nbytes: int | float, seconds: float) -> float:
     ``nbytes`` is the message size as nccl-tests counts it: the buffer for all_reduce,
     broadcast, reduce and send/recv; the whole gathered output for all_gather; the whole
     input for reduce_scatter. ``seconds`` is the time of one operation.
-
-    Used by the lessons (helpers/lessons/).
     """
-    nbytes = _check_positive(nbytes, "nbytes", "the message size in bytes")
-    seconds = _check_positive(seconds, "seconds", "the time of one operation in seconds")
+    nbytes = check_positive(nbytes, "nbytes", "the message size in bytes")
+    seconds = check_positive(seconds, "seconds", "the time of one operation in seconds")
     return nbytes / seconds / 1e9
 
 
@@ -63,8 +56,6 @@ def busbw_gbps(op: str, nbytes: int | float, seconds: float, world_size: int) ->
 
     It is the number to hold against a link's speed: for all_reduce on n ranks each rank
     sends and receives 2(n-1)/n of the buffer, so busbw is what each link carried per second.
-
-    Used by the lessons (helpers/lessons/).
     """
     factor = bus_factor(op, world_size)
     return algbw_gbps(nbytes, seconds) * factor
@@ -73,8 +64,6 @@ def busbw_gbps(op: str, nbytes: int | float, seconds: float, world_size: int) ->
 def nccl_version_code() -> int:
     """NCCL's version as nccl-tests' JSON writes it (``major * 10000 + minor * 100 + patch``);
     0 where torch has no NCCL.
-
-    Used by the command line (datamove).
     """
     import torch
 

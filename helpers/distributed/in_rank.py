@@ -1,7 +1,4 @@
-"""Inside a launched rank: ``mark``, ``report``, the rank's device and its clock.
-
-Taught in 06_nccl_point_to_point_and_collectives.
-"""
+"""Inside a launched rank: ``mark``, ``report``, the rank's device and its clock."""
 
 from __future__ import annotations
 
@@ -23,8 +20,6 @@ def mark(label: str) -> None:
     Sent at once (not at the end), so a rank that then hangs still shows how far it got:
     ``Outcome.marks[rank]`` lists ``[seconds since the worker started, label]``. Outside a
     launched worker it does nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     if not isinstance(label, str):
         raise TypeError(
@@ -38,23 +33,18 @@ def report(value: Any) -> None:
     """Inside a worker: send ``value`` (anything picklable: a row of a sweep) to the parent now,
     where ``launch(..., on_report=f)`` calls ``f(rank, value)`` as it arrives. Outside a
     launched worker it does nothing.
-
-    Used by distributed.collective_sweep (datamove prints each row when it is measured).
     """
     if _pipe is not None:
         _pipe.send(("report", cloudpickle.dumps(value)))
 
 
-def _backend_here() -> str | None:
+def backend_here() -> str | None:
     return dist.get_backend() if dist.is_available() and dist.is_initialized() else None
 
 
 def rank_device() -> torch.device:
-    """Inside a worker: where this rank's tensors live - its GPU under NCCL, the CPU under gloo.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
-    """
-    if _backend_here() == "nccl":
+    """Inside a worker: where this rank's tensors live - its GPU under NCCL, the CPU under gloo."""
+    if backend_here() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 
@@ -62,8 +52,6 @@ def rank_device() -> torch.device:
 def synchronize() -> None:
     """Inside a worker: wait until this rank's GPU has finished everything queued so far
     (``torch.cuda.synchronize()`` under NCCL; nothing to wait for under gloo).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     if rank_device().type == "cuda":
         torch.cuda.synchronize()
@@ -75,8 +63,6 @@ def device_idle() -> bool:
     Under NCCL it asks the stream (``torch.cuda.current_stream().query()``) without waiting,
     so right after a ``recv`` returns it says whether the data is already there. Under gloo
     the host does the work itself, so it is always True.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     if rank_device().type == "cuda":
         return torch.cuda.current_stream().query()
@@ -89,8 +75,6 @@ def delay(seconds: float) -> None:
     Under NCCL a spin kernel keeps the current stream busy for that long and the host goes
     on at once (``timing.hold_stream``): the next collective is queued behind it, so its data
     leaves late while the host is free. Under gloo the host itself sleeps.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     seconds = float(seconds)
     if not math.isfinite(seconds) or seconds < 0:

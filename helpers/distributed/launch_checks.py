@@ -1,7 +1,4 @@
-"""Choosing the world size and backend, and checking ``launch``'s arguments before any process starts.
-
-Used by helpers.distributed.supervisor.
-"""
+"""Choosing the world size and backend, and checking ``launch``'s arguments before any process starts."""
 
 from __future__ import annotations
 
@@ -13,30 +10,24 @@ import cloudpickle
 import torch.distributed as dist
 
 from .. import hardware
-from .bandwidth import _check_positive
+from .bandwidth import check_positive
 from .launch_settings import BACKENDS, LAUNCHER_ENV, MAX_TIMEOUT_S, MAX_WORLD_SIZE, RANK_ENV
 
 
 def default_world_size() -> int:
-    """One rank per GPU when there are at least two GPUs, else 2 (gloo ranks on the CPU).
-
-    Used by the command line (datamove); a launch given no world_size calls it too.
-    """
+    """One rank per GPU when there are at least two GPUs, else 2 (gloo ranks on the CPU)."""
     gpus = hardware.gpu_count()
     return gpus if gpus >= 2 else 2
 
 
 def choose_backend(world_size: int) -> str:
-    """'nccl' when this machine has a GPU for every rank (and PyTorch has NCCL), else 'gloo'.
-
-    Used by the command line (datamove); a launch given no backend calls it too.
-    """
+    """'nccl' when this machine has a GPU for every rank (and PyTorch has NCCL), else 'gloo'."""
     if hardware.gpu_count() >= world_size and dist.is_nccl_available():
         return "nccl"
     return "gloo"
 
 
-def _check_launch(
+def check_launch(
     worker: Any,
     world_size: Any,
     backend: Any,
@@ -53,7 +44,7 @@ def _check_launch(
         (timeout_s, "timeout_s", "seconds the workers may run"),
         (startup_timeout_s, "startup_timeout_s", "seconds to start the ranks and join the group"),
     ):
-        if _check_positive(value, name, what) > MAX_TIMEOUT_S:
+        if check_positive(value, name, what) > MAX_TIMEOUT_S:
             raise ValueError(
                 f"{name}={value!r} s is longer than a demonstration may hold the machine "
                 f"(at most {MAX_TIMEOUT_S:g} s, a day); pass the seconds you would wait, e.g. 60"
@@ -142,7 +133,7 @@ def _check_env(env: Any) -> None:
         )
 
 
-def _payload(
+def worker_payload(
     worker: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any] | None
 ) -> bytes:
     """The worker and its arguments as bytes for the ranks (``cloudpickle``); TypeError if they cannot travel."""

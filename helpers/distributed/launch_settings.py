@@ -1,7 +1,4 @@
-"""The launcher's settings: the environment every rank gets, deadlines, limits, the backends.
-
-Used by helpers.distributed's modules (and the command line, for ``RANK_ENV``).
-"""
+"""The launcher's settings: the environment every rank gets, deadlines, limits, the backends."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """What a launch gives back: ``Outcome`` (each rank's status, result, marks, output) and the
 two exceptions ``launch`` raises, ``WorkerError`` and ``LaunchTimeout``.
-
-Taught in 06_nccl_point_to_point_and_collectives.
 """
 
 from __future__ import annotations
@@ -32,8 +30,6 @@ class Outcome:
     not finish) until every rank had finished or been stopped. Times in seconds.
     ``exited[rank]`` is True when the rank's process ended by itself, before the launcher's
     clean-up had to kill it (ranks that all returned end at once; a stopped rank is killed).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
 
     backend: str
@@ -111,8 +107,6 @@ class WorkerError(RuntimeError):
     The message names the rank and, for a death, its exit code or signal ("rank 1 of 2 (gloo)
     died with SIGKILL before returning"); for an exception, its traceback. Raised by
     ``Outcome.raise_for_status``, which ``launch`` calls.
-
-    Used by distributed.Outcome.
     """
 
     def __init__(self, outcome: Outcome, rank: int) -> None:
@@ -129,8 +123,6 @@ class LaunchTimeout(TimeoutError):
 
     The message says which deadline: start-up (``startup_timeout_s``, with the seconds waited)
     or the workers' ``timeout_s``. Raised by ``Outcome.raise_for_status``, which ``launch`` calls.
-
-    Used by distributed.Outcome.
     """
 
     def __init__(self, outcome: Outcome) -> None:

@@ -1,7 +1,5 @@
 """The body of each rank's process: its own process group, its output to files, the group joined,
 the worker called, its result or traceback sent back, the group left.
-
-Used by helpers.distributed.supervisor.
 """
 
 from __future__ import annotations
@@ -110,7 +108,7 @@ def _exit_with_parent() -> None:
         _end_my_group()
 
 
-def _rank_main(spec: dict[str, Any], rank: int, conn: Connection, release: Any) -> None:
+def rank_main(spec: dict[str, Any], rank: int, conn: Connection, release: Any) -> None:
     """The body of each rank's process (started by ``supervise``)."""
     _own_process_group()
     _redirect_output(spec["folder"], rank)

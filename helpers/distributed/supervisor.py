@@ -1,7 +1,5 @@
 """The parent's side of a launch: start the ranks from a forkserver, watch them against the
 deadlines, stop them, collect an ``Outcome``; ``supervise`` and ``launch``.
-
-Taught in 06_nccl_point_to_point_and_collectives.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ import cloudpickle
 import torch.distributed as dist
 
 from .. import forkserver
-from .launch_checks import _check_launch, _payload
+from .launch_checks import check_launch, worker_payload
 from .launch_settings import (
     DEATH_NEWS_S,
     FAILURE_GRACE_S,
@@ -32,7 +30,7 @@ from .launch_settings import (
     TEARDOWN_S,
 )
 from .outcome import DIED, RAISED, RETURNED, STOPPED, Outcome
-from .rank_process import _rank_main
+from .rank_process import rank_main
 
 
 @dataclass
@@ -114,7 +112,7 @@ def _start_ranks(run: _Launch, ctx: Any) -> None:
     for rank in range(run.spec["world_size"]):
         reader, writer = ctx.Pipe(duplex=False)
         process = ctx.Process(
-            target=_rank_main,
+            target=rank_main,
             args=(run.spec, rank, writer, run.release),
             name=f"rank{rank}",
             daemon=True,
@@ -400,13 +398,11 @@ def supervise(
     each row of a sweep when it is measured).
 
     Never raises for what happens inside the ranks: see ``Outcome`` (and ``launch``).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
-    world_size, backend = _check_launch(
+    world_size, backend = check_launch(
         worker, world_size, backend, timeout_s, startup_timeout_s, args, kwargs, env
     )
-    payload = _payload(worker, args, kwargs)
+    payload = worker_payload(worker, args, kwargs)
     ctx = forkserver.context()
     folder = tempfile.mkdtemp(prefix="course-ranks-")
     run: _Launch | None = None
@@ -449,8 +445,6 @@ def launch(
     ...     return f"rank {rank} of {world_size}"
     >>> launch(hello, 2, backend="gloo")  # doctest: +SKIP
     ['rank 0 of 2', 'rank 1 of 2']
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     outcome = supervise(
         worker,

@@ -1,7 +1,4 @@
-"""Collectives timed as nccl-tests times them, inside a process group: ``collective_timings``.
-
-Taught in 06_nccl_point_to_point_and_collectives; used by the command line (datamove).
-"""
+"""Collectives timed as nccl-tests times them, inside a process group: ``collective_timings``."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from .. import hardware
-from .in_rank import _backend_here, rank_device, report
+from .in_rank import backend_here, rank_device, report
 from .nccl_calls import NcclOutOfPlace
 
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
@@ -187,8 +184,6 @@ def collective_timings(
     of reduce_scatter, the whole send buffer of all_to_all. Returns
     ``{"timings": {op: [Timing per size]}, "wrong": {op: [wrong elements per size]}}``, each
     ``Timing`` in seconds per call with ``nbytes`` = the size (``busbw_gbps`` turns it into GB/s).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     ops, sizes = _check_collective_args(rank, world_size, ops, sizes, warmup, iters, samples)
     if not (dist.is_available() and dist.is_initialized()):
@@ -236,7 +231,7 @@ def _time_one(
     ``per_iter`` also ``iters`` more calls timed one by one (seconds each, slowest rank's)."""
     from .. import timing  # timing sits below helpers.distributed; imported here as delay() does
 
-    clock = timing.cuda_events if _backend_here() == "nccl" else timing.host_clock
+    clock = timing.cuda_events if backend_here() == "nccl" else timing.host_clock
     device = rank_device()
     buffers, expected = _collective_buffers(op, rank, world_size, size // 4, device, placement)
     _collective_call(op, buffers, direct)
@@ -302,7 +297,7 @@ def _graph_timing(
 def _per_iteration_s(call: Callable[[], None], iters: int) -> list[float]:
     """nccl-tests' ``-I 1``: ``iters`` back-to-back calls, each timed (CUDA events between them
     under NCCL, the host clock under gloo, whose calls block), the slowest rank's time per call."""
-    if _backend_here() == "nccl":
+    if backend_here() == "nccl":
         events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
         events[0].record()
         for event in events[1:]:
@@ -329,7 +324,7 @@ def _rank_facts(rank: int) -> dict[str, Any]:
         "hostname": socket.gethostname(),
         "device": -1,
         "pci": [0, 0, 0],
-        "name": f"CPU ({_backend_here() or 'no group'})",
+        "name": f"CPU ({backend_here() or 'no group'})",
     }
     device = rank_device()
     if device.type == "cuda":
@@ -371,7 +366,7 @@ def collective_sweep(
     """
     ops, sizes = _check_collective_args(rank, world_size, ops, sizes, warmup, iters, samples)
     graph_launches = hardware.check_count(graph_launches, "graph_launches", 0, "graph replays")
-    backend = _backend_here()
+    backend = backend_here()
     if graph_launches and backend != "nccl":
         raise ValueError(
             f"graph_launches={graph_launches} replays CUDA graphs; the {backend} backend runs on the "

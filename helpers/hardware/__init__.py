@@ -8,8 +8,6 @@ One module per job, each public name re-exported here (``hardware.describe`` as 
 ``copy_engine_count``), ``memory`` (what PyTorch's allocators hold, ``free_memory``),
 ``topology`` (links between GPUs, NUMA nodes and CPUs), ``health`` (the facts ``datamove
 doctor`` checks) and, beneath them all, ``smi`` (asking nvidia-smi and NVML).
-
-Taught in 00_start_here.
 """
 
 from __future__ import annotations

@@ -10,44 +10,35 @@ import re
 import shutil
 from typing import Any
 
-from .smi import _as_int, _nvidia_smi, _nvml, _nvml_handles, _smi_gpu_rows, _text
+from .smi import as_int, as_text, nvidia_smi, nvml_handles, nvml_module, smi_gpu_rows
 
 
 def driver_present() -> bool:
-    """Whether an NVIDIA driver answers here (NVML or ``nvidia-smi``), whatever PyTorch sees.
-
-    Used by the command line (datamove).
-    """
-    return _nvml() is not None or _nvidia_smi("-L") is not None
+    """Whether an NVIDIA driver answers here (NVML or ``nvidia-smi``), whatever PyTorch sees."""
+    return nvml_module() is not None or nvidia_smi("-L") is not None
 
 
 def driver_version() -> str | None:
-    """The NVIDIA driver's version (``"580.95.05"``), from NVML or ``nvidia-smi``; None without one.
-
-    Used by the command line (datamove).
-    """
-    nvml = _nvml()
+    """The NVIDIA driver's version (``"580.95.05"``), from NVML or ``nvidia-smi``; None without one."""
+    nvml = nvml_module()
     try:
         version = nvml.nvmlSystemGetDriverVersion()
         return version.decode() if isinstance(version, bytes) else str(version)
     except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
         pass
-    match = re.search(r"Driver Version:\s*([\d.]+)", _nvidia_smi() or "")
+    match = re.search(r"Driver Version:\s*([\d.]+)", nvidia_smi() or "")
     return match.group(1) if match else None
 
 
 def driver_cuda_version() -> str | None:
-    """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver.
-
-    Used by the command line (datamove).
-    """
-    nvml = _nvml()
+    """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver."""
+    nvml = nvml_module()
     try:
         version = nvml.nvmlSystemGetCudaDriverVersion()  # e.g. 12040
         return f"{version // 1000}.{version % 1000 // 10}"
     except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
         pass
-    match = re.search(r"CUDA Version:\s*(\d+\.\d+)", _nvidia_smi() or "")
+    match = re.search(r"CUDA Version:\s*(\d+\.\d+)", nvidia_smi() or "")
     return match.group(1) if match else None
 
 
@@ -56,21 +47,19 @@ def pcie_links() -> list[dict[str, Any]]:
     "width_current", "width_max"}]`` (generations 1-6, widths in lanes; None where unknown);
     empty without an NVIDIA driver. GPUs lower the generation when idle to save power, so read
     it while the GPU works.
-
-    Used by the command line (datamove).
     """
-    nvml = _nvml()
+    nvml = nvml_module()
     try:
         return [
             {
                 "index": i,
-                "bus_id": _text(nvml.nvmlDeviceGetPciInfo(h).busId),
+                "bus_id": as_text(nvml.nvmlDeviceGetPciInfo(h).busId),
                 "gen_current": nvml.nvmlDeviceGetCurrPcieLinkGeneration(h),
                 "gen_max": nvml.nvmlDeviceGetMaxPcieLinkGeneration(h),
                 "width_current": nvml.nvmlDeviceGetCurrPcieLinkWidth(h),
                 "width_max": nvml.nvmlDeviceGetMaxPcieLinkWidth(h),
             }
-            for i, h in _nvml_handles(nvml)
+            for i, h in nvml_handles(nvml)
         ]
     except Exception:  # noqa: BLE001 - NVML missing or refusing a query: ask nvidia-smi
         pass
@@ -78,12 +67,12 @@ def pcie_links() -> list[dict[str, Any]]:
         {
             "index": int(row["index"]),
             "bus_id": row["pci.bus_id"],
-            "gen_current": _as_int(row["pcie.link.gen.current"]),
-            "gen_max": _as_int(row["pcie.link.gen.max"]),
-            "width_current": _as_int(row["pcie.link.width.current"]),
-            "width_max": _as_int(row["pcie.link.width.max"]),
+            "gen_current": as_int(row["pcie.link.gen.current"]),
+            "gen_max": as_int(row["pcie.link.gen.max"]),
+            "width_current": as_int(row["pcie.link.width.current"]),
+            "width_max": as_int(row["pcie.link.width.max"]),
         }
-        for row in _smi_gpu_rows()
+        for row in smi_gpu_rows()
     ]
 
 
@@ -91,10 +80,8 @@ def gpu_activity() -> list[dict[str, Any]]:
     """What else runs on each GPU: ``[{"index", "utilization_pct", "pids"}]``, the GPU's busy
     percentage over the last sample period and the process ids of the compute processes on it
     (this process included); empty without an NVIDIA driver.
-
-    Used by the command line (datamove).
     """
-    nvml = _nvml()
+    nvml = nvml_module()
     try:
         return [
             {
@@ -102,15 +89,15 @@ def gpu_activity() -> list[dict[str, Any]]:
                 "utilization_pct": nvml.nvmlDeviceGetUtilizationRates(h).gpu,
                 "pids": sorted(p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(h)),
             }
-            for i, h in _nvml_handles(nvml)
+            for i, h in nvml_handles(nvml)
         ]
     except Exception:  # noqa: BLE001 - NVML missing or refusing a query: ask nvidia-smi
         pass
     text = (
-        _nvidia_smi("--query-gpu=index,utilization.gpu,pci.bus_id", "--format=csv,noheader,nounits")
+        nvidia_smi("--query-gpu=index,utilization.gpu,pci.bus_id", "--format=csv,noheader,nounits")
         or ""
     )
-    apps = _nvidia_smi("--query-compute-apps=gpu_bus_id,pid", "--format=csv,noheader,nounits") or ""
+    apps = nvidia_smi("--query-compute-apps=gpu_bus_id,pid", "--format=csv,noheader,nounits") or ""
     pids: dict[str, list[int]] = {}
     for line in apps.strip().splitlines():
         bus, _, pid = (v.strip() for v in line.partition(","))
@@ -123,7 +110,7 @@ def gpu_activity() -> list[dict[str, Any]]:
             found.append(
                 {
                     "index": int(values[0]),
-                    "utilization_pct": _as_int(values[1]),
+                    "utilization_pct": as_int(values[1]),
                     "pids": sorted(pids.get(values[2], [])),
                 }
             )
@@ -131,10 +118,7 @@ def gpu_activity() -> list[dict[str, Any]]:
 
 
 def pinned_memory_limit_bytes() -> int | None:
-    """The locked-memory limit of this process (``ulimit -l``) in bytes; None when unlimited.
-
-    Used by the command line (datamove).
-    """
+    """The locked-memory limit of this process (``ulimit -l``) in bytes; None when unlimited."""
     import resource
 
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
@@ -142,10 +126,7 @@ def pinned_memory_limit_bytes() -> int | None:
 
 
 def free_disk_bytes(path: str | os.PathLike[str]) -> int:
-    """Free bytes on the file system holding ``path`` (or its nearest existing parent).
-
-    Used by the command line (datamove).
-    """
+    """Free bytes on the file system holding ``path`` (or its nearest existing parent)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"free_disk_bytes needs a folder path, got {type(path).__name__}")
     where = os.path.abspath(path)

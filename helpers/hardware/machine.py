@@ -14,14 +14,11 @@ from typing import Any
 import torch
 
 from ..checks import check_count, is_whole
-from .smi import _TERMINAL_ESCAPES, _as_int, _nvidia_smi, _smi_gpu_rows
+from .smi import TERMINAL_ESCAPES, as_int, nvidia_smi, smi_gpu_rows
 
 
 def gpu_count() -> int:
-    """Number of CUDA GPUs PyTorch can use here (0 on a machine without CUDA).
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """Number of CUDA GPUs PyTorch can use here (0 on a machine without CUDA)."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
@@ -59,7 +56,7 @@ def _nccl_version() -> str | None:
 
 def _gpu_links() -> str | None:
     """``nvidia-smi topo -m`` as text (NV18 = 18 NVLinks, PIX/PHB/SYS = through PCIe)."""
-    text = _nvidia_smi("topo", "-m")
+    text = nvidia_smi("topo", "-m")
     return text.strip() if text else None
 
 
@@ -70,11 +67,9 @@ def describe() -> dict[str, Any]:
     ``gpus`` (one dict per GPU: name, memory_bytes, capability, sm_count, l2_bytes, pcie link),
     ``peer_access`` (matrix of bools), ``gpu_links`` (``nvidia-smi topo -m``), ``cpu``,
     ``cpu_cores``, ``ram_bytes``, ``python``, ``torch``, ``cuda``, ``nccl``, ``driver``.
-
-    Taught in 00_start_here.
     """
     n = gpu_count()
-    smi = {row["index"]: row for row in _smi_gpu_rows()}
+    smi = {row["index"]: row for row in smi_gpu_rows()}
     gpus = []
     for i in range(n):
         props = torch.cuda.get_device_properties(i)
@@ -88,10 +83,10 @@ def describe() -> dict[str, Any]:
                 "sm_count": int(props.multi_processor_count),
                 "l2_bytes": int(getattr(props, "L2_cache_size", 0)) or None,
                 "pci_bus_id": row.get("pci.bus_id"),
-                "pcie_gen_current": _as_int(row.get("pcie.link.gen.current")),
-                "pcie_gen_max": _as_int(row.get("pcie.link.gen.max")),
-                "pcie_width_current": _as_int(row.get("pcie.link.width.current")),
-                "pcie_width_max": _as_int(row.get("pcie.link.width.max")),
+                "pcie_gen_current": as_int(row.get("pcie.link.gen.current")),
+                "pcie_gen_max": as_int(row.get("pcie.link.gen.max")),
+                "pcie_width_current": as_int(row.get("pcie.link.width.current")),
+                "pcie_width_max": as_int(row.get("pcie.link.width.max")),
             }
         )
     peer = peer_access()
@@ -115,19 +110,13 @@ def describe() -> dict[str, Any]:
 
 
 def peer_access() -> list[list[bool]]:
-    """``[i][j]``: can GPU i read and write GPU j's memory directly (True on the diagonal).
-
-    Used by the command line (datamove).
-    """
+    """``[i][j]``: can GPU i read and write GPU j's memory directly (True on the diagonal)."""
     n = gpu_count()
     return [[i == j or torch.cuda.can_device_access_peer(i, j) for j in range(n)] for i in range(n)]
 
 
 def machine_name(info: dict[str, Any]) -> str:
-    """A short folder-safe name for a machine, from ``describe()``: ``2xNVIDIA-H200``, ``cpu-only``.
-
-    Used by hardware.describe (its ``machine`` key).
-    """
+    """A short folder-safe name for a machine, from ``describe()``: ``2xNVIDIA-H200``, ``cpu-only``."""
     _check_info(info, "machine_name")
     gpus = info.get("gpus") or []
     if not gpus:
@@ -140,8 +129,7 @@ def machine_name(info: dict[str, Any]) -> str:
 def gpu_name(info: dict[str, Any]) -> str | None:
     """The name of a machine's first GPU, from ``describe()`` or a recording's header; None
     without GPUs.
-
-    Used by records.index_row and records.Run."""
+    """
     _check_info(info, "gpu_name")
     gpus = info.get("gpus") or []
     return gpus[0]["name"] if gpus else None
@@ -163,8 +151,6 @@ def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
     """The PCIe link's raw one-way rate in decimal GB/s (gen 3: 8 GT/s/lane with 128b/130b ...).
 
     Real copies reach about 80-90% of it: packet headers and flow control take the rest.
-
-    Taught in 05_device_to_device.
     """
     per_lane_gts = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
     if gen is None or width is None:
@@ -203,9 +189,6 @@ def ceiling_gbps(info: dict[str, Any]) -> float:
     data, in decimal GB/s: its GPUs' memory bandwidth, which a same-GPU copy counting read plus
     write approaches, and which no PCIe or NVLink copy exceeds. A GPU not in ``MEMORY_GBPS``
     gets ``UNKNOWN_GPU_CEILING_GBPS``, and so does a machine without GPUs.
-
-    Used by records.validate_recording (recordings are checked against it when they are
-    unpacked) and the command line (datamove).
     """
     _check_info(info, "ceiling_gbps")
     rates = []
@@ -228,8 +211,6 @@ MAX_CLOCK_HZ = 3.0e9
 def cache_bytes(info: dict[str, Any]) -> int:
     """The smallest L2 cache of a machine's GPUs in bytes (``describe()`` or a recording's
     header), or ``UNKNOWN_CACHE_BYTES`` where a GPU does not say (older headers, no GPUs).
-
-    Used by records.validate_recording: a copy whose bytes fit is cache-bound.
     """
     _check_info(info, "cache_bytes")
     sizes = [gpu.get("l2_bytes") for gpu in info.get("gpus") or []]
@@ -240,8 +221,6 @@ def cache_ceiling_gbps(info: dict[str, Any]) -> float:
     """The most a machine's GPUs could move through their caches, in decimal GB/s: the most SMs
     of one GPU x ``SM_BYTES_PER_CLOCK`` x ``MAX_CLOCK_HZ`` (50,688 GB/s for an H100's 132 SMs);
     ``UNKNOWN_GPU_CEILING_GBPS`` x 10 where no GPU says how many SMs it has.
-
-    Used by records.validate_recording, for copies whose bytes fit in the L2 cache.
     """
     _check_info(info, "cache_ceiling_gbps")
     sms = [gpu.get("sm_count") or 0 for gpu in info.get("gpus") or []]
@@ -251,10 +230,7 @@ def cache_ceiling_gbps(info: dict[str, Any]) -> float:
 
 
 def report(info: dict[str, Any] | None = None) -> str:
-    """A plain-text table of a machine (this one by default, or a recording's header).
-
-    Taught in 00_start_here.
-    """
+    """A plain-text table of a machine (this one by default, or a recording's header)."""
     info = describe() if info is None else info
     lines = [
         f"machine        {info.get('machine')}",
@@ -302,7 +278,7 @@ def _topology_matrix(topo: str) -> list[str]:
     """The matrix rows of ``nvidia-smi topo -m``, without its legend or terminal colour codes."""
     rows = []
     for line in topo.splitlines():
-        line = _TERMINAL_ESCAPES.sub("", line).expandtabs().rstrip()
+        line = TERMINAL_ESCAPES.sub("", line).expandtabs().rstrip()
         if line.strip().startswith("Legend"):
             break
         if line.strip():
@@ -318,8 +294,6 @@ def copy_engine_count(device: int = 0) -> int | None:
     API with ctypes because ``torch.cuda.get_device_properties`` does not carry it. With one
     engine, copies in one direction at a time run beside kernels; with two or more, a
     host-to-device and a device-to-host copy can also run at the same time.
-
-    Taught in 03_streams_and_overlap.
     """
     import ctypes
 

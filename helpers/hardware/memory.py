@@ -18,8 +18,6 @@ from .machine import gpu_count
 def memory_in_use() -> dict[str, int]:
     """Bytes held now: ``gpu<i>_allocated`` / ``gpu<i>_reserved`` by PyTorch's caching allocator
     on each GPU, and ``pinned_host`` held by its caching host (pinned) allocator.
-
-    Used by hardware.free_memory and records.run_or_replay (before each live experiment).
     """
     used: dict[str, int] = {}
     for i in range(gpu_count()):
@@ -41,8 +39,6 @@ def free_memory(baseline: dict[str, int] | None = None) -> dict[str, int]:
     which takes about 0.15 s in a kernel that has imported torch and matplotlib: it runs only
     when, once the caches are emptied, more memory is in use than ``baseline`` (a
     ``memory_in_use()`` taken before the experiment; always, without one).
-
-    Used by records.run_or_replay.
     """
     _empty_caches()
     used = memory_in_use()
@@ -71,8 +67,6 @@ def pinned_host_bytes(stats: dict[str, Any]) -> tuple[int | None, int | None]:
     The key names changed between PyTorch versions: older ones report held memory as
     'reserved_bytes' and live memory as 'allocated_bytes'; newer ones report held memory as
     'allocated_bytes' (live + cached) and live memory as 'active_bytes'.
-
-    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(stats, dict):
         raise TypeError(

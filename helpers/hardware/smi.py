@@ -11,7 +11,7 @@ import subprocess
 from typing import Any
 
 
-def _nvidia_smi(*args: str) -> str | None:
+def nvidia_smi(*args: str) -> str | None:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
@@ -22,7 +22,7 @@ def _nvidia_smi(*args: str) -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
-def _smi_gpu_rows() -> list[dict[str, str]]:
+def smi_gpu_rows() -> list[dict[str, str]]:
     fields = [
         "index",
         "driver_version",
@@ -32,7 +32,7 @@ def _smi_gpu_rows() -> list[dict[str, str]]:
         "pcie.link.width.max",
         "pci.bus_id",
     ]
-    text = _nvidia_smi(f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits")
+    text = nvidia_smi(f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits")
     if not text:
         return []
     rows = []
@@ -43,17 +43,17 @@ def _smi_gpu_rows() -> list[dict[str, str]]:
     return rows
 
 
-def _as_int(text: str | None) -> int | None:
+def as_int(text: str | None) -> int | None:
     try:
         return int(text) if text is not None else None
     except ValueError:
         return None
 
 
-_TERMINAL_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+TERMINAL_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _nvml() -> Any:
+def nvml_module() -> Any:
     """The ``pynvml`` module, initialised; None where nvidia-ml-py is missing or NVML cannot start."""
     try:
         import pynvml
@@ -64,12 +64,12 @@ def _nvml() -> Any:
     return pynvml
 
 
-def _nvml_handles(nvml: Any | None) -> list[tuple[int, Any]]:
+def nvml_handles(nvml: Any | None) -> list[tuple[int, Any]]:
     """``(index, handle)`` of every GPU NVML sees; raises where NVML is missing (None)."""
     if nvml is None:
         raise LookupError("no NVML here")
     return [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(nvml.nvmlDeviceGetCount())]
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)

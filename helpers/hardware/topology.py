@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..checks import check_count
-from .smi import _TERMINAL_ESCAPES, _nvidia_smi, _nvml, _text
+from .smi import TERMINAL_ESCAPES, as_text, nvidia_smi, nvml_module
 
 
 def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
@@ -19,14 +19,12 @@ def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
 
     The table's columns are tab-separated; terminal escapes (nvidia-smi underlines the header
     row with ``ESC[4m``, even when its output is not a terminal) are dropped first.
-
-    Used by the lessons (helpers/lessons/).
     """
     if topo is not None and not isinstance(topo, str):
         raise TypeError(
             f"gpu_links reads the text of `nvidia-smi topo -m` (or None), got {type(topo).__name__}"
         )
-    lines = [_TERMINAL_ESCAPES.sub("", line) for line in (topo or "").splitlines()]
+    lines = [TERMINAL_ESCAPES.sub("", line) for line in (topo or "").splitlines()]
     start = next((n for n, line in enumerate(lines) if "GPU0" in line.split("\t")[:2]), None)
     if start is None:
         return {}
@@ -48,7 +46,9 @@ def _nvml_link_counts(nvml: Any) -> list[list[int]]:
     counting the fewer of the two GPUs' links to switches (what ``nvidia-smi topo -m`` prints)."""
     n = nvml.nvmlDeviceGetCount()
     handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
-    index_of = {_text(nvml.nvmlDeviceGetPciInfo(h).busId).lower(): i for i, h in enumerate(handles)}
+    index_of = {
+        as_text(nvml.nvmlDeviceGetPciInfo(h).busId).lower(): i for i, h in enumerate(handles)
+    }
     direct = [[0] * n for _ in range(n)]
     to_switch = [0] * n
     for i, h in enumerate(handles):
@@ -57,7 +57,7 @@ def _nvml_link_counts(nvml: Any) -> list[list[int]]:
                 if nvml.nvmlDeviceGetNvLinkState(h, link) != nvml.NVML_FEATURE_ENABLED:
                     continue
                 kind = nvml.nvmlDeviceGetNvLinkRemoteDeviceType(h, link)
-                remote = _text(nvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId).lower()
+                remote = as_text(nvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId).lower()
             except nvml.NVMLError:
                 continue  # a link this GPU does not have
             if kind == nvml.NVML_NVLINK_DEVICE_TYPE_SWITCH:
@@ -77,10 +77,8 @@ def gpu_topology() -> dict[str, Any]:
     ``NODE``, ``SYS``; NVML says ``PCIe``) or ``"X"`` on the diagonal. NVML (nvidia-ml-py,
     ``import pynvml``) is read where it is installed, else ``nvidia-smi topo -m``; without an
     NVIDIA driver the source is None and the list empty.
-
-    Taught in 05_device_to_device.
     """
-    nvml = _nvml()
+    nvml = nvml_module()
     if nvml is not None:
         try:
             counts = _nvml_link_counts(nvml)
@@ -94,7 +92,7 @@ def gpu_topology() -> dict[str, Any]:
                     for i, row in enumerate(counts)
                 ],
             }
-    pairs = gpu_links(_nvidia_smi("topo", "-m"))
+    pairs = gpu_links(nvidia_smi("topo", "-m"))
     if not pairs:
         return {"source": None, "links": []}
     n = max(max(pair) for pair in pairs) + 1
@@ -107,10 +105,7 @@ def gpu_topology() -> dict[str, Any]:
 
 
 def parse_cpulist(text: str) -> set[int]:
-    """The CPUs of a Linux CPU list such as ``"0-3,8,10-11"`` (as /sys writes them) as a set.
-
-    Used by hardware.numa_node_cpus.
-    """
+    """The CPUs of a Linux CPU list such as ``"0-3,8,10-11"`` (as /sys writes them) as a set."""
     if not isinstance(text, str):
         raise TypeError(
             f"parse_cpulist reads a CPU list such as '0-3,8', got {type(text).__name__}"
@@ -129,8 +124,6 @@ def parse_cpulist(text: str) -> set[int]:
 def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
     """The NUMA node a GPU is attached to, from its PCI bus id (``00000000:18:00.0``, as NVML and
     nvidia-smi write it); None on a machine with one node or where Linux does not say.
-
-    Used by the command line (datamove).
     """
     if not isinstance(bus_id, str) or bus_id.count(":") != 2:
         raise ValueError(f"bus_id is a PCI bus id such as '00000000:18:00.0', got {bus_id!r}")
@@ -147,10 +140,7 @@ def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
 
 
 def numa_node_cpus(node: int, sys_root: str = "/sys") -> set[int]:
-    """The CPUs of NUMA node ``node`` (empty where Linux does not say).
-
-    Used by the command line (datamove).
-    """
+    """The CPUs of NUMA node ``node`` (empty where Linux does not say)."""
     node = check_count(node, "node", 0)
     try:
         with open(
@@ -162,10 +152,7 @@ def numa_node_cpus(node: int, sys_root: str = "/sys") -> set[int]:
 
 
 def cpu_affinity() -> set[int]:
-    """The CPUs this process may run on (``taskset``/``numactl`` narrow it).
-
-    Used by the command line (datamove).
-    """
+    """The CPUs this process may run on (``taskset``/``numactl`` narrow it)."""
     if hasattr(os, "sched_getaffinity"):
         return set(os.sched_getaffinity(0))
     return set(range(os.cpu_count() or 1))

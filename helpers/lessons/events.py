@@ -20,13 +20,13 @@ from .. import analysis, claims, plotting, tables
 from ..records import Run
 from . import events_claims
 from .events_analysis import (
-    _by_profiler,
-    _kernels,
-    _launch_share,
-    _profiler_us,
-    _settled_from,
-    _short,
-    _sync_over_events,
+    by_profiler,
+    kernels_of,
+    launch_share,
+    profiler_us,
+    settled_from,
+    short,
+    sync_over_events,
 )
 
 NOTEBOOK = "04_event_timing"
@@ -44,8 +44,6 @@ def _fig(ratio: float) -> str:
 def tflops(run: Run) -> float:
     """The matmul's rate by the CUDA events' median: ``2 n**3`` floating-point operations over
     that time, in TFLOP/s (10**12 per second).
-
-    Taught in 04_event_timing.
     """
     return run.value["flop"] / run.value["CUDA events"].median_s / 1e12
 
@@ -53,8 +51,6 @@ def tflops(run: Run) -> float:
 def show_timers(run: Run) -> tables.Table:
     """One matmul, three timers: a table (median, rate in TFLOP/s, min and max, in ms) and bars
     of the medians in ms, each labelled with its ratio to the events'. Returns the table.
-
-    Taught in 04_event_timing.
     """
     flop = run.value["flop"]
     table = tables.Table(
@@ -83,10 +79,8 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     """What the three timers show: the share of the events' time the unsynchronised clock sees
     (and the rate it would claim, in TFLOP/s), and the synchronised clock's time as a multiple
     of the events', longer or the same within the noise.
-
-    Taught in 04_event_timing.
     """
-    share, sync = _launch_share(run), _sync_over_events(run)
+    share, sync = launch_share(run), sync_over_events(run)
     rate = run.value["flop"] / run.value["perf_counter, no sync"].median_s / 1e12
     longer = analysis.in_words(
         claims.compare(sync, 1, holds_if="above"),
@@ -113,8 +107,6 @@ def show_first_calls(run: Run) -> tables.Table:
     """The first calls of each operation: a table (first call and median of the later ones in
     ms, their ratio) and every call's time in ms against its number, on a log axis. Returns the
     table.
-
-    Taught in 04_event_timing.
     """
     table = tables.Table(
         [
@@ -141,28 +133,26 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
     """What the first calls show: the least and the most the first call took as a multiple of
     the median of the later ones, the call from which each operation stayed within twice that
     median, and a check that each operation's first call is its slowest.
-
-    Taught in 04_event_timing.
     """
     first = run.value
     ratio = {name: times[0] / statistics.median(times[1:]) for name, times in first.items()}
     least, most = min(ratio, key=ratio.__getitem__), max(ratio, key=ratio.__getitem__)
-    settle = {name: _settled_from(times) for name, times in first.items()}
+    settle = {name: settled_from(times) for name, times in first.items()}
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(
-        f"The first call took {_fig(ratio[least])} times the median of the later calls for {_short(least)} "
-        f"(the least) up to {_fig(ratio[most])} times for {_short(most)} (the most)."
+        f"The first call took {_fig(ratio[least])} times the median of the later calls for {short(least)} "
+        f"(the least) up to {_fig(ratio[most])} times for {short(most)} (the most)."
     )
     seen.say(
         "From call "
-        + ", ".join(f"{settle[name]} for {_short(name)}" for name in first)
+        + ", ".join(f"{settle[name]} for {short(name)}" for name in first)
         + ", every call stayed within twice the later median."
     )
     seen.check(
         "the first call of each operation is its slowest",
         all(times[0] == max(times) for times in first.values()),
         "; ".join(
-            f"{_short(name)}: first {times[0] * 1e3:.2f} ms, slowest later "
+            f"{short(name)}: first {times[0] * 1e3:.2f} ms, slowest later "
             f"{max(times[1:]) * 1e3:.3f} ms"
             for name, times in first.items()
         ),
@@ -176,8 +166,6 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
 def wider_spread(run: Run) -> str:
     """The clock (``'events'`` or ``'host clock'``) whose samples spread more, relative to their
     median (IQR / median).
-
-    Taught in 04_event_timing.
     """
     return max(run.value, key=lambda label: run.value[label].spread)
 
@@ -185,8 +173,6 @@ def wider_spread(run: Run) -> str:
 def show_spread(run: Run) -> tables.Table:
     """The samples of both clocks: a table (median, mean, IQR, min and max in us, IQR / median,
     samples) and their histograms in us, each median dashed. Returns the table.
-
-    Taught in 04_event_timing.
     """
     table = tables.Table(
         [
@@ -240,8 +226,6 @@ def see_spread(run: Run) -> claims.WhatWeSee:
     """What the samples show, per clock: where half of them lie (us), the slowest as a multiple
     of the median, the mean's side of the median; then the host clock's median as a multiple of
     the events' and which clock spread more (IQR / median).
-
-    Taught in 04_event_timing.
     """
     spreads = run.value
     seen = claims.WhatWeSee(NOTEBOOK, run)
@@ -287,8 +271,6 @@ def show_resolution(run: Run) -> tables.Table:
     """What events resolve: the two batches' time per kernel printed (us), a table of the empty
     pair and the single tiny kernel (median, min, max, distinct values and the closest two
     apart, in us), and their histograms. Returns the table.
-
-    Taught in 04_event_timing.
     """
     resolution = run.value
     for label in BATCHES:
@@ -346,8 +328,6 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
     host's gap between two record calls) and its closest values (the resolution), the single
     tiny kernel's reading against the empty pair, the two batches per kernel in us, and a check
     that the queued batch measures less per kernel than the batch launched as we go.
-
-    Taught in 04_event_timing.
     """
     resolution = run.value
     empty = resolution["empty pair (us)"]
@@ -402,18 +382,16 @@ def show_tools(run: Run) -> None:
     """One matmul by three tools: each one's time per matmul printed (us), the profiler's
     kernels (how many, their shortest and longest in us), and bars of the three with their
     ratios to the profiler's. Returns nothing.
-
-    Taught in 04_event_timing.
     """
     tools = run.value
     by_tool_us = {
         "CUDA events": tools["events"].median_us,
         "torch.utils.benchmark": tools["benchmark"].median_us,
-        "profiler kernels": _profiler_us(run),
+        "profiler kernels": profiler_us(run),
     }
     for label, us in by_tool_us.items():
         print(f"{label:22s} {us:9.2f} us per matmul (median)")
-    kernel_us = [iv.duration_us for iv in _kernels(run)]
+    kernel_us = [iv.duration_us for iv in kernels_of(run)]
     print(
         f"profiler: {len(kernel_us)} kernels in {tools['profiler'].steps} steps of {tools['matmuls_per_step']} "
         f"matmuls, each from {min(kernel_us):.2f} to {max(kernel_us):.2f} us"
@@ -430,10 +408,8 @@ def see_tools(run: Run) -> claims.WhatWeSee:
     """What the three tools show: the events' and ``torch.utils.benchmark``'s medians as
     multiples of the profiler's kernel time per matmul, with their spreads, and how far apart
     the three are at most.
-
-    Taught in 04_event_timing.
     """
-    events, bench = _by_profiler(run, "events"), _by_profiler(run, "benchmark")
+    events, bench = by_profiler(run, "events"), by_profiler(run, "benchmark")
     blocks = len(run.value["benchmark"].samples_s)
     few = f" (from its {blocks} measurements)" if blocks < 5 else ""
     seen = claims.WhatWeSee(NOTEBOOK, run)
@@ -461,8 +437,6 @@ def claims_table(
     """The claims notebook 04 tests, each with its verdict computed from the runs: timing needs
     synchronisation, events measure GPU work, which wait blocks what, events order streams and
     GPUs, warm-up, what many streams cost on the GPU and the host, and errors surfacing later.
-
-    Taught in 04_event_timing.
     """
     table = claims.ClaimsTable(NOTEBOOK)
     events_claims.add_timing(table, run_timers, run_tools)

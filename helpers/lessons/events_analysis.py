@@ -25,28 +25,28 @@ STATEMENTS = (  # the child's statements in order, each with the marker it print
 )
 
 
-def _short(name: str) -> str:
+def short(name: str) -> str:
     """An operation's name without its explanation: ``'torch.erf (CUDA loads ...)'`` -> ``'torch.erf'``."""
     return name.split(" (")[0]
 
 
-def _launch_share(run: Run) -> claims.Value:
+def launch_share(run: Run) -> claims.Value:
     """The unsynchronised clock's median over the events' (below 1: it missed the work)."""
     return claims.ratio(run.value["perf_counter, no sync"], run.value["CUDA events"])
 
 
-def _sync_over_events(run: Run) -> claims.Value:
+def sync_over_events(run: Run) -> claims.Value:
     return claims.ratio(run.value["perf_counter + synchronize"], run.value["CUDA events"])
 
 
-def _first_over_later(times: list[float]) -> claims.Value:
+def first_over_later(times: list[float]) -> claims.Value:
     """First call / median of the later calls, with the later calls' relative spread."""
     later = analysis.across(times[1:])
     ratio = times[0] / later.value
     return claims.Value(ratio, ratio * later.spread / later.value, "x", len(times))
 
 
-def _settled_from(times: list[float], within: float = 2.0) -> int:
+def settled_from(times: list[float], within: float = 2.0) -> int:
     """The call number (1-based) from which every call takes at most ``within`` times the median
     of the calls after the first."""
     later = statistics.median(times[1:])
@@ -56,26 +56,26 @@ def _settled_from(times: list[float], within: float = 2.0) -> int:
     return call + 1
 
 
-def _kernels(run: Run) -> list[trace.Interval]:
+def kernels_of(run: Run) -> list[trace.Interval]:
     return run.value["profiler"].select(kind="kernel")
 
 
-def _profiler_us(run: Run) -> float:
+def profiler_us(run: Run) -> float:
     """Time covered by the profiled kernels, per matmul (a matmul may be more than one kernel)."""
     tools = run.value
-    return trace.covered_us(_kernels(run)) / (tools["matmuls_per_step"] * tools["profiler"].steps)
+    return trace.covered_us(kernels_of(run)) / (tools["matmuls_per_step"] * tools["profiler"].steps)
 
 
 def _profiler_time(run: Run) -> claims.Value:
     """The profiler's time per matmul in seconds, with the relative spread of its kernels' durations."""
-    durations = analysis.across([iv.duration_us for iv in _kernels(run)])
-    seconds = _profiler_us(run) / 1e6
+    durations = analysis.across([iv.duration_us for iv in kernels_of(run)])
+    seconds = profiler_us(run) / 1e6
     return claims.Value(
         seconds, seconds * durations.spread / durations.value, "s", durations.samples
     )
 
 
-def _by_profiler(run: Run, tool: str) -> claims.Value:
+def by_profiler(run: Run, tool: str) -> claims.Value:
     return claims.ratio(run.value[tool], _profiler_time(run))
 
 
@@ -100,8 +100,6 @@ def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
     two GPUs): ``done_first``, how many of the ``checks`` found the producer done when the
     consumer was, and ``after``, in how many of the traced ``steps`` the consumer's kernel started
     after the producer's ended (within 5 us).
-
-    Used by events_claims.add_ordering.
     """
     counts = {}
     for label in CASES:
@@ -118,14 +116,11 @@ def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
 
 
 def stream_counts(run: Run) -> list[int]:
-    """The numbers of streams the batch of tiny kernels was spread over, smallest first.
-
-    Used by events_claims.add_many_streams.
-    """
+    """The numbers of streams the batch of tiny kernels was spread over, smallest first."""
     return sorted(int(c) for c in run.value["by count"])
 
 
-def _by(run: Run) -> dict[int, dict]:
+def by_streams(run: Run) -> dict[int, dict]:
     """Per count of streams, the recorded results with ``device`` keeping only the samples whose
     batch the host queued within the hold (a batch launched for longer than the hold has launch
     time in its device time), ``all device`` every sample, and ``outran``, how many were left out."""
@@ -150,11 +145,9 @@ def _by(run: Run) -> dict[int, dict]:
 
 def outran_hold(run: Run) -> dict[int, int]:
     """Per count of streams, how many samples' batches the host took longer to launch than the
-    hold lasted: ``_by`` leaves their device times out.
-
-    Used by events_claims.add_many_streams.
+    hold lasted: ``by_streams`` leaves their device times out.
     """
-    return {c: b["outran"] for c, b in _by(run).items()}
+    return {c: b["outran"] for c, b in by_streams(run).items()}
 
 
 def stream_ratios(run: Run) -> dict[str, claims.Value]:
@@ -162,10 +155,8 @@ def stream_ratios(run: Run) -> dict[str, claims.Value]:
     streams over one stream's (below 1: the streams ran side by side); ``'last doubling'``, the
     most streams over half as many; ``'launch'``, the host's launch time per kernel on the most
     streams over one stream's.
-
-    Used by events_claims.add_many_streams.
     """
-    counts, by = stream_counts(run), _by(run)
+    counts, by = stream_counts(run), by_streams(run)
     few, most = counts[0], counts[-1]
     return {
         "device": claims.ratio(by[most]["device"], by[few]["device"]),
@@ -174,10 +165,10 @@ def stream_ratios(run: Run) -> dict[str, claims.Value]:
     }
 
 
-def _longest_launch_us(run: Run) -> dict[int, float]:
+def longest_launch_us(run: Run) -> dict[int, float]:
     """The slowest sample's whole launch loop, per count of streams, in us."""
     kernels = run.params["kernels"]
-    return {c: max(b["launch"].samples_s) * kernels * 1e6 for c, b in _by(run).items()}
+    return {c: max(b["launch"].samples_s) * kernels * 1e6 for c, b in by_streams(run).items()}
 
 
 def _statement_that_raised(markers: list[str]) -> str:
@@ -194,7 +185,5 @@ def _statement_that_raised(markers: list[str]) -> str:
 def raised_at(run: Run) -> dict[str, str]:
     """``{case: statement}``: for each child process, the statement of its script that raised
     (``'bad launch'``, ``'next launch'``, ``'synchronize'``; ``'none'`` if none did).
-
-    Used by events_claims.add_errors.
     """
     return {case: _statement_that_raised(out["markers"]) for case, out in run.value.items()}

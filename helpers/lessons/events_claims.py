@@ -12,13 +12,13 @@ from __future__ import annotations
 from .. import claims
 from ..records import Run
 from .events_analysis import (
-    _by_profiler,
-    _first_over_later,
-    _launch_share,
-    _short,
+    by_profiler,
+    first_over_later,
+    launch_share,
     ordering_counts,
     outran_hold,
     raised_at,
+    short,
     stream_counts,
     stream_ratios,
 )
@@ -35,45 +35,44 @@ def _share_of(value: claims.Value, seconds: float) -> claims.Value:
 def add_timing(table: claims.ClaimsTable, run_timers: Run, run_tools: Run) -> None:
     """That timing GPU work needs synchronisation (the unsynchronised clock against the events),
     and that events measure GPU work (against the profiler's kernel time).
-
-    Used by events.claims_table.
     """
+    missed = claims.compare(launch_share(run_timers), 0.5, holds_if="below")
     table.add(
         "To measure the execution time of GPU operations, we need to synchronise",
         source=SOURCE,
         run=run_timers,
-        measured="perf_counter without synchronize / CUDA events, one matmul (below 0.5: it "
-        "missed most of the work)",
-        holds=claims.compare(_launch_share(run_timers), 0.5, holds_if="below"),
+        measured="perf_counter without synchronize / CUDA events, one matmul "
+        f"({missed.in_words()}: it missed most of the work)",
+        holds=missed,
     )
+    agree = claims.within(by_profiler(run_tools, "events"), 0.9, 1.1)
     table.add(
         "Events measure the time of GPU work (start.record, end.synchronize, start.elapsed_time(end))",
         source=SOURCE,
         run=run_tools,
-        measured="events / profiler kernel time, one matmul (within 10% of 1 counts)",
-        holds=claims.within(_by_profiler(run_tools, "events"), 0.9, 1.1),
+        measured=f"events / profiler kernel time, one matmul ({agree.in_words()} counts)",
+        holds=agree,
     )
 
 
 def add_waits(table: claims.ClaimsTable, run_wait: Run) -> None:
     """What the two waits block: ``torch.cuda.synchronize()`` the host until every stream is done,
     an event's ``synchronize()`` only until its point in its stream.
-
-    Used by events.claims_table.
     """
     wait, side_us = run_wait.value, run_wait.params["side_us"]
     busy = wait["side_busy_after_event"]
+    waited = claims.compare(
+        _share_of(claims.measured(wait["torch.cuda.synchronize"]), side_us / 1e6),
+        0.9,
+        holds_if="above",
+    )
     table.add(
         "torch.cuda.synchronize() blocks the host until all work on all streams of the device is done",
         source=SOURCE,
         run=run_wait,
         measured=f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel "
-        f"(above 0.9 counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms",
-        holds=claims.compare(
-            _share_of(claims.measured(wait["torch.cuda.synchronize"]), side_us / 1e6),
-            0.9,
-            holds_if="above",
-        ),
+        f"({waited.in_words()} counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms",
+        holds=waited,
     )
     table.add(
         "An event marks a point in one stream: waiting for it leaves other streams running",
@@ -88,8 +87,6 @@ def add_waits(table: claims.ClaimsTable, run_wait: Run) -> None:
 def add_ordering(table: claims.ClaimsTable, run_streams: Run, run_gpus: Run) -> None:
     """That an event orders two streams, and two GPUs (``events_analysis.ordering_counts``), and that
     ``torch.cuda.synchronize(device_id)`` waits for that one device.
-
-    Used by events.claims_table.
     """
     for claim, run, first in (
         (
@@ -129,63 +126,61 @@ def add_ordering(table: claims.ClaimsTable, run_streams: Run, run_gpus: Run) -> 
 def add_warm_up(table: claims.ClaimsTable, run_first: Run) -> None:
     """That the first call of an operation can be far slower than the later ones: the operation
     whose first call stands out most.
-
-    Used by events.claims_table.
     """
     first = run_first.value
-    slowest = max(first, key=lambda name: _first_over_later(first[name]).value)
+    slowest = max(first, key=lambda name: first_over_later(first[name]).value)
+    far = claims.compare(first_over_later(first[slowest]), 10, holds_if="above")
     table.add(
         "Warm up first: the first call of an operation can be far slower than later ones",
         source=METHOD,
         run=run_first,
-        measured=f"first call / median of the later ones, {_short(slowest)}, the largest of "
-        f"{len(first)} operations (10x counts as far slower)",
-        holds=claims.compare(_first_over_later(first[slowest]), 10, holds_if="above"),
+        measured=f"first call / median of the later ones, {short(slowest)}, the largest of "
+        f"{len(first)} operations ({far.in_words()} counts as far slower)",
+        holds=far,
     )
 
 
 def add_many_streams(table: claims.ClaimsTable, run_many: Run) -> None:
     """What many streams do: overlap tiny kernels on the GPU, cost time on it at the last
     doubling, and cost the host launch time (``events_analysis.stream_ratios``).
-
-    Used by events.claims_table.
     """
     many = stream_ratios(run_many)
     counts = stream_counts(run_many)
     few, most, kernels = counts[0], counts[-1], run_many.params["kernels"]
     outran = sum(outran_hold(run_many).values())
     left_out = f"; {outran} samples launched for longer than the hold left out" if outran else ""
+    overlapped = claims.compare(many["device"], 1, holds_if="below")
+    doubling = claims.compare(many["last doubling"], 1, holds_if="above")
+    launch = claims.compare(many["launch"], 1, holds_if="above")
     table.add(
         "Tasks from different streams can be executed in parallel",
         source=SOURCE,
         run=run_many,
-        measured=f"device time of {kernels} tiny kernels on {most} streams / on {few} (below 1: they "
-        f"overlapped{left_out})",
-        holds=claims.compare(many["device"], 1, holds_if="below"),
+        measured=f"device time of {kernels} tiny kernels on {most} streams / on {few} ({overlapped.in_words()}: "
+        f"they overlapped{left_out})",
+        holds=overlapped,
     )
     table.add(
         "Too many streams can lead to contention or scheduling issues, affecting efficiency (GPU)",
         source=SOURCE,
         run=run_many,
-        measured=f"device time of the batch on {most} streams / on {counts[-2]} (above 1: the last doubling "
-        f"cost time; {most} is PyTorch's pool{left_out})",
-        holds=claims.compare(many["last doubling"], 1, holds_if="above"),
+        measured=f"device time of the batch on {most} streams / on {counts[-2]} ({doubling.in_words()}: the "
+        f"last doubling cost time; {most} is PyTorch's pool{left_out})",
+        holds=doubling,
     )
     table.add(
         "Too many streams can lead to contention or scheduling issues, affecting efficiency (host)",
         source=SOURCE,
         run=run_many,
-        measured=f"host launch time per kernel on {most} streams / on {few} (above 1: more streams cost the "
-        "host)",
-        holds=claims.compare(many["launch"], 1, holds_if="above"),
+        measured=f"host launch time per kernel on {most} streams / on {few} ({launch.in_words()}: more streams "
+        "cost the host)",
+        holds=launch,
     )
 
 
 def add_errors(table: claims.ClaimsTable, run_errors: Run) -> None:
     """Where a bad launch's error surfaces, without ``CUDA_LAUNCH_BLOCKING`` (at a later call)
     and with it (at the launch itself), by ``events_analysis.raised_at``.
-
-    Used by events.claims_table.
     """
     raised = raised_at(run_errors)
     for blocking, claim, holds in (

@@ -15,8 +15,8 @@ from .. import analysis, claims, plotting, tables
 from ..records import Run
 from .events_analysis import (
     CASES,
-    _by,
-    _longest_launch_us,
+    by_streams,
+    longest_launch_us,
     ordering_counts,
     outran_hold,  # noqa: F401  re-exported for the tests
     raised_at,
@@ -33,8 +33,6 @@ NOTEBOOK = "04_event_timing"
 def poll_us(run: Run) -> float:
     """How long one ``event.query()`` poll took on average, in microseconds: the polling time
     over the number of polls (over 1 when the kernel had finished before the first poll).
-
-    Taught in 04_event_timing.
     """
     return run.value["poll_wait_s"] / max(run.value["polls"], 1) * 1e6
 
@@ -47,8 +45,6 @@ def show_wait(run: Run) -> None:
     """The host's waits of section 2, printed (the kernels queued, both median waits in ms, how
     often the side stream was still busy, the polls of ``event.query()``), and bars of the two
     waits in ms. Returns nothing.
-
-    Taught in 04_event_timing.
     """
     wait, params = run.value, run.params
     ev_ms, dev_ms = wait["event.synchronize"].median_ms, wait["torch.cuda.synchronize"].median_ms
@@ -79,8 +75,6 @@ def show_wait(run: Run) -> None:
 def see_wait(run: Run) -> claims.WhatWeSee:
     """What the waits show: each median wait in ms as a multiple of the kernel it waited for,
     how often the side stream was still busy, and what ``query()`` answered.
-
-    Taught in 04_event_timing.
     """
     wait, params = run.value, run.params
     ev_ms, dev_ms = wait["event.synchronize"].median_ms, wait["torch.cuda.synchronize"].median_ms
@@ -131,8 +125,6 @@ def show_streams(run: Run) -> tables.Table:
     """Two streams with and without ``wait_event``: a table of the counts (producer done first,
     consumer's kernel after the producer's) and both timelines on one time axis. Returns the
     table.
-
-    Taught in 04_event_timing.
     """
     plotting.timelines(
         {f"producer and consumer streams, {label}": run.value[label]["trace"] for label in CASES},
@@ -148,8 +140,6 @@ def see_streams(run: Run) -> claims.WhatWeSee:
     """What the two streams show: in how many checks the consumer was done before the producer
     and in how many traced steps its kernel started after the producer's, without and with
     ``wait_event``; and how long ``cudaStreamWaitEvent`` took on the host at most (us).
-
-    Taught in 04_event_timing.
     """
     counts = ordering_counts(run)
     waits_us = [
@@ -173,8 +163,6 @@ def see_streams(run: Run) -> claims.WhatWeSee:
 def show_gpus(run: Run) -> tables.Table:
     """Two GPUs with and without ``wait_event``: a table of the counts (GPU 0 done first, GPU 1's
     kernel after GPU 0's) and both timelines on one time axis. Returns the table.
-
-    Taught in 04_event_timing.
     """
     plotting.timelines(
         {f"GPU 0 producer, GPU 1 consumer, {label}": run.value[label]["trace"] for label in CASES},
@@ -190,8 +178,6 @@ def see_gpus(run: Run) -> claims.WhatWeSee:
     """What the two GPUs show: the ordering counts without and with ``wait_event``, then how
     long ``torch.cuda.synchronize(0)`` and ``(1)`` waited (median ms) and how often GPU 1 was
     still busy when the first returned.
-
-    Taught in 04_event_timing.
     """
     gpus, counts = run.value, ordering_counts(run)
     busy = gpus["gpu1_busy_after_sync0"]
@@ -217,17 +203,15 @@ def show_many(run: Run) -> tables.Table:
     printed; a table per count of streams (host launch and device time per kernel in us, the
     contents' check, the longest launch loop in ms); the two times against the count, with
     their IQR. Returns the table.
-
-    Taught in 04_event_timing.
     """
-    many, counts, by = run.value, stream_counts(run), _by(run)
+    many, counts, by = run.value, stream_counts(run), by_streams(run)
     kernels, hold_us = run.params["kernels"], run.params["hold_us"]
     made = many["torch.cuda.Stream()"]
     print(
         f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} of it); "
         f"{many['objects made']} objects stood for {many['distinct CUDA streams']} distinct CUDA streams"
     )
-    longest = _longest_launch_us(run)
+    longest = longest_launch_us(run)
     table = tables.Table(
         [
             "streams",
@@ -279,14 +263,12 @@ def see_many(run: Run) -> claims.WhatWeSee:
     share; the batch's device time per kernel (us) on one stream and on the most, and the last
     doubling's effect; the host's launch time per kernel; checks that every count is right and
     that every batch was queued within the hold.
-
-    Taught in 04_event_timing.
     """
-    many, counts, by = run.value, stream_counts(run), _by(run)
+    many, counts, by = run.value, stream_counts(run), by_streams(run)
     few, most, before = counts[0], counts[-1], counts[-2]
     ratios = stream_ratios(run)
     made, pool = many["torch.cuda.Stream()"], many["distinct CUDA streams"]
-    hold_us, longest = run.params["hold_us"], _longest_launch_us(run)
+    hold_us, longest = run.params["hold_us"], longest_launch_us(run)
 
     def said(name: str, of: str) -> str:
         value = ratios[name]
@@ -362,8 +344,6 @@ def see_many(run: Run) -> claims.WhatWeSee:
 def show_errors(run: Run) -> None:
     """Each child process printed: the statement that raised, its markers, the first lines of
     the error and the device-side assertion. Returns nothing.
-
-    Taught in 04_event_timing.
     """
     raised = raised_at(run)
     for case, out in run.value.items():
@@ -377,8 +357,6 @@ def see_errors(run: Run) -> claims.WhatWeSee:
     """Where the error surfaced in each scenario, without and with ``CUDA_LAUNCH_BLOCKING=1``,
     checked against what the markdown says; and in how many of the asynchronous cases PyTorch's
     own error text suggests the variable.
-
-    Taught in 04_event_timing.
     """
     errors, raised = run.value, raised_at(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)

@@ -53,8 +53,6 @@ ON_TIME_SHARE = (
 def where_it_runs(gpus: int, max_ranks: int) -> str:
     """A sentence on which experiments run live on this machine (``gpus`` GPUs, NCCL on at most
     ``max_ranks`` of them) and which replay recordings.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     nccl = f"run live, on up to {min(gpus, max_ranks)} ranks" if gpus >= 2 else "replay recordings"
     return (
@@ -69,8 +67,6 @@ def where_it_runs(gpus: int, max_ranks: int) -> str:
 def show_ranks(*runs: Run) -> None:
     """Prints, for each ``seven_collectives`` run, who each rank was: rank, world size, backend,
     device, process id and the store's port. Returns nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     for run in runs:
         print(f"{run.params['backend']} ({run.where()}):")
@@ -83,8 +79,6 @@ def show_collectives(*runs: Run) -> None:
     collective, and prints whether every rank holds what the source says (blocking and
     ``async_op=True``) and what ``reduce`` left on rank 1, which is not its destination. Returns
     nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     for run in runs:
         drawn = {
@@ -115,8 +109,6 @@ def see_collectives(nccl: Run, gloo: Run) -> claims.WhatWeSee:
     """What the seven collectives show, for each backend: where the ranks ran (devices, processes,
     one store port), whether every rank holds what the source says, and whether ``reduce`` left
     rank 1's buffer as it was.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for run in (nccl, gloo):
@@ -232,8 +224,6 @@ def show_point_to_point(gloo: Run, nccl: Run) -> None:
     returned, when the host got control back, when ``synchronize()`` returned; the share of
     repeats with the data there), prints what ``is_completed()`` said, and draws the host's times
     against ``synchronize()``'s on a log scale. Returns nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     summaries = {
         f"gloo ({gloo.where()})": _show_summary(gloo, P2P_CALLS),
@@ -247,8 +237,6 @@ def show_point_to_point(gloo: Run, nccl: Run) -> None:
 def how_soon(s: dict[str, Any], key: str = "waited_ms") -> str:
     """When one call of a ``summary`` gave the host back, in words with its ms: 'at once (0.080 ms)'
     (within a fifth of the delay) or 'only after 50.8 ms with the data there'.
-
-    Used by nccl.see_point_to_point and nccl.see_collective_timing.
     """
     ms = s[key]
     if ms < QUICK_BACK * s["late_ms"]:
@@ -274,8 +262,6 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     wait(timeout)`` gave the host back (ms, against the sender's delay) under each backend, how
     much longer NCCL's very first ``recv`` took than a later one, and a check that under gloo all
     three hold the host until the data is there.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     p2p_gloo, p2p_nccl = summary(gloo, P2P_CALLS), summary(nccl, P2P_CALLS)
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
@@ -319,8 +305,6 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
 def waits_for_data(run: Run, calls: list[str]) -> str:
     """Of ``calls`` of a ``host_timing`` run, the one whose host most often went on with the data
     already there (the highest 'data there' share).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     rows = summary(run, calls)
     return max(calls, key=lambda c: rows[c]["arrived"])
@@ -330,8 +314,6 @@ def show_collective_timing(gloo: Run, nccl: Run) -> None:
     """Shows, for gloo and NCCL, the table of ``all_reduce`` blocking and ``async_op=True`` +
     ``wait()`` with the other rank late (ms), and bars of when the host got control back against
     when ``synchronize()`` returned. Returns nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     summaries = {
         f"gloo ({gloo.where()})": _show_summary(gloo, COLL_CALLS),
@@ -344,8 +326,6 @@ def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     """What the timed ``all_reduce`` calls show under each backend: when the blocking call, the
     ``async_op=True`` call and its ``work.wait()`` gave the host back, and when ``synchronize()``
     returned (ms, against the other rank's delay).
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for backend, run in (("gloo", gloo), ("NCCL", nccl)):
@@ -368,8 +348,6 @@ def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
 def stopped_line(run: Run, warm_up: bool) -> str:
     """Where rank 1's host stopped in the case of a ``missing_send`` run with (or without) the
     warm-up: the line of the source's example.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     return stopped_at(next(c for c in run.value if c["warm_up"] == warm_up), 1)
 
@@ -382,8 +360,6 @@ def show_missing_send(*runs: Run) -> None:
     """Prints each case of the ``missing_send`` runs: how the launch ended, how long the ranks ran
     (s) against the deadline, each rank's status, the marks it reached (s after its worker
     started) and what it printed, and the line where rank 1's host stopped. Returns nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     for run in runs:
         for case in run.value:
@@ -406,8 +382,6 @@ def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     """What the missing ``send`` shows: the line where rank 1's host stopped in each case, and
     checks that no case outlasted its deadline by a second or more and that each backend and
     warm-up stopped where the notebook says.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     stop = stops(gloo, nccl)
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
@@ -454,8 +428,6 @@ def show_wait_timeout(*runs: Run) -> None:
     """Prints, for each ``wait_timeout_without_send`` run, what rank 1's ``wait(timeout)`` did
     (raised, returned or was stopped, after how many seconds, with the error's first line).
     Returns nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     for run in runs:
         print(
@@ -471,8 +443,6 @@ def show_wait_timeout(*runs: Run) -> None:
 def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     """What ``wait(timeout)`` with no ``send`` shows under each backend (one run each): when the
     wait raised (s after it began, against its timeout), or that it neither raised nor returned.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for run in (gloo, nccl):

@@ -36,8 +36,6 @@ def expected_after(name: str, rank: int, n: int) -> Any:
     """What the source says rank ``rank`` of ``n`` holds after the collective ``name`` (a list of
     numbers, or of lists for ``gather`` and ``all_gather``), or None where nothing is defined (the
     ranks that are not ``reduce``'s or ``gather``'s destination).
-
-    Used by nccl_analysis.mismatches.
     """
     total = [
         sum(r + k for r in range(1, n + 1)) for k in range(3)
@@ -57,8 +55,6 @@ def mismatches(run: Run) -> list[str]:
     """Every (mode, collective, rank) of a ``seven_collectives`` run whose data after the call is
     not what the source says, one line each (``'blocking all_reduce rank 1: [0, 0, 0] != [3, 5, 7]'``);
     empty when every rank holds what it should.
-
-    Used by nccl.show_collectives, nccl.see_collectives and nccl_claims.claims_table.
     """
     n = len(run.value["who"])
     wrong = []
@@ -78,9 +74,6 @@ def summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
     when the host went on (None where it was not asked); ``completed_at_return`` and
     ``completed_by_poll``, what ``is_completed()`` said in each repeat (None where not asked); ``n``,
     the repeats. Raises AssertionError if any repeat received wrong data.
-
-    Used by nccl.show_point_to_point, nccl.see_point_to_point, nccl.show_collective_timing,
-    nccl.see_collective_timing, nccl.waits_for_data and nccl_claims.claims_table.
     """
     out = {}
     for call in calls:
@@ -114,8 +107,6 @@ def summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
 def stopped_at(case: dict[str, Any], rank: int) -> str:
     """The line of the source's example that ``rank``'s host was on when the deadline came, read
     from the last mark it reached: one of ``NEXT_LINE``'s values, or 'before the first mark'.
-
-    Used by nccl_analysis.stops and nccl.stopped_line.
     """
     last: Any = case["marks"][rank][-1][1] if case["marks"][rank] else None
     if case["status"][rank] == "returned":
@@ -126,8 +117,6 @@ def stopped_at(case: dict[str, Any], rank: int) -> str:
 def stops(*runs: Run) -> dict[tuple[str, bool], str]:
     """``{(backend, warm_up): line}``: where rank 1's host stopped in each case of the
     ``missing_send`` runs.
-
-    Used by nccl.see_missing_send and nccl_claims.claims_table.
     """
     return {
         (run.params["backend"], case["warm_up"]): stopped_at(case, 1)
@@ -140,8 +129,6 @@ def wait_timeout_outcome(run: Run) -> tuple[bool, str, float | None]:
     """What rank 1's ``wait(timeout)`` did in a ``wait_timeout_without_send`` run, read from its
     marks: (whether it raised, a sentence, seconds from "waiting" to the raise or the return, or
     None when it did neither).
-
-    Used by nccl.show_wait_timeout, nccl.see_wait_timeout and nccl_claims.claims_table.
     """
     case, timeout_s = run.value, run.params["wait_timeout_s"]
     marks = {label: t for t, label in case["marks"][1]}
@@ -188,7 +175,5 @@ def wait_timeout_outcome(run: Run) -> tuple[bool, str, float | None]:
 def reached_wait(run: Run) -> bool:
     """Whether rank 1 of a ``wait_timeout_without_send`` run reached ``wait(timeout)`` (else the
     wait was not tested).
-
-    Used by nccl.see_wait_timeout and nccl_claims.claims_table.
     """
     return any(label == "waiting" for _, label in run.value["marks"][1])

@@ -26,8 +26,6 @@ def host_value(run: Run, call: str, key: str) -> claims.Value:
     """One column of the host-timing rows of ``call`` in a ``host_timing`` run (``key``:
     'returned_s', 'waited_s' or 'done_s') as a Value in ms: the median over the repeats and half
     their interquartile range.
-
-    Used by nccl_claims.claims_table.
     """
     seconds = claims.measured(
         timing.Timing([r[key] for r in run.value if r["call"] == call], method="host clock")
@@ -41,8 +39,6 @@ def when_data_absent(
     """A claim "returns before the data has arrived": the time's comparison if the data was absent
     at every return (every share 0), else a plain does-not-hold (False: the data was there, no
     threshold can save it).
-
-    Used by nccl_claims.claims_table.
     """
     return comparison if all(share == 0 for share in arrived) else False
 
@@ -220,8 +216,6 @@ def claims_table(
     where the missing ``send`` stops the host (a bool per warm-up), the seven collectives' data (a
     bool per backend), overlap (ratios 0 to 1 from rank 0's profiles) and the largest
     ``all_reduce``'s busbw as a share of the peer copy's rate.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     table = claims.ClaimsTable(NOTEBOOK)
     _host_claims(table, host)

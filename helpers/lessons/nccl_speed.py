@@ -29,10 +29,7 @@ FIXED_COST = (
 
 
 def split_kernels(profile: trace.Profile) -> tuple[list[trace.Interval], list[trace.Interval]]:
-    """(NCCL's kernels, every other kernel) of a profile, told apart by 'nccl' in the name.
-
-    Used by nccl_speed.overlap_of.
-    """
+    """(NCCL's kernels, every other kernel) of a profile, told apart by 'nccl' in the name."""
     kernels = profile.select(kind="kernel")
     nccl = [k for k in kernels if "nccl" in k.name.lower()]
     return nccl, [k for k in kernels if "nccl" not in k.name.lower()]
@@ -53,8 +50,6 @@ def overlap_of(run: Run) -> dict[str, dict[str, Any]]:
     ratio of NCCL's kernels and the others, one per profiled step, as a ``claims.Value`` (median
     and spread of the steps; 0: never together, 1: the shorter entirely hidden); ``nccl_ms``, ``other_ms`` and ``busy_ms``, the time each kind of
     kernel and either of them ran, in ms per profiled step; ``steps``, the profiled steps.
-
-    Used by nccl_speed.show_overlap, nccl_speed.see_overlap and nccl_claims.claims_table.
     """
     out = {}
     for mode, profile in run.value.items():
@@ -73,8 +68,6 @@ def show_overlap(run: Run) -> None:
     """Prints, per mode, the time of the ``all_reduce`` kernels, of the other kernels and the GPU's
     busy time (ms per step) and the overlap ratio, and draws rank 0's two timelines on one time
     scale, NCCL's stream marked. Returns nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     found = overlap_of(run)
     longest_ms = (
@@ -115,8 +108,6 @@ def show_overlap(run: Run) -> None:
 def see_overlap(run: Run) -> claims.WhatWeSee:
     """What the two profiles show: per mode, the overlap ratio, and whether the GPU's busy time per
     step (ms) lies closer to the longer of the two kinds of kernel than to their sum.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     seen = claims.WhatWeSee(NOTEBOOK, run)
     for mode, f in overlap_of(run).items():
@@ -148,9 +139,6 @@ def sweep_of(run: Run) -> list[dict[str, Any]]:
     ``wrong`` elements per collective and size, the hand-written loop's ``plain_s``). A recording
     made before the sweep (one world size, no wrong counts, no hand-written loop) is read as one
     entry with ``wrong`` and ``plain_s`` None.
-
-    Used by nccl_speed.show_bandwidth, nccl_speed.see_bandwidth, nccl_speed.busbw_if_ranks and
-    nccl_claims.claims_table.
     """
     if "sweep" in run.value:
         return run.value["sweep"]
@@ -165,10 +153,7 @@ def sweep_of(run: Run) -> list[dict[str, Any]]:
 
 
 def busbw_of(entry: dict[str, Any], sizes: list[int]) -> dict[str, list[float]]:
-    """busbw (decimal GB/s) per collective and size of one world size's timings (medians).
-
-    Used by nccl_speed.show_bandwidth and nccl_speed.see_bandwidth.
-    """
+    """busbw (decimal GB/s) per collective and size of one world size's timings (medians)."""
     return {
         op: [
             distributed.busbw_gbps(op, size, t.median_s, entry["world_size"])
@@ -187,8 +172,6 @@ def show_bandwidth(run: Run) -> None:
     nccl-tests' columns (us, GB/s), the busbw of each collective (GB/s), nccl-tests' busbw / algbw
     factors, the peer copy's rate (GB/s); and draws busbw against message size for each world size
     with that rate dashed. Returns nothing.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     sizes, sweep = run.params["sizes"], sweep_of(run)
     if "sweep" not in run.value:
@@ -325,8 +308,6 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     (us), how each collective's busbw curve ends (GB/s), each world size's busbw at the largest size
     as a share of the peer copy's rate, and checks that the helper's busbw is within 3% of the
     hand-written loop's and that no element came out wrong.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     sizes, sweep = run.params["sizes"], sweep_of(run)
     full_n = sweep[-1]
@@ -388,8 +369,6 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
 def largest_all_reduce_busbw(run: Run) -> claims.Value:
     """busbw (decimal GB/s) of the ``all_reduce`` of the largest size on all the ranks of a
     ``bandwidth`` run, with the spread of its samples.
-
-    Used by nccl_claims.claims_table.
     """
     full_n = sweep_of(run)[-1]
     algbw = claims.measured(full_n["timings"]["all_reduce"][-1], as_rate=True)
@@ -400,8 +379,6 @@ def largest_all_reduce_busbw(run: Run) -> claims.Value:
 def busbw_if_ranks(run: Run, n: int) -> float:
     """The busbw (decimal GB/s) nccl-tests would print for an ``all_reduce`` of the largest size on
     ``n`` ranks at the algbw measured on all the ranks of a ``bandwidth`` run.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
     sizes, full_n = run.params["sizes"], sweep_of(run)[-1]
     return distributed.algbw_gbps(

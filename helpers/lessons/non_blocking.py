@@ -22,16 +22,16 @@ from .non_blocking_analysis import (
     PIN_THEN_NB,
     PINNED_NB,
     SAFE,
-    _gigabytes,
-    _gpu_work_ms,
-    _share,
-    _shown,
     all_pinned_or_none,
     calls_in_profile,
     dataloader_speedup,
+    gigabytes,
+    gpu_work_ms,
     loop_speedup,
     own_device_syncs,
     profiled_loops,
+    returned_share,
+    shown,
     six_speedups,
     tensordict_ratios,
     waited,  # noqa: F401  re-exported for non_blocking_claims and the tests
@@ -46,8 +46,6 @@ def show_returns(run: Run) -> tables.Table:
     """When ``.to()`` returned and when the copy finished, for each kind of copy: a table (ms
     after a synchronised start, medians; the share of the copy the host waited; whether a D2H
     result is pinned) and the same two times as grouped bars on a log axis. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     ret = run.value
     size = timing.format_bytes(run.params["nbytes"])
@@ -67,7 +65,7 @@ def show_returns(run: Run) -> tables.Table:
             label,
             r["returned"].median_ms,
             r["finished"].median_ms,
-            _share(r),
+            returned_share(r),
             r["result_pinned"] if label.startswith("D2H") else None,
         )
     non_blocking_plots.draw_returns(run)
@@ -79,11 +77,9 @@ def see_returns(run: Run) -> claims.WhatWeSee:
     returned, the pinned and the D2H ``non_blocking`` copies (and where the D2H result lives),
     the pageable ``non_blocking`` copy, the cost of pinning on the calling thread, and the
     blocking D2H copy against the ``non_blocking`` one (times in ms).
-
-    Taught in 02_non_blocking.
     """
     ret = run.value
-    share = {label: _share(r) for label, r in ret.items()}
+    share = {label: returned_share(r) for label, r in ret.items()}
     seen = claims.WhatWeSee(NOTEBOOK, run)
     blocking = [share[label] for label in ret if label.endswith(", blocking")]
     seen.say(
@@ -127,18 +123,10 @@ def see_returns(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 2. 1000 small copies
 
 
-def _verdict_words(
-    comparison: claims.Comparison, holds: str, does_not: str, borderline: str
-) -> str:
-    return {claims.HOLDS: holds, claims.DOES_NOT_HOLD: does_not, claims.BORDERLINE: borderline}[
-        comparison.verdict
-    ]
-
-
 def _faster(ratio: claims.Value) -> str:
     """Words for a speed ratio (above 1: faster) against 1."""
-    return _verdict_words(
-        claims.compare(ratio, 1, holds_if="above"),
+    return claims.worded(
+        claims.compare(ratio, 1, holds_if="above").verdict,
         "faster beyond this run's noise.",
         "slower beyond this run's noise.",
         "the same within the noise.",
@@ -149,8 +137,6 @@ def show_loops(run: Run) -> tables.Table:
     """The two loops of small copies: a table (time per loop in ms, median; runtime calls in a
     profile; ms of host time in synchronize calls per loop) and bars of their times, each with
     its ratio to the blocking loop's. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     small, count = run.value, run.params["count"]
     in_profile = calls_in_profile(run)
@@ -186,8 +172,6 @@ def show_loops(run: Run) -> tables.Table:
 def see_loops(run: Run) -> claims.WhatWeSee:
     """What the loops show: the runtime calls per loop, the ``cudaDeviceSynchronize`` calls of the
     profiles with the profiler's own told apart, and the two loops' times (ms) and their ratio.
-
-    Taught in 02_non_blocking.
     """
     small, n_copies = run.value, run.params["count"]
     per_loop = {label: r["calls per loop"] for label, r in small.items()}
@@ -225,8 +209,6 @@ def see_loops(run: Run) -> claims.WhatWeSee:
 def show_six(run: Run) -> tables.Table:
     """The six timings: a table (ms and decimal GB/s, blocking and ``non_blocking=True``, and the
     speed-up from ``non_blocking``) and grouped bars of the times in ms. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     six = run.value
     samples = len(six["pinned"]["blocking"].samples_s)
@@ -240,7 +222,7 @@ def show_six(run: Run) -> tables.Table:
             ("speed-up from non_blocking", "x", ".2f"),
         ],
         caption=f"{run.params['count']} tensors of {run.params['numel']:.0e} float32 = "
-        f"{_gigabytes(run):.2f} GB per run; medians of {samples} samples",
+        f"{gigabytes(run):.2f} GB per run; medians of {samples} samples",
     )
     for way, modes in six.items():
         b, nb = modes["blocking"], modes["non_blocking=True"]
@@ -253,8 +235,6 @@ def see_six(run: Run) -> claims.WhatWeSee:
     """What the six timings show: the six from fastest to slowest (ms), what ``non_blocking=True``
     did for each source, and pinning by hand against the pageable copy; each with its number of
     samples.
-
-    Taught in 02_non_blocking.
     """
     six = run.value
     samples = min(len(t.samples_s) for modes in six.values() for t in modes.values())
@@ -271,8 +251,8 @@ def see_six(run: Run) -> claims.WhatWeSee:
     for way, r in six_speedups(run).items():
         seen.say(
             f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one"
-            + _verdict_words(
-                claims.compare(r, 1, holds_if="above"),
+            + claims.worded(
+                claims.compare(r, 1, holds_if="above").verdict,
                 ".",
                 ", slower beyond this run's noise.",
                 ", no change within the noise.",
@@ -283,8 +263,8 @@ def see_six(run: Run) -> claims.WhatWeSee:
         seen.say(
             f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the "
             "pageable copy"
-            + _verdict_words(
-                claims.compare(by_hand, 1, holds_if="above"),
+            + claims.worded(
+                claims.compare(by_hand, 1, holds_if="above").verdict,
                 ": the staging by hand paid here.",
                 ": it did not pay here.",
                 ": the same within the noise.",
@@ -298,7 +278,7 @@ def see_six(run: Run) -> claims.WhatWeSee:
 
 def _counts(haz: dict, labels: list[str]) -> str:
     return "; ".join(
-        f"{_shown(label)}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in labels
+        f"{shown(label)}: {haz[label]['wrong']} of {haz[label]['trials']}" for label in labels
     )
 
 
@@ -306,13 +286,11 @@ def show_hazards(run: Run) -> tables.Table:
     """The wrong results of each hazard and fix: a table (wrong results, trials; the return times
     of the pageable copy under the hold in ms as its caption) and bars of the share of trials
     that went wrong. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
     table = tables.Table(
         ["case", "wrong results", "trials"],
-        [(_shown(label), r["wrong"], r["trials"]) for label, r in haz.items()],
+        [(shown(label), r["wrong"], r["trials"]) for label, r in haz.items()],
         caption=f"pageable H2D under a {run.value['hold_ms']:.0f} ms hold: .to(non_blocking=True) "
         f"returned after {min(returns) * 1e3:.3f} to {max(returns) * 1e3:.3f} ms",
     )
@@ -324,8 +302,6 @@ def see_hazards(run: Run) -> claims.WhatWeSee:
     """What the hazards show: checks that the held cases go wrong every time, the fixes never and
     the safe cases never; the tutorial's setting's counts; and when the pageable copy returned
     (ms) against the hold.
-
-    Taught in 02_non_blocking.
     """
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
@@ -350,7 +326,7 @@ def see_hazards(run: Run) -> claims.WhatWeSee:
     seen.say(
         "In the tutorial's setting, without holding the stream: "
         + "; ".join(
-            f"{_shown(label)} went wrong in {haz[label]['wrong']} of {haz[label]['trials']} trials"
+            f"{shown(label)} went wrong in {haz[label]['wrong']} of {haz[label]['trials']} trials"
             for label in tutorial_cases
         )
         + ": how often depends on how fast the copy is against the host's next step."
@@ -378,8 +354,6 @@ def show_tensordict(run: Run) -> tables.Table:
     """The four ``TensorDict.to`` calls: a table (median ms, IQR over median, samples, decimal
     GB/s; the tensordict version as caption) and bars of the times, each with its ratio to the
     blocking call's. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     times = run.value["timings"]
     table = tables.Table(
@@ -401,8 +375,8 @@ def show_tensordict(run: Run) -> tables.Table:
 def _faster_or_slower(time_ratio: claims.Value, than: str) -> str:
     """Words for a ratio of times (below 1: faster) against 1, naming what it is compared with."""
     share = f"({time_ratio.number()} ± {time_ratio.spread_text()} of its time)"
-    return _verdict_words(
-        claims.compare(time_ratio, 1, holds_if="below"),
+    return claims.worded(
+        claims.compare(time_ratio, 1, holds_if="below").verdict,
         f"faster than {than} {share}",
         f"slower than {than} {share}",
         f"the same as {than} within the noise {share}",
@@ -413,8 +387,6 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
     """What the tensordict calls show: each call's time as a share of the blocking call's, then
     pinning on the main thread against ``td.to('cuda:0')`` and pinning in threads against the
     main thread, in words (faster, slower, the same within the noise), with the samples taken.
-
-    Taught in 02_non_blocking.
     """
     times = run.value["timings"]
     blocking, *others = list(times)
@@ -446,8 +418,6 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
 def show_dataloader(run: Run) -> tables.Table:
     """The two epochs: a table (batches pinned, epoch time in ms with its IQR over median and
     samples) and bars of the epoch times, with their ratio. Returns the table.
-
-    Taught in 02_non_blocking.
     """
     dl = run.value
     table = tables.Table(
@@ -470,7 +440,7 @@ def show_dataloader(run: Run) -> tables.Table:
             )
             for label, r in dl.items()
         ],
-        caption=f"medians; the GPU's stand-in work alone is {_gpu_work_ms(run):.0f} ms per epoch",
+        caption=f"medians; the GPU's stand-in work alone is {gpu_work_ms(run):.0f} ms per epoch",
     )
     non_blocking_plots.draw_dataloader(run)
     return table
@@ -479,8 +449,6 @@ def show_dataloader(run: Run) -> tables.Table:
 def see_dataloader(run: Run) -> claims.WhatWeSee:
     """What the epochs show: a check that the batches come out pinned with ``pin_memory=True``
     and only then, and the two epoch times (ms) beside the GPU work, with their ratio in words.
-
-    Taught in 02_non_blocking.
     """
     dl = run.value
     speedup = dataloader_speedup(run)
@@ -491,7 +459,7 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
     )
     seen.say(
         f"An epoch took {dl['pin_memory=True']['epoch'].median_ms:.0f} ms with `pin_memory=True` and "
-        f"{dl['pin_memory=False']['epoch'].median_ms:.0f} ms without, beside {_gpu_work_ms(run):.0f} ms of GPU work "
+        f"{dl['pin_memory=False']['epoch'].median_ms:.0f} ms without, beside {gpu_work_ms(run):.0f} ms of GPU work "
         f"({speedup.samples} samples each): the epoch with pinning ran {analysis.times(speedup)} as fast as the "
         f"one without, {_faster(speedup)}"
     )

@@ -20,7 +20,7 @@ PIN_THEN_NB = "H2D pin_memory() then non_blocking"
 D2H_BLOCKING, D2H_NB = "D2H, blocking", "D2H, non_blocking"
 
 
-def _share(copy: dict) -> float:
+def returned_share(copy: dict) -> float:
     """The median time until ``.to()`` returned over the median time until the copy finished."""
     return copy["returned"].median_s / copy["finished"].median_s
 
@@ -31,8 +31,6 @@ def waited(run: Run) -> dict[str, claims.Value]:
     spread of that share across the samples: both times of a sample come from the same copy, so
     the spread is that of the per-sample shares (``analysis.paired``), not the two sides' spreads
     added as if they were independent.
-
-    Used by non_blocking_claims.claims_table.
     """
     shares = {}
     for label, r in run.value.items():
@@ -40,24 +38,19 @@ def waited(run: Run) -> dict[str, claims.Value]:
             r["returned"].samples_s, r["finished"].samples_s, unit="of the copy"
         )
         shares[label] = claims.Value(
-            _share(r), per_sample.spread, per_sample.unit, per_sample.samples
+            returned_share(r), per_sample.spread, per_sample.unit, per_sample.samples
         )
     return shares
 
 
 def profiled_loops() -> int:
-    """How many loops each profile of section 2 holds: ``trace.profile``'s ``active`` steps.
-
-    Used by non_blocking_claims.claims_table.
-    """
+    """How many loops each profile of section 2 holds: ``trace.profile``'s ``active`` steps."""
     return inspect.signature(trace.profile).parameters["active"].default
 
 
 def calls_in_profile(run: Run) -> dict[str, dict[str, int]]:
     """``{loop: {runtime call: count}}``: the calls in each loop's whole profile (the recording
     keeps calls per loop, the profile's count over ``profiled_loops()``).
-
-    Used by non_blocking_claims.claims_table.
     """
     steps = profiled_loops()
     return {
@@ -69,8 +62,6 @@ def calls_in_profile(run: Run) -> dict[str, dict[str, int]]:
 def own_device_syncs(run: Run) -> tuple[int, float]:
     """The profiler's own ``cudaDeviceSynchronize`` calls in a profile (those of the blocking
     loop's, which calls none itself), and the non-blocking loop's own calls per loop without them.
-
-    Used by non_blocking_claims.claims_table.
     """
     in_profile = calls_in_profile(run)
     profilers_own = in_profile["blocking"]["cudaDeviceSynchronize"]
@@ -82,8 +73,6 @@ def own_device_syncs(run: Run) -> tuple[int, float]:
 def loop_speedup(run: Run) -> claims.Value:
     """The blocking loop's median time over the non-blocking loop's ("x"; above 1: the
     non-blocking loop is faster), spreads added.
-
-    Used by non_blocking_claims.claims_table.
     """
     return claims.ratio(run.value["blocking"]["time"], run.value["non_blocking"]["time"])
 
@@ -91,8 +80,6 @@ def loop_speedup(run: Run) -> claims.Value:
 def six_speedups(run: Run) -> dict[str, claims.Value]:
     """``{source: blocking time / non_blocking=True time}`` ("x"; above 1: ``non_blocking``
     faster), medians, spreads added.
-
-    Used by non_blocking_claims.claims_table.
     """
     return {
         way: claims.ratio(modes["blocking"], modes["non_blocking=True"])
@@ -100,7 +87,7 @@ def six_speedups(run: Run) -> dict[str, claims.Value]:
     }
 
 
-def _gigabytes(run: Run) -> float:
+def gigabytes(run: Run) -> float:
     return run.params["count"] * run.params["numel"] * 4 / 1e9
 
 
@@ -121,7 +108,7 @@ SAFE = [
 ]
 
 
-def _shown(label: str) -> str:
+def shown(label: str) -> str:
     """A hazard case's label as printed: the recording says "tutorial's form", but the code is
     the tutorial's setting, not literally its code."""
     return label.replace("(tutorial's form)", "(tutorial's setting)")
@@ -131,8 +118,6 @@ def tensordict_ratios(run: Run) -> dict[str, claims.Value]:
     """Ratios of times ("x"; below 1: the first is faster), spreads added: ``"pin vs default"``
     (``non_blocking_pin=True, num_threads=0`` over ``td.to('cuda:0')``) and ``"threads vs main"``
     (``num_threads=N`` over ``num_threads=0``).
-
-    Used by non_blocking_claims.claims_table.
     """
     times = run.value["timings"]
     _, default, pin_main, pin_threads = list(times)
@@ -145,15 +130,13 @@ def tensordict_ratios(run: Run) -> dict[str, claims.Value]:
 def dataloader_speedup(run: Run) -> claims.Value:
     """The epoch's median time without ``pin_memory`` over with it ("x"; above 1: faster
     pinned), spreads added.
-
-    Used by non_blocking_claims.claims_table.
     """
     return claims.ratio(
         run.value["pin_memory=False"]["epoch"], run.value["pin_memory=True"]["epoch"]
     )
 
 
-def _gpu_work_ms(run: Run) -> float:
+def gpu_work_ms(run: Run) -> float:
     """The GPU's stand-in work in one epoch, in ms: the spin per batch times the batches."""
     return run.params["step_ms"] * run.value["pin_memory=True"]["batches"]
 
@@ -161,8 +144,6 @@ def _gpu_work_ms(run: Run) -> float:
 def all_pinned_or_none(run: Run) -> tuple[bool, str]:
     """Whether every batch came out pinned with ``pin_memory=True`` and none without, and the
     counts in words.
-
-    Used by non_blocking_claims.claims_table.
     """
     dl = run.value
     holds = (

@@ -13,14 +13,12 @@ import matplotlib.pyplot as plt
 
 from .. import plotting, timing
 from ..records import Run
-from .non_blocking_analysis import _gigabytes, _shown
+from .non_blocking_analysis import gigabytes, shown
 
 
 def draw_returns(run: Run) -> None:
     """When ``.to()`` returned and when the copy finished, for each kind of copy, as grouped
     bars on a log axis (ms after a synchronised start, medians).
-
-    Used by non_blocking.show_returns.
     """
     ret, size = run.value, timing.format_bytes(run.params["nbytes"])
     _, ax = plt.subplots(figsize=(11, 4.5))
@@ -46,8 +44,6 @@ def draw_returns(run: Run) -> None:
 def draw_loops(run: Run) -> None:
     """The two loops' times per loop (ms, medians) as bars, each with its ratio to the
     blocking loop's.
-
-    Used by non_blocking.show_loops.
     """
     small, count = run.value, run.params["count"]
     plotting.bars_with_ratios(
@@ -62,14 +58,12 @@ def draw_loops(run: Run) -> None:
 def draw_six(run: Run) -> None:
     """The six timings as grouped bars: blocking and ``non_blocking=True`` per source, the
     time for all copies in ms (medians).
-
-    Used by non_blocking.show_six.
     """
     six = run.value
     plotting.grouped_bars(
         {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()},
         title=plotting.machine_title(
-            f"{run.params['count']} tensors, {_gigabytes(run):.2f} GB to the GPU",
+            f"{run.params['count']} tensors, {gigabytes(run):.2f} GB to the GPU",
             run.machine,
             run.live,
         ),
@@ -80,14 +74,12 @@ def draw_six(run: Run) -> None:
 def draw_hazards(run: Run) -> None:
     """The share of trials of each hazard and fix that gave a wrong result, as horizontal bars
     (red where any went wrong), each labelled with its counts.
-
-    Used by non_blocking.show_hazards.
     """
     haz = run.value["cases"]
     _, ax = plt.subplots(figsize=(9, 5))
     labels = list(haz)
     bars = ax.barh(
-        [_shown(k) for k in labels],
+        [shown(k) for k in labels],
         [haz[k]["wrong"] / haz[k]["trials"] for k in labels],
         color=["tab:red" if haz[k]["wrong"] else "tab:green" for k in labels],
     )
@@ -108,8 +100,6 @@ def draw_hazards(run: Run) -> None:
 def draw_tensordict(run: Run) -> None:
     """The four ``TensorDict.to`` calls' times (ms, medians) as bars, each with its ratio to the
     blocking call's.
-
-    Used by non_blocking.show_tensordict.
     """
     times = run.value["timings"]
     _, ax = plt.subplots(figsize=(9, 4.5))
@@ -131,10 +121,7 @@ def draw_tensordict(run: Run) -> None:
 
 
 def draw_dataloader(run: Run) -> None:
-    """The two epochs' times (ms, medians) as bars, with their ratio.
-
-    Used by non_blocking.show_dataloader.
-    """
+    """The two epochs' times (ms, medians) as bars, with their ratio."""
     dl = run.value
     plotting.bars_with_ratios(
         {label: r["epoch"].median_ms for label, r in dl.items()},

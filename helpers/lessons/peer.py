@@ -2,7 +2,7 @@
 (one way, both ways at once), the time of tiny copies, and the expected values of two exercises.
 
 Which GPUs reach which, how fast their links are rated and the copies of every pair at once are
-in ``peer_links``, whose public names this module re-exports (``peer.show_links`` as before);
+in ``peer_links``;
 what the current device decides, the blog post's experiment and the events across GPUs are in
 ``peer_streams``; the claims table in ``peer_claims``. Every function takes the notebook's runs
 (``records.Run``, live or replayed) and measures nothing. Tested on every recorded machine in
@@ -20,42 +20,13 @@ from .. import analysis, claims, plotting, tables, timing
 from ..records import Run
 from .peer_links import (
     NOTEBOOK,
-    NVLINK_DATASHEET_GBPS,
-    _ends,
-    _link_of,
-    _link_rates,
-    _pair_name,
-    _pairs,
-    _span,
-    link_facts,
-    see_all_pairs,
-    see_links,
-    show_all_pairs,
-    show_links,
+    link_rates,
+    links_of,
+    ordered_pairs,
+    pair_ends,
+    pair_name,
+    span,
 )
-
-__all__ = [
-    "DUPLEX",
-    "NOTEBOOK",
-    "NVLINK_DATASHEET_GBPS",
-    "PLATEAU_TOLERANCE",
-    "both_ways_largest_gbps",
-    "link_facts",
-    "memory_gbps",
-    "one_way_ms",
-    "see_all_pairs",
-    "see_both_ways",
-    "see_latency",
-    "see_links",
-    "see_peer_bandwidth",
-    "see_same_gpu",
-    "show_all_pairs",
-    "show_both_ways",
-    "show_latency",
-    "show_links",
-    "show_peer_bandwidth",
-    "show_same_gpu",
-]
 
 DUPLEX = (
     0.9  # both at once keeps at least this share of the two one-way rates added: "hardly slowed"
@@ -91,8 +62,6 @@ def _plateau(
 def memory_gbps(same: Run) -> float:
     """The same-GPU copy's plateau: the median rate of its largest sizes, those within
     ``PLATEAU_TOLERANCE`` of the largest size's (decimal GB/s, bytes read plus written).
-
-    Used by peer_claims.claims_table.
     """
     return _plateau([t.gbps for t in same.value])[3]
 
@@ -100,8 +69,6 @@ def memory_gbps(same: Run) -> float:
 def show_same_gpu(same: Run) -> None:
     """Prints the same-GPU copy's rate at each size: decimal GB/s counting bytes read plus
     written, median and the slowest and fastest sample. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     print(
         "same-GPU copy on cuda:0, decimal GB/s counting bytes read + written (median; slowest-fastest sample)"
@@ -116,8 +83,6 @@ def show_same_gpu(same: Run) -> None:
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
     """The same-GPU copy's rate at the smallest size, its plateau over the largest sizes (the
     memory's figure, GB/s read + write) and a middle size above it, if any.
-
-    Taught in 05_device_to_device.
     """
     sizes, rates = same.params["sizes"], [t.gbps for t in same.value]
     start, low, high, memory = _plateau(rates)
@@ -153,11 +118,9 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     """Shows each pair's one-way rate at every size (decimal GB/s) with its best over the link's
     rated speed, the matrix of every pair at the largest size, the slowest large copy, and plots
     every pair beside the same-GPU copy under the link's rated speed. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     sizes, value = peer.params["sizes"], peer.value
-    rates, link_of = _link_rates(links)[0], _link_of(links)
+    rates, link_of = link_rates(links)[0], links_of(links)
     n = links.value["gpus"]
     table = tables.Table(
         [
@@ -169,9 +132,9 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
         caption="decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
     )
     for p, ts in value.items():
-        rate = rates.get(_ends(p))
+        rate = rates.get(pair_ends(p))
         table.add(
-            _pair_name(p), *[t.gbps for t in ts], max(t.gbps for t in ts) / rate if rate else None
+            pair_name(p), *[t.gbps for t in ts], max(t.gbps for t in ts) / rate if rate else None
         )
     matrix = tables.Table(
         ["from", *[(f"to cuda:{j}", "", ".1f") for j in range(n)]],
@@ -192,10 +155,12 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
         f"the same-GPU copy's plateau (its largest sizes), {memory:.0f} GB/s read + write,\n"
         f"is {memory / peak:.1f} times the best peer copy's {peak:.1f} GB/s"
     )
-    series = {_pair_name(p): (sizes, [t.gbps for t in ts]) for p, ts in value.items()}
+    series = {pair_name(p): (sizes, [t.gbps for t in ts]) for p, ts in value.items()}
     own = "cuda:0 -> cuda:0 (same GPU, read + write)"
     series[own] = (same.params["sizes"], [t.gbps for t in same.value])
-    groups = {_pair_name(p): f"GPU to GPU, {link_of.get(_ends(p), 'link unknown')}" for p in value}
+    groups = {
+        pair_name(p): f"GPU to GPU, {link_of.get(pair_ends(p), 'link unknown')}" for p in value
+    }
     plotting.bandwidth_vs_size(
         series,
         title=plotting.machine_title("Copies between GPUs and within one", peer.machine, peer.live),
@@ -210,8 +175,6 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     """How the one-way curves end (``claims.describe_curve``), the range of every pair's plateau
     (GB/s), the same-GPU plateau against the best peer copy, and the best copy as a share of the
     link's rated speed; checks that no copy reaches its link's rated speed.
-
-    Taught in 05_device_to_device.
     """
     sizes, value = peer.params["sizes"], peer.value
     shapes = {p: claims.describe_curve(sizes, [t.gbps for t in ts]) for p, ts in value.items()}
@@ -228,7 +191,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         else f"; {same_kind - 1} of the other {len(shapes) - 1} curves {_PLURAL[shapes[first].kind]} too"
     )
     seen = claims.WhatWeSee(NOTEBOOK, peer)
-    seen.say(f"The peer copy {_pair_name(first)} {shapes[first].words}{others}.")
+    seen.say(f"The peer copy {pair_name(first)} {shapes[first].words}{others}.")
     low = min(flat[1] for flat in flats.values())
     high = max(flat[2] for flat in flats.values())
     memory, peak = memory_gbps(same), _one_way_peak(peer)
@@ -236,7 +199,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         f"At the largest sizes every pair runs at {low:.0f} to {high:.0f} GB/s; the same-GPU copy's plateau, "
         f"{memory:.0f} GB/s, is {memory / peak:.1f} times the best peer copy's {peak:.0f} GB/s."
     )
-    rates = _link_rates(links)[0]
+    rates = link_rates(links)[0]
     ceiling = rates.get((0, 1))
     if ceiling:
         seen.say(
@@ -265,8 +228,6 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
 def one_way_ms(peer: Run, nbytes: int, src: int, dst: int) -> float:
     """Milliseconds to copy ``nbytes`` from cuda:``src`` to cuda:``dst`` at the one-way rate
     measured there at the largest size.
-
-    Taught in 05_device_to_device.
     """
     return nbytes / (peer.value[f"{src}->{dst}"][-1].gbps * 1e9) * 1e3
 
@@ -281,7 +242,7 @@ def _duplex_shares(both: Run, peer: Run) -> dict[tuple[str, int], float]:
     }
     shares = {}
     for pair, ts in both.value.items():
-        i, j = _ends(pair)
+        i, j = pair_ends(pair)
         for size, t in zip(both.params["sizes"], ts, strict=True):
             there, back = (
                 one_way_at.get(f"{i}->{j}", {}).get(size),
@@ -296,8 +257,6 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     """Shows the total rate of both directions at once for each pair and size (decimal GB/s,
     the bytes of both copies over the time for both), that total over the two one-way rates
     added, and plots both ways beside one way under the link's rated speed. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     sizes = both.params["sizes"]
     columns = [(timing.format_bytes(size), "", ".1f") for size in sizes]
@@ -315,18 +274,18 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     )
     shares = _duplex_shares(both, peer)
     for pair, ts in both.value.items():
-        totals.add(_pair_name(pair), *[t.gbps for t in ts])
-        shares_table.add(_pair_name(pair), *[shares.get((pair, size)) for size in sizes])
+        totals.add(pair_name(pair), *[t.gbps for t in ts])
+        shares_table.add(pair_name(pair), *[shares.get((pair, size)) for size in sizes])
     display(totals, shares_table)
-    rates, link_of = _link_rates(links)[0], _link_of(links)
+    rates, link_of = link_rates(links)[0], links_of(links)
     ceiling = rates.get((0, 1))
     series = {
-        f"{_pair_name(p)}, both at once (total)": (sizes, [t.gbps for t in ts])
+        f"{pair_name(p)}, both at once (total)": (sizes, [t.gbps for t in ts])
         for p, ts in both.value.items()
     }
     series.update(
         {
-            f"{_pair_name(p)}, alone": (peer.params["sizes"], [t.gbps for t in peer.value[p]])
+            f"{pair_name(p)}, alone": (peer.params["sizes"], [t.gbps for t in peer.value[p]])
             for p in ("0->1", "1->0")
         }
     )
@@ -349,24 +308,22 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     """The total both ways at the largest size as a share of the two one-way rates added (did
     the directions slow each other down?), the lowest share at any size, and the largest total
     against twice the link's rated speed.
-
-    Taught in 05_device_to_device.
     """
     sizes = both.params["sizes"]
     shares = _duplex_shares(both, peer)
     at_largest = [share for (_, size), share in shares.items() if size == sizes[-1]]
     (low_pair, low_size), lowest = min(shares.items(), key=lambda item: item[1])
     largest = both_ways_largest_gbps(both)
-    ceiling = _link_rates(links)[0].get((0, 1))
+    ceiling = link_rates(links)[0].get((0, 1))
     seen = claims.WhatWeSee(NOTEBOOK, both)
     pairs = analysis.plural(len(at_largest), "pair")
     seen.say(
         f"At {timing.format_bytes(sizes[-1])} each way the total is "
-        f"{_span(f'{min(at_largest):.0%}', f'{max(at_largest):.0%}')} of the two one-way rates added, over "
+        f"{span(f'{min(at_largest):.0%}', f'{max(at_largest):.0%}')} of the two one-way rates added, over "
         f"{pairs} of GPUs: the two directions "
         f"{'hardly slowed each other down' if min(at_largest) >= DUPLEX else 'slowed each other down'} "
         f"(at least {DUPLEX:.0%} counts as hardly). The lowest share at any size is {lowest:.0%}, "
-        f"{_pair_name(low_pair)} at {timing.format_bytes(low_size)} each way."
+        f"{pair_name(low_pair)} at {timing.format_bytes(low_size)} each way."
     )
     if ceiling:
         seen.say(
@@ -380,7 +337,7 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
         (pair, size), top = max(above.items(), key=lambda item: item[1])
         seen.say(
             f"{len(above)} share{'s are' if len(above) > 1 else ' is'} above 100% (the highest {top:.0%}, "
-            f"{_pair_name(pair)} at {timing.format_bytes(size)} each way): two copies sharing a link cannot "
+            f"{pair_name(pair)} at {timing.format_bytes(size)} each way): two copies sharing a link cannot "
             "beat the same two timed apart, so that is a measurement problem, not a result; the samples' "
             "spread, or launch time leaking into a one-way sample, is the likely cause."
         )
@@ -416,17 +373,14 @@ def _hold_leaks(run: Run) -> list[str]:
             queued, hold = t.extra.get("enqueue_us"), t.extra.get("hold_us")
             if queued is not None and hold and queued > hold:
                 found.append(
-                    f"{_pair_name(pair)} at {timing.format_bytes(size)} ({queued:.0f} us of queueing, "
+                    f"{pair_name(pair)} at {timing.format_bytes(size)} ({queued:.0f} us of queueing, "
                     f"{hold:.0f} us of hold)"
                 )
     return found
 
 
 def both_ways_largest_gbps(both: Run) -> float:
-    """The total rate of cuda:0 <-> cuda:1 both ways at once at the largest size, decimal GB/s.
-
-    Taught in 05_device_to_device.
-    """
+    """The total rate of cuda:0 <-> cuda:1 both ways at once at the largest size, decimal GB/s."""
     return both.value["0<->1"][-1].gbps
 
 
@@ -435,14 +389,12 @@ def both_ways_largest_gbps(both: Run) -> float:
 
 def _latency_grid(latency: Run) -> tuple[int, list[tuple[int, int]]]:
     n = round(len(latency.value) ** 0.5)
-    return n, _pairs(n)
+    return n, ordered_pairs(n)
 
 
 def show_latency(latency: Run) -> None:
     """Prints, for each size, the time per copy in microseconds from every GPU to every GPU (the
     diagonal: within one GPU), and the medians over the pairs at the smallest size. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     value, (n, pairs) = latency.value, _latency_grid(latency)
     for k, size in enumerate(latency.params["sizes"]):
@@ -467,8 +419,6 @@ def show_latency(latency: Run) -> None:
 def see_latency(latency: Run) -> claims.WhatWeSee:
     """The time of a tiny copy between GPUs against one within a GPU (us), how it changes with
     size, and whether the fastest peer copy is slower than the slowest local one.
-
-    Taught in 05_device_to_device.
     """
     value, sizes, (n, pairs) = latency.value, latency.params["sizes"], _latency_grid(latency)
     peer_by_size = [

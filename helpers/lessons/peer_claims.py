@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import claims
 from ..records import Run
-from . import peer, peer_streams
+from . import peer, peer_combinations, peer_links, peer_streams
 
 NOTEBOOK = "05_device_to_device"
 BLOG_POST = 'blog post "Transferring data between GPUs in fully parallel fashion in PyTorch"'
@@ -26,11 +26,9 @@ def claims_table(
     traces), and the streams article's on direct peer copies (the best one-way rate in GB/s
     against the PCIe bound), events across GPUs (us), NVLink's speed (the best copy as a share of
     the rated speed) and ``set_device`` (a bool from the states).
-
-    Taught in 05_device_to_device.
     """
-    overlap = peer_streams.overlap_summary(seed)
-    high, low = peer_streams.HIGH, peer_streams.LOW
+    overlap = peer_combinations.overlap_summary(seed)
+    high, low = peer_combinations.HIGH, peer_combinations.LOW
     table = claims.ClaimsTable(NOTEBOOK)
     table.add(
         "A GPU-to-GPU copy overlaps a kernel on the receiving GPU when it is issued under side streams on both GPUs",
@@ -61,7 +59,7 @@ def claims_table(
         run=seed,
     )
 
-    facts = peer.link_facts(links)
+    facts = peer_links.link_facts(links)
     pcie = facts["pcie_gbps"]
     best_one_way = claims.measured(
         max((t for ts in one_way.value.values() for t in ts), key=lambda t: t.gbps), as_rate=True

@@ -1,8 +1,7 @@
 """What notebook 05 shows of the blog post's experiment (section 7): ``A.to("cuda:1")`` beside
 ``B * B * B * B`` on the receiver, under 8 combinations of streams and ``non_blocking``, read
 from the profiler's traces: which lane each copy ran on, whether it overlapped the receiver's
-kernels, the tables, the timelines and what we see. ``peer_streams`` re-exports its public names
-(``peer_streams.show_combinations`` as before) and builds on its lane names.
+kernels, the tables, the timelines and what we see. ``peer_streams`` builds on its lane names.
 
 Every function takes the notebook's runs (``records.Run``, live or replayed) and measures
 nothing. Tested on every recorded machine in tests/test_lesson_05.py.
@@ -174,8 +173,6 @@ def overlap_summary(seed: Run) -> _Overlap:
     both GPUs, in the other runs and in the legacy default stream's case, the largest change
     when only non_blocking changes, the host's synchronize calls, the copies' kinds, how many
     copies touched the host, and how many runs and profiled steps there were.
-
-    Used by peer_claims.claims_table.
     """
     rows = _rows(seed)
     both = [row for row in rows if row["sender_streamed"] and row["receiver_streamed"]]
@@ -203,8 +200,6 @@ def show_combinations(seed: Run) -> None:
     the host's synchronize calls), which stream ran what, whether the blog post's claim holds
     run by run, what orders B^4 behind the copy against the overlap seen, the host's time from
     issuing the copy to launching B^4 (us), and where the Chrome traces are. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     rows, params = _rows(seed), seed.params
     table = tables.Table(
@@ -307,7 +302,7 @@ def _first_step_gpu_work(profile: trace.Profile, lanes: int) -> list[trace.Inter
     ]
 
 
-def _stream_names(names: dict[tuple[int | None, int | None], str]) -> dict[int, str]:
+def stream_labels(names: dict[tuple[int | None, int | None], str]) -> dict[int, str]:
     """{stream id: 'side stream s0' ...} for plotting.timeline, when no id names two streams."""
     by_id: dict[int, set[str]] = {}
     for (_, stream), name in names.items():
@@ -320,8 +315,6 @@ def _stream_names(names: dict[tuple[int | None, int | None], str]) -> dict[int, 
 def show_timelines(seed: Run) -> None:
     """Draws the first profiled step of each of the 8 combinations as a timeline of the GPUs'
     lanes (named by the streams the notebook made), all on one time scale in ms. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     rows, lanes = _rows(seed), seed.value["lanes"]
     steps = [_first_step_gpu_work(row["profile"], len(lanes)) for row in rows]
@@ -336,7 +329,7 @@ def show_timelines(seed: Run) -> None:
             ax=ax,
             unit="ms",
             include_host=False,
-            stream_names=_stream_names(_lane_names(row["profile"], lanes)),
+            stream_names=stream_labels(_lane_names(row["profile"], lanes)),
         )
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale in every panel
         if ax is not axes.flat[0] and ax.get_legend() is not None:
@@ -357,8 +350,6 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
     GPUs, in the other runs and in the legacy default stream's case, what non_blocking changed,
     and the share of the copy's time the host spends before launching B^4; checks that the host
     never waited (no cudaStreamSynchronize).
-
-    Taught in 05_device_to_device.
     """
     rows, overlap = _rows(seed), overlap_summary(seed)
     seen = claims.WhatWeSee(NOTEBOOK, seed)
@@ -400,10 +391,7 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
 
 
 def copy_lane(seed: Run, sender_streamed: bool, receiver_streamed: bool, non_blocking: bool) -> str:
-    """The name of the stream the copy ran on in one combination, e.g. 'cuda:0 default stream'.
-
-    Taught in 05_device_to_device.
-    """
+    """The name of the stream the copy ran on in one combination, e.g. 'cuda:0 default stream'."""
     return next(
         row["copy_lane"]
         for row in _rows(seed)
@@ -415,7 +403,5 @@ def copy_lane(seed: Run, sender_streamed: bool, receiver_streamed: bool, non_blo
 def lane_choices(seed: Run) -> list[str]:
     """The names of the four streams the experiment made current (sorted), and any other lane a
     copy ran on: the choices of the exercise.
-
-    Taught in 05_device_to_device.
     """
     return sorted({*seed.value["lanes"], *(row["copy_lane"] for row in _rows(seed))})

@@ -31,22 +31,22 @@ NVLINK_DATASHEET_GBPS = {"6.0": 20.0, "7.0": 25.0, "8.0": 25.0, "9.0": 25.0, "10
 # ---------------------------------------------------------------- small helpers
 
 
-def _pairs(n: int) -> list[tuple[int, int]]:
+def ordered_pairs(n: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(n) for j in range(n) if i != j]
 
 
-def _pair_name(pair: str) -> str:
+def pair_name(pair: str) -> str:
     """'0->1' -> 'cuda:0 -> cuda:1', '0<->1' -> 'cuda:0 <-> cuda:1'."""
     arrow = "<->" if "<->" in pair else "->"
     return "cuda:" + pair.replace(arrow, f" {arrow} cuda:")
 
 
-def _ends(pair: str) -> tuple[int, int]:
+def pair_ends(pair: str) -> tuple[int, int]:
     i, j = re.split(r"<?->", pair)
     return int(i), int(j)
 
 
-def _span(low: str, high: str) -> str:
+def span(low: str, high: str) -> str:
     """'99%' when both ends print alike, else '98% to 99%'."""
     return low if low == high else f"{low} to {high}"
 
@@ -68,16 +68,16 @@ def _nvlink_gbps(link: str, status: str | None, capability: str) -> tuple[float 
     ) * per_link, f"{bonded.group(1)} links x {per_link:.2f} GB/s ({source})"
 
 
-def _link_of(links: Run) -> dict[tuple[int, int], str]:
+def links_of(links: Run) -> dict[tuple[int, int], str]:
     return hardware.gpu_links(links.value["gpu_links"])  # nvidia-smi topo -m, read
 
 
-def _link_rates(links: Run) -> tuple[dict[tuple[int, int], float | None], list[str]]:
+def link_rates(links: Run) -> tuple[dict[tuple[int, int], float | None], list[str]]:
     """{(i, j): rated GB/s one direction or None}, and where the rates come from (distinct)."""
-    value, link_of = links.value, _link_of(links)
+    value, link_of = links.value, links_of(links)
     rates: dict[tuple[int, int], float | None] = {}
     hows: list[str] = []
-    for i, j in _pairs(value["gpus"]):
+    for i, j in ordered_pairs(value["gpus"]):
         rates[(i, j)], how = _nvlink_gbps(
             link_of.get((i, j), "unknown"), value["nvlink_status"], value["capability"][i]
         )
@@ -91,7 +91,7 @@ def _pcie_limit(links: Run) -> float | None:
 
 
 def _all_peer(links: Run) -> bool:
-    return all(links.value["peer_access"][i][j] for i, j in _pairs(links.value["gpus"]))
+    return all(links.value["peer_access"][i][j] for i, j in ordered_pairs(links.value["gpus"]))
 
 
 def link_facts(links: Run) -> dict:
@@ -100,14 +100,12 @@ def link_facts(links: Run) -> dict:
     through the host reaches, decimal GB/s, or None), ``rated_gbps`` (the rated one-way speed of
     the link cuda:0 - cuda:1, GB/s, or None when it is not NVLink) and ``link`` (its name in
     ``nvidia-smi topo -m``).
-
-    Used by peer_claims.claims_table.
     """
     return {
         "all_peer": _all_peer(links),
         "pcie_gbps": _pcie_limit(links),
-        "rated_gbps": _link_rates(links)[0].get((0, 1)),
-        "link": _link_of(links).get((0, 1), "unknown"),
+        "rated_gbps": link_rates(links)[0].get((0, 1)),
+        "link": links_of(links).get((0, 1), "unknown"),
     }
 
 
@@ -119,13 +117,11 @@ def show_links(links: Run) -> None:
     the link ``nvidia-smi topo -m`` names, its rated speed in decimal GB/s per direction) and
     says whether copies between them can go straight over the link, and the PCIe bound of a
     copy staged through the host (GB/s). Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     value = links.value
     # the recorded machine, formatted as today (an older recording's text kept nvidia-smi's colour codes)
     print(hardware.report(links.header["machine"]), "\n")
-    link_of, (rates, hows) = _link_of(links), _link_rates(links)
+    link_of, (rates, hows) = links_of(links), link_rates(links)
     table = tables.Table(
         [
             "pair",
@@ -136,7 +132,7 @@ def show_links(links: Run) -> None:
         title=plotting.machine_title("Peer access and links", links.machine, links.live),
         caption="rated speed: " + "; ".join(hows),
     )
-    for i, j in _pairs(value["gpus"]):
+    for i, j in ordered_pairs(value["gpus"]):
         table.add(
             f"cuda:{i} -> cuda:{j}",
             bool(value["peer_access"][i][j]),
@@ -162,11 +158,9 @@ def show_links(links: Run) -> None:
 def see_links(links: Run) -> claims.WhatWeSee:
     """How many GPUs, how many ordered pairs have peer access, what joins them, and the links'
     rated speed (GB/s per direction) against the PCIe bound of a copy staged through the host.
-
-    Taught in 05_device_to_device.
     """
     value = links.value
-    pairs, link_of = _pairs(value["gpus"]), _link_of(links)
+    pairs, link_of = ordered_pairs(value["gpus"]), links_of(links)
     kinds = sorted({link_of.get(pair, "unknown") for pair in pairs})
     with_peer = sum(bool(value["peer_access"][i][j]) for i, j in pairs)
     seen = claims.WhatWeSee(NOTEBOOK, links)
@@ -174,7 +168,7 @@ def see_links(links: Run) -> claims.WhatWeSee:
         f"{links.machine} has {value['gpus']} GPUs: peer access on {with_peer} of the {len(pairs)} ordered "
         f"pairs, joined by {', '.join(kinds)} (`nvidia-smi topo -m`)."
     )
-    rated = sorted({round(rate) for rate in _link_rates(links)[0].values() if rate})
+    rated = sorted({round(rate) for rate in link_rates(links)[0].values() if rate})
     pcie = _pcie_limit(links)
     if rated:
         seen.say(
@@ -202,8 +196,6 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
     one-way rate of section 4 (where both come from one machine), what joins each pair, and bars
     of one pair alone, each pair at once and the total. With no run, prints why there is none.
     Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     if pairs is None:
         print(
@@ -218,7 +210,7 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
         return
     value, size = pairs.value, pairs.params["nbytes"]
     at_once, topology = value["together"], value["topology"]
-    n = 1 + max(_ends(p)[0] for p in at_once)
+    n = 1 + max(pair_ends(p)[0] for p in at_once)
     single = (
         {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
         if peer.machine == pairs.machine
@@ -280,8 +272,6 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
     """Each pair's rate with every pair copying against the single pair measured by the same
     code (GB/s and shares), the machine's total, and whether NVML and ``nvidia-smi topo -m`` name
     the same NVLinks (checked where both were read on one machine). None without a run.
-
-    Taught in 05_device_to_device.
     """
     if pairs is None:
         return None
@@ -292,19 +282,19 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
         value["total"],
         value["topology"],
     )
-    pair_list = [_ends(p) for p in at_once]
+    pair_list = [pair_ends(p) for p in at_once]
     n = 1 + max(i for i, _ in pair_list)
     rates = [t.gbps for t in at_once.values()]
     seen = claims.WhatWeSee(NOTEBOOK, pairs)
     seen.say(
         f"With all {len(at_once)} ordered pairs of {n} GPUs copying {timing.format_bytes(size)} at once, each "
-        f"pair ran at {_span(f'{min(rates):.1f}', f'{max(rates):.1f}')} GB/s, "
-        f"{_span(f'{min(rates) / alone.gbps:.0%}', f'{max(rates) / alone.gbps:.0%}')} of the single pair's "
+        f"pair ran at {span(f'{min(rates):.1f}', f'{max(rates):.1f}')} GB/s, "
+        f"{span(f'{min(rates) / alone.gbps:.0%}', f'{max(rates) / alone.gbps:.0%}')} of the single pair's "
         f"{alone.gbps:.1f} GB/s measured by the same code; the machine moved {total.gbps:.0f} GB/s in total, "
         f"{total.gbps / alone.gbps:.1f} times the single pair's rate."
     )
     smi_links = (
-        _link_of(links) if links.machine == pairs.machine else {}
+        links_of(links) if links.machine == pairs.machine else {}
     )  # section 1's nvidia-smi topo -m
     if topology["source"] == "NVML" and smi_links:
         named = {

@@ -1,8 +1,7 @@
 """What notebook 05 shows of devices and streams: what the current device decides (section 2)
 and an event of one GPU holding back a stream of another (section 8). The blog post's experiment
 (``A.to("cuda:1")`` beside ``B * B * B * B`` on the receiver, under 8 combinations of streams
-and ``non_blocking``, section 7) is in ``peer_combinations``, whose public names this module
-re-exports (``peer_streams.show_combinations`` as before).
+and ``non_blocking``, section 7) is in ``peer_combinations``.
 
 Every function takes the notebook's runs (``records.Run``, live or replayed) and measures
 nothing. The copies' bandwidth is in ``peer``, the claims table in ``peer_claims``. Tested on
@@ -17,37 +16,9 @@ from IPython.display import display
 from .. import claims, plotting, tables, trace
 from ..records import Run
 from .peer_combinations import (
-    HIGH,
-    LOW,
     NOTEBOOK,
-    _stream_names,
-    copy_lane,
-    lane_choices,
-    overlap_summary,
-    see_combinations,
-    show_combinations,
-    show_timelines,
+    stream_labels,
 )
-
-__all__ = [
-    "HIGH",
-    "LOW",
-    "NOTEBOOK",
-    "TOLERANCE_US",
-    "copy_lane",
-    "event_gaps_us",
-    "lane_choices",
-    "overlap_summary",
-    "ran_free",
-    "see_combinations",
-    "see_current_device",
-    "see_event_wait",
-    "set_device_decides",
-    "show_combinations",
-    "show_current_device",
-    "show_event_wait",
-    "show_timelines",
-]
 
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
 
@@ -88,8 +59,6 @@ def set_device_decides(current: Run) -> bool:
     """Whether ``torch.cuda.set_device`` decided what it should: after ``set_device(1)`` cuda:1 was
     current and ``device="cuda"``, the current stream and ``.to("cuda")`` went there; after
     ``set_device(0)``, cuda:0 again.
-
-    Used by peer_claims.claims_table.
     """
     return _set_device_decides(_states(current))
 
@@ -99,8 +68,6 @@ def show_current_device(current: Run) -> None:
     ``device="cuda"``, the current stream and both copies landed, whether the copies' contents
     were right), then prints where a new stream, an operator on a cuda:1 tensor and a mixed-device
     addition went. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     value = current.value
     table = tables.Table(
@@ -144,8 +111,6 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
     """What the current device decided (``device="cuda"``, the current stream, ``.to("cuda")``,
     new streams) and what it did not (an operator on a cuda:1 tensor, ``.to("cuda:1")``), counted
     over the experiment's states.
-
-    Taught in 05_device_to_device.
     """
     value, states = current.value, _states(current)
     inside, after = (
@@ -209,8 +174,6 @@ def _kernel_pairs(profile: trace.Profile) -> list[tuple[trace.Interval, trace.In
 def event_gaps_us(events: Run) -> dict[str, list[float]]:
     """{"with_wait": [...], "without_wait": [...]}: microseconds from the end of cuda:0's kernel
     to the start of cuda:1's, one per profiled step (negative: cuda:1's started first).
-
-    Used by peer_claims.claims_table.
     """
     return {
         name: [b.start_us - a.end_us for a, b in _kernel_pairs(prof)]
@@ -225,8 +188,6 @@ def _waited(gaps: dict[str, list[float]]) -> bool:
 def ran_free(events: Run) -> bool:
     """Whether, without the wait, cuda:1's kernel ran while cuda:0's was still running in every
     step (started more than ``TOLERANCE_US`` before it ended).
-
-    Used by peer_claims.claims_table.
     """
     gaps = event_gaps_us(events)["without_wait"]
     return bool(gaps) and max(gaps) < -TOLERANCE_US
@@ -240,7 +201,7 @@ def _first_step(profile: trace.Profile) -> list[trace.Interval]:
 
 def _event_stream_names(profile: trace.Profile) -> dict[int, str]:
     """The spin kernels' streams: s0 on cuda:0, s1 on cuda:1 (when their ids differ)."""
-    return _stream_names(
+    return stream_labels(
         {
             (iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}"
             for iv in profile.select(kind="kernel")
@@ -252,8 +213,6 @@ def show_event_wait(events: Run) -> None:
     """Prints, for each profiled step, the microseconds from the end of cuda:0's kernel to the
     start of cuda:1's with and without the wait, whether cuda:1 waited and whether it ran free,
     and draws the first step of each with the host's CUDA calls. Returns nothing.
-
-    Taught in 05_device_to_device.
     """
     gaps = event_gaps_us(events)
     print(
@@ -294,8 +253,6 @@ def show_event_wait(events: Run) -> None:
 def see_event_wait(events: Run) -> claims.WhatWeSee:
     """When cuda:1's kernel started against the end of cuda:0's (us, each profiled step), with
     the wait and without it, and whether that is waiting or running free.
-
-    Taught in 05_device_to_device.
     """
     gaps = event_gaps_us(events)
     steps = len(gaps["with_wait"])

@@ -25,18 +25,18 @@ from .pinned_analysis import (
     FLAT,
     STAGED,
     MiB,
-    _bytes,
-    _ceiling_gbps,
-    _gbps,
-    _host_call_share,
-    _link,
-    _live_counter_broken,
-    _median_spread,
-    _new_blocks_for_smaller,
-    _of_link,
-    _part_of,
-    _stage_bytes,
-    _staging,
+    best_pinned_gbps,
+    bytes_or_unknown,
+    host_call_share,
+    live_counter_broken,
+    median_spread,
+    new_blocks_for_smaller,
+    of_link,
+    part_of,
+    pcie_link,
+    rates_gbps,
+    stage_bytes,
+    staging_times,
 )
 from .pinned_sizes import (
     FEW,
@@ -44,17 +44,12 @@ from .pinned_sizes import (
     TUT_PIN,
     TUT_PIN_TO,
     TUT_PINNED,
-    _few,
-    _us,
+    few_note,
     tutorial_ratio,
+    us_words,
 )
 
 NOTEBOOK = "01_pinned_memory"
-CLAIM_IS = {
-    claims.HOLDS: "holds",
-    claims.DOES_NOT_HOLD: "does not hold here",
-    claims.BORDERLINE: "is borderline here",
-}
 
 
 # ---------------------------------------------------------------- 1. where the host waits
@@ -64,10 +59,8 @@ def show_staging(run: Run) -> tables.Table:
     """The profiled H2D copy from each kind of memory: a table (is_pinned(), the profiler's copy
     names, the GPU's copy time, the host's time inside cudaMemcpyAsync and in the synchronize
     call, all in us) and both timelines. Returns the table.
-
-    Taught in 01_pinned_memory.
     """
-    staging = _staging(run)
+    staging = staging_times(run)
     table = tables.Table(
         [
             "memory",
@@ -110,12 +103,10 @@ def see_staging(run: Run) -> claims.WhatWeSee:
     """What the two profiled copies show: the copies' names, how long the host sat inside
     ``cudaMemcpyAsync`` against the GPU's copy time for each kind of memory, where the host waited
     for the pinned copy, and which copy took longer on the GPU (times in us).
-
-    Taught in 01_pinned_memory.
     """
-    s = _staging(run)
+    s = staging_times(run)
     page, pin = s["pageable"], s["pinned"]
-    share = _host_call_share(run)
+    share = host_call_share(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(
         f"The profiler names the first copy `{page['names']}` and the second `{pin['names']}` "
@@ -124,7 +115,7 @@ def see_staging(run: Run) -> claims.WhatWeSee:
     gpu_copy, copy_time = "the GPU's copy time", "the copy's time"
     seen.say(
         f"From pageable memory the host sat inside `cudaMemcpyAsync` for {page['memcpy_call_us']:.0f} us, "
-        f"{_part_of(page['memcpy_call_us'], page['copy_us'], gpu_copy)} ({page['copy_us']:.0f} us), although "
+        f"{part_of(page['memcpy_call_us'], page['copy_us'], gpu_copy)} ({page['copy_us']:.0f} us), although "
         "we passed `non_blocking=True`: "
         + (
             "the call returned only when (nearly) all the data had been staged."
@@ -134,7 +125,7 @@ def see_staging(run: Run) -> claims.WhatWeSee:
     )
     seen.say(
         f"From pinned memory `cudaMemcpyAsync` took {pin['memcpy_call_us']:.0f} us, "
-        f"{_part_of(pin['memcpy_call_us'], pin['copy_us'], copy_time)}, and the host waited "
+        f"{part_of(pin['memcpy_call_us'], pin['copy_us'], copy_time)}, and the host waited "
         f"{pin['sync_us']:.0f} us in the synchronize call instead, where we asked for it."
     )
     longer = page["copy_us"] / pin["copy_us"]
@@ -157,11 +148,9 @@ def show_bandwidth(run: Run) -> None:
     """The four copies' bandwidth by size: a table (decimal GB/s, and the pinned over pageable H2D
     ratio), the measured ceiling against the PCIe link's raw rate, each copy's range from 64 MiB
     up, and the curves on log axes.
-
-    Taught in 01_pinned_memory.
     """
-    sizes, gbps, ceiling = run.value["sizes"], _gbps(run), _ceiling_gbps(run)
-    gen, width, link = _link(run)
+    sizes, gbps, ceiling = run.value["sizes"], rates_gbps(run), best_pinned_gbps(run)
+    gen, width, link = pcie_link(run)
     table = tables.Table(
         [("size", "", timing.format_bytes)]
         + [(name, "GB/s", ".2f") for name in COPIES.values()]
@@ -192,7 +181,7 @@ def show_bandwidth(run: Run) -> None:
             worst, best = min(gbps[key][i] for i in large), max(gbps[key][i] for i in large)
             print(
                 f"{COPIES[key]:18} at 64 MiB and up: {worst:6.2f} to {best:6.2f} GB/s"
-                + (_of_link(worst, best, link) if link else "")
+                + (of_link(worst, best, link) if link else "")
             )
     ax = plotting.bandwidth_vs_size(
         {COPIES[key]: (sizes, gbps[key]) for key in COPIES},
@@ -215,10 +204,8 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     """What the curves show: the smallest size's best rate against the ceiling, how each curve ends
     (``claims.describe_curve``), how noisy the two clocks were, and how many times the pageable
     copy's rate the pinned copy reached in each direction (rates in decimal GB/s).
-
-    Taught in 01_pinned_memory.
     """
-    sizes, gbps, ceiling = run.value["sizes"], _gbps(run), _ceiling_gbps(run)
+    sizes, gbps, ceiling = run.value["sizes"], rates_gbps(run), best_pinned_gbps(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
     smallest_best = max(gbps[key][0] for key in COPIES)
     seen.say(
@@ -229,7 +216,7 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
         seen.say(
             f"{COPIES[key]} {claims.describe_curve(sizes, gbps[key], tolerance=FLAT[key]).words}."
         )
-    page, pin = _median_spread(run, "pageable"), _median_spread(run, "pinned")
+    page, pin = median_spread(run, "pageable"), median_spread(run, "pinned")
     seen.say(
         f"(Changes within {FLAT['h2d_pinned']:.0%} count as flat for the pinned curves and within "
         f"{FLAT['h2d_pageable']:.0%} for the pageable ones"
@@ -258,10 +245,8 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
 def copy_ms(run: Run, nbytes: int) -> float:
     """Milliseconds a pinned H2D copy of ``nbytes`` takes at the rate measured at the sweep's
     largest size (decimal GB/s: 10**9 bytes per second).
-
-    Taught in 01_pinned_memory.
     """
-    return nbytes / (_gbps(run)["h2d_pinned"][-1] * 1e9) * 1e3
+    return nbytes / (rates_gbps(run)["h2d_pinned"][-1] * 1e9) * 1e3
 
 
 # ---------------------------------------------------------------- 3. the tutorial's statements
@@ -270,8 +255,6 @@ def copy_ms(run: Run, nbytes: int) -> float:
 def show_tutorial(run: Run) -> tables.Table:
     """The four statements under ``torch.utils.benchmark``: a table (median and spread in us,
     samples, decimal GB/s) and bars of the medians in ms with their ratios. Returns the table.
-
-    Taught in 01_pinned_memory.
     """
     table = tables.Table(
         [
@@ -307,13 +290,11 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     """What the Timer shows: the fastest statement, ``pin_memory()`` alone against the pageable
     copy (longer, shorter or the same within the noise), pin-then-copy against its two parts timed
     apart, and the verdict on "up to twice as slow" at this size (times in us, ratios of times).
-
-    Taught in 01_pinned_memory.
     """
     tut = run.value
     seen = claims.WhatWeSee(NOTEBOOK, run)
     fastest = min(tut, key=lambda text: tut[text].median_s)
-    seen.say(f"The fastest of the four is `{fastest}`, at {_us(tut[fastest])}.")
+    seen.say(f"The fastest of the four is `{fastest}`, at {us_words(tut[fastest])}.")
     pin_alone = claims.compare(claims.ratio(tut[TUT_PIN], tut[TUT_PAGEABLE]), 1, holds_if="above")
     words = analysis.in_words(
         pin_alone,
@@ -322,20 +303,20 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
         "less than the whole pageable copy",
     )
     seen.say(
-        f"`pin_memory()` alone took {_us(tut[TUT_PIN])} against {_us(tut[TUT_PAGEABLE])} for the pageable copy: "
+        f"`pin_memory()` alone took {us_words(tut[TUT_PIN])} against {us_words(tut[TUT_PAGEABLE])} for the pageable copy: "
         f"{analysis.times(pin_alone.value)} the pageable copy's time, {words}."
     )
     parts = tut[TUT_PIN].median_s + tut[TUT_PINNED].median_s
     seen.say(
-        f"`pin_memory().to('cuda:0')` took {_us(tut[TUT_PIN_TO])}; `pin_memory()` and the pinned copy timed "
+        f"`pin_memory().to('cuda:0')` took {us_words(tut[TUT_PIN_TO])}; `pin_memory()` and the pinned copy timed "
         f"apart add up to {parts * 1e6:.1f} us, and the statement took {tut[TUT_PIN_TO].median_s / parts:.2f} "
         "times that sum."
     )
     twice = tutorial_ratio(run)
     seen.say(
         f"So at the tutorial's size, statements and Timer, pinning first and then copying took "
-        f"{analysis.times(twice.value)} the plain pageable copy's time{_few(twice.value.samples)}: the claim "
-        f"'slower, but at most twice as slow' (between 1 and 2) **{CLAIM_IS[claims.stated(twice, run)]}**."
+        f"{analysis.times(twice.value)} the plain pageable copy's time{few_note(twice.value.samples)}: the claim "
+        f"'slower, but at most twice as slow' ({twice.in_words()}) **{claims.worded(claims.stated(twice, run), 'holds', 'does not hold here', 'is borderline here')}**."
     )
     return seen
 
@@ -347,8 +328,6 @@ def show_allocator(run: Run) -> None:
     """Pinned allocations: a table per size (first pinned allocation, reuse from the cache and a
     pageable ``torch.zeros`` in ms, their ratios, the pinning rate in GB/s), then what
     ``host_memory_stats()`` reported at each stage of holding and freeing a tensor.
-
-    Taught in 01_pinned_memory.
     """
     table = tables.Table(
         [
@@ -389,15 +368,15 @@ def show_allocator(run: Run) -> None:
         f"{timing.format_bytes(run.params['smaller_request'])}",
     )
     for label, stats in run.value["stages"]:
-        held, live = _stage_bytes(run)[label]
+        held, live = stage_bytes(run)[label]
         stages.add(
             label,
-            _bytes(held),
-            _bytes(live),
+            bytes_or_unknown(held),
+            bytes_or_unknown(live),
             stats.get("num_host_alloc"),
             stats.get("num_host_free"),
         )
-    if _live_counter_broken(run):
+    if live_counter_broken(run):
         stages.caption = (
             f"?: torch {torch_version} reported more bytes in live tensors than its cache holds, so that "
             "counter is not shown"
@@ -408,10 +387,8 @@ def show_allocator(run: Run) -> None:
 def held_mib(run: Run) -> float:
     """MiB the cache held while one tensor of the ``request`` size was alive (NaN where this
     PyTorch's ``host_memory_stats()`` does not report it).
-
-    Taught in 01_pinned_memory.
     """
-    held = _stage_bytes(run)["holding one tensor"][0]
+    held = stage_bytes(run)["holding one tensor"][0]
     return math.nan if held is None else held / MiB
 
 
@@ -420,8 +397,6 @@ def see_allocator(run: Run) -> claims.WhatWeSee:
     first pinned allocation took, its time (ms) and pinning rate (GB/s) at the smallest and largest
     size, and what the cache held (bytes) while a tensor lived, after it was freed and after
     ``_host_emptyCache()``.
-
-    Taught in 01_pinned_memory.
     """
     rows = run.value["rows"]
     over_reuse = [row["first"].median_s / row["reuse"].median_s for row in rows]
@@ -439,21 +414,21 @@ def see_allocator(run: Run) -> claims.WhatWeSee:
         f"{last['first'].median_ms:.4g} ms at {timing.format_bytes(last['nbytes'])}: the OS pinned "
         f"{first['first'].gbps:.2g} GB/s at the smallest size and {last['first'].gbps:.2g} GB/s at the largest."
     )
-    bytes_at = _stage_bytes(run)
+    bytes_at = stage_bytes(run)
     holding = bytes_at["holding one tensor"][0]
     if holding is None:
         seen.say(f"torch {run.value['torch']} does not report the bytes its cache holds.")
         return seen
-    request, new_blocks = run.params["request"], _new_blocks_for_smaller(run)
+    request, new_blocks = run.params["request"], new_blocks_for_smaller(run)
     power_of_two = holding & (holding - 1) == 0 and holding >= request
     seen.say(
-        f"Holding one {timing.format_bytes(request)} tensor, the cache held {_bytes(holding)}"
+        f"Holding one {timing.format_bytes(request)} tensor, the cache held {bytes_or_unknown(holding)}"
         + (" (the request rounded up to a power of two)" if power_of_two else "")
         + "; after the tensor was "
-        f"deleted it still held {_bytes(bytes_at['tensor deleted'][0])}; the smaller request needed "
+        f"deleted it still held {bytes_or_unknown(bytes_at['tensor deleted'][0])}; the smaller request needed "
         f"{new_blocks} new `cudaHostAlloc` call(s)"
         + (" (it was served from the held block)" if new_blocks == 0 else "")
-        + f"; after `_host_emptyCache()` it held {_bytes(bytes_at['after _host_emptyCache()'][0])}."
+        + f"; after `_host_emptyCache()` it held {bytes_or_unknown(bytes_at['after _host_emptyCache()'][0])}."
     )
     return seen
 
@@ -469,8 +444,6 @@ def claims_table(
     tutorial's size and per size range (``pinned_sizes.twice_as_slow_verdicts``), pin-then-copy
     faster in rare cases, pinning paying off for large tensors, and pinned memory as a limited
     resource (not testable: measured by its cost).
-
-    Taught in 01_pinned_memory.
     """
     table = claims.ClaimsTable(NOTEBOOK)
     pinned_claims.add_staging(table, run_trace)

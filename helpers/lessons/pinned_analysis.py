@@ -25,22 +25,22 @@ COPIES = {
 FLAT = {"h2d_pinned": 0.05, "d2h_pinned": 0.05, "h2d_pageable": 0.15, "d2h_pageable": 0.15}
 
 
-def _samples(samples: int | None) -> str:
+def samples_note(samples: int | None) -> str:
     """'; N samples' when a number rests on fewer than ``FEW`` samples, else nothing."""
     return f"; {analysis.few(samples)}" if analysis.few(samples) else ""
 
 
-def _bytes(value: int | None) -> str:
+def bytes_or_unknown(value: int | None) -> str:
     return "?" if value is None else timing.format_bytes(value)
 
 
-def _part_of(part: float, whole: float, whole_words: str) -> str:
+def part_of(part: float, whole: float, whole_words: str) -> str:
     """``part`` against ``whole`` in words: '0.7% of the GPU's copy' or '1.02 times the GPU's copy'."""
     share = part / whole
     return f"{share:.1%} of {whole_words}" if share < 1 else f"{share:.2f} times {whole_words}"
 
 
-def _staging(run: Run) -> dict[str, dict[str, Any]]:
+def staging_times(run: Run) -> dict[str, dict[str, Any]]:
     """Per kind of memory: the GPU's copy time, the host's time inside cudaMemcpyAsync and in the
     synchronize call (us), and the copies' names."""
     found = {}
@@ -56,23 +56,23 @@ def _staging(run: Run) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _host_call_share(run: Run) -> dict[str, float]:
+def host_call_share(run: Run) -> dict[str, float]:
     """Per kind of host memory: the host's time inside cudaMemcpyAsync over the GPU's copy time."""
-    return {label: s["memcpy_call_us"] / s["copy_us"] for label, s in _staging(run).items()}
+    return {label: s["memcpy_call_us"] / s["copy_us"] for label, s in staging_times(run).items()}
 
 
-def _gbps(run: Run) -> dict[str, list[float]]:
+def rates_gbps(run: Run) -> dict[str, list[float]]:
     return {key: [row[key].gbps for row in run.value["rows"]] for key in COPIES}
 
 
-def _link(run: Run) -> tuple[int | None, int | None, float | None]:
+def pcie_link(run: Run) -> tuple[int | None, int | None, float | None]:
     """GPU 0's PCIe generation and width at most, and the link's raw one-way rate in GB/s."""
     gpu0 = (run.header["machine"].get("gpus") or [{}])[0]
     gen, width = gpu0.get("pcie_gen_max"), gpu0.get("pcie_width_max")
     return gen, width, hardware.pcie_theoretical_gbps(gen, width)
 
 
-def _of_link(low: float, high: float, link: float) -> str:
+def of_link(low: float, high: float, link: float) -> str:
     """' (85%-87% of the raw link rate)', or where a rate passes the raw rate, that it does (a
     share of a bound above 100% is no result)."""
     if high > link:
@@ -87,13 +87,13 @@ def _of_link(low: float, high: float, link: float) -> str:
     return f" ({shares} of the raw link rate)"
 
 
-def _ceiling_gbps(run: Run) -> float:
+def best_pinned_gbps(run: Run) -> float:
     """The measured ceiling: the best median rate of a pinned copy, either direction (GB/s)."""
-    gbps = _gbps(run)
+    gbps = rates_gbps(run)
     return max(gbps["h2d_pinned"] + gbps["d2h_pinned"])
 
 
-def _median_spread(run: Run, kind: str) -> float:
+def median_spread(run: Run, kind: str) -> float:
     """The median relative spread (half the IQR over the median) of the pinned or pageable timings."""
     shares = sorted(
         claims.measured(row[key]).spread / row[key].median_s
@@ -104,7 +104,7 @@ def _median_spread(run: Run, kind: str) -> float:
     return shares[len(shares) // 2]
 
 
-def _stage_bytes(run: Run) -> dict[str, tuple[int | None, int | None]]:
+def stage_bytes(run: Run) -> dict[str, tuple[int | None, int | None]]:
     """{stage: (bytes the cache holds, bytes in live tensors)}; live is None where the counter
     reported more than the cache holds (it cannot be)."""
     found = {}
@@ -117,7 +117,7 @@ def _stage_bytes(run: Run) -> dict[str, tuple[int | None, int | None]]:
     return found
 
 
-def _live_counter_broken(run: Run) -> bool:
+def live_counter_broken(run: Run) -> bool:
     """Whether ``host_memory_stats()`` reported, at some stage, more bytes in live tensors than
     its cache held (which cannot be: that counter is then not shown)."""
     return any(
@@ -126,7 +126,7 @@ def _live_counter_broken(run: Run) -> bool:
     )
 
 
-def _new_blocks_for_smaller(run: Run) -> int:
+def new_blocks_for_smaller(run: Run) -> int:
     stages = dict(run.value["stages"])
     return stages["holding a smaller tensor"].get("num_host_alloc", 0) - stages[
         "tensor deleted"

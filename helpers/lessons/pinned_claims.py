@@ -13,7 +13,14 @@ from __future__ import annotations
 from .. import analysis, claims, timing
 from ..records import Run
 from . import pinned_sizes
-from .pinned_analysis import STAGED, MiB, _bytes, _host_call_share, _samples, _stage_bytes
+from .pinned_analysis import (
+    STAGED,
+    MiB,
+    bytes_or_unknown,
+    host_call_share,
+    samples_note,
+    stage_bytes,
+)
 from .pinned_sizes import TUT_PAGEABLE, TUT_PIN_TO
 
 FORUM = "NVIDIA forum thread on pageable copies"
@@ -26,10 +33,8 @@ def add_staging(table: claims.ClaimsTable, run_trace: Run) -> None:
     """The forum's two claims on where the host waits: a pageable copy returns only when (nearly)
     all of it is staged, a pinned one is queued and the host goes on (shares of the GPU's copy
     time the host spent inside ``cudaMemcpyAsync``).
-
-    Used by pinned.claims_table.
     """
-    share = _host_call_share(run_trace)
+    share = host_call_share(run_trace)
     table.add(
         "A copy from pageable memory does not return to the host until (nearly) all of it has been staged",
         source=FORUM,
@@ -51,8 +56,6 @@ def add_staging(table: claims.ClaimsTable, run_trace: Run) -> None:
 def add_bandwidth(table: claims.ClaimsTable, run: Run) -> None:
     """The tutorial's "much faster than pageable memory": the least pinned / pageable H2D rate
     ratio from 1 MiB up.
-
-    Used by pinned.claims_table.
     """
     sizes, rows = run.value["sizes"], run.value["rows"]
     big = [i for i, n in enumerate(sizes) if n >= MiB]
@@ -64,6 +67,7 @@ def add_bandwidth(table: claims.ClaimsTable, run: Run) -> None:
         for i in big
     ]
     least = min(range(len(gains)), key=lambda j: gains[j].value) if big else 0
+    faster = claims.compare(gains[least], 1, holds_if="above") if big else None
     table.add(
         "Page-locked memory lets the device read it directly, much faster than pageable memory, "
         "which must first be copied to a page-locked buffer",
@@ -71,11 +75,11 @@ def add_bandwidth(table: claims.ClaimsTable, run: Run) -> None:
         measured=(
             f"the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at "
             f"{timing.format_bytes(sizes[big[least]])}; the largest is "
-            f"{max(g.value for g in gains):.2f}x); faster: above 1"
-            if big
+            f"{max(g.value for g in gains):.2f}x); faster: {faster.in_words()}"
+            if faster is not None
             else "no size of 1 MiB or more"
         ),
-        holds=claims.compare(gains[least], 1, holds_if="above") if big else None,
+        holds=faster,
         run=run,
     )
 
@@ -83,15 +87,13 @@ def add_bandwidth(table: claims.ClaimsTable, run: Run) -> None:
 def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> None:
     """The tutorial's "up to twice as slow": at its size under its Timer, then per size range
     under the host clock (``pinned_sizes.twice_as_slow_verdicts``).
-
-    Used by pinned.claims_table.
     """
     tutorial = pinned_sizes.tutorial_ratio(run_tut)
     table.add(
         pinned_sizes.TWICE_AT_TUTORIAL,
         source=f"{TUTORIAL} (what you will learn)",
         measured=f"t({TUT_PIN_TO}) / t({TUT_PAGEABLE}) under torch.utils.benchmark.Timer (the tutorial's r2"
-        f"{_samples(tutorial.value.samples)}); holds between 1 and 2",
+        f"{samples_note(tutorial.value.samples)}); holds {tutorial.in_words()}",
         holds=tutorial,
         run=run_tut,
     )
@@ -100,7 +102,7 @@ def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> 
             pinned_sizes.twice_claim(label),
             source=f"{TUTORIAL} (what you will learn)",
             measured=f"the worst t(pin_memory().to(non_blocking=True)) / t(pageable .to()) in the range: "
-            f"{explanation}; holds between 1 and 2",
+            f"{explanation}; holds {comparison.in_words()}",
             holds=comparison,
             run=run_pin,
         )
@@ -109,8 +111,6 @@ def add_twice_as_slow(table: claims.ClaimsTable, run_tut: Run, run_pin: Run) -> 
 def add_rare_and_large(table: claims.ClaimsTable, run_pin: Run) -> None:
     """The tutorial's "pin-then-copy can, in rare cases, be faster" per case of the size sweep,
     and "pinning pays off for large tensors" at its largest size.
-
-    Used by pinned.claims_table.
     """
     sizes = run_pin.value["sizes"]
     for case, values in pinned_sizes.nonblocking_ratios(run_pin).items():
@@ -127,21 +127,22 @@ def add_rare_and_large(table: claims.ClaimsTable, run_pin: Run) -> None:
             f"the driver's chunked copy from pageable memory [{case}]",
             source=TUTORIAL,
             measured=f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest "
-            f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: below 1); "
+            f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: {faster[best].in_words()}); "
             f"faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most "
             f"{RARE:.0%} of them); shown: {name}",
             holds=decisive,
             run=run_pin,
         )
     last = run_pin.value["rows"][-1]
+    pays = claims.compare(
+        claims.ratio(last["pin_then_to"], last["pageable_to"]), 1, holds_if="below"
+    )
     table.add(
         "Pinning pays off for large tensors",
         source=f"{TUTORIAL} (advice)",
         measured=f"t(pin_memory().to()) / t(pageable .to()) at the largest size, {timing.format_bytes(sizes[-1])}, "
-        "warm cache; pays: below 1",
-        holds=claims.compare(
-            claims.ratio(last["pin_then_to"], last["pageable_to"]), 1, holds_if="below"
-        ),
+        f"warm cache; pays: {pays.in_words()}",
+        holds=pays,
         run=run_pin,
     )
 
@@ -149,8 +150,6 @@ def add_rare_and_large(table: claims.ClaimsTable, run_pin: Run) -> None:
 def add_limited(table: claims.ClaimsTable, run_alloc: Run) -> None:
     """The tutorial's "pinned memory is a limited resource": not testable (it is not exhausted on
     purpose), so the row says what pinning cost instead.
-
-    Used by pinned.claims_table.
     """
     largest = run_alloc.value["rows"][-1]
     table.add(
@@ -159,7 +158,7 @@ def add_limited(table: claims.ClaimsTable, run_alloc: Run) -> None:
         measured=f"not exhausted on purpose (that would starve the machine); its cost was measured instead: the first "
         f"pinned allocation of {timing.format_bytes(largest['nbytes'])} took "
         f"{largest['first'].median_s / largest['pageable'].median_s:.1f} times as long as a pageable one, "
-        f"and the cache kept {_bytes(_stage_bytes(run_alloc)['tensor deleted'][0])} pinned after the tensor "
+        f"and the cache kept {bytes_or_unknown(stage_bytes(run_alloc)['tensor deleted'][0])} pinned after the tensor "
         "was deleted",
         holds=None,
         run=run_alloc,

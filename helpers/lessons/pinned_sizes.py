@@ -54,16 +54,16 @@ UNCACHED = 20  # a warm pin_memory() this many times slower than the pinned copy
 # ---------------------------------------------------------------- small helpers (pinned uses them too)
 
 
-def _few(samples: int | None) -> str:
+def few_note(samples: int | None) -> str:
     """' (N samples)' when a number rests on fewer than ``FEW`` samples, else nothing."""
     return f" ({analysis.few(samples)})" if analysis.few(samples) else ""
 
 
-def _us(t: timing.Timing) -> str:
+def us_words(t: timing.Timing) -> str:
     """A Timing's median and spread in microseconds, rounded alike ('370 us ± 17'), with the
     number of samples when there are few."""
     v = claims.measured(t)
-    return str(claims.Value(v.value * 1e6, v.spread * 1e6, "us")) + _few(v.samples)
+    return str(claims.Value(v.value * 1e6, v.spread * 1e6, "us")) + few_note(v.samples)
 
 
 TWICE_AT_TUTORIAL = f"{TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]"
@@ -81,8 +81,6 @@ def tutorial_ratio(run_tut: Run) -> claims.Comparison:
     """The tutorial's r2 under its Timer, t(pin_memory().to()) / t(pageable .to()), against the
     claim "up to twice as slow": ``claims.within(r2, 1, 2)``, judged with the recorded runs
     (``claims.judged``): the verdict the claims table and the sentences both read.
-
-    Used by pinned.see_tutorial and pinned_claims.add_twice_as_slow.
     """
     r2 = claims.ratio(run_tut.value[TUT_PIN_TO], run_tut.value[TUT_PAGEABLE])
     return claims.judged(claims.within(r2, 1, 2), run_tut, NOTEBOOK, TWICE_AT_TUTORIAL)
@@ -130,8 +128,6 @@ def crossover_range(run: Run) -> str:
     """The size range (one of ``RANGE_CHOICES``) in which ``pin_memory().to()`` with a warm cache
     starts to beat a pageable ``.to()`` for good, by the interpolated crossing of their ratio of
     times; 'never' when it still loses at the largest size.
-
-    Taught in 01_pinned_memory.
     """
     return _range_of(_crossover_size(run.value["sizes"], _ratios(run, "pin_then_to"))[1])
 
@@ -144,8 +140,6 @@ def show_sweep(run: Run) -> None:
     pin-then-copy forms to the pageable copy, and ``pin_memory()``'s rate (GB/s), as a table; a note
     for any size where a warm ``pin_memory()`` was not served by the cache; then the times and the
     ratios against size.
-
-    Taught in 01_pinned_memory.
     """
     sizes, rows, ms = run.value["sizes"], run.value["rows"], _ms(run)
     ratios = {
@@ -259,8 +253,6 @@ def see_sweep(run: Run) -> claims.WhatWeSee:
     crosses 1 for good (warm cache, non-blocking, empty cache), the two parts of pin-then-copy on
     either side of the crossing (ms, GB/s), and ``pin_memory()``'s rate against the pageable copy's
     from 1 MiB up (GB/s).
-
-    Taught in 01_pinned_memory.
     """
     sizes, rows = run.value["sizes"], run.value["rows"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
@@ -308,8 +300,6 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     the tutorial's: each statement's time (us) and rate (GB/s) under both, the claim's ratio of
     times under both (blocking and non-blocking), and whether back-to-back non-blocking calls took
     less time per call than blocking ones, within the noise.
-
-    Taught in 01_pinned_memory.
     """
     tut, sizes = run_tut.value, run_pin.value["sizes"]
     numel_bytes = run_tut.params["numel"] * 4
@@ -327,7 +317,7 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
         ("`pin_memory().to()`", TUT_PIN_TO, "pin_then_to"),
     ):
         seen.say(
-            f"{name} took {_us(tut[statement])} under the Timer (section 3) and {_us(row[key])} on the host "
+            f"{name} took {us_words(tut[statement])} under the Timer (section 3) and {us_words(row[key])} on the host "
             f"clock (section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s."
         )
     blocking = claims.ratio(row["pin_then_to"], row["pageable_to"])
@@ -335,15 +325,15 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     timer = tutorial_ratio(run_tut).value
     seen.say(
         f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(timer)} under the "
-        f"Timer{_few(timer.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and "
+        f"Timer{few_note(timer.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and "
         f"{analysis.times(nonblocking)} with `non_blocking=True`."
     )
     gain = claims.compare(
         claims.ratio(row["pin_then_to"], row["pin_then_to_nb"]), 1, holds_if="above"
     )
     seen.say(
-        f"Back to back, the non-blocking form took {_us(row['pin_then_to_nb'])} per call against "
-        f"{_us(row['pin_then_to'])} for the blocking one: the blocking form took {analysis.times(gain.value)} "
+        f"Back to back, the non-blocking form took {us_words(row['pin_then_to_nb'])} per call against "
+        f"{us_words(row['pin_then_to'])} for the blocking one: the blocking form took {analysis.times(gain.value)} "
         "the non-blocking form's time, "
         + analysis.in_words(
             gain,
@@ -386,7 +376,7 @@ def _twice_as_slow_verdict(
     places = worst.decimals()
     span = (
         f"ratios {min(r.value for r in ratios):.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, "
-        f"the worst {analysis.times(worst)}{_few(worst.samples)}"
+        f"the worst {analysis.times(worst)}{few_note(worst.samples)}"
     )
     words = _twice_words(comparison)
     return (
@@ -398,8 +388,6 @@ def _twice_as_slow_verdict(
 def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
     """{"warm cache": [...], "empty cache": [...]}: t(``pin_memory().to(non_blocking=True)``) over
     t(pageable ``.to()``) at every size of the sweep, ratios of median times with their spreads.
-
-    Used by pinned_claims.add_rare_and_large.
     """
     return {
         case: [claims.ratio(row[key], row["pageable_to"]) for row in run.value["rows"]]
@@ -410,8 +398,6 @@ def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
 def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]:
     """{"<size range>, <warm|empty> cache": (comparison, words)}: the verdict on "up to twice as
     slow" in each size range the sweep measured, from its worst ratio of times.
-
-    Used by pinned_claims.add_twice_as_slow.
     """
     sizes, verdicts = run.value["sizes"], {}
     for case, values in nonblocking_ratios(run).items():
@@ -427,8 +413,6 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
     """Every verdict on "up to twice as slow": at the tutorial's size under its Timer, then per
     size range of the sweep with the pinned cache warm and empty, each with the ratios of times it
     rests on. Returns the table.
-
-    Taught in 01_pinned_memory.
     """
     table = tables.Table(
         ["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"],
@@ -441,7 +425,7 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
         f"{run_tut.params['numel']:,} float32",
         "pin_memory().to() (blocking), the tutorial's Timer",
         "warm",
-        f"{analysis.times(tutorial.value)}{_few(tutorial.value.samples)}: {_twice_words(tutorial, one=True)}",
+        f"{analysis.times(tutorial.value)}{few_note(tutorial.value.samples)}: {_twice_words(tutorial, one=True)}",
         claims.stated(tutorial, run_tut),
     )
     for label, (comparison, words) in twice_as_slow_verdicts(run_pin).items():

@@ -20,8 +20,6 @@ def plan(folder: Path | str = ".") -> tables.Table:
     """For every notebook in ``folder``: how many experiments run live on this machine, how many
     replay, and from which recorded machines. ``replaying_notebooks(table)`` counts the rows that
     replay.
-
-    Taught in 00_start_here.
     """
     have = hardware.gpu_count()
     table = tables.Table(
@@ -35,10 +33,7 @@ def plan(folder: Path | str = ".") -> tables.Table:
 
 
 def replaying_notebooks(table: tables.Table) -> int:
-    """How many notebooks of ``plan()``'s table replay at least one experiment here.
-
-    Taught in 00_start_here.
-    """
+    """How many notebooks of ``plan()``'s table replay at least one experiment here."""
     return sum(1 for row in table.rows if row[2])
 
 
@@ -49,8 +44,6 @@ def _rates(run: Run) -> tuple[list[int], list[float]]:
 def show_curve(run: Run) -> tables.Table:
     """The first bandwidth curve: a table (size, median time in us, spread, samples, decimal GB/s)
     and its plot on log axes, the best rate drawn as a dashed line. Returns the table.
-
-    Taught in 00_start_here.
     """
     sizes, rates = _rates(run)
     table = tables.Table(
@@ -79,8 +72,6 @@ def show_curve(run: Run) -> tables.Table:
 def see_curve(run: Run) -> claims.WhatWeSee:
     """What the curve shows, from its numbers: the smallest and the best rate, where it first
     reaches half the best, how it ends (``claims.describe_curve``), and its first dip.
-
-    Taught in 00_start_here.
     """
     sizes, rates = _rates(run)
     best = max(rates)
@@ -110,18 +101,12 @@ def see_curve(run: Run) -> claims.WhatWeSee:
 
 
 def best_rate_gbps(run: Run) -> float:
-    """The best rate of the curve, in decimal GB/s.
-
-    Taught in 00_start_here.
-    """
+    """The best rate of the curve, in decimal GB/s."""
     return max(_rates(run)[1])
 
 
 def show_timeline(run: Run) -> None:
-    """The timeline of a copy beside a kernel, then where its Chrome trace file is.
-
-    Taught in 00_start_here.
-    """
+    """The timeline of a copy beside a kernel, then where its Chrome trace file is."""
     plotting.timeline(
         trace.relative(run.value.intervals),
         title=plotting.machine_title("Copy beside a kernel", run.machine, run.live),
@@ -135,8 +120,6 @@ def show_timeline(run: Run) -> None:
 def hidden_share(run: Run) -> float:
     """The overlap ratio of the timeline's copies and kernels: the share of the shorter activity
     that ran while the other was running (0 to 1).
-
-    Used by start.see_timeline.
     """
     intervals = run.value.intervals
     return trace.overlap_ratio(
@@ -145,10 +128,7 @@ def hidden_share(run: Run) -> float:
 
 
 def see_timeline(run: Run) -> claims.WhatWeSee:
-    """How much of the shorter activity (the copy or the kernel) ran beside the other, in words.
-
-    Taught in 00_start_here.
-    """
+    """How much of the shorter activity (the copy or the kernel) ran beside the other, in words."""
     intervals = run.value.intervals
     copies, kernels = trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
     hidden = hidden_share(run)
@@ -171,8 +151,6 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
     """This notebook's two expectations as a claims table: small copies are slow (below a tenth
     of the best rate), large copies come close to the link (80% of the PCIe raw rate that the
     recorded machine's report gives).
-
-    Taught in 00_start_here.
     """
     sizes = curve.params["sizes"]
     rate_of = {s: claims.measured(t, as_rate=True) for s, t in zip(sizes, curve.value, strict=True)}

@@ -1,8 +1,8 @@
 """What notebook 03 shows of its experiments: kernels on one stream and on two (section 1), the
 copy engines (section 3), and the exercises' answers. The sections on a copy beside a kernel
 (the tutorial's pinned x streamed copy, the launch order of a pageable copy, prefetching on a
-side stream) are in ``streams_copies``, whose public names this module re-exports
-(``streams.show_tutorial`` as before); the verdicts (the tutorial's requirements, the claims
+side stream) are in ``streams_copies`` (the notebook calls
+``streams_copies.show_tutorial``); the verdicts (the tutorial's requirements, the claims
 table) are in ``streams_claims``.
 
 Every function takes the notebook's runs (``records.Run``, live or replayed) and measures
@@ -22,45 +22,17 @@ from ..records import Run
 from .streams_copies import (
     DOES_NOT,
     NOTEBOOK,
-    OVERLAPS,
-    _copy_and_kernel,
-    _prefetch,
-    _show_timelines,
-    _stats,
-    _steps,
-    see_launch_order,
-    see_prefetching,
-    see_tutorial,
-    show_launch_order,
-    show_prefetching,
-    show_tutorial,
+    copy_and_kernel,
+    prefetch,
+    profile_stats,
+    show_timelines,
+    steps_note,
 )
-
-__all__ = [
-    "DOES_NOT",
-    "NOTEBOOK",
-    "OVERLAPS",
-    "PAIRS",
-    "best_configuration",
-    "host_in_memcpy_ms",
-    "ideal_speedup",
-    "see_engines",
-    "see_launch_order",
-    "see_ordering",
-    "see_prefetching",
-    "see_tutorial",
-    "show_engines",
-    "show_launch_order",
-    "show_ordering",
-    "show_prefetching",
-    "show_tutorial",
-]
-
 
 # ---------------------------------------------------------------- 1. streams and the order of work
 
 
-def _order(run: Run) -> tuple[list[list[trace.Interval]], bool, bool]:
+def order_facts(run: Run) -> tuple[list[list[trace.Interval]], bool, bool]:
     """The spin kernels of each step in start order; whether every step kept the submission
     order (told apart by their lengths); whether no two of them overlapped."""
     spin_us = run.params["spin_us"]
@@ -119,7 +91,7 @@ def _launch_gap_us(intervals: list[trace.Interval]) -> float:
 PAIRS = ("spins, one stream", "spins, two streams", "matmuls, one stream", "matmuls, two streams")
 
 
-def _parallel(run: Run) -> dict[str, dict[str, Any]]:
+def parallel_facts(run: Run) -> dict[str, dict[str, Any]]:
     """Per pair of kernels: overlap ratio of the two streams' kernels, GPU busy time (us), the
     second stream's start after the first's (us) and the host's second launch after its first
     (us), each per profiled step, and the number of streams used."""
@@ -138,7 +110,7 @@ def _parallel(run: Run) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _gains(parallel: dict[str, dict[str, Any]]) -> tuple[claims.Value, claims.Value]:
+def gains(parallel: dict[str, dict[str, Any]]) -> tuple[claims.Value, claims.Value]:
     """GPU busy time on two streams over that on one: (spin kernels, matmuls)."""
     spins, matmuls = (
         claims.ratio(
@@ -154,8 +126,6 @@ def show_ordering(run: Run) -> None:
     streams' handles), the spin kernels of one stream in start order (a table of their durations
     in us), the overlap and GPU busy time (us) of kernels on one and on two streams (a table),
     and their timelines. Returns nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     facts = run.value["facts"]
     print(
@@ -164,7 +134,7 @@ def show_ordering(run: Run) -> None:
         + ", ".join(f"{h:#x}" for h in facts["side_handles"])
     )
     spin_us = run.params["spin_us"]
-    steps, in_order, never_overlap = _order(run)
+    steps, in_order, never_overlap = order_facts(run)
     display(
         tables.Table(
             ["spin kernels", *(f"kernel {k + 1} (us)" for k in range(len(spin_us)))],
@@ -177,8 +147,8 @@ def show_ordering(run: Run) -> None:
             f"overlap: {never_overlap}",
         )
     )
-    parallel = _parallel(run)
-    spin_gain, mm_gain = _gains(parallel)
+    parallel = parallel_facts(run)
+    spin_gain, mm_gain = gains(parallel)
     display(
         tables.Table(
             ["kernels", "streams used", "overlap ratio", "GPU busy per step"],
@@ -194,7 +164,7 @@ def show_ordering(run: Run) -> None:
         ("spin kernels", ["in order", "spins, one stream", "spins, two streams"]),
         ("matmuls", ["matmuls, one stream", "matmuls, two streams"]),
     ):
-        _show_timelines(
+        show_timelines(
             {label: run.value[label] for label in labels},
             f"{kind} on one and on two streams",
             run,
@@ -207,17 +177,15 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
     spin kernels of one stream kept their order, how long two spin kernels and two matmuls on
     two streams ran side by side (share of their time) and how long the GPU was busy compared
     with one stream.
-
-    Taught in 03_streams_and_overlap.
     """
     spin_us, pair_us, matmul_n = (
         run.params["spin_us"],
         run.params["pair_us"],
         run.params["matmul_n"],
     )
-    _, in_order, never_overlap = _order(run)
-    parallel = _parallel(run)
-    spin_gain, mm_gain = _gains(parallel)
+    _, in_order, never_overlap = order_facts(run)
+    parallel = parallel_facts(run)
+    spin_gain, mm_gain = gains(parallel)
     spins_two, mms_two = (
         parallel["spins, two streams"]["overlap"],
         parallel["matmuls, two streams"]["overlap"],
@@ -249,7 +217,7 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
     accounts = missing_us > 0 and 0.8 <= gap.value / missing_us <= 1.2
     see.say(
         f"The two {pair_us:.0f} us spin kernels on two side streams ran side by side for {spins_two.value:.0%} "
-        f"of their time (overlap ratio {spins_two}{_steps(spins_two)}), and the GPU was busy "
+        f"of their time (overlap ratio {spins_two}{steps_note(spins_two)}), and the GPU was busy "
         f"{spin_gain.value:.2f} times as long as when they shared a stream"
         f"{' (about half)' if 0.45 <= spin_gain.value <= 0.6 else ''}. "
         f"The second started {gap.value:.1f} us after the first"
@@ -269,7 +237,7 @@ def see_ordering(run: Run) -> claims.WhatWeSee:
     )
     see.say(
         f"The two {matmul_n}x{matmul_n} matrix products on two streams ran side by side for "
-        f"{mms_two.value:.0%} of their time (overlap ratio {mms_two}{_steps(mms_two)}) "
+        f"{mms_two.value:.0%} of their time (overlap ratio {mms_two}{steps_note(mms_two)}) "
         f"and kept the GPU busy {mm_gain.value:.2f} times as long as on one stream: {saved}."
     )
     return see
@@ -288,12 +256,13 @@ def _copy_lanes_overlap(intervals: list[trace.Interval]) -> float:
     return trace.overlap_ratio(lanes[0], lanes[1]) if len(lanes) == 2 else 0.0
 
 
+TWO_ENGINES = 0.9  # overlap ratio of opposite copies above which two engines carried them
 ENGINES_CLAIM = (
     "Requirement (3): a free DMA (copy) engine; H2D and D2H at once need one engine each"
 )
 
 
-def _engines(run: Run) -> dict[str, Any]:
+def engine_facts(run: Run) -> dict[str, Any]:
     """The copy engine count; the copies' times (claims.Values, s); per pair of copies the
     overlap ratio of the two streams' copies per step; the pairs' times over the sum of their
     copies alone; whether the opposite copies' overlap agrees with the count (None: no count)."""
@@ -308,7 +277,9 @@ def _engines(run: Run) -> dict[str, Any]:
         None
         if count is None
         else claims.judged(
-            claims.compare(pair["H2D + D2H"], 0.9, holds_if="above" if count >= 2 else "below"),
+            claims.compare(
+                pair["H2D + D2H"], TWO_ENGINES, holds_if="above" if count >= 2 else "below"
+            ),
             run,
             NOTEBOOK,
             ENGINES_CLAIM,
@@ -333,10 +304,8 @@ def show_engines(run: Run) -> None:
     samples) under the driver's engine count, each pair's overlap ratio and time over the two
     copies one after the other, the pairs' timelines, and whether the opposite copies' overlap
     agrees with the engine count. Returns nothing.
-
-    Taught in 03_streams_and_overlap.
     """
-    e = _engines(run)
+    e = engine_facts(run)
     display(
         tables.Table(
             ["copies", ("median", "ms", ".3f"), ("spread (half IQR)", "ms", ".3f"), "samples"],
@@ -347,17 +316,18 @@ def show_engines(run: Run) -> None:
     for pair, alone in (("H2D + D2H", "H2D alone + D2H alone"), ("H2D + H2D", "twice H2D alone")):
         ratio = e["both_ways"] if pair == "H2D + D2H" else e["same_way"]
         print(
-            f"{pair}: overlap ratio {e['overlap'][pair]}{_steps(e['overlap'][pair])}; its time over that of the "
+            f"{pair}: overlap ratio {e['overlap'][pair]}{steps_note(e['overlap'][pair])}; its time over that of the "
             f"two copies one after the other ({alone}): {analysis.times(ratio)}"
         )
-    _show_timelines(
+    show_timelines(
         {label: run.value[label] for label in ("H2D + D2H", "H2D + H2D")},
         "two copies on two side streams",
         run,
         include_host=False,
     )
     print(
-        "overlap of opposite copies agrees with the engine count (two or more engines: above 0.9; one: below): "
+        f"overlap of opposite copies agrees with the engine count (two or more engines: above {TWO_ENGINES:g}; "
+        "one: below): "
         + ("not testable here" if e["agree"] is None else claims.stated(e["agree"], run))
     )
 
@@ -366,10 +336,8 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     """A ``claims.WhatWeSee`` of what the copy engines show (sentences built from their numbers): the
     engine count, how long opposite and same-direction copies on two streams ran side by side,
     and their time as a multiple of the two copies one after the other.
-
-    Taught in 03_streams_and_overlap.
     """
-    e = _engines(run)
+    e = engine_facts(run)
     count, pair = e["count"], e["overlap"]
     both, same = pair["H2D + D2H"].value, pair["H2D + H2D"].value
     see = claims.WhatWeSee(NOTEBOOK, run)
@@ -380,7 +348,7 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     )
     see.say(
         f"A host-to-device and a device-to-host copy on two side streams ran side by side for {both:.0%} "
-        f"of the shorter one (overlap ratio {pair['H2D + D2H']}{_steps(pair['H2D + D2H'])}) and together took "
+        f"of the shorter one (overlap ratio {pair['H2D + D2H']}{steps_note(pair['H2D + D2H'])}) and together took "
         f"{e['both_ways'].value:.2f} times as long as the two one after the other"
         + (
             ": each direction had its own engine and its own direction of the link."
@@ -390,7 +358,7 @@ def see_engines(run: Run) -> claims.WhatWeSee:
     )
     see.say(
         f"Two host-to-device copies {'ran one after the other' if same < DOES_NOT else 'ran side by side'} "
-        f"(overlap ratio {pair['H2D + H2D']}{_steps(pair['H2D + H2D'])}) and together took "
+        f"(overlap ratio {pair['H2D + H2D']}{steps_note(pair['H2D + H2D'])}) and together took "
         f"{e['same_way'].value:.2f} times as long as the two one after the other"
         + (
             ": they gained little, because one link direction is the limit."
@@ -407,29 +375,23 @@ def see_engines(run: Run) -> claims.WhatWeSee:
 def ideal_speedup(run: Run) -> float:
     """The many-batch limit of prefetching, ``(c + k) / max(c, k)``, from one batch's copy ``c``
     and compute ``k`` measured apart (a multiple of the prefetching loop's speed, x).
-
-    Taught in 03_streams_and_overlap.
     """
-    return _prefetch(run)["ideal"].value
+    return prefetch(run)["ideal"].value
 
 
 def best_configuration(run: Run) -> str:
     """The configuration of the tutorial's four whose copy ran beside the kernel the most (the
     highest median overlap ratio over the profiled steps).
-
-    Taught in 03_streams_and_overlap.
     """
-    stats = _stats(run)
+    stats = profile_stats(run)
     return max(stats, key=lambda label: stats[label]["overlap"].value)
 
 
 def host_in_memcpy_ms(run: Run, configuration: str) -> float:
     """Milliseconds per profiled step the host spent in ``cudaMemcpyAsync`` in one configuration
     of a run with profiles (e.g. ``"pageable, copy first"`` of the launch order).
-
-    Taught in 03_streams_and_overlap.
     """
     profiles = run.value["profiles"]
     if configuration not in profiles:
         raise ValueError(f"no configuration {configuration!r}: pick one of {list(profiles)}")
-    return _copy_and_kernel(profiles[configuration])["host_in_memcpy_us"] / 1e3
+    return copy_and_kernel(profiles[configuration])["host_in_memcpy_us"] / 1e3

@@ -12,15 +12,15 @@ from typing import Any
 
 from .. import analysis, claims, tables
 from ..records import Run
-from .streams import ENGINES_CLAIM, _engines, _gains, _order, _parallel
+from .streams import ENGINES_CLAIM, TWO_ENGINES, engine_facts, gains, order_facts, parallel_facts
 from .streams_copies import (
     DOES_NOT,
     NOTEBOOK,
     OVERLAPS,
     PINNED_RELIABLE,
-    _pinned_both,
-    _prefetch,
-    _stats,
+    pinned_in_both_orders,
+    prefetch,
+    profile_stats,
 )
 
 ARTICLE = 'article "PyTorch CUDA Streams Introduction"'
@@ -37,6 +37,7 @@ OVERLAP_CLAIM = "An asynchronous copy on one stream and compute on another overl
 ONLY_CLAIM = (
     "Only a pinned source copied on a side stream overlaps with the kernel on the main stream"
 )
+HELD = 0.8  # host time in cudaMemcpyAsync over the GPU's copy time: the copy held the host
 SIDE_STREAM_CLAIM = "Requirement (1): the copy must be on a separate, non-default stream"
 
 
@@ -46,7 +47,7 @@ def _requirements(run: Run) -> dict[str, Any]:
     requirement (2) with the copy launched first, and "only pinned + side stream overlaps". Those
     that are claims of the table are ``claims.judged`` as such, so its rows and
     ``show_requirements`` read one verdict."""
-    ov = {label: s["overlap"] for label, s in _stats(run).items()}
+    ov = {label: s["overlap"] for label, s in profile_stats(run).items()}
     works = claims.compare(ov["pinned, side stream"], OVERLAPS, holds_if="above")
     apart = {
         label: claims.compare(v, DOES_NOT, holds_if="below")
@@ -72,8 +73,6 @@ def _requirements(run: Run) -> dict[str, Any]:
 def show_requirements(run: Run) -> tables.Table:
     """The first two requirements tested on section 2's runs: a table of each statement, the
     overlap ratio it rests on, its threshold and its verdict. Returns the table.
-
-    Taught in 03_streams_and_overlap.
     """
     req = _requirements(run)
     works, apart = req["works"], req["apart"]
@@ -119,11 +118,12 @@ def show_requirements(run: Run) -> tables.Table:
 def _stream_rows(table: claims.ClaimsTable, run: Run) -> None:
     """The streams article's claims on section 1's run: default stream, order, parallelism, resources."""
     facts, spin_us = run.value["facts"], run.params["spin_us"]
-    _, in_order, never_overlap = _order(run)
-    parallel = _parallel(run)
-    spin_gain, mm_gain = _gains(parallel)
+    _, in_order, never_overlap = order_facts(run)
+    parallel = parallel_facts(run)
+    spin_gain, mm_gain = gains(parallel)
     spins_two = parallel["spins, two streams"]["overlap"]
     gap = parallel["spins, two streams"]["start_gap_us"]
+    together = claims.compare(spins_two, 0.5, holds_if="above")
     table.add(
         "PyTorch's CUDA operations run on the device's default stream unless another is chosen",
         source=ARTICLE,
@@ -144,21 +144,22 @@ def _stream_rows(table: claims.ClaimsTable, run: Run) -> None:
         source=ARTICLE,
         run=run,
         measured=f"two spin kernels on two side streams: overlap ratio{_over(spins_two)} (parallel: together "
-        f"for more than half a kernel; the second started {gap.value:.0f} us after the first)",
-        holds=claims.compare(spins_two, 0.5, holds_if="above"),
+        f"for more than half a kernel, {together.in_words()}; the second started {gap.value:.0f} us after "
+        "the first)",
+        holds=together,
     )
-    resources = analysis.weakest(
-        {
-            "spin kernels": claims.compare(spin_gain, 0.6, holds_if="below"),
-            "matmuls": claims.compare(mm_gain, 0.85, holds_if="above"),
-        }
-    )
+    gain_holds = {
+        "spin kernels": claims.compare(spin_gain, 0.6, holds_if="below"),
+        "matmuls": claims.compare(mm_gain, 0.85, holds_if="above"),
+    }
+    resources = analysis.weakest(gain_holds)
     table.add(
         "The actual degree of parallelism depends on the GPU's resources",
         source=ARTICLE,
         run=run,
         measured=f"GPU busy time on two streams over that on one: spin kernels {spin_gain.value:.2f} (should be "
-        f"below 0.6), SM-filling matmuls {mm_gain.value:.2f} (should be above 0.85); shown: {resources[0]}",
+        f"{gain_holds['spin kernels'].in_words()}), SM-filling matmuls {mm_gain.value:.2f} (should be "
+        f"{gain_holds['matmuls'].in_words()}); shown: {resources[0]}",
         holds=resources[1],
     )
 
@@ -197,7 +198,7 @@ def _tutorial_rows(table: claims.ClaimsTable, run: Run) -> None:
 
 def _gpu_row(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (2) on the GPU, on section 4's run: a pageable copy launched after the kernel."""
-    pageable_kf = _stats(run)["pageable, kernel first"]
+    pageable_kf = profile_stats(run)["pageable, kernel first"]
     table.add(
         "Requirement (2), the source must be pinned, on the GPU: a pageable copy cannot overlap a kernel, "
         "even one launched before it",
@@ -211,7 +212,8 @@ def _gpu_row(table: claims.ClaimsTable, run: Run) -> None:
 
 def _host_row(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (2) on the host, on section 2's run: the pageable copy on a side stream holds the host."""
-    pageable_side = _stats(run)["pageable, side stream"]
+    pageable_side = profile_stats(run)["pageable, side stream"]
+    held = claims.compare(pageable_side["held"], HELD, holds_if="above")
     table.add(
         "Requirement (2), the source must be pinned, on the host: a pageable copy holds the host thread "
         "for the copy's duration, so work launched after it starts late",
@@ -219,21 +221,21 @@ def _host_row(table: claims.ClaimsTable, run: Run) -> None:
         run=run,
         measured=f"pageable, side stream, copy launched first: host in cudaMemcpyAsync "
         f"{pageable_side['host_in_memcpy_us'] / 1e3:.1f} ms per copy, GPU copy "
-        f"{pageable_side['copy_us'] / 1e3:.1f} ms; host time over copy time (held above 0.8)",
-        holds=claims.compare(pageable_side["held"], 0.8, holds_if="above"),
+        f"{pageable_side['copy_us'] / 1e3:.1f} ms; host time over copy time (held {held.in_words()})",
+        holds=held,
     )
 
 
 def _engine_row(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (3) on the copy engines' run."""
-    e = _engines(run)
+    e = engine_facts(run)
     count = e["count"]
     table.add(
         ENGINES_CLAIM,
         source=TUTORIAL,
         run=run,
         measured=f"{count} copy engines; H2D + D2H on two streams: overlap ratio{_over(e['overlap']['H2D + D2H'])} "
-        f"(agrees with {'two or more engines above' if (count or 0) >= 2 else 'one engine below'} 0.9); "
+        f"(agrees with {'two or more engines above' if (count or 0) >= 2 else 'one engine below'} {TWO_ENGINES:g}); "
         f"together they took {e['both_ways'].value:.2f} times as long as the two one after the other",
         holds=e["agree"],
     )
@@ -241,12 +243,12 @@ def _engine_row(table: claims.ClaimsTable, run: Run) -> None:
 
 def _order_rows(table: claims.ClaimsTable, run: Run) -> None:
     """The forum thread's claims on section 4's run: the host held, launch order, pinned memory."""
-    stats = _stats(run)
+    stats = profile_stats(run)
     pageable_kf, pageable_cf = stats["pageable, kernel first"], stats["pageable, copy first"]
     pinned_kf, pinned_cf = stats["pinned, kernel first"], stats["pinned, copy first"]
     held = analysis.weakest(
         {
-            order: claims.compare(s["held"], 0.8, holds_if="above")
+            order: claims.compare(s["held"], HELD, holds_if="above")
             for order, s in (("kernel first", pageable_kf), ("copy first", pageable_cf))
         }
     )
@@ -254,27 +256,27 @@ def _order_rows(table: claims.ClaimsTable, run: Run) -> None:
         "A pageable H2D cudaMemcpyAsync holds the host thread until the copy is (nearly) done",
         source=FORUM,
         run=run,
-        measured=f"host time in cudaMemcpyAsync over GPU copy time (held above 0.8): pageable "
+        measured=f"host time in cudaMemcpyAsync over GPU copy time (held above {HELD:g}): pageable "
         f"{pageable_kf['held'].value:.2f} (kernel first) and {pageable_cf['held'].value:.2f} "
         f"(copy first), pinned at most {max(pinned_kf['held'].value, pinned_cf['held'].value):.3f}; "
         f"shown: pageable, {held[0]}",
         holds=held[1],
     )
-    order = analysis.weakest(
-        {
-            "kernel first": claims.compare(pageable_kf["overlap"], 0.5, holds_if="above"),
-            "copy first": claims.compare(pageable_cf["overlap"], DOES_NOT, holds_if="below"),
-        }
-    )
+    order_holds = {
+        "kernel first": claims.compare(pageable_kf["overlap"], 0.5, holds_if="above"),
+        "copy first": claims.compare(pageable_cf["overlap"], DOES_NOT, holds_if="below"),
+    }
+    order = analysis.weakest(order_holds)
     table.add(
         "With a pageable copy, overlap only happens when the kernel was launched before the copy",
         source=FORUM,
         run=run,
-        measured=f"pageable, overlap ratios{_over(pageable_kf['overlap'])}: kernel first {pageable_kf['overlap'].value:.2f} (above 0.5), copy first "
-        f"{pageable_cf['overlap'].value:.2f} (below {DOES_NOT}); shown: {order[0]}",
+        measured=f"pageable, overlap ratios{_over(pageable_kf['overlap'])}: kernel first {pageable_kf['overlap'].value:.2f} "
+        f"({order_holds['kernel first'].in_words()}), copy first {pageable_cf['overlap'].value:.2f} "
+        f"({order_holds['copy first'].in_words()}); shown: {order[0]}",
         holds=order[1],
     )
-    pinned_both = _pinned_both(stats, run)
+    pinned_both = pinned_in_both_orders(stats, run)
     table.add(
         PINNED_RELIABLE,
         source=FORUM,
@@ -288,12 +290,12 @@ def _order_rows(table: claims.ClaimsTable, run: Run) -> None:
 def _half_the_gain(run: Run) -> float:
     """The speed-up (serial loop time over prefetching loop time, x) that obtains half the gain
     the copy and compute measured apart allow for the run's N batches: ``1 + (best - 1) / 2``."""
-    return 1 + (_prefetch(run)["ideal_n"].value - 1) / 2
+    return 1 + (prefetch(run)["ideal_n"].value - 1) / 2
 
 
 def _prefetch_row(table: claims.ClaimsTable, run: Run) -> None:
     """The streams article's prefetching claim on section 5's run."""
-    p, same = _prefetch(run), run.value["same_results"]
+    p, same = prefetch(run), run.value["same_results"]
     table.add(
         "Copying the next batch on a second stream while computing this one improves efficiency",
         source=ARTICLE,
@@ -314,8 +316,6 @@ def claims_table(
     parallelism, resources, overlap, prefetching), the tutorial's (only pinned + side stream
     overlaps, its three requirements) and the forum thread's (a pageable copy holds the host,
     launch order, pinned memory). Returns the ``claims.ClaimsTable``.
-
-    Taught in 03_streams_and_overlap.
     """
     table = claims.ClaimsTable(NOTEBOOK)
     _stream_rows(table, run_streams)

@@ -27,13 +27,13 @@ OVERLAPS, DOES_NOT = (
 )  # "overlaps": a ratio of at least 0.95; "does not overlap": below 0.2
 
 
-def _steps(value: claims.Value) -> str:
+def steps_note(value: claims.Value) -> str:
     """``', 2 profiled steps'`` for a value read from fewer than ``analysis.FEW_SAMPLES`` steps, else nothing."""
     note = analysis.few(value.samples, "profiled step")
     return f", {note}" if note else ""
 
 
-def _show_timelines(panels: dict[str, Any], what: str, run: Run, **options: Any) -> None:
+def show_timelines(panels: dict[str, Any], what: str, run: Run, **options: Any) -> None:
     plotting.timelines(panels, title=plotting.machine_title(what, run.machine, run.live), **options)
     plt.show()
 
@@ -41,7 +41,7 @@ def _show_timelines(panels: dict[str, Any], what: str, run: Run, **options: Any)
 # ---------------------------------------------------------------- 2. the tutorial's experiment
 
 
-def _copy_and_kernel(profile: trace.Profile) -> dict[str, Any]:
+def copy_and_kernel(profile: trace.Profile) -> dict[str, Any]:
     """Per profiled step: the overlap ratio of the H2D copies with the kernels (the hold's spin
     kernel left out), and the host's time in cudaMemcpyAsync over the GPU copy time
     (claims.Values); the copy, kernel and host times per step (us)."""
@@ -67,24 +67,22 @@ def _copy_and_kernel(profile: trace.Profile) -> dict[str, Any]:
     }
 
 
-def _stats(run: Run) -> dict[str, dict[str, Any]]:
-    """``_copy_and_kernel`` of every profile of a run (the tutorial's or the launch order's)."""
-    return {label: _copy_and_kernel(p) for label, p in run.value["profiles"].items()}
+def profile_stats(run: Run) -> dict[str, dict[str, Any]]:
+    """``copy_and_kernel`` of every profile of a run (the tutorial's or the launch order's)."""
+    return {label: copy_and_kernel(p) for label, p in run.value["profiles"].items()}
 
 
 def show_tutorial(run: Run) -> None:
     """Section 2's results: the pinned copy's timing, the kernel's length, a table of the four
     configurations (overlap ratio; copy, kernel and host-in-cudaMemcpyAsync times per step in ms)
     and their timelines. Returns nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     tutorial = run.value
     print(tutorial["copy"])
     print(
         f"kernel: {tutorial['matmuls_per_kernel']} matmuls of {tutorial['one_matmul'].median_ms:.3f} ms each"
     )
-    stats = _stats(run)
+    stats = profile_stats(run)
     display(
         tables.Table(
             [
@@ -107,7 +105,7 @@ def show_tutorial(run: Run) -> None:
             caption=f"per profiled step ({next(iter(tutorial['profiles'].values())).steps} steps)",
         )
     )
-    _show_timelines(
+    show_timelines(
         {
             f"{label}: overlap {stats[label]['overlap'].value:.2f}": profile
             for label, profile in tutorial["profiles"].items()
@@ -122,10 +120,8 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     the pinned copy on a side stream ran beside the kernel, whether the pinned copy on the
     current stream overlapped, and how long the host sat in ``cudaMemcpyAsync`` for a pageable
     copy (ms, and as a multiple of the GPU copy).
-
-    Taught in 03_streams_and_overlap.
     """
-    stats = _stats(run)
+    stats = profile_stats(run)
     pinned_side, pinned_current = stats["pinned, side stream"], stats["pinned, current stream"]
     pageable_side, pageable_current = (
         stats["pageable, side stream"],
@@ -136,7 +132,7 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     see.say(
         f"With a pinned source on a side stream the copy ran beside the kernel for "
         f"{pinned_side['overlap'].value:.0%} of {whose} time (overlap ratio {pinned_side['overlap']}"
-        f"{_steps(pinned_side['overlap'])})."
+        f"{steps_note(pinned_side['overlap'])})."
     )
     see.say(
         "With a pinned source on the current stream the copy and the kernels shared one lane, and "
@@ -145,7 +141,7 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
             if pinned_current["overlap"].value < DOES_NOT
             else "still overlapped"
         )
-        + f" (overlap ratio {pinned_current['overlap']}{_steps(pinned_current['overlap'])})."
+        + f" (overlap ratio {pinned_current['overlap']}{steps_note(pinned_current['overlap'])})."
     )
     side_held, current_held = pageable_side["held"].value, pageable_current["held"].value
     times = (
@@ -166,7 +162,7 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
         f"{pageable_current['overlap'].value:.2f} (current stream)"
         + (
             f", medians of {pageable_side['held'].samples} profiled steps."
-            if _steps(pageable_side["held"])
+            if steps_note(pageable_side["held"])
             else "."
         )
     )
@@ -185,7 +181,9 @@ def _range_ms(profile: trace.Profile, name: str) -> float:
 PINNED_RELIABLE = "Pinned memory is the reliable way to overlap (either launch order)"
 
 
-def _pinned_both(stats: dict[str, dict[str, Any]], run: Run) -> tuple[str, claims.Comparison]:
+def pinned_in_both_orders(
+    stats: dict[str, dict[str, Any]], run: Run
+) -> tuple[str, claims.Comparison]:
     """Whether a pinned copy overlaps in both launch orders: the deciding comparison, named, and
     judged as the claim ``PINNED_RELIABLE`` (the claims table and the sentence read it)."""
     name, deciding = analysis.weakest(
@@ -201,13 +199,11 @@ def show_launch_order(run: Run) -> None:
     """Section 4's results: the pageable copy's timing, the kernel's length, a table of the four
     cases (overlap ratio; GPU copy and host-in-cudaMemcpyAsync times per step in ms; host time over
     copy time) and the first step of each as a timeline with its labelled ranges. Returns nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     order = run.value
     print(order["pageable_copy"])
     print(f"kernel: {order['matmuls']} matmuls of {order['one_matmul'].median_ms:.3f} ms each")
-    stats = _stats(run)
+    stats = profile_stats(run)
     steps = next(iter(order["profiles"].values())).steps
     display(
         tables.Table(
@@ -232,7 +228,7 @@ def show_launch_order(run: Run) -> None:
             "cudaMemcpyAsync over the GPU copy's",
         )
     )
-    _show_timelines(
+    show_timelines(
         {
             f"{label} (first of {profile.steps} steps): overlap {stats[label]['overlap'].value:.2f}": analysis.steps_of(
                 profile
@@ -249,13 +245,11 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
     """A ``claims.WhatWeSee`` of what section 4 shows (sentences built from its numbers): how long a
     pageable copy held the host (ms, and as a multiple of the GPU copy), its overlap in either
     launch order, and a pinned copy's host time (us) and overlap in both orders.
-
-    Taught in 03_streams_and_overlap.
     """
-    stats = _stats(run)
+    stats = profile_stats(run)
     pageable_kf, pageable_cf = stats["pageable, kernel first"], stats["pageable, copy first"]
     pinned_kf, pinned_cf = stats["pinned, kernel first"], stats["pinned, copy first"]
-    pinned_both = _pinned_both(stats, run)
+    pinned_both = pinned_in_both_orders(stats, run)
     s1_copy = _range_ms(run.value["profiles"]["pageable, copy first"], "S1 copy")
     see = claims.WhatWeSee(NOTEBOOK, run)
     see.say(
@@ -268,7 +262,7 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
     see.say(
         f"Launched after the kernel, the pageable copy {beside}, with an overlap ratio of "
         f"{pageable_kf['overlap'].value:.2f} (the share of the shorter one's time"
-        f"{_steps(pageable_kf['overlap'])}); launched before the kernel, {pageable_cf['overlap'].value:.2f}"
+        f"{steps_note(pageable_kf['overlap'])}); launched before the kernel, {pageable_cf['overlap'].value:.2f}"
         + (
             ": the host could not launch the kernel until the copy was (nearly) done."
             if pageable_cf["overlap"].value < DOES_NOT
@@ -276,16 +270,17 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
         )
     )
     name, deciding = pinned_both
-    verdict = {
-        claims.HOLDS: f"both orders overlap (above {OVERLAPS}).",
-        claims.BORDERLINE: f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value}).",
-        claims.DOES_NOT_HOLD: f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value}).",
-    }
+    verdict = claims.worded(
+        claims.stated(deciding, run),
+        f"both orders overlap (above {OVERLAPS}).",
+        f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value}).",
+        f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value}).",
+    )
     see.say(
         f"With a pinned source the host spent at most "
         f"{max(pinned_kf['host_in_memcpy_us'], pinned_cf['host_in_memcpy_us']):.0f} us in `cudaMemcpyAsync`, and "
         f"the overlap ratio was {pinned_kf['overlap'].value:.2f} (kernel first) and "
-        f"{pinned_cf['overlap'].value:.2f} (copy first): {verdict[claims.stated(deciding, run)]}"
+        f"{pinned_cf['overlap'].value:.2f} (copy first): {verdict}"
     )
     return see
 
@@ -293,7 +288,7 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 5. prefetching
 
 
-def _prefetch(run: Run) -> dict[str, Any]:
+def prefetch(run: Run) -> dict[str, Any]:
     """The double-buffering numbers: copy ``c`` and compute ``k`` of one batch (claims.Values,
     s), the speed-up (serial loop time over prefetching loop time), the best speed-ups for N
     batches and for many, the share of the possible gain obtained, and per loop the share of the
@@ -357,11 +352,9 @@ def show_prefetching(run: Run) -> None:
     they give the same results, the measured speed-up against the best possible for N batches and
     for many (as multiples), the share of that gain obtained, and both loops' timelines. Returns
     nothing.
-
-    Taught in 03_streams_and_overlap.
     """
     db = run.value
-    p = _prefetch(run)
+    p = prefetch(run)
     print(db["copy"])
     print(db["compute"], f"({db['matmuls_per_batch']} matmuls + a sum)")
     print(db["serial"])
@@ -387,7 +380,7 @@ def show_prefetching(run: Run) -> None:
             f"the speed-up is above the best possible for {p['n']} batches, computed from c and k measured apart, "
             f"so one side of that comparison is off{_beyond_bound(run, p)}"
         )
-    _show_timelines(
+    show_timelines(
         {f"{loop} loop": db[f"{loop} trace"] for loop in ("serial", "prefetched")},
         f"{p['n']} batches, serial and prefetched",
         run,
@@ -400,10 +393,8 @@ def see_prefetching(run: Run) -> claims.WhatWeSee:
     """A ``claims.WhatWeSee`` of what section 5 shows (sentences built from its numbers): whether both
     loops give the same results, how much of the copies' time ran beside the compute in each
     loop's trace, and the speed-up against the best the copy and compute times allow.
-
-    Taught in 03_streams_and_overlap.
     """
-    db, p = run.value, _prefetch(run)
+    db, p = run.value, prefetch(run)
     n, c, k, speedup, ideal, ideal_n = (
         p["n"],
         p["c"],

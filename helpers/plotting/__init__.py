@@ -6,15 +6,13 @@ binary prefixes; every title names the machine the numbers come from.
 One module per job, each name re-exported here (``plotting.timeline`` as before):
 ``charts`` (axes, curves and bars), ``timeline`` (what ran on each stream, from a profile),
 ``before_after`` (what each rank holds around a collective, 06).
-
-Taught in 00_start_here (how to read them) and used by every notebook.
 """
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from .before_after import BEFORE_AFTER_MAX_WIDTH_IN, _value_lines, draw_before_after
+from .before_after import BEFORE_AFTER_MAX_WIDTH_IN, draw_before_after
 from .charts import (
     bandwidth_vs_size,
     bars_with_ratios,
@@ -38,5 +36,5 @@ __all__ = [
     "timeline",
     "timelines",
 ]
-# plt and _value_lines stay reachable as plotting.plt and plotting._value_lines (tests use them).
-_ = (plt, _value_lines)
+# plt stays reachable as plotting.plt (tests use it).
+_ = plt

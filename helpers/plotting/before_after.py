@@ -105,8 +105,6 @@ def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: st
     ranks than fit in ``BEFORE_AFTER_MAX_WIDTH_IN`` inches the ranks wrap into blocks (ranks 0-3,
     then 4-7), so the text keeps its size for 2, 4 or 8 ranks. Returns the matplotlib Figure,
     with one Axes per collective and rank.
-
-    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(collectives, Mapping) or not collectives:
         raise ValueError(

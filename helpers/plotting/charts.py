@@ -2,8 +2,6 @@
 
 Conventions: bandwidth in decimal GB/s on every axis that shows it; sizes on a log axis with
 binary prefixes; every title names the machine the numbers come from.
-
-Taught in 00_start_here (how to read them) and used by every notebook.
 """
 
 from __future__ import annotations
@@ -21,10 +19,7 @@ from ..timing import format_bytes
 
 
 def machine_title(what: str, machine: str, live: bool | None = None) -> str:
-    """A title that says the machine: ``'H2D bandwidth - 1xNVIDIA-H100 (replayed)'``.
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """A title that says the machine: ``'H2D bandwidth - 1xNVIDIA-H100 (replayed)'``."""
     if not isinstance(what, str) or not isinstance(machine, str):
         raise TypeError("machine_title needs two strings: what is plotted, and the machine name")
     suffix = "" if live is None else (" (live)" if live else " (replayed)")
@@ -93,8 +88,6 @@ def size_axis(
 ) -> Axes:
     """Make ``axis`` ("x" or "y") of ``ax`` a log2 axis of sizes in bytes, ticks labelled with
     binary prefixes (1 KiB, 64 MiB, 1 GiB), never 6x10^1. Returns ``ax``.
-
-    Used by the lessons (helpers/lessons/).
     """
     target, set_scale = _one_axis(ax, axis, "size_axis")
     set_scale("log", base=2)
@@ -108,8 +101,6 @@ def size_axis(
 def log_axis(ax: Axes, axis: str = "y") -> Axes:
     """Make ``axis`` ("x" or "y") of ``ax`` a log10 axis labelled with plain numbers (1, 2, 5, 10,
     20, 50 ...), never 6x10^1; keeps the axis label. Returns ``ax``.
-
-    Used by the lessons (helpers/lessons/).
     """
     target, set_scale = _one_axis(ax, axis, "log_axis")
     set_scale("log")
@@ -153,8 +144,6 @@ def bandwidth_vs_size(
     ``ceiling_gbps`` draws a dashed horizontal line (e.g. the link's measured ceiling).
     ``groups`` (series label -> group label) draws the series of a group in one colour with one
     legend entry, "group (n)", so twelve GPU pairs read as one or two kinds of link.
-
-    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(series, Mapping) or not series:
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
@@ -220,10 +209,7 @@ def bars_with_ratios(
     baseline: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """Bars, each labelled with its value and its ratio to ``baseline`` (the first bar by default).
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """Bars, each labelled with its value and its ratio to ``baseline`` (the first bar by default)."""
     if not isinstance(values, Mapping) or not values:
         raise ValueError("bars_with_ratios needs at least one value: {'label': number}")
     _numbers(list(values.values()), "bars_with_ratios values")
@@ -257,10 +243,7 @@ def grouped_bars(
     ylabel: str,
     ax: Axes | None = None,
 ) -> Axes:
-    """Grouped bars: ``{group: {series: value}}``, one colour per series, values written on top.
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """Grouped bars: ``{group: {series: value}}``, one colour per series, values written on top."""
     if not groups:
         raise ValueError("grouped_bars needs at least one group: {'group': {'series': value}}")
     series = list(dict.fromkeys(s for g in groups.values() for s in g))

@@ -3,8 +3,6 @@
 The drawing half of ``trace``: lanes per stream, one colour per kind of slice (kernel, each
 copy direction, runtime calls, host waits). Part of ``plotting`` (re-exported there), where the lessons
 call it (``plotting.timeline``, ``plotting.timelines``).
-
-Taught in 00_start_here (how to read them) and used by every notebook.
 """
 
 from __future__ import annotations
@@ -205,8 +203,6 @@ def timeline(
     "GPU 0: stream 13" (the profiler's id), or as ``stream_names`` ({id: name}) says. Time runs from 0 at the earliest slice drawn, in us or ms (``unit='auto'`` picks
     ms for spans over 2 ms). Slices shorter than 0.2% of the span are drawn that wide so they
     stay visible. Returns the Axes. To compare several traces, use ``timelines``.
-
-    Used by the lessons (helpers/lessons/).
     """
     intervals = _check_timeline_input(intervals, title, unit)
     lanes = _lanes_or_error(intervals, include_host, ranges, stream_names)
@@ -245,8 +241,6 @@ def timelines(
     the same colour is the same kind of work in every panel. ``title`` (the machine's, from
     ``machine_title``) heads the figure. ``stream_names`` names GPU lanes as in ``timeline``.
     Returns the Figure.
-
-    Used by the lessons (helpers/lessons/).
     """
     if not isinstance(panels, Mapping) or not panels:
         raise ValueError("timelines needs at least one panel: {'panel title': run.value.intervals}")

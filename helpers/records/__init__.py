@@ -26,8 +26,6 @@ The package holds one module per job: ``fingerprints``, ``header``, ``store`` (s
 ``checksums`` (the sha256 of every recorded file), ``footprints`` (the memory each notebook needs), ``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
 ``validation``, ``staleness`` and ``export`` (``results/index.jsonl``). Everything public is
 imported here, so notebooks, tools and tests write ``records.run_or_replay``.
-
-Taught in 00_start_here.
 """
 
 from .checksums import CHECKSUMS, write_checksums

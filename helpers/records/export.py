@@ -10,7 +10,7 @@ from typing import Any
 from .. import config, hardware, timing
 from .machines import machine_folders
 from .store import load
-from .validation import _DEVICE_CLOCKS, _leaves
+from .validation import DEVICE_CLOCKS, leaves
 
 INDEX_NAME = "index.jsonl"
 
@@ -18,8 +18,6 @@ INDEX_NAME = "index.jsonl"
 def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``
     (kind, name, value, unit, spread, verdict and any extra keys).
-
-    Used by records.figure_rows, claims.ClaimsTable and claims.WhatWeSee.
     """
     m = header["machine"]
     row = {
@@ -47,16 +45,14 @@ def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
 def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
     """One ``figure`` row per timing in every recording, in the index's order: GB/s for a device-timed copy (with its
     bytes), else seconds per call; the spread is the timing's IQR over its median.
-
-    Used by the course's tools (tools/replay_all.py).
     """
     rows = []
     for path in [p for folder in machine_folders(root) for p in sorted(folder.glob("*/*.json"))]:
         header, value = load(path)
-        for where, t in _leaves(value):
+        for where, t in leaves(value):
             if not isinstance(t, timing.Timing):
                 continue
-            rate = bool(t.nbytes) and t.method in _DEVICE_CLOCKS
+            rate = bool(t.nbytes) and t.method in DEVICE_CLOCKS
             rows.append(
                 index_row(
                     header,
@@ -79,10 +75,7 @@ def _sort_key(row: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def read_index(root: Path | None = None, kind: str | None = None) -> list[dict[str, Any]]:
-    """The rows of ``results/index.jsonl`` (of one ``kind``, 'figure' or 'claim', if given).
-
-    Used by the course's tools (tools/replay_all.py).
-    """
+    """The rows of ``results/index.jsonl`` (of one ``kind``, 'figure' or 'claim', if given)."""
     path = (root or config.results_dir()) / INDEX_NAME
     if not path.exists():
         return []
@@ -91,10 +84,7 @@ def read_index(root: Path | None = None, kind: str | None = None) -> list[dict[s
 
 
 def write_index(rows: Iterable[Mapping[str, Any]], root: Path | None = None) -> Path:
-    """Write ``results/index.jsonl``, one sorted JSON object a line; return its path.
-
-    Used by the course's tools (tools/replay_all.py).
-    """
+    """Write ``results/index.jsonl``, one sorted JSON object a line; return its path."""
     path = (root or config.results_dir()) / INDEX_NAME
     text = "".join(json.dumps(row, allow_nan=True) + "\n" for row in sorted(rows, key=_sort_key))
     path.write_text(text)

@@ -25,11 +25,11 @@ from typing import Any
 # calls; only experiments that pass "auto" (00 and 01, re-recorded with it) measure differently; an experiment
 # that passes a number measures as before, so no recording changes.
 MEASURING_VERSION = 1
-MEASURING_CODE = "202d72a91a32e934"
+MEASURING_CODE = "79dc64a48c71bdce"
 _MEASURING_MODULES = ("timing", "trace", "distributed")
 
 
-def _definition_node(source: str) -> ast.FunctionDef:
+def definition_node(source: str) -> ast.FunctionDef:
     tree = ast.parse(textwrap.dedent(source))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -58,10 +58,7 @@ def _canonical(node: Any) -> str:
 
 
 def free_names(node: ast.AST) -> set[str]:
-    """Names a function reads that it does not bind itself: its globals (and builtins).
-
-    Used by records.fingerprint (what a fingerprint follows).
-    """
+    """Names a function reads that it does not bind itself: its globals (and builtins)."""
     bound: set[str] = set()
     read: set[str] = set()
     for sub in ast.walk(node):
@@ -87,12 +84,10 @@ def fingerprint_source(source: str, reached: Mapping[str, str] | None = None) ->
 
     Reformatting or editing comments keeps it; changing the code of the experiment or of any
     function it calls changes it; the Python version does not matter.
-
-    Used by records.fingerprint and records.experiments_in_notebook.
     """
-    parts = [f"measuring code v{MEASURING_VERSION}", _canonical(_definition_node(source))]
+    parts = [f"measuring code v{MEASURING_VERSION}", _canonical(definition_node(source))]
     parts += [
-        f"{name} = {_canonical(_definition_node(src))}"
+        f"{name} = {_canonical(definition_node(src))}"
         for name, src in sorted((reached or {}).items())
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
@@ -111,8 +106,6 @@ def check_experiment(fn: Any) -> None:
     """Raise ``TypeError`` unless ``fn`` is a function defined with ``def`` at the top of a
     cell or module: a lambda, a ``functools.partial``, a method or a closure keeps part of
     what it does out of its source, where no recording could check it.
-
-    Used by records.fingerprint.
     """
     what = (
         "pass a function defined with def at the top of a notebook cell, and give it its "
@@ -139,7 +132,7 @@ def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
     todo = [fn]
     while todo:
         current = todo.pop()
-        for name in sorted(free_names(_definition_node(_source_of(current)))):
+        for name in sorted(free_names(definition_node(_source_of(current)))):
             obj = current.__globals__.get(name)
             if (
                 name in reached
@@ -155,10 +148,7 @@ def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
 
 
 def fingerprint(fn: Callable[..., Any]) -> str:
-    """Fingerprint of an experiment function as it is now (see ``fingerprint_source``).
-
-    Used by records.run_or_replay.
-    """
+    """Fingerprint of an experiment function as it is now (see ``fingerprint_source``)."""
     check_experiment(fn)
     return fingerprint_source(_source_of(fn), _reached_functions(fn))
 
@@ -178,9 +168,6 @@ def measuring_code_hash() -> str:
     """Hash of the measuring modules' code (``timing``, ``trace``, ``distributed``), without
     docstrings and comments: a test compares it with ``MEASURING_CODE``, and
     ``make measuring-code`` sets ``MEASURING_CODE`` to it.
-
-    Used by records.write_measuring_code and the course's tests (test_recordings_trust.py
-    compares it with ``MEASURING_CODE``).
     """
     digest = hashlib.sha256()
     for path in _measuring_files():
@@ -208,8 +195,6 @@ def write_measuring_code(path: Path | None = None) -> str:
 
     Run it (``make measuring-code``) after deciding, for a change to timing, trace or
     distributed, whether ``MEASURING_VERSION`` must be bumped too.
-
-    Used by the course's tests (test_recordings_trust.py checks it writes the hash).
     """
     path = path or Path(__file__)
     new = measuring_code_hash()

@@ -21,17 +21,14 @@ HEADER_KEYS = (
 
 
 @functools.lru_cache(maxsize=1)
-def _machine() -> dict[str, Any]:
+def describe_machine() -> dict[str, Any]:
     return hardware.describe()
 
 
 def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]) -> dict[str, Any]:
-    """What a recording says about where it came from: machine, versions, date, commit, parameters.
-
-    Used by records.save and records.run_or_replay.
-    """
+    """What a recording says about where it came from: machine, versions, date, commit, parameters."""
     return {
-        "machine": dict(_machine()),
+        "machine": dict(describe_machine()),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "commit": config.course_commit(),
         "quick": config.quick_mode(),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from .. import codec, timing
-from .fingerprints import _definition_node, fingerprint_source, free_names
+from .fingerprints import definition_node, fingerprint_source, free_names
 
 _PARAM_BUILTINS = {
     f.__name__: f
@@ -51,8 +51,6 @@ class NotebookExperiment:
 
     ``params`` are the full-size parameters worked out from the notebook's text (None when
     they cannot be); ``problems`` lists what keeps the call from being checked.
-
-    Used by records.experiments_in_notebook.
     """
 
     name: str
@@ -206,7 +204,7 @@ class _NotebookReader:
         reached: dict[str, str] = {}
         todo = [function]
         while todo:
-            for used in sorted(free_names(_definition_node(self.functions[todo.pop()]))):
+            for used in sorted(free_names(definition_node(self.functions[todo.pop()]))):
                 if used in self.functions and used != function and used not in reached:
                     reached[used] = self.functions[used]
                     todo.append(used)
@@ -219,10 +217,7 @@ class _NotebookReader:
 
 
 def experiments_in_notebook(path: Path | str) -> dict[str, NotebookExperiment]:
-    """Every ``run_or_replay`` call in a notebook, read from its text without running it.
-
-    Used by records.replay_plan, records.check_recordings and the course's tools.
-    """
+    """Every ``run_or_replay`` call in a notebook, read from its text without running it."""
     if not isinstance(path, (str, Path)):
         raise TypeError(
             f"experiments_in_notebook takes a notebook's path, got {type(path).__name__}"

@@ -7,16 +7,13 @@ import dataclasses
 from pathlib import Path
 
 from .. import config, hardware
-from .header import _machine
-from .store import _gpu_total, read_header, recorded_machine_names, recordings_of, rerecord_command
+from .header import describe_machine
+from .store import gpu_total, read_header, recorded_machine_names, recordings_of, rerecord_command
 
 
 @dataclasses.dataclass
 class Choice:
-    """Which recording a replay uses, and the reason in words.
-
-    Used by records.choose_recording.
-    """
+    """Which recording a replay uses, and the reason in words."""
 
     path: Path
     machine: str
@@ -24,7 +21,7 @@ class Choice:
 
 
 def _this_machine_name() -> str | None:
-    return _machine()["machine"] if hardware.gpu_count() else None
+    return describe_machine()["machine"] if hardware.gpu_count() else None
 
 
 def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = None) -> Choice:
@@ -32,8 +29,6 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
 
     ``COURSE_REPLAY_MACHINE`` naming no recorded machine, or one without this experiment, is a
     ``ValueError`` that lists the machines that have it.
-
-    Used by records.run_or_replay and records.replay_plan.
     """
     root = root or config.results_dir()
     candidates = {p.parts[-3]: p for p in recordings_of(notebook, name, gpus, root)}
@@ -68,7 +63,7 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
     if here in candidates:
         return Choice(candidates[here], here, "it is this machine")
     best = max(
-        candidates, key=lambda m: (_gpu_total(candidates[m]), read_header(candidates[m])["date"], m)
+        candidates, key=lambda m: (gpu_total(candidates[m]), read_header(candidates[m])["date"], m)
     )
     reason = (
         "it is the only machine that recorded it"

@@ -30,8 +30,6 @@ class Run:
     """What ``run_or_replay`` gives back: the value, and where and when it was measured.
 
     ``reason`` says, for a replay, why this machine does not measure and why that recording.
-
-    Taught in 06_nccl_point_to_point_and_collectives.
     """
 
     value: Any
@@ -139,8 +137,6 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
     measure with; elsewhere a line on this machine, then the report of the recorded machine its
     replays come from (``COURSE_REPLAY_MACHINE``'s first that recorded the notebook, else the one
     with the most GPUs, then the newest). Each experiment still says where its numbers come from.
-
-    Taught in 01_pinned_memory.
     """
     if hardware.gpu_count():
         here = hardware.describe()
@@ -181,8 +177,6 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
 def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[str, Run]:
     """``{machine: Run}`` for every recorded machine that has ``notebook/name``, each replayed as
     a notebook would replay it there: the value and header of that machine's recording.
-
-    Used by the course's tests (the lessons' analysis is tested on every recording).
     """
     found = {}
     for path in recordings_of(notebook, name, 0, root):
@@ -229,8 +223,6 @@ def run_or_replay(
     Replay: ``choose_recording`` picks the recording and the first sentence printed says which
     and why. ``gpus=0`` experiments always run live and are never recorded. ``params`` must be
     recordable; that is checked before the experiment runs.
-
-    Taught in 00_start_here.
     """
     _check_arguments(fn, notebook, gpus, params)
     fp = fingerprint(fn)  # refuses lambdas, partials and closures first
@@ -258,8 +250,6 @@ def run_or_replay(
 def replay_plan(notebook_path: Path | str) -> tuple[list[str], list[str], str]:
     """For a notebook on this machine: (experiments that run live, experiments that replay,
     one line saying which machine the replays come from and why, or why none can).
-
-    Used by the lessons (helpers/lessons/).
     """
     path = Path(notebook_path)
     found = experiments_in_notebook(path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .machines import machine_folders
 from .notebook_reader import NotebookExperiment, experiments_in_notebook
-from .store import RecordingError, _gpu_total, read_header, rerecord_command
+from .store import RecordingError, gpu_total, read_header, rerecord_command
 from .validation import GAPS_FILE, recording_gaps, validate_recording
 
 
@@ -17,8 +17,6 @@ from .validation import GAPS_FILE, recording_gaps, validate_recording
 class Problem:
     """One thing wrong with the recordings: where (machine may be None: no machine has it)
     and what, for ``check_recordings``.
-
-    Used by records.check_recordings and records.format_problems.
     """
 
     machine: str | None
@@ -53,7 +51,7 @@ def _check_machine(
     folder: Path, notebook: str, found: Mapping[str, NotebookExperiment]
 ) -> list[str]:
     machine = folder.parent.name
-    gpus_here = _gpu_total(sorted(folder.glob("*.json"))[0])
+    gpus_here = gpu_total(sorted(folder.glob("*.json"))[0])
     try:
         gaps = recording_gaps(folder.parent)
     except RecordingError as err:
@@ -89,9 +87,6 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
     it has the GPUs for that is missing, stale (code, reached functions, measuring version or
     params changed), broken or lacking an attachment; recordings of experiments or notebooks
     that no longer exist; and problems reading the notebook itself. Empty is good.
-
-    Used by records.stale_recordings and the course's tests (every recording matches its
-    notebook).
     """
     if isinstance(notebooks, (str, Path)):
         raise TypeError(
@@ -134,19 +129,13 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
 
 
 def stale_recordings(notebook_path: Path | str, root: Path | None = None) -> list[str]:
-    """``check_recordings`` for one notebook, as lines of text. Empty is good.
-
-    Used by the course's tests (test_records.py).
-    """
+    """``check_recordings`` for one notebook, as lines of text. Empty is good."""
     notebook = Path(notebook_path).stem
     return [p.text for p in check_recordings([notebook_path], root) if p.notebook == notebook]
 
 
 def format_problems(problems: Iterable[Problem]) -> str:
-    """Problems grouped by machine, each group ending with the command that re-records it.
-
-    Used by the course's tests (their failure messages).
-    """
+    """Problems grouped by machine, each group ending with the command that re-records it."""
     groups: dict[str | None, list[Problem]] = {}
     for problem in problems:
         groups.setdefault(problem.machine, []).append(problem)

@@ -18,20 +18,14 @@ from .machines import machine_folders
 
 
 class RecordingError(ValueError):
-    """A recording that cannot be read: the message names the file and how to re-record it.
-
-    Used by records.load, records.read_header and records.validate_recording.
-    """
+    """A recording that cannot be read: the message names the file and how to re-record it."""
 
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
 def recording_path(machine: str, notebook: str, name: str, root: Path | None = None) -> Path:
-    """``results/<machine>/<notebook>/<name>.json``.
-
-    Used by records.save.
-    """
+    """``results/<machine>/<notebook>/<name>.json``."""
     for label, part in (("machine", machine), ("notebook", notebook), ("name", name)):
         if not isinstance(part, str) or not _SAFE_NAME.fullmatch(part) or ".." in part:
             raise ValueError(
@@ -50,10 +44,7 @@ def save(
     params: dict[str, Any] | None = None,
     root: Path | None = None,
 ) -> Path:
-    """Save an experiment's result with its environment header; return the file written.
-
-    Used by records.run_or_replay.
-    """
+    """Save an experiment's result with its environment header; return the file written."""
     header = environment_header(notebook, name, fp, params or {})
     path = recording_path(header["machine"]["machine"], notebook, name, root)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,11 +63,7 @@ def save(
 
 
 def rerecord_command(machine: str | None, notebooks: Iterable[str]) -> str:
-    """The commands that re-record ``notebooks`` on a machine like ``machine``.
-
-    Used by records.load, records.choose_recording and records.format_problems (in
-    their messages).
-    """
+    """The commands that re-record ``notebooks`` on a machine like ``machine``."""
     names = " ".join(f"notebooks/{nb}.ipynb" for nb in sorted(set(notebooks)))
     where = f"on a {machine} machine" if machine else "on a GPU machine with enough GPUs"
     archive = f"gpu-results-{machine or '<machine>'}.tar.gz"
@@ -119,10 +106,7 @@ def _fix(path: Path) -> str:
 
 
 def read_header(path: Path | str) -> dict[str, Any]:
-    """A recording's environment header, checked (``RecordingError`` names the file otherwise).
-
-    Used by records.choose_recording and records.check_recordings.
-    """
+    """A recording's environment header, checked (``RecordingError`` names the file otherwise)."""
     return _read_record(Path(path))["header"]
 
 
@@ -161,7 +145,7 @@ def _attached(raw: Any) -> list[str]:
     return [name for item in raw.values() for name in _attached(item)]
 
 
-def _gpu_total(path: Path) -> int:
+def gpu_total(path: Path) -> int:
     """How many GPUs the machine that made a recording had."""
     return len(read_header(path)["machine"].get("gpus") or [])
 
@@ -174,7 +158,7 @@ def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = N
     found = []
     for folder in machine_folders(root):
         path = folder / notebook / f"{name}.json"
-        if path.is_file() and _gpu_total(path) >= gpus:
+        if path.is_file() and gpu_total(path) >= gpus:
             found.append(path)
     return found
 

@@ -18,37 +18,37 @@ from .store import RecordingError, load
 
 # Clocks that time the device's work itself. A rate from another clock can describe what moved
 # no bytes (a pinned allocation, a call that returns before its copy) and is not checked.
-_DEVICE_CLOCKS = ("cuda events", "torch.utils.benchmark")
+DEVICE_CLOCKS = ("cuda events", "torch.utils.benchmark")
 _LEAVES = (timing.Timing, trace.Interval, codec.Attachment)
 
 
-def _leaves(value: Any, where: str = "result") -> Iterable[tuple[str, Any]]:
+def leaves(value: Any, where: str = "result") -> Iterable[tuple[str, Any]]:
     """(position, object) of every Timing, Interval and Attachment in a decoded result."""
     if isinstance(value, _LEAVES):
         yield where, value
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            yield from _leaves(getattr(value, f.name), f"{where}.{f.name}")
+            yield from leaves(getattr(value, f.name), f"{where}.{f.name}")
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from _leaves(v, f"{where}[{k!r}]")
+            yield from leaves(v, f"{where}[{k!r}]")
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            yield from _leaves(v, f"{where}[{i}]")
+            yield from leaves(v, f"{where}[{i}]")
 
 
 def _attachments(value: Any) -> list[codec.Attachment]:
-    return [leaf for _, leaf in _leaves(value) if isinstance(leaf, codec.Attachment)]
+    return [leaf for _, leaf in leaves(value) if isinstance(leaf, codec.Attachment)]
 
 
 def _bandwidths(value: Any) -> Iterable[tuple[str, int, float]]:
     """(label, bytes, GB/s) of every device-timed Timing with bytes in a decoded result."""
-    for _, t in _leaves(value):
+    for _, t in leaves(value):
         if (
             isinstance(t, timing.Timing)
             and t.nbytes
             and t.median_s > 0
-            and t.method in _DEVICE_CLOCKS
+            and t.method in DEVICE_CLOCKS
         ):
             yield t.label or "a timing", t.nbytes, t.gbps
 
@@ -56,7 +56,7 @@ def _bandwidths(value: Any) -> Iterable[tuple[str, int, float]]:
 def _bad_times(value: Any) -> Iterable[str]:
     """Where a decoded result holds an interval that ends before it starts or at no finite time
     (a Timing with such samples is refused when it is decoded: ``timing.Timing`` checks them)."""
-    for where, leaf in _leaves(value):
+    for where, leaf in leaves(value):
         if isinstance(leaf, trace.Interval) and not (
             math.isfinite(leaf.start_us)
             and math.isfinite(leaf.end_us)
@@ -75,8 +75,6 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
     or, for a copy whose bytes fit in the L2 cache (``hardware.cache_bytes``: it may never
     touch memory), over what the SMs can move through their caches
     (``hardware.cache_ceiling_gbps``).
-
-    Used by records.validate_machine_folder and records.check_recordings.
     """
     path = Path(path)
     try:
@@ -131,9 +129,6 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
 def validate_machine_folder(folder: Path, machine: str) -> list[str]:
     """``validate_recording`` for every recording under ``results/<machine>``, plus the files
     there that are neither a recording nor one's attachment, and any link. Empty is good.
-
-    Used by the course's tools (tools/gpu_run.py checks an archive before
-    unpacking it).
     """
     folder = Path(folder)
     recordings = sorted(folder.glob("*/*.json"))
@@ -175,8 +170,6 @@ def recording_gaps(machine_folder: Path) -> dict[str, str]:
     an experiment is added or changed and no machine of that kind can be lent to record it; a
     listed experiment is not reported missing, and replaying it "on" that machine takes the next
     machine of ``COURSE_REPLAY_MACHINE``'s list, which the notebook names. Empty without the file.
-
-    Used by records.validate_machine_folder and records.check_recordings.
     """
     path = Path(machine_folder) / GAPS_FILE
     if not path.exists():

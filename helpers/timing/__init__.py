@@ -9,8 +9,6 @@ number of bytes moved is given. A wide spread gives a warning instead of a quiet
 | ``cuda_events`` | CUDA events on the current stream | copies and kernels that do not block the host |
 | ``host_clock`` | ``perf_counter`` between two ``synchronize()`` | anything that blocks the host (pageable copies, ``pin_memory()``) |
 | ``benchmark`` | ``torch.utils.benchmark.Timer.adaptive_autorange`` | what the PyTorch tutorial times |
-
-Taught in 04_event_timing (and used from 01_pinned_memory on).
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 and calls per sample, and the GPU hold (``hold_stream``) that keeps the queue ahead of them.
 
 Part of ``timing`` (re-exported there: ``timing.cuda_events``).
-
-Taught in 04_event_timing (and used from 01_pinned_memory on).
 """
 
 from __future__ import annotations
@@ -126,9 +124,6 @@ def _cuda_index(device: Any, what: str) -> int:
 def load_spin_kernel(device: int | str | torch.device | None = None) -> None:
     """Load ``torch.cuda._sleep``'s kernel on ``device`` (None: the current GPU) by running it
     for a few cycles: the first call pays for loading its module (0.3-0.47 s on H200s).
-
-    Used by timing.sleep_cycles_per_us, and by distributed's NCCL ranks while they join their
-    group.
     """
     index = _cuda_index(device, "load_spin_kernel")
     with torch.cuda.device(index):
@@ -138,8 +133,6 @@ def load_spin_kernel(device: int | str | torch.device | None = None) -> None:
 def sleep_cycles_per_us(device: int | str | torch.device | None = None) -> float:
     """How many ``torch.cuda._sleep`` cycles make a microsecond on ``device`` (None: the current
     GPU). Measured once per GPU with CUDA events around a 20-million-cycle spin, then cached.
-
-    Taught in 02_non_blocking.
     """
     index = _cuda_index(device, "sleep_cycles_per_us")
     if index not in _SLEEP_CYCLES_PER_US:
@@ -161,8 +154,6 @@ def hold_stream(microseconds: float, device: int | str | torch.device | None = N
 
     Work queued after it waits on the GPU while the host goes on, the way nvbandwidth and
     p2pBandwidthLatencyTest queue their copies so that launch cost is not timed.
-
-    Taught in 03_streams_and_overlap.
     """
     if not checks.is_number(microseconds):
         raise TypeError(
@@ -203,8 +194,6 @@ def cuda_events(
     from ten calls queued behind a hold, not from one launched call (whose launch gap would make
     a tiny copy look slow and the sample short). Work that ``fn`` puts on other streams is
     only timed if it joins the current stream before returning.
-
-    Taught in 00_start_here.
     """
     _check_counts(fn, repeats, warmup, calls_per_sample)
     _check_target(calls_per_sample, target_s)
@@ -302,10 +291,7 @@ def _events_one_call_s(fn: Callable[[], Any]) -> float:
 
 
 def synchronize_all() -> None:
-    """Wait for every GPU here to finish its queued work (does nothing without CUDA).
-
-    Used by timing.host_clock.
-    """
+    """Wait for every GPU here to finish its queued work (does nothing without CUDA)."""
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             torch.cuda.synchronize(index)
@@ -328,8 +314,6 @@ def host_clock(
     the time of ``calls_per_sample`` calls (default 1) divided by their number; or, given
     ``target_s`` instead, as many calls as make a sample last about ``target_s`` seconds
     (judged from one call timed after the warm-up, at most ``MOST_CALLS_PER_SAMPLE``).
-
-    Taught in 01_pinned_memory.
     """
     _check_counts(fn, repeats, warmup, calls_per_sample)
     _check_target(calls_per_sample, target_s)
@@ -364,8 +348,6 @@ def benchmark(
     """Time ``fn`` with ``torch.utils.benchmark.Timer(...).adaptive_autorange``, as the tutorial does.
 
     The Timer synchronises the GPU around its blocks; each sample is one block's mean per call.
-
-    Taught in 01_pinned_memory.
     """
     _check_counts(fn, 1, 0, 1)
     if not (checks.is_number(min_run_time) and checks.is_number(max_run_time)):
@@ -392,10 +374,7 @@ def benchmark(
 
 
 def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000) -> int:
-    """How many calls make a sample last about ``target_s`` (so event resolution does not matter).
-
-    Taught in 05_device_to_device.
-    """
+    """How many calls make a sample last about ``target_s`` (so event resolution does not matter)."""
     for name, value in (("seconds_per_call", seconds_per_call), ("target_s", target_s)):
         if not checks.is_finite_at_least(value, 0):
             raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
@@ -409,8 +388,6 @@ def verify_copy(expected: torch.Tensor, actual: torch.Tensor, what: str = "copy"
     """Raise ``AssertionError`` unless ``actual`` holds exactly ``expected``'s contents.
 
     Every copy the course times is checked once this way (nvbandwidth checks every copy).
-
-    Taught in 00_start_here.
     """
     if not isinstance(expected, torch.Tensor) or not isinstance(actual, torch.Tensor):
         raise TypeError(

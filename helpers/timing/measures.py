@@ -2,8 +2,6 @@
 sizes and byte counts it is printed with (``sizes_pow2``, ``format_bytes``).
 
 Part of ``timing`` (re-exported there: ``timing.Timing``).
-
-Taught in 04_event_timing (and used from 01_pinned_memory on).
 """
 
 from __future__ import annotations
@@ -19,10 +17,7 @@ NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
 
 
 def format_bytes(nbytes: float) -> str:
-    """``1536`` -> ``'1.5 KiB'``: sizes are said with binary prefixes throughout the course.
-
-    Taught in 05_device_to_device.
-    """
+    """``1536`` -> ``'1.5 KiB'``: sizes are said with binary prefixes throughout the course."""
     if not checks.is_number(nbytes):
         raise TypeError(f"format_bytes takes a number of bytes, got {nbytes!r}")
     nbytes = float(nbytes)
@@ -42,8 +37,6 @@ def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
 
     >>> sizes_pow2(2**10, 2**20, factor=32)
     [1024, 32768, 1048576]
-
-    Taught in 00_start_here.
     """
     smallest, largest = (
         checks.check_size(smallest, "smallest"),
@@ -66,8 +59,6 @@ class Timing:
     ``nbytes`` is the number of bytes one call moves (counted as the experiment says: a peer
     copy counts its size, a same-GPU copy its size read plus written). ``method`` names the
     clock. Samples are kept, so any statistic can be recomputed from a recording.
-
-    Taught in 01_pinned_memory.
     """
 
     samples_s: list[float]

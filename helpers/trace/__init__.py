@@ -17,8 +17,6 @@ intervals into disjoint ones, then add up the time covered by both sets (``overl
 | ``select``, ``count``, ``gpu_work_of`` | the intervals you want; the GPU work of a runtime call |
 | ``merge``, ``covered_us``, ``overlap_us``, ``overlap_ratio``, ``span_us`` | overlap arithmetic (us) |
 | ``host_blocked_us`` | how long the host sat in runtime calls such as ``cudaMemcpyAsync`` |
-
-Taught in 03_streams_and_overlap (and used by the notebooks that show a timeline).
 """
 
 from __future__ import annotations

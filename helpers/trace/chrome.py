@@ -3,8 +3,6 @@
 ``profile(fn)`` runs ``fn`` under ``torch.profiler`` with a schedule and keeps the gzipped
 Chrome trace; ``load_chrome_trace`` and ``intervals_from_chrome_trace`` read one exported
 elsewhere. Part of ``trace`` (re-exported there: ``trace.profile``).
-
-Taught in 03_streams_and_overlap (and used by the notebooks that show a timeline).
 """
 
 from __future__ import annotations
@@ -61,8 +59,6 @@ def load_chrome_trace(path: str | Path) -> dict[str, Any]:
     """Read a Chrome trace file (``.json`` or ``.json.gz``) into ``{"traceEvents": [...]}``.
 
     A file that holds a bare list of events is wrapped in that form, so callers see one shape.
-
-    Used by trace.profile.
     """
     if not isinstance(path, (str, Path)):
         raise TypeError(
@@ -118,8 +114,6 @@ def parse_copy_name(name: str) -> tuple[str | None, str | None, str | None]:
     """``'Memcpy HtoD (Pinned -> Device)'`` -> ``('HtoD', 'Pinned', 'Device')``.
 
     Parts the name does not say are None (``'Memcpy DtoH'`` -> ``('DtoH', None, None)``).
-
-    Used by trace.intervals_from_chrome_trace (the copy kind and memories of a copy).
     """
     if name is not None and not isinstance(name, str):
         raise TypeError(
@@ -189,8 +183,6 @@ def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Inter
     ``trace`` is what ``load_chrome_trace`` returns (or the bare list of events). Only complete
     events (``"ph": "X"``) of the categories torch.profiler writes are kept; times stay in
     microseconds on the trace's clock. The result is sorted by start time.
-
-    Used by trace.profile.
     """
     if isinstance(trace, dict):
         events = trace.get("traceEvents")
@@ -243,8 +235,6 @@ def profile(
     finish within its step. The Chrome trace is written gzipped to a new folder under
     ``config.traces_dir()`` (``build/traces/``) as ``<name>.trace.json.gz`` and kept as
     ``Profile.chrome_trace``: open it in Perfetto after the run.
-
-    Taught in 03_streams_and_overlap.
     """
     if not callable(fn):
         raise TypeError(

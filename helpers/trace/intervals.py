@@ -4,8 +4,6 @@
 ``relative`` choose; ``merge``, ``covered_us``, ``overlap_us``, ``overlap_ratio``, ``span_us``
 and ``host_blocked_us`` add up time the way Meta's Holistic Trace Analysis does. Part of
 ``trace`` (re-exported there: ``trace.overlap_us``).
-
-Taught in 03_streams_and_overlap (and used by the notebooks that show a timeline).
 """
 
 from __future__ import annotations
@@ -39,8 +37,6 @@ class Interval:
     'PtoP') and the memory at each end (``src_memory``/``dst_memory``: 'Pageable', 'Pinned',
     'Device', ...), read from the copy's name. A peer copy sits on the lane of ``device`` and
     says its ends in ``src_device``/``dst_device``.
-
-    Used by the lessons (helpers/lessons/).
     """
 
     kind: str
@@ -77,8 +73,6 @@ class Profile:
     ``chrome_trace`` is the gzipped Chrome trace (open it in https://ui.perfetto.dev); it is
     copied beside a recording when the profile is saved, and may be None. ``steps`` is the
     number of profiled (active) steps.
-
-    Taught in 03_streams_and_overlap.
     """
 
     intervals: list[Interval]
@@ -132,8 +126,6 @@ def select(
 
     ``kind``: one of ``KINDS`` or several; ``name``: a substring of the name (case matters);
     ``device``/``stream``: GPU index and stream id; ``copy_kind``: 'HtoD', 'DtoH', 'DtoD', 'PtoP'.
-
-    Used by the lessons (helpers/lessons/).
     """
     intervals = _check_intervals(intervals)
     kinds = _kind_set(kind)
@@ -161,10 +153,7 @@ def select(
 def count(
     intervals: Sequence[Interval], kind: str | Iterable[str] | None = None, name: str | None = None
 ) -> int:
-    """How many intervals have this ``kind`` and a name containing ``name``.
-
-    Taught in 02_non_blocking.
-    """
+    """How many intervals have this ``kind`` and a name containing ``name``."""
     return len(select(intervals, kind=kind, name=name))
 
 
@@ -173,9 +162,6 @@ def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> 
 
     ``runtime_call`` is a 'runtime' Interval, joined on its correlation id; or a name such as
     'cudaMemcpyAsync', which takes every runtime call whose name contains it.
-
-    Used by the course's tests (test_trace.py ties each copy to the runtime call that
-    queued it).
     """
     intervals = _check_intervals(intervals)
     if isinstance(runtime_call, Interval):
@@ -192,10 +178,7 @@ def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> 
 
 
 def relative(intervals: Sequence[Interval], t0: float | None = None) -> list[Interval]:
-    """Copies of the intervals with ``t0`` (default: the earliest start) subtracted from times.
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """Copies of the intervals with ``t0`` (default: the earliest start) subtracted from times."""
     intervals = _check_intervals(intervals)
     if not intervals and t0 is None:
         return []
@@ -237,8 +220,6 @@ def merge(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[flo
     """The time the intervals cover, as sorted, disjoint ``(start_us, end_us)`` pairs.
 
     Nested and overlapping intervals fuse, and so do intervals that touch end to start.
-
-    Used by trace.covered_us, trace.overlap_us and trace.overlap_ratio.
     """
     merged: list[tuple[float, float]] = []
     for start, end in sorted(_spans(intervals)):
@@ -250,10 +231,7 @@ def merge(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[flo
 
 
 def covered_us(intervals: Iterable[Interval | tuple[float, float]]) -> float:
-    """Microseconds during which at least one of the intervals runs (overlaps counted once).
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """Microseconds during which at least one of the intervals runs (overlaps counted once)."""
     return sum(end - start for start, end in merge(intervals))
 
 
@@ -264,8 +242,6 @@ def overlap_us(
 
     Each set is merged first, then the two sorted lists are swept together (as Holistic Trace
     Analysis measures communication/computation overlap).
-
-    Used by the lessons (helpers/lessons/).
     """
     left, right = merge(a), merge(b)
     total, i, j = 0.0, 0, 0
@@ -292,8 +268,6 @@ def overlap_ratio(
     the same overlap by the communication time alone; the two agree whenever ``a`` is the
     communication and the shorter set. For HTA's number, divide ``overlap_us(comm, compute)``
     by ``covered_us(comm)`` yourself.
-
-    Used by the lessons (helpers/lessons/).
     """
     a, b = merge(a), merge(b)
     for label, spans in (("a", a), ("b", b)):
@@ -309,10 +283,7 @@ def overlap_ratio(
 
 
 def span_us(intervals: Iterable[Interval | tuple[float, float]]) -> float:
-    """Microseconds from the earliest start to the latest end.
-
-    Used by the lessons (helpers/lessons/).
-    """
+    """Microseconds from the earliest start to the latest end."""
     spans = _spans(intervals)
     if not spans:
         raise ValueError("span_us needs at least one interval")
@@ -325,8 +296,6 @@ def host_blocked_us(intervals: Sequence[Interval], name: str) -> float:
     E.g. 'cudaMemcpyAsync' (long for a pageable copy, short for a pinned one) or
     'cudaStreamSynchronize'. Calls nested on one thread are counted once; time on different
     threads adds up.
-
-    Taught in 02_non_blocking.
     """
     if not isinstance(name, str) or not name:
         raise TypeError("name must be (part of) a runtime call's name, e.g. 'cudaMemcpyAsync'")
