@@ -9,6 +9,7 @@ all_reduce busbw at 1 GiB.
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import json
 import math
@@ -389,10 +390,10 @@ def test_datamove_streams_the_first_gloo_row_before_the_last_in_nccl_tests_forma
     for line in proc.stdout:
         lines.append(line)
         if done_at_first_row is None and line.strip()[:1].isdigit():
-            # Order, not seconds: -J's file is claimed empty at the start (as nccl-tests opens
-            # it) and written after the last row is measured, so a first row that was only
-            # flushed at the end (not streamed) arrives after the file has its contents.
-            out = tmp_path / "out.json"
+            # Order, not seconds: the second op's JSON document (out.json.0, as nccl-tests
+            # names a second file) is written after its last row is measured, so a first row
+            # that was only flushed at the end (not streamed) arrives after it has its contents.
+            out = tmp_path / "out.json.0"
             done_at_first_row = out.exists() and out.stat().st_size > 0
     assert proc.wait(timeout=600) == 0, proc.stderr.read()
     assert done_at_first_row is False, "the first row came only once every row was measured"
@@ -1260,8 +1261,41 @@ def test_bad_arguments_get_one_line_before_any_work(capsys, monkeypatch, tmp_pat
     if os.access(tmp_path / "ro", os.W_OK) and "ro/" in " ".join(argv):
         pytest.skip("this user (root) can write into a read-only folder")
     started = []
-    for command in ("cmd_collectives", "cmd_doctor"):
-        monkeypatch.setattr(cli, command, lambda a: started.append(a) or 0)
+    for command in ("collectives_cmd.cmd_collectives", "doctor.cmd_doctor"):
+        monkeypatch.setattr(f"helpers.cli.{command}", lambda a: started.append(a) or 0)
     code, out, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv])
     assert code == 2 and not started and out == ""
     assert err.count("\n") == 1 and "Traceback" not in err and says in err, err
+
+
+def test_version_and_help_answer_without_importing_torch():
+    for flag in ("--version", "--help"):
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sys; from helpers import cli\ntry: cli.main([{flag!r}])\n"
+                "except SystemExit: pass\nprint('torch imported' if 'torch' in sys.modules else 'no torch')",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert out.stdout.splitlines()[-1] == "no torch", out.stdout
+        assert ("datamove " if flag == "--version" else "usage: datamove") in out.stdout
+
+
+def test_the_light_help_lists_the_full_parsers_subcommands():
+    def commands(parser):
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return {c.dest: c.help for c in sub._choices_actions}
+
+    assert commands(cli.build_parser(full=False)) == commands(cli.build_parser())
+
+
+def test_a_bad_nvbandwidth_testcase_is_named_before_the_gpus_are_counted(capsys, monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    code, _, err = run(capsys, "nvbandwidth", "-t", "nonexistent")
+    assert code == 2 and "testcase 'nonexistent' is not one datamove measures" in err
+    assert "needs 1 CUDA GPU" not in err

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import config, distributed
+from .. import config
 from .cli_args import (
     SIZE_HELP,
     MiB,
@@ -43,20 +43,28 @@ from .cli_args import (
     parse_tolerance,
     whole,
 )
-from .collectives_cmd import (
-    COLLECTIVE_ITERS,
-    COLLECTIVE_SAMPLES,
-    COLLECTIVE_WARMUP,
-    cmd_collectives,
-)
-from .copy_cmds import LATENCY_BYTES, cmd_copy, cmd_p2p
-from .doctor import cmd_doctor
-from .notebooks_cmd import cmd_notebooks
-from .nvbandwidth_cmd import cmd_nvbandwidth
-from .record_check import ROOT, cmd_check, cmd_record
-from .topo import cmd_topo
+
+# The subcommands' modules import torch (3-4 s): they are imported where the full parser is
+# built, so `datamove --version` and `datamove --help` answer at once.
 
 __all__ = ["UsageError", "build_parser", "main", "version"]
+
+
+# Each subcommand's line in `datamove --help`: the top-level help is built from this alone,
+# without importing torch (or the subcommands' modules, which do).
+COMMANDS = {
+    "h2d": "Host-to-GPU copy bandwidth by size",
+    "d2h": "GPU-to-host copy bandwidth by size",
+    "p2p": "peer matrix: one-way and both-ways GB/s, latency",
+    "nvbandwidth": "the copies under nvbandwidth's testcase names and matrices",
+    "collectives": "collectives in nccl-tests' output and flags (torchrun or spawned ranks)",
+    "doctor": "preflight: GPUs, driver, PCIe links, NUMA, other work, limits, "
+    "peers, NCCL, disk, recordings",
+    "topo": "GPU x GPU links (NVLink, PCIe), NUMA nodes and ceilings, from NVML",
+    "record": "record this GPU machine: GPU tests, every notebook live, results/<machine>/",
+    "check": "compare the headline figures with this machine's recorded baseline",
+    "notebooks": "copy the course's notebooks into a folder, and run them there (--run)",
+}
 
 
 def version() -> str:
@@ -78,10 +86,13 @@ def _output_flags(parser: argparse.ArgumentParser, csv_too: bool = True) -> None
 
 
 def _add_copies(sub: argparse._SubParsersAction) -> None:
+    from .copy_cmds import LATENCY_BYTES, cmd_copy, cmd_p2p
+    from .nvbandwidth_cmd import cmd_nvbandwidth
+
     for name, way in (("h2d", "Host-to-GPU"), ("d2h", "GPU-to-host")):
         copy = sub.add_parser(
             name,
-            help=f"{way} copy bandwidth by size",
+            help=COMMANDS[name],
             description=(
                 f"{way} copy bandwidth on cuda:0, size by size, timed exactly as notebook 01 does: pinned "
                 "copies with CUDA events around copies queued behind a spin kernel, pageable ones with a synchronised "
@@ -115,7 +126,7 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
 
     p2p = sub.add_parser(
         "p2p",
-        help="peer matrix: one-way and both-ways GB/s, latency",
+        help=COMMANDS["p2p"],
         description=(
             "Copies between every pair of GPUs, timed as notebook 05 does: one direction, both directions at once, "
             f"and the latency of a {LATENCY_BYTES}-byte copy. Needs 2 GPUs."
@@ -132,7 +143,7 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
 
     nvb = sub.add_parser(
         "nvbandwidth",
-        help="the copies under nvbandwidth's testcase names and matrices",
+        help=COMMANDS["nvbandwidth"],
         description="nvbandwidth's copy-engine testcases measured by notebooks 01 and 05's "
         "code: a matrix per testcase and its SUM line, or nvbandwidth's JSON (-j).",
     )
@@ -164,9 +175,17 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_collectives(sub: argparse._SubParsersAction) -> None:
+    from .. import distributed
+    from .collectives_cmd import (
+        COLLECTIVE_ITERS,
+        COLLECTIVE_SAMPLES,
+        COLLECTIVE_WARMUP,
+        cmd_collectives,
+    )
+
     coll = sub.add_parser(
         "collectives",
-        help="collectives in nccl-tests' output and flags (torchrun or spawned ranks)",
+        help=COMMANDS["collectives"],
         description=(
             "Time collectives as nccl-tests does and print its output: header, '# Using devices', out-of-place and "
             "in-place groups, each row as it is measured, '# Out of bounds values' and '# Avg bus bandwidth' (exit 1 "
@@ -298,10 +317,14 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_machine(sub: argparse._SubParsersAction) -> None:
+    from .doctor import cmd_doctor
+    from .notebooks_cmd import cmd_notebooks
+    from .record_check import ROOT, cmd_check, cmd_record
+    from .topo import cmd_topo
+
     doctor = sub.add_parser(
         "doctor",
-        help="preflight: GPUs, driver, PCIe links, NUMA, other work, limits, "
-        "peers, NCCL, disk, recordings",
+        help=COMMANDS["doctor"],
         description="Check this machine before a workshop or "
         "a GPU CI job. Each check is pass / warn / FAIL with the fix; exit 1 on a FAIL. "
         "Without a GPU it says 'CPU only: the notebooks replay' and exits 0.",
@@ -320,7 +343,7 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
 
     topo = sub.add_parser(
         "topo",
-        help="GPU x GPU links (NVLink, PCIe), NUMA nodes and ceilings, from NVML",
+        help=COMMANDS["topo"],
         description="What connects each pair of GPUs (NVLink with its link count, or the PCIe "
         "path as nvidia-smi topo -m names it), each GPU's PCIe link and NUMA node, and the "
         "ceiling in GB/s each link allows. Without a GPU it says so.",
@@ -330,7 +353,7 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
 
     record = sub.add_parser(
         "record",
-        help="record this GPU machine: GPU tests, every notebook live, results/<machine>/",
+        help=COMMANDS["record"],
         description=(
             "The contributor's run on a GPU machine (tools/gpu_run.py): the GPU tests, every notebook executed live at "
             "full size with recording on, results/<machine>/ and an archive with the executed notebooks, then the "
@@ -355,7 +378,7 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
 
     check = sub.add_parser(
         "check",
-        help="compare the headline figures with this machine's recorded baseline",
+        help=COMMANDS["check"],
         description=(
             "Measure pinned H2D and D2H at 256 MiB, the cuda:0 -> cuda:1 copy at 256 MiB and all_reduce busbw at the "
             "largest size and most ranks notebook 06 recorded, and compare them with this machine's rows in "
@@ -373,7 +396,7 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
 
     notebooks = sub.add_parser(
         "notebooks",
-        help="copy the course's notebooks into a folder, and run them there (--run)",
+        help=COMMANDS["notebooks"],
         description="Copy the notebooks of the installed course into FOLDER (a copy already there "
         "is kept unless --force), then open them with Jupyter, or run them here with --run "
         "(needs the notebooks extra: pip install 'moving-data-course[notebooks]'). Each "
@@ -393,8 +416,9 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
     notebooks.set_defaults(func=cmd_notebooks)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``datamove`` argument parser with its subcommands and ``--version``."""
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The ``datamove`` argument parser with its subcommands and ``--version``; with ``full``
+    False, the subcommands' names and lines alone (``COMMANDS``), which imports no torch."""
     parser = Parser(
         prog="datamove",
         description="Measure how data moves on this machine, with the course's own "
@@ -405,6 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=Parser
     )
+    if not full:
+        for name, line in COMMANDS.items():
+            sub.add_parser(name, help=line)
+        return parser
     _add_machine(sub)
     _add_copies(sub)
     _add_collectives(sub)
@@ -416,6 +444,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``datamove`` with ``argv`` (default: the command line); return the exit status:
     0 done, 1 a check failed (FAIL, #wrong, regression), 2 a request that cannot be served.
     """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help", "--version"):
+        build_parser(full=False).parse_args(argv)  # prints the help or the version and exits
+    from .. import distributed
+
     args = build_parser().parse_args(argv)
     args.version = args.version_text
     try:

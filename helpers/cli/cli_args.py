@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import distributed, hardware, timing
-
 MiB, GiB = 2**20, 2**30
 
 # "K", "M", "G", "T" alone are binary, as nccl-tests reads them (-e 128M is 128 MiB).
@@ -91,6 +89,8 @@ def size_range(
     """nccl-tests' sizes: from ``smallest`` to ``largest``, times ``factor`` (-f) or plus ``step``
     bytes (-i) each time; bytes.
     """
+    from .. import timing  # here: importing them imports torch
+
     where = f"{text!r}: " if text else ""
     if largest < smallest:
         raise ValueError(
@@ -127,6 +127,8 @@ def parse_tolerance(text: str) -> float:
 
 def parse_ops(text: str) -> list[str]:
     """``"all_reduce,all_gather"`` or ``"all"`` -> a list of names from ``distributed.COLLECTIVE_OPS``."""
+    from .. import distributed  # here: importing them imports torch
+
     if text.strip() == "all":
         return list(distributed.COLLECTIVE_OPS)
     ops = [op.strip() for op in text.split(",") if op.strip()]
@@ -176,6 +178,8 @@ def argtype(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def need_gpus(n: int, why: str = "") -> None:
     """Raise ``UsageError`` unless this machine has ``n`` CUDA GPUs."""
+    from .. import hardware  # here: importing them imports torch
+
     have = hardware.gpu_count()
     if have < n:
         raise UsageError(
@@ -190,6 +194,8 @@ def parse_ranks(text: str) -> int:
 
     Used by the command line (datamove).
     """
+    from .. import distributed  # here: importing them imports torch
+
     ranks = whole(1)(text)
     if ranks > distributed.MAX_WORLD_SIZE:
         raise ValueError(
@@ -204,6 +210,8 @@ def parse_seconds(text: str) -> float:
 
     Used by the command line (datamove).
     """
+    from .. import distributed  # here: importing them imports torch
+
     try:
         seconds = float(text)
     except ValueError:

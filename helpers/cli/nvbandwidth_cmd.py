@@ -351,13 +351,13 @@ def cmd_nvbandwidth(args: argparse.Namespace) -> int:
     if args.list:
         say(_list_text())
         return 0
-    need_gpus(1)
-    try:
+    try:  # the names first: a bad one is the user's to fix on any machine
         cases = (
             [find_testcase(name) for name in args.testcase] if args.testcase else list(TESTCASES)
         )
     except ValueError as err:
         raise UsageError(str(err)) from None
+    need_gpus(1)
     nbytes, gpus, verbose = args.buffer_size * MiB, hardware.gpu_count(), bool(args.verbose)
     facts = header(args.version)
     report: dict[str, Any] = {"nvbandwidth": {**json_header(facts), "testcases": []}}
