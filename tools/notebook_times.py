@@ -144,7 +144,15 @@ def _seconds(value: float | None) -> str:
 
 
 def _machines(results: Path) -> list[str]:
-    return sorted(p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith("."))
+    """The machines' folders, less hidden ones and a kind that only says why it was not
+    recorded (a folder holding gaps.json alone)."""
+    return sorted(
+        p.name
+        for p in results.iterdir()
+        if p.is_dir()
+        and not p.name.startswith(".")
+        and {c.name for c in p.iterdir()} - {"gaps.json"}
+    )
 
 
 def _times(results: Path, machine: str, mode: str) -> dict:
