@@ -342,7 +342,9 @@ def test_the_hazard_checks_and_sentences_agree_with_the_counts(machine):
         haz["H2D pinned, source zeroed (tutorial's form)"],
     )
     assert f"went wrong in {d2h['wrong']} of {d2h['trials']} trials; " in tutorial
-    assert "fills the tensor with a new value just before its copy" in tutorial  # not the tutorial's
+    assert (
+        "fills the tensor with a new value just before its copy" in tutorial
+    )  # not the tutorial's
     assert (
         f"(tutorial's setting) went wrong in {h2d['wrong']} of {h2d['trials']} trials:" in tutorial
     )
