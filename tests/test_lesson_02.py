@@ -1,5 +1,4 @@
-"""Notebook 02's analysis (helpers/lessons/non_blocking.py, non_blocking_analysis.py,
-non_blocking_plots.py and non_blocking_claims.py) on the recordings of every recorded machine, and
+"""Notebook 02's lesson package (helpers/lessons/non_blocking/) on the recordings of every recorded machine, and
 on synthetic runs for the branches they do not reach."""
 
 import inspect
@@ -10,7 +9,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import analysis, claims, records, tables, timing, trace
-from helpers.lessons import non_blocking, non_blocking_claims
+from helpers.lessons import non_blocking
+from helpers.lessons.non_blocking import hazards, loops, pinning, returns, six_ways
 
 matplotlib.use("Agg")
 
@@ -64,7 +64,7 @@ def test_every_machine_that_recorded_02_is_tested():
 @pytest.mark.parametrize("machine", MACHINES)
 def test_waited_is_the_returned_over_the_finished_median(machine):
     run = RET[machine]
-    for label, share in non_blocking.waited(run).items():
+    for label, share in returns.facts(run).waited.items():
         r = run.value[label]
         assert share.value == pytest.approx(r["returned"].median_s / r["finished"].median_s)
         assert share.unit == "of the copy" and share.samples == len(r["returned"].samples_s)
@@ -77,7 +77,7 @@ def test_waited_is_the_returned_over_the_finished_median(machine):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_returns_table_has_one_row_per_copy_with_its_medians(machine):
     run = RET[machine]
-    table = non_blocking.show_returns(run)
+    table = returns.show(run)
     assert isinstance(table, tables.Table) and [row[0] for row in table.rows] == list(run.value)
     for row, r in zip(table.rows, run.value.values(), strict=True):
         assert row[1] == r["returned"].median_ms and row[2] == r["finished"].median_ms
@@ -96,7 +96,7 @@ def test_the_returns_sentences_give_the_shares_and_times_of_the_run(machine):
     run = RET[machine]
     ret = run.value
     share = {label: r["returned"].median_s / r["finished"].median_s for label, r in ret.items()}
-    blocking, pinned, pageable, pin_then, d2h = non_blocking.see_returns(run).sentences
+    blocking, pinned, pageable, pin_then, d2h = returns.see(run).sentences
     shares = [share[label] for label in ret if label.endswith(", blocking")]
     assert _numbers(blocking)[:2] == [round(min(shares) * 100, 1), round(max(shares) * 100, 1)]
     assert ("they return when they finish" in blocking) == (min(shares) >= 0.9)
@@ -145,7 +145,7 @@ def _returns_run(pageable_returned_ms: float, blocking_returned_ms: float, d2h_p
 
 
 def test_the_returns_sentences_follow_a_pageable_copy_that_hands_back_control_early():
-    text = " ".join(non_blocking.see_returns(_returns_run(2.0, 5.0, d2h_pinned=False)).sentences)
+    text = " ".join(returns.see(_returns_run(2.0, 5.0, d2h_pinned=False)).sentences)
     assert (
         "after 20.0% of the copy's time: the host got control back before the copy was done."
         in text
@@ -165,13 +165,13 @@ def test_the_returns_sentences_follow_a_pageable_copy_that_hands_back_control_ea
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_profile_counts_are_the_recorded_per_loop_counts_times_the_loops(machine):
     run = SMALL[machine]
-    steps = non_blocking.profiled_loops()
+    steps = loops.profiled_loops()
     assert steps == inspect.signature(trace.profile).parameters["active"].default
-    in_profile = non_blocking.calls_in_profile(run)
+    in_profile = loops.facts(run).in_profile
     for label, r in run.value.items():
         for name, per_loop in r["calls per loop"].items():
             assert in_profile[label][name] == round(per_loop * steps)
-    own, per_loop = non_blocking.own_device_syncs(run)
+    own, per_loop = loops.facts(run).profilers_own, loops.facts(run).own
     assert own == round(run.value["blocking"]["calls per loop"]["cudaDeviceSynchronize"] * steps)
     nb = round(run.value["non_blocking"]["calls per loop"]["cudaDeviceSynchronize"] * steps)
     assert per_loop == (nb - own) / steps
@@ -183,15 +183,15 @@ def test_the_loops_table_and_sentences_give_the_counts_and_times(machine):
     run = SMALL[machine]
     small, count = run.value, run.params["count"]
     speedup = claims.ratio(small["blocking"]["time"], small["non_blocking"]["time"])
-    assert non_blocking.loop_speedup(run) == speedup
-    table = non_blocking.show_loops(run)
+    assert loops.facts(run).speedup == speedup
+    table = loops.show(run)
     assert [row[0] for row in table.rows] == ["blocking", "non_blocking"]
     assert table.rows[0][1] == small["blocking"]["time"].median_ms
     assert (
         table.rows[1][5] == small["non_blocking"]["host in synchronize calls (us per loop)"] / 1e3
     )
     assert f"ran {speedup.number()}x ± {speedup.spread_text()} as fast" in table.caption
-    calls, profiles, times = non_blocking.see_loops(run).sentences
+    calls, profiles, times = loops.see(run).sentences
     per_loop = {label: r["calls per loop"] for label, r in small.items()}
     assert _numbers(calls) == [
         count,
@@ -200,11 +200,11 @@ def test_the_loops_table_and_sentences_give_the_counts_and_times(machine):
         per_loop["blocking"]["cudaStreamSynchronize"],
         per_loop["non_blocking"]["cudaStreamSynchronize"],
     ]
-    in_profile = non_blocking.calls_in_profile(run)
+    in_profile = loops.facts(run).in_profile
     assert _numbers(profiles)[:3] == [
         in_profile["blocking"]["cudaDeviceSynchronize"],
         in_profile["non_blocking"]["cudaDeviceSynchronize"],
-        non_blocking.profiled_loops(),
+        loops.profiled_loops(),
     ]
     assert f"it reads {per_loop['non_blocking']['cudaDeviceSynchronize']:g}," in profiles
     assert _numbers(times)[:2] == [
@@ -238,8 +238,8 @@ def test_the_loops_sentence_says_faster_slower_or_the_same(blocking_ms, words):
         },
     }
     run = _run(value, {"count": 10, "numel": 1000, "repeats": 3})
-    assert non_blocking.see_loops(run).sentences[-1].endswith(words)
-    assert non_blocking.own_device_syncs(run) == (1, 1.0)
+    assert loops.see(run).sentences[-1].endswith(words)
+    assert (loops.facts(run).profilers_own, loops.facts(run).own) == (1, 1.0)
 
 
 # ---------------------------------------------------------------- 3. the six timings
@@ -249,16 +249,16 @@ def test_the_loops_sentence_says_faster_slower_or_the_same(blocking_ms, words):
 def test_the_six_timings_are_ranked_and_their_speedups_named(machine):
     run = SIX[machine]
     six = run.value
-    speedups = non_blocking.six_speedups(run)
+    speedups = six_ways.speedups(run)
     for way, modes in six.items():
         assert speedups[way].value == pytest.approx(
             modes["blocking"].median_s / modes["non_blocking=True"].median_s
         )
-    table = non_blocking.show_six(run)
+    table = six_ways.show(run)
     assert [row[0] for row in table.rows] == list(six) and "3 samples" in table.caption
     for row, modes in zip(table.rows, six.values(), strict=True):
         assert row[5] == pytest.approx(speedups[row[0]].value) and row[2] == modes["blocking"].gbps
-    ranked, *per_way = non_blocking.see_six(run).sentences
+    ranked, *per_way = six_ways.see(run).sentences
     assert "medians of 3 samples each" in ranked
     order = sorted(
         (t.median_s, f"{way}, {mode}") for way, modes in six.items() for mode, t in modes.items()
@@ -300,9 +300,7 @@ def test_the_six_sentences_say_when_non_blocking_or_pinning_did_not_pay():
         "pinned": modes((50, 50, 50), (50, 50, 50)),
         "pin_memory() then copy": modes((200, 200, 200), (100, 100, 100)),
     }
-    text = " ".join(
-        non_blocking.see_six(_run(value, {"count": 10, "numel": 10, "repeats": 3})).sentences
-    )
+    text = " ".join(six_ways.see(_run(value, {"count": 10, "numel": 10, "repeats": 3})).sentences)
     assert (
         "pageable: the `non_blocking=True` loop ran 0.833x ± 0.000 as fast as the blocking one, slower beyond"
         in text
@@ -328,17 +326,15 @@ def test_the_six_sentences_say_when_non_blocking_or_pinning_did_not_pay():
 def test_the_hazard_checks_and_sentences_agree_with_the_counts(machine):
     run = HAZ[machine]
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
-    table = non_blocking.show_hazards(run)
+    table = hazards.show(run)
     assert [row[1:] for row in table.rows] == [[r["wrong"], r["trials"]] for r in haz.values()]
     assert not any("tutorial's form" in row[0] for row in table.rows)
     assert f"{min(returns) * 1e3:.3f} to {max(returns) * 1e3:.3f} ms" in table.caption
-    seen = non_blocking.see_hazards(run)
+    seen = hazards.see(run)
     held, fixes, safe = seen.checks
-    assert held.holds == all(
-        haz[label]["wrong"] == haz[label]["trials"] for label in non_blocking.HELD
-    )
-    assert fixes.holds == all(haz[label]["wrong"] == 0 for label in non_blocking.FIXES)
-    assert safe.holds == all(haz[label]["wrong"] == 0 for label in non_blocking.SAFE)
+    assert held.holds == all(haz[label]["wrong"] == haz[label]["trials"] for label in hazards.HELD)
+    assert fixes.holds == all(haz[label]["wrong"] == 0 for label in hazards.FIXES)
+    assert safe.holds == all(haz[label]["wrong"] == 0 for label in hazards.SAFE)
     assert held.holds and fixes.holds and safe.holds  # every recording
     tutorial, pageable = seen.sentences
     d2h, h2d = (
@@ -346,6 +342,9 @@ def test_the_hazard_checks_and_sentences_agree_with_the_counts(machine):
         haz["H2D pinned, source zeroed (tutorial's form)"],
     )
     assert f"went wrong in {d2h['wrong']} of {d2h['trials']} trials; " in tutorial
+    assert (
+        "fills the tensor with a new value just before its copy" in tutorial
+    )  # not the tutorial's
     assert (
         f"(tutorial's setting) went wrong in {h2d['wrong']} of {h2d['trials']} trials:" in tutorial
     )
@@ -362,9 +361,9 @@ def test_the_hazard_checks_and_sentences_agree_with_the_counts(machine):
 def _hazards_run(wrong: dict[str, int], pageable_return_s: list[float]):
     labels = [
         "D2H non_blocking, read at once (tutorial's form)",
-        *non_blocking.HELD,
-        *non_blocking.FIXES,
-        *non_blocking.SAFE,
+        *hazards.HELD,
+        *hazards.FIXES,
+        *hazards.SAFE,
         "H2D pinned, source zeroed (tutorial's form)",
     ]
     cases = {label: {"wrong": wrong.get(label, 0), "trials": 4} for label in labels}
@@ -375,8 +374,8 @@ def _hazards_run(wrong: dict[str, int], pageable_return_s: list[float]):
 
 
 def test_the_hazard_checks_fail_when_a_fix_fails_and_a_quick_pageable_return_is_said():
-    run = _hazards_run({non_blocking.HELD[0]: 3, non_blocking.FIXES[1]: 1}, [0.001, 0.002])
-    seen = non_blocking.see_hazards(run)
+    run = _hazards_run({hazards.HELD[0]: 3, hazards.FIXES[1]: 1}, [0.001, 0.002])
+    seen = hazards.see(run)
     assert [c.holds for c in seen.checks] == [False, False, True]
     assert "D2H non_blocking, event before reading: 1 of 4" in seen.checks[1].measured
     assert (
@@ -389,27 +388,25 @@ def test_the_hazard_checks_fail_when_a_fix_fails_and_a_quick_pageable_return_is_
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_safe_choice_is_the_pageable_source(machine, capsys):
     run = HAZ[machine]
-    pageable = next(option for option in non_blocking_claims.CHOICES if "pageable" in option)
-    assert non_blocking_claims.check_safe_choice(None, run) is None
+    pageable = next(option for option in hazards.CHOICES if "pageable" in option)
+    assert hazards.check_safe_choice(None, run) is None
     assert "Not answered yet" in capsys.readouterr().out
-    assert non_blocking_claims.check_safe_choice(pageable, run) is True
-    assert (
-        non_blocking_claims.check_safe_choice(next(iter(non_blocking_claims.CHOICES)), run) is False
-    )
+    assert hazards.check_safe_choice(pageable, run) is True
+    assert hazards.check_safe_choice(next(iter(hazards.CHOICES)), run) is False
 
 
 def test_the_safe_choice_says_so_when_the_measurements_single_out_none(capsys):
     all_right = _hazards_run({}, [0.01])
-    assert non_blocking_claims.check_safe_choice("anything", all_right) is None
+    assert hazards.check_safe_choice("anything", all_right) is None
     assert "do not single out one safe option (3 had no wrong result)" in capsys.readouterr().out
 
 
 def test_a_tutorial_case_is_shown_as_the_tutorials_setting():
     assert (
-        non_blocking.shown("H2D pinned, source zeroed (tutorial's form)")
+        hazards.shown("H2D pinned, source zeroed (tutorial's form)")
         == "H2D pinned, source zeroed (tutorial's setting)"
     )
-    assert non_blocking.shown("D2H blocking") == "D2H blocking"
+    assert hazards.shown("D2H blocking") == "D2H blocking"
 
 
 # ---------------------------------------------------------------- 5. tensordict
@@ -420,26 +417,26 @@ def test_the_tensordict_sentences_give_the_ratios_and_their_direction(machine):
     run = TD[machine]
     times = run.value["timings"]
     blocking, default, pin_main, pin_threads = list(times)
-    ratios = non_blocking.tensordict_ratios(run)
-    assert ratios["pin vs default"].value == pytest.approx(
+    facts = pinning.tensordict_facts(run)
+    assert facts.pin_vs_default.value == pytest.approx(
         times[pin_main].median_s / times[default].median_s
     )
-    assert ratios["threads vs main"].value == pytest.approx(
+    assert facts.threads_vs_main.value == pytest.approx(
         times[pin_threads].median_s / times[pin_main].median_s
     )
-    table = non_blocking.show_tensordict(run)
+    table = pinning.show_tensordict(run)
     assert [row[0] for row in table.rows] == list(times) and run.value[
         "tensordict"
     ] in table.caption
-    against, words = non_blocking.see_tensordict(run).sentences
+    against, words = pinning.see_tensordict(run).sentences
     assert f"(medians of {len(times[blocking].samples_s)} samples each)" in against
     for label in (default, pin_main, pin_threads):
         r = claims.ratio(times[label], times[blocking])
         assert f"`{label}` took {r.number()} ± {r.spread_text()} of its time" in against
     main_part, threads_part = words.split(", and pinning in threads")
     for part, r in (
-        (main_part, ratios["pin vs default"]),
-        (threads_part, ratios["threads vs main"]),
+        (main_part, facts.pin_vs_default),
+        (threads_part, facts.threads_vs_main),
     ):
         assert f"({r.number()} ± {r.spread_text()} of its time)" in part
         if abs(r.value - 1) <= max(r.spread, 0.01):  # a ratio of times: below 1 is faster
@@ -460,7 +457,7 @@ def test_the_tensordict_sentences_give_the_ratios_and_their_direction(machine):
     ],
 )
 def test_faster_or_slower_reads_a_ratio_of_times_with_its_noise(ratio, start):
-    assert non_blocking._faster_or_slower(ratio, "X").startswith(start)
+    assert pinning.faster_or_slower(ratio, "X").startswith(start)
 
 
 # ---------------------------------------------------------------- 6. DataLoader
@@ -471,20 +468,21 @@ def test_the_dataloader_check_and_sentence_agree_with_the_epochs(machine):
     run = DL[machine]
     dl = run.value
     speedup = claims.ratio(dl["pin_memory=False"]["epoch"], dl["pin_memory=True"]["epoch"])
-    assert non_blocking.dataloader_speedup(run) == speedup
-    table = non_blocking.show_dataloader(run)
+    assert pinning.dataloader_facts(run).speedup == speedup
+    table = pinning.show_dataloader(run)
     assert [row[:3] for row in table.rows] == [
         [label, r["pinned batches"], r["batches"]] for label, r in dl.items()
     ]
     gpu_ms = run.params["step_ms"] * dl["pin_memory=True"]["batches"]
     assert f"{gpu_ms:.0f} ms" in table.caption
-    seen = non_blocking.see_dataloader(run)
+    seen = pinning.see_dataloader(run)
     (check,) = seen.checks
     assert check.holds == (
         dl["pin_memory=True"]["pinned batches"] == dl["pin_memory=True"]["batches"]
         and dl["pin_memory=False"]["pinned batches"] == 0
     )
-    assert non_blocking.all_pinned_or_none(run) == (check.holds, check.measured)
+    facts = pinning.dataloader_facts(run)
+    assert (facts.all_pinned_or_none, facts.pinned_counts) == (check.holds, check.measured)
     (sentence,) = seen.sentences
     assert _numbers(sentence)[:4] == [
         round(dl["pin_memory=True"]["epoch"].median_ms),
@@ -502,7 +500,7 @@ def test_the_dataloader_check_fails_when_a_batch_is_not_pinned():
         "pin_memory=True": {"pinned batches": 3, "batches": 4, "epoch": _t(5, 5, 5)},
     }
     run = _run(value, {"step_ms": 2.0})
-    seen = non_blocking.see_dataloader(run)
+    seen = pinning.see_dataloader(run)
     assert not seen.checks[0].holds and "pin_memory=True: 3 of 4 pinned" in seen.checks[0].measured
     assert "beside 8 ms of GPU work (3 samples each)" in seen.sentences[0]
     assert seen.sentences[0].endswith("faster beyond this run's noise.")
@@ -521,7 +519,7 @@ def test_the_claims_table_decides_each_row_on_values_computed_here(machine):
         TD[machine],
         DL[machine],
     )
-    table = non_blocking_claims.claims_table(small, ret, six, haz, td, dl)
+    table = non_blocking.claims_table(small, ret, six, haz, td, dl)
     rows = {c.text: c for c in table.claims}
     assert len(table.claims) == len(rows) == 22
     per_loop = {label: r["calls per loop"] for label, r in small.value.items()}
@@ -550,6 +548,9 @@ def test_the_claims_table_decides_each_row_on_values_computed_here(machine):
     )
     assert pinned.comparison.value.spread == pytest.approx(per_sample.spread)
     pin_wait = rows["Pinning on the main thread blocks the host"]
+    # the pinned call's share is computed (issue 35: "about 1%" was typed where 1xH200 gave 2.2%)
+    returned_share = r["returned"].median_s / r["finished"].median_s
+    assert f"returns after {returned_share:.1%} of that)" in pin_wait.measured
     expected = (
         ret.value["H2D pin_memory() then non_blocking"]["returned"].median_s
         / r["finished"].median_s
@@ -575,9 +576,9 @@ def test_the_claims_table_decides_each_row_on_values_computed_here(machine):
     ]
     assert only_pageable.verdict == (
         claims.HOLDS
-        if cases[non_blocking.SAFE[0]]["wrong"] == 0
-        and cases[non_blocking.HELD[1]]["wrong"] > 0
-        and cases[non_blocking.HELD[0]]["wrong"] > 0
+        if cases[hazards.SAFE[0]]["wrong"] == 0
+        and cases[hazards.HELD[1]]["wrong"] > 0
+        and cases[hazards.HELD[0]]["wrong"] > 0
         else claims.DOES_NOT_HOLD
     )
     times = td.value["timings"]
@@ -612,10 +613,8 @@ def test_the_only_pageable_row_does_not_hold_when_the_pageable_copy_goes_wrong()
         DL[MACHINES[0]],
     )
     small, ret, six, td, dl = recorded
-    haz = _hazards_run(
-        {non_blocking.SAFE[0]: 1, non_blocking.HELD[0]: 4, non_blocking.HELD[1]: 4}, [0.01]
-    )
-    verdicts = non_blocking_claims.claims_table(small, ret, six, haz, td, dl).verdicts()
+    haz = _hazards_run({hazards.SAFE[0]: 1, hazards.HELD[0]: 4, hazards.HELD[1]: 4}, [0.01])
+    verdicts = non_blocking.claims_table(small, ret, six, haz, td, dl).verdicts()
     assert (
         verdicts["Modifying a pageable source after a non_blocking H2D copy always works"]
         == claims.DOES_NOT_HOLD
@@ -634,11 +633,11 @@ def test_the_exercises_answers_come_from_the_blocking_loop(machine):
     run = SMALL[machine]
     blocking = run.value["blocking"]
     assert (
-        non_blocking_claims.syncs_per_blocking_copy(run)
+        loops.syncs_per_blocking_copy(run)
         == blocking["calls per loop"]["cudaStreamSynchronize"] / run.params["count"]
         == 1
     )
-    assert non_blocking_claims.blocking_loop_ms(run) == blocking["time"].median_ms
+    assert loops.blocking_loop_ms(run) == blocking["time"].median_ms
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -646,7 +645,7 @@ def test_the_speed_rows_count_non_blocking_effective_from_1_1_times_as_fast(mach
     """Each 'effective choice' row compares the blocking loop's median time over the
     non-blocking one's, computed here from the recorded timings, with 1.1 (holds above it)."""
     small, six = SMALL[machine], SIX[machine]
-    table = non_blocking_claims.claims_table(
+    table = non_blocking.claims_table(
         small, RET[machine], six, HAZ[machine], TD[machine], DL[machine]
     )
     rows = [c for c in table.claims if c.text.startswith("Generally, tensor.to(device")]

@@ -293,12 +293,25 @@ def test_the_spread_sentences_follow_the_samples(machine):
         for label, t in run.value.items()
     }
     wider = max(relative, key=relative.get)
-    assert events.wider_spread(run) == wider
-    more, less = numbers(
-        rf"the {wider} samples spread more \({NUMBER}% of their median against {NUMBER}%\)", last
+    assert events.spread_facts(run).wider == wider
+    more, less, noise = numbers(
+        rf"the {wider} samples spread more \({NUMBER}% of their median against {NUMBER}%\), "
+        rf"\w+ the noise of 50 samples each \(± {NUMBER} points, by resampling\)",
+        last,
     )
     assert more == pytest.approx(relative[wider] * 100, abs=0.051)
     assert less == pytest.approx(min(relative.values()) * 100, abs=0.051)
+    assert 0 < noise < 20  # points of IQR / median: a resampling spread, not a ratio
+    beyond = abs(relative["events"] - relative["host clock"]) * 100 > noise + 0.05
+    within = abs(relative["events"] - relative["host clock"]) * 100 < noise - 0.05
+    assert ("beyond the noise" in last) == beyond or not (beyond or within)
+    if machine == "1xNVIDIA-H200":  # issue 35: here the events spread more, beyond the noise
+        assert wider == "events" and "beyond the noise" in last
+    (sits,) = seen.checks  # the markdown's expectation, checked: the host clock sits higher
+    assert sits.holds == (side(value, spread) == "above")
+    assert events.higher_median(run) == {"above": "host clock", "below": "events"}.get(
+        side(value, spread)
+    )
     table = events.show_spread(run)
     assert [row[-1] for row in table.rows] == [len(t.samples_s) for t in run.value.values()]
 
@@ -315,6 +328,24 @@ def test_a_host_clock_no_slower_than_the_events_is_said_to_be_the_same():
     last = events.see_spread(run).sentences[2]
     assert "1.000 ± 0.010 times the events' (the same within the noise)" in last
     assert "both spread alike (1.0% of their median)" in last and "spread more" not in last
+    assert events.higher_median(run) is None  # within the noise: exercise 2 grades nothing
+
+
+def test_exercise_2_grades_the_higher_median_and_nothing_within_the_noise(capsys):
+    def run_of(host_us):
+        return fake_run(
+            {
+                "events": timing.Timing([1e-5] * 5, "cuda events"),
+                "host clock": timing.Timing([host_us * 1e-6] * 5, "host clock"),
+            },
+            samples=5,
+        )
+
+    assert events.check_higher_median("host clock", run_of(12.0)) is True
+    assert events.check_higher_median("events", run_of(12.0)) is False
+    assert events.check_higher_median("events", run_of(8.0)) is True
+    assert events.check_higher_median("events", run_of(10.0)) is None
+    assert "same within the noise: nothing to grade" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- 5. resolution

@@ -11,13 +11,18 @@ tests/test_lesson_04.py.
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import random
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib.pyplot as plt
 
-from .. import analysis, claims, plotting, tables
+from .. import analysis, claims, exercises, plotting, tables
 from ..records import Run
+from ..timing import Timing
 from . import events_claims
 from .events_analysis import (
     by_profiler,
@@ -163,11 +168,65 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
 # ---------------------------------------------------------------- 4. spread
 
 
-def wider_spread(run: Run) -> str:
-    """The clock (``'events'`` or ``'host clock'``) whose samples spread more, relative to their
-    median (IQR / median).
-    """
-    return max(run.value, key=lambda label: run.value[label].spread)
+SPREAD_DRAWS = 400  # bootstrap resamples behind a spread's noise
+
+
+def spread_noise(t: Timing) -> float:
+    """How much a clock's IQR / median moves when its samples are drawn again: the standard
+    deviation over ``SPREAD_DRAWS`` bootstrap resamples (seeded, so a replay says the same)."""
+    rng = random.Random(0)
+    n = len(t.samples_s)
+    return statistics.stdev(
+        dataclasses.replace(t, samples_s=rng.choices(t.samples_s, k=n)).spread
+        for _ in range(SPREAD_DRAWS)
+    )
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Section 4's facts: the host clock's median over the events' ("x", spreads added), each
+    clock's IQR / median, and whether their difference is beyond twice its resampling noise."""
+
+    host_over_events: claims.Comparison  # against 1, holds above: the host clock sits higher
+    spread: dict[str, float]
+    wider: str
+    difference_noise: float  # standard deviation of the difference of the two IQR / median
+
+    @property
+    def beyond_noise(self) -> bool:
+        a, b = self.spread.values()
+        return abs(a - b) > 2 * self.difference_noise
+
+
+def spread_facts(run: Run) -> Spread:
+    clocks = run.value
+    return Spread(
+        claims.compare(claims.ratio(clocks["host clock"], clocks["events"]), 1, holds_if="above"),
+        {label: t.spread for label, t in clocks.items()},
+        max(clocks, key=lambda label: clocks[label].spread),
+        math.hypot(*(spread_noise(t) for t in clocks.values())),
+    )
+
+
+def higher_median(run: Run) -> str | None:
+    """Exercise 2: the clock (``'events'`` or ``'host clock'``) whose median is higher, or None
+    when the two are the same within the noise (a difference not to grade)."""
+    sits = spread_facts(run).host_over_events
+    if sits.verdict == claims.BORDERLINE:
+        return None
+    return "host clock" if sits.value.value > 1 else "events"
+
+
+def check_higher_median(answer: str | None, run: Run) -> bool | None:
+    """Exercise 2's checker: ``answer`` against ``higher_median``; says so and returns None when
+    the medians are the same within the noise."""
+    expected = higher_median(run)
+    if expected is None:
+        print("On this machine the two medians are the same within the noise: nothing to grade.")
+        return None
+    return exercises.check_choice(
+        answer, expected, choices=list(run.value), hint="compare the medians printed in section 4"
+    )
 
 
 def show_spread(run: Run) -> tables.Table:
@@ -237,20 +296,26 @@ def see_spread(run: Run) -> claims.WhatWeSee:
             f"{t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean "
             f"({t.mean_s * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
         )
-    host = claims.ratio(spreads["host clock"], spreads["events"])
-    wider = wider_spread(run)
-    words = analysis.in_words(
-        claims.compare(host, 1, holds_if="above"), "longer", "the same within the noise", "shorter"
-    )
-    least = min(t.spread for t in spreads.values())
+    f = spread_facts(run)
+    host = f.host_over_events.value
+    words = analysis.in_words(f.host_over_events, "longer", "the same within the noise", "shorter")
+    least = min(f.spread.values())
+    samples = len(spreads["events"].samples_s)
     spread_words = (
-        f"the {wider} samples spread more ({spreads[wider].spread:.1%} of their median against {least:.1%})"
-        if spreads[wider].spread > least
+        f"the {f.wider} samples spread more ({f.spread[f.wider]:.1%} of their median against "
+        f"{least:.1%}), {'beyond' if f.beyond_noise else 'within'} the noise of {samples} samples "
+        f"each (± {2 * f.difference_noise * 100:.1f} points, by resampling)"
+        if f.spread[f.wider] > least
         else f"both spread alike ({least:.1%} of their median)"
     )
     seen.say(
-        f"The host clock's median is {host.number()} ± {host.spread_text()} times the events' ({words}); "
-        f"here {spread_words}."
+        f"The host clock's median is {host.number()} ± {host.spread_text()} times the events' "
+        f"({words}); here {spread_words}."
+    )
+    seen.check(
+        "the host clock's samples sit higher than the events'",
+        f.host_over_events.verdict == claims.HOLDS,
+        f"{host.number()} ± {host.spread_text()} times the events' median",
     )
     return seen
 
