@@ -340,26 +340,33 @@ def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
     }
 
 
+def range_verdict(
+    ratios: list[claims.Value], run: Run | None = None, label: str = ""
+) -> tuple[claims.Comparison, str]:
+    """ "Up to twice as slow" in one size range: (comparison, words) for its worst (largest) ratio,
+    ``claims.within(worst, 1, 2)`` judged with the recorded runs of ``run``'s kind for ``label``."""
+    if not ratios:
+        raise ValueError("range_verdict needs the ratios of at least one size")
+    worst = max(ratios, key=lambda r: r.value)
+    comparison = claims.judged(claims.within(worst, 1, 2), run, NOTEBOOK, twice_claim(label))
+    places, words = worst.decimals(), timer.twice_words(comparison)
+    span = (
+        f"ratios {min(r.value for r in ratios):.{places}f} to {worst.value:.{places}f} over {len(ratios)} "
+        f"sizes, the worst {analysis.times(worst)}{timer.few_note(worst.samples)}"
+    )
+    if comparison.verdict == claims.BORDERLINE:
+        words = "the worst ratio is " + words
+    return comparison, f"{span}: {words}"
+
+
 def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]:
-    """{"<size range>, <warm|empty> cache": (comparison, words)}: "up to twice as slow" in each
-    size range measured, from its worst (largest) ratio: ``claims.within(worst, 1, 2)``, judged
-    with the recorded runs of the machine's kind."""
+    """{"<size range>, <warm|empty> cache": ``range_verdict``} for each size range measured."""
     sizes, verdicts = run.value["sizes"], {}
     for case, values in nonblocking_ratios(run).items():
         for label, low, high in SIZE_RANGES:
             ratios = [v for n, v in zip(sizes, values, strict=True) if low <= n < high]
-            if not ratios:  # quick mode measures fewer sizes
-                continue
-            name, worst = f"{label}, {case}", max(ratios, key=lambda r: r.value)
-            comparison = claims.judged(claims.within(worst, 1, 2), run, NOTEBOOK, twice_claim(name))
-            places, words = worst.decimals(), timer.twice_words(comparison)
-            span = (
-                f"ratios {min(r.value for r in ratios):.{places}f} to {worst.value:.{places}f} over {len(ratios)} "
-                f"sizes, the worst {analysis.times(worst)}{timer.few_note(worst.samples)}"
-            )
-            if comparison.verdict == claims.BORDERLINE:
-                words = "the worst ratio is " + words
-            verdicts[name] = (comparison, f"{span}: {words}")
+            if ratios:  # quick mode measures fewer sizes
+                verdicts[f"{label}, {case}"] = range_verdict(ratios, run, f"{label}, {case}")
     return verdicts
 
 
