@@ -106,3 +106,38 @@ def test_the_plan_counts_the_notebooks_that_replay(tmp_path):
     table.add("01_a", 0, 3, "2xH200").add("02_b", 2, 0, "-").add("03_c", 1, 1, "2xH200")
     assert start.replaying_notebooks(table) == 2
     assert start.plan(tmp_path).rows == []
+
+
+@pytest.mark.parametrize("machine", sorted(CURVES))
+def test_the_dip_is_said_with_its_samples_and_the_copies_per_sample_around_it(machine):
+    run = CURVES[machine]
+    sizes, rates = run.params["sizes"], [t.gbps for t in run.value]
+    text = " ".join(start.see_curve(run).sentences)
+    dips = [i for i in range(len(rates) - 1) if rates[i + 1] < rates[i] * 0.95]
+    if not dips or claims.describe_curve(sizes, rates).kind == "levels off":
+        assert "dips from" not in text
+        return
+    i, j = dips[0], dips[0] + 1
+    got = [sizes[j] / s / 1e9 for s in run.value[j].samples_s]
+    assert (
+        f"at {timing.format_bytes(sizes[j])}, where its {len(got)} samples ranged from "
+        f"{min(got):.3g} to {max(got):.3g} GB/s." in text
+    )
+    single = run.value[j].calls_per_sample == 1 < run.value[i].calls_per_sample
+    assert ("the first size at which each sample timed a single copy" in text) == single
+    assert "noisy" not in text
+
+
+def test_the_sizes_line_says_a_replay_is_full_size(monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    monkeypatch.setenv("COURSE_QUICK", "1")
+    assert start.sizes_line() == (
+        "every number below replays a full-size recording (quick mode changes only what runs live)"
+    )
+    monkeypatch.delenv("COURSE_QUICK")
+    assert start.sizes_line() == "every number below replays a full-size recording"
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    monkeypatch.delenv("COURSE_REPLAY", raising=False)
+    assert start.sizes_line() == "full size"
+    monkeypatch.setenv("COURSE_QUICK", "1")
+    assert start.sizes_line().startswith("quick mode: what runs here uses smaller sizes")

@@ -1,5 +1,4 @@
-"""Notebook 01's analysis (helpers/lessons/pinned.py, pinned_analysis.py, pinned_claims.py,
-pinned_sizes.py) on the recordings of every recorded machine, and on synthetic values for the
+"""Notebook 01's analysis (helpers/lessons/pinned/: staging, bandwidth, timer, sweep, allocator) on the recordings of every recorded machine, and on synthetic values for the
 branches the recordings do not reach.
 
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
@@ -14,7 +13,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import claims, hardware, records, timing, trace
-from helpers.lessons import pinned, pinned_claims, pinned_sizes
+from helpers.lessons import pinned
+from helpers.lessons.pinned import allocator, bandwidth, staging, sweep, timer
 
 NOTEBOOK = "01_pinned_memory"
 NAMES = (
@@ -134,7 +134,7 @@ def test_the_staging_sentences_give_the_host_call_against_the_copy(machine):
     run = run_of("h2d_trace", machine)
     page_copy, page_call, _ = _staging_here(run.value["pageable"]["profile"])
     pin_copy, pin_call, pin_sync = _staging_here(run.value["pinned"]["profile"])
-    names, page, pin, gpu = pinned.see_staging(run).sentences
+    names, page, pin, gpu = staging.see(run).sentences
     assert (
         "Pageable -> Device" in names and "Pinned -> Device" in names and "single sample" in names
     )
@@ -161,7 +161,7 @@ def test_the_staging_sentences_give_the_host_call_against_the_copy(machine):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_staging_table_holds_each_copy_and_draws_two_timelines(machine):
     run = run_of("h2d_trace", machine)
-    table = pinned.show_staging(run)
+    table = staging.show(run)
     for row in table.rows:
         copy_us, call_us, sync_us = _staging_here(run.value[row[0]]["profile"])
         assert row[1] == run.value[row[0]]["is_pinned"]
@@ -198,7 +198,7 @@ def test_a_pageable_call_that_returns_early_and_a_slower_pinned_copy_are_said_so
         "pageable": {"is_pinned": False, "profile": _profile(1000.0, 300.0, 700.0, "Pageable")},
         "pinned": {"is_pinned": True, "profile": _profile(2000.0, 10.0, 1990.0, "Pinned")},
     }
-    _, page, pin, gpu = pinned.see_staging(fake_run(value, nbytes=64 * MiB)).sentences
+    _, page, pin, gpu = staging.see(fake_run(value, nbytes=64 * MiB)).sentences
     assert "for 300 us, 30.0% of the GPU's copy time (1000 us)" in page
     assert "returned well before the copy ended" in page
     assert "took 10 us, 0.5% of the copy's time" in pin
@@ -217,7 +217,7 @@ def test_the_bandwidth_sentences_give_the_ceiling_the_curves_and_the_gain(machin
     run = run_of("copy_bandwidth", machine)
     sizes, gbps = run.value["sizes"], _gbps_here(run)
     ceiling = max(gbps["h2d_pinned"] + gbps["d2h_pinned"])
-    sentences = pinned.see_bandwidth(run).sentences
+    sentences = bandwidth.see(run).sentences
     smallest_best = max(gbps[key][0] for key in KEYS)
     best, share, said_ceiling = numbers(
         rf"moves {NUMBER} GB/s, {NUMBER}% of the measured ceiling \({NUMBER} GB/s\)", sentences[0]
@@ -226,10 +226,10 @@ def test_the_bandwidth_sentences_give_the_ceiling_the_curves_and_the_gain(machin
         smallest_best / ceiling * 100, abs=0.051
     )
     assert said_ceiling == pytest.approx(ceiling, abs=0.051) and share < 100
-    for sentence, key in zip(sentences[1:5], pinned.COPIES, strict=True):
+    for sentence, key in zip(sentences[1:5], bandwidth.COPIES, strict=True):
         assert (
             sentence
-            == f"{pinned.COPIES[key]} {claims.describe_curve(sizes, gbps[key], tolerance=pinned.FLAT[key]).words}."
+            == f"{bandwidth.COPIES[key]} {claims.describe_curve(sizes, gbps[key], tolerance=bandwidth.FLAT[key]).words}."
         )
     spreads = {
         kind: sorted(
@@ -267,7 +267,7 @@ def test_the_bandwidth_sentences_give_the_ceiling_the_curves_and_the_gain(machin
 def test_the_bandwidth_table_and_the_link_lines(machine, capsys):
     run = run_of("copy_bandwidth", machine)
     gbps = _gbps_here(run)
-    pinned.show_bandwidth(run)
+    bandwidth.show(run)
     out = capsys.readouterr().out
     ceiling = max(gbps["h2d_pinned"] + gbps["d2h_pinned"])
     assert f"measured ceiling (best pinned copy, either direction): {ceiling:.1f} GB/s" in out
@@ -285,7 +285,7 @@ def test_the_bandwidth_table_and_the_link_lines(machine, capsys):
 def test_the_copy_time_exercise_uses_the_largest_pinned_rate(machine):
     run = run_of("copy_bandwidth", machine)
     expected = 512 * MiB / (rate(run.value["rows"][-1]["h2d_pinned"]) * 1e9) * 1e3
-    assert pinned.copy_ms(run, 512 * MiB) == pytest.approx(expected)
+    assert bandwidth.copy_ms(run, 512 * MiB) == pytest.approx(expected)
 
 
 def _bandwidth_value(h2d_pinned_gbps, sizes, n=5):
@@ -308,11 +308,11 @@ def test_a_ceiling_above_the_reported_link_is_never_a_share_above_100(capsys):
         _bandwidth_value([10.0, 20.0, 25.0, 25.0], sizes, n=3),
         gpus=[{"name": "FAKE", "pcie_gen_max": 3, "pcie_width_max": 8}],
     )  # 7.9 GB/s raw
-    pinned.show_bandwidth(run)
+    bandwidth.show(run)
     out = capsys.readouterr().out
     assert "the ceiling is above it" in out and "above the reported link's raw rate" in out
     assert not re.search(r"\d{3,}%", out)
-    sentences = pinned.see_bandwidth(run).sentences
+    sentences = bandwidth.see(run).sentences
     assert "Each rate is the median of as few as 3 samples" in " ".join(sentences)
 
 
@@ -320,7 +320,7 @@ def test_an_unreported_link_is_said_so(capsys):
     run = fake_run(
         _bandwidth_value([10.0, 20.0, 25.0], [2**20, 2**24, 2**26]), gpus=[{"name": "FAKE"}]
     )
-    pinned.show_bandwidth(run)
+    bandwidth.show(run)
     assert "PCIe link: not reported by nvidia-smi" in capsys.readouterr().out
 
 
@@ -337,7 +337,7 @@ def _us_text(t):
 def test_the_timer_sentences_give_each_statement_and_the_verdict(machine):
     run = run_of("tutorial_timings", machine)
     tut = run.value
-    fastest, alone, parts, verdict = pinned.see_tutorial(run).sentences
+    fastest, alone, parts, verdict = timer.see(run).sentences
     quickest = min(tut, key=lambda k: median(tut[k]))
     assert fastest == f"The fastest of the four is `{quickest}`, at {_us_text(tut[quickest])}."
     value, spread = ratio_of(tut[PIN], tut[PAGE])
@@ -374,7 +374,7 @@ def test_the_timer_sentences_give_each_statement_and_the_verdict(machine):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_timer_table_has_every_statement(machine):
     run = run_of("tutorial_timings", machine)
-    table = pinned.show_tutorial(run)
+    table = timer.show(run)
     assert [row[0] for row in table.rows] == list(run.value)
     for row in table.rows:
         t = run.value[row[0]]
@@ -399,7 +399,7 @@ def test_a_short_pin_and_a_pin_then_copy_over_twice_as_slow_are_said_so():
         PIN: T(200e-6, 4_000_000),
         PIN_TO: T(900e-6, 4_000_000),
     }
-    _, alone, _, verdict = pinned.see_tutorial(fake_run(value, numel=1_000_000)).sentences
+    _, alone, _, verdict = timer.see(fake_run(value, numel=1_000_000)).sentences
     assert "less than the whole pageable copy" in alone
     assert (
         "2.25x ± 0.02" in verdict
@@ -425,7 +425,7 @@ def _first_win(sizes, ratios):
 def test_the_sweep_sentences_say_where_pinning_pays(machine):
     run = run_of("pin_then_copy_by_size", machine)
     sizes, rows = run.value["sizes"], run.value["rows"]
-    sentences = pinned_sizes.see_sweep(run).sentences
+    sentences = sweep.see(run).sentences
     for sentence, key in zip(
         sentences[:3], ("pin_then_to", "pin_then_to_nb", "pin_then_to_nb_cold"), strict=True
     ):
@@ -465,10 +465,24 @@ def test_the_sweep_sentences_say_where_pinning_pays(machine):
             and f"plus the pinned copy ({pinned_copy:.3f} ms" in parts
             and f"against {page:.3f} ms for the pageable copy" in parts
         )
+    # the parts timed apart against the whole: pin_memory() alone longer than pin_memory().to()
+    exceed = [
+        n
+        for n, r in zip(sizes, rows, strict=True)
+        if median(r["pin_memory"]) > median(r["pin_then_to"])
+    ]
+    if exceed:
+        listed = ", ".join(timing.format_bytes(n) for n in exceed)
+        assert sentences[4].startswith(
+            f"At {len(exceed)} of the {len(sizes)} sizes ({listed}) a warm"
+        )
+        assert "do not add up" in sentences[4]
+    else:
+        assert sentences[4].startswith("At every size `pin_memory()` timed alone took less")
     big = [row for n, row in zip(sizes, rows, strict=True) if n >= MiB]
     lows = numbers(
         rf"copies at {NUMBER} to {NUMBER} GB/s, while the pageable copy runs at {NUMBER} to {NUMBER} GB/s",
-        sentences[4],
+        sentences[5],
     )
     expected = [
         min(rate(r["pin_memory"]) for r in big),
@@ -483,7 +497,7 @@ def test_the_sweep_sentences_say_where_pinning_pays(machine):
 def test_the_sweep_table_and_its_notes(machine, capsys):
     run = run_of("pin_then_copy_by_size", machine)
     sizes, rows = run.value["sizes"], run.value["rows"]
-    pinned_sizes.show_sweep(run)
+    sweep.show(run)
     out = capsys.readouterr().out
     uncached = [
         n
@@ -500,13 +514,13 @@ def test_the_crossing_exercise_names_the_range_of_the_interpolated_crossing(mach
     run = run_of("pin_then_copy_by_size", machine)
     sizes, ratios = run.value["sizes"], _ratios_here(run, "pin_then_to")
     first = _first_win(sizes, ratios)
-    answer = pinned_sizes.crossover_range(run)
-    assert answer in pinned_sizes.RANGE_CHOICES
+    answer = sweep.crossover_range(run)
+    assert answer in sweep.RANGE_CHOICES
     if first is None:
         assert answer == "never"
     else:
-        at = pinned_sizes._crossover_size(sizes, ratios)[1]
-        low, high = next((lo, hi) for label, lo, hi in pinned_sizes.SIZE_RANGES if label == answer)
+        at = sweep.crossover_size(sizes, ratios)[1]
+        low, high = next((lo, hi) for label, lo, hi in sweep.SIZE_RANGES if label == answer)
         assert low <= at < high and at <= first
 
 
@@ -529,12 +543,12 @@ def test_a_sweep_where_pinning_never_pays_says_so_at_the_largest_size(capsys):
         "pin_then_to_nb_cold": [1.0, 2.0, 30.0],
     }
     run = fake_run(_sweep_value(sizes, ms, n=3), sizes=sizes)
-    sentences = pinned_sizes.see_sweep(run).sentences
+    sentences = sweep.see(run).sentences
     assert "never stays below 1 (ratio 1.11 to 30; 1.11 at the largest size)" in sentences[0]
     assert sentences[3].startswith("At the largest size, at 64 MiB")
     assert sentences[-1] == "Each time is the median of as few as 3 samples at the largest sizes."
-    assert pinned_sizes.crossover_range(run) == "never"
-    pinned_sizes.show_sweep(run)
+    assert sweep.crossover_range(run) == "never"
+    sweep.show(run)
     assert (
         "note: at 4 KiB a warm pin_memory() alone took 0.500 ms per call, 25 times as long"
         in capsys.readouterr().out
@@ -542,22 +556,22 @@ def test_a_sweep_where_pinning_never_pays_says_so_at_the_largest_size(capsys):
 
 
 def test_the_crossing_interpolates_between_the_last_losing_and_first_winning_size():
-    first, at = pinned_sizes._crossover_size([1024, 4096, 16384], [2.0, 0.5, 0.4])
+    first, at = sweep.crossover_size([1024, 4096, 16384], [2.0, 0.5, 0.4])
     assert first == 4096
     assert at == pytest.approx(2048)  # log-log midpoint: log(2) and log(0.5) are symmetric
-    first, at = pinned_sizes._crossover_size([1, 2, 4, 8], [0.5, 1.5, 0.9, 0.8])
+    first, at = sweep.crossover_size([1, 2, 4, 8], [0.5, 1.5, 0.9, 0.8])
     assert first == 4 and 2 < at < 4  # a win needs a win at every larger size
-    assert pinned_sizes._crossover_size([1, 2], [0.9, 0.8]) == (1, 1.0)
-    assert pinned_sizes._crossover_size([1, 2], [0.9, 1.2]) == (None, None)
+    assert sweep.crossover_size([1, 2], [0.9, 0.8]) == (1, 1.0)
+    assert sweep.crossover_size([1, 2], [0.9, 1.2]) == (None, None)
     with pytest.raises(ValueError):
-        pinned_sizes._crossover_size([1, 2], [0.9])
+        sweep.crossover_size([1, 2], [0.9])
 
 
 def test_range_of():
-    assert pinned_sizes._range_of(None) == "never"
-    assert pinned_sizes._range_of(1023 * 1024) == "below 1 MiB"
-    assert pinned_sizes._range_of(MiB) == "1 MiB to 64 MiB"
-    assert pinned_sizes._range_of(64 * MiB) == "64 MiB and up"
+    assert sweep.range_of(None) == "never"
+    assert sweep.range_of(1023 * 1024) == "below 1 MiB"
+    assert sweep.range_of(MiB) == "1 MiB to 64 MiB"
+    assert sweep.range_of(64 * MiB) == "64 MiB and up"
 
 
 # ---------------------------------------------------------------- the two clocks
@@ -569,7 +583,7 @@ def test_the_two_clocks_sentences_compare_the_same_statements(machine):
     sizes, tut = run_pin.value["sizes"], run_tut.value
     near = min(range(len(sizes)), key=lambda i: abs(math.log2(sizes[i]) - math.log2(4_000_000)))
     row = run_pin.value["rows"][near]
-    sentences = pinned_sizes.see_two_clocks(run_tut, run_pin).sentences
+    sentences = sweep.see_two_clocks(run_tut, run_pin).sentences
     assert (
         f"is {timing.format_bytes(sizes[near])} ({sizes[near] / 4_000_000:.2f} times as many bytes)"
         in sentences[0]
@@ -583,10 +597,20 @@ def test_the_two_clocks_sentences_compare_the_same_statements(machine):
         assert f"took {_us_text(tut[statement])} under the Timer" in sentence
         assert f"and {_us_text(row[key])} on the host clock" in sentence
         assert f"{rate(tut[statement]):.3g} against {rate(row[key]):.3g} GB/s" in sentence
+    # the pageable copy itself under the two clocks, per byte (the sizes differ by 5%)
+    per_byte = rate(tut[PAGE]) / rate(row["pageable_to"])
+    _, relative = ratio_of(tut[PAGE], row["pageable_to"])
+    spread = per_byte * relative / (median(tut[PAGE]) / median(row["pageable_to"]))
+    got, got_spread = numbers(rf"ran at {NUMBER}x ± {NUMBER} its host-clock rate", sentences[4])
+    assert got == pytest.approx(per_byte, rel=6e-3) and got_spread == pytest.approx(
+        spread, rel=0.1, abs=0.006
+    )
+    word = {"above": "faster under", "same": "the same within", "below": "slower under"}
+    assert word[side(per_byte, spread)] in sentences[4]
     said = numbers(
         rf"is {NUMBER}x ± {NUMBER} under the Timer.*?, {NUMBER}x ± {NUMBER} on the host clock with the "
         rf"blocking statement and {NUMBER}x ± {NUMBER} with",
-        sentences[4],
+        sentences[5],
     )
     expected = [
         *ratio_of(tut[PIN_TO], tut[PAGE]),
@@ -596,7 +620,7 @@ def test_the_two_clocks_sentences_compare_the_same_statements(machine):
     assert said == pytest.approx(expected, rel=0.06, abs=0.006)
     value, spread = ratio_of(row["pin_then_to"], row["pin_then_to_nb"])
     got, got_spread = numbers(
-        rf"the blocking form took {NUMBER}x ± {NUMBER} the non-blocking", sentences[5]
+        rf"the blocking form took {NUMBER}x ± {NUMBER} the non-blocking", sentences[6]
     )
     assert got == pytest.approx(value, rel=6e-3) and got_spread == pytest.approx(
         spread, rel=0.1, abs=0.006
@@ -606,7 +630,7 @@ def test_the_two_clocks_sentences_compare_the_same_statements(machine):
         "same": "the same within the noise",
         "below": "non-blocking calls were longer",
     }[side(value, spread)]
-    assert word in sentences[5]
+    assert word in sentences[6]
 
 
 @pytest.mark.parametrize(
@@ -629,7 +653,7 @@ def test_non_blocking_calls_no_shorter_are_not_called_a_gain(nonblocking_ms, wor
         PIN: T(390e-6, 4_000_000),
         PIN_TO: T(540e-6, 4_000_000),
     }
-    sentences = pinned_sizes.see_two_clocks(
+    sentences = sweep.see_two_clocks(
         fake_run(tut, numel=1_000_000), fake_run(_sweep_value(sizes, ms), sizes=sizes)
     ).sentences
     assert word in sentences[-1] and "pipelining above" not in sentences[-1]
@@ -639,7 +663,7 @@ def test_non_blocking_calls_no_shorter_are_not_called_a_gain(nonblocking_ms, wor
 
 
 def test_twice_as_slow_needs_slower_but_at_most_twice():
-    verdict, V = pinned_sizes._twice_as_slow_verdict, claims.Value
+    verdict, V = sweep.range_verdict, claims.Value
     comparison, words = verdict([V(0.9, 0.01), V(1.4, 0.05)])
     assert comparison.verdict == claims.HOLDS and "at most twice" in words
     comparison, words = verdict([V(1.5, 0.1), V(5.0, 0.2)])
@@ -654,7 +678,7 @@ def test_twice_as_slow_needs_slower_but_at_most_twice():
 
 
 def test_twice_as_slow_is_borderline_within_the_noise_of_either_bound():
-    verdict, V = pinned_sizes._twice_as_slow_verdict, claims.Value
+    verdict, V = sweep.range_verdict, claims.Value
     # the 2xH200 recording: 2.00 against 2 must not flip between "holds" and "does not hold"
     comparison, words = verdict([V(0.67, 0.01), V(2.0, 0.14)])
     assert comparison.verdict == claims.BORDERLINE and "within its noise of 2" in words
@@ -671,13 +695,11 @@ def test_twice_as_slow_is_borderline_within_the_noise_of_either_bound():
 def test_the_range_verdicts_judge_the_worst_ratio_of_each_range(machine):
     run = run_of("pin_then_copy_by_size", machine)
     sizes, rows = run.value["sizes"], run.value["rows"]
-    verdicts = pinned_sizes.twice_as_slow_verdicts(run)
+    verdicts = sweep.twice_as_slow_verdicts(run)
     assert len(verdicts) == 6
     for label, (comparison, words) in verdicts.items():
         size_range, case = label.split(", ")
-        low, high = next(
-            (lo, hi) for name, lo, hi in pinned_sizes.SIZE_RANGES if name == size_range
-        )
+        low, high = next((lo, hi) for name, lo, hi in sweep.SIZE_RANGES if name == size_range)
         key = "pin_then_to_nb" if case == "warm cache" else "pin_then_to_nb_cold"
         ratios = [
             ratio_of(row[key], row["pageable_to"])
@@ -711,8 +733,8 @@ def test_the_range_verdicts_judge_the_worst_ratio_of_each_range(machine):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_verdicts_table_starts_at_the_tutorials_size(machine):
     run_tut, run_pin = run_of("tutorial_timings", machine), run_of("pin_then_copy_by_size", machine)
-    table = pinned_sizes.show_twice_as_slow(run_tut, run_pin)
-    verdicts = pinned_sizes.twice_as_slow_verdicts(run_pin)
+    table = sweep.show_twice_as_slow(run_tut, run_pin)
+    verdicts = sweep.twice_as_slow_verdicts(run_pin)
     assert len(table.rows) == 1 + len(verdicts)
     first = table.rows[0]
     shown = claims.ratio(run_tut.value[PIN_TO], run_tut.value[PAGE]).number()
@@ -727,7 +749,7 @@ def test_the_verdicts_table_starts_at_the_tutorials_size(machine):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_non_blocking_ratios_are_the_medians_over_the_pageable_copy(machine):
     run = run_of("pin_then_copy_by_size", machine)
-    found = pinned_sizes.nonblocking_ratios(run)
+    found = sweep.nonblocking_ratios(run)
     assert set(found) == {"warm cache", "empty cache"}
     for case, key in (("warm cache", "pin_then_to_nb"), ("empty cache", "pin_then_to_nb_cold")):
         assert [v.value for v in found[case]] == pytest.approx(_ratios_here(run, key))
@@ -740,7 +762,7 @@ def test_the_non_blocking_ratios_are_the_medians_over_the_pageable_copy(machine)
 def test_the_allocator_sentences_give_the_costs_and_the_cache(machine):
     run = run_of("pinned_allocator", machine)
     rows, stages = run.value["rows"], dict(run.value["stages"])
-    costs, extremes, cache = pinned.see_allocator(run).sentences
+    costs, extremes, cache = allocator.see(run).sentences
     over_reuse = [median(r["first"]) / median(r["reuse"]) for r in rows]
     over_page = [median(r["first"]) / median(r["pageable"]) for r in rows]
     got = numbers(
@@ -769,13 +791,13 @@ def test_the_allocator_sentences_give_the_costs_and_the_cache(machine):
     assert f"needed {new} new `cudaHostAlloc` call(s)" in cache
     empty = hardware.pinned_host_bytes(stages["after _host_emptyCache()"])[0]
     assert cache.endswith(f"it held {timing.format_bytes(empty)}.")
-    assert pinned.held_mib(run) == held / MiB
+    assert allocator.held_mib(run) == held / MiB
 
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_allocator_tables(machine, capsys):
     run = run_of("pinned_allocator", machine)
-    pinned.show_allocator(run)
+    allocator.show(run)
     out = capsys.readouterr().out
     for row in run.value["rows"]:
         assert f"{median(row['first']) * 1e3:.3f}" in out
@@ -815,9 +837,9 @@ def test_a_torch_that_does_not_report_held_bytes_is_said_so():
         request=48 * MiB,
         smaller_request=40 * MiB,
     )
-    sentences = pinned.see_allocator(run).sentences
+    sentences = allocator.see(run).sentences
     assert sentences[-1] == "torch 2.0 does not report the bytes its cache holds."
-    assert math.isnan(pinned.held_mib(run))
+    assert math.isnan(allocator.held_mib(run))
 
 
 def test_a_cache_that_allocates_for_the_smaller_request_is_said_so(capsys):
@@ -838,10 +860,10 @@ def test_a_cache_that_allocates_for_the_smaller_request_is_said_so(capsys):
         stats(0, 60 * MiB, 2),
     ]
     run = fake_run(_allocator_value(stages), repeats=3, request=48 * MiB, smaller_request=40 * MiB)
-    cache = pinned.see_allocator(run).sentences[-1]
+    cache = allocator.see(run).sentences[-1]
     assert "power of two" not in cache and "needed 1 new `cudaHostAlloc` call(s);" in cache
-    assert pinned.held_mib(run) == 50
-    pinned.show_allocator(run)
+    assert allocator.held_mib(run) == 50
+    allocator.show(run)
     assert "reported more bytes in live tensors than its cache holds" in capsys.readouterr().out
 
 
@@ -852,9 +874,9 @@ CLAIMS = {
     "From pinned memory the copy is queued and the host goes on (pinned memory is the reliable way to async copies)",
     "Page-locked memory lets the device read it directly, much faster than pageable memory, which must first be "
     "copied to a page-locked buffer",
-    f"{pinned_sizes.TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]",
+    f"{timer.TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]",
     *(
-        f"{pinned_sizes.TWICE} [{size_range}, {case}, host clock]"
+        f"{timer.TWICE} [{size_range}, {case}, host clock]"
         for case in ("warm cache", "empty cache")
         for size_range in ("below 1 MiB", "1 MiB to 64 MiB", "64 MiB and up")
     ),
@@ -911,7 +933,7 @@ def test_the_claims_table_keeps_every_claim_and_judges_it_from_the_runs(machine)
         rare = [
             c for c in CLAIMS if c.startswith("pin_memory() (a new") and c.endswith(f"[{case}]")
         ][0]
-        values = pinned_sizes.nonblocking_ratios(run_of("pin_then_copy_by_size", machine))[case]
+        values = sweep.nonblocking_ratios(run_of("pin_then_copy_by_size", machine))[case]
         wins = sum(claims.compare(v, 1, holds_if="below").verdict == claims.HOLDS for v in values)
         assert wins <= sum(r < 1 for r in ratios)
         assert (
@@ -950,19 +972,16 @@ def test_quick_mode_sizes_give_every_verdict_they_can_and_say_their_few_samples(
     run_bw, run_pin = _quick_like(run_bw, quick, 3), _quick_like(run_pin, quick, 3)
     verdicts = pinned.claims_table(run_trace, run_bw, run_tut, run_pin, run_alloc).verdicts()
     assert len(verdicts) == len(CLAIMS)  # quick mode's three sizes reach every range
-    assert (
-        "(3 samples)"
-        in pinned_sizes.twice_as_slow_verdicts(run_pin)["64 MiB and up, warm cache"][1]
-    )
-    assert any("as few as 3 samples" in s for s in pinned.see_bandwidth(run_bw).sentences)
-    assert any("as few as 3 samples" in s for s in pinned_sizes.see_sweep(run_pin).sentences)
+    assert "(3 samples)" in sweep.twice_as_slow_verdicts(run_pin)["64 MiB and up, warm cache"][1]
+    assert any("as few as 3 samples" in s for s in bandwidth.see(run_bw).sentences)
+    assert any("as few as 3 samples" in s for s in sweep.see(run_pin).sentences)
 
 
 def test_a_bandwidth_sweep_below_1_mib_cannot_test_the_page_locked_claim():
     sizes = [2**10, 2**12, 2**14]
     run = fake_run(_bandwidth_value([1.0, 2.0, 3.0], sizes), sizes=sizes)
     table = claims.ClaimsTable(NOTEBOOK)
-    pinned_claims.add_bandwidth(table, run)
+    bandwidth.add_claims(table, run)
     assert list(table.verdicts().values()) == [claims.NOT_TESTABLE]
     assert table.claims[0].measured == "no size of 1 MiB or more"
 
@@ -970,6 +989,6 @@ def test_a_bandwidth_sweep_below_1_mib_cannot_test_the_page_locked_claim():
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_bandwidth_summary_names_the_largest_size(machine):
     run = RUNS["copy_bandwidth"][machine]
-    last = pinned.see_bandwidth(run).sentences[-1]
+    last = bandwidth.see(run).sentences[-1]
     largest = timing.format_bytes(run.params["sizes"][-1])
     assert last.endswith(f"times at {largest}.") and "times at" in last

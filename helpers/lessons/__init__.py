@@ -3,7 +3,7 @@
 | modules | notebook |
 | --- | --- |
 | ``start`` | 00_start_here |
-| ``pinned`` (bandwidth, staging, the tutorial's timings, the allocator, claims), ``pinned_analysis`` (the numbers behind them), ``pinned_claims`` (the claims table's rows), ``pinned_sizes`` (the size sweep, "up to twice as slow") | 01_pinned_memory |
+| ``pinned`` (a package, one module per section: ``staging``, ``bandwidth``, ``timer``, ``sweep``, ``allocator``; its ``claims_table``) | 01_pinned_memory |
 | ``non_blocking/`` (a package: ``returns``, ``loops``, ``six_ways``, ``hazards``, ``pinning``, one per section with its facts, figure, sentences and claims; ``claims_table``) | 02_non_blocking |
 | ``streams`` (kernels on streams, the copy engines, exercise answers), ``streams_copies`` (a copy beside a kernel: the tutorial's experiment, launch order, prefetching), ``streams_claims`` (the tutorial's requirements, claims) | 03_streams_and_overlap |
 | ``events`` (timers, warm-up, spread, resolution, tools, claims), ``events_analysis`` (the numbers behind both), ``events_claims`` (the claims table's rows), ``events_sync`` (waits, ordering, many streams, errors) | 04_event_timing |

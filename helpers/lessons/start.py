@@ -1,30 +1,40 @@
 """What notebook 00 shows: where each notebook's numbers come from, how to read a bandwidth
-curve, a timeline and a claims table.
-
-Every function takes the notebook's runs (``records.Run``, live or replayed) and measures nothing.
-Tested on every recorded machine in tests/test_lesson_00.py.
+curve, a timeline and a claims table. Every function takes the notebook's runs
+(``records.Run``, live or replayed) and measures nothing. Tested in tests/test_lesson_00.py.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from .. import claims, hardware, plotting, records, tables, timing, trace
+from .. import claims, config, hardware, plotting, records, tables, timing, trace
 from ..records import Run
 
 NOTEBOOK = "00_start_here"
+DIP = 0.95  # a rate below this share of the size before's is a dip
+SLOW, NEAR_LINK = 0.1, 0.8  # the two expectations: below a tenth of the best; 80% of the raw rate
+
+
+def sizes_line() -> str:
+    """What a set-up cell says of the sizes its numbers come from: quick mode only shrinks what
+    runs live here; a replay is always a full-size recording."""
+    if not hardware.gpu_count() or config.replay_forced():
+        return "every number below replays a full-size recording" + (
+            " (quick mode changes only what runs live)" if config.quick_mode() else ""
+        )
+    if config.quick_mode():
+        return "quick mode: what runs here uses smaller sizes and fewer samples; what replays is full size"
+    return "full size"
 
 
 def plan(folder: Path | str = ".") -> tables.Table:
-    """For every notebook in ``folder``: how many experiments run live on this machine, how many
-    replay, and from which recorded machines. ``replaying_notebooks(table)`` counts the rows that
-    replay.
-    """
-    have = hardware.gpu_count()
+    """For every notebook in ``folder``: how many experiments run live here, how many replay, and
+    from which recorded machines."""
     table = tables.Table(
         ["notebook", "experiments live", "experiments replayed", "replayed from"],
-        title=f"this machine has {have} GPU(s)",
+        title=f"this machine has {hardware.gpu_count()} GPU(s)",
     )
     for path in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb")):
         live, replay, source = records.replay_plan(path)
@@ -37,15 +47,40 @@ def replaying_notebooks(table: tables.Table) -> int:
     return sum(1 for row in table.rows if row[2])
 
 
-def _rates(run: Run) -> tuple[list[int], list[float]]:
-    return list(run.params["sizes"]), [t.gbps for t in run.value]
+@dataclass(frozen=True)
+class Curve:
+    """The first curve: sizes (bytes), median rates (GB/s), copies per sample at each size, the
+    best rate, the first size at half of it, and the first dip (index of the size before it, or
+    None): a rate below ``DIP`` of the size before's."""
+
+    sizes: list[int]
+    rates: list[float]
+    calls: list[int]
+    samples: list[list[float]]
+    best: float
+    half_size: int
+    dip: int | None
+
+
+def curve_facts(run: Run) -> Curve:
+    sizes, rates = list(run.params["sizes"]), [t.gbps for t in run.value]
+    best = max(rates)
+    dips = [i for i in range(len(rates) - 1) if rates[i + 1] < rates[i] * DIP]
+    return Curve(
+        sizes,
+        rates,
+        [t.calls_per_sample for t in run.value],
+        [[t.nbytes / s / 1e9 for s in t.samples_s] for t in run.value],
+        best,
+        next(s for s, r in zip(sizes, rates, strict=True) if r >= best / 2),
+        dips[0] if dips else None,
+    )
 
 
 def show_curve(run: Run) -> tables.Table:
-    """The first bandwidth curve: a table (size, median time in us, spread, samples, decimal GB/s)
-    and its plot on log axes, the best rate drawn as a dashed line. Returns the table.
-    """
-    sizes, rates = _rates(run)
+    """The first curve: a table (size, median us, spread, samples, GB/s) and its plot on log axes,
+    the best rate dashed. Returns the table."""
+    f = curve_facts(run)
     table = tables.Table(
         [
             ("size", "", timing.format_bytes),
@@ -56,53 +91,54 @@ def show_curve(run: Run) -> tables.Table:
         ],
         [
             (n, t.median_us, t.spread, len(t.samples_s), t.gbps)
-            for n, t in zip(sizes, run.value, strict=True)
+            for n, t in zip(f.sizes, run.value, strict=True)
         ],
         caption="CUDA events; decimal GB/s",
     )
     plotting.bandwidth_vs_size(
-        {"pinned host -> GPU": (sizes, rates)},
+        {"pinned host -> GPU": (f.sizes, f.rates)},
         title=plotting.machine_title("Pinned H2D copy", run.machine, run.live),
-        ceiling_gbps=max(rates),
+        ceiling_gbps=f.best,
         ceiling_label="best measured",
     )
     return table
 
 
 def see_curve(run: Run) -> claims.WhatWeSee:
-    """What the curve shows, from its numbers: the smallest and the best rate, where it first
-    reaches half the best, how it ends (``claims.describe_curve``), and its first dip.
-    """
-    sizes, rates = _rates(run)
-    best = max(rates)
-    half_size = next(s for s, r in zip(sizes, rates, strict=True) if r >= best / 2)
-    shape = claims.describe_curve(sizes, rates)
+    """The smallest and the best rate, where the curve first reaches half the best, how it ends
+    (``claims.describe_curve``), and its first dip with the copies per sample around it."""
+    f = curve_facts(run)
+    shape = claims.describe_curve(f.sizes, f.rates)
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(
-        f"The smallest copy ({timing.format_bytes(sizes[0])}) moves {rates[0]:.3g} GB/s, the best "
-        f"{best:.3g} GB/s; the copy first reaches half of its best rate at {timing.format_bytes(half_size)}."
+        f"The smallest copy ({timing.format_bytes(f.sizes[0])}) moves {f.rates[0]:.3g} GB/s, the best "
+        f"{f.best:.3g} GB/s; the copy first reaches half of its best rate at {timing.format_bytes(f.half_size)}."
     )
     seen.say(f"Pinned H2D {shape.words}.")
     if shape.kind == "still rising":
         seen.say(
             "So this sweep has not found the link's limit: the largest copy is a lower bound on it."
         )
-    dips = [i for i in range(len(rates) - 1) if rates[i + 1] < rates[i] * 0.95]
-    if (
-        dips and shape.kind != "levels off"
-    ):  # describe_curve names a dip only on a curve that levels off
-        i = dips[0]
+    if f.dip is not None and shape.kind != "levels off":  # describe_curve names a dip only there
+        i, j = f.dip, f.dip + 1
         seen.say(
-            f"On the way it dips from {rates[i]:.3g} GB/s at {timing.format_bytes(sizes[i])} to "
-            f"{rates[i + 1]:.3g} GB/s at {timing.format_bytes(sizes[i + 1])}: a single point is noisy "
-            f"(notebook 01 repeats the sweep with more sizes)."
+            f"On the way it dips from {f.rates[i]:.3g} GB/s at {timing.format_bytes(f.sizes[i])} to "
+            f"{f.rates[j]:.3g} GB/s at {timing.format_bytes(f.sizes[j])}, where its {len(f.samples[j])} samples "
+            f"ranged from {min(f.samples[j]):.3g} to {max(f.samples[j]):.3g} GB/s."
         )
+        if f.calls[j] == 1 < f.calls[i]:
+            seen.say(
+                f"{timing.format_bytes(f.sizes[j])} is the first size at which each sample timed a single copy "
+                f"({f.calls[i]} copies per sample at {timing.format_bytes(f.sizes[i])}): the dip comes with "
+                "this way of timing, so read the link's rate at that size from notebook 01, which "
+                "times every size with longer samples."
+            )
     return seen
 
 
 def best_rate_gbps(run: Run) -> float:
     """The best rate of the curve, in decimal GB/s."""
-    return max(_rates(run)[1])
+    return curve_facts(run).best
 
 
 def show_timeline(run: Run) -> None:
@@ -119,8 +155,7 @@ def show_timeline(run: Run) -> None:
 
 def hidden_share(run: Run) -> float:
     """The overlap ratio of the timeline's copies and kernels: the share of the shorter activity
-    that ran while the other was running (0 to 1).
-    """
+    that ran while the other was running (0 to 1)."""
     intervals = run.value.intervals
     return trace.overlap_ratio(
         trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
@@ -129,9 +164,8 @@ def hidden_share(run: Run) -> float:
 
 def see_timeline(run: Run) -> claims.WhatWeSee:
     """How much of the shorter activity (the copy or the kernel) ran beside the other, in words."""
-    intervals = run.value.intervals
+    intervals, hidden = run.value.intervals, hidden_share(run)
     copies, kernels = trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
-    hidden = hidden_share(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(
         f"The profiled steps hold {len(copies)} copies and {len(kernels)} kernels. {hidden:.0%} of the "
@@ -148,14 +182,13 @@ def see_timeline(run: Run) -> claims.WhatWeSee:
 
 
 def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
-    """This notebook's two expectations as a claims table: small copies are slow (below a tenth
-    of the best rate), large copies come close to the link (80% of the PCIe raw rate that the
-    recorded machine's report gives).
-    """
+    """This notebook's two expectations: small copies are slow (below ``SLOW`` of the best rate),
+    large copies come close to the link (``NEAR_LINK`` of the PCIe raw rate in the recorded
+    machine's report)."""
     sizes = curve.params["sizes"]
-    rate_of = {s: claims.measured(t, as_rate=True) for s, t in zip(sizes, curve.value, strict=True)}
-    smallest, largest = rate_of[sizes[0]], rate_of[sizes[-1]]
-    best = max(rate_of.values(), key=lambda v: v.value)
+    rates = [claims.measured(t, as_rate=True) for t in curve.value]
+    smallest, largest = rates[0], rates[-1]
+    best = max(rates, key=lambda v: v.value)
     gpu0 = machine.value["gpus"][0]
     gen, width = gpu0.get("pcie_gen_current"), gpu0.get("pcie_width_current")
     link = hardware.pcie_theoretical_gbps(gen, width)
@@ -164,7 +197,7 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
         f"Small copies are slow: a {timing.format_bytes(sizes[0])} copy moves less than a tenth of the best rate",
         source="this notebook's expectation",
         measured=f"{timing.format_bytes(sizes[0])}: {smallest}, the best: {best} (their ratio)",
-        holds=claims.compare(claims.ratio(smallest, best), 0.1, holds_if="below"),
+        holds=claims.compare(claims.ratio(smallest, best), SLOW, holds_if="below"),
         run=curve,
     )
     share = (
@@ -175,8 +208,8 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
         else None
     )
     table.add(
-        f"Large copies come close to the link's speed: {timing.format_bytes(sizes[-1])} reaches 80% of the "
-        "PCIe link's raw rate",
+        f"Large copies come close to the link's speed: {timing.format_bytes(sizes[-1])} reaches {NEAR_LINK:.0%} "
+        "of the PCIe link's raw rate",
         source="this notebook's expectation (notebook 01 tests the link in full)",
         measured=(
             f"{timing.format_bytes(sizes[-1])}: {largest}, against the raw rate of PCIe gen {gen} x{width}, "
@@ -184,7 +217,7 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
             if link
             else "the PCIe link's generation and width were not reported"
         ),
-        holds=claims.compare(share, 0.8, holds_if="above") if share else None,
+        holds=claims.compare(share, NEAR_LINK, holds_if="above") if share else None,
         run=curve,
     )
     return table
