@@ -506,8 +506,9 @@ def test_the_missing_send_stops_where_the_marks_say(machine, capsys):
     )
     seen = nccl.see_missing_send(gloo, run)
     assert seen.sentences == [
-        f"Rank 1's host stopped at (one run of each case): `{RECV_LINE}` (gloo, after a warm-up); "
-        f"`{RECV_LINE}` (nccl, no warm-up); `{PRINT_LINE}` (nccl, after a warm-up)."
+        f"Rank 1's host stopped at (one run of each case): `{RECV_LINE}` (gloo, after a warm-up, "
+        f"{gloo.where()}); `{RECV_LINE}` (nccl, no warm-up, {run.where()}); `{PRINT_LINE}` (nccl, "
+        f"after a warm-up, {run.where()})."
     ]
     longest = max(c["elapsed_s"] - c["timeout_s"] for c in [*run.value, *gloo.value])
     assert numbers(rf"ran {NUMBER} s past", seen.checks[0].measured)[0] == pytest.approx(
@@ -628,7 +629,7 @@ def test_the_recorded_wait_raised_after_the_wait_began_and_the_sentence_says_how
     assert ("well after its timeout" in on_nccl) == late and (
         "as the timeout came due" in on_nccl
     ) == (not late)
-    assert "as the timeout came due" in on_gloo and "(one run)" in on_gloo
+    assert "as the timeout came due" in on_gloo and f"({gloo.where()}, one run)" in on_gloo
 
 
 def test_the_wait_sentences_say_before_stuck_and_never_reached():
@@ -1126,3 +1127,17 @@ def test_the_bandwidth_sentence_when_the_smallest_size_is_slower_than_twice_the_
         "2 times the shortest (25.0 us at 1 MiB): the smallest sizes' times are out of order here;"
     )
     assert "to 3000 us at 1 GiB." in seen.sentences[0]
+
+
+def test_a_live_quick_run_says_quick_mode_and_a_replay_does_not(monkeypatch):
+    """Issue 35: 06's gloo parts run live; in quick mode their rows and sentences say so."""
+    recorded = next(iter(records.recorded_runs(NOTEBOOK, "wait_timeout_nccl").values()))
+    live = records.Run(recorded.value, True, recorded.header)  # as a gloo part runs: live
+    monkeypatch.setenv("COURSE_QUICK", "1")
+    assert nccl.where(live) == f"live on {live.machine}, quick mode"
+    assert nccl.where(recorded) == f"replayed from {recorded.machine}"
+    said = nccl.see_wait_timeout(live, recorded).sentences
+    assert f"(live on {live.machine}, quick mode, one run)" in said[0]
+    assert "quick mode" not in said[1]
+    monkeypatch.setenv("COURSE_QUICK", "0")
+    assert nccl.where(live) == f"live on {live.machine}"

@@ -17,7 +17,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from .. import analysis, claims, plotting, tables
+from .. import analysis, claims, config, plotting, tables
 from ..records import Run
 from .nccl_analysis import (
     COLL_CALLS,
@@ -50,6 +50,12 @@ ON_TIME_SHARE = (
 )
 
 
+def where(run: Run) -> str:
+    """``run.where()``, and for a live run in quick mode ", quick mode": its sizes, repeats and
+    deadlines are the small ones (the sentences and tables say how many repeats)."""
+    return run.where() + (", quick mode" if run.live and config.quick_mode() else "")
+
+
 def where_it_runs(gpus: int, max_ranks: int) -> str:
     """A sentence on which experiments run live on this machine (``gpus`` GPUs, NCCL on at most
     ``max_ranks`` of them) and which replay recordings.
@@ -69,7 +75,7 @@ def show_ranks(*runs: Run) -> None:
     device, process id and the store's port. Returns nothing.
     """
     for run in runs:
-        print(f"{run.params['backend']} ({run.where()}):")
+        print(f"{run.params['backend']} ({where(run)}):")
         for who in run.value["who"]:
             print("   ", ", ".join(f"{key}={value}" for key, value in who.items()))
 
@@ -116,7 +122,7 @@ def see_collectives(nccl: Run, gloo: Run) -> claims.WhatWeSee:
         pids, ports = {w["pid"] for w in who}, {w["MASTER_PORT"] for w in who}
         wrong = mismatches(run)
         devices = [w["device"] for w in who]
-        where = (
+        placed = (
             "on " + ", ".join(devices)
             if len(set(devices)) == len(devices)
             else "all on " + devices[0]
@@ -128,7 +134,7 @@ def see_collectives(nccl: Run, gloo: Run) -> claims.WhatWeSee:
             if not wrong
             else f"{len(wrong)} results differ from what the source says."
         )
-        seen.say(f"{backend} ({run.where()}): the ranks ran {where}, {processes}, {port}; {result}")
+        seen.say(f"{backend} ({where(run)}): the ranks ran {placed}, {processes}, {port}; {result}")
         reduce_data = run.value["blocking"]["reduce"]
         other_before, other_after = reduce_data["before"][1], reduce_data["after"][1]
         seen.say(
@@ -163,7 +169,7 @@ def _show_summary(run: Run, calls: list[str]) -> dict[str, dict[str, Any]]:
             ("data there", "", ".0%"),
             ("synchronize() returned", "ms", ".1f"),
         ],
-        title=f"{run.params['backend']} ({run.where()}): median of the repeats",
+        title=f"{run.params['backend']} ({where(run)}): median of the repeats",
         caption=(
             f"{repeats}; data there: share of repeats where the data had arrived when the "
             "host went on"
@@ -226,8 +232,8 @@ def show_point_to_point(gloo: Run, nccl: Run) -> None:
     against ``synchronize()``'s on a log scale. Returns nothing.
     """
     summaries = {
-        f"gloo ({gloo.where()})": _show_summary(gloo, P2P_CALLS),
-        f"NCCL ({nccl.where()})": _show_summary(nccl, P2P_CALLS),
+        f"gloo ({where(gloo)})": _show_summary(gloo, P2P_CALLS),
+        f"NCCL ({where(nccl)})": _show_summary(nccl, P2P_CALLS),
     }
     _host_vs_data_bars(
         summaries, "Point-to-point: when the host gets control back vs when the data has arrived"
@@ -267,7 +273,7 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for backend, run, table in (("gloo", gloo, p2p_gloo), ("NCCL", nccl, p2p_nccl)):
         seen.say(
-            f"With {backend} ({run.where()}), against a sender {table['recv']['late_ms']:.0f} ms late "
+            f"With {backend} ({where(run)}), against a sender {table['recv']['late_ms']:.0f} ms late "
             f"({_repeats(table['recv'])}): "
             + "; ".join(
                 f"`{call}` gave the host back {how_soon(table[call])}" for call in P2P_CALLS[1:4]
@@ -316,8 +322,8 @@ def show_collective_timing(gloo: Run, nccl: Run) -> None:
     when ``synchronize()`` returned. Returns nothing.
     """
     summaries = {
-        f"gloo ({gloo.where()})": _show_summary(gloo, COLL_CALLS),
-        f"NCCL ({nccl.where()})": _show_summary(nccl, COLL_CALLS),
+        f"gloo ({where(gloo)})": _show_summary(gloo, COLL_CALLS),
+        f"NCCL ({where(nccl)})": _show_summary(nccl, COLL_CALLS),
     }
     _host_vs_data_bars(summaries, "all_reduce with the other rank late: host back vs data there")
 
@@ -332,7 +338,7 @@ def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
         table = summary(run, COLL_CALLS)
         blocking, async_ = table["all_reduce"], table["all_reduce(async_op=True) + wait()"]
         seen.say(
-            f"With {backend} ({run.where()}), the other rank {blocking['late_ms']:.0f} ms late "
+            f"With {backend} ({where(run)}), the other rank {blocking['late_ms']:.0f} ms late "
             f"({_repeats(blocking)}): the "
             f"blocking `all_reduce` gave the host back {how_soon(blocking, 'returned_ms')}; with "
             f"`async_op=True` the call returned {how_soon(async_, 'returned_ms')} and `work.wait()` gave the "
@@ -364,7 +370,7 @@ def show_missing_send(*runs: Run) -> None:
     for run in runs:
         for case in run.value:
             print(
-                f"{_case_name(run, case)} ({run.where()}):\n  {case['reason']};\n  the ranks ran "
+                f"{_case_name(run, case)} ({where(run)}):\n  {case['reason']};\n  the ranks ran "
                 f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s"
             )
             for rank in (0, 1):
@@ -389,7 +395,7 @@ def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     seen.say(
         "Rank 1's host stopped at (one run of each case): "
         + "; ".join(
-            f"`{stop[(run.params['backend'], case['warm_up'])]}` ({_case_name(run, case)})"
+            f"`{stop[(run.params['backend'], case['warm_up'])]}` ({_case_name(run, case)}, {where(run)})"
             for run, case in cases
         )
         + "."
@@ -432,7 +438,7 @@ def show_wait_timeout(*runs: Run) -> None:
     for run in runs:
         print(
             textwrap.fill(
-                f"{run.params['backend']} ({run.where()}): {wait_timeout_outcome(run)[1]}",
+                f"{run.params['backend']} ({where(run)}): {wait_timeout_outcome(run)[1]}",
                 100,
                 subsequent_indent="  ",
                 break_long_words=True,
@@ -455,14 +461,14 @@ def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
                 else f"{'before' if waited < timeout_s else 'well after'} its timeout of {timeout_s:g} s"
             )
             seen.say(
-                f"{run.params['backend']} (one run): the wait raised {waited:.2f} s after it began, {when}, "
+                f"{run.params['backend']} ({where(run)}, one run): the wait raised {waited:.2f} s after it began, {when}, "
                 "and the host went on."
             )
         elif reached_wait(run):
             seen.say(
-                f"{run.params['backend']} (one run): {sentence}. The timeout given to `wait()` did not, by "
+                f"{run.params['backend']} ({where(run)}, one run): {sentence}. The timeout given to `wait()` did not, by "
                 "itself, give the host back."
             )
         else:
-            seen.say(f"{run.params['backend']} (one run): {sentence}.")
+            seen.say(f"{run.params['backend']} ({where(run)}, one run): {sentence}.")
     return seen
