@@ -132,6 +132,10 @@ def _said_once(notebook: str, run: Run) -> str:
     return run.describe()
 
 
+def _filled(sentence: str) -> str:
+    return textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
+
+
 def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
     """What a notebook's set-up cell prints first: this machine's report where it has a GPU to
     measure with; elsewhere a line on this machine, then the report of the recorded machine its
@@ -140,7 +144,11 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
     """
     if hardware.gpu_count():
         here = hardware.describe()
-        return hardware.report(here) + "\n\n" + footprint_sentence(notebook, here["machine"], root)
+        return (
+            hardware.report(here)
+            + "\n\n"
+            + _filled(footprint_sentence(notebook, here["machine"], root))
+        )
     here = hardware.describe()
     headers = {
         machine.name: read_header(sorted((machine / notebook).glob("*.json"))[0])
@@ -170,7 +178,7 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
         + "\n\n"
         + hardware.report(headers[chosen]["machine"])
         + "\n\n"
-        + footprint_sentence(notebook, chosen, root)
+        + _filled(footprint_sentence(notebook, chosen, root))
     )
 
 
