@@ -149,6 +149,17 @@ def results_dir(package: Path = PACKAGE) -> Path:
     return root / "results" if root is not None else package / "results"
 
 
+def shown_path(path: str | Path, package: Path = PACKAGE) -> str:
+    """A file's path as a page shows it: from the clone's folder (``results/2xA/...``) where it is
+    in the clone, else absolute; never relative to the kernel's folder, which differs between
+    ``notebooks/``, ``build/notebooks/`` and ``workspace/`` copies of the same page."""
+    path = Path(path).resolve()
+    root = clone_root(package)
+    if root is not None and path.is_relative_to(root):
+        return str(path.relative_to(root))
+    return str(path)
+
+
 def notebooks_dir(package: Path = PACKAGE) -> Path:
     """The course's notebooks as committed (without outputs): ``notebooks/`` of the clone, or
     the copy installed with the package (``helpers/notebooks/``).

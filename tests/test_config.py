@@ -109,3 +109,14 @@ def test_a_traces_dir_that_cannot_be_made_names_the_variable(tmp_path, monkeypat
     monkeypatch.setenv("COURSE_TRACES_DIR", str(tmp_path / "a-file"))
     with pytest.raises(ValueError, match="set COURSE_TRACES_DIR to a folder you can write"):
         config.traces_dir()
+
+
+def test_a_file_in_the_clone_is_shown_from_the_clones_folder_whatever_the_kernels(
+    tmp_path, monkeypatch
+):
+    root = Path(config.__file__).resolve().parent.parent
+    recorded = root / "results" / "2xNVIDIA-H200" / "00_start_here" / "x.trace.json.gz"
+    for folder in (root / "notebooks", root, tmp_path):
+        monkeypatch.chdir(folder)
+        assert config.shown_path(recorded) == "results/2xNVIDIA-H200/00_start_here/x.trace.json.gz"
+    assert config.shown_path(tmp_path / "t.json") == str(tmp_path / "t.json")

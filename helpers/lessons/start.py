@@ -5,7 +5,6 @@ curve, a timeline and a claims table. Every function takes the notebook's runs
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,7 +148,7 @@ def show_timeline(run: Run) -> None:
     )
     print(
         "the Chrome trace, openable in https://ui.perfetto.dev :",
-        os.path.relpath(run.value.chrome_trace.path),
+        config.shown_path(run.value.chrome_trace.path),
     )
 
 

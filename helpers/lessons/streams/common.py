@@ -3,12 +3,11 @@ how a value read from few profiled steps says so, and the timelines with their t
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import matplotlib.pyplot as plt
 
-from ... import analysis, claims, plotting, trace
+from ... import analysis, claims, config, plotting, trace
 from ...records import Run
 
 NOTEBOOK = "03_streams_and_overlap"
@@ -46,6 +45,6 @@ def show_timelines(
     files are (beside the recording when replayed)."""
     plotting.timelines(panels, title=plotting.machine_title(what, run.machine, run.live), **options)
     plt.show()
-    files = sorted({os.path.relpath(p.chrome_trace.path) for p in profiles if p.chrome_trace})
+    files = sorted({config.shown_path(p.chrome_trace.path) for p in profiles if p.chrome_trace})
     if files:
         print("Chrome traces, openable in https://ui.perfetto.dev:", *files, sep="\n  ")
