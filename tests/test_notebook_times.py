@@ -178,7 +178,7 @@ def test_live_times_only_where_recorded_and_quick_times_for_every_notebook_timed
 
 def test_the_readme_table_is_current():
     readme = (ROOT / "README.md").read_text()
-    assert notebook_times.readme_with_table(readme) == readme, (
+    assert notebook_times.readme_with_times(readme) == readme, (
         "README.md's table of notebook times is out of date: run `python tools/notebook_times.py write-readme`"
     )
     with pytest.raises(ValueError, match="markers"):
@@ -190,3 +190,24 @@ def test_recorded_times_files_are_valid():
         assert notebook_times.run_times_problems(path) == []
     replay = json.loads((ROOT / "results" / notebook_times.REPLAY_TIMES).read_text())
     assert all(notebook_times.entry_problems(e, nb) == [] for nb, e in replay["notebooks"].items())
+
+
+def test_the_readme_says_how_long_make_test_took_from_its_measurement(tmp_path):
+    (tmp_path / "results").mkdir()
+    assert "has not been timed" in notebook_times.test_time_sentence(tmp_path)
+    (tmp_path / "results" / "replay_times.json").write_text(
+        json.dumps(
+            {
+                "make_test": {
+                    "seconds": 201.4,
+                    "cpus": 2,
+                    "date": "2026-11-26T22:00:00+00:00",
+                    "commit": "abc",
+                }
+            }
+        )
+    )
+    assert notebook_times.test_time_sentence(tmp_path) == (
+        "On a fresh clone with 2 CPU cores and nothing else running, `make test` took 3.4 min, "
+        "setting itself up included (2026-11-26, commit abc)."
+    )

@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,6 +306,66 @@ def readme_with_table(readme: str, root: Path = ROOT) -> str:
     return f"{before}{BEGIN}\n{tables(root)}\n{END}{rest.split(END)[1]}"
 
 
+TEST_BEGIN, TEST_END = "<!-- make-test-time: begin -->", "<!-- make-test-time: end -->"
+
+
+def test_time_sentence(root: Path = ROOT) -> str:
+    """The README's sentence on how long ``make test`` took on a fresh clone, from
+    results/replay_times.json's ``make_test`` (``measure-test`` writes it)."""
+    path = root / "results" / REPLAY_TIMES
+    timed = json.loads(path.read_text()).get("make_test") if path.exists() else None
+    if not timed:
+        return "`make test` has not been timed on a fresh clone (`python tools/notebook_times.py measure-test`)."
+    return (
+        f"On a fresh clone with {timed['cpus']} CPU cores and nothing else running, `make test` "
+        f"took {_seconds(timed['seconds'])}, setting itself up included "
+        f"({timed['date'][:10]}, commit {timed['commit']})."
+    )
+
+
+def readme_with_times(readme: str, root: Path = ROOT) -> str:
+    """``readme`` with its generated parts current: the tables (``readme_with_table``) and the
+    sentence between its make-test-time markers (``test_time_sentence``)."""
+    readme = readme_with_table(readme, root)
+    if readme.count(TEST_BEGIN) != 1 or readme.count(TEST_END) != 1:
+        raise ValueError(f"README.md must hold the markers {TEST_BEGIN} and {TEST_END} once each")
+    before, rest = readme.split(TEST_BEGIN)
+    return f"{before}{TEST_BEGIN}{test_time_sentence(root)}{TEST_END}{rest.split(TEST_END)[1]}"
+
+
+def measure_test(root: Path = ROOT) -> Path:
+    """Clone HEAD into a temporary folder and time ``make test`` there (its set-up included),
+    as a contributor's fresh clone runs it; write the seconds into results/replay_times.json.
+    Run it with nothing else running. A failed run is a SystemExit with its output's tail."""
+    commit = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "VIRTUAL_ENV"))}
+    with tempfile.TemporaryDirectory() as tmp:
+        clone = Path(tmp) / "course"
+        subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
+        start = time.perf_counter()
+        run = subprocess.run(
+            ["make", "test"], cwd=clone, env=env, capture_output=True, text=True, check=False
+        )
+        seconds = time.perf_counter() - start
+    if run.returncode != 0:
+        raise SystemExit(f"make test failed on a fresh clone:\n{(run.stdout + run.stderr)[-3000:]}")
+    path = root / "results" / REPLAY_TIMES
+    timed = json.loads(path.read_text()) if path.exists() else {}
+    timed["make_test"] = {
+        "seconds": round(seconds, 1),
+        "cpus": os.cpu_count(),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": commit,
+    }
+    path.write_text(json.dumps(timed, indent=1) + "\n")
+    return path
+
+
 RUN = (
     "import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
     "NotebookClient(nb, timeout=1200, kernel_name='python3', "
@@ -335,7 +396,10 @@ def measure_replay(root: Path = ROOT) -> Path:
             timed[nb.stem] = times_of(json.loads(out.read_text()), commit)
             print(f"{nb.stem}: {timed[nb.stem]['seconds']:.0f} s in replay", flush=True)
     path = root / "results" / REPLAY_TIMES
-    path.write_text(json.dumps({"cpus": os.cpu_count(), "notebooks": timed}, indent=1) + "\n")
+    kept = json.loads(path.read_text()) if path.exists() else {}  # make_test's time stays
+    path.write_text(
+        json.dumps({**kept, "cpus": os.cpu_count(), "notebooks": timed}, indent=1) + "\n"
+    )
     return path
 
 
@@ -343,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     """The command line (see the module's docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "command", choices=["table", "write-readme", "measure-replay", "from-executed"]
+        "command",
+        choices=["table", "write-readme", "measure-replay", "measure-test", "from-executed"],
     )
     parser.add_argument(
         "machine", nargs="?", help="from-executed: the machine's folder name under results/"
@@ -357,9 +422,11 @@ def main(argv: list[str] | None = None) -> int:
         print(tables())
     elif args.command == "write-readme":
         readme = ROOT / "README.md"
-        readme.write_text(readme_with_table(readme.read_text()))
+        readme.write_text(readme_with_times(readme.read_text()))
     elif args.command == "measure-replay":
         print(measure_replay())
+    elif args.command == "measure-test":
+        print(measure_test())
     else:
         if not (args.machine and args.folder and args.commit):
             parser.error("from-executed needs MACHINE FOLDER --commit COMMIT")
