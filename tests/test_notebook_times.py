@@ -208,6 +208,6 @@ def test_the_readme_says_how_long_make_test_took_from_its_measurement(tmp_path):
         )
     )
     assert notebook_times.test_time_sentence(tmp_path) == (
-        "On a fresh clone with 2 CPU cores and nothing else running, `make test` took 3.4 min, "
-        "setting itself up included (2026-11-26, commit abc)."
+        "On a fresh clone with 2 CPU cores (load average 0.1 as it started), `make test` took "
+        "3.4 min, setting itself up included (2026-11-26, commit abc)."
     )

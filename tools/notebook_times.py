@@ -317,8 +317,8 @@ def test_time_sentence(root: Path = ROOT) -> str:
     if not timed:
         return "`make test` has not been timed on a fresh clone (`python tools/notebook_times.py measure-test`)."
     return (
-        f"On a fresh clone with {timed['cpus']} CPU cores and nothing else running, `make test` "
-        f"took {_seconds(timed['seconds'])}, setting itself up included "
+        f"On a fresh clone with {timed['cpus']} CPU cores (load average {timed['load']:g} as it "
+        f"started), `make test` took {_seconds(timed['seconds'])}, setting itself up included "
         f"({timed['date'][:10]}, commit {timed['commit']})."
     )
 
@@ -335,8 +335,8 @@ def readme_with_times(readme: str, root: Path = ROOT) -> str:
 
 def measure_test(root: Path = ROOT) -> Path:
     """Clone HEAD into a temporary folder and time ``make test`` there (its set-up included),
-    as a contributor's fresh clone runs it; write the seconds into results/replay_times.json.
-    Run it with nothing else running. A failed run is a SystemExit with its output's tail."""
+    as a contributor's fresh clone runs it; write the seconds, and the load average as it
+    started, into results/replay_times.json. A failed run is a SystemExit with its output's tail."""
     commit = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
         capture_output=True,
@@ -347,6 +347,7 @@ def measure_test(root: Path = ROOT) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "course"
         subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
+        load = os.getloadavg()[0]
         start = time.perf_counter()
         run = subprocess.run(
             ["make", "test"], cwd=clone, env=env, capture_output=True, text=True, check=False
@@ -359,6 +360,7 @@ def measure_test(root: Path = ROOT) -> Path:
     timed["make_test"] = {
         "seconds": round(seconds, 1),
         "cpus": os.cpu_count(),
+        "load": round(load, 2),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "commit": commit,
     }
