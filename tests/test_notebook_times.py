@@ -201,6 +201,7 @@ def test_the_readme_says_how_long_make_test_took_from_its_measurement(tmp_path):
                 "make_test": {
                     "seconds": 201.4,
                     "cpus": 2,
+                    "load": 0.1,
                     "date": "2026-11-26T22:00:00+00:00",
                     "commit": "abc",
                 }
