@@ -136,12 +136,6 @@ def _show(run: Run, columns: list, cells: Callable, title: str, **options: Any) 
     show_timelines(panels, title, run, list(profiles.values()), **options)
 
 
-def _add(table: claims.ClaimsTable, run: Run, *rows: tuple[str, str, str, object]) -> None:
-    """Claims declared as (claim, source, measured, holds), added in order."""
-    for claim, source, measured, holds in rows:
-        table.add(claim, source=source, run=run, measured=measured, holds=holds)
-
-
 # ---------------------------------------------------------------- 2. the tutorial's experiment
 
 
