@@ -327,8 +327,8 @@ def show_launch_order(run: Run) -> None:
     """The four cases: overlap ratio; GPU copy and host-in-cudaMemcpyAsync (ms); held / copy."""
     columns = [("GPU copy", "ms", ".3f"), ("host in cudaMemcpyAsync", "ms", ".3f"), "held / copy"]
     title = "matmuls on s_0, an H2D copy on s_1, in either launch order"
-    cells = lambda s: (s.copy_ms, s.host_ms, str(s.held))  # noqa: E731
-    _show(run, columns, cells, title, ranges=["S0 compute", "S1 copy"])
+    ranges = ["S0 compute", "S1 copy"]
+    _show(run, columns, lambda s: (s.copy_ms, s.host_ms, str(s.held)), title, ranges=ranges)
 
 
 def see_launch_order(run: Run) -> claims.WhatWeSee:
