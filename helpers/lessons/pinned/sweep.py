@@ -17,23 +17,18 @@ from . import timer
 
 NOTEBOOK = "01_pinned_memory"
 MiB = 2**20
-TIMED = {
-    "pageable_to": "pageable .to()",
-    "pinned_to": "pinned .to()",
-    "pin_memory": ".pin_memory()",
-    "pin_then_to": ".pin_memory().to()",
-    "pin_then_to_nb": ".pin_memory().to(non_blocking=True)",
-    "pin_then_to_nb_cold": ".pin_memory().to(non_blocking=True), empty pinned cache",
+TIMED = {  # each statement's key: its name in the figure, its column in the table
+    "pageable_to": ("pageable .to()", "pageable .to()"),
+    "pinned_to": ("pinned .to()", "pinned .to()"),
+    "pin_memory": (".pin_memory()", "pin_memory()"),
+    "pin_then_to": (".pin_memory().to()", "pin_memory().to()"),
+    "pin_then_to_nb": (".pin_memory().to(non_blocking=True)", "pin_memory().to(nb)"),
+    "pin_then_to_nb_cold": (
+        ".pin_memory().to(non_blocking=True), empty pinned cache",
+        "same, empty cache",
+    ),
 }
-COLUMN = {
-    "pageable_to": "pageable .to()",
-    "pinned_to": "pinned .to()",
-    "pin_memory": "pin_memory()",
-    "pin_then_to": "pin_memory().to()",
-    "pin_then_to_nb": "pin_memory().to(nb)",
-    "pin_then_to_nb_cold": "same, empty cache",
-}
-FORMS = {  # the pin-then-copy forms, compared with the pageable copy
+FORMS = {  # the pin-then-copy forms against the pageable copy: column, legend, marker, sentence
     "pin_then_to": ("pin().to() / pageable", ".pin_memory().to() / pageable .to()", "o"),
     "pin_then_to_nb": (
         "pin().to(nb) / pageable",
@@ -53,15 +48,20 @@ SIZE_RANGES = [
 ]
 RANGE_CHOICES = [label for label, _, _ in SIZE_RANGES] + ["never"]
 CASES = {"warm cache": "pin_then_to_nb", "empty cache": "pin_then_to_nb_cold"}
+TIMED_PARTS = ("pin_memory", "pinned_to", "pin_then_to")  # the two parts, then the whole
 UNCACHED = 20  # a warm pin_memory() this many times slower than the pinned copy was not served by the cache
+RARE_CLAIM = (
+    "pin_memory() (a new pinned storage) followed by the copy can, in rare cases, be faster than "
+    "the driver's chunked copy from pageable memory [{}]"
+)
+PAYS_CLAIM = "Pinning pays off for large tensors"
 RARE = 0.25  # "in rare cases": at no more than this share of the sizes measured
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """The sweep's sizes (bytes); each statement's median ms per call and rate (GB/s) per size,
-    keyed like ``TIMED``; each pin-then-copy form's ratio of times to the pageable copy per size
-    (keyed like ``FORMS``); and the fewest samples of any timing."""
+    """Sizes (bytes); per ``TIMED`` key the median ms per call and GB/s per size; per ``FORMS``
+    key the ratio of times to the pageable copy per size; the fewest samples of any timing."""
 
     sizes: list[int]
     ms: dict[str, list[float]]
@@ -70,8 +70,7 @@ class Sweep:
     fewest: int
 
     def parts_exceed_whole(self) -> list[int]:
-        """The sizes at which a warm ``pin_memory()`` timed alone took longer than
-        ``pin_memory().to()``, which contains it."""
+        """Sizes where a warm ``pin_memory()`` alone took longer than ``pin_memory().to()``."""
         pin, whole = self.ms["pin_memory"], self.ms["pin_then_to"]
         return [n for n, a, b in zip(self.sizes, pin, whole, strict=True) if a > b]
 
@@ -121,57 +120,41 @@ def crossover_range(run: Run) -> str:
 
 
 def show(run: Run) -> None:
-    """A table of every statement's median ms per call, the three ratios and ``pin_memory()``'s
-    GB/s by size; a note for any size where a warm ``pin_memory()`` was not served by the cache;
-    the times and the ratios against size."""
-    f = facts(run)
-    table = tables.Table(
-        [("size", "", timing.format_bytes)]
-        + [(name, "ms", ".3f") for name in COLUMN.values()]
-        + [(column, "x", ".2f") for column, _, _ in FORMS.values()]
-        + [("pin_memory()", "GB/s", ".2f")],
-        [
-            (
-                n,
-                *[f.ms[k][i] for k in TIMED],
-                *[f.ratio[k][i] for k in FORMS],
-                f.gbps["pin_memory"][i],
-            )
-            for i, n in enumerate(f.sizes)
-        ],
-        title=plotting.machine_title("time per call", run.machine, run.live),
-        caption="median time per call, synchronised host clock; nb = non_blocking=True",
-    )
-    display(table)
-    pin, pinned, whole = f.ms["pin_memory"], f.ms["pinned_to"], f.ms["pin_then_to"]
-    for i, n in enumerate(
-        f.sizes
-    ):  # from the cache, pin_memory() is a CPU copy, within a small factor of the DMA
-        if pin[i] > UNCACHED * pinned[i]:
+    """A table of the times (ms), ratios and ``pin_memory()``'s GB/s by size, a note where a warm
+    ``pin_memory()`` was not served by the cache, and the times and ratios against size."""
+    f, title = facts(run), plotting.machine_title("time per call", run.machine, run.live)
+    columns = [("size", "", timing.format_bytes)] + [(c, "ms", ".3f") for _, c in TIMED.values()]
+    columns += [(c, "x", ".2f") for c, _, _ in FORMS.values()] + [("pin_memory()", "GB/s", ".2f")]
+    rows = [
+        (n, *[f.ms[k][i] for k in TIMED], *[f.ratio[k][i] for k in FORMS], f.gbps["pin_memory"][i])
+        for i, n in enumerate(f.sizes)
+    ]
+    caption = "median time per call, synchronised host clock; nb = non_blocking=True"
+    display(tables.Table(columns, rows, title=title, caption=caption))
+    # from the cache, pin_memory() is a CPU copy, within a small factor of the DMA
+    for n, pin, pinned, whole in zip(f.sizes, *(f.ms[k] for k in TIMED_PARTS), strict=True):
+        if pin > UNCACHED * pinned:
             print(
-                f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin[i]:.3f} ms per "
-                f"call, {pin[i] / pinned[i]:.0f} times as long as the pinned copy itself: most "
-                "likely the cache did not serve it and each call asked the driver for new page-locked memory; "
-                f"pin_memory().to() took {whole[i]:.3f} ms at the same size, so "
-                + (
-                    "its ratios include that"
-                    if whole[i] >= pin[i]
-                    else "its ratios were not affected"
-                )
+                f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin:.3f} ms "
+                f"per call, {pin / pinned:.0f} times as long as the pinned copy itself: most likely "
+                "the cache did not serve it and each call asked the driver for new page-locked "
+                f"memory; pin_memory().to() took {whole:.3f} ms at the same size, so its ratios "
+                + ("include that" if whole >= pin else "were not affected")
             )
     crossover = crossover_size(f.sizes, f.ratio["pin_then_to"])[1]
     _, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 4.5))
-    for key, name in TIMED.items():
+    for key, (name, _) in TIMED.items():
         ax_t.plot(f.sizes, f.ms[key], marker="o", label=name)
-    ax_t.set_ylabel("time per call (ms, median, host clock)")
-    ax_t.set_title(plotting.machine_title("time per call", run.machine, run.live))
     for key, (_, label, marker) in FORMS.items():
         ax_r.plot(f.sizes, f.ratio[key], marker=marker, label=label)
     ax_r.axhline(1, color="grey", linestyle="--", label="1: break-even")
     ax_r.axhline(2, color="red", linestyle=":", label="2: 'up to twice as slow'")
-    ax_r.set_ylabel("ratio of times (below 1: pinning pays)")
-    ax_r.set_title(plotting.machine_title("pin-then-copy vs pageable copy", run.machine, run.live))
-    for ax in (ax_t, ax_r):
+    for ax, ylabel, what in (
+        (ax_t, "time per call (ms, median, host clock)", "time per call"),
+        (ax_r, "ratio of times (below 1: pinning pays)", "pin-then-copy vs pageable copy"),
+    ):
+        ax.set_ylabel(ylabel)
+        ax.set_title(plotting.machine_title(what, run.machine, run.live))
         plotting.size_axis(ax, label="tensor size (bytes, binary prefixes)")
         plotting.log_axis(ax, "y")
         ax.grid(True, which="both", alpha=0.3)
@@ -200,29 +183,29 @@ def crossing_words(sizes: list[int], ratios: list[float]) -> str:
 
 def parts_at(f: Sweep, i: int) -> str:
     """pin_memory() plus the pinned copy, against the pageable copy, at the sweep's i-th size."""
-    pin, pinned, pageable = f.ms["pin_memory"][i], f.ms["pinned_to"][i], f.ms["pageable_to"][i]
+    (pin, pinned, whole), page = (f.ms[k][i] for k in TIMED_PARTS), f.ms["pageable_to"][i]
+    gbps = {k: f"{f.gbps[k][i]:.3g} GB/s" for k in ("pin_memory", "pinned_to", "pageable_to")}
     return (
         f"at {timing.format_bytes(f.sizes[i])}, `pin_memory()` ({pin:.3f} ms, "
-        f"{f.gbps['pin_memory'][i]:.3g} GB/s) plus the pinned copy ({pinned:.3f} ms, {f.gbps['pinned_to'][i]:.3g} GB/s) "
-        f"make {pin + pinned:.3f} ms, against {pageable:.3f} ms for the pageable copy "
-        f"({f.gbps['pageable_to'][i]:.3g} GB/s); `pin_memory().to()` measured {f.ms['pin_then_to'][i]:.3f} ms"
+        f"{gbps['pin_memory']}) plus the pinned copy ({pinned:.3f} ms, {gbps['pinned_to']}) make "
+        f"{pin + pinned:.3f} ms, against {page:.3f} ms for the pageable copy "
+        f"({gbps['pageable_to']}); `pin_memory().to()` measured {whole:.3f} ms"
     )
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """Where each pin-then-copy form's ratio to the pageable copy crosses 1 for good, the two
-    parts of pin-then-copy on either side of the crossing (ms, GB/s), the sizes where the part
-    timed alone took longer than the whole, and ``pin_memory()``'s rate from 1 MiB up (GB/s)."""
-    f = facts(run)
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(
-        f"With a warm cache, the ratio of `pin_memory().to()`'s time to a pageable `.to()`'s "
-        f"{crossing_words(f.sizes, f.ratio['pin_then_to'])}."
-    )
-    seen.say(f"With `non_blocking=True` it {crossing_words(f.sizes, f.ratio['pin_then_to_nb'])}.")
-    seen.say(
-        f"With the cache emptied before each call it {crossing_words(f.sizes, f.ratio['pin_then_to_nb_cold'])}."
-    )
+    """Where each pin-then-copy form's ratio crosses 1 for good, the parts on either side of the
+    crossing (ms, GB/s), where a part took longer than the whole, ``pin_memory()``'s GB/s."""
+    f, seen = facts(run), claims.WhatWeSee(NOTEBOOK, run)
+    for key, start in (
+        (
+            "pin_then_to",
+            "With a warm cache, the ratio of `pin_memory().to()`'s time to a pageable `.to()`'s",
+        ),
+        ("pin_then_to_nb", "With `non_blocking=True` it"),
+        ("pin_then_to_nb_cold", "With the cache emptied before each call it"),
+    ):
+        seen.say(f"{start} {crossing_words(f.sizes, f.ratio[key])}.")
     first = crossover_size(f.sizes, f.ratio["pin_then_to"])[0]
     if first is None:
         seen.say(f"At the largest size, {parts_at(f, len(f.sizes) - 1)}.")
@@ -232,24 +215,20 @@ def see(run: Run) -> claims.WhatWeSee:
         seen.say(f"On either side of the crossing, {sides}.")
     exceed = f.parts_exceed_whole()
     seen.say(
-        (
-            f"At {len(exceed)} of the {len(f.sizes)} sizes ({', '.join(timing.format_bytes(n) for n in exceed)}) "
-            "a warm `pin_memory()` timed alone took longer than `pin_memory().to()`, which contains it: "
-            "parts timed apart do not add up to the statement, so their sum is a guide and the crossing "
-            "is read from the measured ratio."
-        )
+        f"At {len(exceed)} of the {len(f.sizes)} sizes "
+        f"({', '.join(map(timing.format_bytes, exceed))}) a warm `pin_memory()` timed alone took "
+        "longer than `pin_memory().to()`, which contains it: parts timed apart do not add up to "
+        "the statement, so their sum is a guide and the crossing is read from the measured ratio."
         if exceed
-        else "At every size `pin_memory()` timed alone took less than `pin_memory().to()`, which contains it."
+        else "At every size `pin_memory()` timed alone took less than `pin_memory().to()`, which "
+        "contains it."
     )
     big = [i for i, n in enumerate(f.sizes) if n >= MiB]
     if big:
-        pins, pages = (
-            [f.gbps["pin_memory"][i] for i in big],
-            [f.gbps["pageable_to"][i] for i in big],
-        )
+        pins, pages = ([f.gbps[k][i] for i in big] for k in ("pin_memory", "pageable_to"))
         seen.say(
-            f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} to {max(pins):.3g} GB/s, "
-            f"while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s."
+            f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} to {max(pins):.3g} "
+            f"GB/s, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s."
         )
     if f.fewest < analysis.FEW_SAMPLES:
         seen.say(f"Each time is the median of as few as {f.fewest} samples at the largest sizes.")
@@ -403,34 +382,31 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """ "Up to twice as slow" per size range and cache, "in rare cases faster" per cache, and
     "pinning pays off for large tensors" at the largest size."""
-    source = f"{timer.TUTORIAL} (what you will learn)"
+    source, sizes = f"{timer.TUTORIAL} (what you will learn)", run.value["sizes"]
     for label, (comparison, words) in twice_as_slow_verdicts(run).items():
-        table.add(
-            twice_claim(label),
-            source=source,
-            measured=f"the worst t(pin_memory().to(non_blocking=True)) / t(pageable .to()) in the range: "
-            f"{words}; holds {comparison.in_words()}",
-            holds=comparison,
-            run=run,
+        measured = (
+            "the worst t(pin_memory().to(non_blocking=True)) / t(pageable .to()) in the range: "
+            f"{words}; holds {comparison.in_words()}"
         )
-    sizes = run.value["sizes"]
+        table.add(twice_claim(label), source=source, measured=measured, holds=comparison, run=run)
     for case, values in nonblocking_ratios(run).items():
         best = min(range(len(values)), key=lambda i: values[i].value)
         faster = [claims.compare(v, 1, holds_if="below") for v in values]
         wins = sum(c.verdict == claims.HOLDS for c in faster)
         # "can be faster": at one size at least; "in rare cases": at no more than RARE of the sizes
-        rare = claims.compare(
-            claims.Value(wins / len(values), unit=f"of {len(values)} sizes"), RARE, holds_if="below"
-        )
+        share = claims.Value(wins / len(values), unit=f"of {len(values)} sizes")
+        rare = claims.compare(share, RARE, holds_if="below")
         name, decisive = analysis.weakest({"faster somewhere": faster[best], "rare": rare})
+        measured = (
+            f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest "
+            f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: "
+            f"{faster[best].in_words()}); faster beyond this run's noise at {wins} of "
+            f"{len(values)} sizes ('rare': at most {RARE:.0%} of them); shown: {name}"
+        )
         table.add(
-            "pin_memory() (a new pinned storage) followed by the copy can, in rare cases, be faster than "
-            f"the driver's chunked copy from pageable memory [{case}]",
+            RARE_CLAIM.format(case),
             source=timer.TUTORIAL,
-            measured=f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest "
-            f"{values[best].number()} at {timing.format_bytes(sizes[best])} (faster: {faster[best].in_words()}); "
-            f"faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most "
-            f"{RARE:.0%} of them); shown: {name}",
+            measured=measured,
             holds=decisive,
             run=run,
         )
@@ -438,11 +414,10 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     pays = claims.compare(
         claims.ratio(last["pin_then_to"], last["pageable_to"]), 1, holds_if="below"
     )
+    measured = (
+        f"t(pin_memory().to()) / t(pageable .to()) at the largest size, "
+        f"{timing.format_bytes(sizes[-1])}, warm cache; pays: {pays.in_words()}"
+    )
     table.add(
-        "Pinning pays off for large tensors",
-        source=f"{timer.TUTORIAL} (advice)",
-        measured=f"t(pin_memory().to()) / t(pageable .to()) at the largest size, {timing.format_bytes(sizes[-1])}, "
-        f"warm cache; pays: {pays.in_words()}",
-        holds=pays,
-        run=run,
+        PAYS_CLAIM, source=f"{timer.TUTORIAL} (advice)", measured=measured, holds=pays, run=run
     )

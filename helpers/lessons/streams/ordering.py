@@ -17,21 +17,24 @@ MATMULS_GAIN = 0.85  # SM-filling matmuls on two streams: GPU busy above this sh
 PAIRS = ("spins, one stream", "spins, two streams", "matmuls, one stream", "matmuls, two streams")
 
 
+def _second_after_first(starts: list[float]) -> float:
+    """us from the first of some starts to the second (0.0: fewer than two)."""
+    starts = sorted(starts)
+    return starts[1] - starts[0] if len(starts) >= 2 else 0.0
+
+
 def _start_gap_us(step: list[trace.Interval]) -> float:
     """us from the first kernel of one stream to the first of the other (0.0: one stream)."""
     kernels = trace.select(step, kind="kernel")
-    starts = sorted(
-        min(k.start_us for k in kernels if k.stream == s) for s in {k.stream for k in kernels}
-    )
-    return starts[1] - starts[0] if len(starts) == 2 else 0.0
+    streams = {k.stream for k in kernels}
+    firsts = [min(k.start_us for k in kernels if k.stream == s) for s in streams]
+    return _second_after_first(firsts) if len(firsts) == 2 else 0.0
 
 
 def _launch_gap_us(step: list[trace.Interval]) -> float:
     """us between the host's first two ``cudaLaunchKernel`` calls (0.0: fewer than two)."""
-    starts = sorted(
-        iv.start_us for iv in step if iv.kind == "runtime" and iv.name == "cudaLaunchKernel"
-    )
-    return starts[1] - starts[0] if len(starts) >= 2 else 0.0
+    launches = [iv for iv in step if iv.kind == "runtime" and iv.name == "cudaLaunchKernel"]
+    return _second_after_first([iv.start_us for iv in launches])
 
 
 def _busy_us(step: list[trace.Interval]) -> float:
@@ -85,7 +88,7 @@ class Ordering:
 
 def facts(run: Run) -> Ordering:
     """Section 1's numbers, computed once from a ``stream_ordering`` run."""
-    spin_us = run.params["spin_us"]
+    spin_us, p = run.params["spin_us"], run.params
     steps = [
         sorted(trace.select(step, kind="kernel"), key=lambda iv: iv.start_us)
         for step in analysis.steps_of(run.value["in order"])
@@ -96,23 +99,12 @@ def facts(run: Run) -> Ordering:
         and sorted(range(len(step)), key=lambda k: step[k].duration_us) == by_length
         for step in steps
     )
-    never_overlap = all(
-        b.start_us >= a.end_us - 1.0 for step in steps for a, b in zip(step, step[1:], strict=False)
-    )
-    pairs = tuple(_pair(label, run.value[label]) for label in PAIRS)
-    spin_gain, mm_gain = (
-        claims.ratio(pairs[two].busy_us, pairs[two - 1].busy_us) for two in (1, 3)
-    )
+    pairs = [zip(step, step[1:], strict=False) for step in steps]
+    never_overlap = all(b.start_us >= a.end_us - 1.0 for pair in pairs for a, b in pair)
+    found = tuple(_pair(label, run.value[label]) for label in PAIRS)
+    gains = (claims.ratio(found[two].busy_us, found[two - 1].busy_us) for two in (1, 3))
     return Ordering(
-        spin_us,
-        run.params["pair_us"],
-        run.params["matmul_n"],
-        steps,
-        in_order,
-        never_overlap,
-        pairs,
-        spin_gain,
-        mm_gain,
+        spin_us, p["pair_us"], p["matmul_n"], steps, in_order, never_overlap, found, *gains
     )
 
 
