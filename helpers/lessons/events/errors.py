@@ -1,0 +1,105 @@
+"""Notebook 04, section 10: where a bad launch's error surfaces, with and without
+``CUDA_LAUNCH_BLOCKING=1``."""
+
+from __future__ import annotations
+
+from ... import claims
+from ...records import Run
+from .common import NOTEBOOK, Row
+
+STATEMENTS = (  # the child's statements in order, each with the marker it prints once it returned
+    ("bad launch", "launched bad kernel"),
+    ("next launch", "next launch returned"),
+    ("synchronize", "synchronize returned"),
+)
+LATER = ("next launch", "synchronize")
+
+
+def statement_that_raised(markers: list[str]) -> str:
+    """The first statement whose "returned" marker is missing (checked against its own "raised:"
+    line); "none" if every statement returned."""
+    for statement, returned in STATEMENTS:
+        if returned not in markers:
+            said = any(line.startswith(f"{statement} raised:") for line in markers)
+            return statement if said else f"{statement} (no error printed: the child stopped)"
+    return "none"
+
+
+def raised_at(run: Run) -> dict[str, str]:
+    """``{case: statement}``: for each child process, the statement that raised."""
+    return {case: statement_that_raised(out["markers"]) for case, out in run.value.items()}
+
+
+def cases(run: Run, blocking: bool) -> list[str]:
+    """The cases run with (``blocking``) or without ``CUDA_LAUNCH_BLOCKING=1``."""
+    return [case for case, out in run.value.items() if out["launch_blocking"] == blocking]
+
+
+def show(run: Run) -> None:
+    """Each child printed: the statement that raised, its markers, its error, the assertion."""
+    raised = raised_at(run)
+    for case, out in run.value.items():
+        assertion = out["device_assert"][0] if out["device_assert"] else ""
+        print(
+            f"{case}\n    raised at: {raised[case]}; markers: {out['markers'][1:]}\n    error: "
+            + " / ".join(out["error_text"][:1] + out["error_text"][2:3])
+            + "\n    device: "
+            + (assertion[assertion.find("Assertion") :] or "no assertion printed")
+        )
+
+
+def see(run: Run) -> claims.WhatWeSee:
+    """Where each scenario's error surfaced, without and with the variable, checked; how often
+    PyTorch's own error text suggests it."""
+    errors, raised, seen = run.value, raised_at(run), claims.WhatWeSee(NOTEBOOK, run)
+    for scenario in dict.fromkeys(out["scenario"] for out in errors.values()):
+        at = {
+            out["launch_blocking"]: raised[c]
+            for c, out in errors.items()
+            if out["scenario"] == scenario
+        }
+        seen.say(
+            f"Bad kernel {scenario}: without `CUDA_LAUNCH_BLOCKING` the error surfaced at "
+            f"**{at[False]}**; with `CUDA_LAUNCH_BLOCKING=1`, at **{at[True]}**."
+        )
+    for blocking, statement, expected in (
+        (
+            False,
+            "without CUDA_LAUNCH_BLOCKING the bad launch itself returns, and a later statement raises",
+            LATER,
+        ),
+        (True, "with CUDA_LAUNCH_BLOCKING=1 the bad launch raises", ("bad launch",)),
+    ):
+        found = cases(run, blocking)
+        holds = all(raised[c] in expected for c in found)
+        seen.check(statement, holds, "; ".join(f"{c}: {raised[c]}" for c in found))
+    found = cases(run, False)
+    hint = [
+        c for c in found if any("CUDA_LAUNCH_BLOCKING" in line for line in errors[c]["error_text"])
+    ]
+    return seen.say(
+        f"PyTorch's own error text suggests `CUDA_LAUNCH_BLOCKING=1` in {len(hint)} of the "
+        f"{len(found)} asynchronous cases."
+    )
+
+
+def claims_of(run: Run) -> list[Row]:
+    """Where the error surfaces: at a later call without the variable, at the launch with it."""
+    raised, rows = raised_at(run), []
+    for blocking, claim, expected in (
+        (
+            False,
+            "Errors reported asynchronously might not be correct: they surface at a later call",
+            LATER,
+        ),
+        (
+            True,
+            "Enabling synchronisation helps in pinpointing issues (CUDA_LAUNCH_BLOCKING=1)",
+            ("bad launch",),
+        ),
+    ):
+        found = cases(run, blocking)
+        where = "with CUDA_LAUNCH_BLOCKING=1" if blocking else "without CUDA_LAUNCH_BLOCKING"
+        said = "; ".join(f"{run.value[c]['scenario']} raised at {raised[c]}" for c in found)
+        rows.append(Row(claim, run, f"{where}: {said}", all(raised[c] in expected for c in found)))
+    return rows
