@@ -12,7 +12,10 @@ STATEMENTS = (  # the child's statements in order, each with the marker it print
     ("next launch", "next launch returned"),
     ("synchronize", "synchronize returned"),
 )
-LATER = ("next launch", "synchronize")
+WHERE = {  # with CUDA_LAUNCH_BLOCKING=1 or without: the statements the error should surface at
+    False: ("next launch", "synchronize"),
+    True: ("bad launch",),
+}
 
 
 def statement_that_raised(markers: list[str]) -> str:
@@ -30,9 +33,12 @@ def raised_at(run: Run) -> dict[str, str]:
     return {case: statement_that_raised(out["markers"]) for case, out in run.value.items()}
 
 
-def cases(run: Run, blocking: bool) -> list[str]:
-    """The cases run with (``blocking``) or without ``CUDA_LAUNCH_BLOCKING=1``."""
-    return [case for case, out in run.value.items() if out["launch_blocking"] == blocking]
+def surfaced(run: Run, blocking: bool) -> tuple[list[str], bool]:
+    """The cases run with (``blocking``) or without the variable; whether each raised where
+    ``WHERE`` says."""
+    raised = raised_at(run)
+    found = [case for case, out in run.value.items() if out["launch_blocking"] == blocking]
+    return found, all(raised[case] in WHERE[blocking] for case in found)
 
 
 def show(run: Run) -> None:
@@ -49,34 +55,28 @@ def show(run: Run) -> None:
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """Where each scenario's error surfaced, without and with the variable, checked; how often
-    PyTorch's own error text suggests it."""
+    """Where each scenario's error surfaced, checked; how often PyTorch's text suggests the
+    variable."""
     errors, raised, seen = run.value, raised_at(run), claims.WhatWeSee(NOTEBOOK, run)
     for scenario in dict.fromkeys(out["scenario"] for out in errors.values()):
         at = {
-            out["launch_blocking"]: raised[c]
-            for c, out in errors.items()
-            if out["scenario"] == scenario
+            o["launch_blocking"]: raised[c] for c, o in errors.items() if o["scenario"] == scenario
         }
         seen.say(
             f"Bad kernel {scenario}: without `CUDA_LAUNCH_BLOCKING` the error surfaced at "
             f"**{at[False]}**; with `CUDA_LAUNCH_BLOCKING=1`, at **{at[True]}**."
         )
-    for blocking, statement, expected in (
+    for blocking, statement in (
         (
             False,
             "without CUDA_LAUNCH_BLOCKING the bad launch itself returns, and a later statement raises",
-            LATER,
         ),
-        (True, "with CUDA_LAUNCH_BLOCKING=1 the bad launch raises", ("bad launch",)),
+        (True, "with CUDA_LAUNCH_BLOCKING=1 the bad launch raises"),
     ):
-        found = cases(run, blocking)
-        holds = all(raised[c] in expected for c in found)
+        found, holds = surfaced(run, blocking)
         seen.check(statement, holds, "; ".join(f"{c}: {raised[c]}" for c in found))
-    found = cases(run, False)
-    hint = [
-        c for c in found if any("CUDA_LAUNCH_BLOCKING" in line for line in errors[c]["error_text"])
-    ]
+    found = surfaced(run, False)[0]
+    hint = [c for c in found if "CUDA_LAUNCH_BLOCKING" in " ".join(errors[c]["error_text"])]
     return seen.say(
         f"PyTorch's own error text suggests `CUDA_LAUNCH_BLOCKING=1` in {len(hint)} of the "
         f"{len(found)} asynchronous cases."
@@ -86,20 +86,15 @@ def see(run: Run) -> claims.WhatWeSee:
 def claims_of(run: Run) -> list[Row]:
     """Where the error surfaces: at a later call without the variable, at the launch with it."""
     raised, rows = raised_at(run), []
-    for blocking, claim, expected in (
+    for blocking, claim in (
         (
             False,
             "Errors reported asynchronously might not be correct: they surface at a later call",
-            LATER,
         ),
-        (
-            True,
-            "Enabling synchronisation helps in pinpointing issues (CUDA_LAUNCH_BLOCKING=1)",
-            ("bad launch",),
-        ),
+        (True, "Enabling synchronisation helps in pinpointing issues (CUDA_LAUNCH_BLOCKING=1)"),
     ):
-        found = cases(run, blocking)
+        found, holds = surfaced(run, blocking)
         where = "with CUDA_LAUNCH_BLOCKING=1" if blocking else "without CUDA_LAUNCH_BLOCKING"
         said = "; ".join(f"{run.value[c]['scenario']} raised at {raised[c]}" for c in found)
-        rows.append(Row(claim, run, f"{where}: {said}", all(raised[c] in expected for c in found)))
+        rows.append(Row(claim, run, f"{where}: {said}", holds))
     return rows

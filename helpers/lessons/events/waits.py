@@ -8,6 +8,10 @@ from .common import NOTEBOOK, Row
 
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
+ORDERS = {  # each ordering claim, with what it orders
+    "Record an event in stream A and wait for it in stream B: B's later work waits for A's": "streams",
+    "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)": "GPUs",
+}
 
 
 def poll_us(run: Run) -> float:
@@ -174,29 +178,18 @@ def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
 def ordering_claims(run_streams: Run, run_gpus: Run) -> list[Row]:
     """That an event orders two streams, and two GPUs; that synchronize(device) waits for one."""
     rows = []
-    for claim, run, first in (
-        (
-            "Record an event in stream A and wait for it in stream B: B's later work waits for A's",
-            run_streams,
-            "producer",
-        ),
-        (
-            "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)",
-            run_gpus,
-            "GPU 0",
-        ),
-    ):
-        w, nw = (ordering_counts(run)[label] for label in ("wait_event", "no wait"))
-        ordered = (
-            w["done_first"] == w["checks"] and w["after"] == w["steps"] and not nw["done_first"]
-        )
+    for claim, run in zip(ORDERS, (run_streams, run_gpus), strict=True):
+        (w, nw), first = (ordering_counts(run)[k] for k in CASES[::-1]), ROLES[ORDERS[claim]][0]
         measured = (
             f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in "
             f"trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, "
             "and none without, count)"
         )
+        ordered = (
+            w["done_first"] == w["checks"] and w["after"] == w["steps"] and not nw["done_first"]
+        )
         rows.append(Row(claim, run, measured, ordered))
     busy = run_gpus.value["gpu1_busy_after_sync0"]
-    measured = f"synchronize(0) returned while GPU 1 was busy in {sum(busy)} of {len(busy)} checks (all count)"
+    measured = f"synchronize(0) returned while GPU 1 was busy in {sum(busy)} of {len(busy)} checks"
     claim = "torch.cuda.synchronize(device_id) synchronises that one device"
-    return [*rows, Row(claim, run_gpus, measured, all(busy))]
+    return [*rows, Row(claim, run_gpus, f"{measured} (all count)", all(busy))]
