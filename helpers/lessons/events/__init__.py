@@ -1,8 +1,5 @@
-"""What notebook 04 shows of its experiments, one module per section: ``timers`` (1 three
-timers, 3 first calls, 4 spread), ``waits`` (2 which wait, 7 and 8 one stream or GPU waiting
-for another), ``tools`` (5 resolution, 6 three tools), ``many`` (9 many streams), ``errors``
-(10), and ``common``. Each takes the notebook's runs (``records.Run``, live or replayed) and
-measures nothing. Tested on every recorded machine in tests/test_lesson_04.py."""
+"""Notebook 04's lessons by section: ``timers`` (1, 3, 4), ``waits`` (2, 7, 8), ``tools`` (5, 6),
+``many`` (9), ``errors`` (10). They read runs, measure nothing; tests/test_lesson_04.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Notebook 04, section 10: where a bad launch's error surfaces, with and without
-``CUDA_LAUNCH_BLOCKING=1``."""
+"""Notebook 04, section 10: where a bad launch's error surfaces, with the variable or not."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ WHERE = {  # with CUDA_LAUNCH_BLOCKING=1 or without: the statements the error sh
 
 
 def statement_that_raised(markers: list[str]) -> str:
-    """The first statement whose "returned" marker is missing (checked against its own "raised:"
-    line); "none" if every statement returned."""
+    """The first statement whose "returned" marker is missing and that said it raised; or "none"."""
     for statement, returned in STATEMENTS:
         if returned not in markers:
             said = any(line.startswith(f"{statement} raised:") for line in markers)
@@ -34,8 +32,7 @@ def raised_at(run: Run) -> dict[str, str]:
 
 
 def surfaced(run: Run, blocking: bool) -> tuple[list[str], bool]:
-    """The cases run with (``blocking``) or without the variable; whether each raised where
-    ``WHERE`` says."""
+    """The cases run with (``blocking``) or without; whether all raised at ``WHERE``."""
     raised = raised_at(run)
     found = [case for case, out in run.value.items() if out["launch_blocking"] == blocking]
     return found, all(raised[case] in WHERE[blocking] for case in found)
@@ -55,8 +52,7 @@ def show(run: Run) -> None:
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """Where each scenario's error surfaced, checked; how often PyTorch's text suggests the
-    variable."""
+    """Where each scenario's error surfaced, checked; how often PyTorch suggests the variable."""
     errors, raised, seen = run.value, raised_at(run), claims.WhatWeSee(NOTEBOOK, run)
     for scenario in dict.fromkeys(out["scenario"] for out in errors.values()):
         at = {
@@ -69,7 +65,8 @@ def see(run: Run) -> claims.WhatWeSee:
     for blocking, statement in (
         (
             False,
-            "without CUDA_LAUNCH_BLOCKING the bad launch itself returns, and a later statement raises",
+            "without CUDA_LAUNCH_BLOCKING the bad launch itself returns, and a later statement "
+            "raises",
         ),
         (True, "with CUDA_LAUNCH_BLOCKING=1 the bad launch raises"),
     ):

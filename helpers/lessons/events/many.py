@@ -15,8 +15,7 @@ from .common import NOTEBOOK, Row, times, vs_one
 
 @dataclass(frozen=True)
 class Count:
-    """One count of streams: host launch and device time per kernel (device samples cut to the
-    batches queued within the hold), all samples, how many left out, the longest launch (us)."""
+    """One count of streams: launch and device per kernel (device: queued within the hold)."""
 
     launch: Timing
     device: Timing
@@ -28,8 +27,7 @@ class Count:
 
 @dataclass(frozen=True)
 class Many:
-    """Section 9's facts: each count, and the most streams' time over one stream's ("device",
-    "launch") and over half as many ("doubling"), each "x" with its spread."""
+    """Section 9's facts: each count; the most streams over one ("device", "launch"), over half."""
 
     by: dict[int, Count]
     device: claims.Value
@@ -69,8 +67,7 @@ def facts(run: Run) -> Many:
 
 
 def show(run: Run) -> tables.Table:
-    """``torch.cuda.Stream()``'s host time printed; per count of streams a table (us, ms) and
-    the launch and device times per kernel (us, median and IQR) against the count."""
+    """``torch.cuda.Stream()`` printed; a table per count of streams (us, ms) and its times (us)."""
     many, f, kernels = run.value, facts(run), run.params["kernels"]
     made = many["torch.cuda.Stream()"]
     print(
@@ -108,8 +105,7 @@ def show(run: Run) -> tables.Table:
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """``torch.cuda.Stream()``'s host time (us) and pool; the batch per kernel (us) on the GPU
-    and the host, one stream against the most; checks of the contents and of the hold."""
+    """The stream pool; the batch per kernel (us), GPU and host, one stream against the most."""
     many, f, hold_ms = run.value, facts(run), run.params["hold_us"] / 1e3
     (few, one), (before, _), (most, top) = (
         (c, f.by[c]) for c in (f.counts[0], f.counts[-2], f.counts[-1])
@@ -170,8 +166,7 @@ def see(run: Run) -> claims.WhatWeSee:
 
 
 def claims_of(run: Run) -> list[Row]:
-    """What many streams do: overlap tiny kernels on the GPU, cost it at the last doubling, and
-    cost the host launch time."""
+    """Many streams overlap tiny kernels, cost the GPU at the last doubling, cost the host."""
     f, kernels = facts(run), run.params["kernels"]
     few, before, most = f.counts[0], f.counts[-2], f.counts[-1]
     outran = sum(b.outran for b in f.by.values())

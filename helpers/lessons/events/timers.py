@@ -80,7 +80,7 @@ def timer_claims(run: Run) -> list[Row]:
 
 
 def short(name: str) -> str:
-    """An operation's name without its explanation: ``'torch.erf (CUDA loads ...)'`` -> ``'torch.erf'``."""
+    """An operation's name without its explanation: ``'torch.erf (why)'`` -> ``'torch.erf'``."""
     return name.split(" (")[0]
 
 
@@ -173,8 +173,7 @@ def spread_noise(t: Timing) -> float:
 
 @dataclass(frozen=True)
 class Spread:
-    """Section 4's facts: host clock over events ("x"), each clock's IQR / median, the wider,
-    and the resampling noise (standard deviation) of the two spreads' difference."""
+    """Section 4's facts: host clock over events, IQR / median per clock, its difference's noise."""
 
     host_over_events: claims.Comparison  # against 1, holds above: the host clock sits higher
     spread: dict[str, float]
@@ -237,8 +236,7 @@ def show_spread(run: Run) -> tables.Table:
 
 
 def see_spread(run: Run) -> claims.WhatWeSee:
-    """Per clock: where half the samples lie (us), the slowest, the mean's side; then the
-    host clock's median over the events', which spread more, and a check that it sits higher."""
+    """Per clock where half the samples lie (us); the host clock over the events; which spread."""
     seen = claims.WhatWeSee(NOTEBOOK, run)
     for label, t in run.value.items():
         (q1, q3), mean = (q * 1e6 for q in t.quartiles_s), t.mean_s

@@ -63,8 +63,8 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
         f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to "
         f"{max(empty):.2f} us), not zero: on an idle stream each event completes when the host "
         "records it, so the pair measures the host's time between the two record calls (the "
-        f"batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate), not what events can "
-        f"resolve{step}."
+        f"batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate), "
+        f"not what events can resolve{step}."
     )
     seen.say(
         f"A single tiny kernel measures {single:.2f} us against the empty pair's {floor:.2f} us, "

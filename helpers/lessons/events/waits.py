@@ -1,4 +1,4 @@
-"""Notebook 04, sections 2, 7 and 8: which wait blocks what; one stream or GPU waiting for another."""
+"""Notebook 04, sections 2, 7 and 8: which wait blocks what; a stream or GPU waiting for another."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from .common import NOTEBOOK, Row
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
 ORDERS = {  # each ordering claim, with what it orders
-    "Record an event in stream A and wait for it in stream B: B's later work waits for A's": "streams",
+    "Record an event in stream A and wait for it in stream B: B's later work waits for A's": (
+        "streams"
+    ),
     "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)": "GPUs",
 }
 
@@ -27,7 +29,8 @@ def show_wait(run: Run) -> None:
         f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, "
         f"{params['main_us'] / 1e3:.1f} ms on the current one\n"
         f"host waited in main_done.synchronize():   {ev_ms:8.3f} ms (median)\n"
-        f"host waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms (median, same start)\n"
+        f"host waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms "
+        "(median, same start)\n"
         f"side stream still busy when the event wait returned: {sum(busy)} of {len(busy)} times\n\n"
         f"event.query() right after record(): {query_word(run)}; {wait['polls']} polls in "
         f"{wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel "
@@ -97,8 +100,7 @@ def wait_claims(run: Run) -> list[Row]:
 
 
 def producer_then_consumer(profile: trace.Profile, slack_us: float = 5.0) -> tuple[int, int]:
-    """Steps whose consumer kernel (the shorter) started after the producer's ended (within
-    ``slack_us``, for two GPUs' clocks), out of all steps (pairs of kernels in start order)."""
+    """Steps (kernel pairs) whose shorter kernel started after the longer ended, of all steps."""
     kernels = sorted(profile.select(kind="kernel"), key=lambda iv: iv.start_us)
     pairs = [
         sorted(kernels[i : i + 2], key=lambda iv: iv.duration_us)
@@ -108,8 +110,7 @@ def producer_then_consumer(profile: trace.Profile, slack_us: float = 5.0) -> tup
 
 
 def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
-    """Per case: the producer ``done_first`` in how many ``checks``; the consumer's kernel
-    ``after`` the producer's in how many traced ``steps``."""
+    """Per case: producer ``done_first`` of ``checks``; consumer ``after`` it of ``steps``."""
     counts = {}
     for label in CASES:
         after, steps = producer_then_consumer(run.value[label]["trace"])
@@ -142,8 +143,7 @@ def show_ordering(run: Run, across: str) -> tables.Table:
 
 
 def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
-    """Both cases' counts; for streams the host's ``cudaStreamWaitEvent`` (us), for GPUs the
-    two device waits (ms) and GPU 1's state when the first returned."""
+    """Both cases' counts; the host's ``cudaStreamWaitEvent`` (us) or the device waits (ms)."""
     (first, second), counts = ROLES[across], ordering_counts(run)
     said = [
         f"the {second} was done before the {first} was in {c['checks'] - c['done_first']} of "
