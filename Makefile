@@ -172,7 +172,7 @@ comma := ,
 MUTATE_SHARDS := helpers.checks.*,helpers.codec.*,helpers.tables.*,helpers.claims.*,helpers.exercises.*,helpers.analysis.*,helpers.config.*,helpers.timing.*,helpers.trace.* \
     helpers.records.*,helpers.hardware.*,helpers.experiments.* \
     helpers.plotting.*,$(L).start.*,$(L).pinned.* \
-    $(L).non_blocking.*,$(L).events.*,$(L).events_analysis.*,$(L).events_claims.*,$(L).events_sync.* \
+    $(L).non_blocking.*,$(L).events.* \
     $(L).streams.*,$(L).peer.*,$(L).peer_links.*,$(L).peer_claims.* \
     $(L).peer_streams.*,$(L).peer_combinations.*,$(L).nccl.*,$(L).nccl_analysis.*,$(L).nccl_claims.*,$(L).nccl_speed.* \
     helpers.cli.*,helpers.distributed.*,helpers.forkserver.*

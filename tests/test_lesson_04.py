@@ -1,5 +1,4 @@
-"""Notebook 04's analysis (helpers/lessons/events.py, events_sync.py, events_analysis.py,
-events_claims.py) on the recordings of every recorded machine, and on synthetic values for the
+"""Notebook 04's analysis (helpers/lessons/events/) on the recordings of every recorded machine, and on synthetic values for the
 branches the recordings do not reach.
 
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
@@ -14,7 +13,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import claims, records, tables, timing, trace
-from helpers.lessons import events, events_analysis, events_claims, events_sync
+from helpers.lessons import events
+from helpers.lessons.events import errors, many, timers, tools, waits
 
 NOTEBOOK = "04_event_timing"
 NAMES = (
@@ -87,9 +87,9 @@ def test_every_machine_that_recorded_04_is_tested():
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_timers_sentences_give_the_launch_share_and_the_synchronised_ratio(machine):
     run = RUNS["three_timers"][machine]
-    no_sync, with_sync, ev = (run.value[k].samples_s for k in events.TIMERS)
+    no_sync, with_sync, ev = (run.value[k].samples_s for k in timers.TIMERS)
     share = statistics.median(no_sync) / statistics.median(ev)
-    first, second = events.see_timers(run).sentences
+    first, second = timers.see_timers(run).sentences
     reported, rate, times = numbers(
         rf"reports {NUMBER}% of the events' time: {NUMBER} TFLOP/s, {NUMBER} times", first
     )
@@ -110,14 +110,14 @@ def test_the_timers_sentences_give_the_launch_share_and_the_synchronised_ratio(m
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_timers_table_and_the_exercise_use_the_medians(machine):
     run = RUNS["three_timers"][machine]
-    table = events.show_timers(run)
-    assert [row[0] for row in table.rows] == list(events.TIMERS)
+    table = timers.show_timers(run)
+    assert [row[0] for row in table.rows] == list(timers.TIMERS)
     for row in table.rows:
         median = statistics.median(run.value[row[0]].samples_s)
-        assert row[1] == pytest.approx(median * 1e3) and row[2] == pytest.approx(
+        assert row[1] == pytest.approx(median * 1e3) and row[4] == pytest.approx(
             run.value["flop"] / median / 1e12
         )
-    assert events.tflops(run) == pytest.approx(
+    assert timers.tflops(run) == pytest.approx(
         run.value["flop"] / statistics.median(run.value["CUDA events"].samples_s) / 1e12
     )
     assert plt.get_fignums(), "a bar chart is drawn"
@@ -132,7 +132,7 @@ def test_the_wait_sentences_give_each_wait_against_its_kernel(machine):
     wait, params = run.value, run.params
     ev_ms = statistics.median(wait["event.synchronize"].samples_s) * 1e3
     dev_ms = statistics.median(wait["torch.cuda.synchronize"].samples_s) * 1e3
-    first, second = events_sync.see_wait(run).sentences
+    first, second = waits.see_wait(run).sentences
     got_ev, ev_times = numbers(
         rf"`main_done.synchronize\(\)` returned after {NUMBER} ms, {NUMBER} times", first
     )
@@ -158,8 +158,8 @@ def test_the_wait_sentences_give_each_wait_against_its_kernel(machine):
 def test_the_poll_time_is_the_polling_time_over_the_polls(machine, capsys):
     run = RUNS["which_wait"][machine]
     expected = run.value["poll_wait_s"] / run.value["polls"] * 1e6
-    assert events_sync.poll_us(run) == pytest.approx(expected)
-    events_sync.show_wait(run)
+    assert waits.poll_us(run) == pytest.approx(expected)
+    waits.show_wait(run)
     assert f"({expected:.2f} us per poll)" in capsys.readouterr().out
 
 
@@ -173,8 +173,8 @@ def test_a_kernel_done_before_the_first_poll_counts_one_poll_and_says_done():
         "poll_wait_s": 1e-6,
     }
     run = fake_run(value, side_us=20_000.0, main_us=2_000.0, poll_us=5_000.0)
-    assert events_sync.poll_us(run) == pytest.approx(1.0)
-    first, second = events_sync.see_wait(run).sentences
+    assert waits.poll_us(run) == pytest.approx(1.0)
+    first, second = waits.see_wait(run).sentences
     assert "still busy in 2 of 3 runs" in first and "(medians of 3 runs)" in first
     assert 'answered "done"' in second and "polled 0 times" in second
 
@@ -196,10 +196,10 @@ def test_the_first_calls_sentences_name_the_least_and_the_most(machine):
     run = RUNS["first_calls"][machine]
     ratio = {name: t[0] / statistics.median(t[1:]) for name, t in run.value.items()}
     least, most = min(ratio, key=ratio.get), max(ratio, key=ratio.get)
-    seen = events.see_first_calls(run)
+    seen = timers.see_first_calls(run)
     first, second = seen.sentences
     low, high = numbers(
-        rf"took {NUMBER} times the median of the later calls for .* up to {NUMBER} times", first
+        rf"took {NUMBER} times the later calls' median for .* up to {NUMBER} times", first
     )
     assert low == pytest.approx(ratio[least], abs=0.51) and high == pytest.approx(
         ratio[most], abs=0.51
@@ -212,21 +212,21 @@ def test_the_first_calls_sentences_name_the_least_and_the_most(machine):
         assert f"{settles(times)} for {name.split(' (')[0]}" in second
     (check,) = seen.checks
     assert check.holds == all(t[0] == max(t) for t in run.value.values())
-    table = events.show_first_calls(run)
+    table = timers.show_first_calls(run)
     assert [row[3] for row in table.rows] == pytest.approx(list(ratio.values()))
 
 
 def test_settled_from_finds_the_first_call_after_which_all_stay_near_the_median():
-    assert events.settled_from([100.0, 1.0, 1.0, 1.0, 1.0]) == 2
-    assert events.settled_from([100.0, 5.0, 1.0, 1.0, 1.0]) == 3
-    assert events.settled_from([100.0, 1.0, 1.0, 9.0, 1.0, 1.0]) == 5
+    assert timers.settled_from([100.0, 1.0, 1.0, 1.0, 1.0]) == 2
+    assert timers.settled_from([100.0, 5.0, 1.0, 1.0, 1.0]) == 3
+    assert timers.settled_from([100.0, 1.0, 1.0, 9.0, 1.0, 1.0]) == 5
     for times in (
         [100.0, 1.0, 1.0, 1.0, 1.0],
         [100.0, 1.0, 1.0, 9.0, 1.0, 1.0],
         [3.0, 1.0, 5.0],
         [1.0, 1.0, 9.0],
     ):
-        assert events.settled_from(times) == settles(times)
+        assert timers.settled_from(times) == settles(times)
 
 
 def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_keep_a_decimal():
@@ -234,9 +234,9 @@ def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_k
         "op a (why)": [0.0030, 0.0010, 0.0040, 0.0010],
         "op b (why)": [0.0015, 0.0010, 0.0010, 0.0010],
     }
-    seen = events.see_first_calls(fake_run(value))
+    seen = timers.see_first_calls(fake_run(value))
     assert (
-        "took 1.5 times the median of the later calls for op b (the least) up to 3.0 times for op a"
+        "took 1.5 times the later calls' median for op b (the least) up to 3.0 times for op a"
         in seen.sentences[0]
     )
     assert (
@@ -246,11 +246,9 @@ def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_k
 
 
 def test_first_over_later_keeps_the_spread():
-    first = events_analysis.first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    first = timers.first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     assert first.value == pytest.approx(10.0) and first.spread == 0 and first.samples == 6
-    assert events_analysis.first_over_later(
-        [10.0, 0.8, 0.9, 1.0, 1.1, 1.2]
-    ).spread == pytest.approx(1.0)
+    assert timers.first_over_later([10.0, 0.8, 0.9, 1.0, 1.1, 1.2]).spread == pytest.approx(1.0)
 
 
 # ---------------------------------------------------------------- 4. spread
@@ -259,7 +257,7 @@ def test_first_over_later_keeps_the_spread():
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_spread_sentences_follow_the_samples(machine):
     run = RUNS["spread"][machine]
-    seen = events.see_spread(run)
+    seen = timers.see_spread(run)
     for label, sentence in zip(run.value, seen.sentences, strict=False):
         samples = run.value[label].samples_s
         q1, q3 = quartiles(samples)
@@ -293,7 +291,7 @@ def test_the_spread_sentences_follow_the_samples(machine):
         for label, t in run.value.items()
     }
     wider = max(relative, key=relative.get)
-    assert events.spread_facts(run).wider == wider
+    assert timers.spread_facts(run).wider == wider
     more, less, noise = numbers(
         rf"the {wider} samples spread more \({NUMBER}% of their median against {NUMBER}%\), "
         rf"\w+ the noise of 50 samples each \(± {NUMBER} points, by resampling\)",
@@ -309,10 +307,10 @@ def test_the_spread_sentences_follow_the_samples(machine):
         assert wider == "events" and "beyond the noise" in last
     (sits,) = seen.checks  # the markdown's expectation, checked: the host clock sits higher
     assert sits.holds == (side(value, spread) == "above")
-    assert events.higher_median(run) == {"above": "host clock", "below": "events"}.get(
+    assert timers.higher_median(run) == {"above": "host clock", "below": "events"}.get(
         side(value, spread)
     )
-    table = events.show_spread(run)
+    table = timers.show_spread(run)
     assert [row[-1] for row in table.rows] == [len(t.samples_s) for t in run.value.values()]
 
 
@@ -325,10 +323,10 @@ def test_a_host_clock_no_slower_than_the_events_is_said_to_be_the_same():
         },
         samples=5,
     )
-    last = events.see_spread(run).sentences[2]
+    last = timers.see_spread(run).sentences[2]
     assert "1.000 ± 0.010 times the events' (the same within the noise)" in last
     assert "both spread alike (1.0% of their median)" in last and "spread more" not in last
-    assert events.higher_median(run) is None  # within the noise: exercise 2 grades nothing
+    assert timers.higher_median(run) is None  # within the noise: exercise 2 grades nothing
 
 
 def test_exercise_2_grades_the_higher_median_and_nothing_within_the_noise(capsys):
@@ -341,10 +339,10 @@ def test_exercise_2_grades_the_higher_median_and_nothing_within_the_noise(capsys
             samples=5,
         )
 
-    assert events.check_higher_median("host clock", run_of(12.0)) is True
-    assert events.check_higher_median("events", run_of(12.0)) is False
-    assert events.check_higher_median("events", run_of(8.0)) is True
-    assert events.check_higher_median("events", run_of(10.0)) is None
+    assert timers.check_higher_median("host clock", run_of(12.0)) is True
+    assert timers.check_higher_median("events", run_of(12.0)) is False
+    assert timers.check_higher_median("events", run_of(8.0)) is True
+    assert timers.check_higher_median("events", run_of(10.0)) is None
     assert "same within the noise: nothing to grade" in capsys.readouterr().out
 
 
@@ -358,7 +356,7 @@ def test_the_resolution_sentences_give_the_floor_and_the_batches(machine):
     floor, reading = statistics.median(empty), statistics.median(single)
     launched = statistics.median(run.value["batch, launched as we go"].samples_s) * 1e6
     queued = statistics.median(run.value["batch, queued behind a spin kernel"].samples_s) * 1e6
-    seen = events.see_resolution(run)
+    seen = tools.see_resolution(run)
     first, second, third = seen.sentences
     got = numbers(rf"measures {NUMBER} us \(median of (\d+); {NUMBER} to {NUMBER} us\)", first)
     assert got == pytest.approx([floor, len(empty), min(empty), max(empty)], abs=0.006)
@@ -374,7 +372,7 @@ def test_the_resolution_sentences_give_the_floor_and_the_batches(machine):
         reading, abs=0.006
     )
     assert reading > floor
-    assert numbers(rf"the empty pair is {NUMBER}% of that reading", second)[0] == pytest.approx(
+    assert numbers(rf"the empty pair is {NUMBER}% of it", second)[0] == pytest.approx(
         floor / reading * 100, abs=0.51
     )
     got_launched, got_queued, times = numbers(
@@ -385,14 +383,14 @@ def test_the_resolution_sentences_give_the_floor_and_the_batches(machine):
     assert (got_launched, got_queued) == pytest.approx((launched, queued), abs=0.006)
     assert times == round(reading / queued)
     assert seen.checks[0].holds == (queued < launched)
-    table = events.show_resolution(run)
+    table = tools.show_resolution(run)
     assert table.rows[0][4] == len(distinct) and table.rows[1][4] == len(set(single))
 
 
 def test_times_in_words_chooses_by_the_ratio():
-    assert events._times_in_words(1.1).startswith("only a little above")
-    assert "1.9 times" in events._times_in_words(1.89)
-    assert "well above" in events._times_in_words(10)
+    assert tools.times_in_words(1.1).startswith("only a little above")
+    assert "1.9 times" in tools.times_in_words(1.89)
+    assert "well above" in tools.times_in_words(10)
 
 
 def test_a_reading_at_the_floor_never_shows_a_share_above_100_percent_and_one_value_has_no_step():
@@ -408,11 +406,11 @@ def test_a_reading_at_the_floor_never_shows_a_share_above_100_percent_and_one_va
             "batch, queued behind a spin kernel": batch,
         }
     )
-    seen = events.see_resolution(run)
+    seen = tools.see_resolution(run)
     assert "apart" not in seen.sentences[0]
     assert "no more than the empty pair" in seen.sentences[1] and "%" not in seen.sentences[1]
     assert not seen.checks[0].holds
-    assert events.show_resolution(run).rows[0][5] is None
+    assert tools.show_resolution(run).rows[0][5] is None
 
 
 # ---------------------------------------------------------------- 6. three tools
@@ -432,7 +430,7 @@ def profiler_seconds(tools):
 def test_the_tools_sentence_gives_both_ratios_to_the_profiler(machine, capsys):
     run = RUNS["three_tools"][machine]
     prof, prof_spread = profiler_seconds(run.value)
-    (sentence,) = events.see_tools(run).sentences
+    (sentence,) = tools.see_tools(run).sentences
     expected = {}
     for tool, pattern in (
         ("events", r"events measure {0} ± {0} times"),
@@ -462,7 +460,7 @@ def test_the_tools_sentence_gives_both_ratios_to_the_profiler(machine, capsys):
     assert (f"(from its {blocks} measurements)" in sentence) == (blocks < 5)
     agree = numbers(rf"agree within {NUMBER}%", sentence)[0]
     assert agree == pytest.approx(max(abs(v - 1) for v in expected.values()) * 100, abs=0.051)
-    events.show_tools(run)
+    tools.show_tools(run)
     out = capsys.readouterr().out
     assert f"profiler kernels       {prof * 1e6:9.2f} us per matmul" in out
     assert f"{len(run.value['profiler'].select(kind='kernel'))} kernels in" in out
@@ -497,20 +495,20 @@ def check_ordering_sentence(sentence, run, first, second):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_streams_sentences_count_the_ordering_from_the_trace(machine):
     run = RUNS["cross_stream_wait"][machine]
-    assert events_sync.ordering_counts(run) == {
-        label: ordering(run.value[label]) for label in events_sync.CASES
+    assert waits.ordering_counts(run) == {
+        label: ordering(run.value[label]) for label in waits.CASES
     }
-    seen = events_sync.see_streams(run)
+    seen = waits.see_ordering(run, "streams")
     check_ordering_sentence(seen.sentences[0], run, "producer", "consumer")
-    waits = [
+    host_waits = [
         iv.duration_us
         for iv in run.value["wait_event"]["trace"].select(kind="runtime")
         if iv.name == "cudaStreamWaitEvent"
     ]
     assert numbers(rf"took {NUMBER} us at most", seen.sentences[1])[0] == pytest.approx(
-        max(waits), abs=0.051
+        max(host_waits), abs=0.051
     )
-    table = events_sync.show_streams(run)
+    table = waits.show_ordering(run, "streams")
     c = ordering(run.value["wait_event"])
     assert table.rows[1] == [
         "wait_event",
@@ -522,7 +520,7 @@ def test_the_streams_sentences_count_the_ordering_from_the_trace(machine):
 @pytest.mark.parametrize("machine", sorted(GPUS))
 def test_the_gpus_sentences_count_the_ordering_and_the_device_waits(machine):
     run = GPUS[machine]
-    seen = events_sync.see_gpus(run)
+    seen = waits.see_ordering(run, "GPUs")
     check_ordering_sentence(seen.sentences[0], run, "GPU 0 producer", "GPU 1 consumer")
     busy = run.value["gpu1_busy_after_sync0"]
     s0, s1 = (
@@ -535,32 +533,32 @@ def test_the_gpus_sentences_count_the_ordering_and_the_device_waits(machine):
     )
     assert (got0, got1) == pytest.approx((s0, s1), abs=6e-4)
     assert f"busy in {sum(busy)} of {len(busy)} checks" in seen.sentences[1]
-    assert events_sync.show_gpus(run).rows[0][0] == "no wait"
+    assert waits.show_ordering(run, "GPUs").rows[0][0] == "no wait"
 
 
 def test_the_ordering_words_and_counts_on_a_synthetic_trace():
-    text = events_sync._ordering_words(
-        {"checks": 5, "done_first": 0, "after": 0, "steps": 2}, "producer", "consumer"
-    )
-    assert (
-        "consumer was done before the producer was in 5 of 5 checks" in text
-        and "in 0 of 2 traced steps" in text
-    )
     kernels = [
         trace.Interval("kernel", "spin", 0, 100, device=0, stream=1),
         trace.Interval("kernel", "spin", 96, 106, device=1, stream=2),  # within the 5 us slack
         trace.Interval("kernel", "spin", 200, 300, device=0, stream=1),
         trace.Interval("kernel", "spin", 250, 260, device=1, stream=2),
     ]
-    assert events_analysis._producer_then_consumer(trace.Profile(kernels, steps=2)) == (1, 2)
+    profile = trace.Profile(kernels, steps=2)
+    assert waits.producer_then_consumer(profile) == (1, 2)
+    value = {label: {"producer_done_first": [False] * 5, "trace": profile} for label in waits.CASES}
+    text = waits.see_ordering(fake_run(value), "streams").sentences[0]
+    assert (
+        "the consumer was done before the producer was in 5 of 5 checks" in text
+        and "in 1 of 2 traced steps" in text
+    )
 
 
 def test_a_run_without_a_cudastreamwaitevent_on_the_host_says_nothing_of_it():
     profile = trace.Profile([trace.Interval("kernel", "spin", 0, 100, device=0, stream=1)], steps=1)
     run = fake_run(
-        {label: {"producer_done_first": [True], "trace": profile} for label in events_sync.CASES}
+        {label: {"producer_done_first": [True], "trace": profile} for label in waits.CASES}
     )
-    assert len(events_sync.see_streams(run).sentences) == 1
+    assert len(waits.see_ordering(run, "streams").sentences) == 1
 
 
 # ---------------------------------------------------------------- 9. many streams
@@ -590,9 +588,9 @@ def test_the_many_streams_sentences_give_the_times_and_their_ratios(machine):
     run = RUNS["many_streams"][machine]
     by = within_hold(run)
     counts = sorted(by)
-    assert events_sync.stream_counts(run) == counts
+    assert many.facts(run).counts == counts
     few, most, before = counts[0], counts[-1], counts[-2]
-    seen = events_sync.see_many(run)
+    seen = many.see(run)
     first, second, third, *outran = seen.sentences
     dropped = {c: v["outran"] for c, v in by.items() if v["outran"]}
     assert bool(outran) == bool(
@@ -647,7 +645,7 @@ def test_the_many_streams_sentences_give_the_times_and_their_ratios(machine):
         ),
     ):
         value, spread = ratio_of(by[a][key].samples_s, by[b][key].samples_s)
-        ratio = events_sync.stream_ratios(run)[name]
+        ratio = getattr(many.facts(run), name.replace("last ", ""))
         assert ratio.value == pytest.approx(value) and ratio.spread == pytest.approx(spread)
         match = re.search(pattern, sentence)
         assert match, (pattern, sentence)
@@ -667,7 +665,7 @@ def test_the_many_streams_sentences_give_the_times_and_their_ratios(machine):
     assert contents.holds == all(v["contents_ok"] for v in by.values())
     samples = len(run.value["by count"][str(few)]["launch"].samples_s)
     assert enough_within_hold.holds == (samples - max(v["outran"] for v in by.values()) >= 5)
-    table = events_sync.show_many(run)
+    table = many.show(run)
     assert [row[0] for row in table.rows] == counts
 
 
@@ -692,7 +690,7 @@ def _many_run(device_us, launch_us, *, contents_ok=True, repeat=-1, pool=64):
 
 def test_many_streams_that_cost_the_gpu_and_the_host_more_are_said_slower_and_more():
     run = _many_run([1.0, 1.0, 2.0], [10.0, 11.0, 20.0], contents_ok=False)
-    seen = events_sync.see_many(run)
+    seen = many.see(run)
     assert "each a stream of its own" in seen.sentences[0]
     assert "2.00 ± 0.00 times the time on 1 (slower)" in seen.sentences[1]
     assert "on 4 streams it took 2.00 ± 0.00 times its time on 2 (slower)" in seen.sentences[1]
@@ -704,7 +702,7 @@ def test_many_streams_that_cost_the_gpu_and_the_host_more_are_said_slower_and_mo
 
 
 def test_many_streams_within_the_noise_are_said_no_different():
-    seen = events_sync.see_many(_many_run([1.0, 1.0, 1.0], [10.0, 10.0, 10.0]))
+    seen = many.see(_many_run([1.0, 1.0, 1.0], [10.0, 10.0, 10.0]))
     assert "(no different within the noise)" in seen.sentences[1]
     assert (
         "(the same within the noise)" in seen.sentences[1]
@@ -716,7 +714,7 @@ def test_many_streams_within_the_noise_are_said_no_different():
 
 
 def test_statement_that_raised_reads_the_markers():
-    raised = events_analysis._statement_that_raised
+    raised = errors.statement_that_raised
     assert (
         raised(
             [
@@ -754,9 +752,9 @@ def first_missing(markers):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_error_sentences_name_where_each_error_surfaced(machine, capsys):
     run = RUNS["error_checking"][machine]
-    raised = events_sync.raised_at(run)
+    raised = errors.raised_at(run)
     assert raised == {case: first_missing(out["markers"]) for case, out in run.value.items()}
-    seen = events_sync.see_errors(run)
+    seen = errors.see(run)
     for case, out in run.value.items():
         blocking = (
             "with `CUDA_LAUNCH_BLOCKING=1`, at"
@@ -776,7 +774,7 @@ def test_the_error_sentences_name_where_each_error_surfaced(machine, capsys):
         for c in async_cases
     )
     assert f"in {hints} of the {len(async_cases)} asynchronous cases" in seen.sentences[-1]
-    events_sync.show_errors(run)
+    errors.show(run)
     out = capsys.readouterr().out
     assert all(f"raised at: {raised[c]}" in out for c in run.value)
 
@@ -793,10 +791,10 @@ def errors_where_async_raised_at_once():
 
 def test_an_asynchronous_error_at_the_launch_fails_the_check_and_says_no_hint(capsys):
     run = errors_where_async_raised_at_once()
-    seen = events_sync.see_errors(run)
+    seen = errors.see(run)
     assert [c.holds for c in seen.checks] == [False, True]
     assert "in 0 of the 2 asynchronous cases" in seen.sentences[-1]
-    events_sync.show_errors(run)
+    errors.show(run)
     assert "device: no assertion printed" in capsys.readouterr().out
 
 
@@ -955,18 +953,9 @@ def test_the_claims_table_says_does_not_hold_when_the_side_stream_was_done_and_t
     ].comparison.value.value == pytest.approx(0.1)
 
 
-def test_share_of_keeps_the_spread():
-    share = events_claims._share_of(claims.Value(0.02, 0.001, "s", 5), 0.02)
-    assert (
-        share.value == pytest.approx(1.0)
-        and share.spread == pytest.approx(0.05)
-        and share.samples == 5
-    )
-
-
 def test_every_show_function_draws_a_titled_figure_or_prints():
     run = RUNS["spread"][MACHINES[0]]
-    assert isinstance(events.show_spread(run), tables.Table)
+    assert isinstance(timers.show_spread(run), tables.Table)
     title = plt.gca().get_title()
     assert MACHINES[0] in title and f"{run.params['samples']} samples" in title
 
@@ -982,7 +971,7 @@ def test_a_batch_launched_for_longer_than_the_hold_is_left_out_of_the_device_tim
     four["launch"] = timing.Timing(
         [1e-6] * 4 + [2e-6], "host clock", calls_per_sample=8
     )  # 16 us: past the hold
-    seen = events_sync.see_many(run)
+    seen = many.see(run)
     assert "1.00 us on 4" in seen.sentences[1]  # the median of the four samples inside the hold
     assert seen.sentences[3] == (
         "The host took longer than the 0 ms hold to launch 1 of the 5 batches on 4 streams "
@@ -990,15 +979,13 @@ def test_a_batch_launched_for_longer_than_the_hold_is_left_out_of_the_device_tim
         "left out of the device times above."
     )
     assert [c.holds for c in seen.checks] == [True, False]  # 4 kept of 5: fewer than 5
-    assert events_sync.outran_hold(run) == {1: 0, 2: 0, 4: 1}
+    assert {c: b.outran for c, b in many.facts(run).by.items()} == {1: 0, 2: 0, 4: 1}
 
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_many_streams_rows_name_the_fewest_and_most_streams_measured(machine):
     run = RUNS["many_streams"][machine]
     counts = sorted(int(c) for c in run.value["by count"])
-    table = claims.ClaimsTable(NOTEBOOK)
-    events_claims.add_many_streams(table, run)
-    parallel, gpu = table.claims[0], table.claims[1]
+    parallel, gpu, _ = many.claims_of(run)
     assert f"on {counts[-1]} streams / on {counts[0]} (below 1" in parallel.measured
     assert f"on {counts[-1]} streams / on {counts[-2]} (above 1" in gpu.measured

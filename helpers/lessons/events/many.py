@@ -1,0 +1,200 @@
+"""Notebook 04, section 9: what many streams cost, on the GPU and on the host."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+
+from ... import analysis, claims, plotting, tables
+from ...records import Run
+from ...timing import Timing
+from .common import NOTEBOOK, Row, times, vs_one
+
+
+@dataclass(frozen=True)
+class Count:
+    """One count of streams: launch and device per kernel (device: queued within the hold)."""
+
+    launch: Timing
+    device: Timing
+    samples: int
+    outran: int
+    longest_us: float
+    contents_ok: bool
+
+
+@dataclass(frozen=True)
+class Many:
+    """Section 9's facts: each count; the most streams over one ("device", "launch"), over half."""
+
+    by: dict[int, Count]
+    device: claims.Value
+    doubling: claims.Value
+    launch: claims.Value
+
+    @property
+    def counts(self) -> list[int]:
+        return list(self.by)
+
+
+def count_of(recorded: dict, kernels: int, hold_us: float) -> Count:
+    device, launch = recorded["device"], recorded["launch"]
+    pairs = zip(device.samples_s, launch.samples_s, strict=True)
+    kept = [d for d, up in pairs if up * kernels * 1e6 < hold_us]
+    return Count(
+        launch,
+        dataclasses.replace(device, samples_s=kept) if kept else device,
+        len(device.samples_s),
+        len(device.samples_s) - len(kept),
+        max(launch.samples_s) * kernels * 1e6,
+        recorded["contents_ok"],
+    )
+
+
+def facts(run: Run) -> Many:
+    """Section 9's numbers, computed once from a ``many_streams`` run."""
+    kernels, hold_us, recorded = run.params["kernels"], run.params["hold_us"], run.value["by count"]
+    by = {c: count_of(recorded[str(c)], kernels, hold_us) for c in sorted(map(int, recorded))}
+    few, before, most = (by[c] for c in (min(by), sorted(by)[-2], max(by)))
+    return Many(
+        by,
+        claims.ratio(most.device, few.device),
+        claims.ratio(most.device, before.device),
+        claims.ratio(most.launch, few.launch),
+    )
+
+
+def show(run: Run) -> tables.Table:
+    """``torch.cuda.Stream()`` printed; a table per count of streams (us, ms) and its times (us)."""
+    many, f, kernels = run.value, facts(run), run.params["kernels"]
+    made = many["torch.cuda.Stream()"]
+    print(
+        f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} "
+        f"of it); {many['objects made']} objects stood for {many['distinct CUDA streams']} "
+        "distinct CUDA streams"
+    )
+    table = tables.Table(
+        ["streams", ("host launch per kernel", "us", ".2f"), ("device per kernel", "us", ".3f")]
+        + ["every count right", ("longest launch", "ms", ".1f")],
+        [
+            (c, b.launch.median_us, b.device.median_us, b.contents_ok, b.longest_us / 1e3)
+            for c, b in f.by.items()
+        ],
+        caption=f"launches queued behind a {run.params['hold_us'] / 1e3:.0f} ms hold",
+    )
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, what in zip(
+        axes, ("launch", "device"), ("host launch", "device time"), strict=True
+    ):
+        timings = [getattr(b, key) for b in f.by.values()]
+        median = [t.median_us for t in timings]
+        yerr = [[abs(t.median_s - t.quartiles_s[i]) * 1e6 for t in timings] for i in (0, 1)]
+        ax.errorbar(f.counts, median, yerr=yerr, marker="o", capsize=3)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(f.counts, [str(c) for c in f.counts])
+        ax.set(
+            xlabel="streams the batch is spread over",
+            ylabel=f"{what} per kernel (us, median and IQR)",
+            title=plotting.machine_title(f"{kernels} tiny kernels: {what}", run.machine, run.live),
+        )
+        ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    return table
+
+
+def see(run: Run) -> claims.WhatWeSee:
+    """The stream pool; the batch per kernel (us), GPU and host, one stream against the most."""
+    many, f, hold_ms = run.value, facts(run), run.params["hold_us"] / 1e3
+    (few, one), (before, _), (most, top) = (
+        (c, f.by[c]) for c in (f.counts[0], f.counts[-2], f.counts[-1])
+    )
+    pool, repeat = many["distinct CUDA streams"], many["first repeat at"]
+    shared = (
+        f": object {repeat + 1} is the first stream again, so beyond {pool} streams a program "
+        "shares PyTorch's pool instead of getting new ones."
+        if repeat >= 0
+        else ", each a stream of its own."
+    )
+    side_by_side = "tiny kernels from different streams ran side by side"
+    seen = claims.WhatWeSee(NOTEBOOK, run)
+    seen.say(
+        f"Asking for a stream took {many['torch.cuda.Stream()'].median_us:.2f} us on the host "
+        f"(median). The {many['objects made']} objects `torch.cuda.Stream()` returned stand for "
+        f"{pool} CUDA streams{shared}"
+    )
+    seen.say(
+        f"On the GPU, the batch took {one.device.median_us:.2f} us per kernel on {few} stream and "
+        f"{top.device.median_us:.2f} us on {most}, {times(f.device)} the time on {few} "
+        f"({vs_one(f.device, 'slower', side_by_side, 'no different within the noise')}); on "
+        f"{most} streams it took {times(f.doubling)} its time on {before} "
+        f"({vs_one(f.doubling, 'slower', 'faster')})."
+    )
+    seen.say(
+        f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and "
+        f"{top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} "
+        f"({vs_one(f.launch, 'more', 'less')}); the `with torch.cuda.stream(...)` around each "
+        "launch is paid at every count alike."
+    )
+    seen.check(
+        "every stream's element holds the number of kernels that stream ran",
+        all(b.contents_ok for b in f.by.values()),
+        f"{len(f.counts)} counts of streams checked",
+    )
+    longest_ms = max(b.longest_us for b in f.by.values()) / 1e3
+    if any(b.outran for b in f.by.values()):
+        outran = ", ".join(
+            f"{b.outran} of the {b.samples} batches on {analysis.plural(c, 'stream')}"
+            for c, b in f.by.items()
+            if b.outran
+        )
+        seen.say(
+            f"The host took longer than the {hold_ms:.0f} ms hold to launch {outran} (the longest "
+            f"{longest_ms:.1f} ms): the GPU waited for the launches there, so those samples are "
+            "left out of the device times above."
+        )
+    kept = min(b.samples - b.outran for b in f.by.values())
+    seen.check(
+        f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the "
+        "host queued within the spin kernel's hold, so no launch time is in the device times",
+        kept >= analysis.FEW_SAMPLES,
+        f"at least {kept} of {one.samples} kept; longest launch {longest_ms:.1f} ms, "
+        f"hold {hold_ms:.0f} ms",
+    )
+    return seen
+
+
+def claims_of(run: Run) -> list[Row]:
+    """Many streams overlap tiny kernels, cost the GPU at the last doubling, cost the host."""
+    f, kernels = facts(run), run.params["kernels"]
+    few, before, most = f.counts[0], f.counts[-2], f.counts[-1]
+    outran = sum(b.outran for b in f.by.values())
+    left_out = f"; {outran} samples launched for longer than the hold left out" if outran else ""
+    overlapped = claims.compare(f.device, 1, holds_if="below")
+    doubling = claims.compare(f.doubling, 1, holds_if="above")
+    launch = claims.compare(f.launch, 1, holds_if="above")
+    many = "Too many streams can lead to contention or scheduling issues, affecting efficiency"
+    return [
+        Row(
+            "Tasks from different streams can be executed in parallel",
+            run,
+            f"device time of {kernels} tiny kernels on {most} streams / on {few} "
+            f"({overlapped.in_words()}: they overlapped{left_out})",
+            overlapped,
+        ),
+        Row(
+            f"{many} (GPU)",
+            run,
+            f"device time of the batch on {most} streams / on {before} ({doubling.in_words()}: "
+            f"the last doubling cost time; {most} is PyTorch's pool{left_out})",
+            doubling,
+        ),
+        Row(
+            f"{many} (host)",
+            run,
+            f"host launch time per kernel on {most} streams / on {few} ({launch.in_words()}: "
+            "more streams cost the host)",
+            launch,
+        ),
+    ]

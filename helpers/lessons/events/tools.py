@@ -1,0 +1,154 @@
+"""Notebook 04, sections 5 and 6: what events resolve; one matmul by three tools."""
+
+from __future__ import annotations
+
+import statistics
+
+from ... import analysis, claims, plotting, tables, trace
+from ...records import Run
+from .common import NOTEBOOK, Row, axes, cols, times
+
+PAIRS = ("empty pair (us)", "one tiny kernel (us)")
+BATCHES = ("batch, launched as we go", "batch, queued behind a spin kernel")
+
+
+def closest_apart(values: list[float]) -> float | None:
+    """The smallest step between two distinct values (None: fewer than two)."""
+    distinct = sorted(set(values))
+    return min((b - a for a, b in zip(distinct, distinct[1:], strict=False)), default=None)
+
+
+def show_resolution(run: Run) -> tables.Table:
+    """The batches' time per kernel printed (us); the pairs' table and histograms (us)."""
+    for label in BATCHES:
+        t = run.value[label]
+        queued = "; queueing them took {enqueue_us:.0f} us of the {hold_us:.0f} us hold"
+        queued = queued.format(**t.extra) if "enqueue_us" in t.extra else ""
+        print(
+            f"{label:36s} {t.median_us:6.3f} us per kernel ({t.calls_per_sample} kernels{queued})"
+        )
+    table = tables.Table(
+        ["events around", *cols("us", ".3f", "median", "min", "max"), "distinct values"]
+        + [("closest two apart", "us", ".3f")]
+    )
+    for label in PAIRS:
+        v = run.value[label]
+        row = (statistics.median(v), min(v), max(v), len(set(v)), closest_apart(v))
+        table.add(label.replace(" (us)", ""), *row)
+    ax = axes(run, "Event resolution", "start.elapsed_time(end) (us)", "number of samples")
+    ax.hist([run.value[label] for label in PAIRS], bins=40, label=["empty pair", "one tiny kernel"])
+    ax.legend()
+    return table
+
+
+def times_in_words(ratio: float) -> str:
+    """How a reading compares with a floor, in words chosen by the ratio."""
+    if ratio < 1.25:
+        return f"only a little above it ({ratio:.2f} times)"
+    if ratio < 3:
+        return f"about {ratio:.1f} times it, the same order"
+    return f"{ratio:.0f} times it, well above"
+
+
+def see_resolution(run: Run) -> claims.WhatWeSee:
+    """The empty pair (us) and its step, one tiny kernel against it, the two batches per kernel."""
+    empty = run.value[PAIRS[0]]
+    floor, single = (statistics.median(run.value[label]) for label in PAIRS)
+    launched, queued = (run.value[label].median_us for label in BATCHES)
+    closest = closest_apart(empty)
+    step = (
+        f"; its values are {closest:.3f} us apart at the closest, the resolution" if closest else ""
+    )
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
+        f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to "
+        f"{max(empty):.2f} us), not zero: on an idle stream each event completes when the host "
+        "records it, so the pair measures the host's time between the two record calls (the "
+        f"batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate), "
+        f"not what events can resolve{step}."
+    )
+    seen.say(
+        f"A single tiny kernel measures {single:.2f} us against the empty pair's {floor:.2f} us, "
+        f"{times_in_words(single / floor)} (the empty pair is {floor / single:.0%} of it): mostly "
+        "the host's launch, so one pair of events cannot time such a kernel."
+        if single > floor
+        else f"A single tiny kernel measures {single:.2f} us, no more than the empty pair: the "
+        "host's launch, not the kernel, is what such a pair measures, so it cannot time it."
+    )
+    seen.say(
+        f"A batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate; "
+        f"queued behind a spin kernel, {queued:.2f} us per kernel, the GPU's rate, while the "
+        f"single kernel's reading is {single / queued:.0f} times that."
+    )
+    seen.check(
+        "the batch queued behind a spin kernel measures less per kernel than the batch launched "
+        "as we go",
+        queued < launched,
+        f"{queued:.2f} us against {launched:.2f} us",
+    )
+    return seen
+
+
+# ---------------------------------------------------------------- 6. three tools
+
+
+def profiler_time(run: Run) -> claims.Value:
+    """The profiled kernels' time per matmul (s), with their durations' relative spread."""
+    tools, kernels = run.value, run.value["profiler"].select(kind="kernel")
+    durations = analysis.across([iv.duration_us for iv in kernels])
+    per_matmul = trace.covered_us(kernels) / (tools["matmuls_per_step"] * tools["profiler"].steps)
+    spread = per_matmul * durations.spread / durations.value
+    return claims.Value(per_matmul / 1e6, spread / 1e6, "s", len(kernels))
+
+
+def by_profiler(run: Run, tool: str) -> claims.Value:
+    """``tool``'s median over the profiler's kernel time per matmul ("x", spreads added)."""
+    return claims.ratio(run.value[tool], profiler_time(run))
+
+
+def show_tools(run: Run) -> None:
+    """Each tool's time per matmul (us) and the profiler's kernels printed; bars of the three."""
+    tools, kernels = run.value, run.value["profiler"].select(kind="kernel")
+    by_tool = {
+        "CUDA events": tools["events"].median_us,
+        "torch.utils.benchmark": tools["benchmark"].median_us,
+        "profiler kernels": profiler_time(run).value * 1e6,
+    }
+    for label, us in by_tool.items():
+        print(f"{label:22s} {us:9.2f} us per matmul (median)")
+    us = [iv.duration_us for iv in kernels]
+    print(
+        f"profiler: {len(us)} kernels in {tools['profiler'].steps} steps of "
+        f"{tools['matmuls_per_step']} matmuls, each from {min(us):.2f} to {max(us):.2f} us"
+    )
+    plotting.bars_with_ratios(
+        by_tool,
+        baseline="profiler kernels",
+        ylabel="time per matmul (us)",
+        title=plotting.machine_title("One matmul, three tools", run.machine, run.live),
+    )
+
+
+def see_tools(run: Run) -> claims.WhatWeSee:
+    """The events' and the benchmark's medians over the profiler's kernel time per matmul."""
+    events, bench = by_profiler(run, "events"), by_profiler(run, "benchmark")
+    blocks = len(run.value["benchmark"].samples_s)
+    few = f" (from its {blocks} measurements)" if blocks < 5 else ""
+    most = max(abs(events.value - 1), abs(bench.value - 1))
+    return claims.WhatWeSee(NOTEBOOK, run).say(
+        f"The events measure {times(events)} the profiler's kernel time and "
+        f"`torch.utils.benchmark` {times(bench)}{few}; the three agree within {most:.1%}."
+    )
+
+
+def tools_claims(run: Run) -> list[Row]:
+    """That events measure GPU work: against the profiler's kernel time."""
+    agree = claims.within(by_profiler(run, "events"), 0.9, 1.1)
+    return [
+        Row(
+            "Events measure the time of GPU work (start.record, end.synchronize, "
+            "start.elapsed_time(end))",
+            run,
+            f"events / profiler kernel time, one matmul ({agree.in_words()} counts)",
+            agree,
+        )
+    ]

@@ -1,0 +1,195 @@
+"""Notebook 04, sections 2, 7 and 8: which wait blocks what; a stream or GPU waiting for another."""
+
+from __future__ import annotations
+
+from ... import claims, plotting, tables, trace
+from ...records import Run
+from .common import NOTEBOOK, Row
+
+CASES = ("no wait", "wait_event")  # the two cases of each ordering run
+ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
+ORDERS = {  # each ordering claim, with what it orders
+    "Record an event in stream A and wait for it in stream B: B's later work waits for A's": (
+        "streams"
+    ),
+    "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)": "GPUs",
+}
+
+
+def poll_us(run: Run) -> float:
+    """One ``event.query()`` poll on average (us): polling time over the polls (at least 1)."""
+    return run.value["poll_wait_s"] / max(run.value["polls"], 1) * 1e6
+
+
+def show_wait(run: Run) -> None:
+    """The two waits (median ms), the side stream's state, the polls printed; bars of the waits."""
+    wait, params, busy = run.value, run.params, run.value["side_busy_after_event"]
+    ev_ms, dev_ms = (wait[k].median_ms for k in ("event.synchronize", "torch.cuda.synchronize"))
+    print(
+        f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, "
+        f"{params['main_us'] / 1e3:.1f} ms on the current one\n"
+        f"host waited in main_done.synchronize():   {ev_ms:8.3f} ms (median)\n"
+        f"host waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms "
+        "(median, same start)\n"
+        f"side stream still busy when the event wait returned: {sum(busy)} of {len(busy)} times\n\n"
+        f"event.query() right after record(): {query_word(run)}; {wait['polls']} polls in "
+        f"{wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel "
+        f"finished ({poll_us(run):.2f} us per poll)"
+    )
+    plotting.bars_with_ratios(
+        {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms},
+        ylabel="host wait from the same start (ms)",
+        title=plotting.machine_title(
+            "Waiting for one event or for the device", run.machine, run.live
+        ),
+    )
+
+
+def query_word(run: Run) -> str:
+    return "not done" if run.value["not_done_at_once"] else "done"
+
+
+def see_wait(run: Run) -> claims.WhatWeSee:
+    """Each median wait (ms) over the kernel it waited for; the side stream; ``query()``."""
+    wait, params, busy = run.value, run.params, run.value["side_busy_after_event"]
+    ev_ms, dev_ms = (wait[k].median_ms for k in ("event.synchronize", "torch.cuda.synchronize"))
+    main_ms, side_ms = params["main_us"] / 1e3, params["side_us"] / 1e3
+    return (
+        claims.WhatWeSee(NOTEBOOK, run)
+        .say(
+            f"`main_done.synchronize()` returned after {ev_ms:.2f} ms, {ev_ms / main_ms:.2f} times "
+            f"the {main_ms:.0f} ms short kernel, with the side stream still busy in {sum(busy)} of "
+            f"{len(busy)} runs; `torch.cuda.synchronize()` returned after {dev_ms:.2f} ms, "
+            f"{dev_ms / side_ms:.2f} times the {side_ms:.0f} ms long kernel on the other stream "
+            f"(medians of {len(busy)} runs)."
+        )
+        .say(
+            f'`query()` answered "{query_word(run)}" right after the record, and the host polled '
+            f"{wait['polls']} times before the {params['poll_us'] / 1e3:.0f} ms kernel finished."
+        )
+    )
+
+
+def wait_claims(run: Run) -> list[Row]:
+    """What the two waits block: the device wait all streams, an event's wait only its own."""
+    wait, side_us, busy = run.value, run.params["side_us"], run.value["side_busy_after_event"]
+    device = claims.measured(wait["torch.cuda.synchronize"])
+    share = claims.Value(device.value / side_us * 1e6, device.spread / side_us * 1e6, "x")
+    waited = claims.compare(share, 0.9, holds_if="above")
+    return [
+        Row(
+            "torch.cuda.synchronize() blocks the host until all work on all streams of the device "
+            "is done",
+            run,
+            f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream "
+            f"kernel ({waited.in_words()} counts); the event wait took "
+            f"{wait['event.synchronize'].median_ms:.2f} ms",
+            waited,
+        ),
+        Row(
+            "An event marks a point in one stream: waiting for it leaves other streams running",
+            run,
+            f"side stream still busy after event.synchronize() in {sum(busy)} of {len(busy)} "
+            "runs (all counts)",
+            all(busy),
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- 7 and 8. ordering
+
+
+def producer_then_consumer(profile: trace.Profile, slack_us: float = 5.0) -> tuple[int, int]:
+    """Steps (kernel pairs) whose shorter kernel started after the longer ended, of all steps."""
+    kernels = sorted(profile.select(kind="kernel"), key=lambda iv: iv.start_us)
+    pairs = [
+        sorted(kernels[i : i + 2], key=lambda iv: iv.duration_us)
+        for i in range(0, len(kernels) - 1, 2)
+    ]
+    return sum(c.start_us >= p.end_us - slack_us for c, p in pairs), len(pairs)
+
+
+def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
+    """Per case: producer ``done_first`` of ``checks``; consumer ``after`` it of ``steps``."""
+    counts = {}
+    for label in CASES:
+        after, steps = producer_then_consumer(run.value[label]["trace"])
+        done = run.value[label]["producer_done_first"]
+        counts[label] = dict(after=after, steps=steps, done_first=sum(done), checks=len(done))
+    return counts
+
+
+def show_ordering(run: Run, across: str) -> tables.Table:
+    """Both cases' timelines (ms) and a table of the counts; ``across``: "streams" or "GPUs"."""
+    first, second = ROLES[across]
+    plotting.timelines(
+        {f"{first}, {second}, {label}": run.value[label]["trace"] for label in CASES},
+        unit="ms",
+        title=plotting.machine_title(
+            f"two {across}, with and without an event to wait for", run.machine, run.live
+        ),
+    )
+    return tables.Table(
+        ["case", f"{first} done first", f"{second} started after {first} ended"],
+        [
+            (
+                label,
+                f"{c['done_first']} of {c['checks']} checks",
+                f"{c['after']} of {c['steps']} traced steps",
+            )
+            for label, c in ordering_counts(run).items()
+        ],
+    )
+
+
+def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
+    """Both cases' counts; the host's ``cudaStreamWaitEvent`` (us) or the device waits (ms)."""
+    (first, second), counts = ROLES[across], ordering_counts(run)
+    said = [
+        f"the {second} was done before the {first} was in {c['checks'] - c['done_first']} of "
+        f"{c['checks']} checks, and its kernel started after the {first}'s ended in {c['after']} "
+        f"of {c['steps']} traced steps"
+        for c in counts.values()
+    ]
+    seen = claims.WhatWeSee(NOTEBOOK, run)
+    seen.say(f"Without the wait, {said[0]}. With `wait_event`, {said[1]}.")
+    waits_us = [
+        iv.duration_us
+        for iv in run.value["wait_event"]["trace"].select(kind="runtime")
+        if iv.name == "cudaStreamWaitEvent"
+    ]
+    if across == "streams" and waits_us:
+        seen.say(
+            f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most: it "
+            "returns at once, the waiting is the GPU's."
+        )
+    if across == "GPUs":
+        busy, s0, s1 = (
+            run.value[k] for k in ("gpu1_busy_after_sync0", "synchronize(0)", "synchronize(1)")
+        )
+        seen.say(
+            f"`torch.cuda.synchronize(0)` returned after {s0.median_ms:.3f} ms with GPU 1 still "
+            f"busy in {sum(busy)} of {len(busy)} checks; `torch.cuda.synchronize(1)` after "
+            f"{s1.median_ms:.3f} ms (medians of {len(busy)} checks)."
+        )
+    return seen
+
+
+def ordering_claims(run_streams: Run, run_gpus: Run) -> list[Row]:
+    """That an event orders two streams, and two GPUs; that synchronize(device) waits for one."""
+    rows = []
+    for claim, run in zip(ORDERS, (run_streams, run_gpus), strict=True):
+        (w, nw), first = (ordering_counts(run)[k] for k in CASES[::-1]), ROLES[ORDERS[claim]][0]
+        measured = (
+            f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in "
+            f"trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, "
+            "and none without, count)"
+        )
+        ordered = (
+            w["done_first"] == w["checks"] and w["after"] == w["steps"] and not nw["done_first"]
+        )
+        rows.append(Row(claim, run, measured, ordered))
+    busy = run_gpus.value["gpu1_busy_after_sync0"]
+    measured = f"synchronize(0) returned while GPU 1 was busy in {sum(busy)} of {len(busy)} checks"
+    claim = "torch.cuda.synchronize(device_id) synchronises that one device"
+    return [*rows, Row(claim, run_gpus, f"{measured} (all count)", all(busy))]
