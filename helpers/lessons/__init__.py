@@ -7,7 +7,7 @@
 | ``non_blocking`` (each section), ``non_blocking_analysis`` (the numbers behind them), ``non_blocking_plots`` (the figures), ``non_blocking_claims`` (claims, exercise answers) | 02_non_blocking |
 | ``streams`` (kernels on streams, the copy engines, exercise answers), ``streams_copies`` (a copy beside a kernel: the tutorial's experiment, launch order, prefetching), ``streams_claims`` (the tutorial's requirements, claims) | 03_streams_and_overlap |
 | ``events`` (timers, warm-up, spread, resolution, tools, claims), ``events_analysis`` (the numbers behind both), ``events_claims`` (the claims table's rows), ``events_sync`` (waits, ordering, many streams, errors) | 04_event_timing |
-| ``peer`` (copies' bandwidth within one GPU and between two, latency), ``peer_links`` (links, every pair at once), ``peer_streams`` (current device, events across GPUs), ``peer_combinations`` (the eight stream combinations), ``peer_claims`` | 05_device_to_device |
+| ``peer/``: ``links`` (links, every pair at once), ``devices`` (current device, events across GPUs), ``copies`` (bandwidth within one GPU and between two, latency), ``overlap`` (the eight stream combinations), ``table`` (claims) | 05_device_to_device |
 | ``nccl`` (collectives, point-to-point, hangs), ``nccl_analysis`` (the numbers and facts behind them), ``nccl_speed`` (overlap, bandwidth sweep), ``nccl_claims`` | 06_nccl_point_to_point_and_collectives |
 
 A lesson module turns a notebook's runs (``records.Run``, live or replayed) into what the notebook
