@@ -102,6 +102,9 @@ def test_the_links_sentences_count_the_pairs_and_compare_the_rated_speed_with_pc
         f"{machine} has {value['gpus']} GPUs: peer access on {with_peer} of the "
         f"{len(pairs)} ordered pairs, joined by NV18"
     )
+    assert (with_peer == len(pairs)) == first.endswith(
+        ": every copy between them below goes straight over the link, none is staged through host memory."
+    )
     rated, ratio, pcie = re.search(
         r"is (\d+) GB/s per direction, ([\d.]+) times the ([\d.]+) GB/s", second
     ).groups()
@@ -113,10 +116,6 @@ def test_the_links_sentences_count_the_pairs_and_compare_the_rated_speed_with_pc
     )
     peer_links.show_links(run)
     out = capsys.readouterr().out
-    assert (
-        f"Every pair of GPUs of {machine} has peer access" in out
-        and f"at most {min(value['pcie_gbps']):.1f} GB/s" in out
-    )
     assert out.count("| NV18") == len(pairs)
     assert "\x1b[" not in out and "Legend" not in out  # the machine as today's report formats it
 
@@ -142,7 +141,7 @@ def test_links_without_nvlink_or_peer_access_say_so(capsys):
     )
     peer_links.show_links(run)
     out = capsys.readouterr().out
-    assert "Some pairs have no peer access" in out and "crosses PCIe twice" not in out
+    assert out.count("| no ") == 2 and "rated speed: SYS is not NVLink" in out
     facts = peer_links.facts(run)
     assert (facts.all_peer, facts.pcie_gbps, facts.rated_gbps, facts.link) == (
         False,
@@ -428,7 +427,7 @@ def test_the_one_way_sentences_give_the_plateaus_and_the_share_of_the_rated_spee
     copies.show_peer_bandwidth(run, same, links)
     out = capsys.readouterr().out
     big = min(t.gbps for ts in value.values() for s, t in zip(sizes, ts, strict=True) if s >= 2**28)
-    assert f"slowest one-way result at 256 MiB and up, over all pairs: {big:.1f} GB/s" in out
+    assert f"one at a time; the slowest at 256 MiB and up, over all pairs: {big:.1f}\n" in out
     assert out.count("cuda:") >= len(value)
 
 
@@ -775,7 +774,9 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
     lanes, overlap, nb, gap = seen.sentences
     assert (
         lanes
-        == "The copy ran on the sender's current stream in 8 of 8 runs; B * B * B * B ran on cuda:1 default stream."
+        == "The copy ran on the sender's current stream in 8 of 8 runs; B * B * B * B ran on cuda:1 "
+        "default stream; the copies' kind in the traces: PtoP (PtoP: from one GPU's memory straight "
+        "into the other's)."
     )
     assert (
         f"the overlap ratio was {both[0]:.2f} and {both[1]:.2f} (each over 2 profiled steps: overlap,"
@@ -814,7 +815,9 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
     )
     peer_overlap.show_combinations(run)
     out = capsys.readouterr().out
-    assert "The blog post's claim holds here" in out and "the legacy default stream's rule" in out
+    assert (
+        "the legacy default stream's rule" in out and "holds" not in out
+    )  # the verdict: in the claims table
     peer_overlap.show_timelines(run)
     assert len(plt.gcf().axes) == 8
 
@@ -917,8 +920,8 @@ def test_a_partial_overlap_and_a_host_that_waits_are_said(capsys):
     peer_overlap.show_combinations(run)
     out = capsys.readouterr().out
     assert (
-        "does not hold here" in out
-        and "sender s0, receiver s1, non_blocking=True: overlap ratio 0.51" in out
+        "s0      | s1       | True         | cuda:0 side stream s0 |     0.100 |    0.251 |    0.51 |     1"
+        in out
     )
     assert "partial" in out.split("what keeps B*B*B*B")[1]
     peer_overlap.show_timelines(run)
@@ -971,7 +974,7 @@ def test_the_event_sentence_gives_the_gaps_and_the_words_that_match(machine, cap
     assert max(without) < -10 and devices.event_facts(run).ran_free
     devices.show_event_wait(run)
     out = capsys.readouterr().out
-    assert "waited for cuda:0's event: True" in out and "was still running: True" in out
+    assert out == ""  # the gaps are in the sentence; the figure shows both steps
     labels = {t.get_text() for ax in plt.gcf().axes for t in ax.get_yticklabels()}
     assert {"GPU 0: side stream s0", "GPU 1: side stream s1"} <= labels
 

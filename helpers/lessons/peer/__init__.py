@@ -9,6 +9,9 @@ measures nothing. Tested on every recorded machine in tests/test_lesson_05.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+
+from ... import tables
 
 NOTEBOOK = "05_device_to_device"
 
@@ -43,3 +46,15 @@ def stream_labels(names: dict[tuple[int | None, int | None], str]) -> dict[int, 
         if stream is not None:
             by_id.setdefault(stream, set()).add(name.split(" ", 1)[1])
     return {stream: found.pop() for stream, found in by_id.items() if len(found) == 1}
+
+
+def matrix(
+    n: int, cells: Mapping[str, object], fmt: object, caption: str, **kw: str
+) -> tables.Table:
+    """A row per source GPU, a column per destination, ``cells`` by pair ('0->1'; blank where
+    missing); ``kw``: the table's ``title`` and the columns' ``unit``."""
+    columns = ["from", *[(f"to cuda:{j}", kw.get("unit", ""), fmt) for j in range(n)]]
+    table = tables.Table(columns, title=kw.get("title", ""), caption=caption)
+    for i in range(n):
+        table.add(f"cuda:{i}", *[cells.get(f"{i}->{j}") for j in range(n)])
+    return table

@@ -11,7 +11,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from . import NOTEBOOK, ordered_pairs, pair_ends, pair_name, span
+from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, pair_name, span
 from .links import facts as link_facts
 
 DUPLEX = (
@@ -190,53 +190,51 @@ def one_way_peak(peer: Run) -> float:
     return max(t.gbps for ts in peer.value.values() for t in ts)
 
 
+def size_table(sizes: list[int], rows: dict[str, list], fmt: str, **kw: str) -> tables.Table:
+    """A row per pair ('0->1' or '0<->1'), a column per size, and any ``extra`` column (a name
+    whose format is '.0%', its cells last in each row); ``kw``: ``title``, ``caption``, ``extra``."""
+    extra = [(kw["extra"], "", ".0%")] if "extra" in kw else []
+    columns = ["pair", *[(timing.format_bytes(s), "", fmt) for s in sizes], *extra]
+    table = tables.Table(columns, title=kw.get("title", ""), caption=kw.get("caption", ""))
+    for pair, cells in rows.items():
+        table.add(pair_name(pair), *cells)
+    return table
+
+
 def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
-    """Shows each pair's one-way rate at every size (GB/s) with its best over the link's rated
-    speed, the matrix of every pair at the largest size, the slowest large copy, and plots every
-    pair beside the same-GPU copy under the link's rated speed. Returns nothing."""
+    """Shows each pair's one-way GB/s at every size with its best over its link's rated speed,
+    every pair at the largest size (and the slowest large copy), and plots every pair beside the
+    same-GPU copy under the link's rated speed. Returns nothing."""
     sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
-    table = tables.Table(
-        [
-            "pair",
-            *[(timing.format_bytes(s), "", ".1f") for s in sizes],
-            ("best / rated", "", ".0%"),
-        ],
-        title=plotting.machine_title("Peer copies, one direction, GB/s", peer.machine, peer.live),
-        caption="decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
-    )
-    for p, ts in value.items():
-        rate = f.rated.get(pair_ends(p))
-        table.add(pair_name(p), *rates_of(ts), max(rates_of(ts)) / rate if rate else None)
-    matrix = tables.Table(
-        ["from", *[(f"to cuda:{j}", "", ".1f") for j in range(f.gpus)]],
-        caption=f"GB/s, every pair at {timing.format_bytes(sizes[-1])}, one at a time",
-    )
-    for i in range(f.gpus):
-        matrix.add(
-            f"cuda:{i}", *[value[f"{i}->{j}"][-1].gbps if i != j else None for j in range(f.gpus)]
-        )
-    display(table, matrix)
-    big = [t.gbps for ts in value.values() for s, t in zip(sizes, ts, strict=True) if s >= BIG]
-    if big:
-        print(
-            f"slowest one-way result at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f} GB/s"
-        )
-    memory, peak = memory_gbps(same), one_way_peak(peer)
-    print(
-        f"the same-GPU copy's plateau (its largest sizes), {memory:.0f} GB/s read + write,\n"
-        f"is {memory / peak:.1f} times the best peer copy's {peak:.1f} GB/s"
-    )
-    own = "cuda:0 -> cuda:0 (same GPU, read + write)"
-    series = {pair_name(p): (sizes, rates_of(ts)) for p, ts in value.items()}
-    groups = {
-        pair_name(p): f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}" for p in value
+    rated = {p: f.rated.get(pair_ends(p)) for p in value}
+    rows = {
+        p: [*rates_of(ts), max(rates_of(ts)) / rated[p] if rated[p] else None]
+        for p, ts in value.items()
     }
+    big = [t.gbps for ts in value.values() for s, t in zip(sizes, ts, strict=True) if s >= BIG]
+    slowest = f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
+    display(
+        size_table(
+            sizes, rows, ".1f", extra="best / rated",
+            title=plotting.machine_title("Peer copies, one direction, GB/s", peer.machine, peer.live),
+            caption="decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
+        ),
+        matrix(
+            f.gpus, {p: ts[-1].gbps for p, ts in value.items()}, ".1f",
+            f"GB/s, every pair at {timing.format_bytes(sizes[-1])}, one at a time" + (slowest if big else ""),
+        ),
+    )  # fmt: skip
+    own = "cuda:0 -> cuda:0 (same GPU, read + write)"
     plotting.bandwidth_vs_size(
-        series | {own: (same.params["sizes"], rates_of(same.value))},
+        {pair_name(p): (sizes, rates_of(ts)) for p, ts in value.items()}
+        | {own: (same.params["sizes"], rates_of(same.value))},
         title=plotting.machine_title("Copies between GPUs and within one", peer.machine, peer.live),
         ceiling_gbps=f.rated_gbps,
         ceiling_label=f"link {f.link.get((0, 1), '?')}, rated, one direction",
-        groups=groups | {own: "same GPU (read + write)"},
+        groups={
+            pair_name(p): f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}" for p in value
+        }
+        | {own: "same GPU (read + write)"},
     )
     plt.show()
 
@@ -333,29 +331,24 @@ def duplex_shares(both: Run, peer: Run) -> list[Share]:
 
 
 def show_both_ways(both: Run, peer: Run, links: Run) -> None:
-    """Shows the total rate of both directions at once for each pair and size (GB/s, the bytes of
-    both copies over the time for both), that total over the two one-way rates added, and plots
-    both ways beside one way under twice the link's rated speed. Returns nothing."""
+    """Shows the total GB/s of both directions at once for each pair and size (the bytes of both
+    copies over the time for both), that total over the two one-way rates added, and plots both
+    ways beside one way under twice the link's rated speed. Returns nothing."""
     sizes, f = both.params["sizes"], link_facts(links)
-    columns = [(timing.format_bytes(s), "", ".1f") for s in sizes]
-    totals = tables.Table(
-        ["pair", *columns],
-        title=plotting.machine_title(
-            "Both directions at once, total GB/s (size: each way)", both.machine, both.live
-        ),
-        caption="decimal GB/s: the bytes of both copies over the time for both",
-    )
-    shares_table = tables.Table(
-        ["pair", *[(name, "", ".0%") for name, _, _ in columns]],
-        caption="the total over the two one-way rates of section 4 added: two copies at once cannot "
-        "beat the same two timed apart, so a share above 100% is the samples' noise or a "
-        "measurement problem (said below)",
-    )
     shares = {(s.pair, s.size): s.share for s in duplex_shares(both, peer)}
-    for pair, ts in both.value.items():
-        totals.add(pair_name(pair), *rates_of(ts))
-        shares_table.add(pair_name(pair), *[shares.get((pair, s)) for s in sizes])
-    display(totals, shares_table)
+    display(
+        size_table(
+            sizes, {p: rates_of(ts) for p, ts in both.value.items()}, ".1f",
+            title=plotting.machine_title("Both directions at once, total GB/s (size: each way)", both.machine, both.live),
+            caption="decimal GB/s: the bytes of both copies over the time for both",
+        ),
+        size_table(
+            sizes, {p: [shares.get((p, s)) for s in sizes] for p in both.value}, ".0%",
+            caption="the total over the two one-way rates of section 4 added: two copies at once cannot "
+            "beat the same two timed apart, so a share above 100% is the samples' noise or a "
+            "measurement problem (said below)",
+        ),
+    )  # fmt: skip
     series = {
         f"{pair_name(p)}, both at once (total)": (sizes, rates_of(ts))
         for p, ts in both.value.items()
@@ -465,25 +458,20 @@ def latency_facts(latency: Run) -> Latency:
 
 
 def show_latency(latency: Run) -> None:
-    """Prints, for each size, the time per copy (us) from every GPU to every GPU (the diagonal:
-    within one GPU), and the medians over the pairs at the smallest size. Returns nothing."""
-    value, f = latency.value, latency_facts(latency)
+    """Shows, for each size, the time per copy (us) from every GPU to every GPU (the diagonal:
+    within one GPU). Returns nothing."""
+    value = latency.value
     n = round(len(value) ** 0.5)
-    for k, size in enumerate(f.sizes):
-        print(
-            f"time per copy of {size} B, microseconds (row: from, column: to; median of the samples)"
-        )
-        print("        " + "".join(f"{'cuda:' + str(j):>10}" for j in range(n)))
-        for i in range(n):
-            print(
-                f"  cuda:{i}"
-                + "".join(f"{value[f'{i}->{j}'][k].median_us:>10.2f}" for j in range(n))
+    display(
+        *[
+            matrix(
+                n, {p: ts[k].median_us for p, ts in value.items()}, ".2f",
+                f"time per copy of {size} B (row: from, column: to; median of the samples)", unit="us",
+                title=plotting.machine_title("Small copies", latency.machine, latency.live) if not k else "",
             )
-        print()
-    print(
-        f"smallest size: a peer copy takes {f.peer_us[0]:.2f} us, a copy within one GPU "
-        f"{f.local_us:.2f} us (medians over the pairs)"
-    )
+            for k, size in enumerate(latency.params["sizes"])
+        ]
+    )  # fmt: skip
 
 
 def see_latency(latency: Run) -> claims.WhatWeSee:

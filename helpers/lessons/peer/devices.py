@@ -61,33 +61,20 @@ def set_device_decides(current: Run) -> bool:
 
 
 def show_current_device(current: Run) -> None:
-    """Shows each state (the current device, where ``device="cuda"``, the current stream and both
-    copies landed, whether the copies were right), then prints where a new stream, an operator on
-    a cuda:1 tensor and a mixed-device addition went. Returns nothing."""
-    value = current.value
+    """Shows each state: the current device, where ``device="cuda"``, the current stream and both
+    copies landed, whether the copies were right. Returns nothing."""
     columns = ["when", "current device", 'device="cuda" on', "current stream on"]
     table = tables.Table(
         [*columns, '.to("cuda:1") on', '.to("cuda") on', "copies' contents"],
         title=plotting.machine_title("The current device", current.machine, current.live),
     )
-    for s in value["states"]:
+    for s in current.value["states"]:
         right = s["to_cuda1_correct"] and s["to_cuda_correct"]
         table.add(
             s["where"], f"cuda:{s['current_device']}", s["empty_on"], s["current_stream_on"],
             s["to_cuda1_on"], s["to_cuda_on"], "right" if right else "WRONG",
         )  # fmt: skip
-    display(table)
-    op = value["operator_on_cuda1"]
-    print(
-        "a torch.cuda.Stream() made inside `with torch.cuda.device(1)` is on "
-        f"{value['stream_made_inside_device_1_on']}\n"
-        f"x * 2 + 1 with x on cuda:1, cuda:{op['current_device_before']} current: result on "
-        f"{op['result_on']}, values {'right' if op['correct'] else 'WRONG'};\n"
-        f"  current device afterwards: cuda:{op['current_device_after']}\n"
-        f"a cuda:0 tensor + a cuda:1 tensor:\n  {value['mixed_devices_error'] or 'no error'}\n"
-        f"current device at the start cuda:{value['start_device']}, after the experiment "
-        f"cuda:{value['restored_to']}"
-    )
+    display(table)  # where new streams, operators and mixed devices went: in the sentences
 
 
 def see_current_device(current: Run) -> claims.WhatWeSee:
@@ -177,15 +164,8 @@ def _listed(gaps: list[float]) -> str:
 
 
 def show_event_wait(events: Run) -> None:
-    """Prints each profiled step's gap (us) with and without the wait, whether cuda:1 waited and
-    whether it ran free, and draws the first step of each with the host's CUDA calls."""
-    f = event_facts(events)
-    print(
-        "microseconds from the end of cuda:0's kernel to the start of cuda:1's (negative: before it ends)\n"
-        f"  with wait: {_listed(f.with_wait)} us\n  without wait: {_listed(f.without_wait)} us\n"
-        f"with the wait, cuda:1's kernel waited for cuda:0's event: {f.waited};\n"
-        f"without it, cuda:1's kernel ran while cuda:0's was still running: {f.ran_free}"
-    )
+    """Draws the first step with the wait and without it, the host's CUDA calls underneath (the
+    gaps are in the sentences). Returns nothing."""
     shown = {}  # everything that started before both GPUs' first kernels had ended
     for name, profile in events.value.items():
         end = max(iv.end_us for iv in kernel_pairs(profile)[0])

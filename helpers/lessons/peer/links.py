@@ -1,5 +1,5 @@
 """Notebook 05, section 1 (which GPU reaches which, through what, how fast its links are rated)
-and "every pair at once" (section 5's second part), set against those links."""
+and section 5's "every pair at once", set against those links."""
 
 from __future__ import annotations
 
@@ -13,18 +13,17 @@ from IPython.display import display
 
 from ... import claims, hardware, plotting, records, tables, timing
 from ...records import Run
-from . import NOTEBOOK, ordered_pairs, pair_ends, span
+from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, span
 
 # NVLink's rate per link and per direction, in decimal GB/s, from NVIDIA's datasheets, used only
 # where `nvidia-smi nvlink --status` does not say it: NVLink 1 (P100), 2 (V100), 3 (A100),
 # 4 (H100, H200), 5 (B200).
 NVLINK_DATASHEET_GBPS = {"6.0": 20.0, "7.0": 25.0, "8.0": 25.0, "9.0": 25.0, "10.0": 50.0}
-
 Pair = tuple[int, int]
 
 
 def nvlink_gbps(link: str, status: str | None, capability: str) -> tuple[float | None, str]:
-    """One direction of an ``NV#`` link in GB/s (links x rate per link), and where the rate is from."""
+    """One direction of an ``NV#`` link in GB/s (links x rate per link), and where it is from."""
     bonded = re.fullmatch(r"NV(\d+)", link)
     if not bonded:
         return None, f"{link} is not NVLink"
@@ -41,10 +40,9 @@ def nvlink_gbps(link: str, status: str | None, capability: str) -> tuple[float |
 
 @dataclass(frozen=True)
 class Links:
-    """Section 1's facts: peer access and the link (``nvidia-smi topo -m``) of each ordered pair,
-    the links' rated one-way speed (GB/s, None where not NVLink) and where it is from, and the
-    raw one-way PCIe rate of the slower GPU (GB/s, the most a copy staged through the host
-    reaches; None where unknown)."""
+    """Section 1's facts per ordered pair: peer access, the link ``nvidia-smi topo -m`` names, its
+    rated one-way GB/s (None where not NVLink); where the rates are from; the slower GPU's raw
+    one-way PCIe GB/s (the most a copy staged through the host reaches; None where unknown)."""
 
     machine: str
     gpus: int
@@ -60,27 +58,23 @@ class Links:
 
     @property
     def rated_gbps(self) -> float | None:
-        """The rated one-way speed of the link cuda:0 - cuda:1 (GB/s), None where not NVLink."""
+        """The rated one-way GB/s of the link cuda:0 - cuda:1, None where not NVLink."""
         return self.rated.get((0, 1))
 
 
 def facts(links: Run) -> Links:
-    """Section 1's run read into ``Links``."""
-    value = links.value
+    value, pairs = links.value, ordered_pairs(links.value["gpus"])
     link = hardware.gpu_links(value["gpu_links"])
-    pairs = ordered_pairs(value["gpus"])
+    link = {pair: link.get(pair, "unknown") for pair in pairs}
     rated = {
-        (i, j): nvlink_gbps(
-            link.get((i, j), "unknown"), value["nvlink_status"], value["capability"][i]
-        )
-        for i, j in pairs
+        p: nvlink_gbps(link[p], value["nvlink_status"], value["capability"][p[0]]) for p in pairs
     }
-    pcie = value["pcie_gbps"]
+    pcie, access = value["pcie_gbps"], value["peer_access"]
     return Links(
         links.machine,
         value["gpus"],
-        {(i, j): bool(value["peer_access"][i][j]) for i, j in pairs},
-        {pair: link.get(pair, "unknown") for pair in pairs},
+        {(i, j): bool(access[i][j]) for i, j in pairs},
+        link,
         {pair: rate for pair, (rate, _) in rated.items()},
         list(dict.fromkeys(how for _, how in rated.values())),
         min(pcie) if pcie and all(pcie) else None,
@@ -88,70 +82,51 @@ def facts(links: Run) -> Links:
 
 
 def show_links(links: Run) -> None:
-    """Prints the machine's report, shows every ordered pair's peer access, link and rated speed
-    (GB/s per direction), and says how copies between them travel. Returns nothing."""
+    """Prints the machine's report and shows every ordered pair's peer access, link and rated
+    speed (GB/s per direction). Returns nothing."""
     f = facts(links)
     # the recorded machine, formatted as today (an older recording kept nvidia-smi's colour codes)
     print(hardware.report(links.header["machine"]), "\n")
+    columns = ["pair", "peer access", "link (nvidia-smi topo -m)"]
     table = tables.Table(
-        [
-            "pair",
-            "peer access",
-            "link (nvidia-smi topo -m)",
-            ("rated, one direction", "GB/s", ".0f"),
-        ],
+        [*columns, ("rated, one direction", "GB/s", ".0f")],
         title=plotting.machine_title("Peer access and links", links.machine, links.live),
         caption="rated speed: " + "; ".join(f.rated_from),
     )
     for i, j in f.peer:
         table.add(f"cuda:{i} -> cuda:{j}", f.peer[(i, j)], f.link[(i, j)], f.rated[(i, j)])
     display(table)
-    if f.all_peer:
-        print(
-            f"Every pair of GPUs of {f.machine} has peer access: every copy between them below goes\n"
-            "straight over the link between them, none is staged through host memory."
-        )
-    else:
-        print("Some pairs have no peer access: copies between them are staged through host memory.")
-    if f.pcie_gbps:
-        print(
-            f"A copy staged through host memory crosses PCIe twice: at most {f.pcie_gbps:.1f} GB/s\n"
-            "(the slower GPU's PCIe link, raw, one direction)."
-        )
 
 
 def see_links(links: Run) -> claims.WhatWeSee:
-    """How many GPUs, how many ordered pairs have peer access, what joins them, and the links'
-    rated speed (GB/s per direction) against the PCIe bound of a copy staged through the host;
-    on a machine without NVLink or peer access, what that means for the copies below."""
+    """How many ordered pairs have peer access (and so how copies between them travel), what
+    joins them, and the links' rated speed (GB/s per direction) against the PCIe bound of a copy
+    staged through the host; without peer access, what the copies below then show."""
     f = facts(links)
-    kinds = ", ".join(sorted(set(f.link.values())))
-    with_peer = sum(f.peer.values())
+    with_peer, pcie = sum(f.peer.values()), f.pcie_gbps
+    rated = sorted({round(rate) for rate in f.rated.values() if rate})
+    straight = ": every copy between them below goes straight over the link, none is staged through host memory"
     seen = claims.WhatWeSee(NOTEBOOK, links)
     seen.say(
         f"{f.machine} has {f.gpus} GPUs: peer access on {with_peer} of the {len(f.peer)} ordered "
-        f"pairs, joined by {kinds} (`nvidia-smi topo -m`)."
+        f"pairs, joined by {', '.join(sorted(set(f.link.values())))} (`nvidia-smi topo -m`)"
+        + (straight if f.all_peer else "")
+        + "."
     )
-    rated = sorted({round(rate) for rate in f.rated.values() if rate})
-    pcie = f.pcie_gbps
     if rated:
-        than_pcie = f", {min(rated) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
-        seen.say(
-            f"The links' rated speed is {' or '.join(map(str, rated))} GB/s per direction"
-            + (than_pcie if pcie else "")
-            + "."
-        )
+        than = f", {min(rated) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
+        rates = " or ".join(map(str, rated))
+        seen.say(f"The links' rated speed is {rates} GB/s per direction{than if pcie else ''}.")
     else:
         seen.say(
             "No rated speed is known for these links, so the peer copies below are not measured "
             "against one (and their plots have no line for it)."
         )
-    if with_peer < len(f.peer):
-        bound = f"at most {pcie:.1f} GB/s, " if pcie else ""
+    if not f.all_peer:
         seen.say(
             f"Without peer access on {len(f.peer) - with_peer} pairs, their copies are staged through "
-            f"host memory ({bound}the PCIe link crossed twice): what this machine shows below is that "
-            "path, not a direct copy between GPUs."
+            f"host memory ({f'at most {pcie:.1f} GB/s, ' if pcie else ''}the PCIe link crossed twice): "
+            "what this machine shows below is that path, not a direct copy between GPUs."
         )
     return seen
 
@@ -160,8 +135,8 @@ def see_links(links: Run) -> claims.WhatWeSee:
 
 
 def show_all_pairs(pairs: Run | None, peer: Run) -> None:
-    """Shows each pair's rate while every pair copies (GB/s), that rate over the pair's rate alone
-    in section 4 (where both come from one machine), what joins each pair, and bars of one pair
+    """Shows each pair's GB/s while every pair copies, that rate over the pair's rate alone in
+    section 4 (where both come from one machine), what joins each pair, and bars of one pair
     alone, each pair at once and the total. With no run, prints why there is none."""
     if pairs is None:
         why = (
@@ -174,51 +149,38 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
     at_once, topology = value["together"], value["topology"]
     n = 1 + max(pair_ends(p)[0] for p in at_once)
     alone = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
-    same_machine = peer.machine == pairs.machine  # section 4 compared on one machine only
     title = plotting.machine_title(
         f"Every pair copying {timing.format_bytes(size)} at once", pairs.machine, pairs.live
     )
-
-    def matrix(cells: dict[str, object], fmt: object, unit: str, caption: str, head: str = ""):
-        """A row per source GPU, a column per destination: ``cells`` by pair name ('0->1')."""
-        columns = ["from", *[(f"to cuda:{j}", unit, fmt) for j in range(n)]]
-        table = tables.Table(columns, title=head, caption=caption)
-        for i in range(n):
-            table.add(f"cuda:{i}", *[cells.get(f"{i}->{j}") for j in range(n)])
-        return table
-
-    rates = matrix(
-        {p: t.gbps for p, t in at_once.items()},
-        ".1f",
-        "GB/s",
-        "each pair's rate while every pair copies",
-        title,
-    )
-    shares = matrix(
-        {p: t.gbps / alone[p][size].gbps for p, t in at_once.items() if size in alone.get(p, {})},
-        ".0%", "", "each pair's rate at once over its rate alone (section 4)",
-    )  # fmt: skip
-    joins = matrix(
-        {f"{i}->{j}": topology["links"][i][j] if topology["links"] else "?" for i in range(n) for j in range(n)},
-        str, "", f"what joins them, read from {topology['source'] or 'nowhere (no NVIDIA driver)'}",
-    )  # fmt: skip
-    if same_machine:
-        display(rates, shares, joins)
-    else:
-        display(rates, joins)
+    rates = {p: t.gbps for p, t in at_once.items()}
+    shares = {
+        p: rate / alone[p][size].gbps for p, rate in rates.items() if size in alone.get(p, {})
+    }
+    known = topology["links"] or [["?"] * n] * n
+    joins = {f"{i}->{j}": row[j] for i, row in enumerate(known) for j in range(n)}
+    shown = [
+        matrix(
+            n, rates, ".1f", "each pair's rate while every pair copies", title=title, unit="GB/s"
+        )
+    ]
+    if peer.machine == pairs.machine:  # section 4 is compared on one machine only
+        shown.append(
+            matrix(n, shares, ".0%", "each pair's rate at once over its rate alone (section 4)")
+        )
+    source = topology["source"] or "nowhere (no NVIDIA driver)"
+    display(*shown, matrix(n, joins, str, f"what joins them, read from {source}"))
+    if peer.machine != pairs.machine:
         print(
             f"(each pair's rate alone, section 4, is replayed from {peer.machine} and this from "
             f"{pairs.machine}: not compared)"
         )
-    each = statistics.median(t.gbps for t in at_once.values())
+    bars = {
+        "cuda:0 -> cuda:1 alone": value["alone"].gbps,
+        "each pair, all at once (median)": statistics.median(rates.values()),
+        "all pairs at once, total": value["total"].gbps,
+    }
     plotting.grouped_bars(
-        {
-            "cuda:0 -> cuda:1 alone": {"GB/s": value["alone"].gbps},
-            "each pair, all at once (median)": {"GB/s": each},
-            "all pairs at once, total": {"GB/s": value["total"].gbps},
-        },
-        title=title,
-        ylabel="decimal GB/s",
+        {k: {"GB/s": v} for k, v in bars.items()}, title=title, ylabel="decimal GB/s"
     )
     plt.show()
 
@@ -229,11 +191,12 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
     the same NVLinks (checked where both were read on one machine). None without a run."""
     if pairs is None:
         return None
-    value, size = pairs.value, pairs.params["nbytes"]
-    at_once, alone, total, topology = (value[k] for k in ("together", "alone", "total", "topology"))
+    size, (at_once, alone, total, topology) = (
+        pairs.params["nbytes"],
+        (pairs.value[k] for k in ("together", "alone", "total", "topology")),
+    )
     ends = [pair_ends(p) for p in at_once]
-    rates = [t.gbps for t in at_once.values()]
-    low, high = min(rates), max(rates)
+    low, high = min(t.gbps for t in at_once.values()), max(t.gbps for t in at_once.values())
     seen = claims.WhatWeSee(NOTEBOOK, pairs)
     seen.say(
         f"With all {len(at_once)} ordered pairs of {1 + max(i for i, _ in ends)} GPUs copying "
@@ -243,22 +206,22 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
         f"in total, {total.gbps / alone.gbps:.1f} times the single pair's rate."
     )
     smi = facts(links).link if links.machine == pairs.machine else {}  # section 1's topo -m
-    if topology["source"] == "NVML" and smi:
-
-        def kind(name: str) -> str:
-            return name if name.startswith("NV") else "PCIe"
-
-        differ = [
-            f"cuda:{i}-cuda:{j}: NVML {topology['links'][i][j]}, nvidia-smi {smi.get((i, j))}"
-            for i, j in ends
-            if kind(topology["links"][i][j]) != kind(str(smi.get((i, j))))
-        ]
-        seen.check(
-            "NVML and nvidia-smi topo -m name the same NVLinks for every pair",
-            not differ,
-            "; ".join(differ) or f"{len(ends)} pairs agree",
-        )
-    else:
+    if topology["source"] != "NVML" or not smi:
         source = topology["source"] or "no source (no NVIDIA driver)"
-        seen.say(f"The topology was read from {source} on {pairs.machine}.")
+        return seen.say(f"The topology was read from {source} on {pairs.machine}.")
+
+    def nvlink(name: str) -> str:
+        return name if name.startswith("NV") else "PCIe"
+
+    named = {(i, j): (topology["links"][i][j], str(smi.get((i, j)))) for i, j in ends}
+    differ = [
+        f"cuda:{i}-cuda:{j}: NVML {a}, nvidia-smi {b}"
+        for (i, j), (a, b) in named.items()
+        if nvlink(a) != nvlink(b)
+    ]
+    seen.check(
+        "NVML and nvidia-smi topo -m name the same NVLinks for every pair",
+        not differ,
+        "; ".join(differ) or f"{len(ends)} pairs agree",
+    )
     return seen

@@ -189,11 +189,10 @@ def summary(seed: Run) -> Overlap:
 
 
 def show_combinations(seed: Run) -> None:
-    """Shows the 8 combinations (the copy's lane, copy and B^4 in ms per step, overlap ratio,
-    the host's synchronize calls), which stream ran what, whether the blog post's claim holds run
-    by run, what orders B^4 behind the copy against the overlap seen, the host's time from issuing
-    the copy to launching B^4 (us), and where the Chrome traces are. Returns nothing."""
-    rows, params, o = combinations(seed), seed.params, summary(seed)
+    """Shows the 8 combinations (the copy's lane, copy and B^4 in ms per step, overlap ratio, the
+    host's synchronize calls), what orders B^4 behind the copy against the overlap seen, and
+    where the Chrome traces are. Returns nothing."""
+    rows, params = combinations(seed), seed.params
     table = tables.Table(
         ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f"),
          ("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"],
@@ -207,26 +206,7 @@ def show_combinations(seed: Run) -> None:
             "s0" if row.sender else "default", "s1" if row.receiver else "default", str(row.non_blocking),
             row.copy_lane, row.copy_ms, row.kernels_ms, row.ratio, row.syncs,
         )  # fmt: skip
-    display(table)
-    print(
-        f"the copy ran on the sender's current stream, as Copy.cu says, in {o.on_source} of {o.runs} runs;\n"
-        f"B * B * B * B ran on: {'; '.join(o.kernel_lanes)}\n"
-        f"copy kinds in the traces: {', '.join(o.copy_kinds)} (PtoP: from one GPU's memory straight into the other's)\n\n"
-        f"overlap ratio with side streams on both GPUs: {[round(r, 2) for r in o.both_side]}; in the other "
-        f"{len(o.others)} runs at most {max(o.others):.2f}\n"
-        f"largest change of the overlap ratio when only non_blocking changes: {o.nb_change:.2f};\n"
-        f"cudaStreamSynchronize calls in the {o.runs} traces: {o.host_syncs}"
-    )
-    differ = [row for row in rows if not (row.ratio >= HIGH if row.both_side else row.ratio <= LOW)]
-    if not differ:
-        print(
-            f"The blog post's claim holds here: overlap (ratio >= {HIGH}) exactly in the {len(o.both_side)} runs "
-            f"with side\nstreams on both GPUs, none (ratio <= {LOW}) in the other {len(o.others)}."
-        )
-    else:
-        print("The blog post's claim does not hold here; these runs differ from it:")
-        for row in differ:
-            print(f"  {row}: overlap ratio {row.ratio:.2f}")
+    display(table)  # which stream ran what, the ratios and the syncs: in the sentences
     order = tables.Table(
         ["sender", "receiver", "what keeps B*B*B*B behind the copy", "overlap seen"]
     )
@@ -239,12 +219,6 @@ def show_combinations(seed: Run) -> None:
             ordered_by(sender, receiver), seen.replace("partial overlap", "partial"),
         )  # fmt: skip
     display(order)
-    if o.issue_us is not None:
-        print(
-            f"on the host, {o.issue_us:.0f} us pass from issuing the copy to launching the first "
-            f"multiplication\n(median of {sum(len(issue_gaps_us(row.profile)) for row in rows)} copies in the "
-            f"{o.runs} traces), against {o.copy_us:.0f} us for the copy itself"
-        )
     traces = [row.profile.chrome_trace.path for row in rows if row.profile.chrome_trace]
     if traces:
         folder, _, name = traces[0].rpartition("/")
@@ -295,7 +269,8 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
     seen = claims.WhatWeSee(NOTEBOOK, seed)
     seen.say(
         f"The copy ran on the sender's current stream in {o.on_source} of {o.runs} runs; "
-        f"B * B * B * B ran on {'; '.join(o.kernel_lanes)}."
+        f"B * B * B * B ran on {'; '.join(o.kernel_lanes)}; the copies' kind in the traces: "
+        f"{', '.join(o.copy_kinds)} (PtoP: from one GPU's memory straight into the other's)."
     )
     seen.say(
         f"With side streams on both GPUs the overlap ratio was {o.both_side_text} (each over "
