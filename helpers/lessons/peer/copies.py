@@ -14,20 +14,15 @@ from ...records import Run
 from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, pair_name, span
 from .links import facts as link_facts
 
-DUPLEX = (
-    0.9  # both at once keeps at least this share of the two one-way rates added: "hardly slowed"
-)
-PLATEAU_TOLERANCE = 0.05  # sizes within this share of the largest size's rate form the plateau
-SIZE_MATTERS = (
-    0.25  # the peer copy's time changing by more than this share from smallest to largest size
-)
+# both ways at once keeping this share of the two one-way rates added: "hardly slowed"
+DUPLEX = 0.9
+# the largest sizes within this share of the largest size's rate form the plateau
+PLATEAU_TOLERANCE = 0.05
+# the time of a tiny peer copy changing by more than this share from the smallest size to the largest
+SIZE_MATTERS = 0.25
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
-PLURAL = {
-    "levels off": "level off",
-    "still rising": "are still rising",
-    "peaks, then falls": "peak, then fall",
-    "uneven": "do not settle",
-}
+PLURAL = {"levels off": "level off", "still rising": "are still rising",
+          "peaks, then falls": "peak, then fall", "uneven": "do not settle"}  # fmt: skip
 
 
 def plateau(rates: list[float]) -> tuple[int, float, float, float]:
@@ -53,12 +48,9 @@ def memory_gbps(same: Run) -> float:
 
 
 def hold_leaks(run: Run) -> list[str]:
-    """Where a run's event-timed samples were queued behind a hold that did not cover their
-    launches (``enqueue_us`` over ``hold_us``, as ``timing.cuda_events`` records them): one
-    phrase each, "cuda:1 <-> cuda:3 at 2 MiB (2722 us of queueing, 2700 us of hold)"."""
-    value = (
-        run.value if isinstance(run.value, dict) else {"0->0": run.value}
-    )  # same_gpu_copy: a list
+    """Where queueing a sample's copies took longer than the hold before them (``enqueue_us`` over
+    ``hold_us``): "cuda:1 <-> cuda:3 at 2 MiB (2722 us of queueing, 2700 us of hold)" each."""
+    value = run.value if isinstance(run.value, dict) else {"0->0": run.value}  # same_gpu_copy
     found = []
     for pair, ts in value.items():
         for size, t in zip(run.params["sizes"], ts, strict=True):
@@ -84,9 +76,8 @@ def say_hold_leaks(seen: claims.WhatWeSee, leaks: list[str], consequence: str) -
 
 @dataclass(frozen=True)
 class SameGpu:
-    """Section 3's facts: sizes (bytes), rates (GB/s read + write), the plateau (first index,
-    lowest, highest, median GB/s), the best point, the GPUs' L2 cache (bytes, None where the
-    recording does not say, as ``hardware.cache_bytes``) and the memory's datasheet rate (GB/s, None for an unknown GPU)."""
+    """Section 3's facts: sizes (bytes), rates (GB/s read + write), the plateau (``plateau``), the
+    L2 cache (``hardware.cache_bytes``), the datasheet's memory GB/s (None: an unknown GPU)."""
 
     sizes: list[int]
     rates: list[float]
@@ -94,7 +85,7 @@ class SameGpu:
     low: float
     high: float
     memory: float
-    cache: int  # hardware.cache_bytes: UNKNOWN_CACHE_BYTES where the header does not say
+    cache: int
     cache_known: bool
     datasheet: float | None
 
@@ -108,8 +99,7 @@ class SameGpu:
 
     @property
     def best_in_cache(self) -> bool | None:
-        """Whether the best point's source and destination fit in the L2 cache together (None
-        where the recording does not say the cache's size)."""
+        """Whether the best point's source and destination fit in L2 together (None: not known)."""
         return 2 * self.sizes[self.best_at] <= self.cache if self.cache_known else None
 
 
@@ -141,9 +131,8 @@ def show_same_gpu(same: Run) -> None:
 
 
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
-    """The same-GPU copy's rate at the smallest size, its plateau (the memory's figure, GB/s read
-    + write) against the GPU's datasheet memory bandwidth, and a middle size above it, said to
-    have run from the L2 cache only where source and destination fit in it."""
+    """The smallest size's rate, the plateau (the memory's figure) against the datasheet, and a
+    middle size above it, said to run from the L2 cache only where it fits there."""
     f, size = same_facts(same), timing.format_bytes
     seen = claims.WhatWeSee(NOTEBOOK, same)
     seen.say(
@@ -240,9 +229,8 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
 
 
 def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
-    """How the one-way curves end (``claims.describe_curve``), the range of every pair's plateau
-    (GB/s), the same-GPU plateau against the best peer copy, and the best copy as a share of the
-    link's rated speed; checks that no copy reaches its link's rated speed."""
+    """How the one-way curves end, every pair's plateau (GB/s) against the same-GPU copy's, the
+    best copy's share of the rated speed; checks that none reaches its link's rated speed."""
     sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
     shapes = {p: claims.describe_curve(sizes, rates_of(ts)).kind for p, ts in value.items()}
     flats = [plateau(rates_of(ts)) for ts in value.values()]
@@ -291,8 +279,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
 
 
 def one_way_ms(peer: Run, nbytes: int, src: int, dst: int) -> float:
-    """Milliseconds to copy ``nbytes`` from cuda:``src`` to cuda:``dst`` at the one-way rate
-    measured there at the largest size."""
+    """Milliseconds for ``nbytes`` from cuda:``src`` to cuda:``dst`` at its largest size's rate."""
     return nbytes / (peer.value[f"{src}->{dst}"][-1].gbps * 1e9) * 1e3
 
 
@@ -301,9 +288,8 @@ def one_way_ms(peer: Run, nbytes: int, src: int, dst: int) -> float:
 
 @dataclass(frozen=True)
 class Share:
-    """One pair and size both ways at once: the total (GB/s) over the two one-way rates added
-    (``share``), and the same with the slowest both-ways sample over the fastest one-way samples
-    (``lowest``: the least the samples allow)."""
+    """One pair and size both ways: the total over the two one-way rates added, and ``lowest``,
+    its slowest sample over the fastest one-way samples (the least the samples allow)."""
 
     pair: str
     size: int
@@ -318,15 +304,11 @@ def duplex_shares(both: Run, peer: Run) -> list[Share]:
     for pair, ts in both.value.items():
         i, j = pair_ends(pair)
         for size, t in zip(both.params["sizes"], ts, strict=True):
-            there, back = (
-                one_way.get(f"{i}->{j}", {}).get(size),
-                one_way.get(f"{j}->{i}", {}).get(size),
-            )
+            there, back = (one_way.get(f"{a}->{b}", {}).get(size) for a, b in ((i, j), (j, i)))
             if there and back:
                 fastest = there.gbps_range[1] + back.gbps_range[1]
-                found.append(
-                    Share(pair, size, t.gbps / (there.gbps + back.gbps), t.gbps_range[0] / fastest)
-                )
+                share = t.gbps / (there.gbps + back.gbps)
+                found.append(Share(pair, size, share, t.gbps_range[0] / fastest))
     return found
 
 
@@ -370,10 +352,8 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
 
 
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
-    """The total both ways at the largest size as a share of the two one-way rates added (did
-    the directions slow each other down?), the lowest share at any size, the largest total
-    against twice the link's rated speed, and any share above 100%: within the samples' spread,
-    or a measurement problem."""
+    """Did the two directions slow each other down (shares), the largest total against twice the
+    rated speed, and any share above 100%: within the samples' spread, or a measurement problem."""
     sizes, rated = both.params["sizes"], link_facts(links).rated_gbps
     shares = duplex_shares(both, peer)
     at_largest = [s.share for s in shares if s.size == sizes[-1]]
@@ -430,9 +410,8 @@ def both_ways_largest_gbps(both: Run) -> float:
 
 @dataclass(frozen=True)
 class Latency:
-    """Section 6's facts, in microseconds per copy: the median over the peer pairs at each size,
-    the median over the GPUs of a copy within one at the smallest size, the slowest copy within
-    one GPU and the fastest peer copy at any size."""
+    """Section 6's facts, us per copy: the median over the peer pairs at each size, over the GPUs
+    within one at the smallest, the slowest within one GPU and the fastest peer copy."""
 
     sizes: list[int]
     peer_us: list[float]
@@ -475,8 +454,7 @@ def show_latency(latency: Run) -> None:
 
 
 def see_latency(latency: Run) -> claims.WhatWeSee:
-    """The time of a tiny copy between GPUs against one within a GPU (us), how it changes with
-    size, and whether the fastest peer copy is slower than the slowest local one."""
+    """A tiny copy between GPUs against one within a GPU (us), and how it changes with size."""
     f = latency_facts(latency)
     first, last = f.peer_us[0], f.peer_us[-1]
     seen = claims.WhatWeSee(NOTEBOOK, latency)

@@ -15,9 +15,8 @@ from ...records import Run
 from . import NOTEBOOK, stream_labels
 
 HIGH, LOW = 0.8, 0.2  # an overlap ratio at least HIGH counts as overlap, at most LOW as none
-MARK = (
-    "spin_kernel"  # the tiny kernels mark_streams() runs on each stream in turn, to name the lanes
-)
+# the tiny kernels mark_streams() runs on each stream in turn, to name the lanes
+MARK = "spin_kernel"
 Lanes = dict[tuple[int | None, int | None], str]
 
 
@@ -32,10 +31,8 @@ def lane_names(profile: trace.Profile, lanes: list[str]) -> Lanes:
 
 def lanes_of(intervals: list[trace.Interval], names: Lanes) -> str:
     """The names of the lanes the intervals ran on, e.g. 'cuda:0 side stream s0'."""
-    found = {
-        names.get((iv.device, iv.stream), f"GPU {iv.device} stream {iv.stream}") for iv in intervals
-    }
-    return ", ".join(sorted(found)) or "none found"
+    found = sorted({names.get((iv.device, iv.stream), f"GPU {iv.device} stream {iv.stream}") for iv in intervals})  # fmt: skip
+    return ", ".join(found) or "none found"
 
 
 def issue_gaps_us(profile: trace.Profile) -> list[float]:
@@ -95,33 +92,20 @@ def combinations(seed: Run) -> list[Combination]:
             and iv.src_device != iv.dst_device
         ]
         kernels = [iv for iv in prof.select(kind="kernel", device=1) if MARK not in iv.name]
-        found.append(
-            Combination(
-                r["sender_streamed"],
-                r["receiver_streamed"],
-                r["non_blocking"],
-                ", ".join(sorted({str(c.copy_kind) for c in copies})) or "none",
-                lanes_of(copies, names),
-                lanes_of(kernels, names),
-                trace.covered_us(copies) / prof.steps / 1e3,
-                trace.covered_us(kernels) / prof.steps / 1e3,
-                trace.overlap_ratio(copies, kernels) if copies and kernels else float("nan"),
-                trace.count(prof.intervals, "runtime", "cudaStreamSynchronize"),
-                prof,
-            )  # fmt: skip
-        )
+        found.append(Combination(
+            r["sender_streamed"], r["receiver_streamed"], r["non_blocking"],
+            ", ".join(sorted({str(c.copy_kind) for c in copies})) or "none",
+            lanes_of(copies, names), lanes_of(kernels, names),
+            trace.covered_us(copies) / prof.steps / 1e3, trace.covered_us(kernels) / prof.steps / 1e3,
+            trace.overlap_ratio(copies, kernels) if copies and kernels else float("nan"),
+            trace.count(prof.intervals, "runtime", "cudaStreamSynchronize"), prof,
+        ))  # fmt: skip
     return found
 
 
 def overlap_word(ratios: list[float]) -> str:
     """ "overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
-    return (
-        "overlap"
-        if min(ratios) >= HIGH
-        else "no overlap"
-        if max(ratios) <= LOW
-        else "partial overlap"
-    )
+    return "overlap" if min(ratios) >= HIGH else "no overlap" if max(ratios) <= LOW else "partial overlap"  # fmt: skip
 
 
 def ordered_by(sender: bool, receiver: bool) -> str:
