@@ -521,7 +521,11 @@ def test_the_both_ways_sentences_give_the_shares_of_the_one_way_rates_added(mach
     largest = run.params["sizes"][-1]
     shares = _shares(run, one_way)
     at_largest = [v for (_, size), v in shares.items() if size == largest]
-    first, second, *notes = copies.see_both_ways(run, one_way, links).sentences
+    seen = copies.see_both_ways(run, one_way, links)
+    (first, second, *notes), (check,) = seen.sentences, seen.checks
+    assert check.holds == (min(at_largest) >= 0.9) and check.measured.startswith(
+        f"at {timing.format_bytes(largest)} the total is at least {min(at_largest):.0%} of"
+    )
     span = re.search(
         r"the total is (\d+)%(?: to (\d+)%)? of the two one-way rates added, over (\d+) pairs?",
         first,
@@ -603,6 +607,8 @@ def test_two_directions_that_slow_each_other_down_are_said_to():
     assert "slowed each other down" in first and "hardly" not in first.split("(")[0]
     assert "lowest share at any size is 75%, cuda:0 <-> cuda:1 at 4 MiB" in first
     assert second.startswith("No rated speed is known")
+    (check,) = copies.see_both_ways(both, one_way, _links("PIX")).checks
+    assert not check.holds and check.measured.startswith("at 4 MiB the total is at least 75% of")
 
 
 def test_duplex_shares_skip_sizes_measured_both_ways_only():
@@ -685,7 +691,8 @@ def test_the_latency_sentences_compare_peer_and_local_copies(machine, capsys):
         for k in range(len(sizes))
     ]
     local_us = statistics.median(value[f"{i}->{i}"][0].median_us for i in range(n))
-    first, second, third = copies.see_latency(run).sentences
+    seen = copies.see_latency(run)
+    (first, second), (check,) = seen.sentences, seen.checks
     assert first == (
         f"At {sizes[0]} B a copy between GPUs takes {peer_us[0]:.1f} us, {peer_us[0] / local_us:.1f} "
         f"times as long as a copy within one GPU ({local_us:.1f} us)."
@@ -699,11 +706,11 @@ def test_the_latency_sentences_compare_peer_and_local_copies(machine, capsys):
     slowest_local = max(
         value[f"{i}->{i}"][k].median_us for i in range(n) for k in range(len(sizes))
     )
-    assert (
-        f"({fastest_peer:.1f} us) is slower than the slowest copy within one GPU ({slowest_local:.1f} us)"
-        in third
+    assert check.measured == (
+        f"the fastest peer copy of any pair and size took {fastest_peer:.1f} us, the slowest "
+        f"within one GPU {slowest_local:.1f} us"
     )
-    assert fastest_peer > slowest_local
+    assert check.holds and fastest_peer > slowest_local
     copies.show_latency(run)
     assert capsys.readouterr().out.count("time per copy of") == len(sizes)
 
@@ -713,14 +720,14 @@ def test_latency_of_one_size_where_a_local_copy_is_the_slower():
     run = _run(
         {p: [timing.Timing([t / 1e6] * 5, "cuda events", 4)] for p, t in us.items()}, sizes=[4]
     )
-    first, second = copies.see_latency(run).sentences
+    seen = copies.see_latency(run)
+    (first,), (check,) = seen.sentences, seen.checks
     assert (
         first
         == "At 4 B a copy between GPUs takes 11.5 us, 0.6 times as long as a copy within one GPU (20.0 us)."
     )
-    assert second == (
-        "The fastest peer copy of any pair and size (10.0 us) is not slower than the slowest copy within "
-        "one GPU (20.0 us)."
+    assert not check.holds and check.measured == (
+        "the fastest peer copy of any pair and size took 10.0 us, the slowest within one GPU 20.0 us"
     )
 
 

@@ -395,6 +395,12 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
                 "result."
             )
         )
+    seen.check(
+        "two copies in opposite directions each keep close to their one-way rate",
+        min(at_largest) >= DUPLEX,
+        f"at {timing.format_bytes(sizes[-1])} the total is at least {min(at_largest):.0%} of the "
+        f"two one-way rates added, {DUPLEX:.0%} counting as close",
+    )
     leaks = hold_leaks(both) + hold_leaks(peer)
     say_hold_leaks(seen, leaks, "and a share computed from it is no measure of the link")
     return seen
@@ -470,10 +476,11 @@ def see_latency(latency: Run) -> claims.WhatWeSee:
             f"From {f.sizes[0]} B to {f.sizes[-1]} B the peer copy's median time goes from "
             f"{first:.1f} to {last:.1f} us: the size {matters}."
         )
-    slower = "slower" if f.fastest_peer > f.slowest_local else "not slower"
-    seen.say(
-        f"The fastest peer copy of any pair and size ({f.fastest_peer:.1f} us) is {slower} than the "
-        f"slowest copy within one GPU ({f.slowest_local:.1f} us)."
+    seen.check(
+        "a copy between GPUs costs more than one within a GPU",
+        f.fastest_peer > f.slowest_local,
+        f"the fastest peer copy of any pair and size took {f.fastest_peer:.1f} us, the slowest "
+        f"within one GPU {f.slowest_local:.1f} us",
     )
     say_hold_leaks(seen, hold_leaks(latency), "and its time per copy too high")
     return seen
