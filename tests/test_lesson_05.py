@@ -1208,3 +1208,32 @@ def test_a_leaking_hold_is_named_for_the_same_gpu_copy_and_the_latency_too():
         .sentences[-1]
         .startswith("Launch time leaked into cuda:0 -> cuda:0 at 4 MiB")
     )
+
+
+def test_links_of_an_unknown_gpu_or_without_a_pcie_figure_say_what_is_known():
+    status = "\t Link 0: 10.0 GB/s\n\t Link 1: 10.0 GB/s\n"
+    nvlink = _links("NV2", 2, status)
+    nvlink.value["pcie_gbps"] = [None, None]  # a driver that does not report the PCIe link
+    first, second = peer_links.see_links(nvlink).sentences
+    assert second == "The links' rated speed is 20 GB/s per direction."
+    assert first.endswith("none is staged through host memory.")
+    unknown = _links("NV4", 2)  # no nvidia-smi nvlink --status, and a GPU no datasheet rate covers
+    unknown.value["capability"] = ["1.0", "1.0"]
+    _, second = peer_links.see_links(unknown).sentences
+    assert second.startswith("No rated speed is known for these links")
+    assert peer_links.facts(unknown).rated_from == [
+        "no NVLink rate known for compute capability 1.0"
+    ]
+    table = peer_table.claims_table(
+        _seed({(True, True): 0.9, (True, False): 0.0, (False, True): 0.0, (False, False): 0.0}),
+        _peer_run({"0->1": [5.0, 10.0, 40.0, 40.0], "1->0": [5.0, 10.0, 40.0, 40.0]}, SIZES),
+        _events(1005.0, 500.0),
+        unknown,
+        _current(GOOD_STATES),
+        SAME_FAKE,
+    )
+    nvlink_claim = table.claims[5]
+    assert nvlink_claim.verdict == claims.NOT_TESTABLE and nvlink_claim.measured == (
+        "the link is NV4, NVLink of a rate not known here (no NVLink rate known for compute "
+        "capability 1.0)"
+    )

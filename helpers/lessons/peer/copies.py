@@ -197,7 +197,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
     rated = {p: f.rated.get(pair_ends(p)) for p in value}
     rows = {
-        p: [*rates_of(ts), max(rates_of(ts)) / rated[p] if rated[p] else None]
+        p: [*rates_of(ts), max(rates_of(ts)) / rate if (rate := rated[p]) else None]
         for p, ts in value.items()
     }
     big = [t.gbps for ts in value.values() for s, t in zip(sizes, ts, strict=True) if s >= BIG]

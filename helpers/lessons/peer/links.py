@@ -114,9 +114,12 @@ def see_links(links: Run) -> claims.WhatWeSee:
         + "."
     )
     if rated:
-        than = f", {min(rated) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
-        rates = " or ".join(map(str, rated))
-        seen.say(f"The links' rated speed is {rates} GB/s per direction{than if pcie else ''}.")
+        than = ""
+        if pcie:
+            than = f", {min(rated) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
+        seen.say(
+            f"The links' rated speed is {' or '.join(map(str, rated))} GB/s per direction{than}."
+        )
     else:
         seen.say(
             "No rated speed is known for these links, so the peer copies below are not measured "

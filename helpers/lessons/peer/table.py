@@ -79,7 +79,7 @@ def claims_table(
         run=events,
     )
 
-    rate = f.rated_gbps
+    rate, link = f.rated_gbps, f.link.get((0, 1), "unknown")
     share = (
         claims.Value(
             best_one_way.value / rate, best_one_way.spread / rate, "", best_one_way.samples
@@ -93,7 +93,9 @@ def claims_table(
         measured=f"the best one-way copy, {best_one_way.value:.0f} GB/s, as a share of the link's rated "
         f"{rate:.0f} GB/s per direction; the same-GPU copy's plateau {copies.memory_gbps(same):.0f} GB/s"
         if rate
-        else f"the link is {f.link.get((0, 1), 'unknown')}, not NVLink",
+        else f"the link is {link}, NVLink of a rate not known here ({'; '.join(f.rated_from)})"
+        if link.startswith("NV")
+        else f"the link is {link}, not NVLink",
         holds=claims.compare(share, NEAR_LINK, holds_if="above") if share is not None else None,
         run=one_way,
     )
