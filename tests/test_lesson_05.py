@@ -474,7 +474,18 @@ def test_one_way_curves_of_other_kinds_and_a_link_without_a_rate():
     )
     first, _, third = seen.sentences
     assert "levels off" in first and first.endswith("; 4 of the other 5 curves level off too.")
-    assert third.startswith("No rated speed is known") and not seen.checks
+    assert not seen.checks  # no NVLink's rated speed to check against
+    assert third == (  # a PCIe path (SYS): its raw rate, 32 GB/s in _links, bounds a copy
+        "The dashed line is the raw PCIe rate (the link is not NVLink) of the link cuda:0 - cuda:1, "
+        "32 GB/s per direction: the best peer copy reaches 250% of it, above what the link can "
+        "carry: a measurement problem, not a result."
+    )
+    unknown = _links("SYS", 3)
+    unknown.value["pcie_gbps"] = [None] * 3
+    third = copies.see_peer_bandwidth(
+        _peer_run(curves, [*SIZES, 2**28]), SAME_FAKE, unknown
+    ).sentences[2]
+    assert third.startswith("No rated speed is known")
 
 
 def test_a_copy_above_the_rated_speed_fails_the_check():
@@ -484,7 +495,10 @@ def test_a_copy_above_the_rated_speed_fails_the_check():
         SAME_FAKE,
         _links("NV2", 2, status),
     )
-    assert "reaches 125% of it" in seen.sentences[2]
+    assert (
+        "reaches 125% of it, above what the link can carry: a measurement problem"
+        in seen.sentences[2]
+    )
     assert "so does" not in seen.sentences[0]  # the two directions' curves differ
     (check,) = seen.checks
     assert not check.holds and "125%" in check.measured
@@ -606,7 +620,10 @@ def test_two_directions_that_slow_each_other_down_are_said_to():
     assert "the total is 75% of the two one-way rates added, over 1 pair of GPUs" in first
     assert "slowed each other down" in first and "hardly" not in first.split("(")[0]
     assert "lowest share at any size is 75%, cuda:0 <-> cuda:1 at 4 MiB" in first
-    assert second.startswith("No rated speed is known")
+    assert second == (
+        "The dashed line is twice the one-way raw PCIe rate, 64 GB/s; the largest total, 60 GB/s "
+        "(cuda:0 <-> cuda:1), is 94% of it."
+    )
     (check,) = copies.see_both_ways(both, one_way, _links("PIX")).checks
     assert not check.holds and check.measured.startswith("at 4 MiB the total is at least 75% of")
 

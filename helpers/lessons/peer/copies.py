@@ -71,6 +71,13 @@ def say_hold_leaks(seen: claims.WhatWeSee, leaks: list[str], consequence: str) -
         )
 
 
+def beyond(share: float) -> str:
+    """What a share of a link's bound above 100% is: no result, a measurement problem."""
+    return (
+        ", above what the link can carry: a measurement problem, not a result" if share > 1 else ""
+    )
+
+
 # ---------------------------------------------------------------- 3. a copy within one GPU
 
 
@@ -218,8 +225,8 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
         {pair_name(p): (sizes, rates_of(ts)) for p, ts in value.items()}
         | {own: (same.params["sizes"], rates_of(same.value))},
         title=plotting.machine_title("Copies between GPUs and within one", peer.machine, peer.live),
-        ceiling_gbps=f.rated_gbps,
-        ceiling_label=f"link {f.link.get((0, 1), '?')}, rated, one direction",
+        ceiling_gbps=f.ceiling[0],
+        ceiling_label=f"{f.ceiling[1]}, one direction",
         groups={
             pair_name(p): f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}" for p in value
         }
@@ -255,10 +262,12 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         f"{max(x[2] for x in flats):.0f} GB/s; the same-GPU copy's plateau, {memory:.0f} GB/s, is "
         f"{memory / peak:.1f} times the best peer copy's {peak:.0f} GB/s."
     )
-    if f.rated_gbps:
+    ceiling, what = f.ceiling
+    if ceiling:
+        what = "rated speed" if f.rated_gbps else "raw PCIe rate (the link is not NVLink)"
         seen.say(
-            f"The dashed line is the rated speed of the link cuda:0 - cuda:1, {f.rated_gbps:.0f} GB/s "
-            f"per direction: the best peer copy reaches {peak / f.rated_gbps:.0%} of it."
+            f"The dashed line is the {what} of the link cuda:0 - cuda:1, {ceiling:.0f} GB/s "
+            f"per direction: the best peer copy reaches {peak / ceiling:.0%} of it{beyond(peak / ceiling)}."
         )
     else:
         seen.say(
@@ -344,8 +353,8 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
         title=plotting.machine_title(
             "Peer copies: one way and both ways at once", both.machine, both.live
         ),
-        ceiling_gbps=2 * f.rated_gbps if f.rated_gbps else None,
-        ceiling_label=f"link {f.link.get((0, 1), '?')}, rated, both directions",
+        ceiling_gbps=2 * f.ceiling[0] if f.ceiling[0] else None,
+        ceiling_label=f"{f.ceiling[1]}, both directions",
         groups={s: "both ways at once, total" if "<->" in s else "one way alone" for s in series},
     )
     plt.show()
@@ -354,7 +363,8 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     """Did the two directions slow each other down (shares), the largest total against twice the
     rated speed, and any share above 100%: within the samples' spread, or a measurement problem."""
-    sizes, rated = both.params["sizes"], link_facts(links).rated_gbps
+    sizes, f = both.params["sizes"], link_facts(links)
+    rated, what = f.ceiling[0], "rated speed" if f.rated_gbps else "raw PCIe rate"
     shares = duplex_shares(both, peer)
     at_largest = [s.share for s in shares if s.size == sizes[-1]]
     low = min(shares, key=lambda s: s.share)
@@ -372,8 +382,9 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     )
     if rated:
         seen.say(
-            f"The dashed line is twice the one-way rated speed, {2 * rated:.0f} GB/s; the largest total, "
-            f"{largest:.0f} GB/s (cuda:0 <-> cuda:1), is {largest / (2 * rated):.0%} of it."
+            f"The dashed line is twice the one-way {what}, {2 * rated:.0f} GB/s; the largest total, "
+            f"{largest:.0f} GB/s (cuda:0 <-> cuda:1), is {largest / (2 * rated):.0%} of it"
+            f"{beyond(largest / (2 * rated))}."
         )
     else:
         seen.say("No rated speed is known for the link, so the plot has no line for it.")

@@ -61,6 +61,15 @@ class Links:
         """The rated one-way GB/s of the link cuda:0 - cuda:1, None where not NVLink."""
         return self.rated.get((0, 1))
 
+    @property
+    def ceiling(self) -> tuple[float | None, str]:
+        """What bounds a copy cuda:0 -> cuda:1 (GB/s one way, None where unknown) and its name:
+        the NVLink's rated speed, else the raw PCIe rate of a link that is not NVLink."""
+        link = self.link.get((0, 1), "?")
+        if self.rated_gbps or link.startswith("NV") or not self.pcie_gbps:
+            return self.rated_gbps, f"link {link}, rated"
+        return self.pcie_gbps, f"link {link} (PCIe, not NVLink), raw PCIe rate"
+
 
 def facts(links: Run) -> Links:
     value, pairs = links.value, ordered_pairs(links.value["gpus"])
