@@ -7,7 +7,7 @@
 | ``non_blocking/`` (a package: ``returns``, ``loops``, ``six_ways``, ``hazards``, ``pinning``, one per section with its facts, figure, sentences and claims; ``claims_table``) | 02_non_blocking |
 | ``streams``, a package: ``ordering`` (1), ``copies`` (2-4: the tutorial's experiment, its requirements, launch order), ``engines`` (3), ``prefetching`` (5), ``common``; ``claims_table`` | 03_streams_and_overlap |
 | ``events/`` (a package, one module per section: ``timers`` (1, 3, 4), ``waits`` (2, 7, 8), ``tools`` (5, 6), ``many`` (9), ``errors`` (10), ``common``; ``claims_table``) | 04_event_timing |
-| ``peer`` (copies' bandwidth within one GPU and between two, latency), ``peer_links`` (links, every pair at once), ``peer_streams`` (current device, events across GPUs), ``peer_combinations`` (the eight stream combinations), ``peer_claims`` | 05_device_to_device |
+| ``peer/``: ``links`` (links, every pair at once), ``devices`` (current device, events across GPUs), ``copies`` (bandwidth within one GPU and between two, latency), ``overlap`` (the eight stream combinations), ``table`` (claims) | 05_device_to_device |
 | ``nccl`` (collectives, point-to-point, hangs), ``nccl_analysis`` (the numbers and facts behind them), ``nccl_speed`` (overlap, bandwidth sweep), ``nccl_claims`` | 06_nccl_point_to_point_and_collectives |
 
 A lesson module turns a notebook's runs (``records.Run``, live or replayed) into what the notebook

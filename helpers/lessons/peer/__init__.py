@@ -1,0 +1,60 @@
+"""Notebook 05_device_to_device, one module per section: ``links`` (1. which GPU reaches which;
+every pair at once), ``devices`` (2. the current device; 8. events across GPUs), ``copies``
+(3-6. copies within a GPU and between two: bandwidth one way and both ways, latency), ``overlap``
+(7. the blog post's experiment) and ``table`` (the claims). Each turns the notebook's runs
+(``records.Run``, live or replayed) into typed facts, then tables, figures and sentences, and
+measures nothing. Tested on every recorded machine in tests/test_lesson_05.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from ... import tables
+
+NOTEBOOK = "05_device_to_device"
+
+
+def ordered_pairs(n: int) -> list[tuple[int, int]]:
+    """Every (source, destination) pair of ``n`` GPUs."""
+    return [(i, j) for i in range(n) for j in range(n) if i != j]
+
+
+def pair_name(pair: str) -> str:
+    """'0->1' -> 'cuda:0 -> cuda:1', '0<->1' -> 'cuda:0 <-> cuda:1'."""
+    arrow = "<->" if "<->" in pair else "->"
+    return "cuda:" + pair.replace(arrow, f" {arrow} cuda:")
+
+
+def pair_ends(pair: str) -> tuple[int, int]:
+    """'0->1' or '0<->1' -> (0, 1)."""
+    i, j = re.split(r"<?->", pair)
+    return int(i), int(j)
+
+
+def span(low: str, high: str) -> str:
+    """'99%' when both ends print alike, else '98% to 99%'."""
+    return low if low == high else f"{low} to {high}"
+
+
+def stream_labels(names: dict[tuple[int | None, int | None], str]) -> dict[int, str]:
+    """{stream id: 'side stream s0' ...} for ``plotting.timeline``, from {(device, stream id):
+    'cuda:0 side stream s0'}, leaving out an id that names two streams (or none)."""
+    by_id: dict[int, set[str]] = {}
+    for (_, stream), name in names.items():
+        if stream is not None:
+            by_id.setdefault(stream, set()).add(name.split(" ", 1)[1])
+    return {stream: found.pop() for stream, found in by_id.items() if len(found) == 1}
+
+
+def matrix(
+    n: int, cells: Mapping[str, object], fmt: object, caption: str, **kw: str
+) -> tables.Table:
+    """A row per source GPU, a column per destination, ``cells`` by pair ('0->1'; blank where
+    missing); ``kw``: the table's ``title`` and the columns' ``unit``."""
+    columns = ["from", *[(f"to cuda:{j}", kw.get("unit", ""), fmt) for j in range(n)]]
+    table = tables.Table(columns, title=kw.get("title", ""), caption=caption)
+    for i in range(n):
+        table.add(f"cuda:{i}", *[cells.get(f"{i}->{j}") for j in range(n)])
+    return table

@@ -1,0 +1,497 @@
+"""Notebook 05, sections 3-6: a copy within one GPU (the memory's figure), peer copies one way
+and both ways at once (GB/s, against the link's rated speed), and the time of tiny copies (us)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+from ... import analysis, claims, hardware, plotting, tables, timing
+from ...records import Run
+from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, pair_name, span
+from .links import facts as link_facts
+
+# both ways at once keeping this share of the two one-way rates added: "hardly slowed"
+DUPLEX = 0.9
+# the largest sizes within this share of the largest size's rate form the plateau
+PLATEAU_TOLERANCE = 0.05
+# the time of a tiny peer copy changing by more than this share from the smallest size to the largest
+SIZE_MATTERS = 0.25
+BIG = 2**28  # "large" one-way copies: 256 MiB and up
+PLURAL = {"levels off": "level off", "still rising": "are still rising",
+          "peaks, then falls": "peak, then fall", "uneven": "do not settle"}  # fmt: skip
+
+
+def plateau(rates: list[float]) -> tuple[int, float, float, float]:
+    """The largest sizes whose rates lie within ``PLATEAU_TOLERANCE`` of the largest size's:
+    (index of the first of them, lowest, highest, median rate). A bump at a middle size is left out."""
+    if not rates:
+        raise ValueError("a plateau needs at least one rate")
+    start = len(rates) - 1
+    while start > 0 and abs(rates[start - 1] - rates[-1]) <= PLATEAU_TOLERANCE * rates[-1]:
+        start -= 1
+    flat = rates[start:]
+    return start, min(flat), max(flat), statistics.median(flat)
+
+
+def rates_of(ts: list[timing.Timing]) -> list[float]:
+    return [t.gbps for t in ts]
+
+
+def memory_gbps(same: Run) -> float:
+    """The same-GPU copy's plateau: the median rate of its largest sizes (decimal GB/s, bytes
+    read plus written)."""
+    return plateau(rates_of(same.value))[3]
+
+
+def hold_leaks(run: Run) -> list[str]:
+    """Where queueing a sample's copies took longer than the hold before them (``enqueue_us`` over
+    ``hold_us``): "cuda:1 <-> cuda:3 at 2 MiB (2722 us of queueing, 2700 us of hold)" each."""
+    value = run.value if isinstance(run.value, dict) else {"0->0": run.value}  # same_gpu_copy
+    found = []
+    for pair, ts in value.items():
+        for size, t in zip(run.params["sizes"], ts, strict=True):
+            queued, hold = t.extra.get("enqueue_us"), t.extra.get("hold_us")
+            if queued is not None and hold and queued > hold:
+                where = f"{pair_name(pair)} at {timing.format_bytes(size)}"
+                found.append(f"{where} ({queued:.0f} us of queueing, {hold:.0f} us of hold)")
+    return found
+
+
+def say_hold_leaks(seen: claims.WhatWeSee, leaks: list[str], consequence: str) -> None:
+    """Say where launch time leaked into a held sample (``hold_leaks``), if anywhere."""
+    if leaks:
+        seen.say(
+            f"Launch time leaked into {'; '.join(leaks)}: queueing the sample's copies took longer "
+            "than the spin kernel held the stream, so the GPU waited for the host, that rate is too "
+            f"low, {consequence}."
+        )
+
+
+def beyond(share: float) -> str:
+    """What a share of a link's bound above 100% is: no result, a measurement problem."""
+    return (
+        ", above what the link can carry: a measurement problem, not a result" if share > 1 else ""
+    )
+
+
+# ---------------------------------------------------------------- 3. a copy within one GPU
+
+
+@dataclass(frozen=True)
+class SameGpu:
+    """Section 3's facts: sizes (bytes), rates (GB/s read + write), the plateau (``plateau``), the
+    L2 cache (``hardware.cache_bytes``), the datasheet's memory GB/s (None: an unknown GPU)."""
+
+    sizes: list[int]
+    rates: list[float]
+    start: int
+    low: float
+    high: float
+    memory: float
+    cache: int
+    cache_known: bool
+    datasheet: float | None
+
+    @property
+    def best(self) -> float:
+        return max(self.rates)
+
+    @property
+    def best_at(self) -> int:
+        return self.rates.index(self.best)
+
+    @property
+    def best_in_cache(self) -> bool | None:
+        """Whether the best point's source and destination fit in L2 together (None: not known)."""
+        return 2 * self.sizes[self.best_at] <= self.cache if self.cache_known else None
+
+
+def same_facts(same: Run) -> SameGpu:
+    rates, machine = rates_of(same.value), same.header["machine"]
+    known_cache = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
+    datasheet = hardware.ceiling_gbps(machine)
+    return SameGpu(
+        same.params["sizes"],
+        rates,
+        *plateau(rates),
+        hardware.cache_bytes(machine),
+        known_cache,
+        None if datasheet == hardware.UNKNOWN_GPU_CEILING_GBPS else datasheet,
+    )
+
+
+def show_same_gpu(same: Run) -> None:
+    """Prints the same-GPU copy's rate at each size: decimal GB/s counting bytes read plus
+    written, median and the slowest and fastest sample. Returns nothing."""
+    print(
+        "same-GPU copy on cuda:0, decimal GB/s counting bytes read + written (median; slowest-fastest sample)"
+    )
+    for size, t in zip(same.params["sizes"], same.value, strict=True):
+        slowest, fastest = t.gbps_range
+        print(
+            f"  {timing.format_bytes(size):>9}: {t.gbps:8.1f} GB/s  ({slowest:.1f}-{fastest:.1f})"
+        )
+
+
+def see_same_gpu(same: Run) -> claims.WhatWeSee:
+    """The smallest size's rate, the plateau (the memory's figure) against the datasheet, and a
+    middle size above it, said to run from the L2 cache only where it fits there."""
+    f, size = same_facts(same), timing.format_bytes
+    seen = claims.WhatWeSee(NOTEBOOK, same)
+    seen.say(
+        f"The same-GPU copy runs at {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}. Its largest sizes, "
+        f"{size(f.sizes[f.start])} to {size(f.sizes[-1])}, lie within {PLATEAU_TOLERANCE:.0%} of "
+        f"each other at {f.low:.0f} to {f.high:.0f} GB/s: we take their median, {f.memory:.0f} "
+        "GB/s, as the memory's figure for a read-plus-write stream"
+        + (
+            f", {f.memory / f.datasheet:.0%} of the {f.datasheet:.0f} GB/s of NVIDIA's datasheet."
+            if f.datasheet
+            else "."
+        )
+    )
+    if f.best_at < f.start:
+        both = size(2 * f.sizes[f.best_at])
+        cache = {
+            True: f"within this GPU's {size(f.cache)} L2 cache: part of it can have been served "
+            "from the cache, not from memory",
+            False: f"more than this GPU's {size(f.cache)} L2 cache",
+            None: "the recording does not say this GPU's L2 cache size",
+        }[f.best_in_cache]
+        over = ""
+        if f.datasheet and f.best > f.datasheet:
+            over = f"; it is {f.best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
+                "which no copy can exceed: a measurement problem, not a result"
+                if f.best_in_cache is False
+                else "which only a copy served from the cache can exceed"
+            )
+        seen.say(
+            f"The best point, {f.best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that plateau "
+            f"by {f.best / f.memory - 1:.0%} (source and destination together: {both}, {cache}){over}."
+        )
+    else:
+        seen.say("No middle size rises above the plateau here.")
+    say_hold_leaks(seen, hold_leaks(same), "and so is the memory's figure if it is one of them")
+    return seen
+
+
+# ---------------------------------------------------------------- 4. peer copies, one way
+
+
+def one_way_peak(peer: Run) -> float:
+    """The best one-way rate of any pair and size, GB/s."""
+    return max(t.gbps for ts in peer.value.values() for t in ts)
+
+
+def size_table(sizes: list[int], rows: dict[str, list], fmt: str, **kw: str) -> tables.Table:
+    """A row per pair ('0->1' or '0<->1'), a column per size, and any ``extra`` column (a name
+    whose format is '.0%', its cells last in each row); ``kw``: ``title``, ``caption``, ``extra``."""
+    extra = [(kw["extra"], "", ".0%")] if "extra" in kw else []
+    columns = ["pair", *[(timing.format_bytes(s), "", fmt) for s in sizes], *extra]
+    table = tables.Table(columns, title=kw.get("title", ""), caption=kw.get("caption", ""))
+    for pair, cells in rows.items():
+        table.add(pair_name(pair), *cells)
+    return table
+
+
+def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
+    """Shows each pair's one-way GB/s at every size with its best over its link's rated speed,
+    every pair at the largest size (and the slowest large copy), and plots every pair beside the
+    same-GPU copy under the link's rated speed. Returns nothing."""
+    sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
+    rated = {p: f.rated.get(pair_ends(p)) for p in value}
+    rows = {
+        p: [*rates_of(ts), max(rates_of(ts)) / rate if (rate := rated[p]) else None]
+        for p, ts in value.items()
+    }
+    big = [t.gbps for ts in value.values() for s, t in zip(sizes, ts, strict=True) if s >= BIG]
+    slowest = f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
+    display(
+        size_table(
+            sizes, rows, ".1f", extra="best / rated",
+            title=plotting.machine_title("Peer copies, one direction, GB/s", peer.machine, peer.live),
+            caption="decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
+        ),
+        matrix(
+            f.gpus, {p: ts[-1].gbps for p, ts in value.items()}, ".1f",
+            f"GB/s, every pair at {timing.format_bytes(sizes[-1])}, one at a time" + (slowest if big else ""),
+        ),
+    )  # fmt: skip
+    own = "cuda:0 -> cuda:0 (same GPU, read + write)"
+    plotting.bandwidth_vs_size(
+        {pair_name(p): (sizes, rates_of(ts)) for p, ts in value.items()}
+        | {own: (same.params["sizes"], rates_of(same.value))},
+        title=plotting.machine_title("Copies between GPUs and within one", peer.machine, peer.live),
+        ceiling_gbps=f.ceiling[0],
+        ceiling_label=f"{f.ceiling[1]}, one direction",
+        groups={
+            pair_name(p): f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}" for p in value
+        }
+        | {own: "same GPU (read + write)"},
+    )
+    plt.show()
+
+
+def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
+    """How the one-way curves end, every pair's plateau (GB/s) against the same-GPU copy's, the
+    best copy's share of the rated speed; checks that none reaches its link's rated speed."""
+    sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
+    shapes = {p: claims.describe_curve(sizes, rates_of(ts)).kind for p, ts in value.items()}
+    flats = [plateau(rates_of(ts)) for ts in value.values()]
+    first = next(iter(value))
+    alike, others = sum(kind == shapes[first] for kind in shapes.values()), len(shapes) - 1
+    tail = (
+        ""
+        if not others
+        else "; so does the other direction's curve"
+        if others == 1 and alike == 2
+        else f"; so do the other {others} curves"
+        if alike == len(shapes)
+        else f"; {alike - 1} of the other {others} curves {PLURAL[shapes[first]]} too"
+    )
+    seen = claims.WhatWeSee(NOTEBOOK, peer)
+    seen.say(
+        f"The peer copy {pair_name(first)} {claims.describe_curve(sizes, rates_of(value[first])).words}{tail}."
+    )
+    memory, peak = memory_gbps(same), one_way_peak(peer)
+    seen.say(
+        f"At the largest sizes every pair runs at {min(x[1] for x in flats):.0f} to "
+        f"{max(x[2] for x in flats):.0f} GB/s; the same-GPU copy's plateau, {memory:.0f} GB/s, is "
+        f"{memory / peak:.1f} times the best peer copy's {peak:.0f} GB/s."
+    )
+    ceiling, what = f.ceiling
+    if ceiling:
+        what = "rated speed" if f.rated_gbps else "raw PCIe rate (the link is not NVLink)"
+        seen.say(
+            f"The dashed line is the {what} of the link cuda:0 - cuda:1, {ceiling:.0f} GB/s "
+            f"per direction: the best peer copy reaches {peak / ceiling:.0%} of it{beyond(peak / ceiling)}."
+        )
+    else:
+        seen.say(
+            "No rated speed is known for the link cuda:0 - cuda:1, so the plot has no line for it."
+        )
+    shares = [
+        max(rates_of(value[f"{i}->{j}"])) / rate
+        for (i, j), rate in f.rated.items()
+        if rate and f"{i}->{j}" in value
+    ]
+    if shares:
+        seen.check(
+            "no peer copy reaches its link's rated speed",
+            max(shares) < 1,
+            f"the best copy of any pair reaches {max(shares):.0%} of its link's rated speed",
+        )
+    return seen
+
+
+def one_way_ms(peer: Run, nbytes: int, src: int, dst: int) -> float:
+    """Milliseconds for ``nbytes`` from cuda:``src`` to cuda:``dst`` at its largest size's rate."""
+    return nbytes / (peer.value[f"{src}->{dst}"][-1].gbps * 1e9) * 1e3
+
+
+# ---------------------------------------------------------------- 5. both directions at once
+
+
+@dataclass(frozen=True)
+class Share:
+    """One pair and size both ways: the total over the two one-way rates added, and ``lowest``,
+    its slowest sample over the fastest one-way samples (the least the samples allow)."""
+
+    pair: str
+    size: int
+    share: float
+    lowest: float
+
+
+def duplex_shares(both: Run, peer: Run) -> list[Share]:
+    """Every pair and size measured both ways and one way (in each direction)."""
+    one_way = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
+    found = []
+    for pair, ts in both.value.items():
+        i, j = pair_ends(pair)
+        for size, t in zip(both.params["sizes"], ts, strict=True):
+            there, back = (one_way.get(f"{a}->{b}", {}).get(size) for a, b in ((i, j), (j, i)))
+            if there and back:
+                fastest = there.gbps_range[1] + back.gbps_range[1]
+                share = t.gbps / (there.gbps + back.gbps)
+                found.append(Share(pair, size, share, t.gbps_range[0] / fastest))
+    return found
+
+
+def show_both_ways(both: Run, peer: Run, links: Run) -> None:
+    """Shows the total GB/s of both directions at once for each pair and size (the bytes of both
+    copies over the time for both), that total over the two one-way rates added, and plots both
+    ways beside one way under twice the link's rated speed. Returns nothing."""
+    sizes, f = both.params["sizes"], link_facts(links)
+    shares = {(s.pair, s.size): s.share for s in duplex_shares(both, peer)}
+    display(
+        size_table(
+            sizes, {p: rates_of(ts) for p, ts in both.value.items()}, ".1f",
+            title=plotting.machine_title("Both directions at once, total GB/s (size: each way)", both.machine, both.live),
+            caption="decimal GB/s: the bytes of both copies over the time for both",
+        ),
+        size_table(
+            sizes, {p: [shares.get((p, s)) for s in sizes] for p in both.value}, ".0%",
+            caption="the total over the two one-way rates of section 4 added: two copies at once cannot "
+            "beat the same two timed apart, so a share above 100% is the samples' noise or a "
+            "measurement problem (said below)",
+        ),
+    )  # fmt: skip
+    series = {
+        f"{pair_name(p)}, both at once (total)": (sizes, rates_of(ts))
+        for p, ts in both.value.items()
+    }
+    series |= {
+        f"{pair_name(p)}, alone": (peer.params["sizes"], rates_of(peer.value[p]))
+        for p in ("0->1", "1->0")
+    }
+    plotting.bandwidth_vs_size(
+        series,
+        title=plotting.machine_title(
+            "Peer copies: one way and both ways at once", both.machine, both.live
+        ),
+        ceiling_gbps=2 * f.ceiling[0] if f.ceiling[0] else None,
+        ceiling_label=f"{f.ceiling[1]}, both directions",
+        groups={s: "both ways at once, total" if "<->" in s else "one way alone" for s in series},
+    )
+    plt.show()
+
+
+def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
+    """Did the two directions slow each other down (shares), the largest total against twice the
+    rated speed, and any share above 100%: within the samples' spread, or a measurement problem."""
+    sizes, f = both.params["sizes"], link_facts(links)
+    rated, what = f.ceiling[0], "rated speed" if f.rated_gbps else "raw PCIe rate"
+    shares = duplex_shares(both, peer)
+    at_largest = [s.share for s in shares if s.size == sizes[-1]]
+    low = min(shares, key=lambda s: s.share)
+    largest = both_ways_largest_gbps(both)
+    hardly = (
+        "hardly slowed each other down" if min(at_largest) >= DUPLEX else "slowed each other down"
+    )
+    seen = claims.WhatWeSee(NOTEBOOK, both)
+    seen.say(
+        f"At {timing.format_bytes(sizes[-1])} each way the total is "
+        f"{span(f'{min(at_largest):.0%}', f'{max(at_largest):.0%}')} of the two one-way rates added, "
+        f"over {analysis.plural(len(at_largest), 'pair')} of GPUs: the two directions {hardly} (at "
+        f"least {DUPLEX:.0%} counts as hardly). The lowest share at any size is {low.share:.0%}, "
+        f"{pair_name(low.pair)} at {timing.format_bytes(low.size)} each way."
+    )
+    if rated:
+        seen.say(
+            f"The dashed line is twice the one-way {what}, {2 * rated:.0f} GB/s; the largest total, "
+            f"{largest:.0f} GB/s (cuda:0 <-> cuda:1), is {largest / (2 * rated):.0%} of it"
+            f"{beyond(largest / (2 * rated))}."
+        )
+    else:
+        seen.say("No rated speed is known for the link, so the plot has no line for it.")
+    above = [s for s in shares if s.share > 1]
+    if above:
+        top = max(above, key=lambda s: s.share)
+        noise = [s for s in above if s.lowest <= 1]
+        where = f"{pair_name(top.pair)} at {timing.format_bytes(top.size)} each way"
+        seen.say(
+            f"{analysis.plural(len(above), 'share')} {'is' if len(above) == 1 else 'are'} above 100% "
+            f"(the highest {top.share:.0%}, {where}), although two copies at once cannot beat the "
+            "same two timed apart: "
+            + (
+                "within the samples' spread (the slowest both-ways sample over the fastest one-way "
+                f"samples gives at most {max(s.lowest for s in noise):.0%}): noise around 100%, not a gain."
+                if len(noise) == len(above)
+                else f"{len(above) - len(noise)} of them stay above 100% even from the slowest "
+                "both-ways sample over the fastest one-way samples, a measurement problem, not a "
+                "result."
+            )
+        )
+    seen.check(
+        "two copies in opposite directions each keep close to their one-way rate",
+        min(at_largest) >= DUPLEX,
+        f"at {timing.format_bytes(sizes[-1])} the total is at least {min(at_largest):.0%} of the "
+        f"two one-way rates added, {DUPLEX:.0%} counting as close",
+    )
+    leaks = hold_leaks(both) + hold_leaks(peer)
+    say_hold_leaks(seen, leaks, "and a share computed from it is no measure of the link")
+    return seen
+
+
+def both_ways_largest_gbps(both: Run) -> float:
+    """The total rate of cuda:0 <-> cuda:1 both ways at once at the largest size, decimal GB/s."""
+    return both.value["0<->1"][-1].gbps
+
+
+# ---------------------------------------------------------------- 6. latency of small copies
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Section 6's facts, us per copy: the median over the peer pairs at each size, over the GPUs
+    within one at the smallest, the slowest within one GPU and the fastest peer copy."""
+
+    sizes: list[int]
+    peer_us: list[float]
+    local_us: float
+    slowest_local: float
+    fastest_peer: float
+
+
+def latency_facts(latency: Run) -> Latency:
+    value, sizes = latency.value, latency.params["sizes"]
+    n = round(len(value) ** 0.5)
+    peer = [
+        [value[f"{i}->{j}"][k].median_us for i, j in ordered_pairs(n)] for k in range(len(sizes))
+    ]
+    local = [[value[f"{i}->{i}"][k].median_us for i in range(n)] for k in range(len(sizes))]
+    return Latency(
+        sizes,
+        [statistics.median(us) for us in peer],
+        statistics.median(local[0]),
+        max(map(max, local)),
+        min(map(min, peer)),
+    )
+
+
+def show_latency(latency: Run) -> None:
+    """Shows, for each size, the time per copy (us) from every GPU to every GPU (the diagonal:
+    within one GPU). Returns nothing."""
+    value = latency.value
+    n = round(len(value) ** 0.5)
+    display(
+        *[
+            matrix(
+                n, {p: ts[k].median_us for p, ts in value.items()}, ".2f",
+                f"time per copy of {size} B (row: from, column: to; median of the samples)", unit="us",
+                title=plotting.machine_title("Small copies", latency.machine, latency.live) if not k else "",
+            )
+            for k, size in enumerate(latency.params["sizes"])
+        ]
+    )  # fmt: skip
+
+
+def see_latency(latency: Run) -> claims.WhatWeSee:
+    """A tiny copy between GPUs against one within a GPU (us), and how it changes with size."""
+    f = latency_facts(latency)
+    first, last = f.peer_us[0], f.peer_us[-1]
+    seen = claims.WhatWeSee(NOTEBOOK, latency)
+    seen.say(
+        f"At {f.sizes[0]} B a copy between GPUs takes {first:.1f} us, {first / f.local_us:.1f} "
+        f"times as long as a copy within one GPU ({f.local_us:.1f} us)."
+    )
+    if len(f.sizes) > 1:
+        matters = (
+            "hardly matters here" if abs(last / first - 1) < SIZE_MATTERS else "matters already"
+        )
+        seen.say(
+            f"From {f.sizes[0]} B to {f.sizes[-1]} B the peer copy's median time goes from "
+            f"{first:.1f} to {last:.1f} us: the size {matters}."
+        )
+    seen.check(
+        "a copy between GPUs costs more than one within a GPU",
+        f.fastest_peer > f.slowest_local,
+        f"the fastest peer copy of any pair and size took {f.fastest_peer:.1f} us, the slowest "
+        f"within one GPU {f.slowest_local:.1f} us",
+    )
+    say_hold_leaks(seen, hold_leaks(latency), "and its time per copy too high")
+    return seen

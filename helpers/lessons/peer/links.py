@@ -1,0 +1,239 @@
+"""Notebook 05, section 1 (which GPU reaches which, through what, how fast its links are rated)
+and section 5's "every pair at once", set against those links."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import textwrap
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+from ... import claims, hardware, plotting, records, tables, timing
+from ...records import Run
+from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, span
+
+# NVLink's rate per link and per direction, in decimal GB/s, from NVIDIA's datasheets, used only
+# where `nvidia-smi nvlink --status` does not say it: NVLink 1 (P100), 2 (V100), 3 (A100),
+# 4 (H100, H200), 5 (B200).
+NVLINK_DATASHEET_GBPS = {"6.0": 20.0, "7.0": 25.0, "8.0": 25.0, "9.0": 25.0, "10.0": 50.0}
+Pair = tuple[int, int]
+
+
+def nvlink_gbps(link: str, status: str | None, capability: str) -> tuple[float | None, str]:
+    """One direction of an ``NV#`` link in GB/s (links x rate per link), and where it is from."""
+    bonded = re.fullmatch(r"NV(\d+)", link)
+    if not bonded:
+        return None, f"{link} is not NVLink"
+    speeds = [float(s) for s in re.findall(r"Link \d+: ([\d.]+) GB/s", status or "")]
+    if speeds:
+        per_link, source = statistics.median(speeds), "nvidia-smi nvlink --status"
+    elif capability in NVLINK_DATASHEET_GBPS:
+        per_link, source = NVLINK_DATASHEET_GBPS[capability], "NVIDIA datasheet"
+    else:
+        return None, f"no NVLink rate known for compute capability {capability}"
+    count = int(bonded.group(1))
+    return count * per_link, f"{count} links x {per_link:.2f} GB/s ({source})"
+
+
+@dataclass(frozen=True)
+class Links:
+    """Section 1's facts per ordered pair: peer access, the link ``nvidia-smi topo -m`` names, its
+    rated one-way GB/s (None where not NVLink); where the rates are from; the slower GPU's raw
+    one-way PCIe GB/s (the most a copy staged through the host reaches; None where unknown)."""
+
+    machine: str
+    gpus: int
+    peer: dict[Pair, bool]
+    link: dict[Pair, str]
+    rated: dict[Pair, float | None]
+    rated_from: list[str]
+    pcie_gbps: float | None
+
+    @property
+    def all_peer(self) -> bool:
+        return all(self.peer.values())
+
+    @property
+    def rated_gbps(self) -> float | None:
+        """The rated one-way GB/s of the link cuda:0 - cuda:1, None where not NVLink."""
+        return self.rated.get((0, 1))
+
+    @property
+    def ceiling(self) -> tuple[float | None, str]:
+        """What bounds a copy cuda:0 -> cuda:1 (GB/s one way, None where unknown) and its name:
+        the NVLink's rated speed, else the raw PCIe rate of a link that is not NVLink."""
+        link = self.link.get((0, 1), "?")
+        if self.rated_gbps or link.startswith("NV") or not self.pcie_gbps:
+            return self.rated_gbps, f"link {link}, rated"
+        return self.pcie_gbps, f"link {link} (PCIe, not NVLink), raw PCIe rate"
+
+
+def facts(links: Run) -> Links:
+    value, pairs = links.value, ordered_pairs(links.value["gpus"])
+    link = hardware.gpu_links(value["gpu_links"])
+    link = {pair: link.get(pair, "unknown") for pair in pairs}
+    rated = {
+        p: nvlink_gbps(link[p], value["nvlink_status"], value["capability"][p[0]]) for p in pairs
+    }
+    pcie, access = value["pcie_gbps"], value["peer_access"]
+    return Links(
+        links.machine,
+        value["gpus"],
+        {(i, j): bool(access[i][j]) for i, j in pairs},
+        link,
+        {pair: rate for pair, (rate, _) in rated.items()},
+        list(dict.fromkeys(how for _, how in rated.values())),
+        min(pcie) if pcie and all(pcie) else None,
+    )
+
+
+def show_links(links: Run) -> None:
+    """Prints the machine's report and shows every ordered pair's peer access, link and rated
+    speed (GB/s per direction). Returns nothing."""
+    f = facts(links)
+    # the recorded machine, formatted as today (an older recording kept nvidia-smi's colour codes)
+    print(hardware.report(links.header["machine"]), "\n")
+    columns = ["pair", "peer access", "link (nvidia-smi topo -m)"]
+    table = tables.Table(
+        [*columns, ("rated, one direction", "GB/s", ".0f")],
+        title=plotting.machine_title("Peer access and links", links.machine, links.live),
+        caption="rated speed: " + "; ".join(f.rated_from),
+    )
+    for i, j in f.peer:
+        table.add(f"cuda:{i} -> cuda:{j}", f.peer[(i, j)], f.link[(i, j)], f.rated[(i, j)])
+    display(table)
+
+
+def see_links(links: Run) -> claims.WhatWeSee:
+    """How many ordered pairs have peer access (and so how copies between them travel), what
+    joins them, and the links' rated speed (GB/s per direction) against the PCIe bound of a copy
+    staged through the host; without peer access, what the copies below then show."""
+    f = facts(links)
+    with_peer, pcie = sum(f.peer.values()), f.pcie_gbps
+    rated = sorted({round(rate) for rate in f.rated.values() if rate})
+    straight = ": every copy between them below goes straight over the link, none is staged through host memory"
+    seen = claims.WhatWeSee(NOTEBOOK, links)
+    seen.say(
+        f"{f.machine} has {f.gpus} GPUs: peer access on {with_peer} of the {len(f.peer)} ordered "
+        f"pairs, joined by {', '.join(sorted(set(f.link.values())))} (`nvidia-smi topo -m`)"
+        + (straight if f.all_peer else "")
+        + "."
+    )
+    if rated:
+        than = ""
+        if pcie:
+            than = f", {min(rated) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
+        seen.say(
+            f"The links' rated speed is {' or '.join(map(str, rated))} GB/s per direction{than}."
+        )
+    else:
+        seen.say(
+            "No rated speed is known for these links, so the peer copies below are not measured "
+            "against one (and their plots have no line for it)."
+        )
+    if not f.all_peer:
+        seen.say(
+            f"Without peer access on {len(f.peer) - with_peer} pairs, their copies are staged through "
+            f"host memory ({f'at most {pcie:.1f} GB/s, ' if pcie else ''}the PCIe link crossed twice): "
+            "what this machine shows below is that path, not a direct copy between GPUs."
+        )
+    return seen
+
+
+# ---------------------------------------------------------------- every pair at once
+
+
+def show_all_pairs(pairs: Run | None, peer: Run) -> None:
+    """Shows each pair's GB/s while every pair copies, that rate over the pair's rate alone in
+    section 4 (where both come from one machine), what joins each pair, and bars of one pair
+    alone, each pair at once and the total. With no run, prints why there is none."""
+    if pairs is None:
+        why = (
+            "all_pairs_at_once is new and no machine has recorded it yet, so this section has "
+            f"nothing to show here; {records.rerecord_command(None, [NOTEBOOK])}"
+        )
+        print(textwrap.fill(why, 100, break_long_words=False, break_on_hyphens=False))
+        return
+    value, size = pairs.value, pairs.params["nbytes"]
+    at_once, topology = value["together"], value["topology"]
+    n = 1 + max(pair_ends(p)[0] for p in at_once)
+    alone = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
+    title = plotting.machine_title(
+        f"Every pair copying {timing.format_bytes(size)} at once", pairs.machine, pairs.live
+    )
+    rates = {p: t.gbps for p, t in at_once.items()}
+    shares = {
+        p: rate / alone[p][size].gbps for p, rate in rates.items() if size in alone.get(p, {})
+    }
+    known = topology["links"] or [["?"] * n] * n
+    joins = {f"{i}->{j}": row[j] for i, row in enumerate(known) for j in range(n)}
+    shown = [
+        matrix(
+            n, rates, ".1f", "each pair's rate while every pair copies", title=title, unit="GB/s"
+        )
+    ]
+    if peer.machine == pairs.machine:  # section 4 is compared on one machine only
+        shown.append(
+            matrix(n, shares, ".0%", "each pair's rate at once over its rate alone (section 4)")
+        )
+    source = topology["source"] or "nowhere (no NVIDIA driver)"
+    display(*shown, matrix(n, joins, str, f"what joins them, read from {source}"))
+    if peer.machine != pairs.machine:
+        print(
+            f"(each pair's rate alone, section 4, is replayed from {peer.machine} and this from "
+            f"{pairs.machine}: not compared)"
+        )
+    bars = {
+        "cuda:0 -> cuda:1 alone": value["alone"].gbps,
+        "each pair, all at once (median)": statistics.median(rates.values()),
+        "all pairs at once, total": value["total"].gbps,
+    }
+    plotting.grouped_bars(
+        {k: {"GB/s": v} for k, v in bars.items()}, title=title, ylabel="decimal GB/s"
+    )
+    plt.show()
+
+
+def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
+    """Each pair's rate with every pair copying against the single pair measured by the same
+    code (GB/s and shares), the machine's total, and whether NVML and ``nvidia-smi topo -m`` name
+    the same NVLinks (checked where both were read on one machine). None without a run."""
+    if pairs is None:
+        return None
+    size, (at_once, alone, total, topology) = (
+        pairs.params["nbytes"],
+        (pairs.value[k] for k in ("together", "alone", "total", "topology")),
+    )
+    ends = [pair_ends(p) for p in at_once]
+    low, high = min(t.gbps for t in at_once.values()), max(t.gbps for t in at_once.values())
+    seen = claims.WhatWeSee(NOTEBOOK, pairs)
+    seen.say(
+        f"With all {len(at_once)} ordered pairs of {1 + max(i for i, _ in ends)} GPUs copying "
+        f"{timing.format_bytes(size)} at once, each pair ran at {span(f'{low:.1f}', f'{high:.1f}')} "
+        f"GB/s, {span(f'{low / alone.gbps:.0%}', f'{high / alone.gbps:.0%}')} of the single pair's "
+        f"{alone.gbps:.1f} GB/s measured by the same code; the machine moved {total.gbps:.0f} GB/s "
+        f"in total, {total.gbps / alone.gbps:.1f} times the single pair's rate."
+    )
+    smi = facts(links).link if links.machine == pairs.machine else {}  # section 1's topo -m
+    if topology["source"] != "NVML" or not smi:
+        source = topology["source"] or "no source (no NVIDIA driver)"
+        return seen.say(f"The topology was read from {source} on {pairs.machine}.")
+
+    def nvlink(name: str) -> str:
+        return name if name.startswith("NV") else "PCIe"
+
+    named = {(i, j): (topology["links"][i][j], str(smi.get((i, j)))) for i, j in ends}
+    differ = [
+        f"cuda:{i}-cuda:{j}: NVML {a}, nvidia-smi {b}"
+        for (i, j), (a, b) in named.items()
+        if nvlink(a) != nvlink(b)
+    ]
+    seen.check(
+        "NVML and nvidia-smi topo -m name the same NVLinks for every pair",
+        not differ,
+        "; ".join(differ) or f"{len(ends)} pairs agree",
+    )
+    return seen
