@@ -174,7 +174,7 @@ MUTATE_SHARDS := helpers.checks.*,helpers.codec.*,helpers.tables.*,helpers.claim
     helpers.plotting.*,$(L).start.*,$(L).pinned.* \
     $(L).non_blocking.*,$(L).events.*,$(L).events_analysis.*,$(L).events_claims.*,$(L).events_sync.* \
     $(L).streams.*,$(L).peer.*,$(L).peer_links.*,$(L).peer_claims.* \
-    $(L).peer_streams.*,$(L).peer_combinations.*,$(L).nccl.*,$(L).nccl_analysis.*,$(L).nccl_claims.*,$(L).nccl_speed.* \
+    $(L).peer_streams.*,$(L).peer_combinations.*,$(L).nccl.* \
     helpers.cli.*,helpers.distributed.*,helpers.forkserver.*
 SHARD ?=
 MUTATE ?= $(if $(SHARD),$(subst $(comma), ,$(word $(SHARD),$(MUTATE_SHARDS))),helpers.*)

@@ -1,0 +1,146 @@
+"""Section 1 of notebook 06: who each rank was, and the data each holds after the seven
+collectives, blocking and ``async_op=True``, against what the source says."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from ... import claims, plotting
+from ...records import Run
+from .common import ARTICLE, NOTEBOOK, where
+
+MODES = ("blocking", "async_op=True")
+CALLS = {  # how the notebook calls each collective, shown left of its row in the drawing
+    "broadcast": "broadcast(tensor, src=0)",
+    "scatter": "scatter(tensor, scatter_list, src=0)",
+    "reduce": "reduce(tensor, dst=0, op=SUM)",
+    "gather": "gather(t, gather_list, dst=0)",
+    "all_reduce": "all_reduce(tensor, op=SUM)",
+    "all_gather": "all_gather(tensor_list, input_tensor)",
+    "reduce_scatter": "reduce_scatter(output, input_list)",
+}
+
+
+def expected_after(name: str, rank: int, n: int) -> Any:
+    """What the source says rank ``rank`` of ``n`` holds after collective ``name``; None where
+    nothing is defined (the ranks that are not ``reduce``'s or ``gather``'s destination)."""
+    total = [sum(r + k for r in range(1, n + 1)) for k in range(3)]  # sum of every [r+1, r+2, r+3]
+    return {
+        "broadcast": [1, 2, 3],
+        "scatter": [2 * rank, 2 * rank + 1],
+        "reduce": total if rank == 0 else None,
+        "gather": [[r, r + 1, r + 2] for r in range(n)] if rank == 0 else None,
+        "all_reduce": total,
+        "all_gather": [[float(r)] for r in range(n)],
+        "reduce_scatter": [float(sum(r + rank for r in range(n)))],
+    }[name]
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """One ``seven_collectives`` run: its backend, each rank's device, whether the ranks had a
+    process each and one store port, the results unlike the source's (one line each), and what
+    ``reduce`` left on rank 1 (not its destination) against what it had."""
+
+    backend: str
+    devices: list[str]
+    own_processes: bool
+    one_port: bool
+    wrong: list[str]
+    reduce_before: Any
+    reduce_after: Any
+
+
+def facts(run: Run) -> Ranks:
+    who, n = run.value["who"], len(run.value["who"])
+    wrong = [
+        f"{mode} {name} rank {rank}: {data['after'][rank]} != {want}"
+        for mode in MODES
+        for name, data in run.value[mode].items()
+        for rank in range(n)
+        if (want := expected_after(name, rank, n)) is not None and data["after"][rank] != want
+    ]
+    reduce = run.value["blocking"]["reduce"]
+    return Ranks(
+        run.params["backend"],
+        [w["device"] for w in who],
+        len({w["pid"] for w in who}) == n,
+        len({w["MASTER_PORT"] for w in who}) == 1,
+        wrong,
+        reduce["before"][1],
+        reduce["after"][1],
+    )
+
+
+def show_ranks(*runs: Run) -> None:
+    """Prints who each rank of each run was: rank, world size, backend, device, pid, store port."""
+    for run in runs:
+        print(f"{run.params['backend']} ({where(run)}):")
+        for who in run.value["who"]:
+            print("   ", ", ".join(f"{key}={value}" for key, value in who.items()))
+
+
+def show(*runs: Run) -> None:
+    """Draws each run's data before and after each blocking collective; prints whether every rank
+    holds what the source says and what ``reduce`` left on rank 1."""
+    for run in runs:
+        f = facts(run)
+        drawn = {name: {**d, "call": CALLS[name]} for name, d in run.value["blocking"].items()}
+        what = f"Seven collectives, {f.backend}, {len(f.devices)} ranks"
+        plotting.draw_before_after(drawn, title=plotting.machine_title(what, run.machine, run.live))
+        plt.show()
+        print(
+            f"{f.backend}: every rank holds what the source says after all seven, blocking and "
+            f"async_op=True: {not f.wrong}" + "".join(f"\n  {w}" for w in f.wrong)
+        )
+        print(
+            f"  reduce, on the rank that is not the destination, holds afterwards: "
+            f"{f.reduce_after} (it had {f.reduce_before})"
+        )
+
+
+def see(nccl: Run, gloo: Run) -> claims.WhatWeSee:
+    """Per backend: where the ranks ran, whether each holds what the source says, and whether
+    ``reduce`` left rank 1's buffer as it was."""
+    seen = claims.WhatWeSee(NOTEBOOK, nccl)
+    for run in (nccl, gloo):
+        f = facts(run)
+        distinct = len(set(f.devices)) == len(f.devices)
+        seen.say(
+            f"{f.backend} ({where(run)}): the ranks ran "
+            + ("on " + ", ".join(f.devices) if distinct else "all on " + f.devices[0])
+            + (", each in a process of its own" if f.own_processes else ", sharing a process")
+            + (", met at one store port; " if f.one_port else ", at different ports; ")
+            + (
+                f"{len(f.wrong)} results differ from what the source says."
+                if f.wrong
+                else "every rank holds what the source says after all seven collectives, "
+                "blocking and async_op=True."
+            )
+        )
+        seen.say(
+            f"After `reduce`, {f.backend}'s rank 1 (not the destination) holds {f.reduce_after}, "
+            + (
+                "what it had before."
+                if f.reduce_after == f.reduce_before
+                else f"no longer its own {f.reduce_before}: the backend used the buffer on the way."
+            )
+        )
+    return seen
+
+
+def add_claims(table: claims.ClaimsTable, *runs: Run) -> None:
+    """Per run: whether the seven collectives left every rank the source's data (a bool)."""
+    for run in runs:
+        f = facts(run)
+        table.add(
+            f"The seven collectives leave each rank the data the source shows ({f.backend})",
+            source=ARTICLE,
+            measured=f"{len(f.wrong)} mismatches over 7 collectives x {len(f.devices)} ranks x "
+            "(blocking, async_op=True)",
+            holds=not f.wrong,
+            run=run,
+        )

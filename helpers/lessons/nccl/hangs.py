@@ -1,0 +1,207 @@
+"""Section 3 of notebook 06: where the host stops when a ``send`` is missing, and what
+``work.wait(timeout)`` does when no ``send`` comes (seconds, against its timeout)."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+from ... import claims
+from ...records import Run
+from .common import ARTICLE, NOTEBOOK, where
+
+RECV_LINE = "torch.distributed.recv(t, src=0)"
+NEXT_LINE = {  # the line after each mark: where a rank that reached that mark and no further stopped
+    "start": RECV_LINE,
+    "recv returned": "print(t)",
+    "print(t) returned": "nothing: it finished",
+}
+ON_TIME_SHARE = (
+    0.25  # a wait(timeout) that raised within this share of its timeout raised "as it came due"
+)
+
+
+def stopped_at(case: dict[str, Any], rank: int) -> str:
+    """The line of the source's example ``rank``'s host was on at the deadline, from its last mark."""
+    if case["status"][rank] == "returned":
+        return "nothing: it finished"
+    return NEXT_LINE.get(
+        case["marks"][rank][-1][1] if case["marks"][rank] else None, "before the first mark"
+    )
+
+
+def stops(*runs: Run) -> dict[tuple[str, bool], str]:
+    """``{(backend, warm_up): line}``: where rank 1's host stopped in each ``missing_send`` case."""
+    return {
+        (run.params["backend"], case["warm_up"]): stopped_at(case, 1)
+        for run in runs
+        for case in run.value
+    }
+
+
+def stopped_line(run: Run, warm_up: bool) -> str:
+    """Where rank 1's host stopped in the case of ``run`` with (or without) the warm-up."""
+    return stops(run)[(run.params["backend"], warm_up)]
+
+
+def case_name(run: Run, case: dict[str, Any]) -> str:
+    return f"{run.params['backend']}, {'after a warm-up' if case['warm_up'] else 'no warm-up'}"
+
+
+def show_missing_send(*runs: Run) -> None:
+    """Prints each case: how the launch ended, how long the ranks ran against the deadline (s),
+    each rank's status, marks (s after its worker started) and output, and where rank 1 stopped."""
+    for run in runs:
+        for case in run.value:
+            print(
+                f"{case_name(run, case)} ({where(run)}):\n  {case['reason']};\n  the ranks ran "
+                f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s"
+            )
+            for rank in (0, 1):
+                reached = ", ".join(f"{label!r} at {t:.3f} s" for t, label in case["marks"][rank])
+                printed = " | ".join(
+                    line for line in case["printed"][rank].splitlines() if line.strip()
+                )
+                print(
+                    f"  rank {rank}: {case['status'][rank]}; reached {reached};\n    printed: {printed or '(nothing)'}"
+                )
+            print(f"  -> rank 1's host stopped at: {stopped_at(case, 1)}\n")
+
+
+def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
+    """Where rank 1's host stopped in each case, and checks that no case outlasted its deadline by
+    a second and that each backend and warm-up stopped where the notebook says."""
+    seen, stop = claims.WhatWeSee(NOTEBOOK, nccl), stops(gloo, nccl)
+    cases = [(run, case) for run in (gloo, nccl) for case in run.value]
+    said = (
+        f"`{stopped_at(case, 1)}` ({case_name(run, case)}, {where(run)})" for run, case in cases
+    )
+    seen.say("Rank 1's host stopped at (one run of each case): " + "; ".join(said) + ".")
+    longest = max(case["elapsed_s"] - case["timeout_s"] for _, case in cases)
+    seen.check(
+        "No case outlasts its deadline: the hang is real, but bounded, and the notebook goes on",
+        longest < 1.0,
+        f"the longest case ran {longest:+.2f} s past its deadline",
+        run=gloo,
+    )
+    expected = [
+        (
+            "After a warm-up, NCCL's recv returns and the host stops at print(t)",
+            ("nccl", True),
+            "print(t)",
+            nccl,
+        ),
+        ("Without the warm-up, NCCL's first recv itself blocks", ("nccl", False), RECV_LINE, nccl),
+        ("Under gloo the host stops at the recv line", ("gloo", True), RECV_LINE, gloo),
+    ]
+    for statement, key, line, run in expected:
+        if key in stop:
+            seen.check(statement, stop[key] == line, f"stopped at {stop[key]}", run=run)
+    return seen
+
+
+@dataclass(frozen=True)
+class Wait:
+    """What rank 1's ``wait(timeout)`` did with no ``send``: whether it reached the wait and
+    raised, seconds from "waiting" to the raise or return (None: neither), its timeout (s), and
+    all that in a sentence."""
+
+    backend: str
+    reached: bool
+    raised: bool
+    waited: float | None
+    timeout_s: float
+    sentence: str
+
+
+def wait_of(run: Run) -> Wait:
+    case, timeout_s = run.value, run.params["wait_timeout_s"]
+    marks = {label: t for t, label in case["marks"][1]}
+    call = f"wait(timeout={timeout_s:g} s)"
+    stopped = (
+        f"was {case['status'][1]} at the {run.params['deadline_s']:g} s deadline ({case['reason']})"
+    )
+    end = next((m for m in ("wait raised", "wait returned") if m in marks), None)
+    waited = marks[end] - marks["waiting"] if end else None
+    if end == "wait raised":
+        said = f"{call} raised after {waited:.2f} s: {case['results'][1]}"
+    elif end:
+        said = f"{call} returned after {waited:.2f} s without an error, with no data sent"
+    elif "waiting" in marks:
+        said = f"{call} neither raised nor returned: rank 1 was inside wait() and {stopped}"
+    else:
+        inside = "the irecv call" if "connected" in marks else "irecv (its pair not connected yet)"
+        said = f"rank 1 never reached {call}: it was inside {inside} and {stopped}; this measured the connection, not the wait"
+    return Wait(
+        run.params["backend"], "waiting" in marks, end == "wait raised", waited, timeout_s, said
+    )
+
+
+def show_wait_timeout(*runs: Run) -> None:
+    """Prints what each run's ``wait(timeout)`` did, wrapped at 100 characters."""
+    for run in runs:
+        text = f"{run.params['backend']} ({where(run)}): {wait_of(run).sentence}"
+        print(textwrap.fill(text, 100, subsequent_indent="  ", break_long_words=True))
+
+
+def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
+    """Per backend (one run each): when the wait raised (s after it began, against its timeout),
+    or what it did instead."""
+    seen = claims.WhatWeSee(NOTEBOOK, nccl)
+    for run in (gloo, nccl):
+        w, head = wait_of(run), f"{run.params['backend']} ({where(run)}, one run): "
+        if w.raised and w.waited is not None:
+            off = w.waited - w.timeout_s
+            late = f"{'before' if off < 0 else 'well after'} its timeout of {w.timeout_s:g} s"
+            when = "as the timeout came due" if abs(off) <= ON_TIME_SHARE * w.timeout_s else late
+            seen.say(
+                f"{head}the wait raised {w.waited:.2f} s after it began, {when}, and the host went on."
+            )
+        else:
+            alone = (
+                " The timeout given to `wait()` did not, by itself, give the host back."
+                if w.reached
+                else ""
+            )
+            seen.say(f"{head}{w.sentence}.{alone}")
+    return seen
+
+
+def add_claims(table: claims.ClaimsTable, wait_nccl: Run, wait_gloo: Run, miss_nccl: Run) -> None:
+    """``wait(timeout)`` raising (a bool per backend, untestable where the wait was not reached)
+    and where the missing ``send`` stops the host (a bool per warm-up)."""
+    for run in (wait_nccl, wait_gloo):
+        w = wait_of(run)
+        table.add(
+            f"work.wait(timeout) raises an exception once the timeout passes, if the operation has not ended ({w.backend})",
+            source=ARTICLE,
+            measured=w.sentence + " (one run)",
+            holds=w.raised if w.reached else None,
+            run=run,
+        )
+    stop, warm = stops(miss_nccl), next(c for c in miss_nccl.value if c["warm_up"])
+    rows = [
+        (
+            "A recv without a send hangs the receiver; after warm-up recv returns and the host stops at print(t)",
+            f"rank 1 reached {[label for _, label in warm['marks'][1]]}, status {warm['status'][1]}; ",
+            True,
+            "print(t)",
+        ),
+        (
+            "Without warm-up, the first recv itself blocks (the warm-up line is not printed)",
+            "rank 1 ",
+            False,
+            RECV_LINE,
+        ),
+    ]
+    for text, head, warm_up, line in rows:
+        if ("nccl", warm_up) in stop:
+            said = stop[("nccl", warm_up)]
+            table.add(
+                text,
+                source=ARTICLE,
+                measured=f"{head}stopped at {said} (one run)",
+                holds=said == line,
+                run=miss_nccl,
+            )
