@@ -15,24 +15,28 @@ from ... import analysis, claims, plotting, tables, timing
 from ...records import Run
 from .common import ARTICLE, NOTEBOOK, where
 
-P2P_CALLS = (
-    "first recv",
-    "recv",
-    "irecv + wait()",
-    "irecv + wait(timeout)",
-    "irecv + poll is_completed()",
-)
+P2P_CALLS = ("first recv", "recv", "irecv + wait()", "irecv + wait(timeout)")
+P2P_CALLS += ("irecv + poll is_completed()",)
 COLL_CALLS = ("all_reduce", "all_reduce(async_op=True) + wait()")
-PARTS = {  # what each of show()'s figures shows: its calls and its title
+PARTS = {  # show()'s two figures: their calls and titles
     "point-to-point": (
         P2P_CALLS,
         "Point-to-point: when the host gets control back vs when the data has arrived",
     ),
     "all_reduce": (COLL_CALLS, "all_reduce with the other rank late: host back vs data there"),
 }
+COLUMNS = [
+    "call",
+    ("late by", "ms", ".1f"),
+    ("call returned", "ms", ".3f"),
+    ("host back", "ms", ".3f"),
+]
+COLUMNS += [("data there", "", ".0%"), ("synchronize() returned", "ms", ".1f")]
 QUICK_BACK = 0.2  # "returns at once": the host is back within a fifth of the delay
 HELD = 0.8  # "held until the data came": the host was held for at least this share of the delay
 WARM_UP_TIMES = 10  # "much longer": the first recv takes at least this many times a later one
+TIMES, FLAGS = ("returned_s", "waited_s", "done_s"), ("completed_at_return", "completed_by_poll")
+BACK, DONE = "host got control back", "synchronize() returned"
 
 
 @dataclass(frozen=True)
@@ -59,23 +63,12 @@ def summary(run: Run, calls: Sequence[str] = P2P_CALLS + COLL_CALLS) -> dict[str
         rows = [r for r in run.value if r["call"] == call]
         if not all(r["value_ok"] for r in rows):
             raise ValueError(f"{call}: the data received is wrong; this run cannot be read")
-        in_s = [
-            claims.measured(timing.Timing([r[k] for r in rows], "host clock"))
-            for k in ("returned_s", "waited_s", "done_s")
-        ]
-        first = rows[0]
-        out[call] = Call(
-            first["late_s"] * 1e3,
-            *(claims.Value(v.value * 1e3, v.spread * 1e3, "ms", v.samples) for v in in_s),
-            None if first["arrived"] is None else statistics.mean(bool(r["arrived"]) for r in rows),
-            [bool(r["completed_at_return"]) for r in rows]
-            if "completed_at_return" in first
-            else None,
-            [bool(r["completed_by_poll"]) for r in rows]
-            if first.get("completed_by_poll") is not None
-            else None,
-            len(rows),
-        )
+        times = [claims.measured(timing.Timing([r[k] for r in rows], "host clock")) for k in TIMES]
+        ms = [claims.Value(v.value * 1e3, v.spread * 1e3, "ms", v.samples) for v in times]
+        flags = [[bool(r[k]) for r in rows] if rows[0].get(k) is not None else None for k in FLAGS]
+        asked = rows[0]["arrived"] is not None
+        arrived = statistics.mean(bool(r["arrived"]) for r in rows) if asked else None
+        out[call] = Call(rows[0]["late_s"] * 1e3, *ms, arrived, *flags, len(rows))
     return out
 
 
@@ -86,66 +79,35 @@ def show(gloo: Run, nccl: Run, part: str) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
     for ax, backend, run in zip(axes, ("gloo", "NCCL"), (gloo, nccl), strict=True):
         rows = summary(run, calls)
-        repeats = " or ".join(
-            str(n) for n in sorted({s.n for c, s in rows.items() if c != "first recv"})
-        )
-        repeats += " repeats" + ("" if "first recv" in rows else " per call")
+        others = sorted({s.n for c, s in rows.items() if c != "first recv"})
+        repeats = " or ".join(map(str, others)) + " repeats"
         if "first recv" in rows:
             repeats = f"first recv: {analysis.plural(rows['first recv'].n, 'call')}; every other call: {repeats}"
-        columns = [
-            "call",
-            ("late by", "ms", ".1f"),
-            ("call returned", "ms", ".3f"),
-            ("host back", "ms", ".3f"),
-            ("data there", "", ".0%"),
-            ("synchronize() returned", "ms", ".1f"),
-        ]
-        display(
-            tables.Table(
-                columns,
-                [
-                    (c, s.late_ms, s.returned.value, s.waited.value, s.arrived, s.done.value)
-                    for c, s in rows.items()
-                ],
-                title=f"{run.params['backend']} ({where(run)}): median of the repeats",
-                caption=f"{repeats}; data there: share of repeats where the data had arrived when the host went on",
-            )
-        )
-        for call, s in rows.items():
-            if s.at_return is not None:
-                polled = f" in {sum(s.by_poll)} of {s.n}" if s.by_poll else ""
-                said = (
-                    f";\n  polling it turned True within {4 * s.late_ms:.0f} ms{polled}"
-                    if polled
-                    else ""
-                )
-                print(
-                    f"{call}: is_completed() right after irecv returned: True in {sum(s.at_return)} of {s.n} repeats{said}"
-                )
-        groups = {
-            c.replace(" + ", "\n+ "): {
-                "host got control back": max(s.waited.value, 1e-3),
-                "synchronize() returned": s.done.value,
-            }
+        else:
+            repeats += " per call"
+        cells = [
+            (c, s.late_ms, s.returned.value, s.waited.value, s.arrived, s.done.value)
             for c, s in rows.items()
-        }
-        plotting.grouped_bars(
-            groups,
-            title=f"{backend} ({where(run)})",
-            ylabel="time after the call (ms, log scale)",
-            ax=ax,
-        )
+        ]
+        title_ = f"{run.params['backend']} ({where(run)}): median of the repeats"
+        caption = f"{repeats}; data there: share of repeats where the data had arrived when the host went on"
+        display(tables.Table(COLUMNS, cells, title=title_, caption=caption))
+        for call, s in rows.items():
+            polled = f";\n  polling it turned True within {4 * s.late_ms:.0f} ms in {sum(s.by_poll or [])} of {s.n}"
+            if s.at_return is not None:
+                said = f"{call}: is_completed() right after irecv returned: True in {sum(s.at_return)} of {s.n} repeats"
+                print(said + (polled if s.by_poll else ""))
+        groups = {}
+        for c, s in rows.items():
+            groups[c.replace(" + ", "\n+ ")] = {BACK: max(s.waited.value, 1e-3), DONE: s.done.value}
+        ylabel = "time after the call (ms, log scale)"
+        plotting.grouped_bars(groups, title=f"{backend} ({where(run)})", ylabel=ylabel, ax=ax)
         ax.set_yscale("log")
         ax.set_ylim(1e-3, 5 * max(s.done.value for s in rows.values()))  # decades from 1 us up
-        for late, style in zip(
-            sorted({s.late_ms for s in rows.values()}), ["--", ":"], strict=False
-        ):
-            ax.axhline(
-                late,
-                color="grey",
-                linestyle=style,
-                label=f"the other rank was late by {late:.0f} ms",
-            )
+        lates = sorted({s.late_ms for s in rows.values()})
+        for late, style in zip(lates, ["--", ":"], strict=False):
+            said = f"the other rank was late by {late:.0f} ms"
+            ax.axhline(late, color="grey", linestyle=style, label=said)
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         ax.tick_params(axis="x", labelsize=8, labelrotation=0)
     fig.suptitle(title)
@@ -170,35 +132,28 @@ def repeats(s: Call) -> str:
 def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     """When ``recv``, ``irecv + wait()`` and ``irecv + wait(timeout)`` gave the host back (ms)
     per backend, NCCL's first ``recv`` against a later one, and a check that gloo's three wait."""
-    seen = claims.WhatWeSee(NOTEBOOK, nccl)
+    seen, waits = claims.WhatWeSee(NOTEBOOK, nccl), P2P_CALLS[1:4]
     for backend, run in (("gloo", gloo), ("NCCL", nccl)):
         s = summary(run, P2P_CALLS)
-        waits = "; ".join(
-            f"`{c}` gave the host back {how_soon(s[c], s[c].waited)}" for c in P2P_CALLS[1:4]
-        )
-        seen.say(
-            f"With {backend} ({where(run)}), against a sender {s['recv'].late_ms:.0f} ms late "
-            f"({repeats(s['recv'])}): {waits}; `synchronize()` returned after {s['recv'].done.value:.1f} ms."
-        )
-    first, later = s["first recv"], s["recv"]
+        back = "; ".join(f"`{c}` gave the host back {how_soon(s[c], s[c].waited)}" for c in waits)
+        late = f"a sender {s['recv'].late_ms:.0f} ms late ({repeats(s['recv'])})"
+        done = f"`synchronize()` returned after {s['recv'].done.value:.1f} ms"
+        seen.say(f"With {backend} ({where(run)}), against {late}: {back}; {done}.")
+    first, later = s["first recv"].returned.value, s["recv"].returned.value
+    there = (
+        "already there"
+        if s["first recv"].arrived == 1
+        else "not there yet: it did not wait for the transfer"
+    )
     seen.say(
-        f"NCCL's very first `recv` (one call, sender {first.late_ms:.0f} ms late) returned after "
-        f"{first.returned.value:.1f} ms, {first.returned.value / later.returned.value:.0f} times a later one's "
-        f"{later.returned.value:.3f} ms, "
-        + (
-            "with the data already there."
-            if first.arrived == 1
-            else "with the data not there yet: it did not wait for the transfer."
-        )
+        f"NCCL's very first `recv` (one call, sender {s['first recv'].late_ms:.0f} ms late) returned after "
+        f"{first:.1f} ms, {first / later:.0f} times a later one's {later:.3f} ms, with the data {there}."
     )
     g = summary(gloo, P2P_CALLS)
     seen.check(
         "With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there",
-        all(g[c].arrived == 1 and g[c].waited.value >= HELD * g[c].late_ms for c in P2P_CALLS[1:4]),
-        "; ".join(
-            f"{c}: {g[c].waited.value:.1f} ms, data there {g[c].arrived:.0%}"
-            for c in P2P_CALLS[1:4]
-        )
+        all(g[c].arrived == 1 and g[c].waited.value >= HELD * g[c].late_ms for c in waits),
+        "; ".join(f"{c}: {g[c].waited.value:.1f} ms, data there {g[c].arrived:.0%}" for c in waits)
         + f"; {repeats(g['recv'])}",
         run=gloo,
     )
@@ -210,13 +165,13 @@ def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     the host back, and when ``synchronize()`` returned (ms), per backend."""
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for backend, run in (("gloo", gloo), ("NCCL", nccl)):
-        blocking, async_ = summary(run, COLL_CALLS).values()
+        b, a = summary(run, COLL_CALLS).values()
         seen.say(
-            f"With {backend} ({where(run)}), the other rank {blocking.late_ms:.0f} ms late ({repeats(blocking)}): the "
-            f"blocking `all_reduce` gave the host back {how_soon(blocking, blocking.returned)}; with "
-            f"`async_op=True` the call returned {how_soon(async_, async_.returned)} and `work.wait()` gave the "
-            f"host back {how_soon(async_, async_.waited)}; `synchronize()` returned after "
-            f"{max(blocking.done.value, async_.done.value):.1f} ms."
+            f"With {backend} ({where(run)}), the other rank {b.late_ms:.0f} ms late ({repeats(b)}): "
+            f"the blocking `all_reduce` gave the host back {how_soon(b, b.returned)}; with "
+            f"`async_op=True` the call returned {how_soon(a, a.returned)} and `work.wait()` gave "
+            f"the host back {how_soon(a, a.waited)}; `synchronize()` returned after "
+            f"{max(b.done.value, a.done.value):.1f} ms."
         )
     return seen
 
@@ -233,81 +188,66 @@ def add_claims(table: claims.ClaimsTable, host: Run) -> None:
     s = summary(host)
     first, recv, wait, timeout, poll = (s[c] for c in P2P_CALLS)
     blocking, async_ = s["all_reduce"], s[COLL_CALLS[1]]
-    late = recv.late_ms
-    flags = [flag for c in (wait, timeout, poll) for flag in c.at_return or []]
+    late, flags = recv.late_ms, [f for c in (wait, timeout, poll) for f in c.at_return or []]
+    slowest = max((c.returned for c in (wait, timeout, poll)), key=lambda v: v.value)
+
+    def held(value: claims.Value) -> claims.Comparison:
+        return claims.compare(value, HELD * late, holds_if="above")
 
     def quick(value: claims.Value, *absent: Call) -> claims.Comparison | bool:
         """Back within a fifth of the delay, and (for ``absent``) with the data never there."""
-        return (
-            claims.compare(value, QUICK_BACK * late, holds_if="below")
-            if all(c.arrived == 0 for c in absent)
-            else False
-        )
+        never = all(c.arrived == 0 for c in absent)
+        return claims.compare(value, QUICK_BACK * late, holds_if="below") if never else False
 
     fifth = f"threshold: a fifth of the sender's {late:.0f} ms delay"
-    rows = [
-        (
-            "A blocking recv of a CUDA tensor (NCCL, after the first) returns once the receive is enqueued, before the data has arrived",
+    polled = quick(poll.waited) if all(poll.by_poll or [False]) else False
+    rows = {
+        "A blocking recv of a CUDA tensor (NCCL, after the first) returns once the receive is enqueued, before the data has arrived": (
             f"recv's return (ms; {fifth}); the data came {recv.done.value:.1f} ms after the call, there at return in {recv.arrived:.0%} of {recv.n}",
             quick(recv.returned, recv),
         ),
-        (
-            "The very first recv blocks much longer than later ones (NCCL warm-up)",
+        "The very first recv blocks much longer than later ones (NCCL warm-up)": (
             f"first recv's return (one call) over a later one's (median of {recv.n}; threshold: {WARM_UP_TIMES} times): "
             f"{first.returned.value:.1f} against {recv.returned.value:.3f} ms; the ± is the later ones' spread alone (one first call has none)",
             claims.compare(
                 claims.ratio(first.returned, recv.returned), WARM_UP_TIMES, holds_if="above"
             ),
         ),
-        (
-            "The very first recv waits for the transfer to complete",
+        "The very first recv waits for the transfer to complete": (
             f"first recv's return (ms, one call, no spread; threshold: the sender's delay); the data was "
             f"{'already there' if first.arrived else 'not there yet'} when it returned",
             claims.compare(first.returned, first.late_ms, holds_if="above"),
         ),
-        (
-            "isend/irecv return immediately; the transfer goes on in the background",
+        "isend/irecv return immediately; the transfer goes on in the background": (
             f"the slowest irecv kind's return (ms; {fifth})",
-            quick(max((c.returned for c in (wait, timeout, poll)), key=lambda v: v.value)),
+            quick(slowest),
         ),
-        (
-            "A blocking collective (async_op=False) returns once it is enqueued; the host does not wait for the transfer",
+        "A blocking collective (async_op=False) returns once it is enqueued; the host does not wait for the transfer": (
             f"all_reduce's return (ms; threshold: a fifth of the other rank's {late:.0f} ms delay); data there in {blocking.arrived:.0%} of repeats",
             quick(blocking.returned, blocking),
         ),
-        (
-            "work.wait() blocks the host only until the operation is enqueued, not until the data has arrived",
+        "work.wait() blocks the host only until the operation is enqueued, not until the data has arrived": (
             f"host back after wait(), the slower of irecv and all_reduce(async_op=True) (ms; threshold: a fifth of "
             f"the delay); data there in {wait.arrived:.0%} and {async_.arrived:.0%} of repeats",
             quick(max(wait.waited, async_.waited, key=lambda v: v.value), wait, async_),
         ),
-        (
-            "work.wait(timeout) blocks the host until the operation ends (or the timeout passes)",
+        "work.wait(timeout) blocks the host until the operation ends (or the timeout passes)": (
             f"host back after irecv + wait(timeout) (ms; threshold: 80% of the sender's {late:.0f} ms delay); data there in {timeout.arrived:.0%} of repeats",
-            claims.compare(timeout.waited, HELD * late, holds_if="above")
-            if timeout.arrived == 1
-            else False,
+            held(timeout.waited) if timeout.arrived == 1 else False,
         ),
-        (
-            "work.is_completed() is True once the operation is enqueued; it does not mean the data has arrived",
+        "work.is_completed() is True once the operation is enqueued; it does not mean the data has arrived": (
             f"is_completed() right after irecv returned: True in {sum(flags)} of {len(flags)} calls; polled, the time until it "
             f"turned True (ms; threshold: a fifth of the {late:.0f} ms delay), True in the end in {sum(poll.by_poll or [])} of {poll.n} repeats",
-            True if any(flags) else quick(poll.waited) if all(poll.by_poll or [False]) else False,
+            True if any(flags) else polled,
         ),
-        (
-            "An NCCL operation waits for the work queued before it on the current stream",
+        "An NCCL operation waits for the work queued before it on the current stream": (
             f"synchronize() on the punctual rank, the earlier of blocking and async all_reduce (ms; threshold: 80% of the late rank's {late:.0f} ms spin kernel)",
-            claims.compare(
-                min(blocking.done, async_.done, key=lambda v: v.value),
-                HELD * late,
-                holds_if="above",
-            ),
+            held(min(blocking.done, async_.done, key=lambda v: v.value)),
         ),
-        (
-            "torch.cuda.synchronize() blocks the host until all queued GPU work has finished",
+        "torch.cuda.synchronize() blocks the host until all queued GPU work has finished": (
             f"after recv, when synchronize() returned (ms; threshold: 80% of the data's {late:.0f} ms delay)",
-            claims.compare(recv.done, HELD * late, holds_if="above"),
+            held(recv.done),
         ),
-    ]
-    for text, measured, holds in rows:
+    }
+    for text, (measured, holds) in rows.items():
         table.add(text, source=ARTICLE, measured=measured, holds=holds, run=host)

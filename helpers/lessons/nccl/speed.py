@@ -1,6 +1,6 @@
-"""Sections 4 and 5 of notebook 06: how far an ``all_reduce`` overlaps matrix multiplications,
-blocking and with ``async_op=True`` (rank 0's profiles), and the nccl-tests-style sweep: busbw of
-five collectives over message sizes on 2, 4, 8... ranks against a peer copy's rate (GB/s)."""
+"""Sections 4 and 5 of notebook 06: how far an ``all_reduce`` overlaps matmuls, blocking and with
+``async_op=True`` (rank 0's profiles), and the nccl-tests-style sweep: busbw of five collectives
+by message size on 2, 4, 8... ranks, against a peer copy's rate (GB/s)."""
 
 from __future__ import annotations
 
@@ -13,25 +13,22 @@ from ... import analysis, claims, distributed, plotting, tables, timing, trace
 from ...records import Run
 from .common import ARTICLE, NOTEBOOK
 
-NO_OVERLAP, OVERLAP = (
-    0.1,
-    0.5,
-)  # overlap ratios: below the first is none, above the second is overlap
-HELPER_WITHIN = (
-    0.03  # the helper's busbw is "nccl-tests' loop" within this share of the hand-written loop's
-)
-FIXED_COST = (
-    2  # an all_reduce "costs the same whatever the size" within this many times the shortest
-)
-NEAR_CEILING = 0.7  # "close to the link's ceiling": busbw above this share of the peer copy's rate
+# overlap ratios: below NO_OVERLAP is none, above OVERLAP is overlap
+NO_OVERLAP, OVERLAP = 0.1, 0.5
+# the helper's busbw is "nccl-tests' loop" within this share of the hand-written loop's
+HELPER_WITHIN = 0.03
+FIXED_COST = 2  # an all_reduce "costs the same" while within this many times the shortest
+NEAR_CEILING = 0.7  # "close to the link's ceiling": busbw above this share of the peer copy's
+SIZE = ("size", "", timing.format_bytes)
+NCCL_TESTS = [SIZE, "count", "type", "redop", ("time", "us", ".1f"), ("algbw", "GB/s", ".2f")]
+NCCL_TESTS += [("busbw", "GB/s", ".2f"), "#wrong", ("IQR/median", "", ".1%")]
 
 
 def split_kernels(profile: trace.Profile) -> tuple[list[trace.Interval], list[trace.Interval]]:
     """(NCCL's kernels, every other kernel) of a profile, told apart by 'nccl' in the name."""
     kernels = profile.select(kind="kernel")
-    return [k for k in kernels if "nccl" in k.name.lower()], [
-        k for k in kernels if "nccl" not in k.name.lower()
-    ]
+    comm = [k for k in kernels if "nccl" in k.name.lower()]
+    return comm, [k for k in kernels if k not in comm]
 
 
 def step_overlap(intervals: list[trace.Interval]) -> float:
@@ -42,9 +39,8 @@ def step_overlap(intervals: list[trace.Interval]) -> float:
 
 @dataclass(frozen=True)
 class Overlap:
-    """One mode of an ``overlap`` run: the overlap ratio of NCCL's kernels and the others, one per
-    profiled step (0: never together, 1: the shorter hidden); the time NCCL's kernels, the others
-    and either ran (ms per profiled step); the profiled steps."""
+    """One mode of an ``overlap`` run: the overlap ratio per profiled step (0: never together, 1:
+    the shorter hidden), the time NCCL's kernels, the others and either ran (ms per step)."""
 
     ratio: claims.Value
     nccl_ms: float
@@ -54,7 +50,6 @@ class Overlap:
 
 
 def overlap_of(run: Run) -> dict[str, Overlap]:
-    """Each mode of an ``overlap`` run ('blocking', 'async_op=True')."""
     out = {}
     for mode, p in run.value.items():
         comm, compute = split_kernels(p)
@@ -64,25 +59,19 @@ def overlap_of(run: Run) -> dict[str, Overlap]:
 
 
 def show_overlap(run: Run) -> None:
-    """Prints per mode the kernels' times and GPU busy time (ms per step) and the overlap ratio;
-    draws rank 0's two timelines on one time scale, NCCL's stream marked."""
-    found = overlap_of(run)
-    longest_ms = (
-        max(trace.span_us(p.select(kind=trace.GPU_KINDS)) for p in run.value.values()) / 1e3
-    )
-    fig, axes = plt.subplots(2, 1, figsize=(10, 6))
-    for ax, (mode, profile) in zip(axes, run.value.items(), strict=True):
-        f = found[mode]
-        print(
-            f"{mode}: all_reduce kernels {f.nccl_ms:.3f} ms, other kernels {f.other_ms:.3f} ms,\n"
-            f"  GPU busy {f.busy_ms:.3f} ms per step; overlap ratio {f.ratio.value:.2f} (median of the steps)"
-        )
+    """Per mode, the kernels' and the GPU's busy time (ms per step) and the overlap ratio; rank
+    0's two timelines on one time scale, NCCL's stream marked."""
+    found, fig, axes = overlap_of(run), *plt.subplots(2, 1, figsize=(10, 6))
+    longest = max(trace.span_us(p.select(kind=trace.GPU_KINDS)) for p in run.value.values())
+    for ax, (mode, profile), f in zip(axes, run.value.items(), found.values(), strict=True):
+        print(f"{mode}: all_reduce kernels {f.nccl_ms:.3f} ms, other kernels {f.other_ms:.3f} ms,")
+        ratio = f"overlap ratio {f.ratio.value:.2f} (median of the steps)"
+        print(f"  GPU busy {f.busy_ms:.3f} ms per step; {ratio}")
         plotting.timeline(profile.intervals, title=mode, ax=ax, include_host=False, unit="ms")
-        ax.set_xlim(0, longest_ms * 1.02)  # the same time scale for both
+        ax.set_xlim(0, longest / 1e3 * 1.02)  # the same time scale for both
         ends = tuple(f" {k.stream}" for k in split_kernels(profile)[0])
         labels = [
-            t.get_text() + (" (NCCL)" if t.get_text().endswith(ends) else "")
-            for t in ax.get_yticklabels()
+            t.get_text() + " (NCCL)" * t.get_text().endswith(ends) for t in ax.get_yticklabels()
         ]
         ax.set_yticks(ax.get_yticks(), labels)
     what = f"Rank 0: all_reduce and matmuls, {max(f.steps for f in found.values())} profiled steps"
@@ -92,145 +81,90 @@ def show_overlap(run: Run) -> None:
 
 
 def see_overlap(run: Run) -> claims.WhatWeSee:
-    """Per mode, the overlap ratio, and whether the GPU's busy time per step (ms) lies closer to
-    the longer of the two kinds of kernel than to their sum."""
+    """Per mode, the overlap ratio, and whether the GPU's busy time per step lies closer to the
+    longer of the two kinds of kernel than to their sum (ms)."""
     seen = claims.WhatWeSee(NOTEBOOK, run)
     for mode, f in overlap_of(run).items():
-        longer, total = (
-            f"the longer of the two ({max(f.nccl_ms, f.other_ms):.3f} ms)",
-            f"their sum ({f.nccl_ms + f.other_ms:.3f} ms)",
-        )
-        near, far = (
-            (longer, total)
-            if f.busy_ms - max(f.nccl_ms, f.other_ms) < f.nccl_ms + f.other_ms - f.busy_ms
-            else (total, longer)
-        )
+        longer, total = max(f.nccl_ms, f.other_ms), f.nccl_ms + f.other_ms
+        near = [f"the longer of the two ({longer:.3f} ms)", f"their sum ({total:.3f} ms)"]
+        if f.busy_ms - longer >= total - f.busy_ms:
+            near.reverse()
         ratio = f.ratio if f.ratio.spread else f"{f.ratio.value:.2f} in every step"
         seen.say(
-            f"{mode} ({f.steps} profiled steps): overlap ratio {ratio}; GPU busy {f.busy_ms:.3f} ms per step, closer to {near} than to {far}."
+            f"{mode} ({f.steps} profiled steps): overlap ratio {ratio}; GPU busy "
+            f"{f.busy_ms:.3f} ms per step, closer to {near[0]} than to {near[1]}."
         )
     return seen
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """A ``bandwidth`` run: the sizes (bytes); busbw per world size, collective and size (decimal
-    GB/s); on the most ranks, all_reduce's timings and the hand-written loop's; the peer copy's
-    rate (GB/s); wrong elements over every check."""
+    """A ``bandwidth`` run: sizes (bytes); busbw by world size, collective and size (GB/s); on
+    the most ranks, all_reduce's timings, algbw (GB/s) and the hand-written loop's timing; the
+    peer copy's rate (GB/s); the wrong elements over every check."""
 
     sizes: list[int]
     busbw: dict[int, dict[str, list[float]]]
     ranks: int
     all_reduce: list[timing.Timing]
+    algbw: list[float]
     plain: timing.Timing
     ceiling: float
     wrong: int
 
 
 def sweep(run: Run) -> Sweep:
-    sizes, entries = run.params["sizes"], run.value["sweep"]
-    busbw = {
-        e["world_size"]: {
-            op: [
-                distributed.busbw_gbps(op, n, t.median_s, e["world_size"])
-                for n, t in zip(sizes, ts, strict=True)
-            ]
-            for op, ts in e["timings"].items()
+    sizes, most = run.params["sizes"], run.value["sweep"][-1]
+    busbw = {}
+    for e in run.value["sweep"]:
+        pairs = {op: zip(sizes, ts, strict=True) for op, ts in e["timings"].items()}
+        n = e["world_size"]
+        busbw[n] = {
+            op: [distributed.busbw_gbps(op, b, t.median_s, n) for b, t in p]
+            for op, p in pairs.items()
         }
-        for e in entries
-    }
-    most = entries[-1]
-    plain = timing.Timing(most["plain_s"], "cuda events", sizes[-1], "hand-written all_reduce loop")
-    wrong = sum(sum(w) for e in entries for w in e["wrong"].values())
+    ar = most["timings"]["all_reduce"]
+    algbw = [distributed.algbw_gbps(b, t.median_s) for b, t in zip(sizes, ar, strict=True)]
+    plain = timing.Timing(most["plain_s"], "cuda events", sizes[-1], "hand-written loop")
+    wrong = sum(sum(w) for e in run.value["sweep"] for w in e["wrong"].values())
     return Sweep(
-        sizes,
-        busbw,
-        most["world_size"],
-        most["timings"]["all_reduce"],
-        plain,
-        run.value["ceiling"].gbps,
-        wrong,
+        sizes, busbw, most["world_size"], ar, algbw, plain, run.value["ceiling"].gbps, wrong
     )
 
 
 def show_bandwidth(run: Run) -> None:
-    """all_reduce on the most ranks in nccl-tests' columns (us, GB/s), each collective's busbw
-    (GB/s), nccl-tests' busbw / algbw factors, the peer copy's rate, and busbw by size per world
-    size with that rate dashed."""
-    s = sweep(run)
-    print(
-        f"Measured on {', '.join(map(str, s.busbw))} ranks ({run.where()});\nwrong elements over every check: {s.wrong}."
+    """all_reduce on the most ranks in nccl-tests' columns (us, GB/s), each collective's busbw,
+    nccl-tests' busbw / algbw factors, the peer copy's rate, and busbw by size per world size."""
+    s, ops = sweep(run), distributed.COLLECTIVE_OPS
+    print(f"Measured on {', '.join(map(str, s.busbw))} ranks ({run.where()});")
+    print(f"wrong elements over every check: {s.wrong}.")
+    samples = f"median of {len(s.all_reduce[0].samples_s)} samples of {run.params['iters']} calls"
+    table = tables.Table(
+        NCCL_TESTS,
+        title=f"all_reduce on {s.ranks} ranks ({run.where()}), in nccl-tests' columns",
+        caption=f"{samples}; count: float32 elements; IQR/median: the spread of the samples",
     )
-    wrong = run.value["sweep"][-1]["wrong"]["all_reduce"]
-    columns = [
-        ("size", "", timing.format_bytes),
-        "count",
-        "type",
-        "redop",
-        ("time", "us", ".1f"),
-        ("algbw", "GB/s", ".2f"),
-        ("busbw", "GB/s", ".2f"),
-        "#wrong",
-        ("IQR/median", "", ".1%"),
-    ]
-    rows = [
-        (
-            n,
-            n // 4,
-            "float",
-            "sum",
-            t.median_us,
-            distributed.algbw_gbps(n, t.median_s),
-            s.busbw[s.ranks]["all_reduce"][i],
-            wrong[i],
-            t.spread,
-        )
-        for i, (n, t) in enumerate(zip(s.sizes, s.all_reduce, strict=True))
-    ]
-    caption = f"median of {len(s.all_reduce[0].samples_s)} samples of {run.params['iters']} calls; count: float32 elements; IQR/median: the spread of the samples"
-    ops = s.busbw[s.ranks]
-    display(
-        tables.Table(
-            columns,
-            rows,
-            title=f"all_reduce on {s.ranks} ranks ({run.where()}), in nccl-tests' columns",
-            caption=caption,
-        ),
-        tables.Table(
-            [("size", "", timing.format_bytes), *[(op, "GB/s", ".2f") for op in ops]],
-            [(n, *[v[i] for v in ops.values()]) for i, n in enumerate(s.sizes)],
-            title=f"busbw of each collective on {s.ranks} ranks",
-        ),
-        tables.Table(
-            ["n", *[(op, "", ".4g") for op in distributed.COLLECTIVE_OPS]],
-            [
-                (n, *[distributed.bus_factor(op, n) for op in distributed.COLLECTIVE_OPS])
-                for n in s.busbw
-            ],
-            title="nccl-tests' factor busbw / algbw for each collective and number of ranks n",
-        ),
-    )
-    print(
-        f"The link's ceiling, a GPU0 -> GPU1 copy of {timing.format_bytes(run.params['ceiling_bytes'])}: {s.ceiling:.1f} GB/s."
-    )
-    fig, axes = plt.subplots(
-        1, len(s.busbw), figsize=(5.5 * len(s.busbw), 4.5), sharey=True, squeeze=False
-    )
+    wrong, busbw = run.value["sweep"][-1]["wrong"]["all_reduce"], s.busbw[s.ranks]
+    bus = busbw["all_reduce"]
+    for i, (n, t) in enumerate(zip(s.sizes, s.all_reduce, strict=True)):
+        table.add(n, n // 4, "float", "sum", t.median_us, s.algbw[i], bus[i], wrong[i], t.spread)
+    by_op = [(n, *[v[i] for v in busbw.values()]) for i, n in enumerate(s.sizes)]
+    title = f"busbw of each collective on {s.ranks} ranks"
+    display(table, tables.Table([SIZE, *[(op, "GB/s", ".2f") for op in busbw]], by_op, title=title))
+    factors = [(n, *[distributed.bus_factor(op, n) for op in ops]) for n in s.busbw]
+    title = "nccl-tests' factor busbw / algbw for each collective and number of ranks n"
+    display(tables.Table(["n", *[(op, "", ".4g") for op in ops]], factors, title=title))
+    copy = f"a GPU0 -> GPU1 copy of {timing.format_bytes(run.params['ceiling_bytes'])}"
+    print(f"The link's ceiling, {copy}: {s.ceiling:.1f} GB/s.")
+    n = len(s.busbw)
+    fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 4.5), sharey=True, squeeze=False)
     for ax, (n, values) in zip(axes[0], s.busbw.items(), strict=True):
         series = {op: (s.sizes, v) for op, v in values.items()}
-        plotting.bandwidth_vs_size(
-            series,
-            title=f"{n} ranks",
-            ax=ax,
-            ceiling_gbps=s.ceiling,
-            ceiling_label="GPU0 -> GPU1 copy",
-        )
+        copy = dict(ceiling_gbps=s.ceiling, ceiling_label="GPU0 -> GPU1 copy")
+        plotting.bandwidth_vs_size(series, title=f"{n} ranks", ax=ax, **copy)
         ax.set_ylabel("busbw (decimal GB/s)")
-    fig.suptitle(
-        plotting.machine_title(
-            "NCCL busbw by message size and number of ranks", run.machine, run.live
-        )
-    )
+    what = "NCCL busbw by message size and number of ranks"
+    fig.suptitle(plotting.machine_title(what, run.machine, run.live))
     fig.tight_layout()
     plt.show()
 
@@ -241,51 +175,53 @@ def fixed_cost_words(sizes: list[int], us: list[float]) -> str:
     floor, first = min(us), timing.format_bytes(sizes[0])
     flat = [i for i in range(len(us)) if max(us[: i + 1]) <= FIXED_COST * floor]
     if not flat:
-        at = timing.format_bytes(sizes[us.index(floor)])
+        shortest = f"{floor:.1f} us at {timing.format_bytes(sizes[us.index(floor)])}"
         return (
-            f"an `all_reduce` of {first} takes {us[0]:.1f} us, more than {FIXED_COST} times the shortest "
-            f"({floor:.1f} us at {at}): the smallest sizes' times are out of order here; from there"
+            f"an `all_reduce` of {first} takes {us[0]:.1f} us, more than {FIXED_COST} times the "
+            f"shortest ({shortest}): the smallest sizes' times are out of order here; from there"
         )
     if flat[-1] == 0:
         return f"an `all_reduce` of {first} takes {us[0]:.1f} us; from the smallest size on"
+    last, most = timing.format_bytes(sizes[flat[-1]]), max(us[: flat[-1] + 1])
     return (
-        f"from {first} to {timing.format_bytes(sizes[flat[-1]])} an `all_reduce` takes {floor:.1f} to "
-        f"{max(us[: flat[-1] + 1]):.1f} us whatever the size (within twice the shortest: the fixed cost of a call dominates); from there"
+        f"from {first} to {last} an `all_reduce` takes {floor:.1f} to {most:.1f} us whatever the "
+        "size (within twice the shortest: the fixed cost of a call dominates); from there"
     )
 
 
 def see_bandwidth(run: Run) -> claims.WhatWeSee:
-    """Up to which size an ``all_reduce`` costs the same (us), how each busbw curve ends (GB/s),
-    each world size's busbw at the largest size against the peer copy's rate, and checks that the
-    helper's busbw is within 3% of the hand-written loop's and that no element came out wrong."""
+    """Up to which size an ``all_reduce`` costs the same (us), how each busbw curve ends, each
+    world size's busbw at the largest size against the peer copy's rate (GB/s), and checks that
+    the helper's busbw is within 3% of the hand-written loop's and that no element was wrong."""
     s, seen = sweep(run), claims.WhatWeSee(NOTEBOOK, run)
     us, largest = [t.median_us for t in s.all_reduce], timing.format_bytes(s.sizes[-1])
-    seen.say(
-        f"On {s.ranks} ranks (medians of {len(s.all_reduce[0].samples_s)} samples), {fixed_cost_words(s.sizes, us)} "
-        f"the time grows with the size, to {us[-1]:.0f} us at {largest}."
-    )
-    curves = (
+    samples = f"medians of {len(s.all_reduce[0].samples_s)} samples"
+    grows = f"the time grows with the size, to {us[-1]:.0f} us at {largest}"
+    seen.say(f"On {s.ranks} ranks ({samples}), {fixed_cost_words(s.sizes, us)} {grows}.")
+    curves = [
         f"`{op}` {claims.describe_curve(s.sizes, v).words}" for op, v in s.busbw[s.ranks].items()
-    )
+    ]
     seen.say(f"busbw on {s.ranks} ranks: " + "; ".join(curves) + ".")
     for n, values in s.busbw.items():
-        shares = (
+        shares = [
             f"{v[-1] / s.ceiling:.0%}" if v[-1] <= s.ceiling else f"{v[-1]:.0f} GB/s, above it"
             for v in values.values()
-        )
+        ]
         said = ", ".join(f"{share} (`{op}`)" for share, op in zip(shares, values, strict=True))
-        seen.say(
-            f"{n} ranks, {largest} messages, busbw against the dashed line of the peer copy ({s.ceiling:.0f} GB/s): {said}."
-        )
+        copy = f"the dashed line of the peer copy ({s.ceiling:.0f} GB/s)"
+        seen.say(f"{n} ranks, {largest} messages, busbw against {copy}: {said}.")
     helper = s.busbw[s.ranks]["all_reduce"][-1]
     plain = distributed.busbw_gbps("all_reduce", s.sizes[-1], s.plain.median_s, s.ranks)
+    spread = f"{helper / plain - 1:+.1%}; IQR {s.plain.spread:.1%} of the loop's median"
     seen.check(
-        f"At {largest} on {s.ranks} ranks, the helper's all_reduce busbw is within 3% of nccl-tests' loop written out by hand",
+        f"At {largest} on {s.ranks} ranks, the helper's all_reduce busbw is within 3% of "
+        "nccl-tests' loop written out by hand",
         abs(helper / plain - 1) <= HELPER_WITHIN,
-        f"collective_timings {helper:.1f} GB/s, hand-written loop {plain:.1f} GB/s ({helper / plain - 1:+.1%}; IQR {s.plain.spread:.1%} of the loop's median)",
+        f"collective_timings {helper:.1f} GB/s, hand-written loop {plain:.1f} GB/s ({spread})",
     )
     seen.check(
-        "Every collective gave the right result at every size and number of ranks (nccl-tests' #wrong is 0)",
+        "Every collective gave the right result at every size and number of ranks "
+        "(nccl-tests' #wrong is 0)",
         s.wrong == 0,
         f"{s.wrong} wrong elements over {analysis.plural(len(s.busbw), 'world size')}",
     )
@@ -293,19 +229,23 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
 
 
 def busbw_if_ranks(run: Run, n: int) -> float:
-    """The busbw (GB/s) nccl-tests would print for the largest ``all_reduce`` on ``n`` ranks at
-    the algbw measured on the most ranks."""
-    s = sweep(run)
-    return distributed.algbw_gbps(s.sizes[-1], s.all_reduce[-1].median_s) * distributed.bus_factor(
-        "all_reduce", n
-    )
+    """The busbw (GB/s) nccl-tests prints for the largest ``all_reduce`` on ``n`` ranks at the
+    algbw measured on the most ranks."""
+    return sweep(run).algbw[-1] * distributed.bus_factor("all_reduce", n)
 
 
 def add_claims(table: claims.ClaimsTable, overlap: Run, bandwidth: Run) -> None:
-    """Overlap (ratios 0 to 1 over rank 0's profiled steps) and the largest ``all_reduce``'s busbw
-    as a share of the peer copy's rate."""
+    """Overlap (ratios 0 to 1 over rank 0's profiled steps), and the largest ``all_reduce``'s
+    busbw as a share of the peer copy's rate."""
     o = {mode: f.ratio for mode, f in overlap_of(overlap).items()}
     steps = {mode: analysis.plural(r.samples or 1, "profiled step") for mode, r in o.items()}
+    s, copy = sweep(bandwidth), claims.measured(bandwidth.value["ceiling"], as_rate=True)
+    algbw, factor = (
+        claims.measured(s.all_reduce[-1], as_rate=True),
+        distributed.bus_factor("all_reduce", s.ranks),
+    )
+    busbw = claims.Value(algbw.value * factor, algbw.spread * factor, "GB/s", algbw.samples)
+    largest = f"all_reduce of {timing.format_bytes(s.sizes[-1])} on {s.ranks} ranks"
     rows = [
         (
             "A blocking collective holds back the work queued after it on the current stream (no overlap)",
@@ -319,20 +259,12 @@ def add_claims(table: claims.ClaimsTable, overlap: Run, bandwidth: Run) -> None:
             claims.compare(o["async_op=True"], OVERLAP, holds_if="above"),
             overlap,
         ),
-    ]
-    s = sweep(bandwidth)
-    algbw = claims.measured(s.all_reduce[-1], as_rate=True)
-    factor = distributed.bus_factor("all_reduce", s.ranks)
-    busbw = claims.Value(algbw.value * factor, algbw.spread * factor, "GB/s", algbw.samples)
-    ceiling = claims.measured(bandwidth.value["ceiling"], as_rate=True)
-    rows.append(
         (
             "NCCL finds the fastest path between the GPUs (here NVLink): busbw close to the link's ceiling",
-            f"all_reduce of {timing.format_bytes(s.sizes[-1])} on {s.ranks} ranks: busbw {busbw.value:.0f} GB/s over a "
-            f"GPU0 -> GPU1 copy's {ceiling.value:.0f} GB/s (threshold: {NEAR_CEILING} of it)",
-            claims.compare(claims.ratio(busbw, ceiling), NEAR_CEILING, holds_if="above"),
+            f"{largest}: busbw {busbw.value:.0f} GB/s over a GPU0 -> GPU1 copy's {copy.value:.0f} GB/s (threshold: {NEAR_CEILING} of it)",
+            claims.compare(claims.ratio(busbw, copy), NEAR_CEILING, holds_if="above"),
             bandwidth,
-        )
-    )
+        ),
+    ]
     for text, measured, holds, run in rows:
         table.add(text, source=ARTICLE, measured=measured, holds=holds, run=run)
