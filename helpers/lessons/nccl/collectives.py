@@ -3,6 +3,7 @@ collectives, blocking and ``async_op=True``, against what the source says."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,9 @@ from ...records import Run
 from .common import ARTICLE, NOTEBOOK, where
 
 MODES = ("blocking", "async_op=True")
+ALL_HOLD = (
+    "every rank holds what the source says after all seven collectives, blocking and async_op=True."
+)
 CALLS = {  # how the notebook calls each collective, shown left of its row in the drawing
     "broadcast": "broadcast(tensor, src=0)",
     "scatter": "scatter(tensor, scatter_list, src=0)",
@@ -41,38 +45,27 @@ def expected_after(name: str, rank: int, n: int) -> Any:
 
 @dataclass(frozen=True)
 class Ranks:
-    """One ``seven_collectives`` run: its backend, each rank's device, whether the ranks had a
-    process each and one store port, the results unlike the source's (one line each), and what
-    ``reduce`` left on rank 1 (not its destination) against what it had."""
+    """One ``seven_collectives`` run: its backend, each rank's device, process id and store port,
+    the results unlike the source's (one line each), and rank 1's buffer before and after
+    ``reduce`` (rank 1 is not its destination)."""
 
     backend: str
     devices: list[str]
-    own_processes: bool
-    one_port: bool
+    pids: list[int]
+    ports: list[str]
     wrong: list[str]
-    reduce_before: Any
-    reduce_after: Any
+    reduce: tuple[Any, Any]
 
 
 def facts(run: Run) -> Ranks:
-    who, n = run.value["who"], len(run.value["who"])
-    wrong = [
-        f"{mode} {name} rank {rank}: {data['after'][rank]} != {want}"
-        for mode in MODES
-        for name, data in run.value[mode].items()
-        for rank in range(n)
-        if (want := expected_after(name, rank, n)) is not None and data["after"][rank] != want
-    ]
+    who, n, wrong = run.value["who"], len(run.value["who"]), []
+    for mode, name, rank in itertools.product(MODES, CALLS, range(n)):
+        got, want = run.value[mode][name]["after"][rank], expected_after(name, rank, n)
+        if want is not None and got != want:
+            wrong.append(f"{mode} {name} rank {rank}: {got} != {want}")
+    columns = ([w[key] for w in who] for key in ("device", "pid", "MASTER_PORT"))
     reduce = run.value["blocking"]["reduce"]
-    return Ranks(
-        run.params["backend"],
-        [w["device"] for w in who],
-        len({w["pid"] for w in who}) == n,
-        len({w["MASTER_PORT"] for w in who}) == 1,
-        wrong,
-        reduce["before"][1],
-        reduce["after"][1],
-    )
+    return Ranks(run.params["backend"], *columns, wrong, (reduce["before"][1], reduce["after"][1]))
 
 
 def show_ranks(*runs: Run) -> None:
@@ -92,14 +85,10 @@ def show(*runs: Run) -> None:
         what = f"Seven collectives, {f.backend}, {len(f.devices)} ranks"
         plotting.draw_before_after(drawn, title=plotting.machine_title(what, run.machine, run.live))
         plt.show()
-        print(
-            f"{f.backend}: every rank holds what the source says after all seven, blocking and "
-            f"async_op=True: {not f.wrong}" + "".join(f"\n  {w}" for w in f.wrong)
-        )
-        print(
-            f"  reduce, on the rank that is not the destination, holds afterwards: "
-            f"{f.reduce_after} (it had {f.reduce_before})"
-        )
+        holds = "every rank holds what the source says after all seven, blocking and async_op=True"
+        print(f"{f.backend}: {holds}: {not f.wrong}" + "".join(f"\n  {w}" for w in f.wrong))
+        other = "reduce, on the rank that is not the destination, holds afterwards"
+        print(f"  {other}: {f.reduce[1]} (it had {f.reduce[0]})")
 
 
 def see(nccl: Run, gloo: Run) -> claims.WhatWeSee:
@@ -108,27 +97,18 @@ def see(nccl: Run, gloo: Run) -> claims.WhatWeSee:
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for run in (nccl, gloo):
         f = facts(run)
-        distinct = len(set(f.devices)) == len(f.devices)
-        seen.say(
-            f"{f.backend} ({where(run)}): the ranks ran "
-            + ("on " + ", ".join(f.devices) if distinct else "all on " + f.devices[0])
-            + (", each in a process of its own" if f.own_processes else ", sharing a process")
-            + (", met at one store port; " if f.one_port else ", at different ports; ")
-            + (
-                f"{len(f.wrong)} results differ from what the source says."
-                if f.wrong
-                else "every rank holds what the source says after all seven collectives, "
-                "blocking and async_op=True."
-            )
-        )
-        seen.say(
-            f"After `reduce`, {f.backend}'s rank 1 (not the destination) holds {f.reduce_after}, "
-            + (
-                "what it had before."
-                if f.reduce_after == f.reduce_before
-                else f"no longer its own {f.reduce_before}: the backend used the buffer on the way."
-            )
-        )
+        n, head = len(f.devices), f"{f.backend} ({where(run)})"
+        distinct = len(set(f.devices)) == n
+        placed = "on " + ", ".join(f.devices) if distinct else "all on " + f.devices[0]
+        processes = "each in a process of its own" if len(set(f.pids)) == n else "sharing a process"
+        port = "met at one store port" if len(set(f.ports)) == 1 else "at different ports"
+        differ = f"{len(f.wrong)} results differ from what the source says."
+        result = differ if f.wrong else ALL_HOLD
+        seen.say(f"{head}: the ranks ran {placed}, {processes}, {port}; {result}")
+        changed = f"no longer its own {f.reduce[0]}: the backend used the buffer on the way."
+        kept = "what it had before." if f.reduce[1] == f.reduce[0] else changed
+        rank1 = f"{f.backend}'s rank 1 (not the destination)"
+        seen.say(f"After `reduce`, {rank1} holds {f.reduce[1]}, {kept}")
     return seen
 
 
@@ -136,11 +116,6 @@ def add_claims(table: claims.ClaimsTable, *runs: Run) -> None:
     """Per run: whether the seven collectives left every rank the source's data (a bool)."""
     for run in runs:
         f = facts(run)
-        table.add(
-            f"The seven collectives leave each rank the data the source shows ({f.backend})",
-            source=ARTICLE,
-            measured=f"{len(f.wrong)} mismatches over 7 collectives x {len(f.devices)} ranks x "
-            "(blocking, async_op=True)",
-            holds=not f.wrong,
-            run=run,
-        )
+        text = f"The seven collectives leave each rank the data the source shows ({f.backend})"
+        said = f"{len(f.wrong)} mismatches over 7 collectives x {len(f.devices)} ranks x (blocking, async_op=True)"
+        table.add(text, source=ARTICLE, measured=said, holds=not f.wrong, run=run)

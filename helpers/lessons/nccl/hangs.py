@@ -11,33 +11,35 @@ from ... import claims
 from ...records import Run
 from .common import ARTICLE, NOTEBOOK, where
 
-RECV_LINE = "torch.distributed.recv(t, src=0)"
-NEXT_LINE = {  # the line after each mark: where a rank that reached that mark and no further stopped
-    "start": RECV_LINE,
-    "recv returned": "print(t)",
-    "print(t) returned": "nothing: it finished",
+RECV_LINE, FINISHED = "torch.distributed.recv(t, src=0)", "nothing: it finished"
+# the line after each mark: where a rank that reached that mark and no further stopped
+NEXT_LINE = {"start": RECV_LINE, "recv returned": "print(t)", "print(t) returned": FINISHED}
+EXPECTED = {  # where the notebook says rank 1's host stops: {(backend, warm_up): line}
+    ("nccl", True): "print(t)",
+    ("nccl", False): RECV_LINE,
+    ("gloo", True): RECV_LINE,
 }
-ON_TIME_SHARE = (
-    0.25  # a wait(timeout) that raised within this share of its timeout raised "as it came due"
-)
+CHECKS = {
+    ("nccl", True): "After a warm-up, NCCL's recv returns and the host stops at print(t)",
+    ("nccl", False): "Without the warm-up, NCCL's first recv itself blocks",
+    ("gloo", True): "Under gloo the host stops at the recv line",
+}
+BOUNDED = "No case outlasts its deadline: the hang is real, but bounded, and the notebook goes on"
+# a wait(timeout) that raised within this share of its timeout raised "as it came due"
+ON_TIME_SHARE = 0.25
 
 
 def stopped_at(case: dict[str, Any], rank: int) -> str:
     """The line of the source's example ``rank``'s host was on at the deadline, from its last mark."""
+    marks = case["marks"][rank]
     if case["status"][rank] == "returned":
-        return "nothing: it finished"
-    return NEXT_LINE.get(
-        case["marks"][rank][-1][1] if case["marks"][rank] else None, "before the first mark"
-    )
+        return FINISHED
+    return NEXT_LINE.get(marks[-1][1] if marks else "", "before the first mark")
 
 
 def stops(*runs: Run) -> dict[tuple[str, bool], str]:
     """``{(backend, warm_up): line}``: where rank 1's host stopped in each ``missing_send`` case."""
-    return {
-        (run.params["backend"], case["warm_up"]): stopped_at(case, 1)
-        for run in runs
-        for case in run.value
-    }
+    return {(r.params["backend"], c["warm_up"]): stopped_at(c, 1) for r in runs for c in r.value}
 
 
 def stopped_line(run: Run, warm_up: bool) -> str:
@@ -54,50 +56,31 @@ def show_missing_send(*runs: Run) -> None:
     each rank's status, marks (s after its worker started) and output, and where rank 1 stopped."""
     for run in runs:
         for case in run.value:
-            print(
-                f"{case_name(run, case)} ({where(run)}):\n  {case['reason']};\n  the ranks ran "
-                f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s"
-            )
-            for rank in (0, 1):
+            print(f"{case_name(run, case)} ({where(run)}):\n  {case['reason']};")
+            ran = f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s"
+            print(f"  the ranks ran {ran}")
+            for rank, status in enumerate(case["status"]):
                 reached = ", ".join(f"{label!r} at {t:.3f} s" for t, label in case["marks"][rank])
-                printed = " | ".join(
-                    line for line in case["printed"][rank].splitlines() if line.strip()
-                )
-                print(
-                    f"  rank {rank}: {case['status'][rank]}; reached {reached};\n    printed: {printed or '(nothing)'}"
-                )
+                lines = case["printed"][rank].splitlines()
+                printed = " | ".join(line for line in lines if line.strip()) or "(nothing)"
+                print(f"  rank {rank}: {status}; reached {reached};\n    printed: {printed}")
             print(f"  -> rank 1's host stopped at: {stopped_at(case, 1)}\n")
 
 
 def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     """Where rank 1's host stopped in each case, and checks that no case outlasted its deadline by
-    a second and that each backend and warm-up stopped where the notebook says."""
+    a second and that each backend and warm-up stopped where the notebook says (``EXPECTED``)."""
     seen, stop = claims.WhatWeSee(NOTEBOOK, nccl), stops(gloo, nccl)
     cases = [(run, case) for run in (gloo, nccl) for case in run.value]
-    said = (
-        f"`{stopped_at(case, 1)}` ({case_name(run, case)}, {where(run)})" for run, case in cases
-    )
+    said = (f"`{stopped_at(c, 1)}` ({case_name(run, c)}, {where(run)})" for run, c in cases)
     seen.say("Rank 1's host stopped at (one run of each case): " + "; ".join(said) + ".")
     longest = max(case["elapsed_s"] - case["timeout_s"] for _, case in cases)
-    seen.check(
-        "No case outlasts its deadline: the hang is real, but bounded, and the notebook goes on",
-        longest < 1.0,
-        f"the longest case ran {longest:+.2f} s past its deadline",
-        run=gloo,
-    )
-    expected = [
-        (
-            "After a warm-up, NCCL's recv returns and the host stops at print(t)",
-            ("nccl", True),
-            "print(t)",
-            nccl,
-        ),
-        ("Without the warm-up, NCCL's first recv itself blocks", ("nccl", False), RECV_LINE, nccl),
-        ("Under gloo the host stops at the recv line", ("gloo", True), RECV_LINE, gloo),
-    ]
-    for statement, key, line, run in expected:
+    past = f"the longest case ran {longest:+.2f} s past its deadline"
+    seen.check(BOUNDED, longest < 1.0, past, run=gloo)
+    for key, statement in CHECKS.items():
         if key in stop:
-            seen.check(statement, stop[key] == line, f"stopped at {stop[key]}", run=run)
+            run = gloo if key[0] == "gloo" else nccl
+            seen.check(statement, stop[key] == EXPECTED[key], f"stopped at {stop[key]}", run=run)
     return seen
 
 
@@ -116,12 +99,9 @@ class Wait:
 
 
 def wait_of(run: Run) -> Wait:
-    case, timeout_s = run.value, run.params["wait_timeout_s"]
-    marks = {label: t for t, label in case["marks"][1]}
-    call = f"wait(timeout={timeout_s:g} s)"
-    stopped = (
-        f"was {case['status'][1]} at the {run.params['deadline_s']:g} s deadline ({case['reason']})"
-    )
+    case, timeout_s, deadline_s = run.value, run.params["wait_timeout_s"], run.params["deadline_s"]
+    marks, call = {label: t for t, label in case["marks"][1]}, f"wait(timeout={timeout_s:g} s)"
+    stopped = f"was {case['status'][1]} at the {deadline_s:g} s deadline ({case['reason']})"
     end = next((m for m in ("wait raised", "wait returned") if m in marks), None)
     waited = marks[end] - marks["waiting"] if end else None
     if end == "wait raised":
@@ -132,10 +112,10 @@ def wait_of(run: Run) -> Wait:
         said = f"{call} neither raised nor returned: rank 1 was inside wait() and {stopped}"
     else:
         inside = "the irecv call" if "connected" in marks else "irecv (its pair not connected yet)"
-        said = f"rank 1 never reached {call}: it was inside {inside} and {stopped}; this measured the connection, not the wait"
-    return Wait(
-        run.params["backend"], "waiting" in marks, end == "wait raised", waited, timeout_s, said
-    )
+        said = f"rank 1 never reached {call}: it was inside {inside} and {stopped}; "
+        said += "this measured the connection, not the wait"
+    reached, raised = "waiting" in marks, end == "wait raised"
+    return Wait(run.params["backend"], reached, raised, waited, timeout_s, said)
 
 
 def show_wait_timeout(*runs: Run) -> None:
@@ -155,16 +135,11 @@ def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
             off = w.waited - w.timeout_s
             late = f"{'before' if off < 0 else 'well after'} its timeout of {w.timeout_s:g} s"
             when = "as the timeout came due" if abs(off) <= ON_TIME_SHARE * w.timeout_s else late
-            seen.say(
-                f"{head}the wait raised {w.waited:.2f} s after it began, {when}, and the host went on."
-            )
+            raised = f"the wait raised {w.waited:.2f} s after it began"
+            seen.say(f"{head}{raised}, {when}, and the host went on.")
         else:
-            alone = (
-                " The timeout given to `wait()` did not, by itself, give the host back."
-                if w.reached
-                else ""
-            )
-            seen.say(f"{head}{w.sentence}.{alone}")
+            alone = " The timeout given to `wait()` did not, by itself, give the host back."
+            seen.say(f"{head}{w.sentence}.{alone if w.reached else ''}")
     return seen
 
 
@@ -173,35 +148,18 @@ def add_claims(table: claims.ClaimsTable, wait_nccl: Run, wait_gloo: Run, miss_n
     and where the missing ``send`` stops the host (a bool per warm-up)."""
     for run in (wait_nccl, wait_gloo):
         w = wait_of(run)
-        table.add(
-            f"work.wait(timeout) raises an exception once the timeout passes, if the operation has not ended ({w.backend})",
-            source=ARTICLE,
-            measured=w.sentence + " (one run)",
-            holds=w.raised if w.reached else None,
-            run=run,
-        )
+        text = "work.wait(timeout) raises an exception once the timeout passes, if the operation has not ended"
+        holds, said = w.raised if w.reached else None, w.sentence + " (one run)"
+        table.add(f"{text} ({w.backend})", source=ARTICLE, measured=said, holds=holds, run=run)
     stop, warm = stops(miss_nccl), next(c for c in miss_nccl.value if c["warm_up"])
-    rows = [
-        (
-            "A recv without a send hangs the receiver; after warm-up recv returns and the host stops at print(t)",
-            f"rank 1 reached {[label for _, label in warm['marks'][1]]}, status {warm['status'][1]}; ",
-            True,
-            "print(t)",
-        ),
-        (
-            "Without warm-up, the first recv itself blocks (the warm-up line is not printed)",
-            "rank 1 ",
-            False,
-            RECV_LINE,
-        ),
-    ]
-    for text, head, warm_up, line in rows:
-        if ("nccl", warm_up) in stop:
-            said = stop[("nccl", warm_up)]
-            table.add(
-                text,
-                source=ARTICLE,
-                measured=f"{head}stopped at {said} (one run)",
-                holds=said == line,
-                run=miss_nccl,
-            )
+    labels = [label for _, label in warm["marks"][1]]
+    reached = f"rank 1 reached {labels}, status {warm['status'][1]}; "
+    rows = {
+        True: "A recv without a send hangs the receiver; after warm-up recv returns and the host stops at print(t)",
+        False: "Without warm-up, the first recv itself blocks (the warm-up line is not printed)",
+    }
+    for warm_up, text in rows.items():
+        if (key := ("nccl", warm_up)) in stop:
+            said = f"{reached if warm_up else 'rank 1 '}stopped at {stop[key]} (one run)"
+            holds = stop[key] == EXPECTED[key]
+            table.add(text, source=ARTICLE, measured=said, holds=holds, run=miss_nccl)
