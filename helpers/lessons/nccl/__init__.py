@@ -1,11 +1,5 @@
-"""What notebook 06 shows of its ranks, one module per section: ``collectives`` (1. the ranks and
-the seven collectives), ``host`` (2 and 4. what returns to the host when), ``hangs`` (3. the
-missing ``send``, ``wait(timeout)`` with none), ``speed`` (4. overlap, 5. the bandwidth sweep).
-Each computes its numbers once into a frozen dataclass, says them in sentences and declares its
-claims (``add_claims``); ``claims_table`` adds them in the notebook's order. Every function takes
-the notebook's runs (``records.Run``, live or replayed: the gloo runs are measured live on every
-machine) and measures nothing. Tested in tests/test_lesson_06.py.
-"""
+"""What notebook 06 shows, one module per section: ``collectives`` (1), ``host`` (2, 4), ``hangs``
+(3), ``speed`` (4, 5); each computes its facts once, says them and declares its claims."""
 
 from __future__ import annotations
 
@@ -24,11 +18,17 @@ def where_it_runs(gpus: int, max_ranks: int) -> str:
     )
 
 
-def claims_table(*runs: Run) -> claims.ClaimsTable:
-    """The article's claims in the notebook's order, from its runs: NCCL's host timings,
-    wait(timeout) on NCCL and gloo, NCCL's missing send, the collectives on NCCL and gloo, the
-    overlap profiles and the bandwidth sweep."""
-    host_nccl, wait_nccl, wait_gloo, miss_nccl, coll_nccl, coll_gloo, overlap, bandwidth = runs
+def claims_table(
+    host_nccl: Run,
+    wait_nccl: Run,
+    wait_gloo: Run,
+    miss_nccl: Run,
+    coll_nccl: Run,
+    coll_gloo: Run,
+    overlap: Run,
+    bandwidth: Run,
+) -> claims.ClaimsTable:
+    """The article's claims, each with its verdict from the runs, in the notebook's order."""
     table = claims.ClaimsTable(NOTEBOOK)
     host.add_claims(table, host_nccl)
     hangs.add_claims(table, wait_nccl, wait_gloo, miss_nccl)

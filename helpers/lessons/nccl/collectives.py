@@ -1,5 +1,4 @@
-"""Section 1 of notebook 06: who each rank was, and the data each holds after the seven
-collectives, blocking and ``async_op=True``, against what the source says."""
+"""Section 1 of notebook 06: the ranks, and what each holds after the seven collectives."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ CALLS = {  # how the notebook calls each collective, shown left of its row in th
 
 
 def expected_after(name: str, rank: int, n: int) -> Any:
-    """What the source says rank ``rank`` of ``n`` holds after collective ``name``; None where
-    nothing is defined (the ranks that are not ``reduce``'s or ``gather``'s destination)."""
+    """What the source says rank ``rank`` of ``n`` holds after ``name`` (None: not defined)."""
     total = [sum(r + k for r in range(1, n + 1)) for k in range(3)]  # sum of every [r+1, r+2, r+3]
     return {
         "broadcast": [1, 2, 3],
@@ -77,8 +75,7 @@ def show_ranks(*runs: Run) -> None:
 
 
 def show(*runs: Run) -> None:
-    """Draws each run's data before and after each blocking collective; prints whether every rank
-    holds what the source says and what ``reduce`` left on rank 1."""
+    """Each run's data before and after each blocking collective, and whether it is the source's."""
     for run in runs:
         f = facts(run)
         drawn = {name: {**d, "call": CALLS[name]} for name, d in run.value["blocking"].items()}
@@ -92,8 +89,7 @@ def show(*runs: Run) -> None:
 
 
 def see(nccl: Run, gloo: Run) -> claims.WhatWeSee:
-    """Per backend: where the ranks ran, whether each holds what the source says, and whether
-    ``reduce`` left rank 1's buffer as it was."""
+    """Per backend: where the ranks ran, whether each holds the source's data, what reduce left."""
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for run in (nccl, gloo):
         f = facts(run)

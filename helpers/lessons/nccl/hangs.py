@@ -1,5 +1,4 @@
-"""Section 3 of notebook 06: where the host stops when a ``send`` is missing, and what
-``work.wait(timeout)`` does when no ``send`` comes (seconds, against its timeout)."""
+"""Section 3 of notebook 06: where the host stops with no ``send``; ``wait(timeout)`` with none."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ ON_TIME_SHARE = 0.25
 
 
 def stopped_at(case: dict[str, Any], rank: int) -> str:
-    """The line of the source's example ``rank``'s host was on at the deadline, from its last mark."""
+    """The source's line ``rank``'s host was on at the deadline, read from its last mark."""
     marks = case["marks"][rank]
     if case["status"][rank] == "returned":
         return FINISHED
@@ -52,8 +51,7 @@ def case_name(run: Run, case: dict[str, Any]) -> str:
 
 
 def show_missing_send(*runs: Run) -> None:
-    """Prints each case: how the launch ended, how long the ranks ran against the deadline (s),
-    each rank's status, marks (s after its worker started) and output, and where rank 1 stopped."""
+    """Each case: how it ended, its marks (s after the worker started), where rank 1 stopped."""
     for run in runs:
         for case in run.value:
             print(f"{case_name(run, case)} ({where(run)}):\n  {case['reason']};")
@@ -68,8 +66,7 @@ def show_missing_send(*runs: Run) -> None:
 
 
 def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
-    """Where rank 1's host stopped in each case, and checks that no case outlasted its deadline by
-    a second and that each backend and warm-up stopped where the notebook says (``EXPECTED``)."""
+    """Where rank 1 stopped in each case; checks: within the deadline, stopped at ``EXPECTED``."""
     seen, stop = claims.WhatWeSee(NOTEBOOK, nccl), stops(gloo, nccl)
     cases = [(run, case) for run in (gloo, nccl) for case in run.value]
     said = (f"`{stopped_at(c, 1)}` ({case_name(run, c)}, {where(run)})" for run, c in cases)
@@ -126,8 +123,7 @@ def show_wait_timeout(*runs: Run) -> None:
 
 
 def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
-    """Per backend (one run each): when the wait raised (s after it began, against its timeout),
-    or what it did instead."""
+    """Per backend: when the wait raised (s after it began, against its timeout), or what it did."""
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for run in (gloo, nccl):
         w, head = wait_of(run), f"{run.params['backend']} ({where(run)}, one run): "
@@ -144,8 +140,7 @@ def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
 
 
 def add_claims(table: claims.ClaimsTable, wait_nccl: Run, wait_gloo: Run, miss_nccl: Run) -> None:
-    """``wait(timeout)`` raising (a bool per backend, untestable where the wait was not reached)
-    and where the missing ``send`` stops the host (a bool per warm-up)."""
+    """``wait(timeout)`` raising (per backend) and where the missing ``send`` stops the host."""
     for run in (wait_nccl, wait_gloo):
         w = wait_of(run)
         text = "work.wait(timeout) raises an exception once the timeout passes, if the operation has not ended"

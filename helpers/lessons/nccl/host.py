@@ -1,6 +1,4 @@
-"""Sections 2 and 4 of notebook 06: what each point-to-point call and each ``all_reduce`` gives
-back to the host and when (ms after the call, against the other rank's delay), and the article's
-claims on them."""
+"""Sections 2 and 4 of notebook 06: what each call gives back to the host, and when (ms)."""
 
 from __future__ import annotations
 
@@ -73,8 +71,7 @@ def summary(run: Run, calls: Sequence[str] = P2P_CALLS + COLL_CALLS) -> dict[str
 
 
 def show(gloo: Run, nccl: Run, part: str) -> None:
-    """Per backend, a table of ``part``'s calls (``PARTS``; ms, medians of the repeats) and what
-    ``is_completed()`` said; then bars of host back against ``synchronize()`` (ms, log scale)."""
+    """Per backend, ``part``'s table (``PARTS``; ms) and bars of host back vs ``synchronize()``."""
     calls, title = PARTS[part]
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
     for ax, backend, run in zip(axes, ("gloo", "NCCL"), (gloo, nccl), strict=True):
@@ -116,8 +113,7 @@ def show(gloo: Run, nccl: Run, part: str) -> None:
 
 
 def how_soon(s: Call, value: claims.Value) -> str:
-    """When ``value`` (one of ``s``'s times) gave the host back: 'at once (0.080 ms)' (within a
-    fifth of the delay) or 'only after 50.8 ms with the data there'."""
+    """When ``value`` gave the host back: 'at once (0.080 ms)' or 'only after 50.8 ms with...'."""
     if value.value < QUICK_BACK * s.late_ms:
         return f"at once ({value.value:.3f} ms)"
     there = "" if s.arrived is None else " with the data there"
@@ -130,8 +126,7 @@ def repeats(s: Call) -> str:
 
 
 def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
-    """When ``recv``, ``irecv + wait()`` and ``irecv + wait(timeout)`` gave the host back (ms)
-    per backend, NCCL's first ``recv`` against a later one, and a check that gloo's three wait."""
+    """When each recv gave the host back (ms), NCCL's first recv, gloo's three waits checked."""
     seen, waits = claims.WhatWeSee(NOTEBOOK, nccl), P2P_CALLS[1:4]
     for backend, run in (("gloo", gloo), ("NCCL", nccl)):
         s = summary(run, P2P_CALLS)
@@ -161,8 +156,7 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
 
 
 def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
-    """When the blocking ``all_reduce``, the ``async_op=True`` call and its ``work.wait()`` gave
-    the host back, and when ``synchronize()`` returned (ms), per backend."""
+    """When each all_reduce and its wait() gave the host back, per backend (ms)."""
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for backend, run in (("gloo", gloo), ("NCCL", nccl)):
         b, a = summary(run, COLL_CALLS).values()
@@ -183,8 +177,7 @@ def waits_for_data(run: Run, calls: list[str]) -> str:
 
 
 def add_claims(table: claims.ClaimsTable, host: Run) -> None:
-    """The article's claims on what each call gives back to the host, from the NCCL host timings
-    (ms against the sender's delay; "before the data" fails outright where the data was there)."""
+    """What each call gives back to the host, from NCCL's host timings (ms against the delay)."""
     s = summary(host)
     first, recv, wait, timeout, poll = (s[c] for c in P2P_CALLS)
     blocking, async_ = s["all_reduce"], s[COLL_CALLS[1]]

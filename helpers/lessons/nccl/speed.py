@@ -1,6 +1,4 @@
-"""Sections 4 and 5 of notebook 06: how far an ``all_reduce`` overlaps matmuls, blocking and with
-``async_op=True`` (rank 0's profiles), and the nccl-tests-style sweep: busbw of five collectives
-by message size on 2, 4, 8... ranks, against a peer copy's rate (GB/s)."""
+"""Sections 4 and 5 of notebook 06: all_reduce overlapping matmuls, and the busbw sweep (GB/s)."""
 
 from __future__ import annotations
 
@@ -59,8 +57,7 @@ def overlap_of(run: Run) -> dict[str, Overlap]:
 
 
 def show_overlap(run: Run) -> None:
-    """Per mode, the kernels' and the GPU's busy time (ms per step) and the overlap ratio; rank
-    0's two timelines on one time scale, NCCL's stream marked."""
+    """Per mode, kernel and busy times (ms per step) and overlap; rank 0's two timelines."""
     found, fig, axes = overlap_of(run), *plt.subplots(2, 1, figsize=(10, 6))
     longest = max(trace.span_us(p.select(kind=trace.GPU_KINDS)) for p in run.value.values())
     for ax, (mode, profile), f in zip(axes, run.value.items(), found.values(), strict=True):
@@ -81,8 +78,7 @@ def show_overlap(run: Run) -> None:
 
 
 def see_overlap(run: Run) -> claims.WhatWeSee:
-    """Per mode, the overlap ratio, and whether the GPU's busy time per step lies closer to the
-    longer of the two kinds of kernel than to their sum (ms)."""
+    """Per mode, the overlap ratio and whether GPU busy is nearer the longer kernel or the sum."""
     seen = claims.WhatWeSee(NOTEBOOK, run)
     for mode, f in overlap_of(run).items():
         longer, total = max(f.nccl_ms, f.other_ms), f.nccl_ms + f.other_ms
@@ -115,26 +111,22 @@ class Sweep:
 
 def sweep(run: Run) -> Sweep:
     sizes, most = run.params["sizes"], run.value["sweep"][-1]
-    busbw = {}
+    busbw, gbps = {}, distributed.busbw_gbps
     for e in run.value["sweep"]:
-        pairs = {op: zip(sizes, ts, strict=True) for op, ts in e["timings"].items()}
-        n = e["world_size"]
+        n, ts = e["world_size"], e["timings"]
         busbw[n] = {
-            op: [distributed.busbw_gbps(op, b, t.median_s, n) for b, t in p]
-            for op, p in pairs.items()
+            op: [gbps(op, b, ts[op][i].median_s, n) for i, b in enumerate(sizes)] for op in ts
         }
     ar = most["timings"]["all_reduce"]
     algbw = [distributed.algbw_gbps(b, t.median_s) for b, t in zip(sizes, ar, strict=True)]
     plain = timing.Timing(most["plain_s"], "cuda events", sizes[-1], "hand-written loop")
     wrong = sum(sum(w) for e in run.value["sweep"] for w in e["wrong"].values())
-    return Sweep(
-        sizes, busbw, most["world_size"], ar, algbw, plain, run.value["ceiling"].gbps, wrong
-    )
+    ceiling = run.value["ceiling"].gbps
+    return Sweep(sizes, busbw, most["world_size"], ar, algbw, plain, ceiling, wrong)
 
 
 def show_bandwidth(run: Run) -> None:
-    """all_reduce on the most ranks in nccl-tests' columns (us, GB/s), each collective's busbw,
-    nccl-tests' busbw / algbw factors, the peer copy's rate, and busbw by size per world size."""
+    """all_reduce in nccl-tests' columns, busbw per collective and factors (GB/s), and its plots."""
     s, ops = sweep(run), distributed.COLLECTIVE_OPS
     print(f"Measured on {', '.join(map(str, s.busbw))} ranks ({run.where()});")
     print(f"wrong elements over every check: {s.wrong}.")
@@ -170,8 +162,7 @@ def show_bandwidth(run: Run) -> None:
 
 
 def fixed_cost_words(sizes: list[int], us: list[float]) -> str:
-    """Up to which size an ``all_reduce`` costs the same (every time so far within ``FIXED_COST``
-    times the shortest, in us); or that the smallest size alone does, or even it does not."""
+    """Up to which size an ``all_reduce`` costs the same (within ``FIXED_COST`` of the shortest)."""
     floor, first = min(us), timing.format_bytes(sizes[0])
     flat = [i for i in range(len(us)) if max(us[: i + 1]) <= FIXED_COST * floor]
     if not flat:
@@ -190,9 +181,7 @@ def fixed_cost_words(sizes: list[int], us: list[float]) -> str:
 
 
 def see_bandwidth(run: Run) -> claims.WhatWeSee:
-    """Up to which size an ``all_reduce`` costs the same (us), how each busbw curve ends, each
-    world size's busbw at the largest size against the peer copy's rate (GB/s), and checks that
-    the helper's busbw is within 3% of the hand-written loop's and that no element was wrong."""
+    """The fixed cost (us), the busbw curves and shares of the peer copy, and two checks."""
     s, seen = sweep(run), claims.WhatWeSee(NOTEBOOK, run)
     us, largest = [t.median_us for t in s.all_reduce], timing.format_bytes(s.sizes[-1])
     samples = f"medians of {len(s.all_reduce[0].samples_s)} samples"
@@ -229,14 +218,12 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
 
 
 def busbw_if_ranks(run: Run, n: int) -> float:
-    """The busbw (GB/s) nccl-tests prints for the largest ``all_reduce`` on ``n`` ranks at the
-    algbw measured on the most ranks."""
+    """busbw (GB/s) of the largest ``all_reduce`` on ``n`` ranks at the measured algbw."""
     return sweep(run).algbw[-1] * distributed.bus_factor("all_reduce", n)
 
 
 def add_claims(table: claims.ClaimsTable, overlap: Run, bandwidth: Run) -> None:
-    """Overlap (ratios 0 to 1 over rank 0's profiled steps), and the largest ``all_reduce``'s
-    busbw as a share of the peer copy's rate."""
+    """Overlap (ratios over rank 0's steps) and the largest all_reduce's busbw over the copy's."""
     o = {mode: f.ratio for mode, f in overlap_of(overlap).items()}
     steps = {mode: analysis.plural(r.samples or 1, "profiled step") for mode, r in o.items()}
     s, copy = sweep(bandwidth), claims.measured(bandwidth.value["ceiling"], as_rate=True)
