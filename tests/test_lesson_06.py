@@ -487,10 +487,8 @@ def test_the_missing_send_stops_where_the_marks_say(machine, capsys):
     for case in run.value:
         labels = [label for _, label in case["marks"][1]]
         want = PRINT_LINE if labels[-1] == "recv returned" else RECV_LINE
-        assert hangs.stopped_line(run, case["warm_up"]) == want
-    assert (
-        hangs.stopped_line(run, True) == PRINT_LINE and hangs.stopped_line(run, False) == RECV_LINE
-    )
+        assert hangs.stops(run)[("nccl", case["warm_up"])] == want
+    assert hangs.stops(run) == {("nccl", True): PRINT_LINE, ("nccl", False): RECV_LINE}
     assert hangs.stops(gloo, run) == {
         ("gloo", True): RECV_LINE,
         ("nccl", False): RECV_LINE,

@@ -43,16 +43,14 @@ def expected_after(name: str, rank: int, n: int) -> Any:
 
 @dataclass(frozen=True)
 class Ranks:
-    """One ``seven_collectives`` run: its backend, each rank's device, process id and store port,
-    the results unlike the source's (one line each), and rank 1's buffer before and after
-    ``reduce`` (rank 1 is not its destination)."""
+    """One ``seven_collectives`` run."""
 
     backend: str
-    devices: list[str]
+    devices: list[str]  # each rank's, like pids and ports
     pids: list[int]
-    ports: list[str]
-    wrong: list[str]
-    reduce: tuple[Any, Any]
+    ports: list[str]  # the store's
+    wrong: list[str]  # the results unlike the source's, one line each
+    reduce: tuple[Any, Any]  # rank 1's buffer before and after reduce (it is not the destination)
 
 
 def facts(run: Run) -> Ranks:

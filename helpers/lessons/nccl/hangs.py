@@ -41,11 +41,6 @@ def stops(*runs: Run) -> dict[tuple[str, bool], str]:
     return {(r.params["backend"], c["warm_up"]): stopped_at(c, 1) for r in runs for c in r.value}
 
 
-def stopped_line(run: Run, warm_up: bool) -> str:
-    """Where rank 1's host stopped in the case of ``run`` with (or without) the warm-up."""
-    return stops(run)[(run.params["backend"], warm_up)]
-
-
 def case_name(run: Run, case: dict[str, Any]) -> str:
     return f"{run.params['backend']}, {'after a warm-up' if case['warm_up'] else 'no warm-up'}"
 
@@ -83,16 +78,14 @@ def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
 
 @dataclass(frozen=True)
 class Wait:
-    """What rank 1's ``wait(timeout)`` did with no ``send``: whether it reached the wait and
-    raised, seconds from "waiting" to the raise or return (None: neither), its timeout (s), and
-    all that in a sentence."""
+    """What rank 1's ``wait(timeout)`` did with no ``send``."""
 
     backend: str
-    reached: bool
+    reached: bool  # whether rank 1 got into wait()
     raised: bool
-    waited: float | None
+    waited: float | None  # s from "waiting" to the raise or return (None: neither)
     timeout_s: float
-    sentence: str
+    sentence: str  # all that, in words
 
 
 def wait_of(run: Run) -> Wait:

@@ -16,20 +16,12 @@ from .common import ARTICLE, NOTEBOOK, where
 P2P_CALLS = ("first recv", "recv", "irecv + wait()", "irecv + wait(timeout)")
 P2P_CALLS += ("irecv + poll is_completed()",)
 COLL_CALLS = ("all_reduce", "all_reduce(async_op=True) + wait()")
-PARTS = {  # show()'s two figures: their calls and titles
-    "point-to-point": (
-        P2P_CALLS,
-        "Point-to-point: when the host gets control back vs when the data has arrived",
-    ),
-    "all_reduce": (COLL_CALLS, "all_reduce with the other rank late: host back vs data there"),
-}
-COLUMNS = [
-    "call",
-    ("late by", "ms", ".1f"),
-    ("call returned", "ms", ".3f"),
-    ("host back", "ms", ".3f"),
-]
-COLUMNS += [("data there", "", ".0%"), ("synchronize() returned", "ms", ".1f")]
+P2P_TITLE = "Point-to-point: when the host gets control back vs when the data has arrived"
+COLL_TITLE = "all_reduce with the other rank late: host back vs data there"
+PARTS = {"point-to-point": (P2P_CALLS, P2P_TITLE), "all_reduce": (COLL_CALLS, COLL_TITLE)}
+COLUMNS = ["call", ("late by", "ms", ".1f"), ("call returned", "ms", ".3f")]
+COLUMNS += [("host back", "ms", ".3f"), ("data there", "", ".0%")]
+COLUMNS += [("synchronize() returned", "ms", ".1f")]
 QUICK_BACK = 0.2  # "returns at once": the host is back within a fifth of the delay
 HELD = 0.8  # "held until the data came": the host was held for at least this share of the delay
 WARM_UP_TIMES = 10  # "much longer": the first recv takes at least this many times a later one
@@ -39,18 +31,15 @@ BACK, DONE = "host got control back", "synchronize() returned"
 
 @dataclass(frozen=True)
 class Call:
-    """One call of a ``host_timing`` run over its ``n`` repeats: the other rank's delay (ms); when
-    the call returned, the host was back and ``synchronize()`` returned (ms, median ± half IQR);
-    the share of repeats with the data there as the host went on, and what ``is_completed()``
-    said at return and by polling (None where not asked)."""
+    """One call of a ``host_timing`` run over its ``n`` repeats (times in ms after the call)."""
 
-    late_ms: float
-    returned: claims.Value
-    waited: claims.Value
-    done: claims.Value
-    arrived: float | None
-    at_return: list[bool] | None
-    by_poll: list[bool] | None
+    late_ms: float  # the other rank's delay
+    returned: claims.Value  # when the call returned: median ± half the IQR
+    waited: claims.Value  # when the host was back
+    done: claims.Value  # when synchronize() returned
+    arrived: float | None  # the share of repeats with the data there as the host went on
+    at_return: list[bool] | None  # is_completed() right after the call (None: not asked)
+    by_poll: list[bool] | None  # is_completed() by polling (None: not asked)
     n: int
 
 

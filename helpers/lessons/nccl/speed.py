@@ -37,13 +37,12 @@ def step_overlap(intervals: list[trace.Interval]) -> float:
 
 @dataclass(frozen=True)
 class Overlap:
-    """One mode of an ``overlap`` run: the overlap ratio per profiled step (0: never together, 1:
-    the shorter hidden), the time NCCL's kernels, the others and either ran (ms per step)."""
+    """One mode of an ``overlap`` run, its times in ms per profiled step."""
 
-    ratio: claims.Value
-    nccl_ms: float
-    other_ms: float
-    busy_ms: float
+    ratio: claims.Value  # overlap, one per step (0: never together, 1: the shorter hidden)
+    nccl_ms: float  # NCCL's kernels ran
+    other_ms: float  # the other kernels ran
+    busy_ms: float  # either ran
     steps: int
 
 
@@ -95,18 +94,16 @@ def see_overlap(run: Run) -> claims.WhatWeSee:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A ``bandwidth`` run: sizes (bytes); busbw by world size, collective and size (GB/s); on
-    the most ranks, all_reduce's timings, algbw (GB/s) and the hand-written loop's timing; the
-    peer copy's rate (GB/s); the wrong elements over every check."""
+    """A ``bandwidth`` run; rates in decimal GB/s."""
 
-    sizes: list[int]
-    busbw: dict[int, dict[str, list[float]]]
-    ranks: int
+    sizes: list[int]  # bytes
+    busbw: dict[int, dict[str, list[float]]]  # by world size, collective and size
+    ranks: int  # the most ranks, which the next three are of
     all_reduce: list[timing.Timing]
-    algbw: list[float]
-    plain: timing.Timing
-    ceiling: float
-    wrong: int
+    algbw: list[float]  # of all_reduce
+    plain: timing.Timing  # the hand-written all_reduce loop's, at the largest size
+    ceiling: float  # the peer copy's rate
+    wrong: int  # elements, over every check
 
 
 def sweep(run: Run) -> Sweep:
@@ -184,12 +181,11 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     """The fixed cost (us), the busbw curves and shares of the peer copy, and two checks."""
     s, seen = sweep(run), claims.WhatWeSee(NOTEBOOK, run)
     us, largest = [t.median_us for t in s.all_reduce], timing.format_bytes(s.sizes[-1])
+    busbw = s.busbw[s.ranks]
     samples = f"medians of {len(s.all_reduce[0].samples_s)} samples"
     grows = f"the time grows with the size, to {us[-1]:.0f} us at {largest}"
     seen.say(f"On {s.ranks} ranks ({samples}), {fixed_cost_words(s.sizes, us)} {grows}.")
-    curves = [
-        f"`{op}` {claims.describe_curve(s.sizes, v).words}" for op, v in s.busbw[s.ranks].items()
-    ]
+    curves = [f"`{op}` {claims.describe_curve(s.sizes, v).words}" for op, v in busbw.items()]
     seen.say(f"busbw on {s.ranks} ranks: " + "; ".join(curves) + ".")
     for n, values in s.busbw.items():
         shares = [
@@ -199,7 +195,7 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
         said = ", ".join(f"{share} (`{op}`)" for share, op in zip(shares, values, strict=True))
         copy = f"the dashed line of the peer copy ({s.ceiling:.0f} GB/s)"
         seen.say(f"{n} ranks, {largest} messages, busbw against {copy}: {said}.")
-    helper = s.busbw[s.ranks]["all_reduce"][-1]
+    helper = busbw["all_reduce"][-1]
     plain = distributed.busbw_gbps("all_reduce", s.sizes[-1], s.plain.median_s, s.ranks)
     spread = f"{helper / plain - 1:+.1%}; IQR {s.plain.spread:.1%} of the loop's median"
     seen.check(
@@ -227,31 +223,23 @@ def add_claims(table: claims.ClaimsTable, overlap: Run, bandwidth: Run) -> None:
     o = {mode: f.ratio for mode, f in overlap_of(overlap).items()}
     steps = {mode: analysis.plural(r.samples or 1, "profiled step") for mode, r in o.items()}
     s, copy = sweep(bandwidth), claims.measured(bandwidth.value["ceiling"], as_rate=True)
-    algbw, factor = (
-        claims.measured(s.all_reduce[-1], as_rate=True),
-        distributed.bus_factor("all_reduce", s.ranks),
-    )
+    algbw = claims.measured(s.all_reduce[-1], as_rate=True)
+    factor = distributed.bus_factor("all_reduce", s.ranks)
     busbw = claims.Value(algbw.value * factor, algbw.spread * factor, "GB/s", algbw.samples)
     largest = f"all_reduce of {timing.format_bytes(s.sizes[-1])} on {s.ranks} ranks"
-    rows = [
-        (
-            "A blocking collective holds back the work queued after it on the current stream (no overlap)",
+    rows = {
+        "A blocking collective holds back the work queued after it on the current stream (no overlap)": (
             f"overlap ratio of all_reduce and matmul kernels, blocking, over {steps['blocking']} (threshold: {NO_OVERLAP})",
             claims.compare(o["blocking"], NO_OVERLAP, holds_if="below"),
-            overlap,
         ),
-        (
-            "Asynchronous operations let communication overlap computation",
+        "Asynchronous operations let communication overlap computation": (
             f"overlap ratio with async_op=True, over {steps['async_op=True']} (threshold: {OVERLAP}, half the shorter hidden)",
             claims.compare(o["async_op=True"], OVERLAP, holds_if="above"),
-            overlap,
         ),
-        (
-            "NCCL finds the fastest path between the GPUs (here NVLink): busbw close to the link's ceiling",
-            f"{largest}: busbw {busbw.value:.0f} GB/s over a GPU0 -> GPU1 copy's {copy.value:.0f} GB/s (threshold: {NEAR_CEILING} of it)",
-            claims.compare(claims.ratio(busbw, copy), NEAR_CEILING, holds_if="above"),
-            bandwidth,
-        ),
-    ]
-    for text, measured, holds, run in rows:
-        table.add(text, source=ARTICLE, measured=measured, holds=holds, run=run)
+    }
+    for text, (measured, holds) in rows.items():
+        table.add(text, source=ARTICLE, measured=measured, holds=holds, run=overlap)
+    text = "NCCL finds the fastest path between the GPUs (here NVLink): busbw close to the link's ceiling"
+    said = f"{largest}: busbw {busbw.value:.0f} GB/s over a GPU0 -> GPU1 copy's {copy.value:.0f} GB/s (threshold: {NEAR_CEILING} of it)"
+    holds = claims.compare(claims.ratio(busbw, copy), NEAR_CEILING, holds_if="above")
+    table.add(text, source=ARTICLE, measured=said, holds=holds, run=bandwidth)
