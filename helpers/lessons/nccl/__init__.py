@@ -12,10 +12,8 @@ from .common import NOTEBOOK
 def where_it_runs(gpus: int, max_ranks: int) -> str:
     """Which experiments run live on a machine of ``gpus`` GPUs (NCCL on at most ``max_ranks``)."""
     nccl = f"run live, on up to {min(gpus, max_ranks)} ranks" if gpus >= 2 else "replay recordings"
-    return (
-        f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};\n"
-        "the gloo experiments run live on this machine's CPU."
-    )
+    said = f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};"
+    return said + "\nthe gloo experiments run live on this machine's CPU."
 
 
 def claims_table(

@@ -59,9 +59,9 @@ def facts(run: Run) -> Ranks:
         got, want = run.value[mode][name]["after"][rank], expected_after(name, rank, n)
         if want is not None and got != want:
             wrong.append(f"{mode} {name} rank {rank}: {got} != {want}")
-    columns = ([w[key] for w in who] for key in ("device", "pid", "MASTER_PORT"))
-    reduce = run.value["blocking"]["reduce"]
-    return Ranks(run.params["backend"], *columns, wrong, (reduce["before"][1], reduce["after"][1]))
+    devices, pids, ports = ([w[key] for w in who] for key in ("device", "pid", "MASTER_PORT"))
+    before, after = (run.value["blocking"]["reduce"][k][1] for k in ("before", "after"))
+    return Ranks(run.params["backend"], devices, pids, ports, wrong, (before, after))
 
 
 def show_ranks(*runs: Run) -> None:

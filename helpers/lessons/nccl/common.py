@@ -10,5 +10,5 @@ ARTICLE = 'article "AI on Multiple GPUs", part 2 (point-to-point and collective 
 
 
 def where(run: Run) -> str:
-    """``run.where()``, and ", quick mode" for a live run in quick mode (small sizes, few repeats)."""
+    """``run.where()``, and ", quick mode" for a live run in quick mode (its small sizes)."""
     return run.where() + (", quick mode" if run.live and config.quick_mode() else "")

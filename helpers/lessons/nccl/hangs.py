@@ -13,19 +13,15 @@ from .common import ARTICLE, NOTEBOOK, where
 RECV_LINE, FINISHED = "torch.distributed.recv(t, src=0)", "nothing: it finished"
 # the line after each mark: where a rank that reached that mark and no further stopped
 NEXT_LINE = {"start": RECV_LINE, "recv returned": "print(t)", "print(t) returned": FINISHED}
-EXPECTED = {  # where the notebook says rank 1's host stops: {(backend, warm_up): line}
-    ("nccl", True): "print(t)",
-    ("nccl", False): RECV_LINE,
-    ("gloo", True): RECV_LINE,
-}
+# where the notebook says rank 1's host stops: {(backend, warm_up): line}
+EXPECTED = {("nccl", True): "print(t)", ("nccl", False): RECV_LINE, ("gloo", True): RECV_LINE}
 CHECKS = {
     ("nccl", True): "After a warm-up, NCCL's recv returns and the host stops at print(t)",
     ("nccl", False): "Without the warm-up, NCCL's first recv itself blocks",
     ("gloo", True): "Under gloo the host stops at the recv line",
 }
 BOUNDED = "No case outlasts its deadline: the hang is real, but bounded, and the notebook goes on"
-# a wait(timeout) that raised within this share of its timeout raised "as it came due"
-ON_TIME_SHARE = 0.25
+ON_TIME_SHARE = 0.25  # a wait that raised within this share of its timeout raised "as it came due"
 
 
 def stopped_at(case: dict[str, Any], rank: int) -> str:

@@ -13,7 +13,7 @@ from ... import analysis, claims, plotting, tables, timing
 from ...records import Run
 from .common import ARTICLE, NOTEBOOK, where
 
-P2P_CALLS = ("first recv", "recv", "irecv + wait()", "irecv + wait(timeout)")
+P2P_CALLS: tuple[str, ...] = ("first recv", "recv", "irecv + wait()", "irecv + wait(timeout)")
 P2P_CALLS += ("irecv + poll is_completed()",)
 COLL_CALLS = ("all_reduce", "all_reduce(async_op=True) + wait()")
 P2P_TITLE = "Point-to-point: when the host gets control back vs when the data has arrived"
@@ -52,10 +52,11 @@ def summary(run: Run, calls: Sequence[str] = P2P_CALLS + COLL_CALLS) -> dict[str
             raise ValueError(f"{call}: the data received is wrong; this run cannot be read")
         times = [claims.measured(timing.Timing([r[k] for r in rows], "host clock")) for k in TIMES]
         ms = [claims.Value(v.value * 1e3, v.spread * 1e3, "ms", v.samples) for v in times]
-        flags = [[bool(r[k]) for r in rows] if rows[0].get(k) is not None else None for k in FLAGS]
-        asked = rows[0]["arrived"] is not None
-        arrived = statistics.mean(bool(r["arrived"]) for r in rows) if asked else None
-        out[call] = Call(rows[0]["late_s"] * 1e3, *ms, arrived, *flags, len(rows))
+        asked = {k for k, v in rows[0].items() if v is not None}  # the columns this call filled
+        at_return, by_poll = ([bool(r[k]) for r in rows] if k in asked else None for k in FLAGS)
+        arrived = statistics.mean(bool(r["arrived"]) for r in rows) if "arrived" in asked else None
+        late = rows[0]["late_s"] * 1e3
+        out[call] = Call(late, ms[0], ms[1], ms[2], arrived, at_return, by_poll, len(rows))
     return out
 
 
@@ -117,23 +118,20 @@ def repeats(s: Call) -> str:
 def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     """When each recv gave the host back (ms), NCCL's first recv, gloo's three waits checked."""
     seen, waits = claims.WhatWeSee(NOTEBOOK, nccl), P2P_CALLS[1:4]
-    for backend, run in (("gloo", gloo), ("NCCL", nccl)):
-        s = summary(run, P2P_CALLS)
-        back = "; ".join(f"`{c}` gave the host back {how_soon(s[c], s[c].waited)}" for c in waits)
-        late = f"a sender {s['recv'].late_ms:.0f} ms late ({repeats(s['recv'])})"
-        done = f"`synchronize()` returned after {s['recv'].done.value:.1f} ms"
+    g, s = summary(gloo, P2P_CALLS), summary(nccl, P2P_CALLS)
+    for backend, run, c in (("gloo", gloo, g), ("NCCL", nccl, s)):
+        back = "; ".join(f"`{w}` gave the host back {how_soon(c[w], c[w].waited)}" for w in waits)
+        late = f"a sender {c['recv'].late_ms:.0f} ms late ({repeats(c['recv'])})"
+        done = f"`synchronize()` returned after {c['recv'].done.value:.1f} ms"
         seen.say(f"With {backend} ({where(run)}), against {late}: {back}; {done}.")
-    first, later = s["first recv"].returned.value, s["recv"].returned.value
-    there = (
-        "already there"
-        if s["first recv"].arrived == 1
-        else "not there yet: it did not wait for the transfer"
-    )
+    one, later = s["first recv"], s["recv"].returned.value
+    not_yet = "not there yet: it did not wait for the transfer"
+    there = "already there" if one.arrived == 1 else not_yet
     seen.say(
-        f"NCCL's very first `recv` (one call, sender {s['first recv'].late_ms:.0f} ms late) returned after "
-        f"{first:.1f} ms, {first / later:.0f} times a later one's {later:.3f} ms, with the data {there}."
+        f"NCCL's very first `recv` (one call, sender {one.late_ms:.0f} ms late) returned after "
+        f"{one.returned.value:.1f} ms, {one.returned.value / later:.0f} times a later one's "
+        f"{later:.3f} ms, with the data {there}."
     )
-    g = summary(gloo, P2P_CALLS)
     seen.check(
         "With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there",
         all(g[c].arrived == 1 and g[c].waited.value >= HELD * g[c].late_ms for c in waits),
@@ -171,6 +169,7 @@ def add_claims(table: claims.ClaimsTable, host: Run) -> None:
     first, recv, wait, timeout, poll = (s[c] for c in P2P_CALLS)
     blocking, async_ = s["all_reduce"], s[COLL_CALLS[1]]
     late, flags = recv.late_ms, [f for c in (wait, timeout, poll) for f in c.at_return or []]
+    times = claims.ratio(first.returned, recv.returned)  # the first recv over a later one
     slowest = max((c.returned for c in (wait, timeout, poll)), key=lambda v: v.value)
 
     def held(value: claims.Value) -> claims.Comparison:
@@ -191,9 +190,7 @@ def add_claims(table: claims.ClaimsTable, host: Run) -> None:
         "The very first recv blocks much longer than later ones (NCCL warm-up)": (
             f"first recv's return (one call) over a later one's (median of {recv.n}; threshold: {WARM_UP_TIMES} times): "
             f"{first.returned.value:.1f} against {recv.returned.value:.3f} ms; the ± is the later ones' spread alone (one first call has none)",
-            claims.compare(
-                claims.ratio(first.returned, recv.returned), WARM_UP_TIMES, holds_if="above"
-            ),
+            claims.compare(times, WARM_UP_TIMES, holds_if="above"),
         ),
         "The very first recv waits for the transfer to complete": (
             f"first recv's return (ms, one call, no spread; threshold: the sender's delay); the data was "

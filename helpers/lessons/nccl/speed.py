@@ -11,13 +11,11 @@ from ... import analysis, claims, distributed, plotting, tables, timing, trace
 from ...records import Run
 from .common import ARTICLE, NOTEBOOK
 
-# overlap ratios: below NO_OVERLAP is none, above OVERLAP is overlap
-NO_OVERLAP, OVERLAP = 0.1, 0.5
-# the helper's busbw is "nccl-tests' loop" within this share of the hand-written loop's
-HELPER_WITHIN = 0.03
+NO_OVERLAP, OVERLAP = 0.1, 0.5  # overlap ratios: below the first is none, above the second is
+HELPER_WITHIN = 0.03  # the helper's busbw is "nccl-tests' loop" within this share of the loop's
 FIXED_COST = 2  # an all_reduce "costs the same" while within this many times the shortest
 NEAR_CEILING = 0.7  # "close to the link's ceiling": busbw above this share of the peer copy's
-SIZE = ("size", "", timing.format_bytes)
+SIZE, COPY = ("size", "", timing.format_bytes), "GPU0 -> GPU1 copy"
 NCCL_TESTS = [SIZE, "count", "type", "redop", ("time", "us", ".1f"), ("algbw", "GB/s", ".2f")]
 NCCL_TESTS += [("busbw", "GB/s", ".2f"), "#wrong", ("IQR/median", "", ".1%")]
 
@@ -51,7 +49,7 @@ def overlap_of(run: Run) -> dict[str, Overlap]:
     for mode, p in run.value.items():
         comm, compute = split_kernels(p)
         ms = [trace.covered_us(k) / p.steps / 1e3 for k in (comm, compute, comm + compute)]
-        out[mode] = Overlap(analysis.per_step(p, step_overlap), *ms, p.steps)
+        out[mode] = Overlap(analysis.per_step(p, step_overlap), ms[0], ms[1], ms[2], p.steps)
     return out
 
 
@@ -66,10 +64,8 @@ def show_overlap(run: Run) -> None:
         plotting.timeline(profile.intervals, title=mode, ax=ax, include_host=False, unit="ms")
         ax.set_xlim(0, longest / 1e3 * 1.02)  # the same time scale for both
         ends = tuple(f" {k.stream}" for k in split_kernels(profile)[0])
-        labels = [
-            t.get_text() + " (NCCL)" * t.get_text().endswith(ends) for t in ax.get_yticklabels()
-        ]
-        ax.set_yticks(ax.get_yticks(), labels)
+        names = [t.get_text() for t in ax.get_yticklabels()]
+        ax.set_yticks(ax.get_yticks(), [n + " (NCCL)" if n.endswith(ends) else n for n in names])
     what = f"Rank 0: all_reduce and matmuls, {max(f.steps for f in found.values())} profiled steps"
     fig.suptitle(plotting.machine_title(what, run.machine, run.live))
     fig.tight_layout()
@@ -82,8 +78,7 @@ def see_overlap(run: Run) -> claims.WhatWeSee:
     for mode, f in overlap_of(run).items():
         longer, total = max(f.nccl_ms, f.other_ms), f.nccl_ms + f.other_ms
         near = [f"the longer of the two ({longer:.3f} ms)", f"their sum ({total:.3f} ms)"]
-        if f.busy_ms - longer >= total - f.busy_ms:
-            near.reverse()
+        near = near if f.busy_ms - longer < total - f.busy_ms else near[::-1]
         ratio = f.ratio if f.ratio.spread else f"{f.ratio.value:.2f} in every step"
         seen.say(
             f"{mode} ({f.steps} profiled steps): overlap ratio {ratio}; GPU busy "
@@ -149,8 +144,9 @@ def show_bandwidth(run: Run) -> None:
     fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 4.5), sharey=True, squeeze=False)
     for ax, (n, values) in zip(axes[0], s.busbw.items(), strict=True):
         series = {op: (s.sizes, v) for op, v in values.items()}
-        copy = dict(ceiling_gbps=s.ceiling, ceiling_label="GPU0 -> GPU1 copy")
-        plotting.bandwidth_vs_size(series, title=f"{n} ranks", ax=ax, **copy)
+        plotting.bandwidth_vs_size(
+            series, title=f"{n} ranks", ax=ax, ceiling_gbps=s.ceiling, ceiling_label=COPY
+        )
         ax.set_ylabel("busbw (decimal GB/s)")
     what = "NCCL busbw by message size and number of ranks"
     fig.suptitle(plotting.machine_title(what, run.machine, run.live))
@@ -199,14 +195,12 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     plain = distributed.busbw_gbps("all_reduce", s.sizes[-1], s.plain.median_s, s.ranks)
     spread = f"{helper / plain - 1:+.1%}; IQR {s.plain.spread:.1%} of the loop's median"
     seen.check(
-        f"At {largest} on {s.ranks} ranks, the helper's all_reduce busbw is within 3% of "
-        "nccl-tests' loop written out by hand",
+        f"At {largest} on {s.ranks} ranks, the helper's all_reduce busbw is within 3% of nccl-tests' loop written out by hand",
         abs(helper / plain - 1) <= HELPER_WITHIN,
         f"collective_timings {helper:.1f} GB/s, hand-written loop {plain:.1f} GB/s ({spread})",
     )
     seen.check(
-        "Every collective gave the right result at every size and number of ranks "
-        "(nccl-tests' #wrong is 0)",
+        "Every collective gave the right result at every size and number of ranks (nccl-tests' #wrong is 0)",
         s.wrong == 0,
         f"{s.wrong} wrong elements over {analysis.plural(len(s.busbw), 'world size')}",
     )
