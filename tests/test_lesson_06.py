@@ -1,5 +1,4 @@
-"""Notebook 06's analysis (helpers/lessons/nccl.py, nccl_analysis.py, nccl_speed.py,
-nccl_claims.py) on the NCCL recordings of every recorded machine, on gloo runs built here by hand
+"""Notebook 06's analysis (helpers/lessons/nccl/) on the NCCL recordings of every recorded machine, on gloo runs built here by hand
 (the notebook measures them live, they are never recorded), on one real gloo launch of
 ``wait(timeout)`` with no ``send``, and on synthetic values for the branches the recordings do not
 reach.
@@ -17,7 +16,8 @@ import torch
 import torch.distributed as dist
 
 from helpers import claims, distributed, records, timing, trace
-from helpers.lessons import nccl, nccl_claims, nccl_speed
+from helpers.lessons import nccl
+from helpers.lessons.nccl import collectives, common, hangs, host, speed
 
 NOTEBOOK = "06_nccl_point_to_point_and_collectives"
 NAMES = (
@@ -175,8 +175,8 @@ def gloo_collectives(n=4, reduce_scratch=True, pids=None, ports=None):
 def test_the_recorded_collectives_hold_what_the_source_says(machine):
     run = COLL[machine]
     n = len(run.value["who"])
-    assert nccl.mismatches(run) == []
-    for mode in nccl.MODES:
+    assert collectives.facts(run).wrong == []
+    for mode in collectives.MODES:
         for name, data in simulated_collectives(n).items():
             if name not in ("reduce", "gather"):
                 assert run.value[mode][name]["after"] == data["after"], (mode, name)
@@ -185,7 +185,7 @@ def test_the_recorded_collectives_hold_what_the_source_says(machine):
 
 def test_mismatches_finds_a_wrong_rank_and_ignores_the_ranks_that_are_not_the_destination():
     run = gloo_collectives(2)
-    assert nccl.mismatches(run) == []
+    assert collectives.facts(run).wrong == []
     run.value["blocking"]["all_reduce"]["after"][1] = [0, 0, 0]
     run.value["async_op=True"]["reduce"]["after"][1] = [
         9,
@@ -193,16 +193,16 @@ def test_mismatches_finds_a_wrong_rank_and_ignores_the_ranks_that_are_not_the_de
         9,
     ]  # not the destination: anything goes
     run.value["async_op=True"]["gather"]["after"][1] = [[1]]
-    assert nccl.mismatches(run) == ["blocking all_reduce rank 1: [0, 0, 0] != [3, 5, 7]"]
+    assert collectives.facts(run).wrong == ["blocking all_reduce rank 1: [0, 0, 0] != [3, 5, 7]"]
     run.value["async_op=True"]["gather"]["after"][0] = [[0, 1, 2]]
-    assert len(nccl.mismatches(run)) == 2
+    assert len(collectives.facts(run).wrong) == 2
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
 def test_expected_after_agrees_with_the_element_by_element_simulation(n):
     for name, data in simulated_collectives(n).items():
         for rank in range(n):
-            want = nccl.expected_after(name, rank, n)
+            want = collectives.expected_after(name, rank, n)
             if want is None:
                 assert name in ("reduce", "gather") and rank > 0
             else:
@@ -212,13 +212,13 @@ def test_expected_after_agrees_with_the_element_by_element_simulation(n):
 @pytest.mark.parametrize("machine", sorted(COLL))
 def test_the_collectives_sentences_say_where_the_ranks_ran_and_what_reduce_left(machine, capsys):
     run, gloo = COLL[machine], gloo_collectives(4)
-    nccl.show_ranks(gloo, run)
-    nccl.show_collectives(gloo, run)
+    collectives.show_ranks(gloo, run)
+    collectives.show(gloo, run)
     out = capsys.readouterr().out
     assert out.count("rank=") == 4 + len(run.value["who"]) and "pid=100" in out
     assert out.count("after all seven, blocking and async_op=True: True") == 2
     assert f"holds afterwards: {run.value['blocking']['reduce']['after'][1]}" in out
-    seen = nccl.see_collectives(run, gloo)
+    seen = collectives.see(run, gloo)
     nccl_who, nccl_reduce, gloo_who, gloo_reduce = seen.sentences
     devices = [w["device"] for w in run.value["who"]]
     assert "on " + ", ".join(devices) in nccl_who and len(set(devices)) == len(devices)
@@ -240,7 +240,7 @@ def test_the_collectives_sentences_say_where_the_ranks_ran_and_what_reduce_left(
 def test_the_collectives_sentences_say_a_shared_process_another_port_and_wrong_results():
     run = gloo_collectives(2, reduce_scratch=False, pids=[7, 7], ports=[1, 2])
     run.value["blocking"]["broadcast"]["after"][1] = [0, 0, 0]
-    seen = nccl.see_collectives(run, run)
+    seen = collectives.see(run, run)
     assert "sharing a process, at different ports; 1 results differ" in seen.sentences[0]
     assert "what it had before" in seen.sentences[1]
 
@@ -299,55 +299,55 @@ def gloo_host_rows(repeats=2, late_ms=50.0, first_ms=300.0, early=False):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_summary_is_the_median_of_the_repeats_in_ms(machine):
     run = HOST[machine]
-    rows = nccl.summary(run, P2P + nccl.COLL_CALLS)
+    rows = host.summary(run)
+    assert list(rows) == P2P + list(host.COLL_CALLS)
     for call, s in rows.items():
-        assert s["returned_ms"] == pytest.approx(ms(run, call, "returned_s"))
-        assert s["waited_ms"] == pytest.approx(ms(run, call, "waited_s"))
-        assert s["done_ms"] == pytest.approx(ms(run, call, "done_s"))
-        assert s["n"] == sum(r["call"] == call for r in run.value)
-        assert s["late_ms"] == pytest.approx(
+        assert s.returned.value == pytest.approx(ms(run, call, "returned_s"))
+        assert s.waited.value == pytest.approx(ms(run, call, "waited_s"))
+        assert s.done.value == pytest.approx(ms(run, call, "done_s"))
+        assert s.returned.unit == "ms" and s.returned.samples == s.n
+        assert s.n == sum(r["call"] == call for r in run.value)
+        assert s.late_ms == pytest.approx(
             run.params["first_delay_s" if call == "first recv" else "delay_s"] * 1e3
         )
         if call != "irecv + poll is_completed()":
-            assert s["arrived"] == pytest.approx(arrived(run, call))
-    assert rows["first recv"]["n"] == 1 and rows["recv"]["n"] == run.params["repeats"]
-    assert rows["irecv + poll is_completed()"]["arrived"] is None
-    assert rows["irecv + wait()"]["completed_by_poll"] is None
-    assert (
-        rows["irecv + poll is_completed()"]["completed_by_poll"] == [True] * run.params["repeats"]
-    )
+            assert s.arrived == pytest.approx(arrived(run, call))
+    assert rows["first recv"].n == 1 and rows["recv"].n == run.params["repeats"]
+    assert rows["irecv + poll is_completed()"].arrived is None
+    assert rows["irecv + wait()"].by_poll is None and rows["recv"].at_return is None
+    assert rows["irecv + poll is_completed()"].by_poll == [True] * run.params["repeats"]
 
 
 def test_summary_refuses_wrong_data():
     run = gloo_host_rows()
     run.value[1]["value_ok"] = False
-    with pytest.raises(AssertionError, match="recv: the data received is wrong"):
-        nccl.summary(run, ["recv"])
+    with pytest.raises(ValueError, match="recv: the data received is wrong"):
+        host.summary(run, ["recv"])
+
+
+def call(late_ms=50.0, arrived=1.0, *ms):
+    """A host.Call of one repeat whose returned, waited and done times are ``ms``."""
+    values = [claims.Value(m, 0.0, "ms", 1) for m in ms]
+    return host.Call(late_ms, *values, arrived, None, None, 1)
 
 
 def test_how_soon_says_at_once_or_after_how_long_and_whether_the_data_was_there():
-    assert nccl.how_soon({"waited_ms": 0.08, "late_ms": 50.0, "arrived": 0}) == "at once (0.080 ms)"
-    assert (
-        nccl.how_soon({"waited_ms": 50.8, "late_ms": 50.0, "arrived": 1})
-        == "only after 50.8 ms with the data there"
-    )
-    assert (
-        nccl.how_soon({"waited_ms": 30.0, "late_ms": 50.0, "arrived": 0.5})
-        == "only after 30.0 ms with the data there in 50% of repeats"
-    )
-    assert (
-        nccl.how_soon({"waited_ms": 200.0, "late_ms": 50.0, "arrived": None})
-        == "only after 200.0 ms"
-    )
-    assert nccl.how_soon(
-        {"returned_ms": 9.9, "late_ms": 50.0, "arrived": 1}, "returned_ms"
-    ).startswith("at once")
+    for arrived, waited, said in [
+        (0, 0.08, "at once (0.080 ms)"),
+        (1, 50.8, "only after 50.8 ms with the data there"),
+        (0.5, 30.0, "only after 30.0 ms with the data there in 50% of repeats"),
+        (None, 200.0, "only after 200.0 ms"),
+        (1, 9.9, "at once (9.900 ms)"),  # within a fifth of the 50 ms delay
+        (1, 10.0, "only after 10.0 ms with the data there"),
+    ]:
+        s = call(50.0, arrived, 0.01, waited, waited)
+        assert host.how_soon(s, s.waited) == said
 
 
 def check_how_soon(text, call, run, key="waited_s"):
     """The words of one call in a sentence agree with its median, computed here."""
     value, late = ms(run, call, key), run.value[-1]["late_s"] * 1e3
-    if value < nccl.QUICK_BACK * late:
+    if value < host.QUICK_BACK * late:
         assert numbers(rf"`?{re.escape(call)}`? gave the host back at once \({NUMBER} ms\)", text)[
             0
         ] == pytest.approx(value, abs=0.0005)
@@ -360,7 +360,7 @@ def check_how_soon(text, call, run, key="waited_s"):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_point_to_point_sentences_agree_with_the_medians(machine, capsys):
     run, gloo = HOST[machine], gloo_host_rows()
-    nccl.show_point_to_point(gloo, run)
+    host.show(gloo, run, "point-to-point")
     out = capsys.readouterr().out
     completed = sum(r["completed_at_return"] for r in run.value if r["call"] == "irecv + wait()")
     assert (
@@ -369,7 +369,7 @@ def test_the_point_to_point_sentences_agree_with_the_medians(machine, capsys):
     )
     assert "first recv: 1 call; every other call: 5 repeats;" in out
     assert "first recv: 1 call; every other call: 2 repeats;" in out
-    seen = nccl.see_point_to_point(gloo, run)
+    seen = host.see_point_to_point(gloo, run)
     with_gloo, with_nccl, first = seen.sentences
     assert numbers(
         rf"against a sender {NUMBER} ms late \(medians of {NUMBER} repeats\)", with_nccl
@@ -398,7 +398,7 @@ def test_the_point_to_point_sentences_agree_with_the_medians(machine, capsys):
 
 
 def test_the_gloo_check_fails_when_recv_returns_before_the_data():
-    seen = nccl.see_point_to_point(gloo_host_rows(early=True), HOST[MACHINES[0]])
+    seen = host.see_point_to_point(gloo_host_rows(early=True), HOST[MACHINES[0]])
     assert [c.holds for c in seen.checks] == [False]
     assert "recv: 0.1 ms, data there 0%" in seen.checks[0].measured
 
@@ -407,17 +407,17 @@ def test_the_gloo_check_fails_when_recv_returns_before_the_data():
 def test_waits_for_data_is_the_call_that_most_often_had_the_data(machine):
     run = HOST[machine]
     candidates = ["recv", "irecv + wait()", "irecv + wait(timeout)"]
-    assert nccl.waits_for_data(run, candidates) == max(candidates, key=lambda c: arrived(run, c))
-    assert nccl.waits_for_data(run, candidates) == "irecv + wait(timeout)"
+    assert host.waits_for_data(run, candidates) == max(candidates, key=lambda c: arrived(run, c))
+    assert host.waits_for_data(run, candidates) == "irecv + wait(timeout)"
 
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_collective_timing_sentences_agree_with_the_medians(machine, capsys):
     run, gloo = HOST[machine], gloo_host_rows()
-    nccl.show_collective_timing(gloo, run)
+    host.show(gloo, run, "all_reduce")
     out = capsys.readouterr().out
     assert f"{run.params['repeats']} repeats per call;" in out and "2 repeats per call;" in out
-    with_gloo, with_nccl = nccl.see_collective_timing(gloo, run).sentences
+    with_gloo, with_nccl = host.see_collective_timing(gloo, run).sentences
     for text, r in ((with_gloo, gloo), (with_nccl, run)):
         late = r.value[-1]["late_s"] * 1e3
         for phrase, call, key in (
@@ -426,7 +426,7 @@ def test_the_collective_timing_sentences_agree_with_the_medians(machine, capsys)
             ("`work.wait()` gave the host back", "all_reduce(async_op=True) + wait()", "waited_s"),
         ):
             value = ms(r, call, key)
-            if value < nccl.QUICK_BACK * late:
+            if value < host.QUICK_BACK * late:
                 assert numbers(rf"{re.escape(phrase)} at once \({NUMBER} ms\)", text)[
                     0
                 ] == pytest.approx(value, abs=5e-4)
@@ -434,7 +434,7 @@ def test_the_collective_timing_sentences_agree_with_the_medians(machine, capsys)
                 assert numbers(rf"{re.escape(phrase)} only after {NUMBER} ms", text)[
                     0
                 ] == pytest.approx(value, abs=0.05)
-        done = max(ms(r, c, "done_s") for c in nccl.COLL_CALLS)
+        done = max(ms(r, c, "done_s") for c in host.COLL_CALLS)
         assert numbers(rf"`synchronize\(\)` returned after {NUMBER} ms", text)[0] == pytest.approx(
             done, abs=0.05
         )
@@ -461,11 +461,11 @@ def gloo_missing(status1="stopped", marks1=(("start", 0.002),), elapsed_s=0.5, t
 
 def test_stopped_at_reads_the_last_mark():
     assert (
-        nccl.stopped_at({"marks": [[], [[0.0, "start"]]], "status": ["returned", "stopped"]}, 1)
+        hangs.stopped_at({"marks": [[], [[0.0, "start"]]], "status": ["returned", "stopped"]}, 1)
         == RECV_LINE
     )
     assert (
-        nccl.stopped_at(
+        hangs.stopped_at(
             {
                 "marks": [[], [[0.0, "start"], [0.1, "recv returned"]]],
                 "status": ["returned", "stopped"],
@@ -474,9 +474,9 @@ def test_stopped_at_reads_the_last_mark():
         )
         == PRINT_LINE
     )
-    assert nccl.stopped_at({"marks": [[], []], "status": ["returned", "returned"]}, 1) == FINISHED
+    assert hangs.stopped_at({"marks": [[], []], "status": ["returned", "returned"]}, 1) == FINISHED
     assert (
-        nccl.stopped_at({"marks": [[], []], "status": ["returned", "stopped"]}, 1)
+        hangs.stopped_at({"marks": [[], []], "status": ["returned", "stopped"]}, 1)
         == "before the first mark"
     )
 
@@ -487,14 +487,14 @@ def test_the_missing_send_stops_where_the_marks_say(machine, capsys):
     for case in run.value:
         labels = [label for _, label in case["marks"][1]]
         want = PRINT_LINE if labels[-1] == "recv returned" else RECV_LINE
-        assert nccl.stopped_line(run, case["warm_up"]) == want
-    assert nccl.stopped_line(run, True) == PRINT_LINE and nccl.stopped_line(run, False) == RECV_LINE
-    assert nccl.stops(gloo, run) == {
+        assert hangs.stops(run)[("nccl", case["warm_up"])] == want
+    assert hangs.stops(run) == {("nccl", True): PRINT_LINE, ("nccl", False): RECV_LINE}
+    assert hangs.stops(gloo, run) == {
         ("gloo", True): RECV_LINE,
         ("nccl", False): RECV_LINE,
         ("nccl", True): PRINT_LINE,
     }
-    nccl.show_missing_send(gloo, run)
+    hangs.show_missing_send(gloo, run)
     out = capsys.readouterr().out
     assert (
         out.count("-> rank 1's host stopped at:") == 3
@@ -504,7 +504,7 @@ def test_the_missing_send_stops_where_the_marks_say(machine, capsys):
         f"the ranks ran {run.value[0]['elapsed_s']:.2f} s against a deadline of {run.params['timeout_s']:g} s"
         in out
     )
-    seen = nccl.see_missing_send(gloo, run)
+    seen = hangs.see_missing_send(gloo, run)
     assert seen.sentences == [
         f"Rank 1's host stopped at (one run of each case): `{RECV_LINE}` (gloo, after a warm-up, "
         f"{gloo.where()}); `{RECV_LINE}` (nccl, no warm-up, {run.where()}); `{PRINT_LINE}` (nccl, "
@@ -524,15 +524,15 @@ def test_the_missing_send_stops_where_the_marks_say(machine, capsys):
 
 def test_the_missing_send_checks_fail_where_the_hang_is_not_bounded_or_stops_elsewhere():
     run = MISS[MACHINES[0]]
-    late = nccl.see_missing_send(gloo_missing(elapsed_s=2.0), run)
+    late = hangs.see_missing_send(gloo_missing(elapsed_s=2.0), run)
     assert [c.holds for c in late.checks] == [False, True, True, True]
     assert "+1.50 s past its deadline" in late.checks[0].measured
-    finished = nccl.see_missing_send(gloo_missing(status1="returned"), run)
+    finished = hangs.see_missing_send(gloo_missing(status1="returned"), run)
     assert finished.checks[-1].holds is False and FINISHED in finished.checks[-1].measured
     warm_only = fake_run(
         [c for c in run.value if c["warm_up"]], backend="nccl", warm_ups=[True], timeout_s=4.0
     )
-    assert len(nccl.see_missing_send(gloo_missing(), warm_only).checks) == 3
+    assert len(hangs.see_missing_send(gloo_missing(), warm_only).checks) == 3
 
 
 # ---------------------------------------------------------------- 3. wait(timeout) with no send
@@ -558,27 +558,31 @@ def wait_run(
     )
 
 
+def outcome(run):
+    """What hangs.wait_of read: (raised, sentence, seconds waited)."""
+    w = hangs.wait_of(run)
+    return w.raised, w.sentence, w.waited
+
+
 def test_wait_timeout_outcome_raised_measures_from_waiting():
     run = wait_run(
         [("connected", 0.1), ("waiting", 0.2), ("wait raised", 2.25)],
         result1="DistBackendError: timed out",
     )
-    raised, sentence, waited = nccl.wait_timeout_outcome(run)
+    raised, sentence, waited = outcome(run)
     assert raised is True and waited == pytest.approx(2.05)
     assert "raised after 2.05 s" in sentence and "DistBackendError" in sentence
-    assert nccl.reached_wait(run)
+    assert hangs.wait_of(run).reached
 
 
 def test_wait_timeout_outcome_returned_and_stuck_in_wait():
-    raised, sentence, waited = nccl.wait_timeout_outcome(
+    raised, sentence, waited = outcome(
         wait_run(
             [("connected", 0.1), ("waiting", 0.2), ("wait returned", 0.5)], result1="wait returned"
         )
     )
     assert raised is False and waited == pytest.approx(0.3) and "returned after 0.30 s" in sentence
-    raised, sentence, waited = nccl.wait_timeout_outcome(
-        wait_run([("connected", 0.1), ("waiting", 0.2)], "stopped")
-    )
+    raised, sentence, waited = outcome(wait_run([("connected", 0.1), ("waiting", 0.2)], "stopped"))
     assert (
         raised is False and waited is None and "inside wait()" in sentence and "stopped" in sentence
     )
@@ -595,10 +599,10 @@ def test_wait_timeout_outcome_says_when_rank_1_never_reached_the_wait():
         "elapsed_s": 10.0,
     }
     run = fake_run(value, backend="nccl", wait_timeout_s=2.0, deadline_s=10.0)
-    raised, sentence, waited = nccl.wait_timeout_outcome(run)
-    assert raised is False and waited is None and not nccl.reached_wait(run)
+    raised, sentence, waited = outcome(run)
+    assert raised is False and waited is None and not hangs.wait_of(run).reached
     assert "never reached wait" in sentence and "not connected" in sentence
-    raised, sentence, _ = nccl.wait_timeout_outcome(wait_run([("connected", 0.1)], status1="died"))
+    raised, sentence, _ = outcome(wait_run([("connected", 0.1)], status1="died"))
     assert raised is False and "inside the irecv call" in sentence and "died" in sentence
 
 
@@ -609,7 +613,7 @@ def test_the_recorded_wait_raised_after_the_wait_began_and_the_sentence_says_how
     run = WAIT[machine]
     marks = {label: t for t, label in run.value["marks"][1]}
     waited, timeout_s = marks["wait raised"] - marks["waiting"], run.params["wait_timeout_s"]
-    raised, sentence, said = nccl.wait_timeout_outcome(run)
+    raised, sentence, said = outcome(run)
     assert raised is True and said == pytest.approx(waited) and waited >= timeout_s
     gloo = wait_run(
         [("connected", 0.1), ("waiting", 0.2), ("wait raised", 0.71)],
@@ -617,15 +621,15 @@ def test_the_recorded_wait_raised_after_the_wait_began_and_the_sentence_says_how
         wait_timeout_s=0.5,
         result1="RuntimeError: Timed out waiting 500ms for recv operation",
     )
-    nccl.show_wait_timeout(gloo, run)
+    hangs.show_wait_timeout(gloo, run)
     out = capsys.readouterr().out
     assert "gloo (live on cpu-only): wait(timeout=0.5 s) raised after 0.51 s" in out
     assert f"raised after {waited:.2f} s" in out
-    on_gloo, on_nccl = nccl.see_wait_timeout(gloo, run).sentences
+    on_gloo, on_nccl = hangs.see_wait_timeout(gloo, run).sentences
     assert numbers(rf"the wait raised {NUMBER} s after it began", on_nccl)[0] == pytest.approx(
         waited, abs=0.005
     )
-    late = abs(waited - timeout_s) > nccl.ON_TIME_SHARE * timeout_s
+    late = abs(waited - timeout_s) > hangs.ON_TIME_SHARE * timeout_s
     assert ("well after its timeout" in on_nccl) == late and (
         "as the timeout came due" in on_nccl
     ) == (not late)
@@ -636,18 +640,18 @@ def test_the_wait_sentences_say_before_stuck_and_never_reached():
     early = wait_run([("connected", 0.1), ("waiting", 0.2), ("wait raised", 0.7)], result1="E: x")
     stuck = wait_run([("connected", 0.1), ("waiting", 0.2)], status1="stopped")
     never = wait_run([("connected", 0.1)], status1="stopped")
-    before, in_wait = nccl.see_wait_timeout(early, stuck).sentences
+    before, in_wait = hangs.see_wait_timeout(early, stuck).sentences
     assert "raised 0.50 s after it began, before its timeout of 2 s" in before
     assert (
         "neither raised nor returned" in in_wait
         and "did not, by itself, give the host back" in in_wait
     )
-    assert "never reached wait(timeout=2 s)" in nccl.see_wait_timeout(never, never).sentences[0]
+    assert "never reached wait(timeout=2 s)" in hangs.see_wait_timeout(never, never).sentences[0]
     on_time = wait_run([("connected", 0.1), ("waiting", 0.2), ("wait raised", 2.6)], result1="E: x")
     slightly_early = wait_run(
         [("connected", 0.1), ("waiting", 0.2), ("wait raised", 1.8)], result1="E: x"
     )
-    for sentence in nccl.see_wait_timeout(
+    for sentence in hangs.see_wait_timeout(
         on_time, slightly_early
     ).sentences:  # 2.40 and 1.60 s: within a quarter
         assert "as the timeout came due" in sentence
@@ -675,21 +679,21 @@ def _wait_without_send(rank, world_size, wait_timeout_s):
 
 
 def test_a_real_gloo_wait_timeout_is_read_as_raised_at_its_timeout():
-    outcome = distributed.supervise(
+    ended = distributed.supervise(
         _wait_without_send, 2, backend="gloo", timeout_s=20.0, args=(0.5,)
     )
     value = {
-        "status": outcome.status,
-        "marks": outcome.marks,
-        "results": outcome.results,
-        "reason": outcome.reason,
-        "elapsed_s": outcome.elapsed_s,
+        "status": ended.status,
+        "marks": ended.marks,
+        "results": ended.results,
+        "reason": ended.reason,
+        "elapsed_s": ended.elapsed_s,
     }
     run = gloo_run(value, wait_timeout_s=0.5, deadline_s=20.0)
     assert [label for _, label in value["marks"][1]][:2] == ["connected", "waiting"]
-    raised, _, waited = nccl.wait_timeout_outcome(run)
+    raised, _, waited = outcome(run)
     assert raised and 0.4 < waited < 5.0
-    table = nccl_claims.claims_table(
+    table = nccl.claims_table(
         HOST[MACHINES[0]],
         WAIT["2xNVIDIA-H200"],
         run,
@@ -747,25 +751,17 @@ def test_split_kernels_and_overlap_of_on_a_profile_built_by_hand():
         ],
         steps=2,
     )
-    nccl_kernels, others = nccl_speed.split_kernels(blocking)
+    nccl_kernels, others = speed.split_kernels(blocking)
     assert [k.name for k in nccl_kernels] == ["ncclDevKernel_AllReduce"] and [
         k.name for k in others
     ] == ["gemm"]
-    found = nccl_speed.overlap_of(fake_run({"blocking": blocking, "async_op=True": hidden}))
-    assert found["blocking"] == {
-        "ratio": claims.Value(0.0, 0.0, "", 1),
-        "nccl_ms": 0.1,
-        "other_ms": 0.15,
-        "busy_ms": 0.25,
-        "steps": 1,
-    }
+    found = speed.overlap_of(fake_run({"blocking": blocking, "async_op=True": hidden}))
+    assert found["blocking"] == speed.Overlap(claims.Value(0.0, 0.0, "", 1), 0.1, 0.15, 0.25, 1)
     # one ratio per step, 80/100 and 100/100: their median, not the pooled 180/200 of the whole profile
-    ratio = found["async_op=True"]["ratio"]
+    ratio = found["async_op=True"].ratio
     assert (ratio.value, ratio.samples) == (pytest.approx(0.9), 2) and ratio.spread > 0
-    assert found["async_op=True"]["busy_ms"] == pytest.approx(320 / 2 / 1e3)
-    said = nccl_speed.see_overlap(
-        fake_run({"blocking": blocking, "async_op=True": hidden})
-    ).sentences
+    assert found["async_op=True"].busy_ms == pytest.approx(320 / 2 / 1e3)
+    said = speed.see_overlap(fake_run({"blocking": blocking, "async_op=True": hidden})).sentences
     assert "closer to their sum (0.250 ms) than to the longer of the two (0.150 ms)" in said[0]
     assert "overlap ratio 0.00 in every step" in said[0]
     assert (
@@ -777,10 +773,10 @@ def test_split_kernels_and_overlap_of_on_a_profile_built_by_hand():
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_overlap_sentences_agree_with_the_kernels(machine, capsys):
     run = OVERLAP[machine]
-    nccl_speed.show_overlap(run)
+    speed.show_overlap(run)
     assert capsys.readouterr().out.count("overlap ratio") == 2
     assert "2 profiled steps" in plt.gcf()._suptitle.get_text()
-    seen = nccl_speed.see_overlap(run)
+    seen = speed.see_overlap(run)
     for sentence, (mode, profile) in zip(seen.sentences, run.value.items(), strict=True):
         kernels = [k for k in profile.intervals if k.kind == "kernel"]
         comm = [(k.start_us, k.end_us) for k in kernels if "nccl" in k.name.lower()]
@@ -819,7 +815,6 @@ def busbw_here(size, t, op, n):
 def synthetic_bandwidth(
     sizes=(1024, 2**20, 2**24, 2**30),
     fixed_us=(20.0, 25.0, 90.0, 3000.0),
-    plain=True,
     wrong=0,
     ceiling_gbps=300.0,
     world_sizes=(2, 4),
@@ -841,7 +836,7 @@ def synthetic_bandwidth(
                 "world_size": n,
                 "timings": timings,
                 "wrong": {op: [wrong] + [0] * (len(sizes) - 1) for op in timings},
-                "plain_s": [fixed_us[-1] * 1e-6] * 3 if plain and n == world_sizes[-1] else None,
+                "plain_s": [fixed_us[-1] * 1e-6] * 3 if n == world_sizes[-1] else None,
             }
         )
     ceiling = timing.Timing([2**30 / ceiling_gbps / 1e9] * 3, "cuda events", 2**30)
@@ -867,32 +862,30 @@ def test_busbw_and_the_exercise_agree_with_nccl_tests_factors(machine):
     run = BW[machine]
     sizes, entry = run.params["sizes"], run.value["sweep"][-1]
     n = entry["world_size"]
-    busbw = nccl_speed.busbw_of(entry, sizes)
+    busbw = speed.sweep(run).busbw[n]
     for op, ts in entry["timings"].items():
         assert busbw[op] == pytest.approx(
             [busbw_here(s, t, op, n) for s, t in zip(sizes, ts, strict=True)]
         )
     largest = entry["timings"]["all_reduce"][-1]
-    assert nccl_speed.busbw_if_ranks(run, 16) == pytest.approx(
+    assert speed.busbw_if_ranks(run, 16) == pytest.approx(
         sizes[-1] / largest.median_s / 1e9 * 30 / 16
     )
-    value = nccl_speed.largest_all_reduce_busbw(run)
-    assert (
-        value.value == pytest.approx(busbw_here(sizes[-1], largest, "all_reduce", n))
-        and value.unit == "GB/s"
-    )
-    assert value.samples == len(largest.samples_s)
-    assert nccl_speed.sweep_of(run) == run.value["sweep"]
+    found = speed.sweep(run)
+    assert list(found.busbw) == [e["world_size"] for e in run.value["sweep"]] == [2]
+    assert found.ranks == n and found.all_reduce == entry["timings"]["all_reduce"]
+    assert found.plain.samples_s == entry["plain_s"] and found.wrong == 0
+    assert found.ceiling == run.value["ceiling"].gbps
 
 
 @pytest.mark.parametrize("machine", sorted(BW))
 def test_the_bandwidth_sentences_agree_with_the_timings(machine, capsys):
     run = BW[machine]
-    nccl_speed.show_bandwidth(run)
+    speed.show_bandwidth(run)
     out = capsys.readouterr().out
     assert f"a GPU0 -> GPU1 copy of 1 GiB: {run.value['ceiling'].gbps:.1f} GB/s" in out
     assert "wrong elements over every check: 0." in out
-    seen = nccl_speed.see_bandwidth(run)
+    seen = speed.see_bandwidth(run)
     sizes, entry = run.params["sizes"], run.value["sweep"][-1]
     n, ceiling = entry["world_size"], run.value["ceiling"].gbps
     us = [t.median_s * 1e6 for t in entry["timings"]["all_reduce"]]
@@ -926,8 +919,8 @@ def test_the_bandwidth_sentences_agree_with_the_timings(machine, capsys):
 
 def test_the_bandwidth_sentences_on_a_sweep_built_by_hand():
     run = synthetic_bandwidth(ceiling_gbps=300.0)
-    nccl_speed.show_bandwidth(run)
-    seen = nccl_speed.see_bandwidth(run)
+    speed.show_bandwidth(run)
+    seen = speed.see_bandwidth(run)
     assert "from 1 KiB to 1 MiB an `all_reduce` takes 20.0 to 25.0 us" in seen.sentences[0]
     # 4 ranks: all_reduce 1 GiB in 3 ms is 358 GB/s algbw, x 1.5 busbw: above the 300 GB/s copy, said in GB/s
     all_reduce = 2**30 / 3000e-6 / 1e9 * 1.5
@@ -936,7 +929,7 @@ def test_the_bandwidth_sentences_on_a_sweep_built_by_hand():
     assert [c.holds for c in seen.checks] == [True, True] and "over 2 world sizes" in seen.checks[
         1
     ].measured
-    assert nccl_speed.busbw_if_ranks(run, 16) == pytest.approx(2**30 / 3000e-6 / 1e9 * 30 / 16)
+    assert speed.busbw_if_ranks(run, 16) == pytest.approx(2**30 / 3000e-6 / 1e9 * 30 / 16)
 
 
 def test_the_bandwidth_checks_fail_on_wrong_elements_and_a_slow_helper_and_say_a_missing_loop():
@@ -944,54 +937,42 @@ def test_the_bandwidth_checks_fail_on_wrong_elements_and_a_slow_helper_and_say_a
     run.value["sweep"][-1]["plain_s"] = [
         2000e-6
     ] * 3  # the hand-written loop is faster than the helper
-    seen = nccl_speed.see_bandwidth(run)
+    seen = speed.see_bandwidth(run)
     assert [c.holds for c in seen.checks] == [False, False]
     assert "12 wrong elements over 2 world sizes" in seen.checks[1].measured
-    no_loop = nccl_speed.see_bandwidth(synthetic_bandwidth(plain=False))
-    assert "no hand-written loop" in no_loop.sentences[-1] and len(no_loop.checks) == 1
-    growing = nccl_speed.see_bandwidth(synthetic_bandwidth(fixed_us=(20.0, 50.0, 200.0, 3000.0)))
+    growing = speed.see_bandwidth(synthetic_bandwidth(fixed_us=(20.0, 50.0, 200.0, 3000.0)))
     assert (
         "an `all_reduce` of 1 KiB takes 20.0 us; from the smallest size on the time grows"
         in growing.sentences[0]
     )
 
 
-def test_a_recording_made_before_the_sweep_is_read_and_said_to_be_so(capsys):
-    new = synthetic_bandwidth(world_sizes=(2,))
-    entry = new.value["sweep"][0]
-    old = fake_run(
-        {"world_size": 2, "timings": entry["timings"], "ceiling": new.value["ceiling"]},
-        machine="2xNVIDIA-H200",
-        **new.params,
-    )
-    assert nccl_speed.sweep_of(old) == [
-        {"world_size": 2, "timings": entry["timings"], "wrong": None, "plain_s": None}
-    ]
-    nccl_speed.show_bandwidth(old)
-    out = capsys.readouterr().out
-    assert (
-        "predates the sweep" in out
-        and "wrong elements over every check: not counted in this recording" in out
-    )
-    seen = nccl_speed.see_bandwidth(old)
-    assert "no hand-written loop" in seen.sentences[-1] and not seen.checks
-
-
 # ---------------------------------------------------------------- the claims table
 
 
-def test_host_value_is_median_and_half_iqr_in_ms():
-    rows = [{"call": "recv", "returned_s": s} for s in (0.001, 0.002, 0.003, 0.004, 0.005)]
-    rows.append({"call": "other", "returned_s": 9.0})
-    value = nccl_claims.host_value(fake_run(rows), "recv", "returned_s")
-    assert value.value == pytest.approx(3.0) and value.spread == pytest.approx(1.0)
-    assert value.unit == "ms" and value.samples == 5
-
-
-def test_when_data_absent():
-    comparison = claims.compare(claims.Value(0.08, 0.01, "ms"), 10, holds_if="below")
-    assert nccl_claims.when_data_absent([0, 0.0], comparison) is comparison
-    assert nccl_claims.when_data_absent([0, 0.2], comparison) is False
+def test_a_call_is_the_median_and_half_iqr_in_ms():
+    rows = [
+        dict(
+            call="recv",
+            late_s=0.05,
+            returned_s=x,
+            waited_s=2 * x,
+            done_s=3 * x,
+            arrived=x > 0.002,
+            value_ok=True,
+        )
+        for x in (0.001, 0.002, 0.003, 0.004, 0.005)
+    ]
+    rows.append(dict(rows[0], call="other", returned_s=9.0))
+    s = host.summary(fake_run(rows), ("recv",))["recv"]
+    assert (s.returned.value, s.returned.spread, s.returned.unit, s.returned.samples) == (
+        pytest.approx(3.0),
+        pytest.approx(1.0),
+        "ms",
+        5,
+    )
+    assert s.waited.value == pytest.approx(6.0) and s.done.spread == pytest.approx(3.0)
+    assert s.arrived == pytest.approx(0.6) and s.late_ms == pytest.approx(50.0)
 
 
 def table_for(machine, host=None, wait_gloo=None, miss=None):
@@ -1003,7 +984,7 @@ def table_for(machine, host=None, wait_gloo=None, miss=None):
         wait_timeout_s=0.5,
         result1="RuntimeError: timed out",
     )
-    return nccl_claims.claims_table(
+    return nccl.claims_table(
         host or HOST[machine],
         WAIT[two],
         wait_gloo,
@@ -1062,7 +1043,7 @@ def test_the_claims_table_on_the_recordings(machine):
     wait_timeout = rows[CLAIMS[6]].comparison
     assert wait_timeout.value.value == pytest.approx(ms(run, "irecv + wait(timeout)", "waited_s"))
     assert verdicts[CLAIMS[6]] == claims.HOLDS
-    done = min(ms(run, c, "done_s") for c in nccl.COLL_CALLS)
+    done = min(ms(run, c, "done_s") for c in host.COLL_CALLS)
     assert (
         rows[CLAIMS[8]].comparison.value.value == pytest.approx(done)
         and verdicts[CLAIMS[8]] == claims.HOLDS
@@ -1121,7 +1102,7 @@ def test_the_bandwidth_sentence_when_the_smallest_size_is_slower_than_twice_the_
     """Quick mode's few samples can leave the smallest size slower than twice the shortest time
     (a live quick run on 2xH200 raised there): the sentence says so instead of a flat stretch."""
     run = synthetic_bandwidth(fixed_us=(60.0, 25.0, 90.0, 3000.0))
-    seen = nccl_speed.see_bandwidth(run)
+    seen = speed.see_bandwidth(run)
     assert seen.sentences[0].startswith(
         "On 4 ranks (medians of 3 samples), an `all_reduce` of 1 KiB takes 60.0 us, more than "
         "2 times the shortest (25.0 us at 1 MiB): the smallest sizes' times are out of order here;"
@@ -1134,10 +1115,10 @@ def test_a_live_quick_run_says_quick_mode_and_a_replay_does_not(monkeypatch):
     recorded = next(iter(records.recorded_runs(NOTEBOOK, "wait_timeout_nccl").values()))
     live = records.Run(recorded.value, True, recorded.header)  # as a gloo part runs: live
     monkeypatch.setenv("COURSE_QUICK", "1")
-    assert nccl.where(live) == f"live on {live.machine}, quick mode"
-    assert nccl.where(recorded) == f"replayed from {recorded.machine}"
-    said = nccl.see_wait_timeout(live, recorded).sentences
+    assert common.where(live) == f"live on {live.machine}, quick mode"
+    assert common.where(recorded) == f"replayed from {recorded.machine}"
+    said = hangs.see_wait_timeout(live, recorded).sentences
     assert f"(live on {live.machine}, quick mode, one run)" in said[0]
     assert "quick mode" not in said[1]
     monkeypatch.setenv("COURSE_QUICK", "0")
-    assert nccl.where(live) == f"live on {live.machine}"
+    assert common.where(live) == f"live on {live.machine}"

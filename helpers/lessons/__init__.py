@@ -8,7 +8,7 @@
 | ``streams``, a package: ``ordering`` (1), ``copies`` (2-4: the tutorial's experiment, its requirements, launch order), ``engines`` (3), ``prefetching`` (5), ``common``; ``claims_table`` | 03_streams_and_overlap |
 | ``events/`` (a package, one module per section: ``timers`` (1, 3, 4), ``waits`` (2, 7, 8), ``tools`` (5, 6), ``many`` (9), ``errors`` (10), ``common``; ``claims_table``) | 04_event_timing |
 | ``peer/``: ``links`` (links, every pair at once), ``devices`` (current device, events across GPUs), ``copies`` (bandwidth within one GPU and between two, latency), ``overlap`` (the eight stream combinations), ``table`` (claims) | 05_device_to_device |
-| ``nccl`` (collectives, point-to-point, hangs), ``nccl_analysis`` (the numbers and facts behind them), ``nccl_speed`` (overlap, bandwidth sweep), ``nccl_claims`` | 06_nccl_point_to_point_and_collectives |
+| ``nccl``, a package: ``collectives`` (1), ``host`` (2 and 4: what returns to the host when), ``hangs`` (3: the missing send, wait(timeout)), ``speed`` (4: overlap, 5: bandwidth sweep), ``common``; ``claims_table`` | 06_nccl_point_to_point_and_collectives |
 
 A lesson module turns a notebook's runs (``records.Run``, live or replayed) into what the notebook
 shows: tables, figures, the "what we see" sentences (``claims.WhatWeSee``) and the claims table.

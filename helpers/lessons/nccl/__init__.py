@@ -1,0 +1,35 @@
+"""What notebook 06 shows, one module per section: ``collectives`` (1), ``host`` (2, 4), ``hangs``
+(3), ``speed`` (4, 5); each computes its facts once, says them and declares its claims."""
+
+from __future__ import annotations
+
+from ... import claims
+from ...records import Run
+from . import collectives, hangs, host, speed
+from .common import NOTEBOOK
+
+
+def where_it_runs(gpus: int, max_ranks: int) -> str:
+    """Which experiments run live on a machine of ``gpus`` GPUs (NCCL on at most ``max_ranks``)."""
+    nccl = f"run live, on up to {min(gpus, max_ranks)} ranks" if gpus >= 2 else "replay recordings"
+    said = f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};"
+    return said + "\nthe gloo experiments run live on this machine's CPU."
+
+
+def claims_table(
+    host_nccl: Run,
+    wait_nccl: Run,
+    wait_gloo: Run,
+    miss_nccl: Run,
+    coll_nccl: Run,
+    coll_gloo: Run,
+    overlap: Run,
+    bandwidth: Run,
+) -> claims.ClaimsTable:
+    """The article's claims, each with its verdict from the runs, in the notebook's order."""
+    table = claims.ClaimsTable(NOTEBOOK)
+    host.add_claims(table, host_nccl)
+    hangs.add_claims(table, wait_nccl, wait_gloo, miss_nccl)
+    collectives.add_claims(table, coll_nccl, coll_gloo)
+    speed.add_claims(table, overlap, bandwidth)
+    return table
