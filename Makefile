@@ -173,7 +173,8 @@ MUTATE_SHARDS := helpers.checks.*,helpers.codec.*,helpers.tables.*,helpers.claim
     helpers.records.*,helpers.hardware.*,helpers.experiments.* \
     helpers.plotting.*,$(L).start.*,$(L).pinned.* \
     $(L).non_blocking.*,$(L).events.* \
-    $(L).streams.*,$(L).peer.*,$(L).nccl.* \
+    $(L).streams.*,$(L).peer.* \
+    $(L).nccl.* \
     helpers.cli.*,helpers.distributed.*,helpers.forkserver.*
 SHARD ?=
 MUTATE ?= $(if $(SHARD),$(subst $(comma), ,$(word $(SHARD),$(MUTATE_SHARDS))),helpers.*)
