@@ -75,6 +75,13 @@ def _close_figures():
     plt.close("all")
 
 
+@pytest.fixture(autouse=True)
+def _full_size(monkeypatch):
+    """The sentences of a live part say ", quick mode" in quick mode (make test sets
+    COURSE_QUICK=1); these tests read them as a full-size run's unless they set it themselves."""
+    monkeypatch.setenv("COURSE_QUICK", "0")
+
+
 def fake_run(value, live=False, machine="2xFAKE", **params):
     return records.Run(
         value, live, {"machine": {"machine": machine}, "params": params, "date": "2026-01-01"}
