@@ -79,6 +79,37 @@ def test_the_timeline_sentence_gives_the_overlap_ratio_and_the_matching_words(ma
 
 
 @pytest.mark.parametrize("machine", sorted(CURVES))
+def test_a_rising_curve_says_no_limit_was_found_only_when_its_last_step_rose(machine):
+    """2xH200: 43.0, 54.1, 55.3 GB/s reads "still rising" because of the 16 MiB dip, while its
+    last step rose 2.3%, within what is called flat: no sentence may say the sweep found no limit."""
+    run = CURVES[machine]
+    rates = [t.gbps for t in run.value]
+    text = " ".join(start.see_curve(run).sentences)
+    rising = claims.describe_curve(run.params["sizes"], rates).kind == "still rising"
+    last_rise = rates[-1] / rates[-2] - 1
+    assert ("has not found the link's limit" in text) == (rising and last_rise > start.FLAT)
+    assert ("may be levelling off" in text) == (rising and last_rise <= start.FLAT)
+    if "may be levelling off" in text:
+        assert f"differ by {last_rise:.1%}" in text
+
+
+def test_a_curve_rising_only_before_its_last_step_says_it_may_level_off():
+    sizes = [2**12, 2**14, 2**16, 2**18]
+    rates = [1.0, 10.0, 20.0, 20.6]  # the rise is before the last two sizes, which agree within 5%
+    run = records.Run(
+        [
+            timing.Timing([n / r / 1e9] * 3, "cuda events", n)
+            for n, r in zip(sizes, rates, strict=True)
+        ],
+        False,
+        {"machine": {"machine": "1xFAKE"}, "params": {"sizes": sizes}, "date": "2026"},
+    )
+    text = " ".join(start.see_curve(run).sentences)
+    assert "still rising" in text and "has not found" not in text
+    assert "differ by 3.0%, within the 5% called flat" in text
+
+
+@pytest.mark.parametrize("machine", sorted(CURVES))
 def test_the_claims_table_decides_on_the_ratio_and_the_link_share(machine):
     curve, report = CURVES[machine], MACHINES[machine]
     table = start.claims_table(curve, report)
