@@ -172,3 +172,41 @@ def test_the_sizes_line_says_a_replay_is_full_size(monkeypatch):
     assert start.sizes_line() == "full size"
     monkeypatch.setenv("COURSE_QUICK", "1")
     assert start.sizes_line().startswith("quick mode: what runs here uses smaller sizes")
+
+
+def _machine_with(report: records.Run, **gpu) -> records.Run:
+    """A recorded machine report whose first GPU is edited (issue 36 item 4: hardware nobody
+    recorded)."""
+    value = {**report.value, "gpus": [{**report.value["gpus"][0], **gpu}]}
+    return records.Run(value, report.live, report.header)
+
+
+@pytest.mark.parametrize("gen", [3, 4])
+def test_the_link_claim_uses_the_recorded_pcie_generation(gen):
+    machine = sorted(CURVES)[0]
+    report = _machine_with(MACHINES[machine], pcie_gen_current=gen, pcie_width_current=16)
+    large = start.claims_table(CURVES[machine], report).claims[1]
+    link = hardware.pcie_theoretical_gbps(gen, 16)
+    assert (
+        f"PCIe gen {gen} x16, {link:.3g} GB/s" in large.measured and "gen 5" not in large.measured
+    )
+    assert large.verdict == claims.NOT_TESTABLE  # the recorded 55 GB/s cannot cross gen 3 or 4 x16
+
+
+def test_an_unknown_gpu_without_a_reported_link_is_not_testable_and_named():
+    machine = sorted(CURVES)[0]
+    report = _machine_with(
+        MACHINES[machine], name="NVIDIA Future GPU", pcie_gen_current=None, pcie_width_current=None
+    )
+    assert hardware.ceiling_gbps(report.value) == hardware.UNKNOWN_GPU_CEILING_GBPS
+    assert "NVIDIA Future GPU" in hardware.report(report.value)
+    small, large = start.claims_table(CURVES[machine], report).claims
+    assert large.verdict == claims.NOT_TESTABLE and "not reported" in large.measured
+    assert small.verdict != claims.NOT_TESTABLE  # the small-copy claim needs no datasheet
+
+
+def test_a_rate_above_the_reported_link_is_a_measurement_problem_not_a_share():
+    machine = sorted(CURVES)[0]  # 55 GB/s against a gen 3 x16 link's 15.8 GB/s
+    report = _machine_with(MACHINES[machine], pcie_gen_current=3, pcie_width_current=16)
+    large = start.claims_table(CURVES[machine], report).claims[1]
+    assert large.verdict == claims.NOT_TESTABLE and "a measurement problem" in large.measured

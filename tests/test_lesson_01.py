@@ -1000,3 +1000,22 @@ def test_the_bandwidth_summary_names_the_largest_size(machine):
     last = bandwidth.see(run).sentences[-1]
     largest = timing.format_bytes(run.params["sizes"][-1])
     assert last.endswith(f"times at {largest}.") and "times at" in last
+
+
+@pytest.mark.parametrize("gen", [3, 4])
+def test_the_link_lines_use_the_recorded_pcie_generation(gen, capsys):
+    """Issue 36 item 4: a recording's header edited to an older PCIe link. The lines name that
+    link; a rate above its raw rate is called a measurement problem, never a share above 100%."""
+    recorded = run_of("copy_bandwidth", MACHINES[0])
+    machine = recorded.header["machine"]
+    gpu = {**machine["gpus"][0], "pcie_gen_max": gen, "pcie_width_max": 16}
+    run = records.Run(
+        recorded.value, recorded.live, {**recorded.header, "machine": {**machine, "gpus": [gpu]}}
+    )
+    link = hardware.pcie_theoretical_gbps(gen, 16)
+    assert pinned.bandwidth.facts(run).link == link
+    pinned.bandwidth.show(run)
+    out = capsys.readouterr().out
+    assert f"PCIe link: gen {gen} x16, raw rate {link:.1f} GB/s" in out and "gen 5" not in out
+    assert "did not take that link" in out  # 55 GB/s cannot cross a gen 3 or 4 x16 link
+    assert not re.search(r"\b(1\d\d|[2-9]\d\d)% of", out)
