@@ -79,6 +79,37 @@ def test_the_timeline_sentence_gives_the_overlap_ratio_and_the_matching_words(ma
 
 
 @pytest.mark.parametrize("machine", sorted(CURVES))
+def test_a_rising_curve_says_no_limit_was_found_only_when_its_last_step_rose(machine):
+    """2xH200: 43.0, 54.1, 55.3 GB/s reads "still rising" because of the 16 MiB dip, while its
+    last step rose 2.3%, within what is called flat: no sentence may say the sweep found no limit."""
+    run = CURVES[machine]
+    rates = [t.gbps for t in run.value]
+    text = " ".join(start.see_curve(run).sentences)
+    rising = claims.describe_curve(run.params["sizes"], rates).kind == "still rising"
+    last_rise = rates[-1] / rates[-2] - 1
+    assert ("has not found the link's limit" in text) == (rising and last_rise > start.FLAT)
+    assert ("may be levelling off" in text) == (rising and last_rise <= start.FLAT)
+    if "may be levelling off" in text:
+        assert f"differ by {last_rise:.1%}" in text
+
+
+def test_a_curve_rising_only_before_its_last_step_says_it_may_level_off():
+    sizes = [2**12, 2**14, 2**16, 2**18]
+    rates = [1.0, 10.0, 20.0, 20.6]  # the rise is before the last two sizes, which agree within 5%
+    run = records.Run(
+        [
+            timing.Timing([n / r / 1e9] * 3, "cuda events", n)
+            for n, r in zip(sizes, rates, strict=True)
+        ],
+        False,
+        {"machine": {"machine": "1xFAKE"}, "params": {"sizes": sizes}, "date": "2026"},
+    )
+    text = " ".join(start.see_curve(run).sentences)
+    assert "still rising" in text and "has not found" not in text
+    assert "differ by 3.0%, within the 5% called flat" in text
+
+
+@pytest.mark.parametrize("machine", sorted(CURVES))
 def test_the_claims_table_decides_on_the_ratio_and_the_link_share(machine):
     curve, report = CURVES[machine], MACHINES[machine]
     table = start.claims_table(curve, report)
@@ -141,3 +172,41 @@ def test_the_sizes_line_says_a_replay_is_full_size(monkeypatch):
     assert start.sizes_line() == "full size"
     monkeypatch.setenv("COURSE_QUICK", "1")
     assert start.sizes_line().startswith("quick mode: what runs here uses smaller sizes")
+
+
+def _machine_with(report: records.Run, **gpu) -> records.Run:
+    """A recorded machine report whose first GPU is edited (issue 36 item 4: hardware nobody
+    recorded)."""
+    value = {**report.value, "gpus": [{**report.value["gpus"][0], **gpu}]}
+    return records.Run(value, report.live, report.header)
+
+
+@pytest.mark.parametrize("gen", [3, 4])
+def test_the_link_claim_uses_the_recorded_pcie_generation(gen):
+    machine = sorted(CURVES)[0]
+    report = _machine_with(MACHINES[machine], pcie_gen_current=gen, pcie_width_current=16)
+    large = start.claims_table(CURVES[machine], report).claims[1]
+    link = hardware.pcie_theoretical_gbps(gen, 16)
+    assert (
+        f"PCIe gen {gen} x16, {link:.3g} GB/s" in large.measured and "gen 5" not in large.measured
+    )
+    assert large.verdict == claims.NOT_TESTABLE  # the recorded 55 GB/s cannot cross gen 3 or 4 x16
+
+
+def test_an_unknown_gpu_without_a_reported_link_is_not_testable_and_named():
+    machine = sorted(CURVES)[0]
+    report = _machine_with(
+        MACHINES[machine], name="NVIDIA Future GPU", pcie_gen_current=None, pcie_width_current=None
+    )
+    assert hardware.ceiling_gbps(report.value) == hardware.UNKNOWN_GPU_CEILING_GBPS
+    assert "NVIDIA Future GPU" in hardware.report(report.value)
+    small, large = start.claims_table(CURVES[machine], report).claims
+    assert large.verdict == claims.NOT_TESTABLE and "not reported" in large.measured
+    assert small.verdict != claims.NOT_TESTABLE  # the small-copy claim needs no datasheet
+
+
+def test_a_rate_above_the_reported_link_is_a_measurement_problem_not_a_share():
+    machine = sorted(CURVES)[0]  # 55 GB/s against a gen 3 x16 link's 15.8 GB/s
+    report = _machine_with(MACHINES[machine], pcie_gen_current=3, pcie_width_current=16)
+    large = start.claims_table(CURVES[machine], report).claims[1]
+    assert large.verdict == claims.NOT_TESTABLE and "a measurement problem" in large.measured

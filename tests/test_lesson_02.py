@@ -443,6 +443,27 @@ def test_the_tensordict_sentences_give_the_ratios_and_their_direction(machine):
             assert "the same as" in part and "within the noise" in part
         else:
             assert ("faster than" if r.value < 1 else "slower than") in part
+    # the direction a sentence states is the claims table's verdict, which also counts the runs
+    # recorded before (1xH100: num_threads=4 1.32x in this run, 0.879 to 1.32 over 6 runs)
+    verdicts = {
+        c.text: c.comparison.verdict
+        for c in non_blocking.claims_table(
+            SMALL[machine], RET[machine], SIX[machine], HAZ[machine], run, DL[machine]
+        ).claims
+        if c.text in (pinning.PAYS_CLAIM, pinning.THREADS_CLAIM)
+    }
+    for part, claim in ((main_part, pinning.PAYS_CLAIM), (threads_part, pinning.THREADS_CLAIM)):
+        said_borderline = (
+            "lie on both sides (borderline here)" in part or "within the noise" in part
+        )
+        assert said_borderline == (verdicts[claim] == claims.BORDERLINE), (part, verdicts[claim])
+
+
+def test_a_direction_the_recorded_runs_do_not_share_is_said_borderline():
+    slower = claims.Value(1.32, 0.28, "x")  # beyond this run's noise, but other runs were below 1
+    words = pinning.faster_or_slower(slower, "X", claims.BORDERLINE)
+    assert words.startswith("slower than X in this run") and "borderline here" in words
+    assert pinning.faster_or_slower(slower, "X", claims.DOES_NOT_HOLD).startswith("slower than X (")
 
 
 @pytest.mark.parametrize(

@@ -480,6 +480,37 @@ def test_the_engine_sentences_without_a_count_and_with_one_engine():
     assert "one engine below 0.9" in engine_row.measured and engine_row.verdict == claims.HOLDS
 
 
+def test_one_copy_engine_says_what_this_gpu_can_and_cannot_show():
+    """Issue 36 item 4: a GPU with one copy engine (no recorded machine has one)."""
+    times = {"H2D alone": 1.0, "D2H alone": 1.0, "H2D + D2H": 2.0, "H2D + H2D": 2.0}
+    taking_turns = engines.see(_engines_run(1, 0.0, 0.0, times)).sentences
+    (one,) = [s for s in taking_turns if s.startswith("With one copy engine")]
+    assert "cannot show copies in opposite directions running at once" in one
+    assert one.endswith("the second copy waited for the engine whatever its stream.")
+    assert not any("each direction had its own engine" in s for s in taking_turns)
+    assert not any(
+        s.startswith("With one copy engine")
+        for s in engines.see(_engines_run(2, 1.0, 0.0, times)).sentences
+    )
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_recording_relabelled_one_engine_is_said_to_contradict_it(machine):
+    recorded = RUNS["copy_engines"][machine]
+    one = records.Run({**recorded.value, "copy_engines": 1}, recorded.live, recorded.header)
+    sentences = engines.see(one).sentences
+    assert sentences[0] == "The driver reports 1 copy engine."
+    both = engines.facts(one).both.value
+    (said,) = [s for s in sentences if s.startswith("With one copy engine")]
+    assert ("which one engine cannot explain" in said) == (both >= engines.TWO_ENGINES)
+    (row,) = [
+        c
+        for c in streams.claims_table(*_claims_runs(engines=one)).claims
+        if c.text.startswith("Requirement (3)")
+    ]
+    assert "one engine below 0.9" in row.measured
+
+
 # ---------------------------------------------------------------- 4. launch order
 
 

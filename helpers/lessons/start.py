@@ -13,6 +13,7 @@ from ..records import Run
 
 NOTEBOOK = "00_start_here"
 DIP = 0.95  # a rate below this share of the size before's is a dip
+FLAT = 0.05  # the relative change between sizes that describe_curve calls flat
 SLOW, NEAR_LINK = 0.1, 0.8  # the two expectations: below a tenth of the best; 80% of the raw rate
 
 
@@ -107,16 +108,23 @@ def see_curve(run: Run) -> claims.WhatWeSee:
     """The smallest and the best rate, where the curve first reaches half the best, how it ends
     (``claims.describe_curve``), and its first dip with the copies per sample around it."""
     f = curve_facts(run)
-    shape = claims.describe_curve(f.sizes, f.rates)
+    shape = claims.describe_curve(f.sizes, f.rates, tolerance=FLAT)
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(
         f"The smallest copy ({timing.format_bytes(f.sizes[0])}) moves {f.rates[0]:.3g} GB/s, the best "
         f"{f.best:.3g} GB/s; the copy first reaches half of its best rate at {timing.format_bytes(f.half_size)}."
     )
     seen.say(f"Pinned H2D {shape.words}.")
-    if shape.kind == "still rising":
+    last_rise = f.rates[-1] / f.rates[-2] - 1
+    if shape.kind == "still rising" and last_rise > FLAT:
         seen.say(
             "So this sweep has not found the link's limit: the largest copy is a lower bound on it."
+        )
+    elif shape.kind == "still rising":  # the rise is before the last two sizes, e.g. after a dip
+        seen.say(
+            f"Its last two sizes differ by {last_rise:.1%}, within the {FLAT:.0%} called flat: the "
+            "curve may be levelling off there, but two points cannot show a level, so the largest "
+            "copy is only a lower bound on the link's limit."
         )
     if f.dip is not None and shape.kind != "levels off":  # describe_curve names a dip only there
         i, j = f.dip, f.dip + 1
@@ -203,7 +211,7 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
         claims.Value(
             largest.value / link, largest.spread / link, "of the raw rate", largest.samples
         )
-        if link
+        if link and largest.value - largest.spread <= link  # no share of a bound above 100%
         else None
     )
     table.add(
@@ -213,6 +221,9 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
         measured=(
             f"{timing.format_bytes(sizes[-1])}: {largest}, against the raw rate of PCIe gen {gen} x{width}, "
             f"{link:.3g} GB/s (share shown)"
+            if share
+            else f"{timing.format_bytes(sizes[-1])}: {largest}, above the raw rate of the reported PCIe gen {gen} "
+            f"x{width}, {link:.3g} GB/s: the copies did not take that link as reported (a measurement problem)"
             if link
             else "the PCIe link's generation and width were not reported"
         ),

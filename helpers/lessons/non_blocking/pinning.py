@@ -13,6 +13,14 @@ from .loops import faster
 from .returns import NOTEBOOK, TUTORIAL
 
 LOADERS = ("pin_memory=False", "pin_memory=True")
+PAYS_CLAIM = (
+    "Pinning pays for large batches of large tensors [tensordict non_blocking_pin=True, "
+    "num_threads=0, against td.to('cuda:0')]"
+)
+THREADS_CLAIM = (
+    "Pinning pays for large batches of large tensors when it runs in separate threads "
+    "[tensordict num_threads]"
+)
 
 
 @dataclass(frozen=True)
@@ -75,14 +83,34 @@ def show_tensordict(run: Run) -> tables.Table:
     )
 
 
-def faster_or_slower(time_ratio: claims.Value, than: str) -> str:
-    """Words for a ratio of times (below 1: faster) against 1, naming what it is compared with."""
+def faster_or_slower(time_ratio: claims.Value, than: str, verdict: str | None = None) -> str:
+    """Words for a ratio of times (below 1: faster) against 1, naming what it is compared with;
+    ``verdict``, where given, is the claims table's (``claims.stated``), whose borderline also
+    counts the runs recorded before."""
     share = f"({time_ratio.number()} ± {time_ratio.spread_text()} of its time)"
+    own = claims.compare(time_ratio, 1, holds_if="below").verdict
     return claims.worded(
-        claims.compare(time_ratio, 1, holds_if="below").verdict,
+        verdict or own,
         f"faster than {than} {share}",
         f"slower than {than} {share}",
-        f"the same as {than} within the noise {share}",
+        f"the same as {than} within the noise {share}"
+        if own == claims.BORDERLINE
+        else f"{'faster' if own == claims.HOLDS else 'slower'} than {than} in this run {share}, "
+        "but the runs recorded on this kind of machine lie on both sides (borderline here)",
+    )
+
+
+def judged_pays(run: Run) -> tuple[claims.Comparison, claims.Comparison]:
+    """The claims table's two tensordict comparisons (main thread against ``td.to``, threads
+    against the main thread), judged with the runs recorded before."""
+    f = tensordict_facts(run)
+    return (
+        claims.judged(
+            claims.compare(f.pin_vs_default, 1, holds_if="below"), run, NOTEBOOK, PAYS_CLAIM
+        ),
+        claims.judged(
+            claims.compare(f.threads_vs_main, 1, holds_if="below"), run, NOTEBOOK, THREADS_CLAIM
+        ),
     )
 
 
@@ -103,11 +131,12 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
         )
         + "."
     )
+    pays, threads_pay = judged_pays(run)
     seen.say(
         "Pinning on the main thread (`num_threads=0`) was "
-        f"{faster_or_slower(f.pin_vs_default, '`td.to(' + repr('cuda:0') + ')`')}, and pinning in "
-        f"threads (`num_threads={run.params['threads']}`) "
-        f"{faster_or_slower(f.threads_vs_main, 'pinning on the main thread')}."
+        f"{faster_or_slower(f.pin_vs_default, '`td.to(' + repr('cuda:0') + ')`', claims.stated(pays, run))}, "
+        f"and pinning in threads (`num_threads={run.params['threads']}`) "
+        f"{faster_or_slower(f.threads_vs_main, 'pinning on the main thread', claims.stated(threads_pay, run))}."
     )
     return seen
 
@@ -191,12 +220,10 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
 def add_claims(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
     """Whether pinning pays, on the main thread or in threads, and DataLoader's pinned batches."""
     td, ms = tensordict_facts(run_td), {k: t.median_ms for k, t in run_td.value["timings"].items()}
-    pays = claims.compare(td.pin_vs_default, 1, holds_if="below")
-    threads_pay = claims.compare(td.threads_vs_main, 1, holds_if="below")
+    pays, threads_pay = judged_pays(run_td)
     advice = f"{TUTORIAL} (tensordict and advice)"
     table.add(
-        "Pinning pays for large batches of large tensors [tensordict non_blocking_pin=True, "
-        "num_threads=0, against td.to('cuda:0')]",
+        PAYS_CLAIM,
         source=advice,
         measured=f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and "
         f"{ms[td.default]:.1f} ms); pays: {pays.in_words()}",
@@ -204,8 +231,7 @@ def add_claims(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
         run=run_td,
     )
     table.add(
-        "Pinning pays for large batches of large tensors when it runs in separate threads "
-        "[tensordict num_threads]",
+        THREADS_CLAIM,
         source=advice,
         measured=f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and "
         f"{ms[td.pin_main]:.1f} ms); threads pay: {threads_pay.in_words()}",

@@ -131,6 +131,17 @@ def see(run: Run) -> claims.WhatWeSee:
         why = ": they ran at once and gained little, so one direction of the link is the limit."
     else:
         why = "."
+    if e.count == 1:
+        see.say(
+            "With one copy engine the two directions take turns on it, so this GPU cannot show "
+            "copies in opposite directions running at once; what it can show is requirement (3) "
+            "itself: the second copy "
+            + (
+                "waited for the engine whatever its stream."
+                if e.both.value < TWO_ENGINES
+                else "did not wait, which one engine cannot explain (the check above fails)."
+            )
+        )
     see.say(
         f"Two host-to-device copies {'ran one after the other' if e.same.value < DOES_NOT else 'ran side by side'} "
         f"(overlap ratio {e.same}{steps_note(e.same)}) and together took {e.same_way.value:.2f} "
