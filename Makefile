@@ -60,7 +60,7 @@ run: $(STAMP)
 	@echo "Executed notebooks, with their outputs: build/notebooks/ (open them with 'make lab')"
 
 ## test: ruff, the unit tests, every notebook in quick mode (replaying where needed), then the
-## truth check: every notebook replayed on every recorded machine, its checks and verdicts
+## truth check: each notebook replayed on each machine that recorded it, its checks and verdicts
 ## against its numbers, results/index.jsonl current (tools/replay_all.py)
 test: $(STAMP)
 	$(BIN)/ruff check .
@@ -97,8 +97,8 @@ measuring-code: $(STAMP)
 slow-test: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -m slow tests/test_fresh_install.py
 
-## replay-all: only the truth check of `make test`: every notebook replayed on every recorded
-## machine (executed copies in build/replay/<machine>/), checks, verdicts, index current
+## replay-all: only the truth check of `make test`: each notebook replayed on each machine that
+## recorded it (executed copies in build/replay/<machine>/), checks, verdicts, index current
 replay-all: $(STAMP)
 	$(BIN)/python tools/replay_all.py
 

@@ -1,4 +1,5 @@
-"""Replay every notebook on every recorded machine, check its words, keep results/index.jsonl current.
+"""Replay each notebook on each machine that recorded it, check its verdicts and its ✓/✗ checks
+against their numbers, keep results/index.jsonl current.
 
 For each machine under results/ and each notebook it recorded, the notebook is executed in
 replay (``COURSE_REPLAY=1``, quick mode for the few parts that run live on the CPU) with
@@ -12,7 +13,9 @@ figures.
 The truth check: every check of a markdown statement holds, every verdict agrees with its
 value, spread, threshold and recorded runs, and every verdict a sentence states outside the
 claims table (``claims.stated``) is the table's, on every machine; a failure names notebook,
-cell, machine and values. ``make test`` runs this file.
+cell, machine and values. ``make test`` runs this file. The sentences a notebook prints are
+tested apart (tests/test_lesson_NN.py, on every machine's recordings), and the numbers its
+markdown states by tests/test_typed_numbers.py; nothing here reads the prose.
 
     python tools/replay_all.py            # replay, then check results/index.jsonl is current
     python tools/replay_all.py --write    # replay, then rewrite results/index.jsonl

@@ -1,7 +1,7 @@
 """Execute notebooks one after another in ONE Jupyter kernel, for tools/replay_all.py.
 
-Starting a kernel and importing torch costs seconds; the truth check replays some 25
-(machine, notebook) pairs, so each of its workers keeps one kernel and clears it between
+Starting a kernel and importing torch costs seconds; the truth check replays one (machine,
+notebook) pair for each notebook each machine recorded, so each of its workers keeps one kernel and clears it between
 notebooks (``%reset -f``, then the environment variables of the next replay). The isolation
 of a fresh kernel per notebook is what ``make test``'s nbmake run checks; this is about speed.
 
