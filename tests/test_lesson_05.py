@@ -307,7 +307,7 @@ def test_the_same_gpu_sentences_take_the_plateau_of_the_largest_sizes(machine, c
         round(max(flat)),
         round(statistics.median(flat)),
     )
-    assert copies.memory_gbps(run) == statistics.median(flat)
+    assert copies.same_facts(run).memory == statistics.median(flat)
     assert first.startswith(
         f"The same-GPU copy runs at {rates[0]:.0f} GB/s at {timing.format_bytes(sizes[0])}."
     )
@@ -410,7 +410,7 @@ def test_the_one_way_sentences_give_the_plateaus_and_the_share_of_the_rated_spee
         )
     )
     flats = [[t.gbps for t in ts][_plateau_start([t.gbps for t in ts]) :] for ts in value.values()]
-    peak, memory = max(t.gbps for ts in value.values() for t in ts), copies.memory_gbps(same)
+    peak, memory = max(t.gbps for ts in value.values() for t in ts), copies.same_facts(same).memory
     low, high, plateau, ratio, best = re.search(
         r"at (\d+) to (\d+) GB/s; the same-GPU copy's plateau, (\d+) GB/s, is ([\d.]+) times the best peer "
         r"copy's (\d+) GB/s",
