@@ -236,7 +236,7 @@ def test_the_current_device_sentences_count_the_states(machine, capsys):
     assert (
         ("`torch.cuda.set_device(1)` made cuda:1" in first)
         == decides
-        == devices.set_device_decides(run)
+        == devices.current_facts(run).set_device_decides
     )
     assert (
         f"landed on {by['inside with torch.cuda.device(1)']['empty_on']}; after the block, cuda:0 again"
@@ -265,7 +265,7 @@ def test_the_current_device_sentences_count_the_states(machine, capsys):
 
 
 def test_set_device_that_does_not_decide_and_wrong_values_are_said():
-    assert devices.set_device_decides(_current(GOOD_STATES))
+    assert devices.current_facts(_current(GOOD_STATES)).set_device_decides
     for k, change in (
         (1, {"current_device": 0}),
         (1, {"empty_on": "cuda:0"}),
@@ -274,7 +274,10 @@ def test_set_device_that_does_not_decide_and_wrong_values_are_said():
         states = [dict(s, **change) if n == k else s for n, s in enumerate(GOOD_STATES)]
         run = _current(states, correct=False)
         first, second = devices.see_current_device(run).sentences
-        assert not devices.set_device_decides(run) and "did not make cuda:1 that device" in first
+        assert (
+            not devices.current_facts(run).set_device_decides
+            and "did not make cuda:1 that device" in first
+        )
         assert "WRONG values" in second and "raised no error" in second
         follows, lands = devices.see_current_device(run).checks
         assert (
@@ -304,7 +307,7 @@ def test_the_same_gpu_sentences_take_the_plateau_of_the_largest_sizes(machine, c
         round(max(flat)),
         round(statistics.median(flat)),
     )
-    assert copies.memory_gbps(run) == statistics.median(flat)
+    assert copies.same_facts(run).memory == statistics.median(flat)
     assert first.startswith(
         f"The same-GPU copy runs at {rates[0]:.0f} GB/s at {timing.format_bytes(sizes[0])}."
     )
@@ -407,7 +410,7 @@ def test_the_one_way_sentences_give_the_plateaus_and_the_share_of_the_rated_spee
         )
     )
     flats = [[t.gbps for t in ts][_plateau_start([t.gbps for t in ts]) :] for ts in value.values()]
-    peak, memory = max(t.gbps for ts in value.values() for t in ts), copies.memory_gbps(same)
+    peak, memory = max(t.gbps for ts in value.values() for t in ts), copies.same_facts(same).memory
     low, high, plateau, ratio, best = re.search(
         r"at (\d+) to (\d+) GB/s; the same-GPU copy's plateau, (\d+) GB/s, is ([\d.]+) times the best peer "
         r"copy's (\d+) GB/s",
@@ -957,9 +960,9 @@ def test_overlap_words_and_what_orders_the_copy():
     assert peer_overlap.overlap_word([0.8, 0.99]) == "overlap"
     assert peer_overlap.overlap_word([0.0, 0.2]) == "no overlap"
     assert peer_overlap.overlap_word([0.5, 0.9]) == "partial overlap"
-    assert peer_overlap.ordered_by(True, True) == "nothing"
-    assert "legacy default stream" in peer_overlap.ordered_by(False, True)
-    assert peer_overlap.ordered_by(True, False) == peer_overlap.ordered_by(False, False)
+    assert peer_overlap.ORDERED_BY[(True, True)] == "nothing"
+    assert "legacy default stream" in peer_overlap.ORDERED_BY[(False, True)]
+    assert peer_overlap.ORDERED_BY[(True, False)] == peer_overlap.ORDERED_BY[(False, False)]
     assert (
         peer.stream_labels({(0, 7): "cuda:0 default stream", (1, 7): "cuda:1 side stream s1"}) == {}
     )

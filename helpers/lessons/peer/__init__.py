@@ -1,19 +1,21 @@
-"""Notebook 05_device_to_device, one module per section: ``links`` (1. which GPU reaches which;
-every pair at once), ``devices`` (2. the current device; 8. events across GPUs), ``copies``
-(3-6. copies within a GPU and between two: bandwidth one way and both ways, latency), ``overlap``
-(7. the blog post's experiment) and ``table`` (the claims). Each turns the notebook's runs
-(``records.Run``, live or replayed) into typed facts, then tables, figures and sentences, and
-measures nothing. Tested on every recorded machine in tests/test_lesson_05.py.
-"""
+"""Notebook 05_device_to_device, a module per section: ``links`` (1; every pair at once),
+``devices`` (2, 8), ``copies`` (3-6), ``overlap`` (7), ``table`` (the claims). Each turns the
+runs (live or replayed) into typed facts, tables, figures and sentences; it measures nothing."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
-from ... import tables
+from ... import plotting, tables
+from ...records import Run
 
 NOTEBOOK = "05_device_to_device"
+
+
+def titled(what: str, run: Run) -> str:
+    """A figure's or table's title naming the run's machine."""
+    return plotting.machine_title(what, run.machine, run.live)
 
 
 def ordered_pairs(n: int) -> list[tuple[int, int]]:
@@ -38,9 +40,8 @@ def span(low: str, high: str) -> str:
     return low if low == high else f"{low} to {high}"
 
 
-def stream_labels(names: dict[tuple[int | None, int | None], str]) -> dict[int, str]:
-    """{stream id: 'side stream s0' ...} for ``plotting.timeline``, from {(device, stream id):
-    'cuda:0 side stream s0'}, leaving out an id that names two streams (or none)."""
+def stream_labels(names: Mapping[tuple[int | None, int | None], str]) -> dict[int, str]:
+    """{stream id: 'side stream s0'} from {(device, stream): 'cuda:0 side stream s0'}."""
     by_id: dict[int, set[str]] = {}
     for (_, stream), name in names.items():
         if stream is not None:
@@ -48,11 +49,8 @@ def stream_labels(names: dict[tuple[int | None, int | None], str]) -> dict[int, 
     return {stream: found.pop() for stream, found in by_id.items() if len(found) == 1}
 
 
-def matrix(
-    n: int, cells: Mapping[str, object], fmt: object, caption: str, **kw: str
-) -> tables.Table:
-    """A row per source GPU, a column per destination, ``cells`` by pair ('0->1'; blank where
-    missing); ``kw``: the table's ``title`` and the columns' ``unit``."""
+def matrix(n: int, cells: Mapping, fmt: object, caption: str, **kw: str) -> tables.Table:
+    """A row per source GPU, a column per destination, ``cells`` by pair; ``kw``: title, unit."""
     columns = ["from", *[(f"to cuda:{j}", kw.get("unit", ""), fmt) for j in range(n)]]
     table = tables.Table(columns, title=kw.get("title", ""), caption=caption)
     for i in range(n):

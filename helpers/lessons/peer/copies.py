@@ -11,23 +11,21 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, pair_name, span
+from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, pair_name, span, titled
 from .links import facts as link_facts
 
-# both ways at once keeping this share of the two one-way rates added: "hardly slowed"
-DUPLEX = 0.9
-# the largest sizes within this share of the largest size's rate form the plateau
-PLATEAU_TOLERANCE = 0.05
-# the time of a tiny peer copy changing by more than this share from the smallest size to the largest
-SIZE_MATTERS = 0.25
+DUPLEX = 0.9  # both ways at once keeping this share of the one-way rates added: "hardly slowed"
+PLATEAU_TOLERANCE = 0.05  # the largest sizes within this share of the largest size's rate: plateau
+SIZE_MATTERS = (
+    0.25  # a tiny peer copy's time changing by more, smallest size to largest: it matters
+)
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
 PLURAL = {"levels off": "level off", "still rising": "are still rising",
           "peaks, then falls": "peak, then fall", "uneven": "do not settle"}  # fmt: skip
 
 
 def plateau(rates: list[float]) -> tuple[int, float, float, float]:
-    """The largest sizes whose rates lie within ``PLATEAU_TOLERANCE`` of the largest size's:
-    (index of the first of them, lowest, highest, median rate). A bump at a middle size is left out."""
+    """The largest sizes within ``PLATEAU_TOLERANCE`` of the last: (first index, low, high, median)."""
     if not rates:
         raise ValueError("a plateau needs at least one rate")
     start = len(rates) - 1
@@ -41,15 +39,8 @@ def rates_of(ts: list[timing.Timing]) -> list[float]:
     return [t.gbps for t in ts]
 
 
-def memory_gbps(same: Run) -> float:
-    """The same-GPU copy's plateau: the median rate of its largest sizes (decimal GB/s, bytes
-    read plus written)."""
-    return plateau(rates_of(same.value))[3]
-
-
 def hold_leaks(run: Run) -> list[str]:
-    """Where queueing a sample's copies took longer than the hold before them (``enqueue_us`` over
-    ``hold_us``): "cuda:1 <-> cuda:3 at 2 MiB (2722 us of queueing, 2700 us of hold)" each."""
+    """Where queueing a sample's copies took longer than the hold before them, said in words."""
     value = run.value if isinstance(run.value, dict) else {"0->0": run.value}  # same_gpu_copy
     found = []
     for pair, ts in value.items():
@@ -78,13 +69,9 @@ def beyond(share: float) -> str:
     )
 
 
-# ---------------------------------------------------------------- 3. a copy within one GPU
-
-
 @dataclass(frozen=True)
 class SameGpu:
-    """Section 3's facts: sizes (bytes), rates (GB/s read + write), the plateau (``plateau``), the
-    L2 cache (``hardware.cache_bytes``), the datasheet's memory GB/s (None: an unknown GPU)."""
+    """Section 3's facts: sizes (bytes), GB/s (read + write), the plateau, L2 bytes, datasheet GB/s."""
 
     sizes: list[int]
     rates: list[float]
@@ -125,8 +112,7 @@ def same_facts(same: Run) -> SameGpu:
 
 
 def show_same_gpu(same: Run) -> None:
-    """Prints the same-GPU copy's rate at each size: decimal GB/s counting bytes read plus
-    written, median and the slowest and fastest sample. Returns nothing."""
+    """Prints the same-GPU copy's GB/s (read + written) per size: median, slowest-fastest."""
     print(
         "same-GPU copy on cuda:0, decimal GB/s counting bytes read + written (median; slowest-fastest sample)"
     )
@@ -138,8 +124,7 @@ def show_same_gpu(same: Run) -> None:
 
 
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
-    """The smallest size's rate, the plateau (the memory's figure) against the datasheet, and a
-    middle size above it, said to run from the L2 cache only where it fits there."""
+    """The smallest size's rate, the plateau against the datasheet, a bump above it (L2?)."""
     f, size = same_facts(same), timing.format_bytes
     seen = claims.WhatWeSee(NOTEBOOK, same)
     seen.say(
@@ -178,17 +163,8 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
     return seen
 
 
-# ---------------------------------------------------------------- 4. peer copies, one way
-
-
-def one_way_peak(peer: Run) -> float:
-    """The best one-way rate of any pair and size, GB/s."""
-    return max(t.gbps for ts in peer.value.values() for t in ts)
-
-
 def size_table(sizes: list[int], rows: dict[str, list], fmt: str, **kw: str) -> tables.Table:
-    """A row per pair ('0->1' or '0<->1'), a column per size, and any ``extra`` column (a name
-    whose format is '.0%', its cells last in each row); ``kw``: ``title``, ``caption``, ``extra``."""
+    """A row per pair, a column per size (and ``extra``, '.0%'); ``kw``: title, caption, extra."""
     extra = [(kw["extra"], "", ".0%")] if "extra" in kw else []
     columns = ["pair", *[(timing.format_bytes(s), "", fmt) for s in sizes], *extra]
     table = tables.Table(columns, title=kw.get("title", ""), caption=kw.get("caption", ""))
@@ -198,9 +174,7 @@ def size_table(sizes: list[int], rows: dict[str, list], fmt: str, **kw: str) -> 
 
 
 def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
-    """Shows each pair's one-way GB/s at every size with its best over its link's rated speed,
-    every pair at the largest size (and the slowest large copy), and plots every pair beside the
-    same-GPU copy under the link's rated speed. Returns nothing."""
+    """One-way GB/s per pair and size, every pair at the largest, and the plot."""
     sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
     rated = {p: f.rated.get(pair_ends(p)) for p in value}
     rows = {
@@ -212,7 +186,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     display(
         size_table(
             sizes, rows, ".1f", extra="best / rated",
-            title=plotting.machine_title("Peer copies, one direction, GB/s", peer.machine, peer.live),
+            title=titled("Peer copies, one direction, GB/s", peer),
             caption="decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
         ),
         matrix(
@@ -224,7 +198,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     plotting.bandwidth_vs_size(
         {pair_name(p): (sizes, rates_of(ts)) for p, ts in value.items()}
         | {own: (same.params["sizes"], rates_of(same.value))},
-        title=plotting.machine_title("Copies between GPUs and within one", peer.machine, peer.live),
+        title=titled("Copies between GPUs and within one", peer),
         ceiling_gbps=f.ceiling[0],
         ceiling_label=f"{f.ceiling[1]}, one direction",
         groups={
@@ -236,8 +210,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
 
 
 def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
-    """How the one-way curves end, every pair's plateau (GB/s) against the same-GPU copy's, the
-    best copy's share of the rated speed; checks that none reaches its link's rated speed."""
+    """The curves' shapes, plateaus against the same-GPU copy's, shares of the rated speed."""
     sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
     shapes = {p: claims.describe_curve(sizes, rates_of(ts)).kind for p, ts in value.items()}
     flats = [plateau(rates_of(ts)) for ts in value.values()]
@@ -256,7 +229,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     seen.say(
         f"The peer copy {pair_name(first)} {claims.describe_curve(sizes, rates_of(value[first])).words}{tail}."
     )
-    memory, peak = memory_gbps(same), one_way_peak(peer)
+    memory, peak = same_facts(same).memory, max(max(rates_of(ts)) for ts in value.values())
     seen.say(
         f"At the largest sizes every pair runs at {min(x[1] for x in flats):.0f} to "
         f"{max(x[2] for x in flats):.0f} GB/s; the same-GPU copy's plateau, {memory:.0f} GB/s, is "
@@ -292,13 +265,9 @@ def one_way_ms(peer: Run, nbytes: int, src: int, dst: int) -> float:
     return nbytes / (peer.value[f"{src}->{dst}"][-1].gbps * 1e9) * 1e3
 
 
-# ---------------------------------------------------------------- 5. both directions at once
-
-
 @dataclass(frozen=True)
 class Share:
-    """One pair and size both ways: the total over the two one-way rates added, and ``lowest``,
-    its slowest sample over the fastest one-way samples (the least the samples allow)."""
+    """One pair and size both ways: total over one-way rates added; slowest over fastest samples."""
 
     pair: str
     size: int
@@ -322,15 +291,13 @@ def duplex_shares(both: Run, peer: Run) -> list[Share]:
 
 
 def show_both_ways(both: Run, peer: Run, links: Run) -> None:
-    """Shows the total GB/s of both directions at once for each pair and size (the bytes of both
-    copies over the time for both), that total over the two one-way rates added, and plots both
-    ways beside one way under twice the link's rated speed. Returns nothing."""
+    """Both ways' total GB/s per pair and size, over the one-way rates added, and the plot."""
     sizes, f = both.params["sizes"], link_facts(links)
     shares = {(s.pair, s.size): s.share for s in duplex_shares(both, peer)}
     display(
         size_table(
             sizes, {p: rates_of(ts) for p, ts in both.value.items()}, ".1f",
-            title=plotting.machine_title("Both directions at once, total GB/s (size: each way)", both.machine, both.live),
+            title=titled("Both directions at once, total GB/s (size: each way)", both),
             caption="decimal GB/s: the bytes of both copies over the time for both",
         ),
         size_table(
@@ -350,9 +317,7 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     }
     plotting.bandwidth_vs_size(
         series,
-        title=plotting.machine_title(
-            "Peer copies: one way and both ways at once", both.machine, both.live
-        ),
+        title=titled("Peer copies: one way and both ways at once", both),
         ceiling_gbps=2 * f.ceiling[0] if f.ceiling[0] else None,
         ceiling_label=f"{f.ceiling[1]}, both directions",
         groups={s: "both ways at once, total" if "<->" in s else "one way alone" for s in series},
@@ -361,8 +326,7 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
 
 
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
-    """Did the two directions slow each other down (shares), the largest total against twice the
-    rated speed, and any share above 100%: within the samples' spread, or a measurement problem."""
+    """Whether the directions slowed each other, the largest total against the rated, shares above 100%."""
     sizes, f = both.params["sizes"], link_facts(links)
     rated, what = f.ceiling[0], "rated speed" if f.rated_gbps else "raw PCIe rate"
     shares = duplex_shares(both, peer)
@@ -418,17 +382,13 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
 
 
 def both_ways_largest_gbps(both: Run) -> float:
-    """The total rate of cuda:0 <-> cuda:1 both ways at once at the largest size, decimal GB/s."""
+    """cuda:0 <-> cuda:1's total GB/s both ways at once at the largest size."""
     return both.value["0<->1"][-1].gbps
-
-
-# ---------------------------------------------------------------- 6. latency of small copies
 
 
 @dataclass(frozen=True)
 class Latency:
-    """Section 6's facts, us per copy: the median over the peer pairs at each size, over the GPUs
-    within one at the smallest, the slowest within one GPU and the fastest peer copy."""
+    """Section 6's facts (us per copy): peer median per size, local median, slowest local, fastest peer."""
 
     sizes: list[int]
     peer_us: list[float]
@@ -454,8 +414,7 @@ def latency_facts(latency: Run) -> Latency:
 
 
 def show_latency(latency: Run) -> None:
-    """Shows, for each size, the time per copy (us) from every GPU to every GPU (the diagonal:
-    within one GPU). Returns nothing."""
+    """Time per copy (us) from every GPU to every GPU, per size (the diagonal: within one)."""
     value = latency.value
     n = round(len(value) ** 0.5)
     display(
@@ -463,7 +422,7 @@ def show_latency(latency: Run) -> None:
             matrix(
                 n, {p: ts[k].median_us for p, ts in value.items()}, ".2f",
                 f"time per copy of {size} B (row: from, column: to; median of the samples)", unit="us",
-                title=plotting.machine_title("Small copies", latency.machine, latency.live) if not k else "",
+                title=titled("Small copies", latency) if not k else "",
             )
             for k, size in enumerate(latency.params["sizes"])
         ]

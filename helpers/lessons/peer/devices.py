@@ -1,5 +1,5 @@
-"""Notebook 05, section 2 (what the current device decides, and what it does not) and section 8
-(an event recorded on one GPU's stream holding back a stream of another)."""
+"""Notebook 05, section 2 (what the current device decides, and what not) and section 8 (an event
+recorded on one GPU's stream holding back a stream of another)."""
 
 from __future__ import annotations
 
@@ -10,82 +10,63 @@ from IPython.display import display
 
 from ... import claims, plotting, tables, trace
 from ...records import Run
-from . import NOTEBOOK, stream_labels
+from . import NOTEBOOK, stream_labels, titled
 
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
+LANDED = ("empty_on", "current_stream_on", "to_cuda1_on", "to_cuda_on")
+COLUMNS = ["when", "current device", 'device="cuda" on', "current stream on", '.to("cuda:1") on']
 
-# ---------------------------------------------------------------- 2. the current device
 
-
-def follows_current_device(state: dict) -> bool:
+def follows(state: dict) -> bool:
     """Whether device="cuda", the current stream and .to("cuda") all went to the current device."""
     here = f"cuda:{state['current_device']}"
     return state["empty_on"] == state["current_stream_on"] == state["to_cuda_on"] == here
 
 
+def right(state: dict) -> bool:
+    """Whether both copies' contents were right."""
+    return state["to_cuda1_correct"] and state["to_cuda_correct"]
+
+
 @dataclass(frozen=True)
 class Current:
-    """Section 2's facts, counted over the experiment's states (one dict each, by where)."""
+    """Section 2's facts, counted over the experiment's states (by where)."""
 
     states: dict[str, dict]
     followed: int  # states where device="cuda", the current stream and .to("cuda") followed
     to_1_there: int  # states where .to("cuda:1") landed on cuda:1
     copies_right: int  # states where both copies' contents were right
-
-    @property
-    def count(self) -> int:
-        return len(self.states)
-
-    @property
-    def set_device_decides(self) -> bool:
-        """After set_device(1) cuda:1 is current and followed; after set_device(0), cuda:0 again."""
-        after = [self.states[f"after torch.cuda.set_device({d})"] for d in (1, 0)]
-        return [s["current_device"] for s in after] == [1, 0] and all(
-            map(follows_current_device, after)
-        )
+    set_device_decides: bool  # set_device(1) made cuda:1 current and followed, set_device(0) back
 
 
 def current_facts(current: Run) -> Current:
     states = current.value["states"]
-    return Current(
-        {s["where"]: s for s in states},
-        sum(map(follows_current_device, states)),
-        sum(s["to_cuda1_on"] == "cuda:1" for s in states),
-        sum(s["to_cuda1_correct"] and s["to_cuda_correct"] for s in states),
-    )
-
-
-def set_device_decides(current: Run) -> bool:
-    """Whether ``torch.cuda.set_device`` decided what it should (``Current.set_device_decides``)."""
-    return current_facts(current).set_device_decides
+    by = {s["where"]: s for s in states}
+    after = [by[f"after torch.cuda.set_device({d})"] for d in (1, 0)]
+    decides = [s["current_device"] for s in after] == [1, 0] and all(map(follows, after))
+    there = sum(s["to_cuda1_on"] == "cuda:1" for s in states)
+    return Current(by, sum(map(follows, states)), there, sum(map(right, states)), decides)
 
 
 def show_current_device(current: Run) -> None:
-    """Shows each state: the current device, where ``device="cuda"``, the current stream and both
-    copies landed, whether the copies were right. Returns nothing."""
-    columns = ["when", "current device", 'device="cuda" on', "current stream on"]
-    table = tables.Table(
-        [*columns, '.to("cuda:1") on', '.to("cuda") on', "copies' contents"],
-        title=plotting.machine_title("The current device", current.machine, current.live),
-    )
+    """Each state: the current device, where allocations, streams and copies landed."""
+    columns = [*COLUMNS, '.to("cuda") on', "copies' contents"]
+    table = tables.Table(columns, title=titled("The current device", current))
     for s in current.value["states"]:
-        right = s["to_cuda1_correct"] and s["to_cuda_correct"]
+        cells = [s[k] for k in LANDED]
         table.add(
-            s["where"], f"cuda:{s['current_device']}", s["empty_on"], s["current_stream_on"],
-            s["to_cuda1_on"], s["to_cuda_on"], "right" if right else "WRONG",
-        )  # fmt: skip
+            s["where"], f"cuda:{s['current_device']}", *cells, "right" if right(s) else "WRONG"
+        )
     display(table)  # where new streams, operators and mixed devices went: in the sentences
 
 
 def see_current_device(current: Run) -> claims.WhatWeSee:
-    """What the current device decided (``device="cuda"``, the current stream, ``.to("cuda")``,
-    new streams) and what it did not (an operator on a cuda:1 tensor, ``.to("cuda:1")``), counted
-    over the experiment's states."""
+    """What the current device decided and what it did not, counted over the states."""
     value, f = current.value, current_facts(current)
     inside = f.states["inside with torch.cuda.device(1)"]
     after = f.states["after leaving with torch.cuda.device(1)"]
     in_stream = f.states["inside with torch.cuda.stream(<a stream of cuda:1>)"]
-    op, error, n = value["operator_on_cuda1"], value["mixed_devices_error"], f.count
+    op, error, n = value["operator_on_cuda1"], value["mixed_devices_error"], len(f.states)
     seen = claims.WhatWeSee(NOTEBOOK, current)
     seen.say(
         f'In {f.followed} of the {n} states, `device="cuda"`, the current stream and `.to("cuda")` '
@@ -121,21 +102,18 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
     return seen
 
 
-# ---------------------------------------------------------------- 8. events across GPUs
-
-
 def kernel_pairs(profile: trace.Profile) -> list[tuple[trace.Interval, trace.Interval]]:
     """(cuda:0's long kernel, cuda:1's short kernel) for each profiled step."""
-    first, second = (
+    by_device = [
         sorted(profile.select(kind="kernel", device=d), key=lambda iv: iv.start_us) for d in (0, 1)
-    )
-    return list(zip(first, second, strict=False))
+    ]
+    return list(zip(*by_device, strict=False))
 
 
 @dataclass(frozen=True)
 class Events:
-    """Section 8's facts: microseconds from the end of cuda:0's kernel to the start of cuda:1's,
-    one per profiled step (negative: cuda:1's started first), with and without the wait."""
+    """Section 8's facts: us from the end of cuda:0's kernel to the start of cuda:1's, per step
+    (negative: cuda:1's started first), with and without the wait."""
 
     with_wait: list[float]
     without_wait: list[float]
@@ -152,48 +130,40 @@ class Events:
 
 
 def event_facts(events: Run) -> Events:
-    gaps = {
-        name: [b.start_us - a.end_us for a, b in kernel_pairs(profile)]
-        for name, profile in events.value.items()
-    }
+    gaps = {k: [b.start_us - a.end_us for a, b in kernel_pairs(p)] for k, p in events.value.items()}
     return Events(gaps["with_wait"], gaps["without_wait"])
 
 
-def _listed(gaps: list[float]) -> str:
-    return ", ".join(f"{g:+.1f}" for g in gaps)
-
-
 def show_event_wait(events: Run) -> None:
-    """Draws the first step with the wait and without it, the host's CUDA calls underneath (the
-    gaps are in the sentences). Returns nothing."""
+    """The first step with the wait and without it, the host's CUDA calls underneath."""
     shown = {}  # everything that started before both GPUs' first kernels had ended
     for name, profile in events.value.items():
         end = max(iv.end_us for iv in kernel_pairs(profile)[0])
         shown[name] = [iv for iv in profile.intervals if iv.start_us <= end]
-    longest_us = max(
-        max(iv.end_us for iv in ivs) - min(iv.start_us for iv in ivs) for ivs in shown.values()
-    )
+    longest_us = max(trace.span_us(ivs) for ivs in shown.values())
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 3.5 * len(shown)), squeeze=False)
     for ax, (name, intervals) in zip(axes[:, 0], shown.items(), strict=True):
         kernels = events.value[name].select(kind="kernel")  # s0 on cuda:0, s1 on cuda:1
         streams = stream_labels(
             {(iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}" for iv in kernels}
         )
-        title = name.replace("_", " ")
         plotting.timeline(
-            intervals, title=title, ax=ax, unit="us", include_host=True, stream_names=streams
+            intervals,
+            title=name.replace("_", " "),
+            ax=ax,
+            unit="us",
+            include_host=True,
+            stream_names=streams,
         )
         ax.set_xlim(0, longest_us * 1.02)
-    what = "An event recorded on cuda:0, waited for on cuda:1 (first step)"
-    fig.suptitle(plotting.machine_title(what, events.machine, events.live))
+    fig.suptitle(titled("An event recorded on cuda:0, waited for on cuda:1 (first step)", events))
     fig.tight_layout()
     plt.show()
 
 
 def see_event_wait(events: Run) -> claims.WhatWeSee:
-    """When cuda:1's kernel started against the end of cuda:0's (us, each profiled step), with
-    the wait and without it, and whether that is waiting or running free."""
-    f = event_facts(events)
+    """When cuda:1's kernel started against the end of cuda:0's (us per step), with the wait and without."""
+    f, listed = event_facts(events), lambda gaps: ", ".join(f"{g:+.1f}" for g in gaps)
     waited = (
         "it waited: none started earlier than"
         if f.waited
@@ -202,9 +172,9 @@ def see_event_wait(events: Run) -> claims.WhatWeSee:
     free = "while cuda:0 was still spinning" if f.ran_free else "not while cuda:0 was spinning"
     seen = claims.WhatWeSee(NOTEBOOK, events)
     seen.say(
-        f"With the wait, cuda:1's kernel started {_listed(f.with_wait)} us after cuda:0's kernel "
+        f"With the wait, cuda:1's kernel started {listed(f.with_wait)} us after cuda:0's kernel "
         f"ended (one value per profiled step, {len(f.with_wait)} steps; {waited} "
         f"-{TOLERANCE_US:.0f} us, the allowance for the two GPUs' clocks); without it, "
-        f"{_listed(f.without_wait)} us: {free}."
+        f"{listed(f.without_wait)} us: {free}."
     )
     return seen

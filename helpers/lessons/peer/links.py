@@ -1,5 +1,5 @@
-"""Notebook 05, section 1 (which GPU reaches which, through what, how fast its links are rated)
-and section 5's "every pair at once", set against those links."""
+"""Notebook 05, section 1 (which GPU reaches which, through what, rated how fast) and section 5's
+"every pair at once", set against those links."""
 
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ from IPython.display import display
 
 from ... import claims, hardware, plotting, records, tables, timing
 from ...records import Run
-from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, span
+from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, span, titled
 
-# NVLink's rate per link and per direction, in decimal GB/s, from NVIDIA's datasheets, used only
-# where `nvidia-smi nvlink --status` does not say it: NVLink 1 (P100), 2 (V100), 3 (A100),
-# 4 (H100, H200), 5 (B200).
+# NVLink's one-way GB/s per link from NVIDIA's datasheets, used only where `nvidia-smi nvlink
+# --status` does not say it: NVLink 1 (P100), 2 (V100), 3 (A100), 4 (H100, H200), 5 (B200).
 NVLINK_DATASHEET_GBPS = {"6.0": 20.0, "7.0": 25.0, "8.0": 25.0, "9.0": 25.0, "10.0": 50.0}
 Pair = tuple[int, int]
 
@@ -41,15 +40,14 @@ def nvlink_gbps(link: str, status: str | None, capability: str) -> tuple[float |
 @dataclass(frozen=True)
 class Links:
     """Section 1's facts per ordered pair: peer access, the link ``nvidia-smi topo -m`` names, its
-    rated one-way GB/s (None where not NVLink); where the rates are from; the slower GPU's raw
-    one-way PCIe GB/s (the most a copy staged through the host reaches; None where unknown)."""
+    rated one-way GB/s (None: not NVLink); the slower GPU's raw one-way PCIe GB/s (None: unknown)."""
 
     machine: str
     gpus: int
     peer: dict[Pair, bool]
     link: dict[Pair, str]
     rated: dict[Pair, float | None]
-    rated_from: list[str]
+    rated_from: list[str]  # where the rates are from
     pcie_gbps: float | None
 
     @property
@@ -63,8 +61,7 @@ class Links:
 
     @property
     def ceiling(self) -> tuple[float | None, str]:
-        """What bounds a copy cuda:0 -> cuda:1 (GB/s one way, None where unknown) and its name:
-        the NVLink's rated speed, else the raw PCIe rate of a link that is not NVLink."""
+        """What bounds a copy cuda:0 -> cuda:1 (GB/s one way, None: unknown) and its name."""
         link = self.link.get((0, 1), "?")
         if self.rated_gbps or link.startswith("NV") or not self.pcie_gbps:
             return self.rated_gbps, f"link {link}, rated"
@@ -73,8 +70,8 @@ class Links:
 
 def facts(links: Run) -> Links:
     value, pairs = links.value, ordered_pairs(links.value["gpus"])
-    link = hardware.gpu_links(value["gpu_links"])
-    link = {pair: link.get(pair, "unknown") for pair in pairs}
+    found = hardware.gpu_links(value["gpu_links"])
+    link = {pair: found.get(pair, "unknown") for pair in pairs}
     rated = {
         p: nvlink_gbps(link[p], value["nvlink_status"], value["capability"][p[0]]) for p in pairs
     }
@@ -91,15 +88,19 @@ def facts(links: Run) -> Links:
 
 
 def show_links(links: Run) -> None:
-    """Prints the machine's report and shows every ordered pair's peer access, link and rated
-    speed (GB/s per direction). Returns nothing."""
+    """The machine's report; every ordered pair's peer access, link and rated GB/s one way."""
     f = facts(links)
     # the recorded machine, formatted as today (an older recording kept nvidia-smi's colour codes)
     print(hardware.report(links.header["machine"]), "\n")
-    columns = ["pair", "peer access", "link (nvidia-smi topo -m)"]
+    columns = [
+        "pair",
+        "peer access",
+        "link (nvidia-smi topo -m)",
+        ("rated, one direction", "GB/s", ".0f"),
+    ]
     table = tables.Table(
-        [*columns, ("rated, one direction", "GB/s", ".0f")],
-        title=plotting.machine_title("Peer access and links", links.machine, links.live),
+        columns,
+        title=titled("Peer access and links", links),
         caption="rated speed: " + "; ".join(f.rated_from),
     )
     for i, j in f.peer:
@@ -108,9 +109,7 @@ def show_links(links: Run) -> None:
 
 
 def see_links(links: Run) -> claims.WhatWeSee:
-    """How many ordered pairs have peer access (and so how copies between them travel), what
-    joins them, and the links' rated speed (GB/s per direction) against the PCIe bound of a copy
-    staged through the host; without peer access, what the copies below then show."""
+    """Peer access (how copies travel), what joins the GPUs, the rated GB/s against PCIe's."""
     f = facts(links)
     with_peer, pcie = sum(f.peer.values()), f.pcie_gbps
     rated = sorted({round(rate) for rate in f.rated.values() if rate})
@@ -122,18 +121,17 @@ def see_links(links: Run) -> claims.WhatWeSee:
         + (straight if f.all_peer else "")
         + "."
     )
-    if rated:
-        than = ""
-        if pcie:
-            than = f", {min(rated) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
-        seen.say(
-            f"The links' rated speed is {' or '.join(map(str, rated))} GB/s per direction{than}."
-        )
-    else:
-        seen.say(
-            "No rated speed is known for these links, so the peer copies below are not measured "
-            "against one (and their plots have no line for it)."
-        )
+    than = (
+        f", {min(rated or [0]) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
+        if pcie
+        else ""
+    )
+    seen.say(
+        f"The links' rated speed is {' or '.join(map(str, rated))} GB/s per direction{than}."
+        if rated
+        else "No rated speed is known for these links, so the peer copies below are not measured "
+        "against one (and their plots have no line for it)."
+    )
     if not f.all_peer:
         seen.say(
             f"Without peer access on {len(f.peer) - with_peer} pairs, their copies are staged through "
@@ -143,13 +141,9 @@ def see_links(links: Run) -> claims.WhatWeSee:
     return seen
 
 
-# ---------------------------------------------------------------- every pair at once
-
-
 def show_all_pairs(pairs: Run | None, peer: Run) -> None:
-    """Shows each pair's GB/s while every pair copies, that rate over the pair's rate alone in
-    section 4 (where both come from one machine), what joins each pair, and bars of one pair
-    alone, each pair at once and the total. With no run, prints why there is none."""
+    """Each pair's GB/s while every pair copies, over its rate alone (section 4, one machine),
+    what joins each pair, and bars of one pair alone, each at once, the total. No run: why."""
     if pairs is None:
         why = (
             "all_pairs_at_once is new and no machine has recorded it yet, so this section has "
@@ -158,30 +152,27 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
         print(textwrap.fill(why, 100, break_long_words=False, break_on_hyphens=False))
         return
     value, size = pairs.value, pairs.params["nbytes"]
-    at_once, topology = value["together"], value["topology"]
+    at_once, topology, same = value["together"], value["topology"], peer.machine == pairs.machine
     n = 1 + max(pair_ends(p)[0] for p in at_once)
     alone = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
-    title = plotting.machine_title(
-        f"Every pair copying {timing.format_bytes(size)} at once", pairs.machine, pairs.live
-    )
+    title = titled(f"Every pair copying {timing.format_bytes(size)} at once", pairs)
     rates = {p: t.gbps for p, t in at_once.items()}
-    shares = {
-        p: rate / alone[p][size].gbps for p, rate in rates.items() if size in alone.get(p, {})
-    }
+    shares = {p: r / alone[p][size].gbps for p, r in rates.items() if size in alone.get(p, {})}
     known = topology["links"] or [["?"] * n] * n
     joins = {f"{i}->{j}": row[j] for i, row in enumerate(known) for j in range(n)}
-    shown = [
+    source = topology["source"] or "nowhere (no NVIDIA driver)"
+    display(
         matrix(
             n, rates, ".1f", "each pair's rate while every pair copies", title=title, unit="GB/s"
-        )
-    ]
-    if peer.machine == pairs.machine:  # section 4 is compared on one machine only
-        shown.append(
-            matrix(n, shares, ".0%", "each pair's rate at once over its rate alone (section 4)")
-        )
-    source = topology["source"] or "nowhere (no NVIDIA driver)"
-    display(*shown, matrix(n, joins, str, f"what joins them, read from {source}"))
-    if peer.machine != pairs.machine:
+        ),
+        *(
+            [matrix(n, shares, ".0%", "each pair's rate at once over its rate alone (section 4)")]
+            if same
+            else []
+        ),
+        matrix(n, joins, str, f"what joins them, read from {source}"),
+    )
+    if not same:  # section 4 is compared on one machine only
         print(
             f"(each pair's rate alone, section 4, is replayed from {peer.machine} and this from "
             f"{pairs.machine}: not compared)"
@@ -198,15 +189,12 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
 
 
 def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
-    """Each pair's rate with every pair copying against the single pair measured by the same
-    code (GB/s and shares), the machine's total, and whether NVML and ``nvidia-smi topo -m`` name
-    the same NVLinks (checked where both were read on one machine). None without a run."""
+    """Each pair's GB/s with every pair copying against one pair alone, the total, and whether
+    NVML and ``nvidia-smi topo -m`` name the same NVLinks (one machine). None without a run."""
     if pairs is None:
         return None
-    size, (at_once, alone, total, topology) = (
-        pairs.params["nbytes"],
-        (pairs.value[k] for k in ("together", "alone", "total", "topology")),
-    )
+    size, value = pairs.params["nbytes"], pairs.value
+    at_once, alone, total, topology = (value[k] for k in ("together", "alone", "total", "topology"))
     ends = [pair_ends(p) for p in at_once]
     low, high = min(t.gbps for t in at_once.values()), max(t.gbps for t in at_once.values())
     seen = claims.WhatWeSee(NOTEBOOK, pairs)
@@ -221,16 +209,11 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
     if topology["source"] != "NVML" or not smi:
         source = topology["source"] or "no source (no NVIDIA driver)"
         return seen.say(f"The topology was read from {source} on {pairs.machine}.")
-
-    def nvlink(name: str) -> str:
-        return name if name.startswith("NV") else "PCIe"
-
-    named = {(i, j): (topology["links"][i][j], str(smi.get((i, j)))) for i, j in ends}
-    differ = [
-        f"cuda:{i}-cuda:{j}: NVML {a}, nvidia-smi {b}"
-        for (i, j), (a, b) in named.items()
-        if nvlink(a) != nvlink(b)
-    ]
+    differ = []
+    for i, j in ends:
+        a, b = topology["links"][i][j], str(smi.get((i, j)))
+        if (a if a.startswith("NV") else "PCIe") != (b if b.startswith("NV") else "PCIe"):
+            differ.append(f"cuda:{i}-cuda:{j}: NVML {a}, nvidia-smi {b}")
     seen.check(
         "NVML and nvidia-smi topo -m name the same NVLinks for every pair",
         not differ,

@@ -1,6 +1,5 @@
-"""Notebook 05, section 7: the blog post's experiment, ``A.to("cuda:1")`` beside ``B * B * B * B``
-on the receiver under 8 combinations of streams and ``non_blocking``, read from the profiler's
-traces: which lane each copy ran on, and whether it overlapped the receiver's kernels."""
+"""Notebook 05, section 7: the blog post's ``A.to("cuda:1")`` beside ``B * B * B * B`` on the
+receiver under 8 choices of streams and ``non_blocking``, read from the profiler's traces."""
 
 from __future__ import annotations
 
@@ -12,12 +11,18 @@ from IPython.display import display
 
 from ... import claims, plotting, tables, timing, trace
 from ...records import Run
-from . import NOTEBOOK, stream_labels
+from . import NOTEBOOK, stream_labels, titled
 
 HIGH, LOW = 0.8, 0.2  # an overlap ratio at least HIGH counts as overlap, at most LOW as none
-# the tiny kernels mark_streams() runs on each stream in turn, to name the lanes
-MARK = "spin_kernel"
+MARK = "spin_kernel"  # the tiny kernels mark_streams() runs on each stream in turn, naming lanes
 Lanes = dict[tuple[int | None, int | None], str]
+# what keeps B*B*B*B (cuda:1's default stream) behind the copy, by (sender, receiver) streamed
+ORDERED_BY = {
+    (False, False): "copy_'s event (cuda:1's default stream waits for the copy)",
+    (True, False): "copy_'s event (cuda:1's default stream waits for the copy)",
+    (False, True): "the legacy default stream's rule (the copy is on cuda:0's default stream)",
+    (True, True): "nothing",
+}
 
 
 def lane_names(profile: trace.Profile, lanes: list[str]) -> Lanes:
@@ -31,25 +36,32 @@ def lane_names(profile: trace.Profile, lanes: list[str]) -> Lanes:
 
 def lanes_of(intervals: list[trace.Interval], names: Lanes) -> str:
     """The names of the lanes the intervals ran on, e.g. 'cuda:0 side stream s0'."""
-    found = sorted({names.get((iv.device, iv.stream), f"GPU {iv.device} stream {iv.stream}") for iv in intervals})  # fmt: skip
-    return ", ".join(found) or "none found"
+    found = {
+        names.get((iv.device, iv.stream), f"GPU {iv.device} stream {iv.stream}") for iv in intervals
+    }
+    return ", ".join(sorted(found)) or "none found"
 
 
 def issue_gaps_us(profile: trace.Profile) -> list[float]:
-    """Host microseconds from the start of each copy's cudaMemcpyAsync to the next kernel launch."""
+    """Host us from the start of each copy's cudaMemcpyAsync to the next kernel launch."""
     launches = [call.start_us for call in profile.select(kind="runtime", name="LaunchKernel")]
-    later = [
-        (min(s for s in launches if s >= call.end_us), call.start_us)
-        for call in profile.select(kind="runtime", name="cudaMemcpy")
-        if any(s >= call.end_us for s in launches)
+    copies = profile.select(kind="runtime", name="cudaMemcpy")
+    return [
+        min(s for s in launches if s >= c.end_us) - c.start_us
+        for c in copies
+        if any(s >= c.end_us for s in launches)
     ]
-    return [launch - start for launch, start in later]
+
+
+def overlap_word(ratios: list[float]) -> str:
+    """ "overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
+    return "overlap" if min(ratios) >= HIGH else "no overlap" if max(ratios) <= LOW else "partial overlap"  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Combination:
-    """One of the 8 runs: its flags, the copy's kinds and lane, B^4's lane, copy and kernels in ms
-    per step, their overlap ratio (0 to 1), the host's cudaStreamSynchronize calls, its trace."""
+    """One of the 8 runs: flags, the copy's kinds and lane, B^4's lane, copy and kernels in ms per
+    step, their overlap ratio (0 to 1), the host's cudaStreamSynchronize calls, its trace."""
 
     sender: bool
     receiver: bool
@@ -62,14 +74,6 @@ class Combination:
     ratio: float
     syncs: int
     profile: trace.Profile
-
-    @property
-    def both_side(self) -> bool:
-        return self.sender and self.receiver
-
-    @property
-    def on_source_stream(self) -> bool:
-        return self.copy_lane == f"cuda:0 {'side stream s0' if self.sender else 'default stream'}"
 
     def __str__(self) -> str:
         return (
@@ -103,27 +107,13 @@ def combinations(seed: Run) -> list[Combination]:
     return found
 
 
-def overlap_word(ratios: list[float]) -> str:
-    """ "overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
-    return "overlap" if min(ratios) >= HIGH else "no overlap" if max(ratios) <= LOW else "partial overlap"  # fmt: skip
-
-
-def ordered_by(sender: bool, receiver: bool) -> str:
-    """What keeps B*B*B*B (cuda:1's default stream) behind the copy, from Copy.cu and CUDA's rules."""
-    if not receiver:
-        return "copy_'s event (cuda:1's default stream waits for the copy)"
-    if not sender:
-        return "the legacy default stream's rule (the copy is on cuda:0's default stream)"
-    return "nothing"
-
-
 @dataclass(frozen=True)
 class Overlap:
-    """The blog post's experiment in numbers: the overlap ratios with side streams on both GPUs,
-    in the other runs, and in the legacy default stream's case (sender default, receiver s1);
-    the largest change when only non_blocking changes; the host's synchronize calls; the copies'
-    kinds; copies to or from the host; runs; profiled steps per trace (the fewest); the host's
-    us from issuing the copy to launching B^4 (median) and the copy's us per step (median)."""
+    """The experiment in numbers: overlap ratios with side streams on both GPUs, in the others,
+    in the legacy default stream's case (sender default, receiver s1); the largest change when
+    only non_blocking changes; host syncs; copy kinds; copies to or from the host; runs; runs
+    whose copy ran on the sender's current stream; B^4's lanes; profiled steps (the fewest); the
+    host's us from issuing the copy to launching B^4 and the copy's us per step (medians)."""
 
     both_side: list[float]
     others: list[float]
@@ -133,7 +123,7 @@ class Overlap:
     copy_kinds: list[str]
     host_copies: int
     runs: int
-    on_source: int  # runs whose copy ran on the sender's current stream
+    on_source: int
     kernel_lanes: list[str]
     steps: int
     issue_us: float | None
@@ -152,58 +142,59 @@ def summary(seed: Run) -> Overlap:
         by_streams.setdefault((row.sender, row.receiver), {})[row.non_blocking] = row.ratio
     gaps = [gap for row in rows for gap in issue_gaps_us(row.profile)]
     return Overlap(
-        [row.ratio for row in rows if row.both_side],
-        [row.ratio for row in rows if not row.both_side],
+        [row.ratio for row in rows if row.sender and row.receiver],
+        [row.ratio for row in rows if not (row.sender and row.receiver)],
         list(by_streams.get((False, True), {}).values()),
         max(abs(r[True] - r[False]) for r in by_streams.values()),
         sum(row.syncs for row in rows),
         sorted({row.copy_kind for row in rows}),
-        sum(
-            iv.copy_kind in ("HtoD", "DtoH")
-            for row in rows
-            for iv in row.profile.select(kind="memcpy")
-        ),
+        sum(iv.copy_kind in ("HtoD", "DtoH") for row in rows for iv in row.profile.select(kind="memcpy")),
         len(rows),
-        sum(row.on_source_stream for row in rows),
+        sum(r.copy_lane == f"cuda:0 {'side stream s0' if r.sender else 'default stream'}" for r in rows),
         sorted({row.kernel_lane for row in rows}),
         min(row.profile.steps for row in rows),
         statistics.median(gaps) if gaps else None,
         statistics.median(row.copy_ms for row in rows) * 1e3,
-    )
+    )  # fmt: skip
+
+
+def streams(sender: bool, receiver: bool) -> tuple[str, str]:
+    """The sender's and the receiver's current stream, as the tables name them."""
+    return "s0" if sender else "default", "s1" if receiver else "default"
 
 
 def show_combinations(seed: Run) -> None:
-    """Shows the 8 combinations (the copy's lane, copy and B^4 in ms per step, overlap ratio, the
-    host's synchronize calls), what orders B^4 behind the copy against the overlap seen, and
-    where the Chrome traces are. Returns nothing."""
+    """The 8 combinations (copy's lane, ms per step, overlap, host syncs), what orders B^4 behind
+    the copy against the overlap seen, and where the Chrome traces are."""
     rows, params = combinations(seed), seed.params
     table = tables.Table(
-        ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f"),
-         ("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"],
-        title=plotting.machine_title("The 8 combinations, times per step", seed.machine, seed.live),
+        [
+            "sender",
+            "receiver",
+            "non_blocking",
+            "the copy ran on",
+            ("copy", "ms", ".3f"),
+            ("B^4", "ms", ".3f"),
+            ("overlap", "", ".2f"),
+            "syncs",
+        ],
+        title=titled("The 8 combinations, times per step", seed),
         caption=f"A: {timing.format_bytes(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; "
         f"B: {timing.format_bytes(params['b_numel'] * 4)} on cuda:1; "
         "syncs: the host's cudaStreamSynchronize calls",
-    )  # fmt: skip
-    for row in rows:
-        table.add(
-            "s0" if row.sender else "default", "s1" if row.receiver else "default", str(row.non_blocking),
-            row.copy_lane, row.copy_ms, row.kernels_ms, row.ratio, row.syncs,
-        )  # fmt: skip
+    )
+    for r in rows:
+        flags = (*streams(r.sender, r.receiver), str(r.non_blocking))
+        table.add(*flags, r.copy_lane, r.copy_ms, r.kernels_ms, r.ratio, r.syncs)
     display(table)  # which stream ran what, the ratios and the syncs: in the sentences
     order = tables.Table(
         ["sender", "receiver", "what keeps B*B*B*B behind the copy", "overlap seen"]
     )
-    for sender, receiver in dict.fromkeys((row.sender, row.receiver) for row in rows):
-        seen = overlap_word(
-            [row.ratio for row in rows if (row.sender, row.receiver) == (sender, receiver)]
-        )
-        order.add(
-            "s0" if sender else "default", "s1" if receiver else "default",
-            ordered_by(sender, receiver), seen.replace("partial overlap", "partial"),
-        )  # fmt: skip
+    for pair in dict.fromkeys((r.sender, r.receiver) for r in rows):
+        seen = overlap_word([r.ratio for r in rows if (r.sender, r.receiver) == pair])
+        order.add(*streams(*pair), ORDERED_BY[pair], seen.replace("partial overlap", "partial"))
     display(order)
-    traces = [row.profile.chrome_trace.path for row in rows if row.profile.chrome_trace]
+    traces = [r.profile.chrome_trace.path for r in rows if r.profile.chrome_trace]
     if traces:
         folder, _, name = traces[0].rpartition("/")
         print(
@@ -212,8 +203,7 @@ def show_combinations(seed: Run) -> None:
 
 
 def show_timelines(seed: Run) -> None:
-    """Draws the first profiled step of each of the 8 combinations as a timeline of the GPUs'
-    lanes (named by the streams the notebook made), all on one time scale in ms. Returns nothing."""
+    """The first profiled step of each combination as a timeline of the GPUs' lanes, in ms."""
     rows, lanes = combinations(seed), seed.value["lanes"]
     steps = []  # the copies and kernels of the first profiled step, without the lane markers
     for row in rows:
@@ -226,9 +216,7 @@ def show_timelines(seed: Run) -> None:
                 if iv.on_gpu and iv.start_us < second and MARK not in iv.name
             ]
         )
-    longest_ms = (
-        max(max(iv.end_us for iv in ivs) - min(iv.start_us for iv in ivs) for ivs in steps) / 1e3
-    )
+    longest_ms = max(trace.span_us(ivs) for ivs in steps) / 1e3
     fig, axes = plt.subplots(4, 2, figsize=(15, 13))
     for ax, row, work in zip(axes.flat, rows, steps, strict=True):
         plotting.timeline(
@@ -239,16 +227,14 @@ def show_timelines(seed: Run) -> None:
         if ax is not axes.flat[0] and ax.get_legend() is not None:
             ax.get_legend().remove()
     what = "The blog post's experiment: A.to('cuda:1') beside B*B*B*B on cuda:1, one step each"
-    fig.suptitle(plotting.machine_title(what, seed.machine, seed.live))
+    fig.suptitle(titled(what, seed))
     fig.tight_layout()
     plt.show()
 
 
 def see_combinations(seed: Run) -> claims.WhatWeSee:
-    """Which streams ran the copy and B^4, the overlap ratios (0 to 1) with side streams on both
-    GPUs, in the other runs and in the legacy default stream's case, what non_blocking changed,
-    and the share of the copy's time the host spends before launching B^4; checks that the copy
-    ran on the sender's stream and that the host never waited (no cudaStreamSynchronize)."""
+    """Which streams ran the copy and B^4, the overlap ratios, what non_blocking changed, the
+    host's share of the copy's time; checks the copy's stream and that the host never waited."""
     o = summary(seed)
     seen = claims.WhatWeSee(NOTEBOOK, seed)
     seen.say(
@@ -271,21 +257,26 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
             f"multiplication, {o.issue_us / o.copy_us:.0%} of the copy's {o.copy_us:.0f} us: the part "
             "of the copy that runs alone even at best."
         )
-    seen.check(
-        "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
-        o.on_source == o.runs,
-        f"{o.on_source} of {o.runs} runs",
-    )
-    seen.check(
-        "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
-        o.host_syncs == 0,
-        f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
-    )
+    runs = f"{o.on_source} of {o.runs} runs"
+    syncs = f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces"
+    for claim, holds, measured in (
+        (
+            "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
+            o.on_source == o.runs,
+            runs,
+        ),
+        (
+            "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
+            o.host_syncs == 0,
+            syncs,
+        ),
+    ):
+        seen.check(claim, holds, measured)
     return seen
 
 
 def copy_lane(seed: Run, sender_streamed: bool, receiver_streamed: bool, non_blocking: bool) -> str:
-    """The name of the stream the copy ran on in one combination, e.g. 'cuda:0 default stream'."""
+    """The stream the copy ran on in one combination, e.g. 'cuda:0 default stream'."""
     flags = (sender_streamed, receiver_streamed, non_blocking)
     return next(
         r.copy_lane for r in combinations(seed) if (r.sender, r.receiver, r.non_blocking) == flags
@@ -293,6 +284,5 @@ def copy_lane(seed: Run, sender_streamed: bool, receiver_streamed: bool, non_blo
 
 
 def lane_choices(seed: Run) -> list[str]:
-    """The four streams the experiment made current, and any other lane a copy ran on (sorted):
-    the choices of the exercise."""
+    """The exercise's choices: the four streams made current and any other lane a copy ran on."""
     return sorted({*seed.value["lanes"], *(row.copy_lane for row in combinations(seed))})
