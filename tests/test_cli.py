@@ -1299,3 +1299,14 @@ def test_a_bad_nvbandwidth_testcase_is_named_before_the_gpus_are_counted(capsys,
     code, _, err = run(capsys, "nvbandwidth", "-t", "nonexistent")
     assert code == 2 and "testcase 'nonexistent' is not one datamove measures" in err
     assert "needs 1 CUDA GPU" not in err
+
+
+def test_nvbandwidth_takes_several_testcases_after_one_t_as_nvbandwidth_does(capsys, monkeypatch):
+    """nvbandwidth's -t is multitoken (``-t a b``); datamove reads it so, and repeated -t too."""
+    args = cli.build_parser().parse_args(
+        ["nvbandwidth", "-t", "host_to_device_memcpy_ce", "2", "-t", "3", "-j"]
+    )
+    assert args.testcase == ["host_to_device_memcpy_ce", "2", "3"] and args.json
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    code, _, err = run(capsys, "nvbandwidth", "-t", "host_to_device_memcpy_ce", "nonexistent")
+    assert code == 2 and "testcase 'nonexistent' is not one datamove measures" in err

@@ -147,8 +147,12 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
         description="nvbandwidth's copy-engine testcases measured by notebooks 01 and 05's "
         "code: a matrix per testcase and its SUM line, or nvbandwidth's JSON (-j).",
     )
-    nvb.add_argument(
-        "-t", "--testcase", action="append", help="testcase name or index (repeatable; default all)"
+    nvb.add_argument(  # several names after one -t, as nvbandwidth's (Boost multitoken) -t takes them
+        "-t",
+        "--testcase",
+        action="extend",
+        nargs="+",
+        help="testcase names or indices (-t a b, or -t a -t b; default all)",
     )
     nvb.add_argument("-l", "--list", action="store_true", help="list the testcases")
     nvb.add_argument(
