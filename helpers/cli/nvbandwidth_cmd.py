@@ -25,6 +25,7 @@ import argparse
 import json
 import socket
 import statistics
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -299,8 +300,8 @@ def header(version: str) -> dict[str, Any]:
     }
 
 
-def header_text(facts: dict[str, Any], note: str) -> str:
-    """nvbandwidth's text before its testcases (``note``: datamove's line after the versions).
+def header_text(facts: dict[str, Any]) -> str:
+    """nvbandwidth's text before its testcases, line for line.
 
     Used by the command line (datamove).
     """
@@ -308,7 +309,6 @@ def header_text(facts: dict[str, Any], note: str) -> str:
         f"nvbandwidth Version: {facts['version']}",
         f"Built from Git version: {facts['git_version']}",
         "",
-        note,
         f"CUDA Runtime Version: {facts['runtime']}",
         f"CUDA Driver Version: {facts['cuda_driver']}",
         f"Driver Version: {facts['driver']}",
@@ -365,13 +365,13 @@ def cmd_nvbandwidth(args: argparse.Namespace) -> int:
     if small:
         report["nvbandwidth"]["warning"] = SMALL_BUFFER_WARNING
     if not args.json:
-        say(
-            header_text(
-                facts,
-                f"datamove: the course's copies under nvbandwidth's names; buffer "
-                f"{timing.format_bytes(nbytes)}, {args.samples} samples, median",
-            )
+        # what datamove adds goes to stderr: stdout is nvbandwidth's text, line for line
+        print(
+            f"datamove: the course's copies under nvbandwidth's names; buffer "
+            f"{timing.format_bytes(nbytes)}, {args.samples} samples, median",
+            file=sys.stderr,
         )
+        say(header_text(facts))
         if small:
             say(SMALL_BUFFER_WARNING)
     for case in cases:
