@@ -76,7 +76,10 @@ def show_curve(run: Run) -> tables.Table:
     return tables.Table(
         [("size", "", size), ("median", "us", ".2f"), ("IQR / median", "", ".1%"), "samples"]
         + [("bandwidth", "GB/s", ".2f")],
-        [(t.nbytes, t.median_us, t.spread, len(t.samples_s), t.gbps) for t in f.timings],
+        [
+            (n, t.median_us, t.spread, len(t.samples_s), t.gbps)
+            for n, t in zip(f.sizes, f.timings, strict=True)
+        ],
         caption="CUDA events; decimal GB/s",
     )
 
@@ -102,7 +105,7 @@ def see_curve(run: Run) -> claims.WhatWeSee:
     if f.dip is None or shape.kind == "levels off":  # describe_curve names a dip only there
         return seen
     (a, b), (i, j) = f.timings[f.dip : f.dip + 2], (size(f.sizes[f.dip]), size(f.sizes[f.dip + 1]))
-    samples = [b.nbytes / s / 1e9 for s in b.samples_s]
+    samples = [f.sizes[f.dip + 1] / s / 1e9 for s in b.samples_s]
     seen.say(
         f"On the way it dips from {a.gbps:.3g} GB/s at {i} to {b.gbps:.3g} GB/s at {j}, where its "
         f"{len(samples)} samples ranged from {min(samples):.3g} to {max(samples):.3g} GB/s."
