@@ -38,7 +38,7 @@ def test_the_curve_sentences_state_the_smallest_and_best_rates_and_the_half_poin
         seen.sentences[1]
         == f"Pinned H2D {claims.describe_curve(run.params['sizes'], rates).words}."
     )
-    assert start.best_rate_gbps(run) == max(rates)
+    assert start.curve_facts(run).best == max(rates)
 
 
 def test_a_curve_still_rising_says_it_found_no_limit_and_a_dip_is_named():

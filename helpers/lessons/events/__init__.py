@@ -9,26 +9,19 @@ from . import errors, many, timers, tools, waits
 from .common import NOTEBOOK
 
 
-def claims_table(
-    run_timers: Run,
-    run_tools: Run,
-    run_wait: Run,
-    run_streams: Run,
-    run_gpus: Run,
-    run_first: Run,
-    run_many: Run,
-    run_errors: Run,
-) -> claims.ClaimsTable:
-    """The notebook's claims, each with its verdict, in the order the notebook tests them."""
+def claims_table(*runs: Run) -> claims.ClaimsTable:
+    """The claims with verdicts from the runs timers, tools, wait, streams, GPUs, first, many,
+    errors, in the order the notebook tests them."""
+    timed, tooled, wait, streams, gpus, first, spread_over, failed = runs
     table = claims.ClaimsTable(NOTEBOOK)
     for row in (
-        *timers.timer_claims(run_timers),
-        *tools.tools_claims(run_tools),
-        *waits.wait_claims(run_wait),
-        *waits.ordering_claims(run_streams, run_gpus),
-        *timers.warm_up_claims(run_first),
-        *many.claims_of(run_many),
-        *errors.claims_of(run_errors),
+        *timers.timer_claims(timed),
+        *tools.tools_claims(tooled),
+        *waits.wait_claims(wait),
+        *waits.ordering_claims(streams, gpus),
+        *timers.warm_up_claims(first),
+        *many.claims_of(spread_over),
+        *errors.claims_of(failed),
     ):
         table.add(row.claim, source=row.source, run=row.run, measured=row.measured, holds=row.holds)
     return table

@@ -11,9 +11,17 @@ STATEMENTS = (  # the child's statements in order, each with the marker it print
     ("next launch", "next launch returned"),
     ("synchronize", "synchronize returned"),
 )
-WHERE = {  # with CUDA_LAUNCH_BLOCKING=1 or without: the statements the error should surface at
-    False: ("next launch", "synchronize"),
-    True: ("bad launch",),
+WHERE = {  # with CUDA_LAUNCH_BLOCKING=1 or without: where the error should surface, the check, claim
+    False: (
+        ("next launch", "synchronize"),
+        "without CUDA_LAUNCH_BLOCKING the bad launch itself returns, and a later statement raises",
+        "Errors reported asynchronously might not be correct: they surface at a later call",
+    ),
+    True: (
+        ("bad launch",),
+        "with CUDA_LAUNCH_BLOCKING=1 the bad launch raises",
+        "Enabling synchronisation helps in pinpointing issues (CUDA_LAUNCH_BLOCKING=1)",
+    ),
 }
 
 
@@ -35,7 +43,7 @@ def surfaced(run: Run, blocking: bool) -> tuple[list[str], bool]:
     """The cases run with (``blocking``) or without; whether all raised at ``WHERE``."""
     raised = raised_at(run)
     found = [case for case, out in run.value.items() if out["launch_blocking"] == blocking]
-    return found, all(raised[case] in WHERE[blocking] for case in found)
+    return found, all(raised[case] in WHERE[blocking][0] for case in found)
 
 
 def show(run: Run) -> None:
@@ -62,14 +70,7 @@ def see(run: Run) -> claims.WhatWeSee:
             f"Bad kernel {scenario}: without `CUDA_LAUNCH_BLOCKING` the error surfaced at "
             f"**{at[False]}**; with `CUDA_LAUNCH_BLOCKING=1`, at **{at[True]}**."
         )
-    for blocking, statement in (
-        (
-            False,
-            "without CUDA_LAUNCH_BLOCKING the bad launch itself returns, and a later statement "
-            "raises",
-        ),
-        (True, "with CUDA_LAUNCH_BLOCKING=1 the bad launch raises"),
-    ):
+    for blocking, (_, statement, _) in WHERE.items():
         found, holds = surfaced(run, blocking)
         seen.check(statement, holds, "; ".join(f"{c}: {raised[c]}" for c in found))
     found = surfaced(run, False)[0]
@@ -83,13 +84,7 @@ def see(run: Run) -> claims.WhatWeSee:
 def claims_of(run: Run) -> list[Row]:
     """Where the error surfaces: at a later call without the variable, at the launch with it."""
     raised, rows = raised_at(run), []
-    for blocking, claim in (
-        (
-            False,
-            "Errors reported asynchronously might not be correct: they surface at a later call",
-        ),
-        (True, "Enabling synchronisation helps in pinpointing issues (CUDA_LAUNCH_BLOCKING=1)"),
-    ):
+    for blocking, (_, _, claim) in WHERE.items():
         found, holds = surfaced(run, blocking)
         where = "with CUDA_LAUNCH_BLOCKING=1" if blocking else "without CUDA_LAUNCH_BLOCKING"
         said = "; ".join(f"{run.value[c]['scenario']} raised at {raised[c]}" for c in found)

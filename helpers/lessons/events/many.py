@@ -175,26 +175,26 @@ def claims_of(run: Run) -> list[Row]:
     doubling = claims.compare(f.doubling, 1, holds_if="above")
     launch = claims.compare(f.launch, 1, holds_if="above")
     many = "Too many streams can lead to contention or scheduling issues, affecting efficiency"
+    parallel = "Tasks from different streams can be executed in parallel"
+    batch, host = f"device time of {kernels} tiny kernels", "host launch time per kernel"
+    pool = f"the last doubling cost time; {most} is PyTorch's pool{left_out}"
     return [
         Row(
-            "Tasks from different streams can be executed in parallel",
+            parallel,
             run,
-            f"device time of {kernels} tiny kernels on {most} streams / on {few} "
-            f"({overlapped.in_words()}: they overlapped{left_out})",
+            f"{batch} on {most} streams / on {few} ({overlapped.in_words()}: they overlapped{left_out})",
             overlapped,
         ),
         Row(
             f"{many} (GPU)",
             run,
-            f"device time of the batch on {most} streams / on {before} ({doubling.in_words()}: "
-            f"the last doubling cost time; {most} is PyTorch's pool{left_out})",
+            f"device time of the batch on {most} streams / on {before} ({doubling.in_words()}: {pool})",
             doubling,
         ),
         Row(
             f"{many} (host)",
             run,
-            f"host launch time per kernel on {most} streams / on {few} ({launch.in_words()}: "
-            "more streams cost the host)",
+            f"{host} on {most} streams / on {few} ({launch.in_words()}: more streams cost the host)",
             launch,
         ),
     ]

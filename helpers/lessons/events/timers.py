@@ -65,13 +65,11 @@ def see_timers(run: Run) -> claims.WhatWeSee:
 def timer_claims(run: Run) -> list[Row]:
     """That timing GPU work needs synchronisation: the unsynchronised clock against the events."""
     missed = claims.compare(over_events(run, TIMERS[0]), 0.5, holds_if="below")
+    claim = "To measure the execution time of GPU operations, we need to synchronise"
+    said = f"({missed.in_words()}: it missed most of the work)"
     return [
         Row(
-            "To measure the execution time of GPU operations, we need to synchronise",
-            run,
-            "perf_counter without synchronize / CUDA events, one matmul "
-            f"({missed.in_words()}: it missed most of the work)",
-            missed,
+            claim, run, f"perf_counter without synchronize / CUDA events, one matmul {said}", missed
         )
     ]
 
@@ -147,16 +145,9 @@ def warm_up_claims(run: Run) -> list[Row]:
     first = {name: first_over_later(t) for name, t in run.value.items()}
     slowest = max(first, key=lambda name: first[name].value)
     far = claims.compare(first[slowest], 10, holds_if="above")
-    return [
-        Row(
-            "Warm up first: the first call of an operation can be far slower than later ones",
-            run,
-            f"first call / median of the later ones, {short(slowest)}, the largest of "
-            f"{len(first)} operations ({far.in_words()} counts as far slower)",
-            far,
-            METHOD,
-        )
-    ]
+    claim = "Warm up first: the first call of an operation can be far slower than later ones"
+    said = f"first call / median of the later ones, {short(slowest)}, the largest of {len(first)} operations"
+    return [Row(claim, run, f"{said} ({far.in_words()} counts as far slower)", far, METHOD)]
 
 
 # ---------------------------------------------------------------- 4. spread

@@ -143,10 +143,10 @@ def see_tools(run: Run) -> claims.WhatWeSee:
 def tools_claims(run: Run) -> list[Row]:
     """That events measure GPU work: against the profiler's kernel time."""
     agree = claims.within(by_profiler(run, "events"), 0.9, 1.1)
+    claim = "Events measure the time of GPU work (start.record, end.synchronize, start.elapsed_time(end))"
     return [
         Row(
-            "Events measure the time of GPU work (start.record, end.synchronize, "
-            "start.elapsed_time(end))",
+            claim,
             run,
             f"events / profiler kernel time, one matmul ({agree.in_words()} counts)",
             agree,

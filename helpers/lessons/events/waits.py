@@ -76,21 +76,19 @@ def wait_claims(run: Run) -> list[Row]:
     device = claims.measured(wait["torch.cuda.synchronize"])
     share = claims.Value(device.value / side_us * 1e6, device.spread / side_us * 1e6, "x")
     waited = claims.compare(share, 0.9, holds_if="above")
+    blocks = "torch.cuda.synchronize() blocks the host until all work on all streams of the device is done"
+    marks = "An event marks a point in one stream: waiting for it leaves other streams running"
     return [
         Row(
-            "torch.cuda.synchronize() blocks the host until all work on all streams of the device "
-            "is done",
+            blocks,
             run,
-            f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream "
-            f"kernel ({waited.in_words()} counts); the event wait took "
-            f"{wait['event.synchronize'].median_ms:.2f} ms",
+            f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel ({waited.in_words()} counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms",
             waited,
         ),
         Row(
-            "An event marks a point in one stream: waiting for it leaves other streams running",
+            marks,
             run,
-            f"side stream still busy after event.synchronize() in {sum(busy)} of {len(busy)} "
-            "runs (all counts)",
+            f"side stream still busy after event.synchronize() in {sum(busy)} of {len(busy)} runs (all counts)",
             all(busy),
         ),
     ]
