@@ -1310,3 +1310,26 @@ def test_nvbandwidth_takes_several_testcases_after_one_t_as_nvbandwidth_does(cap
     monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
     code, _, err = run(capsys, "nvbandwidth", "-t", "host_to_device_memcpy_ce", "nonexistent")
     assert code == 2 and "testcase 'nonexistent' is not one datamove measures" in err
+
+
+def test_nvbandwidths_header_is_its_own_text_line_for_line():
+    facts = {
+        "version": "v0.8",
+        "git_version": "abc",
+        "runtime": 13000,
+        "cuda_driver": 13000,
+        "driver": "580.159.04",
+        "host": "Process 0 (host):",
+        "devices": ["NVIDIA H200 (00000000:0a:00)"],
+    }
+    assert nvbandwidth_cmd.header_text(facts).splitlines() == [
+        "nvbandwidth Version: v0.8",
+        "Built from Git version: abc",
+        "",
+        "CUDA Runtime Version: 13000",
+        "CUDA Driver Version: 13000",
+        "Driver Version: 580.159.04",
+        "",
+        "Process 0 (host):",
+        "Device 0: NVIDIA H200 (00000000:0a:00)",
+    ]
