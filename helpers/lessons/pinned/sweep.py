@@ -54,6 +54,11 @@ CLOCKS = (  # the statements compared under the two clocks: name, the Timer's, t
     ("`pin_memory()`", timer.PIN, "pin_memory"),
     ("`pin_memory().to()`", timer.PIN_TO, "pin_then_to"),
 )
+TIMER_RATE = ("faster under the Timer, beyond the noise", "the same within the noise")
+TIMER_RATE += ("slower under the Timer, beyond the noise",)
+PIPELINED = ("so the non-blocking calls were shorter: the pipelining above.",)
+PIPELINED += ("the same within the noise: no gain from pipelining shows at this size.",)
+PIPELINED += ("so the non-blocking calls were longer: no gain from pipelining at this size.",)
 PLOTS = (  # each axis: its y label and title
     ("time per call (ms, median, host clock)", "time per call"),
     ("ratio of times (below 1: pinning pays)", "pin-then-copy vs pageable copy"),
@@ -224,51 +229,31 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     """The Timer against the host clock at the sweep's size nearest the tutorial's (us, GB/s)."""
     tut, sizes, numel = run_tut.value, run_pin.value["sizes"], run_tut.params["numel"]
     near = min(range(len(sizes)), key=lambda i: abs(math.log(sizes[i] / (numel * 4))))
-    row, seen = run_pin.value["rows"][near], claims.WhatWeSee(NOTEBOOK, run_pin)
+    row, seen, size = (
+        run_pin.value["rows"][near],
+        claims.WhatWeSee(NOTEBOOK, run_pin),
+        timing.format_bytes,
+    )
+    page, pin, nb = (row[k] for k in ("pageable_to", "pin_then_to", "pin_then_to_nb"))
+    rates = [claims.measured(t, as_rate=True) for t in (tut[timer.PAGEABLE], page)]
+    pageable = claims.compare(claims.ratio(*rates), 1, holds_if="above")  # per byte
+    blocking, nonblocking = claims.ratio(pin, page), claims.ratio(nb, page)
+    gain = claims.compare(claims.ratio(pin, nb), 1, holds_if="above")
+    r2, bytes_near = timer.ratio(run_tut).value, sizes[near] / (numel * 4)
     seen.say(
-        f"The sweep's size nearest to the tutorial's {numel:,} float32 ({timing.format_bytes(numel * 4)}) is "
-        f"{timing.format_bytes(sizes[near])} ({sizes[near] / (numel * 4):.2f} times as many bytes)."
+        f"The sweep's size nearest to the tutorial's {numel:,} float32 ({size(numel * 4)}) is {size(sizes[near])} ({bytes_near:.2f} times as many bytes)."
     )
     for name, statement, key in CLOCKS:
+        t, r = tut[statement], row[key]
         seen.say(
-            f"{name} took {us_words(tut[statement])} under the Timer (section 3) and {us_words(row[key])} on the host clock "
-            f"(section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s."
+            f"{name} took {us_words(t)} under the Timer (section 3) and {us_words(r)} on the host clock (section 4), {t.gbps:.3g} against {r.gbps:.3g} GB/s."
         )
-    rates = [claims.measured(t, as_rate=True) for t in (tut[timer.PAGEABLE], row["pageable_to"])]
-    pageable = claims.compare(
-        claims.ratio(*rates), 1, holds_if="above"
-    )  # per byte: the sizes differ
-    same = analysis.in_words(
-        pageable,
-        "faster under the Timer, beyond the noise",
-        "the same within the noise",
-        "slower under the Timer, beyond the noise",
-    )
-    seen.say(
-        f"So even the pageable copy, which the two differences above should not touch, ran at {analysis.times(pageable.value)} "
-        f"its host-clock rate under the Timer: {same}; each clock's ratios are read against the pageable copy timed by the same clock."
-    )
-    blocking, nonblocking = (
-        claims.ratio(row[k], row["pageable_to"]) for k in ("pin_then_to", "pin_then_to_nb")
-    )
-    r2 = timer.ratio(run_tut).value
-    seen.say(
-        f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(r2)} under the Timer{few_note(r2.samples)}, "
-        f"{analysis.times(blocking)} on the host clock with the blocking statement and {analysis.times(nonblocking)} with `non_blocking=True`."
-    )
-    gain = claims.compare(
-        claims.ratio(row["pin_then_to"], row["pin_then_to_nb"]), 1, holds_if="above"
-    )
-    pipelined = analysis.in_words(
-        gain,
-        "so the non-blocking calls were shorter: the pipelining above.",
-        "the same within the noise: no gain from pipelining shows at this size.",
-        "so the non-blocking calls were longer: no gain from pipelining at this size.",
-    )
-    seen.say(
-        f"Back to back, the non-blocking form took {us_words(row['pin_then_to_nb'])} per call against {us_words(row['pin_then_to'])} "
-        f"for the blocking one: the blocking form took {analysis.times(gain.value)} the non-blocking form's time, {pipelined}"
-    )
+    for sentence in (
+        f"So even the pageable copy, which the two differences above should not touch, ran at {analysis.times(pageable.value)} its host-clock rate under the Timer: {analysis.in_words(pageable, *TIMER_RATE)}; each clock's ratios are read against the pageable copy timed by the same clock.",
+        f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(r2)} under the Timer{few_note(r2.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and {analysis.times(nonblocking)} with `non_blocking=True`.",
+        f"Back to back, the non-blocking form took {us_words(nb)} per call against {us_words(pin)} for the blocking one: the blocking form took {analysis.times(gain.value)} the non-blocking form's time, {analysis.in_words(gain, *PIPELINED)}",
+    ):
+        seen.say(sentence)
     return seen
 
 
