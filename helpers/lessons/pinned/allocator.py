@@ -9,7 +9,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from .common import NOTEBOOK, TUTORIAL, MiB
+from .common import TUTORIAL, MiB, seen
 
 COSTS = [
     ("size", "", timing.format_bytes),
@@ -29,6 +29,7 @@ STATS = [
     "cudaHostAlloc calls",
     "cudaFreeHost calls",
 ]
+KEPT = ("tensor deleted", "after _host_emptyCache()")
 LIMITED = "Pinned memory is more limited than pageable memory: a limited resource"
 
 
@@ -70,13 +71,12 @@ def show(run: Run) -> None:
     display(tables.Table(COSTS, rows, title=title, caption=caption))
     version, found, size = run.value["torch"], stages(run), timing.format_bytes
     title = f"host_memory_stats() on torch {version}, requests of {size(run.params['request'])}, then {size(run.params['smaller_request'])}"
-    rows = [
-        (k, bytes_or_unknown(s.held), bytes_or_unknown(s.live), s.allocs, s.frees)
-        for k, s in found.items()
+    stats = [
+        (k, *map(bytes_or_unknown, (s.held, s.live)), s.allocs, s.frees) for k, s in found.items()
     ]
     caption = f"?: torch {version} reported more bytes in live tensors than its cache holds, so that counter is not shown"
     broken = any(s.live_broken for s in found.values())
-    display(tables.Table(STATS, rows, title=title, caption=caption if broken else ""))
+    display(tables.Table(STATS, stats, title=title, caption=caption if broken else ""))
 
 
 def held_mib(run: Run) -> float:
@@ -87,45 +87,34 @@ def held_mib(run: Run) -> float:
 
 def see(run: Run) -> claims.WhatWeSee:
     """The first allocation against a reuse and a pageable one, its rate, the cache's bytes."""
-    rows, seen = run.value["rows"], claims.WhatWeSee(NOTEBOOK, run)
+    rows, at, size = run.value["rows"], stages(run), timing.format_bytes
     over_reuse = [row["first"].median_s / row["reuse"].median_s for row in rows]
     over_pageable = [row["first"].median_s / row["pageable"].median_s for row in rows]
     samples = min(len(row[k].samples_s) for row in rows for k in ("first", "reuse", "pageable"))
     few = f" (medians of {samples} samples each)" if samples < analysis.FEW_SAMPLES else ""
-    seen.say(
-        f"The first pinned allocation took {min(over_reuse):.0f} to {max(over_reuse):.0f} times as long as a reuse from the cache, "
-        f"and {min(over_pageable):.1f} to {max(over_pageable):.1f} times as long as a pageable `torch.zeros` of the same size{few}."
+    slower = [r for r, o in zip(rows, over_pageable, strict=True) if o <= 1]  # expected: none
+    where = ", ".join(
+        f"{size(r['nbytes'])} the pageable `torch.zeros` took {r['pageable'].median_ms:.3g} ms against {r['first'].median_ms:.3g} ms"
+        for r in slower
     )
-    not_slower = [row for row, r in zip(rows, over_pageable, strict=True) if r <= 1]
-    if not_slower:  # the markdown expects "far more than a pageable allocation"
-        where = ", ".join(
-            f"{timing.format_bytes(row['nbytes'])} the pageable `torch.zeros` took {row['pageable'].median_ms:.3g} ms against {row['first'].median_ms:.3g} ms"
-            for row in not_slower
-        )
-        seen.say(
-            f"Unlike the expectation above, at {where} for the first pinned allocation, which was not the slower one there; this page does not show why."
-        )
+    unlike = f"Unlike the expectation above, at {where} for the first pinned allocation, which was not the slower one there; this page does not show why."
     (a, b), (n, m) = (rows[0]["first"], rows[-1]["first"]), (rows[0]["nbytes"], rows[-1]["nbytes"])
-    seen.say(
-        f"It took {a.median_ms:.3g} ms at {timing.format_bytes(n)} and {b.median_ms:.4g} ms at {timing.format_bytes(m)}: "
-        f"the OS pinned {a.gbps:.2g} GB/s at the smallest size and {b.gbps:.2g} GB/s at the largest."
-    )
-    at, request = stages(run), run.params["request"]
-    holding = at["holding one tensor"].held
-    if holding is None:
-        seen.say(f"torch {run.value['torch']} does not report the bytes its cache holds.")
-        return seen
+    held, (deleted, emptied) = at["holding one tensor"].held, (at[k].held for k in KEPT)
     new_blocks = (at["holding a smaller tensor"].allocs or 0) - (at["tensor deleted"].allocs or 0)
-    rounded = holding & (holding - 1) == 0 and holding >= request
-    seen.say(
-        f"Holding one {timing.format_bytes(request)} tensor, the cache held {bytes_or_unknown(holding)}"
-        + (" (the request rounded up to a power of two)" if rounded else "")
-        + f"; after the tensor was deleted it still held {bytes_or_unknown(at['tensor deleted'].held)}; "
-        f"the smaller request needed {new_blocks} new `cudaHostAlloc` call(s)"
-        + (" (it was served from the held block)" if new_blocks == 0 else "")
-        + f"; after `_host_emptyCache()` it held {bytes_or_unknown(at['after _host_emptyCache()'].held)}."
+    request = run.params["request"]
+    pow2 = held is not None and held & (held - 1) == 0 and held >= request
+    rounded = " (the request rounded up to a power of two)" if pow2 else ""
+    served = " (it was served from the held block)" if new_blocks == 0 else ""
+    cache = f"torch {run.value['torch']} does not report the bytes its cache holds."
+    if held is not None:
+        cache = f"Holding one {size(request)} tensor, the cache held {bytes_or_unknown(held)}{rounded}; after the tensor was deleted it still held {bytes_or_unknown(deleted)}; the smaller request needed {new_blocks} new `cudaHostAlloc` call(s){served}; after `_host_emptyCache()` it held {bytes_or_unknown(emptied)}."
+    return seen(
+        run,
+        f"The first pinned allocation took {min(over_reuse):.0f} to {max(over_reuse):.0f} times as long as a reuse from the cache, and {min(over_pageable):.1f} to {max(over_pageable):.1f} times as long as a pageable `torch.zeros` of the same size{few}.",
+        unlike if slower else "",
+        f"It took {a.median_ms:.3g} ms at {size(n)} and {b.median_ms:.4g} ms at {size(m)}: the OS pinned {a.gbps:.2g} GB/s at the smallest size and {b.gbps:.2g} GB/s at the largest.",
+        cache,
     )
-    return seen
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:

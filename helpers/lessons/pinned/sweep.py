@@ -12,7 +12,7 @@ from IPython.display import display
 from ... import analysis, claims, plotting, tables, timing
 from ...records import Run
 from . import timer
-from .common import NOTEBOOK, TUTORIAL, MiB, few_note, us_words
+from .common import NOTEBOOK, TUTORIAL, MiB, few_note, seen, us_words
 
 NB = ".pin_memory().to(non_blocking=True)"
 TIMED = {  # each statement's key: its name in the figure, its column in the table
@@ -54,11 +54,16 @@ CLOCKS = (  # the statements compared under the two clocks: name, the Timer's, t
     ("`pin_memory()`", timer.PIN, "pin_memory"),
     ("`pin_memory().to()`", timer.PIN_TO, "pin_then_to"),
 )
-TIMER_RATE = ("faster under the Timer, beyond the noise", "the same within the noise")
-TIMER_RATE += ("slower under the Timer, beyond the noise",)
-PIPELINED = ("so the non-blocking calls were shorter: the pipelining above.",)
-PIPELINED += ("the same within the noise: no gain from pipelining shows at this size.",)
-PIPELINED += ("so the non-blocking calls were longer: no gain from pipelining at this size.",)
+TIMER_RATE = (  # the pageable copy's rate under the Timer over the host clock's, in words
+    "faster under the Timer, beyond the noise",
+    "the same within the noise",
+    "slower under the Timer, beyond the noise",
+)
+PIPELINED = (  # the blocking form's time over the non-blocking one's, in words
+    "so the non-blocking calls were shorter: the pipelining above.",
+    "the same within the noise: no gain from pipelining shows at this size.",
+    "so the non-blocking calls were longer: no gain from pipelining at this size.",
+)
 PLOTS = (  # each axis: its y label and title
     ("time per call (ms, median, host clock)", "time per call"),
     ("ratio of times (below 1: pinning pays)", "pin-then-copy vs pageable copy"),
@@ -195,66 +200,59 @@ def parts_at(f: Sweep, i: int) -> str:
 
 def see(run: Run) -> claims.WhatWeSee:
     """Each form's crossing, the parts either side of it (ms, GB/s), parts against the whole."""
-    f, seen = facts(run), claims.WhatWeSee(NOTEBOOK, run)
-    for key, start in STARTS.items():
-        seen.say(f"{start} {crossing_words(f.sizes, f.ratio[key])}.")
+    f, size = facts(run), timing.format_bytes
     first = crossover_size(f.sizes, f.ratio["pin_then_to"])[0]
-    if first is None:
-        seen.say(f"At the largest size, {parts_at(f, len(f.sizes) - 1)}.")
-    else:
-        k = f.sizes.index(first)
-        seen.say(
-            f"On either side of the crossing, {'; '.join(parts_at(f, i) for i in (k - 1, k) if i >= 0)}."
-        )
+    k = len(f.sizes) - 1 if first is None else f.sizes.index(first)
+    sides = f"At the largest size, {parts_at(f, k)}."
+    if first is not None:
+        sides = f"On either side of the crossing, {'; '.join(parts_at(f, i) for i in (k - 1, k) if i >= 0)}."
     exceed = f.parts_exceed_whole()
-    seen.say(
-        f"At {len(exceed)} of the {len(f.sizes)} sizes ({', '.join(map(timing.format_bytes, exceed))}) a warm `pin_memory()` timed alone took "
-        "longer than `pin_memory().to()`, which contains it: parts timed apart do not add up to the statement, so their sum is a guide and the crossing is read from the measured ratio."
-        if exceed
-        else "At every size `pin_memory()` timed alone took less than `pin_memory().to()`, which contains it."
-    )
-    big = [i for i, n in enumerate(f.sizes) if n >= MiB]
+    whole = "At every size `pin_memory()` timed alone took less than `pin_memory().to()`, which contains it."
+    if exceed:
+        whole = f"At {len(exceed)} of the {len(f.sizes)} sizes ({', '.join(map(size, exceed))}) a warm `pin_memory()` timed alone took longer than `pin_memory().to()`, which contains it: parts timed apart do not add up to the statement, so their sum is a guide and the crossing is read from the measured ratio."
+    big, said = [i for i, n in enumerate(f.sizes) if n >= MiB], [sides, whole]
     if big:
-        pins, pages = ([f.gbps[k][i] for i in big] for k in ("pin_memory", "pageable_to"))
-        seen.say(
-            f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} to {max(pins):.3g} GB/s, "
-            f"while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s."
+        pins, pages = ([f.gbps[key][i] for i in big] for key in ("pin_memory", "pageable_to"))
+        said.append(
+            f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} to {max(pins):.3g} GB/s, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s."
         )
     if f.fewest < analysis.FEW_SAMPLES:
-        seen.say(f"Each time is the median of as few as {f.fewest} samples at the largest sizes.")
-    return seen
+        said.append(
+            f"Each time is the median of as few as {f.fewest} samples at the largest sizes."
+        )
+    return seen(
+        run,
+        *(f"{go} {crossing_words(f.sizes, f.ratio[key])}." for key, go in STARTS.items()),
+        *said,
+    )
 
 
 def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     """The Timer against the host clock at the sweep's size nearest the tutorial's (us, GB/s)."""
     tut, sizes, numel = run_tut.value, run_pin.value["sizes"], run_tut.params["numel"]
     near = min(range(len(sizes)), key=lambda i: abs(math.log(sizes[i] / (numel * 4))))
-    row, seen, size = (
+    row, size, bytes_near = (
         run_pin.value["rows"][near],
-        claims.WhatWeSee(NOTEBOOK, run_pin),
         timing.format_bytes,
+        sizes[near] / numel / 4,
     )
     page, pin, nb = (row[k] for k in ("pageable_to", "pin_then_to", "pin_then_to_nb"))
-    rates = [claims.measured(t, as_rate=True) for t in (tut[timer.PAGEABLE], page)]
-    pageable = claims.compare(claims.ratio(*rates), 1, holds_if="above")  # per byte
+    timer_rate, clock_rate = (claims.measured(t, as_rate=True) for t in (tut[timer.PAGEABLE], page))
+    pageable = claims.compare(claims.ratio(timer_rate, clock_rate), 1, holds_if="above")  # per byte
     blocking, nonblocking = claims.ratio(pin, page), claims.ratio(nb, page)
     gain = claims.compare(claims.ratio(pin, nb), 1, holds_if="above")
-    r2, bytes_near = timer.ratio(run_tut).value, sizes[near] / (numel * 4)
-    seen.say(
-        f"The sweep's size nearest to the tutorial's {numel:,} float32 ({size(numel * 4)}) is {size(sizes[near])} ({bytes_near:.2f} times as many bytes)."
-    )
-    for name, statement, key in CLOCKS:
-        t, r = tut[statement], row[key]
-        seen.say(
-            f"{name} took {us_words(t)} under the Timer (section 3) and {us_words(r)} on the host clock (section 4), {t.gbps:.3g} against {r.gbps:.3g} GB/s."
-        )
-    for sentence in (
+    r2 = timer.ratio(run_tut).value
+    return seen(
+        run_pin,
+        f"The sweep's size nearest to the tutorial's {numel:,} float32 ({size(numel * 4)}) is {size(sizes[near])} ({bytes_near:.2f} times as many bytes).",
+        *(
+            f"{name} took {us_words(tut[statement])} under the Timer (section 3) and {us_words(row[key])} on the host clock (section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s."
+            for name, statement, key in CLOCKS
+        ),
         f"So even the pageable copy, which the two differences above should not touch, ran at {analysis.times(pageable.value)} its host-clock rate under the Timer: {analysis.in_words(pageable, *TIMER_RATE)}; each clock's ratios are read against the pageable copy timed by the same clock.",
         f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(r2)} under the Timer{few_note(r2.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and {analysis.times(nonblocking)} with `non_blocking=True`.",
         f"Back to back, the non-blocking form took {us_words(nb)} per call against {us_words(pin)} for the blocking one: the blocking form took {analysis.times(gain.value)} the non-blocking form's time, {analysis.in_words(gain, *PIPELINED)}",
-    ):
-        seen.say(sentence)
-    return seen
+    )
 
 
 def twice_claim(label: str) -> str:
