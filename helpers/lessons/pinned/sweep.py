@@ -14,7 +14,7 @@ from ...records import Run
 from . import timer
 from .common import NOTEBOOK, TUTORIAL, MiB, few_note, seen, us_words
 
-NB = ".pin_memory().to(non_blocking=True)"
+NB, EMPTY = ".pin_memory().to(non_blocking=True)", "an empty pinned cache"
 TIMED = {  # each statement's key: its name in the figure, its column in the table
     "pageable_to": ("pageable .to()", "pageable .to()"),
     "pinned_to": ("pinned .to()", "pinned .to()"),
@@ -26,11 +26,7 @@ TIMED = {  # each statement's key: its name in the figure, its column in the tab
 FORMS = {  # the pin-then-copy forms against the pageable copy: column, legend, marker
     "pin_then_to": ("pin().to() / pageable", ".pin_memory().to() / pageable .to()", "o"),
     "pin_then_to_nb": ("pin().to(nb) / pageable", f"{NB} / pageable .to()", "s"),
-    "pin_then_to_nb_cold": (
-        "same, empty cache",
-        "the same with an empty pinned cache (first call)",
-        "^",
-    ),
+    "pin_then_to_nb_cold": ("same, empty cache", f"the same with {EMPTY} (first call)", "^"),
 }
 STARTS = {  # each form's sentence on its crossing
     "pin_then_to": "With a warm cache, the ratio of `pin_memory().to()`'s time to a pageable `.to()`'s",
@@ -48,6 +44,7 @@ TIMED_PARTS = ("pin_memory", "pinned_to", "pin_then_to")  # the two parts, then 
 UNCACHED = 20  # a warm pin_memory() this many times slower than the pinned copy was not served by the cache
 RARE = 0.25  # "in rare cases": at no more than this share of the sizes measured
 RARE_CLAIM = "pin_memory() (a new pinned storage) followed by the copy can, in rare cases, be faster than the driver's chunked copy from pageable memory [{}]"
+TWICE_AT = f"{timer.TWICE} [{{}}, host clock]"  # in one size range and cache
 PAYS_CLAIM = "Pinning pays off for large tensors"
 CLOCKS = (  # the statements compared under the two clocks: name, the Timer's, the sweep's key
     ("The pageable copy", timer.PAGEABLE, "pageable_to"),
@@ -138,10 +135,8 @@ def show(run: Run) -> None:
     f, title = facts(run), plotting.machine_title("time per call", run.machine, run.live)
     columns = [("size", "", timing.format_bytes)] + [(c, "ms", ".3f") for _, c in TIMED.values()]
     columns += [(c, "x", ".2f") for c, _, _ in FORMS.values()] + [("pin_memory()", "GB/s", ".2f")]
-    rows = [
-        (n, *[f.ms[k][i] for k in TIMED], *[f.ratio[k][i] for k in FORMS], f.gbps["pin_memory"][i])
-        for i, n in enumerate(f.sizes)
-    ]
+    values = [*(f.ms[k] for k in TIMED), *(f.ratio[k] for k in FORMS), f.gbps["pin_memory"]]
+    rows = [(n, *[v[i] for v in values]) for i, n in enumerate(f.sizes)]
     caption = "median time per call, synchronised host clock; nb = non_blocking=True"
     display(tables.Table(columns, rows, title=title, caption=caption))
     # from the cache, pin_memory() is a CPU copy, within a small factor of the DMA
@@ -255,17 +250,13 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     )
 
 
-def twice_claim(label: str) -> str:
-    """The claims table's name of "up to twice as slow" in one size range and cache."""
-    return f"{timer.TWICE} [{label}, host clock]"
-
-
 def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
     """Per ``CASES`` key, t(pin_memory().to(non_blocking=True)) / t(pageable .to()) per size."""
     rows = run.value["rows"]
-    return {
+    ratios = {
         case: [claims.ratio(r[key], r["pageable_to"]) for r in rows] for case, key in CASES.items()
     }
+    return ratios
 
 
 def range_verdict(
@@ -276,14 +267,12 @@ def range_verdict(
     if not ratios:
         raise ValueError("range_verdict needs the ratios of at least one size")
     worst = max(ratios, key=lambda r: r.value)
-    comparison = claims.judged(claims.within(worst, 1, 2), run, NOTEBOOK, twice_claim(label))
+    comparison = claims.judged(claims.within(worst, 1, 2), run, NOTEBOOK, TWICE_AT.format(label))
     places, words = worst.decimals(), timer.twice_words(comparison)
     low = min(r.value for r in ratios)
     span = f"ratios {low:.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, the worst {analysis.times(worst)}{few_note(worst.samples)}"
-    return (
-        comparison,
-        f"{span}: {'the worst ratio is ' if comparison.verdict == claims.BORDERLINE else ''}{words}",
-    )
+    worst_is = "the worst ratio is " if comparison.verdict == claims.BORDERLINE else ""
+    return comparison, f"{span}: {worst_is}{words}"
 
 
 def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]:
@@ -299,22 +288,17 @@ def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]
 
 def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
     """Every verdict on "up to twice as slow", with the ratios each rests on. Returns the table."""
-    tutorial, title = (
-        timer.ratio(run_tut),
-        plotting.machine_title(f"'{timer.TWICE}'", run_pin.machine, run_pin.live),
-    )
+    tutorial = timer.ratio(run_tut)
+    title = plotting.machine_title(f"'{timer.TWICE}'", run_pin.machine, run_pin.live)
     caption = "ratio: t(pin-then-copy) / t(pageable .to()); the claim holds between 1 and 2"
     columns = ["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"]
     table = tables.Table(columns, bold=["verdict"], title=title, caption=caption)
     words = f"{analysis.times(tutorial.value)}{few_note(tutorial.value.samples)}: {timer.twice_words(tutorial, one=True)}"
-    statement = "pin_memory().to() (blocking), the tutorial's Timer"
-    table.add(
+    size, statement = (
         f"{run_tut.params['numel']:,} float32",
-        statement,
-        "warm",
-        words,
-        claims.stated(tutorial, run_tut),
+        "pin_memory().to() (blocking), the tutorial's Timer",
     )
+    table.add(size, statement, "warm", words, claims.stated(tutorial, run_tut))
     for label, (comparison, words) in twice_as_slow_verdicts(run_pin).items():
         sizes, case = label.split(", ")
         statement = "pin_memory().to(non_blocking=True), host clock"
@@ -327,26 +311,25 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     source, sizes = f"{TUTORIAL} (what you will learn)", run.value["sizes"]
     for label, (comparison, words) in twice_as_slow_verdicts(run).items():
         measured = f"the worst t(pin_memory().to(non_blocking=True)) / t(pageable .to()) in the range: {words}; holds {comparison.in_words()}"
-        table.add(twice_claim(label), source=source, measured=measured, holds=comparison, run=run)
+        table.add(
+            TWICE_AT.format(label), source=source, measured=measured, holds=comparison, run=run
+        )
     for case, values in nonblocking_ratios(run).items():
         best = min(range(len(values)), key=lambda i: values[i].value)
         faster = [claims.compare(v, 1, holds_if="below") for v in values]
         wins = sum(c.verdict == claims.HOLDS for c in faster)
         # "can be faster": at one size at least; "in rare cases": at no more than RARE of the sizes
-        rare = claims.compare(
-            claims.Value(wins / len(values), unit=f"of {len(values)} sizes"), RARE, holds_if="below"
-        )
+        share = claims.Value(wins / len(values), unit=f"of {len(values)} sizes")
+        rare = claims.compare(share, RARE, holds_if="below")
         name, decisive = analysis.weakest({"faster somewhere": faster[best], "rare": rare})
         measured = (
             f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest {values[best].number()} at {timing.format_bytes(sizes[best])} "
             f"(faster: {faster[best].in_words()}); faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most {RARE:.0%} of them); shown: {name}"
         )
-        table.add(
-            RARE_CLAIM.format(case), source=TUTORIAL, measured=measured, holds=decisive, run=run
-        )
+        claim = RARE_CLAIM.format(case)
+        table.add(claim, source=TUTORIAL, measured=measured, holds=decisive, run=run)
     last = run.value["rows"][-1]
-    pays = claims.compare(
-        claims.ratio(last["pin_then_to"], last["pageable_to"]), 1, holds_if="below"
-    )
+    ratio = claims.ratio(last["pin_then_to"], last["pageable_to"])
+    pays = claims.compare(ratio, 1, holds_if="below")
     measured = f"t(pin_memory().to()) / t(pageable .to()) at the largest size, {timing.format_bytes(sizes[-1])}, warm cache; pays: {pays.in_words()}"
     table.add(PAYS_CLAIM, source=f"{TUTORIAL} (advice)", measured=measured, holds=pays, run=run)
