@@ -9,7 +9,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from .common import NOTEBOOK, TUTORIAL, MiB
+from .common import TUTORIAL, MiB, seen
 
 COPIES = {
     "h2d_pinned": "H2D from pinned",
@@ -26,10 +26,6 @@ CEILING = "\nmeasured ceiling (best pinned copy, either direction): {f.ceiling:.
 LINK = "PCIe link: gen {f.gen} x{f.width}, raw rate {f.link:.1f} GB/s per direction; the ceiling is {share}"
 ABOVE = "above it: the copies did not take that link"
 NO_LINK = "PCIe link: not reported by nvidia-smi on the recorded machine"
-FASTEST = "At {size} the fastest of the four copies moves {fastest:.2g} GB/s, {share:.1%} of the measured ceiling ({f.ceiling:.1f} GB/s)."
-FLATS = "(Changes within {0:.0%} count as flat for the pinned curves and within {2:.0%} for the pageable ones"
-NOISIER = ", whose samples vary more: a median spread of {:.1%} of the value against {:.1%} for the pinned ones.)"
-GAIN = "{}: the pinned copy moved {:.1f} to {:.1f} times the pageable copy's GB/s over all sizes, {:.1f} times at {}."
 MEASURED = "the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at {}; the largest is {:.2f}x); faster: {}"
 FASTER = "Page-locked memory lets the device read it directly, much faster than pageable memory, which must first be copied to a page-locked buffer"
 
@@ -107,24 +103,24 @@ def median_spread(run: Run, kind: str) -> float:
 
 def see(run: Run) -> claims.WhatWeSee:
     """The smallest size against the ceiling, the curves, the clocks' noise, the gains (GB/s)."""
-    f, seen = facts(run), claims.WhatWeSee(NOTEBOOK, run)
-    fastest, sizes = (
-        max(f.gbps[key][0] for key in COPIES),
-        [timing.format_bytes(n) for n in f.sizes],
-    )
-    seen.say(FASTEST.format(f=f, size=sizes[0], fastest=fastest, share=fastest / f.ceiling))
-    for key in COPIES:
-        seen.say(
-            f"{COPIES[key]} {claims.describe_curve(f.sizes, f.gbps[key], tolerance=FLAT[key]).words}."
-        )
+    f, size = facts(run), timing.format_bytes
+    fastest = max(f.gbps[key][0] for key in COPIES)
+    curves = [claims.describe_curve(f.sizes, f.gbps[k], tolerance=FLAT[k]).words for k in COPIES]
     page, pin = median_spread(run, "pageable"), median_spread(run, "pinned")
-    seen.say(FLATS.format(*FLAT.values()) + (NOISIER.format(page, pin) if page > pin else ".)"))
-    if f.fewest < analysis.FEW_SAMPLES:
-        seen.say(f"Each rate is the median of as few as {f.fewest} samples at the largest sizes.")
-    for direction in ("h2d", "d2h"):
-        gain = f.gain(direction)
-        seen.say(GAIN.format(direction.upper(), min(gain), max(gain), gain[-1], sizes[-1]))
-    return seen
+    noisier = f", whose samples vary more: a median spread of {page:.1%} of the value against {pin:.1%} for the pinned ones.)"
+    few = f"Each rate is the median of as few as {f.fewest} samples at the largest sizes."
+    gains = [(direction.upper(), f.gain(direction)) for direction in ("h2d", "d2h")]
+    return seen(
+        run,
+        f"At {size(f.sizes[0])} the fastest of the four copies moves {fastest:.2g} GB/s, {fastest / f.ceiling:.1%} of the measured ceiling ({f.ceiling:.1f} GB/s).",
+        *(f"{name} {words}." for name, words in zip(COPIES.values(), curves, strict=True)),
+        f"(Changes within {FLAT['h2d_pinned']:.0%} count as flat for the pinned curves and within {FLAT['h2d_pageable']:.0%} for the pageable ones{noisier if page > pin else '.)'}",
+        few if f.fewest < analysis.FEW_SAMPLES else "",
+        *(
+            f"{d}: the pinned copy moved {min(g):.1f} to {max(g):.1f} times the pageable copy's GB/s over all sizes, {g[-1]:.1f} times at {size(f.sizes[-1])}."
+            for d, g in gains
+        ),
+    )
 
 
 def copy_ms(run: Run, nbytes: int) -> float:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ... import claims, plotting, tables, timing, trace
 from ...records import Run
-from .common import NOTEBOOK
+from .common import seen
 
 FORUM = "NVIDIA forum thread on pageable copies"
 STAGED = 0.8  # the host inside cudaMemcpyAsync for at least this share of the copy: "(nearly) all staged"
@@ -79,21 +79,20 @@ def see(run: Run) -> claims.WhatWeSee:
     """The copies' names, where the host waited for each, and which copy was longer (us)."""
     f, gpu_copy, copy_time = facts(run), "the GPU's copy time", "the copy's time"
     page, pin = f["pageable"], f["pinned"]
-    longer, seen = page.copy_us / pin.copy_us, claims.WhatWeSee(NOTEBOOK, run)
+    longer = page.copy_us / pin.copy_us
     staged = "the call returned only when (nearly) all the data had been staged."
     if page.share < STAGED:
         staged = "the call returned well before the copy ended, so here the driver did not stage (nearly) all of it first."
     which = f"the pageable copy took {longer:.1f} times as long as the pinned one."
     if longer <= 1:
         which = f"the pinned copy took {1 / longer:.1f} times as long as the pageable one."
-    for sentence in (
+    return seen(
+        run,
         f"The profiler names the first copy `{page.names}` and the second `{pin.names}` (one profiled copy of each, so every number here is a single sample).",
         f"From pageable memory the host sat inside `cudaMemcpyAsync` for {page.call_us:.0f} us, {part_of(page.call_us, page.copy_us, gpu_copy)} ({page.copy_us:.0f} us), although we passed `non_blocking=True`: {staged}",
         f"From pinned memory `cudaMemcpyAsync` took {pin.call_us:.0f} us, {part_of(pin.call_us, pin.copy_us, copy_time)}, and the host waited {pin.sync_us:.0f} us in the synchronize call instead, where we asked for it.",
         f"On the GPU the pinned copy took {pin.copy_us:.0f} us against {page.copy_us:.0f} us from pageable memory: {which}",
-    ):
-        seen.say(sentence)
-    return seen
+    )
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import analysis, claims, plotting, tables
 from ...records import Run
-from .common import NOTEBOOK, TUTORIAL, few_note, us_words
+from .common import NOTEBOOK, TUTORIAL, few_note, seen, us_words
 
 PAGEABLE, PINNED = "pageable_tensor.to('cuda:0')", "pinned_tensor.to('cuda:0')"
 PIN, PIN_TO = "pageable_tensor.pin_memory()", "pageable_tensor.pin_memory().to('cuda:0')"
@@ -52,7 +52,7 @@ def show(run: Run) -> tables.Table:
 
 def see(run: Run) -> claims.WhatWeSee:
     """The fastest statement, pin_memory() and its parts against the copy, the verdict (us)."""
-    tut, seen = run.value, claims.WhatWeSee(NOTEBOOK, run)
+    tut = run.value
     fastest = min(tut, key=lambda text: tut[text].median_s)
     alone = claims.compare(claims.ratio(tut[PIN], tut[PAGEABLE]), 1, holds_if="above")
     words = analysis.in_words(
@@ -62,17 +62,15 @@ def see(run: Run) -> claims.WhatWeSee:
         "less than the whole pageable copy",
     )
     parts, twice = tut[PIN].median_s + tut[PINNED].median_s, ratio(run)
-    verdict = claims.worded(
-        claims.stated(twice, run), "holds", "does not hold here", "is borderline here"
-    )
-    for sentence in (
+    stated = claims.stated(twice, run)
+    verdict = claims.worded(stated, "holds", "does not hold here", "is borderline here")
+    return seen(
+        run,
         f"The fastest of the four is `{fastest}`, at {us_words(tut[fastest])}.",
         f"`pin_memory()` alone took {us_words(tut[PIN])} against {us_words(tut[PAGEABLE])} for the pageable copy: {analysis.times(alone.value)} the pageable copy's time, {words}.",
         f"`pin_memory().to('cuda:0')` took {us_words(tut[PIN_TO])}; `pin_memory()` and the pinned copy timed apart add up to {parts * 1e6:.1f} us, and the statement took {tut[PIN_TO].median_s / parts:.2f} times that sum.",
         f"So at the tutorial's size, statements and Timer, pinning first and then copying took {analysis.times(twice.value)} the plain pageable copy's time{few_note(twice.value.samples)}: the claim 'slower, but at most twice' ({twice.in_words()}) **{verdict}**.",
-    ):
-        seen.say(sentence)
-    return seen
+    )
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
