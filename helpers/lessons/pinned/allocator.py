@@ -125,10 +125,5 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
         f"not exhausted on purpose (that would starve the machine); its cost was measured instead: the first pinned allocation of "
         f"{timing.format_bytes(last['nbytes'])} took {times:.1f} times as long as a pageable one, and the cache kept {kept} pinned after the tensor was deleted"
     )
-    table.add(
-        LIMITED,
-        source=f"{TUTORIAL} (background and advice)",
-        measured=measured,
-        holds=None,
-        run=run,
-    )
+    source = f"{TUTORIAL} (background and advice)"
+    table.add(LIMITED, source=source, measured=measured, holds=None, run=run)

@@ -33,20 +33,15 @@ def ratio(run: Run) -> claims.Comparison:
 
 def show(run: Run) -> tables.Table:
     """The four statements (us, samples, GB/s) and bars of their medians (ms). Returns the table."""
-    values = {text: claims.measured(t) for text, t in run.value.items()}
-    rows = [
-        (k, v.value * 1e6, v.spread * 1e6, v.samples, run.value[k].gbps) for k, v in values.items()
-    ]
-    short = {
-        k.replace("pageable_tensor", "pageable").replace("pinned_tensor", "pinned"): t.median_ms
-        for k, t in run.value.items()
-    }
+    rows, short = [], {}
+    for text, t in run.value.items():
+        v = claims.measured(t)
+        rows.append((text, v.value * 1e6, v.spread * 1e6, v.samples, t.gbps))
+        name = text.replace("pageable_tensor", "pageable").replace("pinned_tensor", "pinned")
+        short[name] = t.median_ms
     what = f"the tutorial's statements under its Timer, {run.params['numel']:,} float32"
-    title, ylabel = (
-        plotting.machine_title(what, run.machine, run.live),
-        "time per call (ms, median)",
-    )
-    plotting.bars_with_ratios(short, title=title, ylabel=ylabel)
+    title = plotting.machine_title(what, run.machine, run.live)
+    plotting.bars_with_ratios(short, title=title, ylabel="time per call (ms, median)")
     return tables.Table(COLUMNS, rows, caption="torch.utils.benchmark's adaptive_autorange")
 
 
