@@ -9,9 +9,12 @@ from . import allocator, bandwidth, staging, sweep, timer
 from .common import NOTEBOOK
 
 
-def claims_table(*runs: Run) -> claims.ClaimsTable:
-    """The claims of the runs of sections 1 to 5, with their verdicts, in the sections' order."""
+def claims_table(
+    run_trace: Run, run_bw: Run, run_tut: Run, run_pin: Run, run_alloc: Run
+) -> claims.ClaimsTable:
+    """The notebook's claims, each with its verdict from the runs, in the sections' order."""
     table = claims.ClaimsTable(NOTEBOOK)
+    runs = (run_trace, run_bw, run_tut, run_pin, run_alloc)
     for section, run in zip((staging, bandwidth, timer, sweep, allocator), runs, strict=True):
         section.add_claims(table, run)
     return table

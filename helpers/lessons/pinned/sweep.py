@@ -117,11 +117,9 @@ def crossover_size(sizes: list[int], ratios: list[float]) -> tuple[int | None, f
 
 def range_of(nbytes: float | None) -> str:
     """The ``SIZE_RANGES`` label that holds a size, or 'never' for None."""
-    return (
-        "never"
-        if nbytes is None
-        else next(k for k, low, high in SIZE_RANGES if low <= nbytes < high)
-    )
+    if nbytes is None:
+        return "never"
+    return next(label for label, low, high in SIZE_RANGES if low <= nbytes < high)
 
 
 def crossover_range(run: Run) -> str:
@@ -142,18 +140,16 @@ def show(run: Run) -> None:
     # from the cache, pin_memory() is a CPU copy, within a small factor of the DMA
     for n, pin, pinned, whole in zip(f.sizes, *(f.ms[k] for k in TIMED_PARTS), strict=True):
         if pin > UNCACHED * pinned:
+            affected = "include that" if whole >= pin else "were not affected"
             print(
-                f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin:.3f} ms per call, {pin / pinned:.0f} times as long as the pinned copy itself: "
-                "most likely the cache did not serve it and each call asked the driver for new page-locked memory; "
-                f"pin_memory().to() took {whole:.3f} ms at the same size, so its ratios "
-                + ("include that" if whole >= pin else "were not affected")
+                f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin:.3f} ms per call, {pin / pinned:.0f} times as long as the pinned copy itself: most likely the cache did not serve it and each call asked the driver for new page-locked memory; pin_memory().to() took {whole:.3f} ms at the same size, so its ratios {affected}"
             )
     crossover = crossover_size(f.sizes, f.ratio["pin_then_to"])[1]
     _, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 4.5))
     for key, (name, _) in TIMED.items():
         ax_t.plot(f.sizes, f.ms[key], marker="o", label=name)
-    for key, (_, label, marker) in FORMS.items():
-        ax_r.plot(f.sizes, f.ratio[key], marker=marker, label=label)
+    for key, (_, name, marker) in FORMS.items():
+        ax_r.plot(f.sizes, f.ratio[key], marker=marker, label=name)
     ax_r.axhline(1, color="grey", linestyle="--", label="1: break-even")
     ax_r.axhline(2, color="red", linestyle=":", label="2: 'up to twice as slow'")
     for ax, (ylabel, what) in zip((ax_t, ax_r), PLOTS, strict=True):
