@@ -11,24 +11,12 @@ from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
 from .common import TUTORIAL, MiB, seen
 
-COSTS = [
-    ("size", "", timing.format_bytes),
-    ("first pinned", "ms", ".3f"),
-    ("reuse (cache)", "ms", ".4f"),
-]
-COSTS += [
-    ("pageable zeros", "ms", ".3f"),
-    ("first / reuse", "x", ".0f"),
-    ("first / pageable", "x", ".1f"),
-]
+COSTS = [("size", "", timing.format_bytes), ("first pinned", "ms", ".3f")]
+COSTS += [("reuse (cache)", "ms", ".4f"), ("pageable zeros", "ms", ".3f")]
+COSTS += [("first / reuse", "x", ".0f"), ("first / pageable", "x", ".1f")]
 COSTS += [("pinning rate", "GB/s", ".2f")]
-STATS = [
-    "stage",
-    "held by the cache",
-    "in live tensors",
-    "cudaHostAlloc calls",
-    "cudaFreeHost calls",
-]
+STATS = ["stage", "held by the cache", "in live tensors", "cudaHostAlloc calls"]
+STATS += ["cudaFreeHost calls"]
 KEPT = ("tensor deleted", "after _host_emptyCache()")
 LIMITED = "Pinned memory is more limited than pageable memory: a limited resource"
 
@@ -72,7 +60,8 @@ def show(run: Run) -> None:
     version, found, size = run.value["torch"], stages(run), timing.format_bytes
     title = f"host_memory_stats() on torch {version}, requests of {size(run.params['request'])}, then {size(run.params['smaller_request'])}"
     stats = [
-        (k, *map(bytes_or_unknown, (s.held, s.live)), s.allocs, s.frees) for k, s in found.items()
+        (k, bytes_or_unknown(s.held), bytes_or_unknown(s.live), s.allocs, s.frees)
+        for k, s in found.items()
     ]
     caption = f"?: torch {version} reported more bytes in live tensors than its cache holds, so that counter is not shown"
     broken = any(s.live_broken for s in found.values())

@@ -89,13 +89,8 @@ def facts(run: Run) -> Sweep:
     ms = {key: [row[key].median_ms for row in rows] for key in TIMED}
     gbps = {key: [row[key].gbps for row in rows] for key in TIMED}
     ratio = {key: [a / b for a, b in zip(ms[key], ms["pageable_to"], strict=True)] for key in FORMS}
-    return Sweep(
-        run.value["sizes"],
-        ms,
-        gbps,
-        ratio,
-        min(len(t.samples_s) for row in rows for t in row.values()),
-    )
+    fewest = min(len(t.samples_s) for row in rows for t in row.values())
+    return Sweep(run.value["sizes"], ms, gbps, ratio, fewest)
 
 
 def crossover_size(sizes: list[int], ratios: list[float]) -> tuple[int | None, float | None]:
@@ -141,9 +136,8 @@ def show(run: Run) -> None:
     for n, pin, pinned, whole in zip(f.sizes, *(f.ms[k] for k in TIMED_PARTS), strict=True):
         if pin > UNCACHED * pinned:
             affected = "include that" if whole >= pin else "were not affected"
-            print(
-                f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin:.3f} ms per call, {pin / pinned:.0f} times as long as the pinned copy itself: most likely the cache did not serve it and each call asked the driver for new page-locked memory; pin_memory().to() took {whole:.3f} ms at the same size, so its ratios {affected}"
-            )
+            note = f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin:.3f} ms per call, {pin / pinned:.0f} times as long as the pinned copy itself: most likely the cache did not serve it and each call asked the driver for new page-locked memory; pin_memory().to() took {whole:.3f} ms at the same size, so its ratios {affected}"
+            print(note)
     crossover = crossover_size(f.sizes, f.ratio["pin_then_to"])[1]
     _, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 4.5))
     for key, (name, _) in TIMED.items():
@@ -204,9 +198,8 @@ def see(run: Run) -> claims.WhatWeSee:
     big, said = [i for i, n in enumerate(f.sizes) if n >= MiB], [sides, whole]
     if big:
         pins, pages = ([f.gbps[key][i] for i in big] for key in ("pin_memory", "pageable_to"))
-        said.append(
-            f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} to {max(pins):.3g} GB/s, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s."
-        )
+        rates = f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} to {max(pins):.3g} GB/s, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s."
+        said.append(rates)
     if f.fewest < analysis.FEW_SAMPLES:
         said.append(
             f"Each time is the median of as few as {f.fewest} samples at the largest sizes."
@@ -222,10 +215,10 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     """The Timer against the host clock at the sweep's size nearest the tutorial's (us, GB/s)."""
     tut, sizes, numel = run_tut.value, run_pin.value["sizes"], run_tut.params["numel"]
     near = min(range(len(sizes)), key=lambda i: abs(math.log(sizes[i] / (numel * 4))))
-    row, size, bytes_near = (
+    row, bytes_near, size = (
         run_pin.value["rows"][near],
-        timing.format_bytes,
         sizes[near] / numel / 4,
+        timing.format_bytes,
     )
     page, pin, nb = (row[k] for k in ("pageable_to", "pin_then_to", "pin_then_to_nb"))
     timer_rate, clock_rate = (claims.measured(t, as_rate=True) for t in (tut[timer.PAGEABLE], page))
@@ -249,10 +242,7 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
 def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
     """Per ``CASES`` key, t(pin_memory().to(non_blocking=True)) / t(pageable .to()) per size."""
     rows = run.value["rows"]
-    ratios = {
-        case: [claims.ratio(r[key], r["pageable_to"]) for r in rows] for case, key in CASES.items()
-    }
-    return ratios
+    return {case: [claims.ratio(r[k], r["pageable_to"]) for r in rows] for case, k in CASES.items()}
 
 
 def range_verdict(
@@ -290,11 +280,14 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
     columns = ["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"]
     table = tables.Table(columns, bold=["verdict"], title=title, caption=caption)
     words = f"{analysis.times(tutorial.value)}{few_note(tutorial.value.samples)}: {timer.twice_words(tutorial, one=True)}"
-    size, statement = (
+    statement = "pin_memory().to() (blocking), the tutorial's Timer"
+    table.add(
         f"{run_tut.params['numel']:,} float32",
-        "pin_memory().to() (blocking), the tutorial's Timer",
+        statement,
+        "warm",
+        words,
+        claims.stated(tutorial, run_tut),
     )
-    table.add(size, statement, "warm", words, claims.stated(tutorial, run_tut))
     for label, (comparison, words) in twice_as_slow_verdicts(run_pin).items():
         sizes, case = label.split(", ")
         statement = "pin_memory().to(non_blocking=True), host clock"
@@ -307,9 +300,8 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     source, sizes = f"{TUTORIAL} (what you will learn)", run.value["sizes"]
     for label, (comparison, words) in twice_as_slow_verdicts(run).items():
         measured = f"the worst t(pin_memory().to(non_blocking=True)) / t(pageable .to()) in the range: {words}; holds {comparison.in_words()}"
-        table.add(
-            TWICE_AT.format(label), source=source, measured=measured, holds=comparison, run=run
-        )
+        claim = TWICE_AT.format(label)
+        table.add(claim, source=source, measured=measured, holds=comparison, run=run)
     for case, values in nonblocking_ratios(run).items():
         best = min(range(len(values)), key=lambda i: values[i].value)
         faster = [claims.compare(v, 1, holds_if="below") for v in values]
