@@ -22,10 +22,7 @@ LARGE = 64 * MiB  # "at 64 MiB and up": the sizes whose range is printed against
 COLUMNS = [("size", "", timing.format_bytes)] + [(c, "GB/s", ".2f") for c in COPIES.values()]
 COLUMNS += [("pinned / pageable H2D", "x", ".2f")]
 CAPTION = "decimal GB/s, the median of the samples at each size"
-CEILING = "\nmeasured ceiling (best pinned copy, either direction): {f.ceiling:.1f} GB/s"
-LINK = "PCIe link: gen {f.gen} x{f.width}, raw rate {f.link:.1f} GB/s per direction; the ceiling is {share}"
 ABOVE = "above it: the copies did not take that link"
-NO_LINK = "PCIe link: not reported by nvidia-smi on the recorded machine"
 MEASURED = "the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at {}; the largest is {:.2f}x); faster: {}"
 FASTER = "Page-locked memory lets the device read it directly, much faster than pageable memory, which must first be copied to a page-locked buffer"
 
@@ -74,9 +71,12 @@ def show(run: Run) -> None:
     f, title = facts(run), plotting.machine_title("copy bandwidth", run.machine, run.live)
     rows = [(n, *[f.gbps[k][i] for k in COPIES], f.gain("h2d")[i]) for i, n in enumerate(f.sizes)]
     display(tables.Table(COLUMNS, rows, title=title, caption=CAPTION))
-    print(CEILING.format(f=f))
-    share = f"{f.ceiling / f.link:.0%} of it" if f.link and f.ceiling <= f.link else ABOVE
-    print(LINK.format(f=f, share=share) if f.link else NO_LINK)
+    print(f"\nmeasured ceiling (best pinned copy, either direction): {f.ceiling:.1f} GB/s")
+    link = "PCIe link: not reported by nvidia-smi on the recorded machine"
+    if f.link:
+        share = f"{f.ceiling / f.link:.0%} of it" if f.ceiling <= f.link else ABOVE
+        link = f"PCIe link: gen {f.gen} x{f.width}, raw rate {f.link:.1f} GB/s per direction; the ceiling is {share}"
+    print(link)
     large = [i for i, n in enumerate(f.sizes) if n >= LARGE]
     for key in ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable") if large else ():
         low, high = min(f.gbps[key][i] for i in large), max(f.gbps[key][i] for i in large)
