@@ -77,11 +77,9 @@ class Sweep:
     gbps: dict[str, list[float]]
     ratio: dict[str, list[float]]
     fewest: int  # samples of any timing
-
-    def parts_exceed_whole(self) -> list[int]:
-        """Sizes where a warm ``pin_memory()`` alone took longer than ``pin_memory().to()``."""
-        pin, whole = self.ms["pin_memory"], self.ms["pin_then_to"]
-        return [n for n, a, b in zip(self.sizes, pin, whole, strict=True) if a > b]
+    first: int | None  # where a warm pin_memory().to() starts to beat the pageable copy for good
+    crossing: float | None  # and where it crosses 1, interpolated (``crossover_size``)
+    exceed: list[int]  # sizes where a warm pin_memory() alone took longer than pin_memory().to()
 
 
 def facts(run: Run) -> Sweep:
@@ -89,8 +87,12 @@ def facts(run: Run) -> Sweep:
     ms = {key: [row[key].median_ms for row in rows] for key in TIMED}
     gbps = {key: [row[key].gbps for row in rows] for key in TIMED}
     ratio = {key: [a / b for a, b in zip(ms[key], ms["pageable_to"], strict=True)] for key in FORMS}
-    fewest = min(len(t.samples_s) for row in rows for t in row.values())
-    return Sweep(run.value["sizes"], ms, gbps, ratio, fewest)
+    fewest, sizes = min(len(t.samples_s) for row in rows for t in row.values()), run.value["sizes"]
+    exceed = [
+        n for n, a, b in zip(sizes, ms["pin_memory"], ms["pin_then_to"], strict=True) if a > b
+    ]
+    crossing = crossover_size(sizes, ratio["pin_then_to"])
+    return Sweep(sizes, ms, gbps, ratio, fewest, *crossing, exceed)
 
 
 def crossover_size(sizes: list[int], ratios: list[float]) -> tuple[int | None, float | None]:
@@ -119,8 +121,7 @@ def range_of(nbytes: float | None) -> str:
 
 def crossover_range(run: Run) -> str:
     """The range in which a warm ``pin_memory().to()`` starts to beat a pageable copy for good."""
-    f = facts(run)
-    return range_of(crossover_size(f.sizes, f.ratio["pin_then_to"])[1])
+    return range_of(facts(run).crossing)
 
 
 def show(run: Run) -> None:
@@ -138,7 +139,6 @@ def show(run: Run) -> None:
             affected = "include that" if whole >= pin else "were not affected"
             note = f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin:.3f} ms per call, {pin / pinned:.0f} times as long as the pinned copy itself: most likely the cache did not serve it and each call asked the driver for new page-locked memory; pin_memory().to() took {whole:.3f} ms at the same size, so its ratios {affected}"
             print(note)
-    crossover = crossover_size(f.sizes, f.ratio["pin_then_to"])[1]
     _, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 4.5))
     for key, (name, _) in TIMED.items():
         ax_t.plot(f.sizes, f.ms[key], marker="o", label=name)
@@ -152,9 +152,9 @@ def show(run: Run) -> None:
         plotting.size_axis(ax, label="tensor size (bytes, binary prefixes)")
         plotting.log_axis(ax, "y")
         ax.grid(True, which="both", alpha=0.3)
-        if crossover is not None:
-            label = f"pinning pays from about {timing.format_bytes(round(crossover))}"
-            ax.axvline(crossover, color="green", alpha=0.6, label=label)
+        if f.crossing is not None:
+            label = f"pinning pays from about {timing.format_bytes(round(f.crossing))}"
+            ax.axvline(f.crossing, color="green", alpha=0.6, label=label)
         ax.legend(fontsize=7)
     plt.tight_layout()
     plt.show()
@@ -186,15 +186,13 @@ def parts_at(f: Sweep, i: int) -> str:
 def see(run: Run) -> claims.WhatWeSee:
     """Each form's crossing, the parts either side of it (ms, GB/s), parts against the whole."""
     f, size = facts(run), timing.format_bytes
-    first = crossover_size(f.sizes, f.ratio["pin_then_to"])[0]
-    k = len(f.sizes) - 1 if first is None else f.sizes.index(first)
+    k = len(f.sizes) - 1 if f.first is None else f.sizes.index(f.first)
     sides = f"At the largest size, {parts_at(f, k)}."
-    if first is not None:
+    if f.first is not None:
         sides = f"On either side of the crossing, {'; '.join(parts_at(f, i) for i in (k - 1, k) if i >= 0)}."
-    exceed = f.parts_exceed_whole()
     whole = "At every size `pin_memory()` timed alone took less than `pin_memory().to()`, which contains it."
-    if exceed:
-        whole = f"At {len(exceed)} of the {len(f.sizes)} sizes ({', '.join(map(size, exceed))}) a warm `pin_memory()` timed alone took longer than `pin_memory().to()`, which contains it: parts timed apart do not add up to the statement, so their sum is a guide and the crossing is read from the measured ratio."
+    if f.exceed:
+        whole = f"At {len(f.exceed)} of the {len(f.sizes)} sizes ({', '.join(map(size, f.exceed))}) a warm `pin_memory()` timed alone took longer than `pin_memory().to()`, which contains it: parts timed apart do not add up to the statement, so their sum is a guide and the crossing is read from the measured ratio."
     big, said = [i for i, n in enumerate(f.sizes) if n >= MiB], [sides, whole]
     if big:
         pins, pages = ([f.gbps[key][i] for i in big] for key in ("pin_memory", "pageable_to"))
