@@ -1,4 +1,4 @@
-"""Notebook 01's analysis (helpers/lessons/pinned/: staging, bandwidth, timer, sweep, allocator) on the recordings of every recorded machine, and on synthetic values for the
+"""Notebook 01's analysis (helpers/lessons/pinned/: common, staging, bandwidth, timer, sweep, allocator) on the recordings of every recorded machine, and on synthetic values for the
 branches the recordings do not reach.
 
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
@@ -14,7 +14,7 @@ import pytest
 
 from helpers import claims, hardware, records, timing, trace
 from helpers.lessons import pinned
-from helpers.lessons.pinned import allocator, bandwidth, staging, sweep, timer
+from helpers.lessons.pinned import allocator, bandwidth, common, staging, sweep, timer
 
 NOTEBOOK = "01_pinned_memory"
 NAMES = (
@@ -1019,3 +1019,12 @@ def test_the_link_lines_use_the_recorded_pcie_generation(gen, capsys):
     assert f"PCIe link: gen {gen} x16, raw rate {link:.1f} GB/s" in out and "gen 5" not in out
     assert "did not take that link" in out  # 55 GB/s cannot cross a gen 3 or 4 x16 link
     assert not re.search(r"\b(1\d\d|[2-9]\d\d)% of", out)
+
+
+def test_seen_says_each_sentence_in_order_and_leaves_out_empty_ones():
+    run = RUNS["copy_bandwidth"][MACHINES[0]]
+    said = common.seen(run, "First.", "", "Second.")
+    assert said.sentences == ["First.", "Second."]
+    assert said.run is run and said.notebook == NOTEBOOK
+    with pytest.raises(TypeError, match="non-empty sentence"):
+        common.seen(run, "   ")

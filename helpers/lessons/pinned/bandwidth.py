@@ -1,5 +1,4 @@
-"""Section 2 of notebook 01: H2D and D2H bandwidth from pageable and pinned memory by size
-(decimal GB/s) against the PCIe link, the first exercise, and the tutorial's "much faster"."""
+"""Section 2 of notebook 01: H2D and D2H rates by size, pageable and pinned (decimal GB/s)."""
 
 from __future__ import annotations
 
@@ -10,10 +9,8 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
+from .common import TUTORIAL, MiB, seen
 
-NOTEBOOK = "01_pinned_memory"
-TUTORIAL = "PyTorch tutorial on non_blocking and pin_memory()"
-MiB = 2**20
 COPIES = {
     "h2d_pinned": "H2D from pinned",
     "h2d_pageable": "H2D from pageable",
@@ -22,21 +19,25 @@ COPIES = {
 }
 FLAT = {"h2d_pinned": 0.05, "d2h_pinned": 0.05, "h2d_pageable": 0.15, "d2h_pageable": 0.15}
 LARGE = 64 * MiB  # "at 64 MiB and up": the sizes whose range is printed against the link
+COLUMNS = [("size", "", timing.format_bytes)] + [(c, "GB/s", ".2f") for c in COPIES.values()]
+COLUMNS += [("pinned / pageable H2D", "x", ".2f")]
+CAPTION = "decimal GB/s, the median of the samples at each size"
+ABOVE = "above it: the copies did not take that link"
+MEASURED = "the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at {}; the largest is {:.2f}x); faster: {}"
+FASTER = "Page-locked memory lets the device read it directly, much faster than pageable memory, which must first be copied to a page-locked buffer"
 
 
 @dataclass(frozen=True)
 class Bandwidth:
-    """The sweep's sizes (bytes), each copy's median rate per size (GB/s, keyed like ``COPIES``),
-    the measured ceiling (best pinned rate, GB/s), GPU 0's PCIe generation and width at most and
-    the link's raw one-way rate (GB/s, None where not reported), and the fewest samples."""
+    """A bandwidth sweep; rates in decimal GB/s."""
 
-    sizes: list[int]
-    gbps: dict[str, list[float]]
-    ceiling: float
-    gen: int | None
-    width: int | None
-    link: float | None
-    fewest: int
+    sizes: list[int]  # bytes
+    gbps: dict[str, list[float]]  # each copy's median rate per size, keyed like COPIES
+    ceiling: float  # the best pinned rate
+    gen: int | None  # GPU 0's PCIe generation at most (None: not reported)
+    width: int | None  # and width
+    link: float | None  # the link's raw one-way rate
+    fewest: int  # samples of any timing
 
     def gain(self, direction: str) -> list[float]:
         """Pinned over pageable rate at every size, ``direction`` "h2d" or "d2h"."""
@@ -49,19 +50,14 @@ def facts(run: Run) -> Bandwidth:
     gbps = {key: [row[key].gbps for row in rows] for key in COPIES}
     gpu0 = (run.header["machine"].get("gpus") or [{}])[0]
     gen, width = gpu0.get("pcie_gen_max"), gpu0.get("pcie_width_max")
-    return Bandwidth(
-        run.value["sizes"],
-        gbps,
-        max(gbps["h2d_pinned"] + gbps["d2h_pinned"]),
-        gen,
-        width,
-        hardware.pcie_theoretical_gbps(gen, width),
-        min(len(row[key].samples_s) for row in rows for key in COPIES),
-    )
+    link = hardware.pcie_theoretical_gbps(gen, width)
+    fewest = min(len(row[key].samples_s) for row in rows for key in COPIES)
+    ceiling = max(gbps["h2d_pinned"] + gbps["d2h_pinned"])
+    return Bandwidth(run.value["sizes"], gbps, ceiling, gen, width, link, fewest)
 
 
 def of_link(low: float, high: float, link: float) -> str:
-    """' (85%-87% of the raw link rate)', or that a rate passed the raw rate (no share above 100%)."""
+    """' (85%-87% of the raw link rate)', or that a rate passed the raw rate."""
     if high > link:
         return (
             " (above the reported link's raw rate: the copies did not take that link as reported)"
@@ -71,43 +67,25 @@ def of_link(low: float, high: float, link: float) -> str:
 
 
 def show(run: Run) -> None:
-    """A table of the four rates by size and the pinned / pageable H2D ratio, the ceiling against
-    the link's raw rate, each copy's range from ``LARGE`` up, and the curves on log axes."""
-    f = facts(run)
-    table = tables.Table(
-        [("size", "", timing.format_bytes)]
-        + [(name, "GB/s", ".2f") for name in COPIES.values()]
-        + [("pinned / pageable H2D", "x", ".2f")],
-        [(n, *[f.gbps[key][i] for key in COPIES], f.gain("h2d")[i]) for i, n in enumerate(f.sizes)],
-        title=plotting.machine_title("copy bandwidth", run.machine, run.live),
-        caption="decimal GB/s, the median of the samples at each size",
-    )
-    display(table)
+    """The four rates and the H2D gain by size, the ceiling against the link, the curves."""
+    f, title = facts(run), plotting.machine_title("copy bandwidth", run.machine, run.live)
+    rows = [(n, *[f.gbps[k][i] for k in COPIES], f.gain("h2d")[i]) for i, n in enumerate(f.sizes)]
+    display(tables.Table(COLUMNS, rows, title=title, caption=CAPTION))
     print(f"\nmeasured ceiling (best pinned copy, either direction): {f.ceiling:.1f} GB/s")
+    link = "PCIe link: not reported by nvidia-smi on the recorded machine"
     if f.link:
-        share = (
-            f"{f.ceiling / f.link:.0%} of it"
-            if f.ceiling <= f.link
-            else "above it: the copies did not take that link"
-        )
-        print(
-            f"PCIe link: gen {f.gen} x{f.width}, raw rate {f.link:.1f} GB/s per direction; the ceiling is {share}"
-        )
-    else:
-        print("PCIe link: not reported by nvidia-smi on the recorded machine")
+        share = f"{f.ceiling / f.link:.0%} of it" if f.ceiling <= f.link else ABOVE
+        link = f"PCIe link: gen {f.gen} x{f.width}, raw rate {f.link:.1f} GB/s per direction; the ceiling is {share}"
+    print(link)
     large = [i for i, n in enumerate(f.sizes) if n >= LARGE]
-    for key in ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"):
-        if large:
-            low, high = min(f.gbps[key][i] for i in large), max(f.gbps[key][i] for i in large)
-            print(
-                f"{COPIES[key]:18} at 64 MiB and up: {low:6.2f} to {high:6.2f} GB/s"
-                + (of_link(low, high, f.link) if f.link else "")
-            )
+    for key in ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable") if large else ():
+        low, high = min(f.gbps[key][i] for i in large), max(f.gbps[key][i] for i in large)
+        link = of_link(low, high, f.link) if f.link else ""
+        print(f"{COPIES[key]:18} at 64 MiB and up: {low:6.2f} to {high:6.2f} GB/s{link}")
+    title = plotting.machine_title("copy bandwidth, pinned vs pageable", run.machine, run.live)
+    series = {COPIES[key]: (f.sizes, f.gbps[key]) for key in COPIES}
     ax = plotting.bandwidth_vs_size(
-        {COPIES[key]: (f.sizes, f.gbps[key]) for key in COPIES},
-        title=plotting.machine_title("copy bandwidth, pinned vs pageable", run.machine, run.live),
-        ceiling_gbps=f.ceiling,
-        ceiling_label="measured ceiling",
+        series, title=title, ceiling_gbps=f.ceiling, ceiling_label="measured ceiling"
     )
     if f.link:
         label = f"PCIe gen {f.gen} x{f.width} raw rate ({f.link:.0f} GB/s)"
@@ -117,80 +95,50 @@ def show(run: Run) -> None:
 
 
 def median_spread(run: Run, kind: str) -> float:
-    """The median relative spread (half the IQR over the median) of the pinned or pageable timings."""
-    shares = sorted(
-        claims.measured(row[key]).spread / row[key].median_s
-        for row in run.value["rows"]
-        for key in COPIES
-        if key.endswith(kind)
-    )
+    """The median half-IQR over median of the "pinned" or "pageable" timings."""
+    rows, keys = run.value["rows"], [key for key in COPIES if key.endswith(kind)]
+    shares = sorted(claims.measured(row[k]).spread / row[k].median_s for row in rows for k in keys)
     return shares[len(shares) // 2]
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """The smallest size's best rate against the ceiling, how each curve ends
-    (``claims.describe_curve``), how noisy the two clocks were, and the pinned copy's rate over
-    the pageable copy's in each direction (GB/s)."""
-    f = facts(run)
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    smallest = max(f.gbps[key][0] for key in COPIES)
-    seen.say(
-        f"At {timing.format_bytes(f.sizes[0])} the fastest of the four copies moves {smallest:.2g} GB/s, "
-        f"{smallest / f.ceiling:.1%} of the measured ceiling ({f.ceiling:.1f} GB/s)."
-    )
-    for key in COPIES:
-        shape = claims.describe_curve(f.sizes, f.gbps[key], tolerance=FLAT[key])
-        seen.say(f"{COPIES[key]} {shape.words}.")
+    """The smallest size against the ceiling, the curves, the clocks' noise, the gains (GB/s)."""
+    f, size = facts(run), timing.format_bytes
+    fastest = max(f.gbps[key][0] for key in COPIES)
+    curves = [claims.describe_curve(f.sizes, f.gbps[k], tolerance=FLAT[k]).words for k in COPIES]
     page, pin = median_spread(run, "pageable"), median_spread(run, "pinned")
-    noisier = (
-        f", whose samples vary more: a median spread of {page:.1%} of the value against "
-        f"{pin:.1%} for the pinned ones.)"
+    noisier = f", whose samples vary more: a median spread of {page:.1%} of the value against {pin:.1%} for the pinned ones.)"
+    few = f"Each rate is the median of as few as {f.fewest} samples at the largest sizes."
+    gains = [(direction.upper(), f.gain(direction)) for direction in ("h2d", "d2h")]
+    return seen(
+        run,
+        f"At {size(f.sizes[0])} the fastest of the four copies moves {fastest:.2g} GB/s, {fastest / f.ceiling:.1%} of the measured ceiling ({f.ceiling:.1f} GB/s).",
+        *(f"{name} {words}." for name, words in zip(COPIES.values(), curves, strict=True)),
+        f"(Changes within {FLAT['h2d_pinned']:.0%} count as flat for the pinned curves and within {FLAT['h2d_pageable']:.0%} for the pageable ones{noisier if page > pin else '.)'}",
+        few if f.fewest < analysis.FEW_SAMPLES else "",
+        *(
+            f"{d}: the pinned copy moved {min(g):.1f} to {max(g):.1f} times the pageable copy's GB/s over all sizes, {g[-1]:.1f} times at {size(f.sizes[-1])}."
+            for d, g in gains
+        ),
     )
-    seen.say(
-        f"(Changes within {FLAT['h2d_pinned']:.0%} count as flat for the pinned curves and within "
-        f"{FLAT['h2d_pageable']:.0%} for the pageable ones" + (noisier if page > pin else ".)")
-    )
-    if f.fewest < analysis.FEW_SAMPLES:
-        seen.say(f"Each rate is the median of as few as {f.fewest} samples at the largest sizes.")
-    for direction in ("h2d", "d2h"):
-        gain = f.gain(direction)
-        seen.say(
-            f"{direction.upper()}: the pinned copy moved {min(gain):.1f} to {max(gain):.1f} times the pageable "
-            f"copy's GB/s over all sizes, {gain[-1]:.1f} times at {timing.format_bytes(f.sizes[-1])}."
-        )
-    return seen
 
 
 def copy_ms(run: Run, nbytes: int) -> float:
-    """Milliseconds a pinned H2D copy of ``nbytes`` takes at the rate of the sweep's largest size."""
+    """Milliseconds a pinned H2D copy of ``nbytes`` takes at the sweep's largest size's rate."""
     return nbytes / (facts(run).gbps["h2d_pinned"][-1] * 1e9) * 1e3
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
-    """The tutorial's "much faster than pageable memory": the least pinned / pageable H2D rate
-    ratio from 1 MiB up."""
-    sizes, rows = run.value["sizes"], run.value["rows"]
-    gains = {
-        n: claims.ratio(
-            claims.measured(row["h2d_pinned"], as_rate=True),
-            claims.measured(row["h2d_pageable"], as_rate=True),
-        )
-        for n, row in zip(sizes, rows, strict=True)
-        if n >= MiB
-    }
-    least = min(gains, key=lambda n: gains[n].value) if gains else None
-    faster = claims.compare(gains[least], 1, holds_if="above") if least is not None else None
-    table.add(
-        "Page-locked memory lets the device read it directly, much faster than pageable memory, "
-        "which must first be copied to a page-locked buffer",
-        source=f"{TUTORIAL} (background)",
-        measured=(
-            f"the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at "
-            f"{timing.format_bytes(least)}; the largest is "
-            f"{max(g.value for g in gains.values()):.2f}x); faster: {faster.in_words()}"
-            if least is not None and faster is not None
-            else "no size of 1 MiB or more"
-        ),
-        holds=faster,
-        run=run,
-    )
+    """ "Much faster than pageable": the least pinned / pageable H2D rate ratio from 1 MiB up."""
+    gains = {}
+    for n, row in zip(run.value["sizes"], run.value["rows"], strict=True):
+        pin, page = (claims.measured(row[k], as_rate=True) for k in ("h2d_pinned", "h2d_pageable"))
+        if n >= MiB:
+            gains[n] = claims.ratio(pin, page)
+    measured, faster = "no size of 1 MiB or more", None
+    if gains:
+        least = min(gains, key=lambda n: gains[n].value)
+        faster = claims.compare(gains[least], 1, holds_if="above")
+        most = max(g.value for g in gains.values())
+        measured = MEASURED.format(timing.format_bytes(least), most, faster.in_words())
+    table.add(FASTER, source=f"{TUTORIAL} (background)", measured=measured, holds=faster, run=run)
