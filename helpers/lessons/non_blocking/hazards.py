@@ -1,7 +1,8 @@
-"""02, section 4: the hazards of ``non_blocking=True`` and their fixes, counted in wrong results;
-their claims, and exercise 2's answer."""
+"""02, section 4: the hazards of ``non_blocking=True`` and their fixes, in wrong results."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import matplotlib.pyplot as plt
 
@@ -34,18 +35,16 @@ CHOICES = {  # exercise 2: what a reader may touch at once, and the case that sh
 
 
 def shown(label: str) -> str:
-    """A case's label as printed: the recording says "tutorial's form", but the code is the
-    tutorial's setting with a new value written before each trial (the page says how it differs)."""
+    """A case's label as printed: the tutorial's setting, not its form (the page says why)."""
     return label.replace("(tutorial's form)", "(tutorial's setting)")
 
 
-def counts(haz: dict, labels: list[str]) -> str:
-    return "; ".join(f"{shown(k)}: {haz[k]['wrong']} of {haz[k]['trials']}" for k in labels)
+def counts(haz: dict, labels: list[str], name: Callable[[str], str] = shown) -> str:
+    return "; ".join(f"{name(k)}: {haz[k]['wrong']} of {haz[k]['trials']}" for k in labels)
 
 
 def show(run: Run) -> tables.Table:
-    """A table of wrong results and trials per case (the pageable copy's return times under the
-    hold, ms, as caption), and bars of the share of trials that went wrong."""
+    """Wrong results and trials per case, as a table and bars; the pageable return (ms) below."""
     haz, returns = run.value["cases"], run.value["pageable_return_s"]
     _, ax = plt.subplots(figsize=(9, 5))
     bars = ax.barh(
@@ -71,8 +70,7 @@ def show(run: Run) -> tables.Table:
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """Checks that the held cases go wrong every time, the fixes and the safe cases never; the
-    tutorial's setting's counts; when the pageable copy returned (ms) against the hold."""
+    """Checks of the held, fixed and safe cases' counts; the tutorial's; the pageable return."""
     haz, returns, hold_ms = run.value["cases"], run.value["pageable_return_s"], run.value["hold_ms"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
     for statement, labels, holds in (
@@ -116,84 +114,72 @@ def see(run: Run) -> claims.WhatWeSee:
     return seen
 
 
-def _wrong(count: int, *, some: bool) -> tuple[claims.Comparison, str]:
-    """Whether ``count`` wrong results are some or none, and its words."""
-    holds = claims.compare(count, 0.5, holds_if="above" if some else "below")
-    return (
-        holds,
-        f"{'erroneous: at least one wrong,' if some else 'never:'} a count {holds.in_words()}",
-    )
-
-
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The tutorial's hazards and fixes, judged by the counts of wrong results."""
     haz = run.value["cases"]
     tut_d2h, held_d2h, pinned_h2d, pageable_h2d = (
         haz[k] for k in (TUTORIAL_D2H, HELD[0], HELD[1], SAFE[0])
     )
-    hazards = f"{TUTORIAL} (what you will learn and hazards)"
-
-    def add(claim: str, source: str, labels: list[str], *, some: bool, what: str) -> None:
-        holds, words = _wrong(sum(haz[k]["wrong"] for k in labels), some=some)
-        table.add(claim, source=source, measured=f"{what}; {words}", holds=holds, run=run)
-
-    def together(labels: list[str]) -> str:
-        return "wrong results, all together: " + "; ".join(
-            f"{k}: {haz[k]['wrong']} of {haz[k]['trials']}" for k in labels
+    hazards, held = f"{TUTORIAL} (hazards)", "wrong results with the stream held"
+    for claim, source, labels, some, what in (
+        (
+            "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the "
+            "tutorial's tensor, stream not held, a new value filled in before each copy]",
+            f"{TUTORIAL} (what you will learn and hazards)",
+            [TUTORIAL_D2H],
+            True,
+            f"wrong results in {tut_d2h['trials']} trials, tensor of "
+            f"{run.params['tutorial_shape']} float64",
+        ),
+        (
+            "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy "
+            "queued behind other work]",
+            f"{TUTORIAL} (what you will learn and hazards)",
+            [HELD[0]],
+            True,
+            f"wrong results in {held_d2h['trials']} trials with the stream held",
+        ),
+        (
+            "With a synchronize before reading, a non_blocking D2H result is never wrong",
+            hazards,
+            FIXES[:2],
+            False,
+            "wrong results, all together: " + counts(haz, FIXES[:2], str),
+        ),
+        (
+            "cpu_tensor.to('cuda', non_blocking=True).mean() executes correctly",
+            f"{TUTORIAL} (what you will learn)",
+            [SAFE[1], SAFE[0]],
+            False,
+            "wrong results, all together: " + counts(haz, [SAFE[1], SAFE[0]], str),
+        ),
+        (
+            "Modifying a pinned source after a non_blocking H2D copy can corrupt what the GPU gets",
+            hazards,
+            [HELD[1]],
+            True,
+            f"{held}, of {pinned_h2d['trials']} ({haz[TUTORIAL_H2D]['wrong']} of "
+            f"{haz[TUTORIAL_H2D]['trials']} in the tutorial's order of steps)",
+        ),
+        (
+            "Modifying a pageable source after a non_blocking H2D copy always works",
+            hazards,
+            [SAFE[0]],
+            False,
+            f"{held}, of {pageable_h2d['trials']}",
+        ),
+    ):
+        holds = claims.compare(
+            sum(haz[k]["wrong"] for k in labels), 0.5, holds_if="above" if some else "below"
         )
-
-    add(
-        "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the tutorial's "
-        "tensor, stream not held, a new value filled in before each copy]",
-        hazards,
-        [TUTORIAL_D2H],
-        some=True,
-        what=f"wrong results in {tut_d2h['trials']} trials, tensor of "
-        f"{run.params['tutorial_shape']} float64",
-    )
-    add(
-        "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy queued "
-        "behind other work]",
-        hazards,
-        [HELD[0]],
-        some=True,
-        what=f"wrong results in {held_d2h['trials']} trials with the stream held",
-    )
-    add(
-        "With a synchronize before reading, a non_blocking D2H result is never wrong",
-        f"{TUTORIAL} (hazards)",
-        FIXES[:2],
-        some=False,
-        what=together(FIXES[:2]),
-    )
-    safe_h2d = [SAFE[1], SAFE[0]]
-    add(
-        "cpu_tensor.to('cuda', non_blocking=True).mean() executes correctly",
-        f"{TUTORIAL} (what you will learn)",
-        safe_h2d,
-        some=False,
-        what=together(safe_h2d),
-    )
-    add(
-        "Modifying a pinned source after a non_blocking H2D copy can corrupt what the GPU gets",
-        f"{TUTORIAL} (hazards)",
-        [HELD[1]],
-        some=True,
-        what=f"wrong results with the stream held, of {pinned_h2d['trials']} "
-        f"({haz[TUTORIAL_H2D]['wrong']} of {haz[TUTORIAL_H2D]['trials']} in the tutorial's order "
-        "of steps)",
-    )
-    add(
-        "Modifying a pageable source after a non_blocking H2D copy always works",
-        f"{TUTORIAL} (hazards)",
-        [SAFE[0]],
-        some=False,
-        what=f"wrong results with the stream held, of {pageable_h2d['trials']}",
-    )
+        words = (
+            f"{'erroneous: at least one wrong,' if some else 'never:'} a count {holds.in_words()}"
+        )
+        table.add(claim, source=source, measured=f"{what}; {words}", holds=holds, run=run)
     table.add(
         "Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on "
         "the host without synchronising",
-        source=f"{TUTORIAL} (hazards)",
+        source=hazards,
         measured=f"wrong results: pageable H2D {pageable_h2d['wrong']}, pinned H2D "
         f"{pinned_h2d['wrong']}, D2H {held_d2h['wrong']} (of {held_d2h['trials']} each, stream "
         "held); three counts at once, so a yes or no",
@@ -203,8 +189,7 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
 
 
 def check_safe_choice(answer: str | None, run: Run) -> bool | None:
-    """Exercise 2: ``answer`` against the one option of ``CHOICES`` whose case had no wrong result
-    (None when not answered, or when the measurements single out no option or several)."""
+    """Exercise 2: ``answer`` against the one option with no wrong result (None if not one)."""
     haz = run.value["cases"]
     safe = [option for option, label in CHOICES.items() if haz[label]["wrong"] == 0]
     if len(safe) != 1:

@@ -1,5 +1,4 @@
-"""02, section 2: a loop of 1000 small blocking copies against a non-blocking loop: their runtime
-calls, their times, the tutorial's claims on them, and exercises 1 and 3's answers."""
+"""02, section 2: 1000 small blocking copies against a non-blocking loop (calls, ms, claims)."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from .returns import NOTEBOOK, TUTORIAL
 
 CALLS = ("cudaMemcpyAsync", "cudaStreamSynchronize", "cudaDeviceSynchronize")
 LOOPS = ("blocking", "non_blocking")
+SYNC_US = "host in synchronize calls (us per loop)"
 
 
 def profiled_loops() -> int:
@@ -21,7 +21,7 @@ def profiled_loops() -> int:
 
 @dataclass(frozen=True)
 class Loops:
-    """Section 2's facts: runtime calls per loop and in a whole profile, per loop."""
+    """Section 2's facts: runtime calls per loop and in a whole profile, and the loops' speeds."""
 
     copies: int
     per_loop: dict[str, dict[str, float]]  # {loop: {runtime call: calls per loop}}
@@ -29,15 +29,13 @@ class Loops:
     profilers_own: int  # cudaDeviceSynchronize of the blocking loop's profile: the profiler's
     own: float  # the non-blocking loop's own cudaDeviceSynchronize per loop
     speedup: claims.Value  # blocking time / non-blocking time ("x"; above 1: non-blocking faster)
+    ms: dict[str, float]  # median time per loop
 
 
 def facts(run: Run) -> Loops:
     steps, small = profiled_loops(), run.value
     per_loop = {label: small[label]["calls per loop"] for label in LOOPS}
-    in_profile = {
-        label: {name: round(n * steps) for name, n in calls.items()}
-        for label, calls in per_loop.items()
-    }
+    in_profile = {k: {name: round(n * steps) for name, n in c.items()} for k, c in per_loop.items()}
     own = in_profile["blocking"]["cudaDeviceSynchronize"]
     return Loops(
         run.params["count"],
@@ -46,6 +44,7 @@ def facts(run: Run) -> Loops:
         own,
         (in_profile["non_blocking"]["cudaDeviceSynchronize"] - own) / steps,
         claims.ratio(small["blocking"]["time"], small["non_blocking"]["time"]),
+        {label: small[label]["time"].median_ms for label in LOOPS},
     )
 
 
@@ -60,11 +59,10 @@ def faster(ratio: claims.Value) -> str:
 
 
 def show(run: Run) -> tables.Table:
-    """A table of each loop's time (ms), runtime calls in a profile and host time in synchronize
-    calls (ms per loop), and bars of the times with their ratio."""
+    """Each loop's time (ms), calls in a profile and ms in synchronize calls; bars of the times."""
     f, small = facts(run), run.value
     plotting.bars_with_ratios(
-        {f"{label} loop": small[label]["time"].median_ms for label in LOOPS},
+        {f"{label} loop": f.ms[label] for label in LOOPS},
         title=plotting.machine_title(
             f"{f.copies} copies of {run.params['numel'] * 4} bytes", run.machine, run.live
         ),
@@ -78,25 +76,19 @@ def show(run: Run) -> tables.Table:
             ("host in sync calls, per loop", "ms", ".3f"),
         ],
         [
-            (
-                label,
-                small[label]["time"].median_ms,
-                *(f.in_profile[label][name] for name in CALLS),
-                small[label]["host in synchronize calls (us per loop)"] / 1e3,
-            )
-            for label in LOOPS
+            (k, f.ms[k], *(f.in_profile[k][c] for c in CALLS), small[k][SYNC_US] / 1e3)
+            for k in LOOPS
         ],
         caption=f"{f.copies} tensors of {run.params['numel']} float32; runtime calls counted in a "
         f"profile of {profiled_loops()} loops; the non-blocking loop ran "
         f"{analysis.times(f.speedup)} as fast as the blocking loop (medians of "
-        f"{len(small['blocking']['time'].samples_s)} samples)",
+        f"{f.speedup.samples} samples)",
     )
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """The runtime calls per loop, the profiles' ``cudaDeviceSynchronize`` with the profiler's own
-    told apart, and the two loops' times (ms) and their ratio."""
-    f, small = facts(run), run.value
+    """The runtime calls per loop, the profiler's own synchronize told apart, the loops' times."""
+    f = facts(run)
     b, nb = f.per_loop["blocking"], f.per_loop["non_blocking"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.say(
@@ -116,9 +108,9 @@ def see(run: Run) -> claims.WhatWeSee:
         "synchronise on exit.)"
     )
     seen.say(
-        f"The non-blocking loop took {small['non_blocking']['time'].median_ms:.2f} ms against the "
-        f"blocking loop's {small['blocking']['time'].median_ms:.2f} ms: it ran "
-        f"{analysis.times(f.speedup)} as fast as the blocking loop, {faster(f.speedup)}"
+        f"The non-blocking loop took {f.ms['non_blocking']:.2f} ms against the blocking loop's "
+        f"{f.ms['blocking']:.2f} ms: it ran {analysis.times(f.speedup)} as fast as the blocking "
+        f"loop, {faster(f.speedup)}"
     )
     return seen
 
@@ -176,4 +168,4 @@ def syncs_per_blocking_copy(run: Run) -> float:
 
 def blocking_loop_ms(run: Run) -> float:
     """Exercise 3: the blocking loop's median time, in ms."""
-    return run.value["blocking"]["time"].median_ms
+    return facts(run).ms["blocking"]

@@ -1,5 +1,4 @@
-"""02, sections 5 and 6: pinning many tensors with tensordict, on the main thread or in threads,
-and ``DataLoader(pin_memory=True)``; whether pinning pays."""
+"""02, sections 5 and 6: pinning many tensors with tensordict, and DataLoader(pin_memory=True)."""
 
 from __future__ import annotations
 
@@ -21,12 +20,13 @@ THREADS_CLAIM = (
     "Pinning pays for large batches of large tensors when it runs in separate threads "
     "[tensordict num_threads]"
 )
+TD_COLUMNS = ["call", ("median", "ms", ".1f"), ("IQR / median", "", ".1%"), "samples"]
+DL_COLUMNS = ["loader", "pinned batches", "batches", ("epoch", "ms", ".1f")]
 
 
 @dataclass(frozen=True)
 class TensorDictCalls:
-    """Section 5's facts: the four calls in order, and two ratios of times ("x"; below 1: the
-    first is faster), spreads added."""
+    """Section 5's facts: the four calls in order, and ratios of times ("x"; below 1: faster)."""
 
     blocking: str
     default: str
@@ -39,54 +39,36 @@ class TensorDictCalls:
 def tensordict_facts(run: Run) -> TensorDictCalls:
     times = run.value["timings"]
     blocking, default, main, threads = list(times)
-    return TensorDictCalls(
-        blocking,
-        default,
-        main,
-        threads,
-        claims.ratio(times[main], times[default]),
-        claims.ratio(times[threads], times[main]),
-    )
+    pin_vs_default = claims.ratio(times[main], times[default])
+    threads_vs_main = claims.ratio(times[threads], times[main])
+    return TensorDictCalls(blocking, default, main, threads, pin_vs_default, threads_vs_main)
 
 
 def show_tensordict(run: Run) -> tables.Table:
-    """A table of the four calls (ms, IQR / median, samples, GB/s), and bars of their times with
-    their ratios to the blocking call's."""
-    times = run.value["timings"]
+    """The four calls (ms, IQR / median, samples, GB/s), and bars of their times with ratios."""
+    times, count = run.value["timings"], run.params["count"]
     _, ax = plt.subplots(figsize=(9, 4.5))
+    short = {k: k.replace("td.to('cuda:0'", "").strip(", )") or "default" for k in times}
     plotting.bars_with_ratios(
-        {
-            (k.replace("td.to('cuda:0'", "").strip(", )") or "default").replace(
-                ", ", "\n"
-            ): t.median_ms
-            for k, t in times.items()
-        },
+        {short[k].replace(", ", "\n"): t.median_ms for k, t in times.items()},
         ax=ax,
         ylabel="time (ms, median)",
         title=plotting.machine_title(
-            f"TensorDict.to('cuda:0'), {run.params['count']} tensors", run.machine, run.live
+            f"TensorDict.to('cuda:0'), {count} tensors", run.machine, run.live
         ),
     )
     ax.tick_params(axis="x", labelrotation=0)
     plt.tight_layout()
-    size = timing.format_bytes(run.params["count"] * run.params["numel"] * 4)
+    size = timing.format_bytes(count * run.params["numel"] * 4)
     return tables.Table(
-        [
-            "call",
-            ("median", "ms", ".1f"),
-            ("IQR / median", "", ".1%"),
-            "samples",
-            ("rate", "GB/s", ".2f"),
-        ],
+        [*TD_COLUMNS, ("rate", "GB/s", ".2f")],
         [(k, t.median_ms, t.spread, len(t.samples_s), t.gbps) for k, t in times.items()],
         caption=f"tensordict {run.value['tensordict']}; {size} per call, synchronised host clock",
     )
 
 
 def faster_or_slower(time_ratio: claims.Value, than: str, verdict: str | None = None) -> str:
-    """Words for a ratio of times (below 1: faster) against 1, naming what it is compared with;
-    ``verdict``, where given, is the claims table's (``claims.stated``), whose borderline also
-    counts the runs recorded before."""
+    """Words for a ratio of times (below 1: faster) against 1; ``verdict``: the claims table's."""
     share = f"({time_ratio.number()} ± {time_ratio.spread_text()} of its time)"
     own = claims.compare(time_ratio, 1, holds_if="below").verdict
     return claims.worded(
@@ -101,37 +83,30 @@ def faster_or_slower(time_ratio: claims.Value, than: str, verdict: str | None = 
 
 
 def judged_pays(run: Run) -> tuple[claims.Comparison, claims.Comparison]:
-    """The claims table's two tensordict comparisons (main thread against ``td.to``, threads
-    against the main thread), judged with the runs recorded before."""
+    """The two tensordict comparisons, judged with the runs recorded before."""
     f = tensordict_facts(run)
-    return (
-        claims.judged(
-            claims.compare(f.pin_vs_default, 1, holds_if="below"), run, NOTEBOOK, PAYS_CLAIM
-        ),
-        claims.judged(
-            claims.compare(f.threads_vs_main, 1, holds_if="below"), run, NOTEBOOK, THREADS_CLAIM
-        ),
+    pays, threads = (
+        claims.judged(claims.compare(r, 1, holds_if="below"), run, NOTEBOOK, claim)
+        for r, claim in ((f.pin_vs_default, PAYS_CLAIM), (f.threads_vs_main, THREADS_CLAIM))
     )
+    return pays, threads
 
 
 def see_tensordict(run: Run) -> claims.WhatWeSee:
-    """Each call's time as a share of the blocking call's; pinning on the main thread against
-    ``td.to('cuda:0')``, and in threads against the main thread, in words."""
+    """Each call's time as a share of the blocking call's, and whether pinning paid, in words."""
     times, f = run.value["timings"], tensordict_facts(run)
+    pays, threads_pay = judged_pays(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
+    shares = (
+        (k, claims.ratio(times[k], times[f.blocking]))
+        for k in (f.default, f.pin_main, f.pin_threads)
+    )
     seen.say(
         f"Against the blocking call, `{f.blocking}` (medians of "
         f"{min(len(t.samples_s) for t in times.values())} samples each): "
-        + "; ".join(
-            f"`{k}` took {r.number()} ± {r.spread_text()} of its time"
-            for k, r in (
-                (k, claims.ratio(times[k], times[f.blocking]))
-                for k in (f.default, f.pin_main, f.pin_threads)
-            )
-        )
+        + "; ".join(f"`{k}` took {r.number()} ± {r.spread_text()} of its time" for k, r in shares)
         + "."
     )
-    pays, threads_pay = judged_pays(run)
     seen.say(
         "Pinning on the main thread (`num_threads=0`) was "
         f"{faster_or_slower(f.pin_vs_default, '`td.to(' + repr('cuda:0') + ')`', claims.stated(pays, run))}, "
@@ -143,13 +118,12 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
 
 @dataclass(frozen=True)
 class Epochs:
-    """Section 6's facts: epoch times (ms), GPU work (ms), the speed-up from pinning ("x"; above 1:
-    faster pinned), and whether every batch came out pinned with pin_memory=True and none without."""
+    """Section 6's facts: epoch and GPU work times (ms), the speed-up from pinning, pinned counts."""
 
     epoch_ms: dict[str, float]
     gpu_work_ms: float
-    speedup: claims.Value
-    all_pinned_or_none: bool
+    speedup: claims.Value  # epoch without / with pin_memory ("x"; above 1: faster pinned)
+    all_pinned_or_none: bool  # every batch pinned with pin_memory=True, none without
     pinned_counts: str
 
 
@@ -166,8 +140,7 @@ def dataloader_facts(run: Run) -> Epochs:
 
 
 def show_dataloader(run: Run) -> tables.Table:
-    """A table of batches pinned and epoch time (ms, IQR / median, samples), and bars of the
-    epoch times with their ratio."""
+    """Batches pinned and epoch time (ms, IQR / median, samples), and bars of the epoch times."""
     dl, f = run.value, dataloader_facts(run)
     plotting.bars_with_ratios(
         {k: r["epoch"].median_ms for k, r in dl.items()},
@@ -175,32 +148,17 @@ def show_dataloader(run: Run) -> tables.Table:
         ylabel="time per epoch (ms, median)",
     )
     return tables.Table(
+        [*DL_COLUMNS, *TD_COLUMNS[2:]],
         [
-            "loader",
-            "pinned batches",
-            "batches",
-            ("epoch", "ms", ".1f"),
-            ("IQR / median", "", ".1%"),
-            "samples",
-        ],
-        [
-            (
-                k,
-                r["pinned batches"],
-                r["batches"],
-                r["epoch"].median_ms,
-                r["epoch"].spread,
-                len(r["epoch"].samples_s),
-            )
-            for k, r in dl.items()
+            (k, r["pinned batches"], r["batches"], e.median_ms, e.spread, len(e.samples_s))
+            for k, r, e in ((k, r, r["epoch"]) for k, r in dl.items())
         ],
         caption=f"medians; the GPU's stand-in work alone is {f.gpu_work_ms:.0f} ms per epoch",
     )
 
 
 def see_dataloader(run: Run) -> claims.WhatWeSee:
-    """A check that the batches come out pinned with ``pin_memory=True`` and only then, and the
-    two epoch times (ms) beside the GPU work, with their ratio in words."""
+    """A check that batches come out pinned only with pin_memory=True; the epochs (ms) in words."""
     f = dataloader_facts(run)
     seen = claims.WhatWeSee(NOTEBOOK, run)
     seen.check(
@@ -220,40 +178,43 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
 def add_claims(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
     """Whether pinning pays, on the main thread or in threads, and DataLoader's pinned batches."""
     td, ms = tensordict_facts(run_td), {k: t.median_ms for k, t in run_td.value["timings"].items()}
-    pays, threads_pay = judged_pays(run_td)
-    advice = f"{TUTORIAL} (tensordict and advice)"
-    table.add(
-        PAYS_CLAIM,
-        source=advice,
-        measured=f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and "
-        f"{ms[td.default]:.1f} ms); pays: {pays.in_words()}",
-        holds=pays,
-        run=run_td,
-    )
-    table.add(
-        THREADS_CLAIM,
-        source=advice,
-        measured=f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and "
-        f"{ms[td.pin_main]:.1f} ms); threads pay: {threads_pay.in_words()}",
-        holds=threads_pay,
-        run=run_td,
-    )
     dl = dataloader_facts(run_dl)
+    pays, threads_pay = judged_pays(run_td)
     dl_pays = claims.compare(dl.speedup, 1, holds_if="above")
-    table.add(
-        "Pinning pays for large batches of large tensors when it runs in separate threads "
-        "[DataLoader pin_memory=True]",
-        source=f"{TUTORIAL} (advice)",
-        measured=f"epoch without pin_memory / epoch with it ({dl.epoch_ms['pin_memory=False']:.0f} "
-        f"and {dl.epoch_ms['pin_memory=True']:.0f} ms, {dl.speedup.samples} samples); pays: "
-        f"{dl_pays.in_words()}",
-        holds=dl_pays,
-        run=run_dl,
-    )
-    table.add(
-        "DataLoader(pin_memory=True) hands out batches in pinned memory",
-        source=f"{TUTORIAL} (advice: pin in a separate thread, as DataLoader does)",
-        measured=dl.pinned_counts,
-        holds=dl.all_pinned_or_none,
-        run=run_dl,
-    )
+    advice = f"{TUTORIAL} (tensordict and advice)"
+    for claim, source, measured, holds, run in (
+        (
+            PAYS_CLAIM,
+            advice,
+            f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and "
+            f"{ms[td.default]:.1f} ms); pays: {pays.in_words()}",
+            pays,
+            run_td,
+        ),
+        (
+            THREADS_CLAIM,
+            advice,
+            f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and "
+            f"{ms[td.pin_main]:.1f} ms); threads pay: {threads_pay.in_words()}",
+            threads_pay,
+            run_td,
+        ),
+        (
+            "Pinning pays for large batches of large tensors when it runs in separate threads "
+            "[DataLoader pin_memory=True]",
+            f"{TUTORIAL} (advice)",
+            "epoch without pin_memory / epoch with it "
+            f"({dl.epoch_ms['pin_memory=False']:.0f} and {dl.epoch_ms['pin_memory=True']:.0f} "
+            f"ms, {dl.speedup.samples} samples); pays: {dl_pays.in_words()}",
+            dl_pays,
+            run_dl,
+        ),
+        (
+            "DataLoader(pin_memory=True) hands out batches in pinned memory",
+            f"{TUTORIAL} (advice: pin in a separate thread, as DataLoader does)",
+            dl.pinned_counts,
+            dl.all_pinned_or_none,
+            run_dl,
+        ),
+    ):
+        table.add(claim, source=source, measured=measured, holds=holds, run=run)

@@ -1,5 +1,4 @@
-"""02, section 3: the tutorial's six timings (pageable, pinned, pin-then-copy; blocking and
-``non_blocking=True``), and the claim that ``non_blocking`` speeds transfers up."""
+"""02, section 3: the tutorial's six timings, and whether ``non_blocking`` speeds copies up."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ EFFECTIVE = 1.1  # a speed-up counted "effective"
 
 
 def speedups(run: Run) -> dict[str, claims.Value]:
-    """``{source: blocking time / non_blocking=True time}`` ("x"; above 1: ``non_blocking``
-    faster), medians, spreads added."""
+    """``{source: blocking / non_blocking=True median time}`` ("x"; above 1: non_blocking faster)."""
     return {
         way: claims.ratio(m["blocking"], m["non_blocking=True"]) for way, m in run.value.items()
     }
@@ -25,8 +23,7 @@ def gigabytes(run: Run) -> float:
 
 
 def show(run: Run) -> tables.Table:
-    """A table of the six timings (ms, GB/s) with the speed-up from ``non_blocking``, and grouped
-    bars of the times in ms."""
+    """The six timings (ms, GB/s) and the speed-ups from ``non_blocking``; bars of the times."""
     six, ratio = run.value, speedups(run)
     plotting.grouped_bars(
         {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()},
@@ -58,8 +55,7 @@ def show(run: Run) -> tables.Table:
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """The six from fastest to slowest (ms), what ``non_blocking=True`` did for each source, and
-    pinning by hand against the pageable copy."""
+    """The six ranked (ms), what non_blocking did per source, and pinning by hand vs pageable."""
     six = run.value
     samples = min(len(t.samples_s) for modes in six.values() for t in modes.values())
     ranked = sorted((t.median_s, way, mode) for way, m in six.items() for mode, t in m.items())
