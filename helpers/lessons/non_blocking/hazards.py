@@ -16,21 +16,25 @@ HELD = [
     "D2H non_blocking, read at once (stream held)",
     "H2D pinned, source zeroed at once (stream held)",
 ]
-FIXES = [
-    "D2H non_blocking, synchronize before reading",
-    "D2H non_blocking, event before reading",
-    "H2D pinned, event before zeroing the source",
-]
-SAFE = [
-    "H2D pageable, source zeroed at once (stream held)",
-    "H2D pinned, result used on the GPU",
-    "D2H non_blocking into pageable memory",
-    "D2H blocking",
-]
+FIXES = ["D2H non_blocking, synchronize before reading", "D2H non_blocking, event before reading"]
+FIXES += ["H2D pinned, event before zeroing the source"]
+SAFE = ["H2D pageable, source zeroed at once (stream held)", "H2D pinned, result used on the GPU"]
+SAFE += ["D2H non_blocking into pageable memory", "D2H blocking"]
 CHOICES = {  # exercise 2: what a reader may touch at once, and the case that shows it
     "D2H .to('cpu', non_blocking=True), then read the result": HELD[0],
     "H2D .to('cuda', non_blocking=True) from pinned memory, then change the source": HELD[1],
     "H2D .to('cuda', non_blocking=True) from pageable memory, then change the source": SAFE[0],
+}
+CHECKS = {  # statement: (cases, whether a case's counts bear it out)
+    "With the stream held, reading a non_blocking D2H result at once, and zeroing a pinned source right after a non_blocking copy, give wrong results every time": (
+        HELD,
+        lambda r: r["wrong"] == r["trials"],
+    ),
+    "A synchronize, or an event on the stream, fixes both": (FIXES, lambda r: r["wrong"] == 0),
+    "A pageable source, a GPU-side use of the result, a D2H copy into pageable memory and a blocking D2H copy come out right": (
+        SAFE,
+        lambda r: r["wrong"] == 0,
+    ),
 }
 
 
@@ -45,71 +49,43 @@ def counts(haz: dict, labels: list[str], name: Callable[[str], str] = shown) -> 
 
 def show(run: Run) -> tables.Table:
     """Wrong results and trials per case, as a table and bars; the pageable return (ms) below."""
-    haz, returns = run.value["cases"], run.value["pageable_return_s"]
+    haz, back_s = run.value["cases"], run.value["pageable_return_s"]
     _, ax = plt.subplots(figsize=(9, 5))
+    red = ["tab:red" if r["wrong"] else "tab:green" for r in haz.values()]
     bars = ax.barh(
-        [shown(k) for k in haz],
-        [r["wrong"] / r["trials"] for r in haz.values()],
-        color=["tab:red" if r["wrong"] else "tab:green" for r in haz.values()],
+        [shown(k) for k in haz], [r["wrong"] / r["trials"] for r in haz.values()], color=red
     )
     ax.bar_label(
         bars, labels=[f"{r['wrong']} of {r['trials']}" for r in haz.values()], padding=3, fontsize=8
     )
-    ax.set_xlim(0, 1.15)
-    ax.set_xlabel("share of trials with a wrong result")
+    ax.set(xlim=(0, 1.15), xlabel="share of trials with a wrong result")
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=8)
     ax.set_title(plotting.machine_title("non_blocking hazards and fixes", run.machine, run.live))
     plt.tight_layout()
-    return tables.Table(
-        ["case", "wrong results", "trials"],
-        [(shown(k), r["wrong"], r["trials"]) for k, r in haz.items()],
-        caption=f"pageable H2D under a {run.value['hold_ms']:.0f} ms hold: .to(non_blocking=True) "
-        f"returned after {min(returns) * 1e3:.3f} to {max(returns) * 1e3:.3f} ms",
-    )
+    rows = [(shown(k), r["wrong"], r["trials"]) for k, r in haz.items()]
+    caption = f"pageable H2D under a {run.value['hold_ms']:.0f} ms hold: .to(non_blocking=True) returned after {min(back_s) * 1e3:.3f} to {max(back_s) * 1e3:.3f} ms"
+    return tables.Table(["case", "wrong results", "trials"], rows, caption=caption)
 
 
 def see(run: Run) -> claims.WhatWeSee:
     """Checks of the held, fixed and safe cases' counts; the tutorial's; the pageable return."""
-    haz, returns, hold_ms = run.value["cases"], run.value["pageable_return_s"], run.value["hold_ms"]
+    haz, back_s, hold_ms = run.value["cases"], run.value["pageable_return_s"], run.value["hold_ms"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    for statement, labels, holds in (
-        (
-            "With the stream held, reading a non_blocking D2H result at once, and zeroing a pinned "
-            "source right after a non_blocking copy, give wrong results every time",
-            HELD,
-            lambda r: r["wrong"] == r["trials"],
-        ),
-        ("A synchronize, or an event on the stream, fixes both", FIXES, lambda r: r["wrong"] == 0),
-        (
-            "A pageable source, a GPU-side use of the result, a D2H copy into pageable memory and a "
-            "blocking D2H copy come out right",
-            SAFE,
-            lambda r: r["wrong"] == 0,
-        ),
-    ):
+    for statement, (labels, holds) in CHECKS.items():
         seen.check(statement, all(holds(haz[k]) for k in labels), counts(haz, labels))
-    seen.say(
-        "In the tutorial's setting, without holding the stream: "
-        + "; ".join(
-            f"{shown(k)} went wrong in {haz[k]['wrong']} of {haz[k]['trials']} trials"
-            for k in (TUTORIAL_D2H, TUTORIAL_H2D)
-        )
-        + ": how often depends on how fast the copy is against the host's next step. Each D2H "
-        "trial here fills the tensor with a new value just before its copy, which the tutorial "
-        "does not do, so these counts are not the tutorial's (the markdown above says how)."
+    tutorial = "; ".join(
+        f"{shown(k)} went wrong in {haz[k]['wrong']} of {haz[k]['trials']} trials"
+        for k in (TUTORIAL_D2H, TUTORIAL_H2D)
     )
     seen.say(
-        f"The pageable `.to(non_blocking=True)` returned after {min(returns) * 1e3:.2f} to "
-        f"{max(returns) * 1e3:.2f} ms "
-        + (
-            f"under the {hold_ms:.0f} ms hold: the driver waited for the stream, then staged the "
-            "data, before returning."
-            if min(returns) >= 0.8 * hold_ms / 1e3
-            else f"although the stream was held for {hold_ms:.0f} ms: the driver copied the data "
-            "into its staging buffer first."
-        )
-        + " So the data was taken before `.to()` returned."
+        f"In the tutorial's setting, without holding the stream: {tutorial}: how often depends on how fast the copy is against the host's next step. Each D2H trial here fills the tensor with a new value just before its copy, which the tutorial does not do, so these counts are not the tutorial's (the markdown above says how)."
+    )
+    why = f"under the {hold_ms:.0f} ms hold: the driver waited for the stream, then staged the data, before returning."
+    if min(back_s) < 0.8 * hold_ms / 1e3:
+        why = f"although the stream was held for {hold_ms:.0f} ms: the driver copied the data into its staging buffer first."
+    seen.say(
+        f"The pageable `.to(non_blocking=True)` returned after {min(back_s) * 1e3:.2f} to {max(back_s) * 1e3:.2f} ms {why} So the data was taken before `.to()` returned."
     )
     return seen
 
@@ -117,75 +93,58 @@ def see(run: Run) -> claims.WhatWeSee:
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The tutorial's hazards and fixes, judged by the counts of wrong results."""
     haz = run.value["cases"]
-    tut_d2h, held_d2h, pinned_h2d, pageable_h2d = (
-        haz[k] for k in (TUTORIAL_D2H, HELD[0], HELD[1], SAFE[0])
-    )
+    tut_d2h, d2h, pinned, pageable = (haz[k] for k in (TUTORIAL_D2H, HELD[0], HELD[1], SAFE[0]))
     hazards, held = f"{TUTORIAL} (hazards)", "wrong results with the stream held"
-    for claim, source, labels, some, what in (
-        (
-            "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the "
-            "tutorial's tensor, stream not held, a new value filled in before each copy]",
-            f"{TUTORIAL} (what you will learn and hazards)",
+    together = "wrong results, all together: "
+    learn = f"{TUTORIAL} (what you will learn and hazards)"
+    rows = {  # claim: (source, cases, whether some went wrong, what is counted)
+        "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the tutorial's tensor, stream not held, a new value filled in before each copy]": (
+            learn,
             [TUTORIAL_D2H],
             True,
-            f"wrong results in {tut_d2h['trials']} trials, tensor of "
-            f"{run.params['tutorial_shape']} float64",
+            f"wrong results in {tut_d2h['trials']} trials, tensor of {run.params['tutorial_shape']} float64",
         ),
-        (
-            "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy "
-            "queued behind other work]",
-            f"{TUTORIAL} (what you will learn and hazards)",
+        "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy queued behind other work]": (
+            learn,
             [HELD[0]],
             True,
-            f"wrong results in {held_d2h['trials']} trials with the stream held",
+            f"wrong results in {d2h['trials']} trials with the stream held",
         ),
-        (
-            "With a synchronize before reading, a non_blocking D2H result is never wrong",
+        "With a synchronize before reading, a non_blocking D2H result is never wrong": (
             hazards,
             FIXES[:2],
             False,
-            "wrong results, all together: " + counts(haz, FIXES[:2], str),
+            together + counts(haz, FIXES[:2], str),
         ),
-        (
-            "cpu_tensor.to('cuda', non_blocking=True).mean() executes correctly",
+        "cpu_tensor.to('cuda', non_blocking=True).mean() executes correctly": (
             f"{TUTORIAL} (what you will learn)",
             [SAFE[1], SAFE[0]],
             False,
-            "wrong results, all together: " + counts(haz, [SAFE[1], SAFE[0]], str),
+            together + counts(haz, [SAFE[1], SAFE[0]], str),
         ),
-        (
-            "Modifying a pinned source after a non_blocking H2D copy can corrupt what the GPU gets",
+        "Modifying a pinned source after a non_blocking H2D copy can corrupt what the GPU gets": (
             hazards,
             [HELD[1]],
             True,
-            f"{held}, of {pinned_h2d['trials']} ({haz[TUTORIAL_H2D]['wrong']} of "
-            f"{haz[TUTORIAL_H2D]['trials']} in the tutorial's order of steps)",
+            f"{held}, of {pinned['trials']} ({haz[TUTORIAL_H2D]['wrong']} of {haz[TUTORIAL_H2D]['trials']} in the tutorial's order of steps)",
         ),
-        (
-            "Modifying a pageable source after a non_blocking H2D copy always works",
+        "Modifying a pageable source after a non_blocking H2D copy always works": (
             hazards,
             [SAFE[0]],
             False,
-            f"{held}, of {pageable_h2d['trials']}",
+            f"{held}, of {pageable['trials']}",
         ),
-    ):
-        holds = claims.compare(
-            sum(haz[k]["wrong"] for k in labels), 0.5, holds_if="above" if some else "below"
-        )
-        words = (
-            f"{'erroneous: at least one wrong,' if some else 'never:'} a count {holds.in_words()}"
-        )
-        table.add(claim, source=source, measured=f"{what}; {words}", holds=holds, run=run)
-    table.add(
-        "Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on "
-        "the host without synchronising",
-        source=hazards,
-        measured=f"wrong results: pageable H2D {pageable_h2d['wrong']}, pinned H2D "
-        f"{pinned_h2d['wrong']}, D2H {held_d2h['wrong']} (of {held_d2h['trials']} each, stream "
-        "held); three counts at once, so a yes or no",
-        holds=pageable_h2d["wrong"] == 0 and pinned_h2d["wrong"] > 0 and held_d2h["wrong"] > 0,
-        run=run,
-    )
+    }
+    for claim, (source, labels, some, what) in rows.items():
+        wrong = sum(haz[k]["wrong"] for k in labels)
+        holds = claims.compare(wrong, 0.5, holds_if="above" if some else "below")
+        words = "erroneous: at least one wrong," if some else "never:"
+        measured = f"{what}; {words} a count {holds.in_words()}"
+        table.add(claim, source=source, measured=measured, holds=holds, run=run)
+    only = "Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on the host without synchronising"
+    measured = f"wrong results: pageable H2D {pageable['wrong']}, pinned H2D {pinned['wrong']}, D2H {d2h['wrong']} (of {d2h['trials']} each, stream held); three counts at once, so a yes or no"
+    holds = pageable["wrong"] == 0 and pinned["wrong"] > 0 and d2h["wrong"] > 0
+    table.add(only, source=hazards, measured=measured, holds=holds, run=run)
 
 
 def check_safe_choice(answer: str | None, run: Run) -> bool | None:

@@ -1,4 +1,4 @@
-"""02, section 2: 1000 small blocking copies against a non-blocking loop (calls, ms, claims)."""
+"""02, section 2: 1000 small blocking copies against a non-blocking loop (calls, ms)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,12 @@ from .returns import NOTEBOOK, TUTORIAL
 CALLS = ("cudaMemcpyAsync", "cudaStreamSynchronize", "cudaDeviceSynchronize")
 LOOPS = ("blocking", "non_blocking")
 SYNC_US = "host in synchronize calls (us per loop)"
+COLUMNS = [
+    "loop",
+    ("time per loop", "ms", ".3f"),
+    *CALLS,
+    ("host in sync calls, per loop", "ms", ".3f"),
+]
 
 
 def profiled_loops() -> int:
@@ -35,129 +41,77 @@ class Loops:
 def facts(run: Run) -> Loops:
     steps, small = profiled_loops(), run.value
     per_loop = {label: small[label]["calls per loop"] for label in LOOPS}
-    in_profile = {k: {name: round(n * steps) for name, n in c.items()} for k, c in per_loop.items()}
+    in_profile = {k: {c: round(n * steps) for c, n in v.items()} for k, v in per_loop.items()}
     own = in_profile["blocking"]["cudaDeviceSynchronize"]
-    return Loops(
-        run.params["count"],
-        per_loop,
-        in_profile,
-        own,
-        (in_profile["non_blocking"]["cudaDeviceSynchronize"] - own) / steps,
-        claims.ratio(small["blocking"]["time"], small["non_blocking"]["time"]),
-        {label: small[label]["time"].median_ms for label in LOOPS},
-    )
+    nb_own = (in_profile["non_blocking"]["cudaDeviceSynchronize"] - own) / steps
+    speedup = claims.ratio(small["blocking"]["time"], small["non_blocking"]["time"])
+    ms = {label: small[label]["time"].median_ms for label in LOOPS}
+    return Loops(run.params["count"], per_loop, in_profile, own, nb_own, speedup, ms)
 
 
 def faster(ratio: claims.Value) -> str:
     """Words for a speed ratio (above 1: faster) against 1."""
+    verdict, noise = claims.compare(ratio, 1, holds_if="above").verdict, "beyond this run's noise."
     return claims.worded(
-        claims.compare(ratio, 1, holds_if="above").verdict,
-        "faster beyond this run's noise.",
-        "slower beyond this run's noise.",
-        "the same within the noise.",
+        verdict, f"faster {noise}", f"slower {noise}", "the same within the noise."
     )
 
 
 def show(run: Run) -> tables.Table:
     """Each loop's time (ms), calls in a profile and ms in synchronize calls; bars of the times."""
     f, small = facts(run), run.value
-    plotting.bars_with_ratios(
-        {f"{label} loop": f.ms[label] for label in LOOPS},
-        title=plotting.machine_title(
-            f"{f.copies} copies of {run.params['numel'] * 4} bytes", run.machine, run.live
-        ),
-        ylabel="time per loop (ms, median)",
-    )
-    return tables.Table(
-        [
-            "loop",
-            ("time per loop", "ms", ".3f"),
-            *CALLS,
-            ("host in sync calls, per loop", "ms", ".3f"),
-        ],
-        [
-            (k, f.ms[k], *(f.in_profile[k][c] for c in CALLS), small[k][SYNC_US] / 1e3)
-            for k in LOOPS
-        ],
-        caption=f"{f.copies} tensors of {run.params['numel']} float32; runtime calls counted in a "
-        f"profile of {profiled_loops()} loops; the non-blocking loop ran "
-        f"{analysis.times(f.speedup)} as fast as the blocking loop (medians of "
-        f"{f.speedup.samples} samples)",
-    )
+    title = f"{f.copies} copies of {run.params['numel'] * 4} bytes"
+    title = plotting.machine_title(title, run.machine, run.live)
+    bars = {f"{label} loop": f.ms[label] for label in LOOPS}
+    plotting.bars_with_ratios(bars, title=title, ylabel="time per loop (ms, median)")
+    rows = [
+        (k, f.ms[k], *(f.in_profile[k][c] for c in CALLS), small[k][SYNC_US] / 1e3) for k in LOOPS
+    ]
+    caption = f"{f.copies} tensors of {run.params['numel']} float32; runtime calls counted in a profile of {profiled_loops()} loops; the non-blocking loop ran {analysis.times(f.speedup)} as fast as the blocking loop (medians of {len(small['blocking']['time'].samples_s)} samples)"
+    return tables.Table(COLUMNS, rows, caption=caption)
 
 
 def see(run: Run) -> claims.WhatWeSee:
     """The runtime calls per loop, the profiler's own synchronize told apart, the loops' times."""
-    f = facts(run)
-    b, nb = f.per_loop["blocking"], f.per_loop["non_blocking"]
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(
-        f"Per loop of {f.copies} copies: {b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} "
-        f"`cudaMemcpyAsync` (blocking, non-blocking), {b['cudaStreamSynchronize']:.0f} and "
-        f"{nb['cudaStreamSynchronize']:.0f} `cudaStreamSynchronize`."
-    )
-    seen.say(
-        f"The profiles hold {f.in_profile['blocking']['cudaDeviceSynchronize']} and "
-        f"{f.in_profile['non_blocking']['cudaDeviceSynchronize']} `cudaDeviceSynchronize` over "
-        f"{profiled_loops()} loops. The blocking loop calls none itself, so its {f.profilers_own} "
-        "is the profiler's own: `torch.profiler` with CUDA activity synchronises the GPU when it "
-        "stops recording, inside the recorded window. Without it the non-blocking loop makes "
-        f"{f.own:g} per loop, its final `torch.cuda.synchronize()`; counted per loop with the "
-        f"profiler's, it reads {nb['cudaDeviceSynchronize']:g}, which a table of whole calls "
-        "rounds to 2. (The tutorial profiles CPU activity only, and that profiler does not "
-        "synchronise on exit.)"
-    )
-    seen.say(
-        f"The non-blocking loop took {f.ms['non_blocking']:.2f} ms against the blocking loop's "
-        f"{f.ms['blocking']:.2f} ms: it ran {analysis.times(f.speedup)} as fast as the blocking "
-        f"loop, {faster(f.speedup)}"
-    )
+    f, seen = facts(run), claims.WhatWeSee(NOTEBOOK, run)
+    b, nb, prof = f.per_loop["blocking"], f.per_loop["non_blocking"], f.in_profile
+    for sentence in (
+        f"Per loop of {f.copies} copies: {b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} `cudaMemcpyAsync` (blocking, non-blocking), {b['cudaStreamSynchronize']:.0f} and {nb['cudaStreamSynchronize']:.0f} `cudaStreamSynchronize`.",
+        f"The profiles hold {prof['blocking']['cudaDeviceSynchronize']} and {prof['non_blocking']['cudaDeviceSynchronize']} `cudaDeviceSynchronize` over {profiled_loops()} loops. The blocking loop calls none itself, so its {f.profilers_own} is the profiler's own: `torch.profiler` with CUDA activity synchronises the GPU when it stops recording, inside the recorded window. Without it the non-blocking loop makes {f.own:g} per loop, its final `torch.cuda.synchronize()`; counted per loop with the profiler's, it reads {nb['cudaDeviceSynchronize']:g}, which a table of whole calls rounds to 2. (The tutorial profiles CPU activity only, and that profiler does not synchronise on exit.)",
+        f"The non-blocking loop took {f.ms['non_blocking']:.2f} ms against the blocking loop's {f.ms['blocking']:.2f} ms: it ran {analysis.times(f.speedup)} as fast as the blocking loop, {faster(f.speedup)}",
+    ):
+        seen.say(sentence)
     return seen
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The runtime calls of the two loops against the tutorial's background and profile."""
     f = facts(run)
-    b, nb = f.per_loop["blocking"], f.per_loop["non_blocking"]
-    memcpy = claims.within(min(b["cudaMemcpyAsync"], nb["cudaMemcpyAsync"]) / f.copies, 0.5, 1.5)
-    sync = claims.within(b["cudaStreamSynchronize"] / f.copies, 0.5, 1.5)
+    b, nb, n = f.per_loop["blocking"], f.per_loop["non_blocking"], f.copies
+    memcpy = claims.within(min(b["cudaMemcpyAsync"], nb["cudaMemcpyAsync"]) / n, 0.5, 1.5)
+    sync = claims.within(b["cudaStreamSynchronize"] / n, 0.5, 1.5)
     none = claims.compare(nb["cudaStreamSynchronize"], 1, holds_if="below")
     one = claims.within(f.own, 0.5, 1.5)
-    background = f"{TUTORIAL} (background)"
-    for claim, source, measured, holds in (
-        (
-            ".to() always calls cudaMemcpyAsync [blocking and non-blocking loops]",
-            background,
-            f"per copy, the fewer of the two loops' counts ({b['cudaMemcpyAsync']:.0f} and "
-            f"{nb['cudaMemcpyAsync']:.0f} per loop of {f.copies}); one per copy: a count "
-            f"{memcpy.in_words()}",
+    rows = {  # claim: (measured, holds), all from the tutorial's background but the last
+        ".to() always calls cudaMemcpyAsync [blocking and non-blocking loops]": (
+            f"per copy, the fewer of the two loops' counts ({b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} per loop of {n}); one per copy: a count {memcpy.in_words()}",
             memcpy,
         ),
-        (
-            "With non_blocking=False a cudaStreamSynchronize is called after each cudaMemcpyAsync",
-            background,
-            f"blocking loop: {b['cudaStreamSynchronize']:.0f} cudaStreamSynchronize for "
-            f"{f.copies} copies; one per copy: a count {sync.in_words()}",
+        "With non_blocking=False a cudaStreamSynchronize is called after each cudaMemcpyAsync": (
+            f"blocking loop: {b['cudaStreamSynchronize']:.0f} cudaStreamSynchronize for {n} copies; one per copy: a count {sync.in_words()}",
             sync,
         ),
-        (
-            "With non_blocking=True no synchronization is triggered [cudaStreamSynchronize in the "
-            "non-blocking loop]",
-            background,
-            f"non-blocking loop: {nb['cudaStreamSynchronize']:.0f} cudaStreamSynchronize per loop "
-            f"of {f.copies} copies (none: {none.in_words()})",
+        "With non_blocking=True no synchronization is triggered [cudaStreamSynchronize in the non-blocking loop]": (
+            f"non-blocking loop: {nb['cudaStreamSynchronize']:.0f} cudaStreamSynchronize per loop of {n} copies (none: {none.in_words()})",
             none,
         ),
-        (
-            "The non-blocking loop does only one synchronization (the profiler table: 1000 "
-            "cudaStreamSynchronize against one device synchronize)",
-            f"{TUTORIAL} (1000-tensor loop)",
-            f"{f.in_profile['non_blocking']['cudaDeviceSynchronize']} cudaDeviceSynchronize in a "
-            f"profile of {profiled_loops()} loops, {f.profilers_own} of them the profiler's own (as "
-            f"in the blocking loop's profile): {f.own:g} per loop; one: a count {one.in_words()}",
+        "The non-blocking loop does only one synchronization (the profiler table: 1000 cudaStreamSynchronize against one device synchronize)": (
+            f"{f.in_profile['non_blocking']['cudaDeviceSynchronize']} cudaDeviceSynchronize in a profile of {profiled_loops()} loops, {f.profilers_own} of them the profiler's own (as in the blocking loop's profile): {f.own:g} per loop; one: a count {one.in_words()}",
             one,
         ),
-    ):
+    }
+    for i, (claim, (measured, holds)) in enumerate(rows.items()):
+        source = f"{TUTORIAL} (1000-tensor loop)" if i == 3 else f"{TUTORIAL} (background)"
         table.add(claim, source=source, measured=measured, holds=holds, run=run)
 
 

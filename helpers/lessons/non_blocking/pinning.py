@@ -1,4 +1,4 @@
-"""02, sections 5 and 6: pinning many tensors with tensordict, and DataLoader(pin_memory=True)."""
+"""02, sections 5 and 6: pinning with tensordict, and DataLoader(pin_memory=True)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,8 @@ from .loops import faster
 from .returns import NOTEBOOK, TUTORIAL
 
 LOADERS = ("pin_memory=False", "pin_memory=True")
-PAYS_CLAIM = (
-    "Pinning pays for large batches of large tensors [tensordict non_blocking_pin=True, "
-    "num_threads=0, against td.to('cuda:0')]"
-)
-THREADS_CLAIM = (
-    "Pinning pays for large batches of large tensors when it runs in separate threads "
-    "[tensordict num_threads]"
-)
+PAYS_CLAIM = "Pinning pays for large batches of large tensors [tensordict non_blocking_pin=True, num_threads=0, against td.to('cuda:0')]"
+THREADS_CLAIM = "Pinning pays for large batches of large tensors when it runs in separate threads [tensordict num_threads]"
 TD_COLUMNS = ["call", ("median", "ms", ".1f"), ("IQR / median", "", ".1%"), "samples"]
 DL_COLUMNS = ["loader", "pinned batches", "batches", ("epoch", "ms", ".1f")]
 
@@ -49,37 +43,28 @@ def show_tensordict(run: Run) -> tables.Table:
     times, count = run.value["timings"], run.params["count"]
     _, ax = plt.subplots(figsize=(9, 4.5))
     short = {k: k.replace("td.to('cuda:0'", "").strip(", )") or "default" for k in times}
-    plotting.bars_with_ratios(
-        {short[k].replace(", ", "\n"): t.median_ms for k, t in times.items()},
-        ax=ax,
-        ylabel="time (ms, median)",
-        title=plotting.machine_title(
-            f"TensorDict.to('cuda:0'), {count} tensors", run.machine, run.live
-        ),
+    bars = {short[k].replace(", ", "\n"): t.median_ms for k, t in times.items()}
+    title = plotting.machine_title(
+        f"TensorDict.to('cuda:0'), {count} tensors", run.machine, run.live
     )
+    plotting.bars_with_ratios(bars, ax=ax, ylabel="time (ms, median)", title=title)
     ax.tick_params(axis="x", labelrotation=0)
     plt.tight_layout()
     size = timing.format_bytes(count * run.params["numel"] * 4)
-    return tables.Table(
-        [*TD_COLUMNS, ("rate", "GB/s", ".2f")],
-        [(k, t.median_ms, t.spread, len(t.samples_s), t.gbps) for k, t in times.items()],
-        caption=f"tensordict {run.value['tensordict']}; {size} per call, synchronised host clock",
-    )
+    rows = [(k, t.median_ms, t.spread, len(t.samples_s), t.gbps) for k, t in times.items()]
+    caption = f"tensordict {run.value['tensordict']}; {size} per call, synchronised host clock"
+    return tables.Table([*TD_COLUMNS, ("rate", "GB/s", ".2f")], rows, caption=caption)
 
 
 def faster_or_slower(time_ratio: claims.Value, than: str, verdict: str | None = None) -> str:
     """Words for a ratio of times (below 1: faster) against 1; ``verdict``: the claims table's."""
     share = f"({time_ratio.number()} ± {time_ratio.spread_text()} of its time)"
     own = claims.compare(time_ratio, 1, holds_if="below").verdict
-    return claims.worded(
-        verdict or own,
-        f"faster than {than} {share}",
-        f"slower than {than} {share}",
-        f"the same as {than} within the noise {share}"
-        if own == claims.BORDERLINE
-        else f"{'faster' if own == claims.HOLDS else 'slower'} than {than} in this run {share}, "
-        "but the runs recorded on this kind of machine lie on both sides (borderline here)",
-    )
+    same = f"{'faster' if own == claims.HOLDS else 'slower'} than {than} in this run {share}, but the runs recorded on this kind of machine lie on both sides (borderline here)"
+    if own == claims.BORDERLINE:
+        same = f"the same as {than} within the noise {share}"
+    faster, slower = f"faster than {than} {share}", f"slower than {than} {share}"
+    return claims.worded(verdict or own, faster, slower, same)
 
 
 def judged_pays(run: Run) -> tuple[claims.Comparison, claims.Comparison]:
@@ -94,24 +79,22 @@ def judged_pays(run: Run) -> tuple[claims.Comparison, claims.Comparison]:
 
 def see_tensordict(run: Run) -> claims.WhatWeSee:
     """Each call's time as a share of the blocking call's, and whether pinning paid, in words."""
-    times, f = run.value["timings"], tensordict_facts(run)
-    pays, threads_pay = judged_pays(run)
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    shares = (
-        (k, claims.ratio(times[k], times[f.blocking]))
-        for k in (f.default, f.pin_main, f.pin_threads)
+    times, f, seen = run.value["timings"], tensordict_facts(run), claims.WhatWeSee(NOTEBOOK, run)
+    pays, threads_pay = (claims.stated(c, run) for c in judged_pays(run))
+    samples = min(len(t.samples_s) for t in times.values())
+    shares = {
+        k: claims.ratio(times[k], times[f.blocking]) for k in (f.default, f.pin_main, f.pin_threads)
+    }
+    shares_said = "; ".join(
+        f"`{k}` took {r.number()} ± {r.spread_text()} of its time" for k, r in shares.items()
     )
     seen.say(
-        f"Against the blocking call, `{f.blocking}` (medians of "
-        f"{min(len(t.samples_s) for t in times.values())} samples each): "
-        + "; ".join(f"`{k}` took {r.number()} ± {r.spread_text()} of its time" for k, r in shares)
-        + "."
+        f"Against the blocking call, `{f.blocking}` (medians of {samples} samples each): {shares_said}."
     )
+    main = faster_or_slower(f.pin_vs_default, "`td.to('cuda:0')`", pays)
+    threads = faster_or_slower(f.threads_vs_main, "pinning on the main thread", threads_pay)
     seen.say(
-        "Pinning on the main thread (`num_threads=0`) was "
-        f"{faster_or_slower(f.pin_vs_default, '`td.to(' + repr('cuda:0') + ')`', claims.stated(pays, run))}, "
-        f"and pinning in threads (`num_threads={run.params['threads']}`) "
-        f"{faster_or_slower(f.threads_vs_main, 'pinning on the main thread', claims.stated(threads_pay, run))}."
+        f"Pinning on the main thread (`num_threads=0`) was {main}, and pinning in threads (`num_threads={run.params['threads']}`) {threads}."
     )
     return seen
 
@@ -142,35 +125,25 @@ def dataloader_facts(run: Run) -> Epochs:
 def show_dataloader(run: Run) -> tables.Table:
     """Batches pinned and epoch time (ms, IQR / median, samples), and bars of the epoch times."""
     dl, f = run.value, dataloader_facts(run)
-    plotting.bars_with_ratios(
-        {k: r["epoch"].median_ms for k, r in dl.items()},
-        title=plotting.machine_title("one DataLoader epoch", run.machine, run.live),
-        ylabel="time per epoch (ms, median)",
-    )
-    return tables.Table(
-        [*DL_COLUMNS, *TD_COLUMNS[2:]],
-        [
-            (k, r["pinned batches"], r["batches"], e.median_ms, e.spread, len(e.samples_s))
-            for k, r, e in ((k, r, r["epoch"]) for k, r in dl.items())
-        ],
-        caption=f"medians; the GPU's stand-in work alone is {f.gpu_work_ms:.0f} ms per epoch",
-    )
+    title = plotting.machine_title("one DataLoader epoch", run.machine, run.live)
+    bars = {k: r["epoch"].median_ms for k, r in dl.items()}
+    plotting.bars_with_ratios(bars, title=title, ylabel="time per epoch (ms, median)")
+    epochs = {
+        k: (r["epoch"].median_ms, r["epoch"].spread, len(r["epoch"].samples_s))
+        for k, r in dl.items()
+    }
+    rows = [(k, r["pinned batches"], r["batches"], *epochs[k]) for k, r in dl.items()]
+    caption = f"medians; the GPU's stand-in work alone is {f.gpu_work_ms:.0f} ms per epoch"
+    return tables.Table([*DL_COLUMNS, *TD_COLUMNS[2:]], rows, caption=caption)
 
 
 def see_dataloader(run: Run) -> claims.WhatWeSee:
     """A check that batches come out pinned only with pin_memory=True; the epochs (ms) in words."""
-    f = dataloader_facts(run)
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.check(
-        "With pin_memory=True every batch comes out pinned, without it none does",
-        f.all_pinned_or_none,
-        f.pinned_counts,
-    )
+    f, seen = dataloader_facts(run), claims.WhatWeSee(NOTEBOOK, run)
+    statement = "With pin_memory=True every batch comes out pinned, without it none does"
+    seen.check(statement, f.all_pinned_or_none, f.pinned_counts)
     seen.say(
-        f"An epoch took {f.epoch_ms['pin_memory=True']:.0f} ms with `pin_memory=True` and "
-        f"{f.epoch_ms['pin_memory=False']:.0f} ms without, beside {f.gpu_work_ms:.0f} ms of GPU "
-        f"work ({f.speedup.samples} samples each): the epoch with pinning ran "
-        f"{analysis.times(f.speedup)} as fast as the one without, {faster(f.speedup)}"
+        f"An epoch took {f.epoch_ms['pin_memory=True']:.0f} ms with `pin_memory=True` and {f.epoch_ms['pin_memory=False']:.0f} ms without, beside {f.gpu_work_ms:.0f} ms of GPU work ({f.speedup.samples} samples each): the epoch with pinning ran {analysis.times(f.speedup)} as fast as the one without, {faster(f.speedup)}"
     )
     return seen
 
@@ -178,43 +151,38 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
 def add_claims(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
     """Whether pinning pays, on the main thread or in threads, and DataLoader's pinned batches."""
     td, ms = tensordict_facts(run_td), {k: t.median_ms for k, t in run_td.value["timings"].items()}
-    dl = dataloader_facts(run_dl)
-    pays, threads_pay = judged_pays(run_td)
+    dl, (pays, threads_pay) = dataloader_facts(run_dl), judged_pays(run_td)
     dl_pays = claims.compare(dl.speedup, 1, holds_if="above")
-    advice = f"{TUTORIAL} (tensordict and advice)"
-    for claim, source, measured, holds, run in (
-        (
-            PAYS_CLAIM,
+    advice, off, on = (
+        f"{TUTORIAL} (tensordict and advice)",
+        dl.epoch_ms["pin_memory=False"],
+        dl.epoch_ms["pin_memory=True"],
+    )
+    rows = {  # claim: (source, measured, holds, run)
+        PAYS_CLAIM: (
             advice,
-            f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and "
-            f"{ms[td.default]:.1f} ms); pays: {pays.in_words()}",
+            f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and {ms[td.default]:.1f} ms); pays: {pays.in_words()}",
             pays,
             run_td,
         ),
-        (
-            THREADS_CLAIM,
+        THREADS_CLAIM: (
             advice,
-            f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and "
-            f"{ms[td.pin_main]:.1f} ms); threads pay: {threads_pay.in_words()}",
+            f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and {ms[td.pin_main]:.1f} ms); threads pay: {threads_pay.in_words()}",
             threads_pay,
             run_td,
         ),
-        (
-            "Pinning pays for large batches of large tensors when it runs in separate threads "
-            "[DataLoader pin_memory=True]",
+        "Pinning pays for large batches of large tensors when it runs in separate threads [DataLoader pin_memory=True]": (
             f"{TUTORIAL} (advice)",
-            "epoch without pin_memory / epoch with it "
-            f"({dl.epoch_ms['pin_memory=False']:.0f} and {dl.epoch_ms['pin_memory=True']:.0f} "
-            f"ms, {dl.speedup.samples} samples); pays: {dl_pays.in_words()}",
+            f"epoch without pin_memory / epoch with it ({off:.0f} and {on:.0f} ms, {dl.speedup.samples} samples); pays: {dl_pays.in_words()}",
             dl_pays,
             run_dl,
         ),
-        (
-            "DataLoader(pin_memory=True) hands out batches in pinned memory",
+        "DataLoader(pin_memory=True) hands out batches in pinned memory": (
             f"{TUTORIAL} (advice: pin in a separate thread, as DataLoader does)",
             dl.pinned_counts,
             dl.all_pinned_or_none,
             run_dl,
         ),
-    ):
+    }
+    for claim, (source, measured, holds, run) in rows.items():
         table.add(claim, source=source, measured=measured, holds=holds, run=run)

@@ -9,6 +9,9 @@ from .returns import NOTEBOOK, TUTORIAL
 
 MODES = ("blocking", "non_blocking=True")
 EFFECTIVE = 1.1  # a speed-up counted "effective"
+SOURCE = f"{TUTORIAL} (what you will learn)"
+COLUMNS = ["source", *((mode, unit, ".1f") for mode in MODES for unit in ("ms", "GB/s"))]
+COLUMNS += [("speed-up from non_blocking", "x", ".2f")]
 
 
 def speedups(run: Run) -> dict[str, claims.Value]:
@@ -24,78 +27,55 @@ def gigabytes(run: Run) -> float:
 
 def show(run: Run) -> tables.Table:
     """The six timings (ms, GB/s) and the speed-ups from ``non_blocking``; bars of the times."""
-    six, ratio = run.value, speedups(run)
-    plotting.grouped_bars(
-        {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()},
-        title=plotting.machine_title(
-            f"{run.params['count']} tensors, {gigabytes(run):.2f} GB to the GPU",
-            run.machine,
-            run.live,
-        ),
-        ylabel="time for all copies (ms, median)",
-    )
-    return tables.Table(
-        [
-            "source",
-            *((mode, unit, ".1f") for mode in MODES for unit in ("ms", "GB/s")),
-            ("speed-up from non_blocking", "x", ".2f"),
-        ],
-        [
-            (
-                way,
-                *(v for mode in MODES for v in (m[mode].median_ms, m[mode].gbps)),
-                ratio[way].value,
-            )
-            for way, m in six.items()
-        ],
-        caption=f"{run.params['count']} tensors of {run.params['numel']:.0e} float32 = "
-        f"{gigabytes(run):.2f} GB per run; medians of {len(six['pinned']['blocking'].samples_s)} "
-        "samples",
-    )
+    six, ratio, count = run.value, speedups(run), run.params["count"]
+    title = f"{count} tensors, {gigabytes(run):.2f} GB to the GPU"
+    title = plotting.machine_title(title, run.machine, run.live)
+    bars = {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()}
+    plotting.grouped_bars(bars, title=title, ylabel="time for all copies (ms, median)")
+    cells = {
+        way: [v for mode in MODES for v in (m[mode].median_ms, m[mode].gbps)]
+        for way, m in six.items()
+    }
+    rows = [(way, *cells[way], ratio[way].value) for way in six]
+    caption = f"{count} tensors of {run.params['numel']:.0e} float32 = {gigabytes(run):.2f} GB per run; medians of {len(six['pinned']['blocking'].samples_s)} samples"
+    return tables.Table(COLUMNS, rows, caption=caption)
 
 
 def see(run: Run) -> claims.WhatWeSee:
     """The six ranked (ms), what non_blocking did per source, and pinning by hand vs pageable."""
-    six = run.value
+    six, seen = run.value, claims.WhatWeSee(NOTEBOOK, run)
     samples = min(len(t.samples_s) for modes in six.values() for t in modes.values())
     ranked = sorted((t.median_s, way, mode) for way, m in six.items() for mode, t in m.items())
-    seen = claims.WhatWeSee(NOTEBOOK, run)
+    ranks = "; ".join(f"{way}, {mode} ({sec * 1e3:.0f} ms)" for sec, way, mode in ranked)
     seen.say(
-        f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a "
-        "rough guide): "
-        + "; ".join(f"{way}, {mode} ({sec * 1e3:.0f} ms)" for sec, way, mode in ranked)
-        + "."
+        f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a rough guide): {ranks}."
     )
     for way, r in speedups(run).items():
+        verdict = claims.compare(r, 1, holds_if="above").verdict
+        end = claims.worded(
+            verdict, ".", ", slower beyond this run's noise.", ", no change within the noise."
+        )
         seen.say(
-            f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking "
-            "one"
-            + claims.worded(
-                claims.compare(r, 1, holds_if="above").verdict,
-                ".",
-                ", slower beyond this run's noise.",
-                ", no change within the noise.",
-            )
+            f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one{end}"
         )
     for mode in MODES:
         by_hand = claims.ratio(six["pageable"][mode], six["pin_memory() then copy"][mode])
+        verdict = claims.compare(by_hand, 1, holds_if="above").verdict
+        end = claims.worded(
+            verdict,
+            ": the staging by hand paid here.",
+            ": it did not pay here.",
+            ": the same within the noise.",
+        )
         seen.say(
-            f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as "
-            "fast as the pageable copy"
-            + claims.worded(
-                claims.compare(by_hand, 1, holds_if="above").verdict,
-                ": the staging by hand paid here.",
-                ": it did not pay here.",
-                ": the same within the noise.",
-            )
+            f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the pageable copy{end}"
         )
     return seen
 
 
 def add_claims(table: claims.ClaimsTable, run_small: Run, run_six: Run) -> None:
     """Whether ``non_blocking=True`` speeds transfers up: section 2's loop and two of the six."""
-    six = speedups(run_six)
-    count, mb = run_six.params["count"], run_six.params["numel"] * 4 / 1e6
+    six, count, mb = speedups(run_six), run_six.params["count"], run_six.params["numel"] * 4 / 1e6
     small = f"{run_small.params['count']} x {run_small.params['numel'] * 4} B"
     for what, speedup, its_run in (
         (f"{small}, pageable", loops.facts(run_small).speedup, run_small),
@@ -103,12 +83,6 @@ def add_claims(table: claims.ClaimsTable, run_small: Run, run_six: Run) -> None:
         (f"{count} x {mb:g} MB, pinned", six["pinned"], run_six),
     ):
         effective = claims.compare(speedup, EFFECTIVE, holds_if="above")
-        table.add(
-            "Generally, tensor.to(device, non_blocking=True) is an effective choice for enhancing "
-            f"transfer speed [{what}]",
-            source=f"{TUTORIAL} (what you will learn)",
-            measured="non-blocking loop this many times as fast as the blocking one (counted "
-            f"effective {effective.in_words()})",
-            holds=effective,
-            run=its_run,
-        )
+        claim = f"Generally, tensor.to(device, non_blocking=True) is an effective choice for enhancing transfer speed [{what}]"
+        measured = f"non-blocking loop this many times as fast as the blocking one (counted effective {effective.in_words()})"
+        table.add(claim, source=SOURCE, measured=measured, holds=effective, run=its_run)
