@@ -12,10 +12,8 @@ from .returns import NOTEBOOK, TUTORIAL
 
 TUTORIAL_D2H = "D2H non_blocking, read at once (tutorial's form)"
 TUTORIAL_H2D = "H2D pinned, source zeroed (tutorial's form)"
-HELD = [
-    "D2H non_blocking, read at once (stream held)",
-    "H2D pinned, source zeroed at once (stream held)",
-]
+HELD = ["D2H non_blocking, read at once (stream held)"]
+HELD += ["H2D pinned, source zeroed at once (stream held)"]
 FIXES = ["D2H non_blocking, synchronize before reading", "D2H non_blocking, event before reading"]
 FIXES += ["H2D pinned, event before zeroing the source"]
 SAFE = ["H2D pageable, source zeroed at once (stream held)", "H2D pinned, result used on the GPU"]
@@ -25,17 +23,22 @@ CHOICES = {  # exercise 2: what a reader may touch at once, and the case that sh
     "H2D .to('cuda', non_blocking=True) from pinned memory, then change the source": HELD[1],
     "H2D .to('cuda', non_blocking=True) from pageable memory, then change the source": SAFE[0],
 }
-CHECKS = {  # statement: (cases, whether a case's counts bear it out)
-    "With the stream held, reading a non_blocking D2H result at once, and zeroing a pinned source right after a non_blocking copy, give wrong results every time": (
-        HELD,
-        lambda r: r["wrong"] == r["trials"],
-    ),
-    "A synchronize, or an event on the stream, fixes both": (FIXES, lambda r: r["wrong"] == 0),
-    "A pageable source, a GPU-side use of the result, a D2H copy into pageable memory and a blocking D2H copy come out right": (
-        SAFE,
-        lambda r: r["wrong"] == 0,
-    ),
-}
+CHECKED = (  # statements checked against the counts of HELD (all wrong), FIXES and SAFE (none)
+    "With the stream held, reading a non_blocking D2H result at once, and zeroing a pinned source right after a non_blocking copy, give wrong results every time",
+    "A synchronize, or an event on the stream, fixes both",
+    "A pageable source, a GPU-side use of the result, a D2H copy into pageable memory and a blocking D2H copy come out right",
+)
+CLAIMS = (  # judged by the count of wrong results of the cases in SOME (some) or NONE (none)
+    "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the tutorial's tensor, stream not held, a new value filled in before each copy]",
+    "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy queued behind other work]",
+    "With a synchronize before reading, a non_blocking D2H result is never wrong",
+    "cpu_tensor.to('cuda', non_blocking=True).mean() executes correctly",
+    "Modifying a pinned source after a non_blocking H2D copy can corrupt what the GPU gets",
+    "Modifying a pageable source after a non_blocking H2D copy always works",
+)
+CASES = ([TUTORIAL_D2H], [HELD[0]], FIXES[:2], [SAFE[1], SAFE[0]], [HELD[1]], [SAFE[0]])
+SOME = (True, True, False, False, True, False)
+ONLY = "Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on the host without synchronising"
 
 
 def shown(label: str) -> str:
@@ -43,8 +46,8 @@ def shown(label: str) -> str:
     return label.replace("(tutorial's form)", "(tutorial's setting)")
 
 
-def counts(haz: dict, labels: list[str], name: Callable[[str], str] = shown) -> str:
-    return "; ".join(f"{name(k)}: {haz[k]['wrong']} of {haz[k]['trials']}" for k in labels)
+def counts(haz: dict, labels: list[str], name: Callable = shown, form: str = "{}: {} of {}") -> str:
+    return "; ".join(form.format(name(k), haz[k]["wrong"], haz[k]["trials"]) for k in labels)
 
 
 def show(run: Run) -> tables.Table:
@@ -52,12 +55,10 @@ def show(run: Run) -> tables.Table:
     haz, back_s = run.value["cases"], run.value["pageable_return_s"]
     _, ax = plt.subplots(figsize=(9, 5))
     red = ["tab:red" if r["wrong"] else "tab:green" for r in haz.values()]
-    bars = ax.barh(
-        [shown(k) for k in haz], [r["wrong"] / r["trials"] for r in haz.values()], color=red
-    )
-    ax.bar_label(
-        bars, labels=[f"{r['wrong']} of {r['trials']}" for r in haz.values()], padding=3, fontsize=8
-    )
+    shares = [r["wrong"] / r["trials"] for r in haz.values()]
+    bars = ax.barh([shown(k) for k in haz], shares, color=red)
+    labels = [f"{r['wrong']} of {r['trials']}" for r in haz.values()]
+    ax.bar_label(bars, labels=labels, padding=3, fontsize=8)
     ax.set(xlim=(0, 1.15), xlabel="share of trials with a wrong result")
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=8)
@@ -72,21 +73,18 @@ def see(run: Run) -> claims.WhatWeSee:
     """Checks of the held, fixed and safe cases' counts; the tutorial's; the pageable return."""
     haz, back_s, hold_ms = run.value["cases"], run.value["pageable_return_s"], run.value["hold_ms"]
     seen = claims.WhatWeSee(NOTEBOOK, run)
-    for statement, (labels, holds) in CHECKS.items():
-        seen.check(statement, all(holds(haz[k]) for k in labels), counts(haz, labels))
-    tutorial = "; ".join(
-        f"{shown(k)} went wrong in {haz[k]['wrong']} of {haz[k]['trials']} trials"
-        for k in (TUTORIAL_D2H, TUTORIAL_H2D)
-    )
-    seen.say(
-        f"In the tutorial's setting, without holding the stream: {tutorial}: how often depends on how fast the copy is against the host's next step. Each D2H trial here fills the tensor with a new value just before its copy, which the tutorial does not do, so these counts are not the tutorial's (the markdown above says how)."
-    )
+    none_wrong = [all(haz[k]["wrong"] == 0 for k in labels) for labels in (FIXES, SAFE)]
+    verdicts = [all(haz[k]["wrong"] == haz[k]["trials"] for k in HELD), *none_wrong]
+    for statement, labels, holds in zip(CHECKED, (HELD, FIXES, SAFE), verdicts, strict=True):
+        seen.check(statement, holds, counts(haz, labels))
+    tutorial = counts(haz, [TUTORIAL_D2H, TUTORIAL_H2D], shown, "{} went wrong in {} of {} trials")
+    line = f"In the tutorial's setting, without holding the stream: {tutorial}: how often depends on how fast the copy is against the host's next step. Each D2H trial here fills the tensor with a new value just before its copy, which the tutorial does not do, so these counts are not the tutorial's (the markdown above says how)."
+    seen.say(line)
     why = f"under the {hold_ms:.0f} ms hold: the driver waited for the stream, then staged the data, before returning."
     if min(back_s) < 0.8 * hold_ms / 1e3:
         why = f"although the stream was held for {hold_ms:.0f} ms: the driver copied the data into its staging buffer first."
-    seen.say(
-        f"The pageable `.to(non_blocking=True)` returned after {min(back_s) * 1e3:.2f} to {max(back_s) * 1e3:.2f} ms {why} So the data was taken before `.to()` returned."
-    )
+    line = f"The pageable `.to(non_blocking=True)` returned after {min(back_s) * 1e3:.2f} to {max(back_s) * 1e3:.2f} ms {why} So the data was taken before `.to()` returned."
+    seen.say(line)
     return seen
 
 
@@ -97,54 +95,26 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     hazards, held = f"{TUTORIAL} (hazards)", "wrong results with the stream held"
     together = "wrong results, all together: "
     learn = f"{TUTORIAL} (what you will learn and hazards)"
-    rows = {  # claim: (source, cases, whether some went wrong, what is counted)
-        "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the tutorial's tensor, stream not held, a new value filled in before each copy]": (
-            learn,
-            [TUTORIAL_D2H],
-            True,
-            f"wrong results in {tut_d2h['trials']} trials, tensor of {run.params['tutorial_shape']} float64",
-        ),
-        "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy queued behind other work]": (
-            learn,
-            [HELD[0]],
-            True,
-            f"wrong results in {d2h['trials']} trials with the stream held",
-        ),
-        "With a synchronize before reading, a non_blocking D2H result is never wrong": (
-            hazards,
-            FIXES[:2],
-            False,
-            together + counts(haz, FIXES[:2], str),
-        ),
-        "cpu_tensor.to('cuda', non_blocking=True).mean() executes correctly": (
-            f"{TUTORIAL} (what you will learn)",
-            [SAFE[1], SAFE[0]],
-            False,
-            together + counts(haz, [SAFE[1], SAFE[0]], str),
-        ),
-        "Modifying a pinned source after a non_blocking H2D copy can corrupt what the GPU gets": (
-            hazards,
-            [HELD[1]],
-            True,
-            f"{held}, of {pinned['trials']} ({haz[TUTORIAL_H2D]['wrong']} of {haz[TUTORIAL_H2D]['trials']} in the tutorial's order of steps)",
-        ),
-        "Modifying a pageable source after a non_blocking H2D copy always works": (
-            hazards,
-            [SAFE[0]],
-            False,
-            f"{held}, of {pageable['trials']}",
-        ),
-    }
-    for claim, (source, labels, some, what) in rows.items():
+    sources = (learn, learn, hazards, f"{TUTORIAL} (what you will learn)", hazards, hazards)
+    what = (
+        f"wrong results in {tut_d2h['trials']} trials, tensor of {run.params['tutorial_shape']} float64",
+        f"wrong results in {d2h['trials']} trials with the stream held",
+        together + counts(haz, FIXES[:2], str),
+        together + counts(haz, [SAFE[1], SAFE[0]], str),
+        f"{held}, of {pinned['trials']} ({haz[TUTORIAL_H2D]['wrong']} of {haz[TUTORIAL_H2D]['trials']} in the tutorial's order of steps)",
+        f"{held}, of {pageable['trials']}",
+    )
+    for claim, source, labels, some, counted in zip(
+        CLAIMS, sources, CASES, SOME, what, strict=True
+    ):
         wrong = sum(haz[k]["wrong"] for k in labels)
         holds = claims.compare(wrong, 0.5, holds_if="above" if some else "below")
         words = "erroneous: at least one wrong," if some else "never:"
-        measured = f"{what}; {words} a count {holds.in_words()}"
+        measured = f"{counted}; {words} a count {holds.in_words()}"
         table.add(claim, source=source, measured=measured, holds=holds, run=run)
-    only = "Of .to(non_blocking=True) copies, only CPU -> CUDA from pageable memory is safe to use on the host without synchronising"
     measured = f"wrong results: pageable H2D {pageable['wrong']}, pinned H2D {pinned['wrong']}, D2H {d2h['wrong']} (of {d2h['trials']} each, stream held); three counts at once, so a yes or no"
     holds = pageable["wrong"] == 0 and pinned["wrong"] > 0 and d2h["wrong"] > 0
-    table.add(only, source=hazards, measured=measured, holds=holds, run=run)
+    table.add(ONLY, source=hazards, measured=measured, holds=holds, run=run)
 
 
 def check_safe_choice(answer: str | None, run: Run) -> bool | None:
@@ -153,8 +123,7 @@ def check_safe_choice(answer: str | None, run: Run) -> bool | None:
     safe = [option for option, label in CHOICES.items() if haz[label]["wrong"] == 0]
     if len(safe) != 1:
         print(
-            "The measurements do not single out one safe option "
-            f"({len(safe)} had no wrong result); see section 4."
+            f"The measurements do not single out one safe option ({len(safe)} had no wrong result); see section 4."
         )
         return None
     return exercises.check_choice(

@@ -12,6 +12,12 @@ from .returns import NOTEBOOK, TUTORIAL
 CALLS = ("cudaMemcpyAsync", "cudaStreamSynchronize", "cudaDeviceSynchronize")
 LOOPS = ("blocking", "non_blocking")
 SYNC_US = "host in synchronize calls (us per loop)"
+CLAIMS = (
+    ".to() always calls cudaMemcpyAsync [blocking and non-blocking loops]",
+    "With non_blocking=False a cudaStreamSynchronize is called after each cudaMemcpyAsync",
+    "With non_blocking=True no synchronization is triggered [cudaStreamSynchronize in the non-blocking loop]",
+    "The non-blocking loop does only one synchronization (the profiler table: 1000 cudaStreamSynchronize against one device synchronize)",
+)
 COLUMNS = [
     "loop",
     ("time per loop", "ms", ".3f"),
@@ -92,27 +98,16 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     sync = claims.within(b["cudaStreamSynchronize"] / n, 0.5, 1.5)
     none = claims.compare(nb["cudaStreamSynchronize"], 1, holds_if="below")
     one = claims.within(f.own, 0.5, 1.5)
-    rows = {  # claim: (measured, holds), all from the tutorial's background but the last
-        ".to() always calls cudaMemcpyAsync [blocking and non-blocking loops]": (
-            f"per copy, the fewer of the two loops' counts ({b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} per loop of {n}); one per copy: a count {memcpy.in_words()}",
-            memcpy,
-        ),
-        "With non_blocking=False a cudaStreamSynchronize is called after each cudaMemcpyAsync": (
-            f"blocking loop: {b['cudaStreamSynchronize']:.0f} cudaStreamSynchronize for {n} copies; one per copy: a count {sync.in_words()}",
-            sync,
-        ),
-        "With non_blocking=True no synchronization is triggered [cudaStreamSynchronize in the non-blocking loop]": (
-            f"non-blocking loop: {nb['cudaStreamSynchronize']:.0f} cudaStreamSynchronize per loop of {n} copies (none: {none.in_words()})",
-            none,
-        ),
-        "The non-blocking loop does only one synchronization (the profiler table: 1000 cudaStreamSynchronize against one device synchronize)": (
-            f"{f.in_profile['non_blocking']['cudaDeviceSynchronize']} cudaDeviceSynchronize in a profile of {profiled_loops()} loops, {f.profilers_own} of them the profiler's own (as in the blocking loop's profile): {f.own:g} per loop; one: a count {one.in_words()}",
-            one,
-        ),
-    }
-    for i, (claim, (measured, holds)) in enumerate(rows.items()):
-        source = f"{TUTORIAL} (1000-tensor loop)" if i == 3 else f"{TUTORIAL} (background)"
-        table.add(claim, source=source, measured=measured, holds=holds, run=run)
+    measured = (
+        f"per copy, the fewer of the two loops' counts ({b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} per loop of {n}); one per copy: a count {memcpy.in_words()}",
+        f"blocking loop: {b['cudaStreamSynchronize']:.0f} cudaStreamSynchronize for {n} copies; one per copy: a count {sync.in_words()}",
+        f"non-blocking loop: {nb['cudaStreamSynchronize']:.0f} cudaStreamSynchronize per loop of {n} copies (none: {none.in_words()})",
+        f"{f.in_profile['non_blocking']['cudaDeviceSynchronize']} cudaDeviceSynchronize in a profile of {profiled_loops()} loops, {f.profilers_own} of them the profiler's own (as in the blocking loop's profile): {f.own:g} per loop; one: a count {one.in_words()}",
+    )
+    sources = [f"{TUTORIAL} (background)"] * 3 + [f"{TUTORIAL} (1000-tensor loop)"]
+    rows = zip(CLAIMS, sources, measured, (memcpy, sync, none, one), strict=True)
+    for claim, source, said, holds in rows:
+        table.add(claim, source=source, measured=said, holds=holds, run=run)
 
 
 def syncs_per_blocking_copy(run: Run) -> float:

@@ -14,6 +14,12 @@ from .returns import NOTEBOOK, TUTORIAL
 LOADERS = ("pin_memory=False", "pin_memory=True")
 PAYS_CLAIM = "Pinning pays for large batches of large tensors [tensordict non_blocking_pin=True, num_threads=0, against td.to('cuda:0')]"
 THREADS_CLAIM = "Pinning pays for large batches of large tensors when it runs in separate threads [tensordict num_threads]"
+CLAIMS = (
+    PAYS_CLAIM,
+    THREADS_CLAIM,
+    "Pinning pays for large batches of large tensors when it runs in separate threads [DataLoader pin_memory=True]",
+    "DataLoader(pin_memory=True) hands out batches in pinned memory",
+)
 TD_COLUMNS = ["call", ("median", "ms", ".1f"), ("IQR / median", "", ".1%"), "samples"]
 DL_COLUMNS = ["loader", "pinned batches", "batches", ("epoch", "ms", ".1f")]
 
@@ -44,9 +50,8 @@ def show_tensordict(run: Run) -> tables.Table:
     _, ax = plt.subplots(figsize=(9, 4.5))
     short = {k: k.replace("td.to('cuda:0'", "").strip(", )") or "default" for k in times}
     bars = {short[k].replace(", ", "\n"): t.median_ms for k, t in times.items()}
-    title = plotting.machine_title(
-        f"TensorDict.to('cuda:0'), {count} tensors", run.machine, run.live
-    )
+    title = f"TensorDict.to('cuda:0'), {count} tensors"
+    title = plotting.machine_title(title, run.machine, run.live)
     plotting.bars_with_ratios(bars, ax=ax, ylabel="time (ms, median)", title=title)
     ax.tick_params(axis="x", labelrotation=0)
     plt.tight_layout()
@@ -82,20 +87,19 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
     times, f, seen = run.value["timings"], tensordict_facts(run), claims.WhatWeSee(NOTEBOOK, run)
     pays, threads_pay = (claims.stated(c, run) for c in judged_pays(run))
     samples = min(len(t.samples_s) for t in times.values())
-    shares = {
-        k: claims.ratio(times[k], times[f.blocking]) for k in (f.default, f.pin_main, f.pin_threads)
-    }
+    shares = [
+        (k, claims.ratio(times[k], times[f.blocking]))
+        for k in (f.default, f.pin_main, f.pin_threads)
+    ]
     shares_said = "; ".join(
-        f"`{k}` took {r.number()} ± {r.spread_text()} of its time" for k, r in shares.items()
+        f"`{k}` took {r.number()} ± {r.spread_text()} of its time" for k, r in shares
     )
-    seen.say(
-        f"Against the blocking call, `{f.blocking}` (medians of {samples} samples each): {shares_said}."
-    )
+    line = f"Against the blocking call, `{f.blocking}` (medians of {samples} samples each): {shares_said}."
+    seen.say(line)
     main = faster_or_slower(f.pin_vs_default, "`td.to('cuda:0')`", pays)
     threads = faster_or_slower(f.threads_vs_main, "pinning on the main thread", threads_pay)
-    seen.say(
-        f"Pinning on the main thread (`num_threads=0`) was {main}, and pinning in threads (`num_threads={run.params['threads']}`) {threads}."
-    )
+    line = f"Pinning on the main thread (`num_threads=0`) was {main}, and pinning in threads (`num_threads={run.params['threads']}`) {threads}."
+    seen.say(line)
     return seen
 
 
@@ -129,8 +133,8 @@ def show_dataloader(run: Run) -> tables.Table:
     bars = {k: r["epoch"].median_ms for k, r in dl.items()}
     plotting.bars_with_ratios(bars, title=title, ylabel="time per epoch (ms, median)")
     epochs = {
-        k: (r["epoch"].median_ms, r["epoch"].spread, len(r["epoch"].samples_s))
-        for k, r in dl.items()
+        k: (e.median_ms, e.spread, len(e.samples_s))
+        for k, e in ((k, r["epoch"]) for k, r in dl.items())
     }
     rows = [(k, r["pinned batches"], r["batches"], *epochs[k]) for k, r in dl.items()]
     caption = f"medians; the GPU's stand-in work alone is {f.gpu_work_ms:.0f} ms per epoch"
@@ -142,9 +146,8 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
     f, seen = dataloader_facts(run), claims.WhatWeSee(NOTEBOOK, run)
     statement = "With pin_memory=True every batch comes out pinned, without it none does"
     seen.check(statement, f.all_pinned_or_none, f.pinned_counts)
-    seen.say(
-        f"An epoch took {f.epoch_ms['pin_memory=True']:.0f} ms with `pin_memory=True` and {f.epoch_ms['pin_memory=False']:.0f} ms without, beside {f.gpu_work_ms:.0f} ms of GPU work ({f.speedup.samples} samples each): the epoch with pinning ran {analysis.times(f.speedup)} as fast as the one without, {faster(f.speedup)}"
-    )
+    line = f"An epoch took {f.epoch_ms['pin_memory=True']:.0f} ms with `pin_memory=True` and {f.epoch_ms['pin_memory=False']:.0f} ms without, beside {f.gpu_work_ms:.0f} ms of GPU work ({f.speedup.samples} samples each): the epoch with pinning ran {analysis.times(f.speedup)} as fast as the one without, {faster(f.speedup)}"
+    seen.say(line)
     return seen
 
 
@@ -153,36 +156,17 @@ def add_claims(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
     td, ms = tensordict_facts(run_td), {k: t.median_ms for k, t in run_td.value["timings"].items()}
     dl, (pays, threads_pay) = dataloader_facts(run_dl), judged_pays(run_td)
     dl_pays = claims.compare(dl.speedup, 1, holds_if="above")
-    advice, off, on = (
-        f"{TUTORIAL} (tensordict and advice)",
-        dl.epoch_ms["pin_memory=False"],
-        dl.epoch_ms["pin_memory=True"],
+    advice = f"{TUTORIAL} (tensordict and advice)"
+    off, on = dl.epoch_ms["pin_memory=False"], dl.epoch_ms["pin_memory=True"]
+    measured = (
+        f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and {ms[td.default]:.1f} ms); pays: {pays.in_words()}",
+        f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and {ms[td.pin_main]:.1f} ms); threads pay: {threads_pay.in_words()}",
+        f"epoch without pin_memory / epoch with it ({off:.0f} and {on:.0f} ms, {dl.speedup.samples} samples); pays: {dl_pays.in_words()}",
+        dl.pinned_counts,
     )
-    rows = {  # claim: (source, measured, holds, run)
-        PAYS_CLAIM: (
-            advice,
-            f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and {ms[td.default]:.1f} ms); pays: {pays.in_words()}",
-            pays,
-            run_td,
-        ),
-        THREADS_CLAIM: (
-            advice,
-            f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and {ms[td.pin_main]:.1f} ms); threads pay: {threads_pay.in_words()}",
-            threads_pay,
-            run_td,
-        ),
-        "Pinning pays for large batches of large tensors when it runs in separate threads [DataLoader pin_memory=True]": (
-            f"{TUTORIAL} (advice)",
-            f"epoch without pin_memory / epoch with it ({off:.0f} and {on:.0f} ms, {dl.speedup.samples} samples); pays: {dl_pays.in_words()}",
-            dl_pays,
-            run_dl,
-        ),
-        "DataLoader(pin_memory=True) hands out batches in pinned memory": (
-            f"{TUTORIAL} (advice: pin in a separate thread, as DataLoader does)",
-            dl.pinned_counts,
-            dl.all_pinned_or_none,
-            run_dl,
-        ),
-    }
-    for claim, (source, measured, holds, run) in rows.items():
-        table.add(claim, source=source, measured=measured, holds=holds, run=run)
+    holds = (pays, threads_pay, dl_pays, dl.all_pinned_or_none)
+    sources = [advice, advice, f"{TUTORIAL} (advice)"]
+    sources += [f"{TUTORIAL} (advice: pin in a separate thread, as DataLoader does)"]
+    rows = zip(CLAIMS, sources, measured, holds, (run_td, run_td, run_dl, run_dl), strict=True)
+    for claim, source, said, held, run in rows:
+        table.add(claim, source=source, measured=said, holds=held, run=run)

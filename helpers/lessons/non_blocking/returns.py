@@ -13,11 +13,16 @@ NOTEBOOK = "02_non_blocking"
 TUTORIAL = "PyTorch tutorial on non_blocking and pin_memory()"
 FORUM = "NVIDIA forum thread on pageable copies"
 PINNED_NB, PAGEABLE_NB = "H2D from pinned, non_blocking", "H2D from pageable, non_blocking"
-PIN_THEN_NB, D2H_BLOCKING, D2H_NB = (
-    "H2D pin_memory() then non_blocking",
-    "D2H, blocking",
-    "D2H, non_blocking",
+PIN_THEN_NB = "H2D pin_memory() then non_blocking"
+D2H_BLOCKING, D2H_NB = "D2H, blocking", "D2H, non_blocking"
+CLAIMS = (
+    "With non_blocking=True the main thread on the host is not blocked [pinned source]",
+    "With non_blocking=True the main thread on the host is not blocked [pageable source]",
+    "A copy from pageable memory does not unblock the host until (nearly) all of it is staged",
+    "Pinning on the main thread blocks the host",
 )
+PAGEABLE_MEASURED = ".to(non_blocking=True) from pageable returned after this share of the copy's time; nearly all: over 80%"
+TIMES = ("returned", "finished")
 COLUMNS = ["copy", (".to() returns", "ms", ".3f"), ("copy finished", "ms", ".3f")]
 COLUMNS += [("share of the copy the host waited", "", ".1%"), "result in pinned memory"]
 
@@ -43,14 +48,11 @@ def facts(run: Run) -> Returns:
     for k, r in ret.items():  # one copy gives both times: the per-sample shares' spread
         back, done = r["returned"], r["finished"]
         shares = analysis.paired(back.samples_s, done.samples_s, unit="of the copy")
-        waited[k] = claims.Value(
-            back.median_s / done.median_s, shares.spread, shares.unit, shares.samples
-        )
+        share = back.median_s / done.median_s
+        waited[k] = claims.Value(share, shares.spread, shares.unit, shares.samples)
     # against the copy it launches, not the near-zero return of a pinned copy (15-124 us)
     pin = claims.ratio(ret[PIN_THEN_NB]["returned"], ret[PINNED_NB]["finished"], unit="of a copy")
-    back_ms, done_ms = (
-        {k: r[t].median_ms for k, r in ret.items()} for t in ("returned", "finished")
-    )
+    back_ms, done_ms = ({k: r[t].median_ms for k, r in ret.items()} for t in TIMES)
     size = timing.format_bytes(run.params["nbytes"])
     return Returns(waited, back_ms, done_ms, ret[D2H_NB]["result_pinned"], pin, size)
 
@@ -103,27 +105,10 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
         f".to() returned after this share of the copy's time ({f.size}); not blocked: under 10%"
     )
     pin_measured = f"pin_memory().to(non_blocking=True) returned after {f.returned_ms[PIN_THEN_NB]:.2f} ms, over the {f.finished_ms[PINNED_NB]:.2f} ms that the copy of an already pinned tensor takes to finish (whose non_blocking call returns after {f.waited[PINNED_NB].value:.1%} of that); blocked: at least half"
-    rows = {  # claim: (source, measured, holds)
-        "With non_blocking=True the main thread on the host is not blocked [pinned source]": (
-            background,
-            not_blocked,
-            claims.compare(f.waited[PINNED_NB], 0.1, holds_if="below"),
-        ),
-        "With non_blocking=True the main thread on the host is not blocked [pageable source]": (
-            background,
-            not_blocked,
-            claims.compare(f.waited[PAGEABLE_NB], 0.1, holds_if="below"),
-        ),
-        "A copy from pageable memory does not unblock the host until (nearly) all of it is staged": (
-            FORUM,
-            ".to(non_blocking=True) from pageable returned after this share of the copy's time; nearly all: over 80%",
-            claims.compare(f.waited[PAGEABLE_NB], 0.8, holds_if="above"),
-        ),
-        "Pinning on the main thread blocks the host": (
-            f"{TUTORIAL} (advice)",
-            pin_measured,
-            claims.compare(f.pin_wait, 0.5, holds_if="above"),
-        ),
-    }
-    for claim, (source, measured, holds) in rows.items():
-        table.add(claim, source=source, measured=measured, holds=holds, run=run)
+    sources = (background, background, FORUM, f"{TUTORIAL} (advice)")
+    measured = (not_blocked, not_blocked, PAGEABLE_MEASURED, pin_measured)
+    holds = [claims.compare(f.waited[k], 0.1, holds_if="below") for k in (PINNED_NB, PAGEABLE_NB)]
+    holds += [claims.compare(f.waited[PAGEABLE_NB], 0.8, holds_if="above")]
+    holds += [claims.compare(f.pin_wait, 0.5, holds_if="above")]
+    for claim, source, said, held in zip(CLAIMS, sources, measured, holds, strict=True):
+        table.add(claim, source=source, measured=said, holds=held, run=run)

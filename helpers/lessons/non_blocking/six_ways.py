@@ -33,8 +33,7 @@ def show(run: Run) -> tables.Table:
     bars = {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()}
     plotting.grouped_bars(bars, title=title, ylabel="time for all copies (ms, median)")
     cells = {
-        way: [v for mode in MODES for v in (m[mode].median_ms, m[mode].gbps)]
-        for way, m in six.items()
+        w: [v for mode in MODES for v in (m[mode].median_ms, m[mode].gbps)] for w, m in six.items()
     }
     rows = [(way, *cells[way], ratio[way].value) for way in six]
     caption = f"{count} tensors of {run.params['numel']:.0e} float32 = {gigabytes(run):.2f} GB per run; medians of {len(six['pinned']['blocking'].samples_s)} samples"
@@ -47,29 +46,22 @@ def see(run: Run) -> claims.WhatWeSee:
     samples = min(len(t.samples_s) for modes in six.values() for t in modes.values())
     ranked = sorted((t.median_s, way, mode) for way, m in six.items() for mode, t in m.items())
     ranks = "; ".join(f"{way}, {mode} ({sec * 1e3:.0f} ms)" for sec, way, mode in ranked)
-    seen.say(
-        f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a rough guide): {ranks}."
-    )
+    line = f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a rough guide): {ranks}."
+    seen.say(line)
     for way, r in speedups(run).items():
         verdict = claims.compare(r, 1, holds_if="above").verdict
         end = claims.worded(
             verdict, ".", ", slower beyond this run's noise.", ", no change within the noise."
         )
-        seen.say(
-            f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one{end}"
-        )
+        line = f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one{end}"
+        seen.say(line)
     for mode in MODES:
         by_hand = claims.ratio(six["pageable"][mode], six["pin_memory() then copy"][mode])
         verdict = claims.compare(by_hand, 1, holds_if="above").verdict
-        end = claims.worded(
-            verdict,
-            ": the staging by hand paid here.",
-            ": it did not pay here.",
-            ": the same within the noise.",
-        )
-        seen.say(
-            f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the pageable copy{end}"
-        )
+        paid, not_paid = ": the staging by hand paid here.", ": it did not pay here."
+        end = claims.worded(verdict, paid, not_paid, ": the same within the noise.")
+        line = f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the pageable copy{end}"
+        seen.say(line)
     return seen
 
 

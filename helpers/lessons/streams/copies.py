@@ -64,10 +64,8 @@ def beside(profile: trace.Profile) -> CopyBesideKernel:
     copies, kernels = _parts(profile.intervals)
     host_us = trace.host_blocked_us(profile.intervals, "cudaMemcpyAsync")
     overlap = analysis.per_step(profile, lambda step: trace.overlap_ratio(*_parts(step)))
-    copy_ms, kernel_ms, host_ms = (
-        us / profile.steps / 1e3
-        for us in (trace.covered_us(copies), trace.covered_us(kernels), host_us)
-    )
+    busy_us = (trace.covered_us(copies), trace.covered_us(kernels), host_us)
+    copy_ms, kernel_ms, host_ms = (us / profile.steps / 1e3 for us in busy_us)
     return CopyBesideKernel(overlap, analysis.per_step(profile, _held), copy_ms, kernel_ms, host_ms)
 
 
@@ -110,20 +108,17 @@ def _show(run: Run, columns: list, cells: Callable, title: str, **options: Any) 
     v, found, profiles = run.value, configurations(run), run.value["profiles"]
     first = "ranges" in options  # the launch order's: each first step, the host's time
     print(v["pageable_copy" if first else "copy"])
-    print(
-        f"kernel: {v['matmuls' if first else 'matmuls_per_kernel']} matmuls of {v['one_matmul'].median_ms:.3f} ms each"
-    )
+    line = f"kernel: {v['matmuls' if first else 'matmuls_per_kernel']} matmuls of {v['one_matmul'].median_ms:.3f} ms each"
+    print(line)
     rows = [(label, str(s.overlap), *cells(s)) for label, s in found.items()]
     caption = f"per profiled step ({next(iter(profiles.values())).steps} steps)"
-    caption += (
-        "; held / copy: the host's time in cudaMemcpyAsync over the GPU copy's" if first else ""
-    )
+    held = "; held / copy: the host's time in cudaMemcpyAsync over the GPU copy's"
+    caption += held if first else ""
     display(tables.Table(["configuration", "overlap", *columns], rows, caption=caption))
-    name = {
-        label: f"{label}{f' (first of {p.steps} steps)' if first else ''}: overlap {found[label].overlap.value:.2f}"
-        for label, p in profiles.items()
-    }
-    panels = {name[label]: analysis.steps_of(p)[0] if first else p for label, p in profiles.items()}
+    panels = {}
+    for label, p in profiles.items():
+        name = f"{label}{f' (first of {p.steps} steps)' if first else ''}: overlap {found[label].overlap.value:.2f}"
+        panels[name] = analysis.steps_of(p)[0] if first else p
     show_timelines(panels, title, run, list(profiles.values()), **options)
 
 
@@ -143,11 +138,9 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     side, current = found[SIDE], found["pinned, current stream"]
     page, page_current = found[PAGE_SIDE], found["pageable, current stream"]
     whose = "its" if side.copy_ms <= side.kernel_ms else "the kernel's"
-    late = "".join(
-        f"; in profiled step {n} the copy started {s.copy_late_us / 1e3:.2f} ms and the first matmul {s.kernel_late_us / 1e3:.2f} ms after it ended: the host had not queued them in time"
-        for n, s in enumerate(steps, 1)
-        if not s.fair
-    )
+    late = ""
+    for n, s in ((n, s) for n, s in enumerate(steps, 1) if not s.fair):
+        late += f"; in profiled step {n} the copy started {s.copy_late_us / 1e3:.2f} ms and the first matmul {s.kernel_late_us / 1e3:.2f} ms after it ended: the host had not queued them in time"
     rest = "."
     if any(s.copy_ms > s.kernel_ms for s in steps):
         rest = ": where the copy outlasted the kernel, the rest of it had nothing to hide behind."
@@ -205,11 +198,8 @@ def show_requirements(run: Run) -> tables.Table:
     columns = ["statement", "run", f"overlap ratio ({works.value.samples} profiled steps)"]
     caption = "a requirement holds when the working case (pinned, side stream) overlaps and the case without the requirement does not"
     table = tables.Table([*columns, "holds if", "verdict"], bold=["verdict"], caption=caption)
-    verdicts: tuple[str, ...] = (
-        claims.stated(works, run),
-        claims.stated(req.needs_side_stream[1], run),
-    )
-    verdicts += (req.pageable_blocks[1].verdict, claims.stated(only, run))
+    verdicts = [claims.stated(works, run), claims.stated(req.needs_side_stream[1], run)]
+    verdicts += [req.pageable_blocks[1].verdict, claims.stated(only, run)]
     page = apart[PAGE_SIDE].value
     rows = (
         ("pinned + side stream overlaps", SIDE, works.value, f"> {OVERLAPS}"),

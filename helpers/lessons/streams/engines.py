@@ -36,9 +36,7 @@ def facts(run: Run) -> Engines:
     """Section 3's numbers, computed once from a ``copy_engines`` run."""
     count, v = run.value["copy_engines"], run.value
     t = {label: claims.measured(timing) for label, timing in v["times"].items()}
-    both, same = (
-        analysis.per_step(v[p], lambda step: lanes_overlap(step, "memcpy")) for p in PAIRS
-    )
+    both, same = (analysis.per_step(v[p], lambda s: lanes_overlap(s, "memcpy")) for p in PAIRS)
     agree = None
     if count is not None:
         c = claims.compare(both, TWO_ENGINES, holds_if="above" if count >= 2 else "below")
@@ -57,26 +55,22 @@ def show(run: Run) -> None:
         (PAIRS[0], e.both, e.both_ways, "H2D alone + D2H alone"),
         (PAIRS[1], e.same, e.same_way, "twice H2D alone"),
     ):
-        print(
-            f"{pair}: overlap ratio {overlap}{note(overlap)}; its time over that of the two copies one after the other ({alone}): {analysis.times(ratio)}"
-        )
+        line = f"{pair}: overlap ratio {overlap}{note(overlap)}; its time over that of the two copies one after the other ({alone}): {analysis.times(ratio)}"
+        print(line)
     panels = {pair: run.value[pair] for pair in PAIRS}
     title = "two copies on two side streams"
     show_timelines(panels, title, run, list(panels.values()), include_host=False)
     agrees = "not testable here" if e.agree is None else claims.stated(e.agree, run)
-    print(
-        f"overlap of opposite copies agrees with the engine count (two or more engines: above {TWO_ENGINES:g}; one: below): {agrees}"
-    )
+    line = f"overlap of opposite copies agrees with the engine count (two or more engines: above {TWO_ENGINES:g}; one: below): {agrees}"
+    print(line)
 
 
 def see(run: Run) -> claims.WhatWeSee:
     """The engine count, how opposite and same-direction copies overlapped, and what that shows."""
     e, see = facts(run), claims.WhatWeSee(NOTEBOOK, run)
-    count = (
-        f"The driver reports {analysis.plural(e.count, 'copy engine')}."
-        if e.count is not None
-        else "The driver's copy engine count could not be read."
-    )
+    count = "The driver's copy engine count could not be read."
+    if e.count is not None:
+        count = f"The driver reports {analysis.plural(e.count, 'copy engine')}."
     own = "."
     if e.both.value >= TWO_ENGINES and e.both_ways.value < 0.8:
         own = ": each direction had its own engine and its own direction of the link."
@@ -90,16 +84,13 @@ def see(run: Run) -> claims.WhatWeSee:
         waited = "waited for the engine whatever its stream."
     ran = "ran one after the other" if e.same.value < DOES_NOT else "ran side by side"
     see.say(count)
-    see.say(
-        f"A host-to-device and a device-to-host copy on two side streams ran side by side for {e.both.value:.0%} of the shorter one (overlap ratio {e.both}{note(e.both)}) and together took {e.both_ways.value:.2f} times as long as the two one after the other{own}"
-    )
+    line = f"A host-to-device and a device-to-host copy on two side streams ran side by side for {e.both.value:.0%} of the shorter one (overlap ratio {e.both}{note(e.both)}) and together took {e.both_ways.value:.2f} times as long as the two one after the other{own}"
+    see.say(line)
     if e.count == 1:
-        see.say(
-            f"With one copy engine the two directions take turns on it, so this GPU cannot show copies in opposite directions running at once; what it can show is requirement (3) itself: the second copy {waited}"
-        )
-    see.say(
-        f"Two host-to-device copies {ran} (overlap ratio {e.same}{note(e.same)}) and together took {e.same_way.value:.2f} times as long as the two one after the other{why}"
-    )
+        line = f"With one copy engine the two directions take turns on it, so this GPU cannot show copies in opposite directions running at once; what it can show is requirement (3) itself: the second copy {waited}"
+        see.say(line)
+    line = f"Two host-to-device copies {ran} (overlap ratio {e.same}{note(e.same)}) and together took {e.same_way.value:.2f} times as long as the two one after the other{why}"
+    see.say(line)
     return see
 
 

@@ -50,19 +50,17 @@ def facts(run: Run) -> Prefetching:
 def _beyond_bound(run: Run, p: Prefetching) -> str:
     """Why a speed-up above the N-batch bound is possible: what the bound rests on was off."""
     copies = run.value["prefetched trace"].select(kind="memcpy", copy_kind="HtoD")
-    traced_ms, serial = (
-        statistics.median(iv.duration_us for iv in copies) / 1e3,
-        run.value["serial"],
-    )
+    traced_ms = statistics.median(iv.duration_us for iv in copies) / 1e3
+    serial = run.value["serial"]
     why = []
     if traced_ms < 0.95 * p.c.value * 1e3:
-        why.append(
+        why += [
             f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of {len(copies)}), not the {p.c.value * 1e3:.2f} ms measured alone"
-        )
+        ]
     if serial.spread > 0.1:
-        why.append(
+        why += [
             f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of their median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)"
-        )
+        ]
     apart = "the copy and compute times it rests on were measured apart, and differ from the loop's"
     return ": " + "; and ".join(why or [apart])
 
@@ -75,15 +73,12 @@ def show(run: Run) -> None:
     print(db["serial"])
     print(db["prefetched"])
     print(f"both loops give the same results: {db['same_results']}")
-    print(
-        f"\nspeed-up of prefetching, serial loop time / prefetching loop time: {analysis.times(p.speedup)}"
-    )
-    print(
-        f"best possible for {p.n} batches, N (c + k) / (c + (N-1) max(c, k) + k): {analysis.times(p.ideal_n)}; for many batches, (c + k) / max(c, k): {analysis.times(p.ideal)}"
-    )
-    print(
-        f"prefetching loop time / serial loop time: {1 / p.speedup.value:.2f}; max(c, k) / (c + k) = {1 / p.ideal.value:.2f}"
-    )
+    line = f"\nspeed-up of prefetching, serial loop time / prefetching loop time: {analysis.times(p.speedup)}"
+    print(line)
+    line = f"best possible for {p.n} batches, N (c + k) / (c + (N-1) max(c, k) + k): {analysis.times(p.ideal_n)}; for many batches, (c + k) / max(c, k): {analysis.times(p.ideal)}"
+    print(line)
+    line = f"prefetching loop time / serial loop time: {1 / p.speedup.value:.2f}; max(c, k) / (c + k) = {1 / p.ideal.value:.2f}"
+    print(line)
     share = f"share of the possible gain obtained, (speed-up - 1) / (best - 1): {p.gain_share}"
     if p.gain_share.value > 1:
         share = f"the speed-up is above the best possible for {p.n} batches, computed from c and k measured apart, so one side of that comparison is off{_beyond_bound(run, p)}"
@@ -98,9 +93,8 @@ def see(run: Run) -> claims.WhatWeSee:
     db, p, see = run.value, facts(run), claims.WhatWeSee(NOTEBOOK, run)
     same = f"torch.allclose of the {p.n} sums: {db['same_results']}"
     see.check("both loops compute the same results", bool(db["same_results"]), same)
-    see.say(
-        f"In the traces (one traced run of each loop) the copies ran beside the compute for {p.hidden_prefetched:.0%} of the copy time in the prefetching loop and {p.hidden_serial:.0%} in the serial loop."
-    )
+    line = f"In the traces (one traced run of each loop) the copies ran beside the compute for {p.hidden_prefetched:.0%} of the copy time in the prefetching loop and {p.hidden_serial:.0%} in the serial loop."
+    see.say(line)
     allowed = f"the copy ({p.c.value * 1e3:.2f} ms) and compute ({p.k.value * 1e3:.2f} ms) measured apart allow for {p.n} batches"
     head = f"The prefetching loop took {db['prefetched'].median_ms:.1f} ms for {p.n} batches against {db['serial'].median_ms:.1f} ms for the serial loop: a speed-up (serial time over prefetching time) of {analysis.times(p.speedup)}"
     tail = f"{p.gain_share.value:.0%} of the gain that {allowed} ({p.ideal_n.value:.2f}x), and below the many-batch limit of {p.ideal.value:.2f}x: the first copy and the last compute of the loop cannot be hidden."
