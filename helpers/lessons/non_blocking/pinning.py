@@ -34,14 +34,19 @@ class TensorDictCalls:
     pin_threads: str
     pin_vs_default: claims.Value  # non_blocking_pin=True, num_threads=0 over td.to('cuda:0')
     threads_vs_main: claims.Value  # num_threads=N over num_threads=0
+    pays: claims.Comparison  # pin_vs_default below 1, judged with the runs recorded before
+    threads_pay: claims.Comparison  # threads_vs_main below 1, the same
 
 
 def tensordict_facts(run: Run) -> TensorDictCalls:
     times = run.value["timings"]
     blocking, default, main, threads = list(times)
-    pin_vs_default = claims.ratio(times[main], times[default])
-    threads_vs_main = claims.ratio(times[threads], times[main])
-    return TensorDictCalls(blocking, default, main, threads, pin_vs_default, threads_vs_main)
+    ratios = (claims.ratio(times[main], times[default]), claims.ratio(times[threads], times[main]))
+    pays, threads_pay = (
+        claims.judged(claims.compare(r, 1, holds_if="below"), run, NOTEBOOK, claim)
+        for r, claim in zip(ratios, (PAYS_CLAIM, THREADS_CLAIM), strict=True)
+    )
+    return TensorDictCalls(blocking, default, main, threads, *ratios, pays, threads_pay)
 
 
 def show_tensordict(run: Run) -> tables.Table:
@@ -72,20 +77,10 @@ def faster_or_slower(time_ratio: claims.Value, than: str, verdict: str | None = 
     return claims.worded(verdict or own, faster, slower, same)
 
 
-def judged_pays(run: Run) -> tuple[claims.Comparison, claims.Comparison]:
-    """The two tensordict comparisons, judged with the runs recorded before."""
-    f = tensordict_facts(run)
-    pays, threads = (
-        claims.judged(claims.compare(r, 1, holds_if="below"), run, NOTEBOOK, claim)
-        for r, claim in ((f.pin_vs_default, PAYS_CLAIM), (f.threads_vs_main, THREADS_CLAIM))
-    )
-    return pays, threads
-
-
 def see_tensordict(run: Run) -> claims.WhatWeSee:
     """Each call's time as a share of the blocking call's, and whether pinning paid, in words."""
     times, f, seen = run.value["timings"], tensordict_facts(run), claims.WhatWeSee(NOTEBOOK, run)
-    pays, threads_pay = (claims.stated(c, run) for c in judged_pays(run))
+    pays, threads_pay = (claims.stated(c, run) for c in (f.pays, f.threads_pay))
     samples = min(len(t.samples_s) for t in times.values())
     shares = [
         (k, claims.ratio(times[k], times[f.blocking]))
@@ -154,7 +149,7 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
 def add_claims(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
     """Whether pinning pays, on the main thread or in threads, and DataLoader's pinned batches."""
     td, ms = tensordict_facts(run_td), {k: t.median_ms for k, t in run_td.value["timings"].items()}
-    dl, (pays, threads_pay) = dataloader_facts(run_dl), judged_pays(run_td)
+    dl, pays, threads_pay = dataloader_facts(run_dl), td.pays, td.threads_pay
     dl_pays = claims.compare(dl.speedup, 1, holds_if="above")
     advice = f"{TUTORIAL} (tensordict and advice)"
     off, on = dl.epoch_ms["pin_memory=False"], dl.epoch_ms["pin_memory=True"]

@@ -38,10 +38,6 @@ class Returns:
     pin_wait: claims.Value  # pin_memory().to() returned / an already pinned copy finished
     size: str
 
-    @property
-    def blocking(self) -> list[float]:
-        return [w.value for label, w in self.waited.items() if label.endswith(", blocking")]
-
 
 def facts(run: Run) -> Returns:
     ret, waited = run.value, {}
@@ -82,7 +78,8 @@ def see(run: Run) -> claims.WhatWeSee:
     """The shares waited, the cost of pinning on the calling thread, and D2H blocking vs not."""
     f, seen = facts(run), claims.WhatWeSee(NOTEBOOK, run)
     share, back, ms = {k: w.value for k, w in f.waited.items()}, f.returned_ms, f.finished_ms
-    low, high = min(f.blocking), max(f.blocking)
+    blocking = [w for k, w in share.items() if k.endswith(", blocking")]
+    low, high = min(blocking), max(blocking)
     finish = ": they return when they finish." if low >= 0.9 else "."
     whole = "the host still waited for (nearly) the whole copy."
     if share[PAGEABLE_NB] < 0.8:

@@ -25,8 +25,7 @@ PAIR_COLUMNS = ["kernels", "streams used", "overlap ratio", "GPU busy per step"]
 
 def _second_after_first(starts: list[float]) -> float:
     """us from the first of some starts to the second (0.0: fewer than two)."""
-    starts = sorted(starts)
-    return starts[1] - starts[0] if len(starts) >= 2 else 0.0
+    return sorted(starts)[1] - min(starts) if len(starts) >= 2 else 0.0
 
 
 def _start_gap_us(step: list[trace.Interval]) -> float:
@@ -51,7 +50,6 @@ def _busy_us(step: list[trace.Interval]) -> float:
 class Pair:
     """Two kernels on one stream or two, per profiled step (times in us), and the streams used."""
 
-    label: str
     overlap: claims.Value  # overlap ratio of the two streams' kernels
     busy_us: claims.Value  # GPU busy time
     start_gap_us: claims.Value  # the second stream's first start after the first's
@@ -59,12 +57,12 @@ class Pair:
     streams: int
 
 
-def _pair(label: str, profile: trace.Profile) -> Pair:
+def _pair(profile: trace.Profile) -> Pair:
     overlap = analysis.per_step(profile, lambda step: lanes_overlap(step, "kernel"))
     times = (_busy_us, _start_gap_us, _launch_gap_us)
     busy, start, launch = (analysis.per_step(profile, f, "us") for f in times)
     streams = len({iv.stream for iv in profile.select(kind="kernel")})
-    return Pair(label, overlap, busy, start, launch, streams)
+    return Pair(overlap, busy, start, launch, streams)
 
 
 @dataclass(frozen=True)
@@ -77,12 +75,9 @@ class Ordering:
     steps: list[list[trace.Interval]]  # one stream's spin kernels per step, in start order
     in_order: bool  # every step kept the submission order (told apart by their lengths)
     never_overlap: bool
-    pairs: tuple[Pair, ...]
+    pairs: dict[str, Pair]
     spin_gain: claims.Value  # GPU busy time on two streams over one, spin kernels
     mm_gain: claims.Value  # the same for matmuls
-
-    def pair(self, label: str) -> Pair:
-        return next(p for p in self.pairs if p.label == label)
 
 
 def facts(run: Run) -> Ordering:
@@ -95,8 +90,9 @@ def facts(run: Run) -> Ordering:
     kept = [len(s) == len(spin_us) and o == by_length for s, o in zip(steps, lengths, strict=True)]
     in_order = bool(steps) and all(kept)
     after = [b.start_us >= a.end_us - 1.0 for s in steps for a, b in zip(s, s[1:], strict=False)]
-    found = tuple(_pair(label, run.value[label]) for label in PAIRS)
-    spin_gain, mm_gain = (claims.ratio(found[i].busy_us, found[i - 1].busy_us) for i in (1, 3))
+    found = {label: _pair(run.value[label]) for label in PAIRS}
+    busy = [p.busy_us for p in found.values()]  # in the order of PAIRS: one, two, one, two
+    spin_gain, mm_gain = (claims.ratio(busy[i], busy[i - 1]) for i in (1, 3))
     sizes = (spin_us, p["pair_us"], p["matmul_n"])
     return Ordering(*sizes, steps, in_order, all(after), found, spin_gain, mm_gain)
 
@@ -112,7 +108,7 @@ def show(run: Run) -> None:
         (f"step {n}, in start order", *(k.duration_us for k in s)) for n, s in enumerate(f.steps)
     ]
     caption = f"same order as submitted: {f.in_order}; no two kernels of one stream overlap: {f.never_overlap}"
-    pairs = [(p.label, p.streams, str(p.overlap), str(p.busy_us)) for p in f.pairs]
+    pairs = [(k, p.streams, str(p.overlap), str(p.busy_us)) for k, p in f.pairs.items()]
     gains = f"GPU busy time on two streams over that on one stream: spin kernels {analysis.times(f.spin_gain)}, matmuls {analysis.times(f.mm_gain)}"
     display(tables.Table(columns, [("requested", *f.spin_us), *steps], caption=caption))
     display(tables.Table(PAIR_COLUMNS, pairs, caption=gains))
@@ -132,7 +128,7 @@ def see(run: Run) -> claims.WhatWeSee:
     order = f"On one stream the spin kernels of {', '.join(f'{us:.0f}' for us in f.spin_us)} us ran one after another in the order we queued them, whatever their length{waited}"
     if not (f.in_order and f.never_overlap):
         order = f"On one stream the spin kernels did not keep the order we queued them (in order: {f.in_order}, never overlapping: {f.never_overlap})."
-    spins = f.pair("spins, two streams")
+    spins = f.pairs["spins, two streams"]
     gap, launched = spins.start_gap_us.value, spins.launch_gap_us.value
     missing_us = (1 - spins.overlap.value) * f.pair_us
     half = " (about half)" if 0.45 <= f.spin_gain.value <= 0.6 else ""
@@ -140,7 +136,7 @@ def see(run: Run) -> claims.WhatWeSee:
     by_host = by_host if gap > 0 and 0.8 <= launched / gap <= 1.2 else ""
     accounts = f": that is the {missing_us:.0f} us they did not share."
     accounts = accounts if missing_us > 0 and 0.8 <= gap / missing_us <= 1.2 else "."
-    mms, gain = f.pair("matmuls, two streams").overlap, f.mm_gain.value
+    mms, gain = f.pairs["matmuls, two streams"].overlap, f.mm_gain.value
     saved = "a little time saved" if gain >= 0.8 else "time saved"
     saved = "no time saved" if gain >= 0.95 else saved
     for sentence in (
@@ -155,7 +151,7 @@ def see(run: Run) -> claims.WhatWeSee:
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The streams article's claims: default stream, order, parallelism, resources."""
     stream, f = run.value["facts"], facts(run)
-    spins = f.pair("spins, two streams")
+    spins = f.pairs["spins, two streams"]
     together = claims.compare(spins.overlap, TOGETHER, holds_if="above")
     spin = claims.compare(f.spin_gain, SPINS_GAIN, holds_if="below")
     mm = claims.compare(f.mm_gain, MATMULS_GAIN, holds_if="above")
