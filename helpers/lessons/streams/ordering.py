@@ -91,7 +91,7 @@ def facts(run: Run) -> Ordering:
     in_order = bool(steps) and all(kept)
     after = [b.start_us >= a.end_us - 1.0 for s in steps for a, b in zip(s, s[1:], strict=False)]
     found = {label: _pair(run.value[label]) for label in PAIRS}
-    busy = [p.busy_us for p in found.values()]  # in the order of PAIRS: one, two, one, two
+    busy = [pair.busy_us for pair in found.values()]  # in the order of PAIRS: one, two, one, two
     spin_gain, mm_gain = (claims.ratio(busy[i], busy[i - 1]) for i in (1, 3))
     sizes = (spin_us, p["pair_us"], p["matmul_n"])
     return Ordering(*sizes, steps, in_order, all(after), found, spin_gain, mm_gain)
