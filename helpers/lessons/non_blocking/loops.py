@@ -1,5 +1,4 @@
-"""02, section 2: a loop of 1000 small blocking copies against a non-blocking loop: their runtime
-calls, their times, the tutorial's claims on them, and exercises 1 and 3's answers."""
+"""02, section 2: 1000 small blocking copies against a non-blocking loop (calls, ms)."""
 
 from __future__ import annotations
 
@@ -12,6 +11,19 @@ from .returns import NOTEBOOK, TUTORIAL
 
 CALLS = ("cudaMemcpyAsync", "cudaStreamSynchronize", "cudaDeviceSynchronize")
 LOOPS = ("blocking", "non_blocking")
+SYNC_US = "host in synchronize calls (us per loop)"
+CLAIMS = (
+    ".to() always calls cudaMemcpyAsync [blocking and non-blocking loops]",
+    "With non_blocking=False a cudaStreamSynchronize is called after each cudaMemcpyAsync",
+    "With non_blocking=True no synchronization is triggered [cudaStreamSynchronize in the non-blocking loop]",
+    "The non-blocking loop does only one synchronization (the profiler table: 1000 cudaStreamSynchronize against one device synchronize)",
+)
+COLUMNS = [
+    "loop",
+    ("time per loop", "ms", ".3f"),
+    *CALLS,
+    ("host in sync calls, per loop", "ms", ".3f"),
+]
 
 
 def profiled_loops() -> int:
@@ -21,7 +33,7 @@ def profiled_loops() -> int:
 
 @dataclass(frozen=True)
 class Loops:
-    """Section 2's facts: runtime calls per loop and in a whole profile, per loop."""
+    """Section 2's facts: runtime calls per loop and in a whole profile, and the loops' speeds."""
 
     copies: int
     per_loop: dict[str, dict[str, float]]  # {loop: {runtime call: calls per loop}}
@@ -29,144 +41,73 @@ class Loops:
     profilers_own: int  # cudaDeviceSynchronize of the blocking loop's profile: the profiler's
     own: float  # the non-blocking loop's own cudaDeviceSynchronize per loop
     speedup: claims.Value  # blocking time / non-blocking time ("x"; above 1: non-blocking faster)
+    ms: dict[str, float]  # median time per loop
 
 
 def facts(run: Run) -> Loops:
     steps, small = profiled_loops(), run.value
     per_loop = {label: small[label]["calls per loop"] for label in LOOPS}
-    in_profile = {
-        label: {name: round(n * steps) for name, n in calls.items()}
-        for label, calls in per_loop.items()
-    }
+    in_profile = {k: {c: round(n * steps) for c, n in v.items()} for k, v in per_loop.items()}
     own = in_profile["blocking"]["cudaDeviceSynchronize"]
-    return Loops(
-        run.params["count"],
-        per_loop,
-        in_profile,
-        own,
-        (in_profile["non_blocking"]["cudaDeviceSynchronize"] - own) / steps,
-        claims.ratio(small["blocking"]["time"], small["non_blocking"]["time"]),
-    )
+    nb_own = (in_profile["non_blocking"]["cudaDeviceSynchronize"] - own) / steps
+    speedup = claims.ratio(small["blocking"]["time"], small["non_blocking"]["time"])
+    ms = {label: small[label]["time"].median_ms for label in LOOPS}
+    return Loops(run.params["count"], per_loop, in_profile, own, nb_own, speedup, ms)
 
 
 def faster(ratio: claims.Value) -> str:
     """Words for a speed ratio (above 1: faster) against 1."""
+    verdict, noise = claims.compare(ratio, 1, holds_if="above").verdict, "beyond this run's noise."
     return claims.worded(
-        claims.compare(ratio, 1, holds_if="above").verdict,
-        "faster beyond this run's noise.",
-        "slower beyond this run's noise.",
-        "the same within the noise.",
+        verdict, f"faster {noise}", f"slower {noise}", "the same within the noise."
     )
 
 
 def show(run: Run) -> tables.Table:
-    """A table of each loop's time (ms), runtime calls in a profile and host time in synchronize
-    calls (ms per loop), and bars of the times with their ratio."""
+    """Each loop's time (ms), calls in a profile and ms in synchronize calls; bars of the times."""
     f, small = facts(run), run.value
-    plotting.bars_with_ratios(
-        {f"{label} loop": small[label]["time"].median_ms for label in LOOPS},
-        title=plotting.machine_title(
-            f"{f.copies} copies of {run.params['numel'] * 4} bytes", run.machine, run.live
-        ),
-        ylabel="time per loop (ms, median)",
-    )
-    return tables.Table(
-        [
-            "loop",
-            ("time per loop", "ms", ".3f"),
-            *CALLS,
-            ("host in sync calls, per loop", "ms", ".3f"),
-        ],
-        [
-            (
-                label,
-                small[label]["time"].median_ms,
-                *(f.in_profile[label][name] for name in CALLS),
-                small[label]["host in synchronize calls (us per loop)"] / 1e3,
-            )
-            for label in LOOPS
-        ],
-        caption=f"{f.copies} tensors of {run.params['numel']} float32; runtime calls counted in a "
-        f"profile of {profiled_loops()} loops; the non-blocking loop ran "
-        f"{analysis.times(f.speedup)} as fast as the blocking loop (medians of "
-        f"{len(small['blocking']['time'].samples_s)} samples)",
-    )
+    title = f"{f.copies} copies of {run.params['numel'] * 4} bytes"
+    title = plotting.machine_title(title, run.machine, run.live)
+    bars = {f"{label} loop": f.ms[label] for label in LOOPS}
+    plotting.bars_with_ratios(bars, title=title, ylabel="time per loop (ms, median)")
+    rows = [
+        (k, f.ms[k], *(f.in_profile[k][c] for c in CALLS), small[k][SYNC_US] / 1e3) for k in LOOPS
+    ]
+    caption = f"{f.copies} tensors of {run.params['numel']} float32; runtime calls counted in a profile of {profiled_loops()} loops; the non-blocking loop ran {analysis.times(f.speedup)} as fast as the blocking loop (medians of {len(small['blocking']['time'].samples_s)} samples)"
+    return tables.Table(COLUMNS, rows, caption=caption)
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """The runtime calls per loop, the profiles' ``cudaDeviceSynchronize`` with the profiler's own
-    told apart, and the two loops' times (ms) and their ratio."""
-    f, small = facts(run), run.value
-    b, nb = f.per_loop["blocking"], f.per_loop["non_blocking"]
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(
-        f"Per loop of {f.copies} copies: {b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} "
-        f"`cudaMemcpyAsync` (blocking, non-blocking), {b['cudaStreamSynchronize']:.0f} and "
-        f"{nb['cudaStreamSynchronize']:.0f} `cudaStreamSynchronize`."
-    )
-    seen.say(
-        f"The profiles hold {f.in_profile['blocking']['cudaDeviceSynchronize']} and "
-        f"{f.in_profile['non_blocking']['cudaDeviceSynchronize']} `cudaDeviceSynchronize` over "
-        f"{profiled_loops()} loops. The blocking loop calls none itself, so its {f.profilers_own} "
-        "is the profiler's own: `torch.profiler` with CUDA activity synchronises the GPU when it "
-        "stops recording, inside the recorded window. Without it the non-blocking loop makes "
-        f"{f.own:g} per loop, its final `torch.cuda.synchronize()`; counted per loop with the "
-        f"profiler's, it reads {nb['cudaDeviceSynchronize']:g}, which a table of whole calls "
-        "rounds to 2. (The tutorial profiles CPU activity only, and that profiler does not "
-        "synchronise on exit.)"
-    )
-    seen.say(
-        f"The non-blocking loop took {small['non_blocking']['time'].median_ms:.2f} ms against the "
-        f"blocking loop's {small['blocking']['time'].median_ms:.2f} ms: it ran "
-        f"{analysis.times(f.speedup)} as fast as the blocking loop, {faster(f.speedup)}"
-    )
+    """The runtime calls per loop, the profiler's own synchronize told apart, the loops' times."""
+    f, seen = facts(run), claims.WhatWeSee(NOTEBOOK, run)
+    b, nb, prof = f.per_loop["blocking"], f.per_loop["non_blocking"], f.in_profile
+    for sentence in (
+        f"Per loop of {f.copies} copies: {b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} `cudaMemcpyAsync` (blocking, non-blocking), {b['cudaStreamSynchronize']:.0f} and {nb['cudaStreamSynchronize']:.0f} `cudaStreamSynchronize`.",
+        f"The profiles hold {prof['blocking']['cudaDeviceSynchronize']} and {prof['non_blocking']['cudaDeviceSynchronize']} `cudaDeviceSynchronize` over {profiled_loops()} loops. The blocking loop calls none itself, so its {f.profilers_own} is the profiler's own: `torch.profiler` with CUDA activity synchronises the GPU when it stops recording, inside the recorded window. Without it the non-blocking loop makes {f.own:g} per loop, its final `torch.cuda.synchronize()`; counted per loop with the profiler's, it reads {nb['cudaDeviceSynchronize']:g}, which a table of whole calls rounds to 2. (The tutorial profiles CPU activity only, and that profiler does not synchronise on exit.)",
+        f"The non-blocking loop took {f.ms['non_blocking']:.2f} ms against the blocking loop's {f.ms['blocking']:.2f} ms: it ran {analysis.times(f.speedup)} as fast as the blocking loop, {faster(f.speedup)}",
+    ):
+        seen.say(sentence)
     return seen
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The runtime calls of the two loops against the tutorial's background and profile."""
     f = facts(run)
-    b, nb = f.per_loop["blocking"], f.per_loop["non_blocking"]
-    memcpy = claims.within(min(b["cudaMemcpyAsync"], nb["cudaMemcpyAsync"]) / f.copies, 0.5, 1.5)
-    sync = claims.within(b["cudaStreamSynchronize"] / f.copies, 0.5, 1.5)
+    b, nb, n = f.per_loop["blocking"], f.per_loop["non_blocking"], f.copies
+    memcpy = claims.within(min(b["cudaMemcpyAsync"], nb["cudaMemcpyAsync"]) / n, 0.5, 1.5)
+    sync = claims.within(b["cudaStreamSynchronize"] / n, 0.5, 1.5)
     none = claims.compare(nb["cudaStreamSynchronize"], 1, holds_if="below")
     one = claims.within(f.own, 0.5, 1.5)
-    background = f"{TUTORIAL} (background)"
-    for claim, source, measured, holds in (
-        (
-            ".to() always calls cudaMemcpyAsync [blocking and non-blocking loops]",
-            background,
-            f"per copy, the fewer of the two loops' counts ({b['cudaMemcpyAsync']:.0f} and "
-            f"{nb['cudaMemcpyAsync']:.0f} per loop of {f.copies}); one per copy: a count "
-            f"{memcpy.in_words()}",
-            memcpy,
-        ),
-        (
-            "With non_blocking=False a cudaStreamSynchronize is called after each cudaMemcpyAsync",
-            background,
-            f"blocking loop: {b['cudaStreamSynchronize']:.0f} cudaStreamSynchronize for "
-            f"{f.copies} copies; one per copy: a count {sync.in_words()}",
-            sync,
-        ),
-        (
-            "With non_blocking=True no synchronization is triggered [cudaStreamSynchronize in the "
-            "non-blocking loop]",
-            background,
-            f"non-blocking loop: {nb['cudaStreamSynchronize']:.0f} cudaStreamSynchronize per loop "
-            f"of {f.copies} copies (none: {none.in_words()})",
-            none,
-        ),
-        (
-            "The non-blocking loop does only one synchronization (the profiler table: 1000 "
-            "cudaStreamSynchronize against one device synchronize)",
-            f"{TUTORIAL} (1000-tensor loop)",
-            f"{f.in_profile['non_blocking']['cudaDeviceSynchronize']} cudaDeviceSynchronize in a "
-            f"profile of {profiled_loops()} loops, {f.profilers_own} of them the profiler's own (as "
-            f"in the blocking loop's profile): {f.own:g} per loop; one: a count {one.in_words()}",
-            one,
-        ),
-    ):
-        table.add(claim, source=source, measured=measured, holds=holds, run=run)
+    measured = (
+        f"per copy, the fewer of the two loops' counts ({b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} per loop of {n}); one per copy: a count {memcpy.in_words()}",
+        f"blocking loop: {b['cudaStreamSynchronize']:.0f} cudaStreamSynchronize for {n} copies; one per copy: a count {sync.in_words()}",
+        f"non-blocking loop: {nb['cudaStreamSynchronize']:.0f} cudaStreamSynchronize per loop of {n} copies (none: {none.in_words()})",
+        f"{f.in_profile['non_blocking']['cudaDeviceSynchronize']} cudaDeviceSynchronize in a profile of {profiled_loops()} loops, {f.profilers_own} of them the profiler's own (as in the blocking loop's profile): {f.own:g} per loop; one: a count {one.in_words()}",
+    )
+    sources = [f"{TUTORIAL} (background)"] * 3 + [f"{TUTORIAL} (1000-tensor loop)"]
+    rows = zip(CLAIMS, sources, measured, (memcpy, sync, none, one), strict=True)
+    for claim, source, said, holds in rows:
+        table.add(claim, source=source, measured=said, holds=holds, run=run)
 
 
 def syncs_per_blocking_copy(run: Run) -> float:
@@ -176,4 +117,4 @@ def syncs_per_blocking_copy(run: Run) -> float:
 
 def blocking_loop_ms(run: Run) -> float:
     """Exercise 3: the blocking loop's median time, in ms."""
-    return run.value["blocking"]["time"].median_ms
+    return facts(run).ms["blocking"]

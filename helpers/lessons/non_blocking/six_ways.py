@@ -1,5 +1,4 @@
-"""02, section 3: the tutorial's six timings (pageable, pinned, pin-then-copy; blocking and
-``non_blocking=True``), and the claim that ``non_blocking`` speeds transfers up."""
+"""02, section 3: the tutorial's six timings, and whether ``non_blocking`` speeds copies up."""
 
 from __future__ import annotations
 
@@ -10,11 +9,13 @@ from .returns import NOTEBOOK, TUTORIAL
 
 MODES = ("blocking", "non_blocking=True")
 EFFECTIVE = 1.1  # a speed-up counted "effective"
+SOURCE = f"{TUTORIAL} (what you will learn)"
+COLUMNS = ["source", *((mode, unit, ".1f") for mode in MODES for unit in ("ms", "GB/s"))]
+COLUMNS += [("speed-up from non_blocking", "x", ".2f")]
 
 
 def speedups(run: Run) -> dict[str, claims.Value]:
-    """``{source: blocking time / non_blocking=True time}`` ("x"; above 1: ``non_blocking``
-    faster), medians, spreads added."""
+    """``{source: blocking / non_blocking=True median time}`` ("x"; above 1: non_blocking faster)."""
     return {
         way: claims.ratio(m["blocking"], m["non_blocking=True"]) for way, m in run.value.items()
     }
@@ -25,81 +26,48 @@ def gigabytes(run: Run) -> float:
 
 
 def show(run: Run) -> tables.Table:
-    """A table of the six timings (ms, GB/s) with the speed-up from ``non_blocking``, and grouped
-    bars of the times in ms."""
-    six, ratio = run.value, speedups(run)
-    plotting.grouped_bars(
-        {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()},
-        title=plotting.machine_title(
-            f"{run.params['count']} tensors, {gigabytes(run):.2f} GB to the GPU",
-            run.machine,
-            run.live,
-        ),
-        ylabel="time for all copies (ms, median)",
-    )
-    return tables.Table(
-        [
-            "source",
-            *((mode, unit, ".1f") for mode in MODES for unit in ("ms", "GB/s")),
-            ("speed-up from non_blocking", "x", ".2f"),
-        ],
-        [
-            (
-                way,
-                *(v for mode in MODES for v in (m[mode].median_ms, m[mode].gbps)),
-                ratio[way].value,
-            )
-            for way, m in six.items()
-        ],
-        caption=f"{run.params['count']} tensors of {run.params['numel']:.0e} float32 = "
-        f"{gigabytes(run):.2f} GB per run; medians of {len(six['pinned']['blocking'].samples_s)} "
-        "samples",
-    )
+    """The six timings (ms, GB/s) and the speed-ups from ``non_blocking``; bars of the times."""
+    six, ratio, count = run.value, speedups(run), run.params["count"]
+    title = f"{count} tensors, {gigabytes(run):.2f} GB to the GPU"
+    title = plotting.machine_title(title, run.machine, run.live)
+    bars = {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()}
+    plotting.grouped_bars(bars, title=title, ylabel="time for all copies (ms, median)")
+    cells = {
+        w: [v for mode in MODES for v in (m[mode].median_ms, m[mode].gbps)] for w, m in six.items()
+    }
+    rows = [(way, *cells[way], ratio[way].value) for way in six]
+    caption = f"{count} tensors of {run.params['numel']:.0e} float32 = {gigabytes(run):.2f} GB per run; medians of {len(six['pinned']['blocking'].samples_s)} samples"
+    return tables.Table(COLUMNS, rows, caption=caption)
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """The six from fastest to slowest (ms), what ``non_blocking=True`` did for each source, and
-    pinning by hand against the pageable copy."""
-    six = run.value
+    """The six ranked (ms), what non_blocking did per source, and pinning by hand vs pageable."""
+    six, seen = run.value, claims.WhatWeSee(NOTEBOOK, run)
     samples = min(len(t.samples_s) for modes in six.values() for t in modes.values())
     ranked = sorted((t.median_s, way, mode) for way, m in six.items() for mode, t in m.items())
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(
-        f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a "
-        "rough guide): "
-        + "; ".join(f"{way}, {mode} ({sec * 1e3:.0f} ms)" for sec, way, mode in ranked)
-        + "."
-    )
+    ranks = "; ".join(f"{way}, {mode} ({sec * 1e3:.0f} ms)" for sec, way, mode in ranked)
+    line = f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a rough guide): {ranks}."
+    seen.say(line)
     for way, r in speedups(run).items():
-        seen.say(
-            f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking "
-            "one"
-            + claims.worded(
-                claims.compare(r, 1, holds_if="above").verdict,
-                ".",
-                ", slower beyond this run's noise.",
-                ", no change within the noise.",
-            )
+        verdict = claims.compare(r, 1, holds_if="above").verdict
+        end = claims.worded(
+            verdict, ".", ", slower beyond this run's noise.", ", no change within the noise."
         )
+        line = f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one{end}"
+        seen.say(line)
     for mode in MODES:
         by_hand = claims.ratio(six["pageable"][mode], six["pin_memory() then copy"][mode])
-        seen.say(
-            f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as "
-            "fast as the pageable copy"
-            + claims.worded(
-                claims.compare(by_hand, 1, holds_if="above").verdict,
-                ": the staging by hand paid here.",
-                ": it did not pay here.",
-                ": the same within the noise.",
-            )
-        )
+        verdict = claims.compare(by_hand, 1, holds_if="above").verdict
+        paid, not_paid = ": the staging by hand paid here.", ": it did not pay here."
+        end = claims.worded(verdict, paid, not_paid, ": the same within the noise.")
+        line = f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the pageable copy{end}"
+        seen.say(line)
     return seen
 
 
 def add_claims(table: claims.ClaimsTable, run_small: Run, run_six: Run) -> None:
     """Whether ``non_blocking=True`` speeds transfers up: section 2's loop and two of the six."""
-    six = speedups(run_six)
-    count, mb = run_six.params["count"], run_six.params["numel"] * 4 / 1e6
+    six, count, mb = speedups(run_six), run_six.params["count"], run_six.params["numel"] * 4 / 1e6
     small = f"{run_small.params['count']} x {run_small.params['numel'] * 4} B"
     for what, speedup, its_run in (
         (f"{small}, pageable", loops.facts(run_small).speedup, run_small),
@@ -107,12 +75,6 @@ def add_claims(table: claims.ClaimsTable, run_small: Run, run_six: Run) -> None:
         (f"{count} x {mb:g} MB, pinned", six["pinned"], run_six),
     ):
         effective = claims.compare(speedup, EFFECTIVE, holds_if="above")
-        table.add(
-            "Generally, tensor.to(device, non_blocking=True) is an effective choice for enhancing "
-            f"transfer speed [{what}]",
-            source=f"{TUTORIAL} (what you will learn)",
-            measured="non-blocking loop this many times as fast as the blocking one (counted "
-            f"effective {effective.in_words()})",
-            holds=effective,
-            run=its_run,
-        )
+        claim = f"Generally, tensor.to(device, non_blocking=True) is an effective choice for enhancing transfer speed [{what}]"
+        measured = f"non-blocking loop this many times as fast as the blocking one (counted effective {effective.in_words()})"
+        table.add(claim, source=SOURCE, measured=measured, holds=effective, run=its_run)

@@ -1,5 +1,4 @@
-"""What every section of notebook 03 shares: its name, its sources, the two overlap thresholds,
-how a value read from few profiled steps says so, and the timelines with their trace files."""
+"""What notebook 03's sections share: names, sources, overlap thresholds, notes, timelines."""
 
 from __future__ import annotations
 
@@ -41,8 +40,7 @@ def lanes_overlap(intervals: list[trace.Interval], kind: str) -> float:
 def show_timelines(
     panels: dict[str, Any], what: str, run: Run, profiles: list[trace.Profile], **options: Any
 ) -> None:
-    """The panels' timelines titled with the machine, then where the ``profiles``' Chrome trace
-    files are (beside the recording when replayed)."""
+    """The panels' timelines titled with the machine, then where the Chrome trace files are."""
     plotting.timelines(panels, title=plotting.machine_title(what, run.machine, run.live), **options)
     plt.show()
     files = sorted({config.shown_path(p.chrome_trace.path) for p in profiles if p.chrome_trace})

@@ -1,5 +1,4 @@
-"""Notebook 03, sections 2 to 4 on a host-to-device copy beside a kernel: the tutorial's pinned x
-streamed experiment and its requirements (1) and (2), and the forum thread's launch order."""
+"""Notebook 03, sections 2 to 4: an H2D copy beside a kernel (tutorial, requirements, order)."""
 
 from __future__ import annotations
 
@@ -23,14 +22,8 @@ ONLY_CLAIM = (
 )
 SIDE_STREAM_CLAIM = "Requirement (1): the copy must be on a separate, non-default stream"
 PINNED_RELIABLE = "Pinned memory is the reliable way to overlap (either launch order)"
-HOST_CLAIM = (
-    "Requirement (2), the source must be pinned, on the host: a pageable copy holds the host "
-    "thread for the copy's duration, so work launched after it starts late"
-)
-GPU_CLAIM = (
-    "Requirement (2), the source must be pinned, on the GPU: a pageable copy cannot overlap a "
-    "kernel, even one launched before it"
-)
+HOST_CLAIM = "Requirement (2), the source must be pinned, on the host: a pageable copy holds the host thread for the copy's duration, so work launched after it starts late"
+GPU_CLAIM = "Requirement (2), the source must be pinned, on the GPU: a pageable copy cannot overlap a kernel, even one launched before it"
 HOLDS_HOST_CLAIM = (
     "A pageable H2D cudaMemcpyAsync holds the host thread until the copy is (nearly) done"
 )
@@ -58,25 +51,22 @@ def _list(values: Iterable[float], fmt: str = ".2f") -> str:
 
 @dataclass(frozen=True)
 class CopyBesideKernel:
-    """One configuration: per profiled step the copy's overlap ratio with the kernels and the
-    host's time in cudaMemcpyAsync over the copy's; per step on average the copy's, the kernels'
-    and the host's time in cudaMemcpyAsync (ms)."""
+    """One configuration: per profiled step, overlap and host hold; per step on average, ms."""
 
-    overlap: claims.Value
-    held: claims.Value
+    overlap: claims.Value  # the copy's overlap ratio with the kernels
+    held: claims.Value  # the host's time in cudaMemcpyAsync over the copy's
     copy_ms: float
     kernel_ms: float
-    host_ms: float
+    host_ms: float  # the host's time in cudaMemcpyAsync
 
 
 def beside(profile: trace.Profile) -> CopyBesideKernel:
     copies, kernels = _parts(profile.intervals)
     host_us = trace.host_blocked_us(profile.intervals, "cudaMemcpyAsync")
-    return CopyBesideKernel(
-        analysis.per_step(profile, lambda step: trace.overlap_ratio(*_parts(step))),
-        analysis.per_step(profile, _held),
-        *(us / profile.steps / 1e3 for us in (*map(trace.covered_us, (copies, kernels)), host_us)),
-    )
+    overlap = analysis.per_step(profile, lambda step: trace.overlap_ratio(*_parts(step)))
+    busy_us = (trace.covered_us(copies), trace.covered_us(kernels), host_us)
+    copy_ms, kernel_ms, host_ms = (us / profile.steps / 1e3 for us in busy_us)
+    return CopyBesideKernel(overlap, analysis.per_step(profile, _held), copy_ms, kernel_ms, host_ms)
 
 
 def configurations(run: Run) -> dict[str, CopyBesideKernel]:
@@ -86,15 +76,13 @@ def configurations(run: Run) -> dict[str, CopyBesideKernel]:
 
 @dataclass(frozen=True)
 class StepStart:
-    """One profiled step of the pinned copy on a side stream: the copy's and the first matmul's
-    start after the hold's spin kernel ended (us), the copy's and the kernels' busy time (ms) and the
-    copy's rate in the trace (decimal GB/s)."""
+    """One profiled step of the pinned copy on a side stream (us after the hold, ms, GB/s)."""
 
-    copy_late_us: float
-    kernel_late_us: float
+    copy_late_us: float  # the copy's start after the hold's spin kernel ended
+    kernel_late_us: float  # the first matmul's
     copy_ms: float
     kernel_ms: float
-    copy_gbps: float
+    copy_gbps: float  # the copy's rate in the trace (decimal)
 
     @property
     def fair(self) -> bool:
@@ -116,23 +104,21 @@ def starts(run: Run) -> list[StepStart]:
 
 
 def _show(run: Run, columns: list, cells: Callable, title: str, **options: Any) -> None:
-    """The copy's timing, the kernel's length, a table of the configurations and timelines; the
-    launch order's (``ranges`` passed) with each configuration's first step and host time."""
+    """The copy's and kernel's timings, a table of the configurations, and their timelines."""
     v, found, profiles = run.value, configurations(run), run.value["profiles"]
-    first = "ranges" in options
+    first = "ranges" in options  # the launch order's: each first step, the host's time
     print(v["pageable_copy" if first else "copy"])
-    matmuls = v["matmuls" if first else "matmuls_per_kernel"]
-    print(f"kernel: {matmuls} matmuls of {v['one_matmul'].median_ms:.3f} ms each")
+    line = f"kernel: {v['matmuls' if first else 'matmuls_per_kernel']} matmuls of {v['one_matmul'].median_ms:.3f} ms each"
+    print(line)
     rows = [(label, str(s.overlap), *cells(s)) for label, s in found.items()]
-    caption = f"per profiled step ({next(iter(profiles.values())).steps} steps)" + (
-        "; held / copy: the host's time in cudaMemcpyAsync over the GPU copy's" if first else ""
-    )
+    caption = f"per profiled step ({next(iter(profiles.values())).steps} steps)"
+    held = "; held / copy: the host's time in cudaMemcpyAsync over the GPU copy's"
+    caption += held if first else ""
     display(tables.Table(["configuration", "overlap", *columns], rows, caption=caption))
-    panels = {
-        f"{label}{f' (first of {p.steps} steps)' if first else ''}: overlap "
-        f"{found[label].overlap.value:.2f}": analysis.steps_of(p)[0] if first else p
-        for label, p in profiles.items()
-    }
+    panels = {}
+    for label, p in profiles.items():
+        name = f"{label}{f' (first of {p.steps} steps)' if first else ''}: overlap {found[label].overlap.value:.2f}"
+        panels[name] = analysis.steps_of(p)[0] if first else p
     show_timelines(panels, title, run, list(profiles.values()), **options)
 
 
@@ -147,57 +133,31 @@ def show_tutorial(run: Run) -> None:
 
 
 def see_tutorial(run: Run) -> claims.WhatWeSee:
-    """Each configuration's overlap, the side-stream copy's fair start and rate per step, and how
-    long a pageable copy held the host (ms, and as a multiple of the GPU copy)."""
+    """Each configuration's overlap, the side-stream copy's start and rate, the pageable hold."""
     found, steps, see = configurations(run), starts(run), claims.WhatWeSee(NOTEBOOK, run)
     side, current = found[SIDE], found["pinned, current stream"]
     page, page_current = found[PAGE_SIDE], found["pageable, current stream"]
     whose = "its" if side.copy_ms <= side.kernel_ms else "the kernel's"
-    see.say(
-        f"With a pinned source on a side stream the copy ran beside the kernel for "
-        f"{side.overlap.value:.0%} of {whose} time (overlap ratio {side.overlap}"
-        f"{note(side.overlap)})."
-    )
-    late = "".join(
-        f"; in profiled step {n} the copy started {s.copy_late_us / 1e3:.2f} ms and the first "
-        f"matmul {s.kernel_late_us / 1e3:.2f} ms after it ended: the host had not queued them in time"
-        for n, s in enumerate(steps, 1)
-        if not s.fair
-    )
-    rest = any(s.copy_ms > s.kernel_ms for s in steps)
-    see.say(
-        f"The fair start held in {sum(s.fair for s in steps)} of "
-        f"{analysis.plural(len(steps), 'profiled step')} (copy and first matmul both started "
-        f"within {FAIR_START_US:.0f} us of the spin kernel's end){late}. The kernel outlasted the "
-        f"copy in {sum(s.kernel_ms > s.copy_ms for s in steps)} of them (copy "
-        f"{_list(s.copy_ms for s in steps)} ms; kernel {_list(s.kernel_ms for s in steps)} ms), "
-        f"and the traced copy ran at {_list((s.copy_gbps for s in steps), '.0f')} GB/s against "
-        f"{run.value['copy'].gbps:.0f} GB/s timed with events"
-        + (
-            ": where the copy outlasted the kernel, the rest of it had nothing to hide behind."
-            if rest
-            else "."
-        )
-    )
+    late = ""
+    for n, s in ((n, s) for n, s in enumerate(steps, 1) if not s.fair):
+        late += f"; in profiled step {n} the copy started {s.copy_late_us / 1e3:.2f} ms and the first matmul {s.kernel_late_us / 1e3:.2f} ms after it ended: the host had not queued them in time"
+    rest = "."
+    if any(s.copy_ms > s.kernel_ms for s in steps):
+        rest = ": where the copy outlasted the kernel, the rest of it had nothing to hide behind."
     ran = "ran one after the other" if current.overlap.value < DOES_NOT else "still overlapped"
-    see.say(
-        f"With a pinned source on the current stream the copy and the kernels shared one lane, "
-        f"and {ran} (overlap ratio {current.overlap}{note(current.overlap)})."
-    )
     held = [f"{p.held.value:.2f}" for p in (page, page_current)]
     times = f"about {held[0]} times" if held[0] == held[1] else f"{held[0]} and {held[1]} times"
-    launched = (
-        "and only then launched the kernels"
-        if max(page.overlap.value, page_current.overlap.value) < DOES_NOT
-        else "and yet some of the kernel ran beside the copy"
-    )
+    launched = "and yet some of the kernel ran beside the copy"
+    if max(page.overlap.value, page_current.overlap.value) < DOES_NOT:
+        launched = "and only then launched the kernels"
     medians = f", medians of {page.held.samples} profiled steps" if note(page.held) else ""
-    see.say(
-        f"With a pageable source the host sat in `cudaMemcpyAsync` for {page.host_ms:.1f} ms "
-        f"(side stream) and {page_current.host_ms:.1f} ms (current stream), {times} as long as "
-        f"the GPU copy, {launched}: overlap ratios {page.overlap.value:.2f} (side stream) and "
-        f"{page_current.overlap.value:.2f} (current stream){medians}."
-    )
+    for sentence in (
+        f"With a pinned source on a side stream the copy ran beside the kernel for {side.overlap.value:.0%} of {whose} time (overlap ratio {side.overlap}{note(side.overlap)}).",
+        f"The fair start held in {sum(s.fair for s in steps)} of {analysis.plural(len(steps), 'profiled step')} (copy and first matmul both started within {FAIR_START_US:.0f} us of the spin kernel's end){late}. The kernel outlasted the copy in {sum(s.kernel_ms > s.copy_ms for s in steps)} of them (copy {_list(s.copy_ms for s in steps)} ms; kernel {_list(s.kernel_ms for s in steps)} ms), and the traced copy ran at {_list((s.copy_gbps for s in steps), '.0f')} GB/s against {run.value['copy'].gbps:.0f} GB/s timed with events{rest}",
+        f"With a pinned source on the current stream the copy and the kernels shared one lane, and {ran} (overlap ratio {current.overlap}{note(current.overlap)}).",
+        f"With a pageable source the host sat in `cudaMemcpyAsync` for {page.host_ms:.1f} ms (side stream) and {page_current.host_ms:.1f} ms (current stream), {times} as long as the GPU copy, {launched}: overlap ratios {page.overlap.value:.2f} (side stream) and {page_current.overlap.value:.2f} (current stream){medians}.",
+    ):
+        see.say(sentence)
     return see
 
 
@@ -206,15 +166,13 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
 
 @dataclass(frozen=True)
 class Requirements:
-    """The tutorial's verdicts on section 2's run: the working case overlaps, each other case
-    (by label) does not, and, each named by the comparison that decides it, requirement (1),
-    requirement (2) with the copy launched first, and "only pinned + side stream"."""
+    """The tutorial's verdicts on section 2's run, each named by the comparison deciding it."""
 
-    works: claims.Comparison
-    apart: dict[str, claims.Comparison]
-    needs_side_stream: tuple[str, claims.Comparison]
-    pageable_blocks: tuple[str, claims.Comparison]
-    only_pinned_side: tuple[str, claims.Comparison]
+    works: claims.Comparison  # the working case overlaps
+    apart: dict[str, claims.Comparison]  # each other case (by label) does not
+    needs_side_stream: tuple[str, claims.Comparison]  # requirement (1)
+    pageable_blocks: tuple[str, claims.Comparison]  # requirement (2), the copy launched first
+    only_pinned_side: tuple[str, claims.Comparison]  # "only pinned + side stream"
 
 
 def requirements(run: Run) -> Requirements:
@@ -227,32 +185,21 @@ def requirements(run: Run) -> Requirements:
         name, c = analysis.weakest({SIDE: works, **{o: apart[o] for o in others}})
         return name, claims.judged(c, run, NOTEBOOK, claim) if claim else c
 
-    return Requirements(
-        claims.judged(works, run, NOTEBOOK, OVERLAP_CLAIM),
-        apart,
-        deciding(SIDE_STREAM_CLAIM, "pinned, current stream"),
-        deciding(None, PAGE_SIDE),
-        deciding(ONLY_CLAIM, *apart),
-    )
+    side = deciding(SIDE_STREAM_CLAIM, "pinned, current stream")
+    only = deciding(ONLY_CLAIM, *apart)
+    judged = claims.judged(works, run, NOTEBOOK, OVERLAP_CLAIM)
+    return Requirements(judged, apart, side, deciding(None, PAGE_SIDE), only)
 
 
 def show_requirements(run: Run) -> tables.Table:
     """Each requirement, the overlap ratio it rests on, its threshold and verdict."""
     req, current, below = requirements(run), "pinned, current stream", f"< {DOES_NOT}"
     (name, only), works, apart = req.only_pinned_side, req.works, req.apart
-    table = tables.Table(
-        ["statement", "run", f"overlap ratio ({works.value.samples} profiled steps)", "holds if"]
-        + ["verdict"],
-        bold=["verdict"],
-        caption="a requirement holds when the working case (pinned, side stream) overlaps and "
-        "the case without the requirement does not",
-    )
-    verdicts = (
-        claims.stated(works, run),
-        claims.stated(req.needs_side_stream[1], run),
-        req.pageable_blocks[1].verdict,
-        claims.stated(only, run),
-    )
+    columns = ["statement", "run", f"overlap ratio ({works.value.samples} profiled steps)"]
+    caption = "a requirement holds when the working case (pinned, side stream) overlaps and the case without the requirement does not"
+    table = tables.Table([*columns, "holds if", "verdict"], bold=["verdict"], caption=caption)
+    verdicts = [claims.stated(works, run), claims.stated(req.needs_side_stream[1], run)]
+    verdicts += [req.pageable_blocks[1].verdict, claims.stated(only, run)]
     page = apart[PAGE_SIDE].value
     rows = (
         ("pinned + side stream overlaps", SIDE, works.value, f"> {OVERLAPS}"),
@@ -270,29 +217,22 @@ def add_tutorial_claims(table: claims.ClaimsTable, run: Run) -> None:
     req, r = requirements(run), {label: s.overlap.value for label, s in configurations(run).items()}
     (only_by, only), (side_by, side) = req.only_pinned_side, req.needs_side_stream
     steps, ratios = over(req.works.value), "; ".join(f"{k} {v:.2f}" for k, v in r.items())
-    works = f"pinned H2D on a side stream beside matmuls: overlap ratio{steps} (overlaps above {OVERLAPS})"
-    only_measured = (
-        f"overlap ratios{steps}: {ratios} (pinned on a side stream above {OVERLAPS}, the others "
-        f"below {DOES_NOT}); shown: {only_by}"
+    measured = (
+        f"pinned H2D on a side stream beside matmuls: overlap ratio{steps} (overlaps above {OVERLAPS})",
+        f"overlap ratios{steps}: {ratios} (pinned on a side stream above {OVERLAPS}, the others below {DOES_NOT}); shown: {only_by}",
+        f"pinned, overlap ratios{steps}: side stream {r[SIDE]:.2f} (above {OVERLAPS}), current stream {r['pinned, current stream']:.2f} (below {DOES_NOT}); shown: {side_by}",
     )
-    side_measured = (
-        f"pinned, overlap ratios{steps}: side stream {r[SIDE]:.2f} (above {OVERLAPS}), current "
-        f"stream {r['pinned, current stream']:.2f} (below {DOES_NOT}); shown: {side_by}"
-    )
-    table.add(OVERLAP_CLAIM, source=ARTICLE, run=run, measured=works, holds=req.works)
-    table.add(ONLY_CLAIM, source=TUTORIAL, run=run, measured=only_measured, holds=only)
-    table.add(SIDE_STREAM_CLAIM, source=BOTH, run=run, measured=side_measured, holds=side)
+    claimed, sources = (OVERLAP_CLAIM, ONLY_CLAIM, SIDE_STREAM_CLAIM), (ARTICLE, TUTORIAL, BOTH)
+    rows = zip(claimed, sources, measured, (req.works, only, side), strict=True)
+    for claim, source, said, holds in rows:
+        table.add(claim, source=source, run=run, measured=said, holds=holds)
 
 
 def add_host_claim(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (2) on the host, on section 2's run: a pageable copy holds the host."""
     page = configurations(run)[PAGE_SIDE]
     held = claims.compare(page.held, HELD, holds_if="above")
-    measured = (
-        f"pageable, side stream, copy launched first: host in cudaMemcpyAsync {page.host_ms:.1f} "
-        f"ms per copy, GPU copy {page.copy_ms:.1f} ms; host time over copy time (held "
-        f"{held.in_words()})"
-    )
+    measured = f"pageable, side stream, copy launched first: host in cudaMemcpyAsync {page.host_ms:.1f} ms per copy, GPU copy {page.copy_ms:.1f} ms; host time over copy time (held {held.in_words()})"
     table.add(HOST_CLAIM, source=BOTH, run=run, measured=measured, holds=held)
 
 
@@ -312,13 +252,9 @@ def _orders(run: Run) -> tuple[CopyBesideKernel, ...]:
 
 
 def pinned_in_both_orders(run: Run) -> tuple[str, claims.Comparison]:
-    """Whether a pinned copy overlaps in both launch orders: the deciding comparison, named, and
-    judged as the claim ``PINNED_RELIABLE`` (the claims table and the sentence read it)."""
-    pinned = _orders(run)[2:]
-    both = {
-        o: claims.compare(p.overlap, OVERLAPS, holds_if="above")
-        for o, p in zip(ORDERS, pinned, strict=True)
-    }
+    """Whether a pinned copy overlaps in both launch orders: named, judged as ``PINNED_RELIABLE``."""
+    pinned = zip(ORDERS, _orders(run)[2:], strict=True)
+    both = {o: claims.compare(p.overlap, OVERLAPS, holds_if="above") for o, p in pinned}
     name, deciding = analysis.weakest(both)
     return name, claims.judged(deciding, run, NOTEBOOK, PINNED_RELIABLE)
 
@@ -332,48 +268,31 @@ def show_launch_order(run: Run) -> None:
 
 
 def see_launch_order(run: Run) -> claims.WhatWeSee:
-    """How long a pageable copy held the host (ms, and over the GPU copy), its overlap in either
-    launch order, and a pinned copy's host time (us) and overlap in both orders."""
+    """A pageable copy's hold on the host and overlap per order; a pinned copy's (us, ratios)."""
     page_kf, page_cf, pin_kf, pin_cf = _orders(run)
     s1_copy = range_ms(run.value["profiles"]["pageable, copy first"], "S1 copy")
-    see = claims.WhatWeSee(NOTEBOOK, run)
-    see.say(
-        f"With a pageable source the host stayed in `cudaMemcpyAsync` for {page_kf.host_ms:.1f} ms "
-        f"(kernel first) and {page_cf.host_ms:.1f} ms (copy first), {page_kf.held.value:.2f} and "
-        f"{page_cf.held.value:.2f} times as long as the GPU copy, and the labelled range "
-        f"`S1 copy` lasted {s1_copy:.1f} ms."
-    )
     ran = "ran beside it" if page_kf.overlap.value >= BESIDE else "barely overlapped it"
     done = ": the host could not launch the kernel until the copy was (nearly) done"
-    see.say(
-        f"Launched after the kernel, the pageable copy {ran}, with an overlap ratio of "
-        f"{page_kf.overlap.value:.2f} (the share of the shorter one's time"
-        f"{note(page_kf.overlap)}); launched before the kernel, {page_cf.overlap.value:.2f}"
-        f"{done if page_cf.overlap.value < DOES_NOT else ''}."
-    )
+    done = done if page_cf.overlap.value < DOES_NOT else ""
     name, deciding = pinned_in_both_orders(run)
-    verdict = claims.worded(
-        claims.stated(deciding, run),
-        f"both orders overlap (above {OVERLAPS}).",
-        f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value}).",
-        f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value}).",
-    )
-    see.say(
-        f"With a pinned source the host spent at most "
-        f"{max(pin_kf.host_ms, pin_cf.host_ms) * 1e3:.0f} us in `cudaMemcpyAsync`, and the "
-        f"overlap ratio was {pin_kf.overlap.value:.2f} (kernel first) and "
-        f"{pin_cf.overlap.value:.2f} (copy first): {verdict}"
-    )
+    both = f"both orders overlap (above {OVERLAPS})."
+    short = f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value})."
+    noise = f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value})."
+    verdict = claims.worded(claims.stated(deciding, run), both, short, noise)
+    see = claims.WhatWeSee(NOTEBOOK, run)
+    for sentence in (
+        f"With a pageable source the host stayed in `cudaMemcpyAsync` for {page_kf.host_ms:.1f} ms (kernel first) and {page_cf.host_ms:.1f} ms (copy first), {page_kf.held.value:.2f} and {page_cf.held.value:.2f} times as long as the GPU copy, and the labelled range `S1 copy` lasted {s1_copy:.1f} ms.",
+        f"Launched after the kernel, the pageable copy {ran}, with an overlap ratio of {page_kf.overlap.value:.2f} (the share of the shorter one's time{note(page_kf.overlap)}); launched before the kernel, {page_cf.overlap.value:.2f}{done}.",
+        f"With a pinned source the host spent at most {max(pin_kf.host_ms, pin_cf.host_ms) * 1e3:.0f} us in `cudaMemcpyAsync`, and the overlap ratio was {pin_kf.overlap.value:.2f} (kernel first) and {pin_cf.overlap.value:.2f} (copy first): {verdict}",
+    ):
+        see.say(sentence)
     return see
 
 
 def add_gpu_claim(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (2) on the GPU, on section 4's run: a pageable copy launched after the kernel."""
     overlap = _orders(run)[0].overlap
-    measured = (
-        f"pageable copy on a side stream, launched after the kernel: overlap ratio{over(overlap)} "
-        f"(the requirement holds below {DOES_NOT})"
-    )
+    measured = f"pageable copy on a side stream, launched after the kernel: overlap ratio{over(overlap)} (the requirement holds below {DOES_NOT})"
     holds = claims.compare(overlap, DOES_NOT, holds_if="below")
     table.add(GPU_CLAIM, source=BOTH, run=run, measured=measured, holds=holds)
 
@@ -381,34 +300,21 @@ def add_gpu_claim(table: claims.ClaimsTable, run: Run) -> None:
 def add_order_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The forum thread's claims on section 4's run: the host held, launch order, pinned memory."""
     page_kf, page_cf, pin_kf, pin_cf = _orders(run)
-    helds = {
-        o: claims.compare(p.held, HELD, holds_if="above")
-        for o, p in zip(ORDERS, (page_kf, page_cf), strict=True)
-    }
+    pages = zip(ORDERS, (page_kf, page_cf), strict=True)
+    helds = {o: claims.compare(p.held, HELD, holds_if="above") for o, p in pages}
+    held_by, held = analysis.weakest(helds)
     kf = claims.compare(page_kf.overlap, BESIDE, holds_if="above")
     cf = claims.compare(page_cf.overlap, DOES_NOT, holds_if="below")
-    (held_by, held), (order_by, order) = (
-        analysis.weakest(helds),
-        analysis.weakest(dict(zip(ORDERS, (kf, cf), strict=True))),
-    )
+    order_by, order = analysis.weakest(dict(zip(ORDERS, (kf, cf), strict=True)))
     pinned_by, pinned = pinned_in_both_orders(run)
     measured = (
-        f"host time in cudaMemcpyAsync over GPU copy time (held above {HELD:g}): pageable "
-        f"{page_kf.held.value:.2f} (kernel first) and {page_cf.held.value:.2f} (copy first), "
-        f"pinned at most {max(pin_kf.held.value, pin_cf.held.value):.3f}; shown: pageable, {held_by}",
-        f"pageable, overlap ratios{over(page_kf.overlap)}: kernel first "
-        f"{page_kf.overlap.value:.2f} ({kf.in_words()}), copy first {page_cf.overlap.value:.2f} "
-        f"({cf.in_words()}); shown: {order_by}",
-        f"pinned, overlap ratios{over(pin_kf.overlap)}: kernel first {pin_kf.overlap.value:.2f}, "
-        f"copy first {pin_cf.overlap.value:.2f} (both above {OVERLAPS}); shown: {pinned_by}",
+        f"host time in cudaMemcpyAsync over GPU copy time (held above {HELD:g}): pageable {page_kf.held.value:.2f} (kernel first) and {page_cf.held.value:.2f} (copy first), pinned at most {max(pin_kf.held.value, pin_cf.held.value):.3f}; shown: pageable, {held_by}",
+        f"pageable, overlap ratios{over(page_kf.overlap)}: kernel first {page_kf.overlap.value:.2f} ({kf.in_words()}), copy first {page_cf.overlap.value:.2f} ({cf.in_words()}); shown: {order_by}",
+        f"pinned, overlap ratios{over(pin_kf.overlap)}: kernel first {pin_kf.overlap.value:.2f}, copy first {pin_cf.overlap.value:.2f} (both above {OVERLAPS}); shown: {pinned_by}",
     )
-    for claim, m, holds in zip(
-        (HOLDS_HOST_CLAIM, ORDER_CLAIM, PINNED_RELIABLE),
-        measured,
-        (held, order, pinned),
-        strict=True,
-    ):
-        table.add(claim, source=FORUM, run=run, measured=m, holds=holds)
+    claimed = (HOLDS_HOST_CLAIM, ORDER_CLAIM, PINNED_RELIABLE)
+    for claim, said, holds in zip(claimed, measured, (held, order, pinned), strict=True):
+        table.add(claim, source=FORUM, run=run, measured=said, holds=holds)
 
 
 # ---------------------------------------------------------------- the exercises' answers
@@ -421,8 +327,7 @@ def best_configuration(run: Run) -> str:
 
 
 def host_in_memcpy_ms(run: Run, configuration: str) -> float:
-    """Milliseconds per profiled step the host spent in ``cudaMemcpyAsync`` in one configuration
-    of a run with profiles (e.g. ``"pageable, copy first"`` of the launch order)."""
+    """Milliseconds per profiled step the host spent in ``cudaMemcpyAsync`` in one configuration."""
     found = configurations(run)
     if configuration not in found:
         raise ValueError(f"no configuration {configuration!r}: pick one of {list(found)}")

@@ -12,24 +12,17 @@ from .common import ARTICLE, NOTEBOOK, show_timelines
 
 @dataclass(frozen=True)
 class Prefetching:
-    """Copy ``c`` and compute ``k`` of one batch (s), the N batches, the speed-up (serial loop
-    time over prefetching loop time), the best speed-ups for N batches and for many, the share of
-    that gain obtained, and per loop's trace the share of the copies' time a kernel ran beside."""
+    """Section 5's facts: one batch's copy ``c`` and compute ``k`` (s), speed-ups (x), overlap."""
 
     c: claims.Value
     k: claims.Value
-    n: int
-    speedup: claims.Value
-    ideal_n: claims.Value
-    ideal: claims.Value
-    gain_share: claims.Value
-    hidden_serial: float
+    n: int  # batches
+    speedup: claims.Value  # serial loop time over prefetching loop time
+    ideal_n: claims.Value  # the best speed-up for n batches
+    ideal: claims.Value  # the best for many batches
+    gain_share: claims.Value  # the share of the n-batch gain obtained
+    hidden_serial: float  # per loop's trace, the share of the copies' time beside a kernel
     hidden_prefetched: float
-
-    @property
-    def half_the_gain(self) -> float:
-        """The speed-up (x) that obtains half the gain the copy and compute allow for N batches."""
-        return 1 + (self.ideal_n.value - 1) / 2
 
 
 def _hidden(profile: trace.Profile) -> float:
@@ -43,128 +36,72 @@ def facts(run: Run) -> Prefetching:
     c, k = claims.measured(db["copy"]), claims.measured(db["compute"])
     speedup = claims.ratio(db["serial"], db["prefetched"])
     ideal_n = analysis.propagated(lambda c, k: n * (c + k) / (c + (n - 1) * max(c, k) + k), c, k)
-    return Prefetching(
-        c,
-        k,
-        n,
-        speedup,
-        ideal_n,
-        analysis.propagated(lambda c, k: (c + k) / max(c, k), c, k),
-        analysis.propagated(lambda s, i: (s - 1) / (i - 1), speedup, ideal_n, unit=""),
-        _hidden(db["serial trace"]),
-        _hidden(db["prefetched trace"]),
-    )
+    ideal = analysis.propagated(lambda c, k: (c + k) / max(c, k), c, k)
+    share = analysis.propagated(lambda s, i: (s - 1) / (i - 1), speedup, ideal_n, unit="")
+    hidden = [_hidden(db[f"{loop} trace"]) for loop in ("serial", "prefetched")]
+    return Prefetching(c, k, n, speedup, ideal_n, ideal, share, hidden[0], hidden[1])
 
 
 def _beyond_bound(run: Run, p: Prefetching) -> str:
     """Why a speed-up above the N-batch bound is possible: what the bound rests on was off."""
     copies = run.value["prefetched trace"].select(kind="memcpy", copy_kind="HtoD")
     traced_ms = statistics.median(iv.duration_us for iv in copies) / 1e3
+    serial = run.value["serial"]
     why = []
     if traced_ms < 0.95 * p.c.value * 1e3:
-        why.append(
-            f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of "
-            f"{len(copies)}), not the {p.c.value * 1e3:.2f} ms measured alone"
-        )
-    serial = run.value["serial"]
-    if serial.spread > 0.1:
-        why.append(
-            f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of "
-            f"their median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)"
-        )
-    return ": " + "; and ".join(
-        why
-        or [
-            "the copy and compute times it rests on were measured apart, and differ from the loop's"
+        why += [
+            f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of {len(copies)}), not the {p.c.value * 1e3:.2f} ms measured alone"
         ]
-    )
+    if serial.spread > 0.1:
+        why += [
+            f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of their median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)"
+        ]
+    apart = "the copy and compute times it rests on were measured apart, and differ from the loop's"
+    return ": " + "; and ".join(why or [apart])
 
 
 def show(run: Run) -> None:
-    """The timings of one batch's copy and compute and of both loops, whether they give the same
-    results, the speed-up against the best for N batches and for many (x), the share of that gain
-    obtained, and both loops' timelines."""
+    """The copy, compute and loop timings, the speed-up against the best, and both timelines."""
     db, p = run.value, facts(run)
-    print(db["copy"])
-    print(db["compute"], f"({db['matmuls_per_batch']} matmuls + a sum)")
-    print(db["serial"])
-    print(db["prefetched"])
-    print(f"both loops give the same results: {db['same_results']}")
-    print(
-        f"\nspeed-up of prefetching, serial loop time / prefetching loop time: {analysis.times(p.speedup)}"
-    )
-    print(
-        f"best possible for {p.n} batches, N (c + k) / (c + (N-1) max(c, k) + k): "
-        f"{analysis.times(p.ideal_n)}; for many batches, (c + k) / max(c, k): {analysis.times(p.ideal)}"
-    )
-    print(
-        f"prefetching loop time / serial loop time: {1 / p.speedup.value:.2f}; "
-        f"max(c, k) / (c + k) = {1 / p.ideal.value:.2f}"
-    )
-    print(
-        f"share of the possible gain obtained, (speed-up - 1) / (best - 1): {p.gain_share}"
-        if p.gain_share.value <= 1
-        else f"the speed-up is above the best possible for {p.n} batches, computed from c and k "
-        f"measured apart, so one side of that comparison is off{_beyond_bound(run, p)}"
-    )
+    compute = f"{db['compute']} ({db['matmuls_per_batch']} matmuls + a sum)"
+    same = f"both loops give the same results: {db['same_results']}"
+    print(db["copy"], compute, db["serial"], db["prefetched"], same, sep="\n")
+    speedup = f"speed-up of prefetching, serial loop time / prefetching loop time: {analysis.times(p.speedup)}"
+    best = f"best possible for {p.n} batches, N (c + k) / (c + (N-1) max(c, k) + k): {analysis.times(p.ideal_n)}; for many batches, (c + k) / max(c, k): {analysis.times(p.ideal)}"
+    inverse = f"prefetching loop time / serial loop time: {1 / p.speedup.value:.2f}; max(c, k) / (c + k) = {1 / p.ideal.value:.2f}"
+    share = f"share of the possible gain obtained, (speed-up - 1) / (best - 1): {p.gain_share}"
+    if p.gain_share.value > 1:
+        share = f"the speed-up is above the best possible for {p.n} batches, computed from c and k measured apart, so one side of that comparison is off{_beyond_bound(run, p)}"
+    print("", speedup, best, inverse, share, sep="\n")
     panels = {f"{loop} loop": db[f"{loop} trace"] for loop in ("serial", "prefetched")}
-    show_timelines(
-        panels,
-        f"{p.n} batches, serial and prefetched",
-        run,
-        list(panels.values()),
-        include_host=False,
-        unit="ms",
-    )
+    title = f"{p.n} batches, serial and prefetched"
+    show_timelines(panels, title, run, list(panels.values()), include_host=False, unit="ms")
 
 
 def see(run: Run) -> claims.WhatWeSee:
-    """Whether both loops give the same results, how much of the copies' time ran beside the
-    compute in each loop's trace, and the speed-up against the best the copy and compute allow."""
-    db, p = run.value, facts(run)
-    see = claims.WhatWeSee(NOTEBOOK, run)
-    see.check(
-        "both loops compute the same results",
-        bool(db["same_results"]),
-        f"torch.allclose of the {p.n} sums: {db['same_results']}",
-    )
-    see.say(
-        f"In the traces (one traced run of each loop) the copies ran beside the compute for "
-        f"{p.hidden_prefetched:.0%} of the copy time in the prefetching loop and "
-        f"{p.hidden_serial:.0%} in the serial loop."
-    )
-    allowed = (
-        f"the copy ({p.c.value * 1e3:.2f} ms) and compute ({p.k.value * 1e3:.2f} ms) measured "
-        f"apart allow for {p.n} batches"
-    )
-    head = (
-        f"The prefetching loop took {db['prefetched'].median_ms:.1f} ms for {p.n} batches against "
-        f"{db['serial'].median_ms:.1f} ms for the serial loop: a speed-up (serial time over "
-        f"prefetching time) of {analysis.times(p.speedup)}"
-    )
-    see.say(
-        f"{head}, more than the {p.ideal_n.value:.2f}x that {allowed}, so one side of that "
-        f"comparison is off{_beyond_bound(run, p)}."
-        if p.gain_share.value > 1
-        else f"{head}, {p.gain_share.value:.0%} of the gain that {allowed} "
-        f"({p.ideal_n.value:.2f}x), and below the many-batch limit of {p.ideal.value:.2f}x: the "
-        "first copy and the last compute of the loop cannot be hidden."
-    )
+    """The same-results check, the copies' time beside compute, and the speed-up against the best."""
+    db, p, see = run.value, facts(run), claims.WhatWeSee(NOTEBOOK, run)
+    same = f"torch.allclose of the {p.n} sums: {db['same_results']}"
+    see.check("both loops compute the same results", bool(db["same_results"]), same)
+    line = f"In the traces (one traced run of each loop) the copies ran beside the compute for {p.hidden_prefetched:.0%} of the copy time in the prefetching loop and {p.hidden_serial:.0%} in the serial loop."
+    see.say(line)
+    allowed = f"the copy ({p.c.value * 1e3:.2f} ms) and compute ({p.k.value * 1e3:.2f} ms) measured apart allow for {p.n} batches"
+    head = f"The prefetching loop took {db['prefetched'].median_ms:.1f} ms for {p.n} batches against {db['serial'].median_ms:.1f} ms for the serial loop: a speed-up (serial time over prefetching time) of {analysis.times(p.speedup)}"
+    tail = f"{p.gain_share.value:.0%} of the gain that {allowed} ({p.ideal_n.value:.2f}x), and below the many-batch limit of {p.ideal.value:.2f}x: the first copy and the last compute of the loop cannot be hidden."
+    if p.gain_share.value > 1:
+        tail = f"more than the {p.ideal_n.value:.2f}x that {allowed}, so one side of that comparison is off{_beyond_bound(run, p)}."
+    see.say(f"{head}, {tail}")
     return see
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The streams article's prefetching claim."""
     p, same = facts(run), run.value["same_results"]
-    table.add(
-        "Copying the next batch on a second stream while computing this one improves efficiency",
-        source=ARTICLE,
-        run=run,
-        measured=f"speed-up (serial loop time over prefetching loop time) against half the gain "
-        f"the copy and compute measured apart allow for {p.n} batches, 1 + "
-        f"({p.ideal_n.value:.2f} - 1) / 2; same results {same}",
-        holds=claims.compare(p.speedup, p.half_the_gain, holds_if="above") if same else False,
-    )
+    claim = "Copying the next batch on a second stream while computing this one improves efficiency"
+    measured = f"speed-up (serial loop time over prefetching loop time) against half the gain the copy and compute measured apart allow for {p.n} batches, 1 + ({p.ideal_n.value:.2f} - 1) / 2; same results {same}"
+    half_the_gain = 1 + (p.ideal_n.value - 1) / 2  # the speed-up that obtains half of it (x)
+    holds = claims.compare(p.speedup, half_the_gain, holds_if="above") if same else False
+    table.add(claim, source=ARTICLE, run=run, measured=measured, holds=holds)
 
 
 def ideal_speedup(run: Run) -> float:
