@@ -182,7 +182,11 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
         for p, ts in value.items()
     }
     big = [t.gbps for ts in value.values() for s, t in zip(sizes, ts, strict=True) if s >= BIG]
-    slowest = f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
+    slowest = (
+        f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
+        if big
+        else ""
+    )
     display(
         size_table(
             sizes, rows, ".1f", extra="best / rated",
@@ -191,7 +195,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
         ),
         matrix(
             f.gpus, {p: ts[-1].gbps for p, ts in value.items()}, ".1f",
-            f"GB/s, every pair at {timing.format_bytes(sizes[-1])}, one at a time" + (slowest if big else ""),
+            f"GB/s, every pair at {timing.format_bytes(sizes[-1])}, one at a time" + slowest,
         ),
     )  # fmt: skip
     own = "cuda:0 -> cuda:0 (same GPU, read + write)"
