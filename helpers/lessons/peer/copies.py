@@ -110,13 +110,13 @@ class SameGpu:
 def same_facts(same: Run) -> SameGpu:
     rates, machine = rates_of(same.value), same.header["machine"]
     known_cache = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
-    datasheet = hardware.ceiling_gbps(machine)
+    sheet = hardware.ceiling_gbps(machine)
     sizes, cache, best_at = (
         same.params["sizes"],
         hardware.cache_bytes(machine),
         rates.index(max(rates)),
     )
-    datasheet = None if datasheet == hardware.UNKNOWN_GPU_CEILING_GBPS else datasheet
+    datasheet = None if sheet == hardware.UNKNOWN_GPU_CEILING_GBPS else sheet
     in_cache = 2 * sizes[best_at] <= cache if known_cache else None
     return SameGpu(
         sizes, rates, *plateau(rates), cache, known_cache, datasheet, max(rates), best_at, in_cache
