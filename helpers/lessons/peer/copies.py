@@ -307,10 +307,40 @@ def duplex_shares(both: Run, peer: Run) -> list[Share]:
     return found
 
 
+@dataclass(frozen=True)
+class BothWays:
+    """Section 5's facts: every share; at the largest size (bytes) its shares and whether all are
+    close; the lowest share, those above 100% (and within the noise); the largest total and twice
+    the link's one-way bound (GB/s, None: unknown)."""
+
+    shares: list[Share]
+    size: int
+    at_largest: list[float]
+    close: bool
+    low: Share
+    above: list[Share]
+    noise: list[Share]
+    total: float
+    bound: float | None
+    what: str  # what the bound is twice of
+    label: str  # the bound's label in the plot
+
+
+def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
+    sizes, f, shares = both.params["sizes"], link_facts(links), duplex_shares(both, peer)
+    at_largest = [s.share for s in shares if s.size == sizes[-1]]
+    above, (rated, label) = [s for s in shares if s.share > 1], f.ceiling
+    return BothWays(
+        shares, sizes[-1], at_largest, min(at_largest) >= DUPLEX, min(shares, key=lambda s: s.share),
+        above, [s for s in above if s.lowest <= 1], both_ways_largest_gbps(both),
+        2 * rated if rated else None, "rated speed" if f.rated_gbps else "raw PCIe rate", label,
+    )  # fmt: skip
+
+
 def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     """Both ways' total GB/s per pair and size, over the one-way rates added, and the plot."""
-    sizes, (ceiling, label) = both.params["sizes"], link_facts(links).ceiling
-    shares = {(s.pair, s.size): s.share for s in duplex_shares(both, peer)}
+    sizes, b = both.params["sizes"], both_facts(both, peer, links)
+    shares = {(s.pair, s.size): s.share for s in b.shares}
     display(
         size_table(
             sizes, {p: rates_of(ts) for p, ts in both.value.items()}, ".1f",
@@ -332,54 +362,49 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
         for p in ("0->1", "1->0")
     ]
     title = "Peer copies: one way and both ways at once"
-    plot(both, title, curves, 2 * ceiling if ceiling else None, f"{label}, both directions")
+    plot(both, title, curves, b.bound, f"{b.label}, both directions")
 
 
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
-    """Whether the directions slowed each other, the largest total against the rated, shares above 100%."""
-    sizes, f, largest = both.params["sizes"], link_facts(links), both_ways_largest_gbps(both)
-    rated, what = f.ceiling[0], "rated speed" if f.rated_gbps else "raw PCIe rate"
-    shares = duplex_shares(both, peer)
-    at_largest = [s.share for s in shares if s.size == sizes[-1]]
-    low, close = min(shares, key=lambda s: s.share), min(at_largest) >= DUPLEX
-    seen = claims.WhatWeSee(NOTEBOOK, both)
-    seen.say(
-        f"At {timing.format_bytes(sizes[-1])} each way the total is "
-        f"{span(f'{min(at_largest):.0%}', f'{max(at_largest):.0%}')} of the two one-way rates added, "
-        f"over {analysis.plural(len(at_largest), 'pair')} of GPUs: the two directions "
-        f"{'hardly ' if close else ''}slowed each other down (at least {DUPLEX:.0%} counts as "
-        f"hardly). The lowest share at any size is {low.share:.0%}, {pair_name(low.pair)} at "
-        f"{timing.format_bytes(low.size)} each way."
+    """Whether the directions slowed each other, the largest total against the bound, shares above 100%."""
+    b, size, seen = (
+        both_facts(both, peer, links),
+        timing.format_bytes,
+        claims.WhatWeSee(NOTEBOOK, both),
     )
-    if rated:
+    seen.say(
+        f"At {size(b.size)} each way the total is "
+        f"{span(f'{min(b.at_largest):.0%}', f'{max(b.at_largest):.0%}')} of the two one-way rates added, "
+        f"over {analysis.plural(len(b.at_largest), 'pair')} of GPUs: the two directions "
+        f"{'hardly ' if b.close else ''}slowed each other down (at least {DUPLEX:.0%} counts as "
+        f"hardly). The lowest share at any size is {b.low.share:.0%}, {pair_name(b.low.pair)} at "
+        f"{size(b.low.size)} each way."
+    )
+    seen.say(
+        f"The dashed line is twice the one-way {b.what}, {b.bound:.0f} GB/s; the largest total, "
+        f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{beyond(b.total / b.bound)}."
+        if b.bound
+        else "No rated speed is known for the link, so the plot has no line for it."
+    )
+    if b.above:
+        top = max(b.above, key=lambda s: s.share)
         seen.say(
-            f"The dashed line is twice the one-way {what}, {2 * rated:.0f} GB/s; the largest total, "
-            f"{largest:.0f} GB/s (cuda:0 <-> cuda:1), is {largest / (2 * rated):.0%} of it"
-            f"{beyond(largest / (2 * rated))}."
-        )
-    else:
-        seen.say("No rated speed is known for the link, so the plot has no line for it.")
-    if above := [s for s in shares if s.share > 1]:
-        top = max(above, key=lambda s: s.share)
-        noise = [s for s in above if s.lowest <= 1]
-        where = f"{pair_name(top.pair)} at {timing.format_bytes(top.size)} each way"
-        seen.say(
-            f"{analysis.plural(len(above), 'share')} {'is' if len(above) == 1 else 'are'} above 100% "
-            f"(the highest {top.share:.0%}, {where}), although two copies at once cannot beat the "
-            "same two timed apart: "
+            f"{analysis.plural(len(b.above), 'share')} {'is' if len(b.above) == 1 else 'are'} above "
+            f"100% (the highest {top.share:.0%}, {pair_name(top.pair)} at {size(top.size)} each "
+            "way), although two copies at once cannot beat the same two timed apart: "
             + (
                 "within the samples' spread (the slowest both-ways sample over the fastest one-way "
-                f"samples gives at most {max(s.lowest for s in noise):.0%}): noise around 100%, not a gain."
-                if len(noise) == len(above)
-                else f"{len(above) - len(noise)} of them stay above 100% even from the slowest "
+                f"samples gives at most {max(s.lowest for s in b.noise):.0%}): noise around 100%, not a gain."
+                if len(b.noise) == len(b.above)
+                else f"{len(b.above) - len(b.noise)} of them stay above 100% even from the slowest "
                 "both-ways sample over the fastest one-way samples, a measurement problem, not a "
                 "result."
             )
         )
     seen.check(
         "two copies in opposite directions each keep close to their one-way rate",
-        close,
-        f"at {timing.format_bytes(sizes[-1])} the total is at least {min(at_largest):.0%} of "
+        b.close,
+        f"at {size(b.size)} the total is at least {min(b.at_largest):.0%} of "
         f"the two one-way rates added, {DUPLEX:.0%} counting as close",
     )
     say_leaks(seen, "and a share computed from it is no measure of the link", both, peer)
