@@ -175,8 +175,7 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
 
 @dataclass(frozen=True)
 class OneWay:
-    """Section 4's facts: sizes (bytes), GB/s per pair, each curve's shape and plateau (GB/s),
-    the same-GPU plateau, the best rate, the link's bound and each pair's best over its rated."""
+    """Section 4's facts: sizes (bytes), GB/s per pair, curve shapes, plateaus, bound, rated shares."""
 
     sizes: list[int]
     rates: dict[str, list[float]]
@@ -309,9 +308,7 @@ def duplex_shares(both: Run, peer: Run) -> list[Share]:
 
 @dataclass(frozen=True)
 class BothWays:
-    """Section 5's facts: every share; at the largest size (bytes) its shares and whether all are
-    close; the lowest share, those above 100% (and within the noise); the largest total and twice
-    the link's one-way bound (GB/s, None: unknown)."""
+    """Section 5's facts: shares of the one-way rates added, at the largest size and all; GB/s."""
 
     shares: list[Share]
     size: int
@@ -323,7 +320,7 @@ class BothWays:
     total: float
     bound: float | None
     what: str  # what the bound is twice of
-    label: str  # the bound's label in the plot
+    label: str
 
 
 def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
