@@ -1,4 +1,4 @@
-"""Notebook 05's analysis (helpers/lessons/copies.py, devices.py, peer_table.py) on the
+"""Notebook 05's analysis (helpers/lessons/peer/) on the
 recordings of every recorded machine, and on synthetic values for the branches they do not reach.
 
 Each sentence's numbers and words are checked against values this file computes itself from
@@ -614,7 +614,7 @@ def test_a_share_above_100_percent_and_a_leaking_hold_are_called_measurement_pro
         "queueing the sample's copies took longer than the spin kernel held the stream, so the GPU "
         "waited for the host, that rate is too low, and a share computed from it is no measure of the link."
     )
-    assert copies.hold_leaks(one_way) == []
+    assert copies.say_leaks(claims.WhatWeSee(NOTEBOOK, one_way), "", one_way) == []
 
 
 def test_two_directions_that_slow_each_other_down_are_said_to():
@@ -1221,7 +1221,7 @@ def test_a_leaking_hold_is_named_for_the_same_gpu_copy_and_the_latency_too():
     leaky = _timing(90.0)
     leaky.extra.update(hold_us=2000.0, enqueue_us=2500.0)
     same = _run([_timing(100.0), leaky], sizes=SIZES[:2])
-    assert copies.hold_leaks(same) == [
+    assert copies.say_leaks(claims.WhatWeSee(NOTEBOOK, same), "", same) == [
         "cuda:0 -> cuda:0 at 4 MiB (2500 us of queueing, 2000 us of hold)"
     ]
     assert (

@@ -22,6 +22,7 @@ SIZE_MATTERS = (
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
 PLURAL = {"levels off": "level off", "still rising": "are still rising",
           "peaks, then falls": "peak, then fall", "uneven": "do not settle"}  # fmt: skip
+OWN = "cuda:0 -> cuda:0 (same GPU, read + write)"
 
 
 def plateau(rates: list[float]) -> tuple[int, float, float, float]:
@@ -39,27 +40,24 @@ def rates_of(ts: list[timing.Timing]) -> list[float]:
     return [t.gbps for t in ts]
 
 
-def hold_leaks(run: Run) -> list[str]:
-    """Where queueing a sample's copies took longer than the hold before them, said in words."""
-    value = run.value if isinstance(run.value, dict) else {"0->0": run.value}  # same_gpu_copy
+def say_leaks(seen: claims.WhatWeSee, consequence: str, *runs: Run) -> list[str]:
+    """Says where queueing a sample's copies took longer than the hold before them; returns where."""
     found = []
-    for pair, ts in value.items():
-        for size, t in zip(run.params["sizes"], ts, strict=True):
-            queued, hold = t.extra.get("enqueue_us"), t.extra.get("hold_us")
-            if queued is not None and hold and queued > hold:
-                where = f"{pair_name(pair)} at {timing.format_bytes(size)}"
-                found.append(f"{where} ({queued:.0f} us of queueing, {hold:.0f} us of hold)")
-    return found
-
-
-def say_hold_leaks(seen: claims.WhatWeSee, leaks: list[str], consequence: str) -> None:
-    """Say where launch time leaked into a held sample (``hold_leaks``), if anywhere."""
-    if leaks:
+    for run in runs:
+        value = run.value if isinstance(run.value, dict) else {"0->0": run.value}  # same_gpu_copy
+        for pair, ts in value.items():
+            for size, t in zip(run.params["sizes"], ts, strict=True):
+                queued, hold = t.extra.get("enqueue_us"), t.extra.get("hold_us")
+                if queued is not None and hold and queued > hold:
+                    where = f"{pair_name(pair)} at {timing.format_bytes(size)}"
+                    found.append(f"{where} ({queued:.0f} us of queueing, {hold:.0f} us of hold)")
+    if found:
         seen.say(
-            f"Launch time leaked into {'; '.join(leaks)}: queueing the sample's copies took longer "
+            f"Launch time leaked into {'; '.join(found)}: queueing the sample's copies took longer "
             "than the spin kernel held the stream, so the GPU waited for the host, that rate is too "
             f"low, {consequence}."
         )
+    return found
 
 
 def beyond(share: float) -> str:
@@ -67,6 +65,28 @@ def beyond(share: float) -> str:
     return (
         ", above what the link can carry: a measurement problem, not a result" if share > 1 else ""
     )
+
+
+def size_table(sizes: list[int], rows: dict, fmt: str, caption: str, **kw: str) -> tables.Table:
+    """A row per pair, a column per size (and ``extra``, '.0%'); ``kw``: title, extra."""
+    extra = [(kw["extra"], "", ".0%")] if "extra" in kw else []
+    columns = ["pair", *[(timing.format_bytes(s), "", fmt) for s in sizes], *extra]
+    table = tables.Table(columns, title=kw.get("title", ""), caption=caption)
+    for pair, cells in rows.items():
+        table.add(pair_name(pair), *cells)
+    return table
+
+
+def plot(run: Run, title: str, curves: list[tuple], ceiling: float | None, label: str) -> None:
+    """GB/s against size, ``curves`` as (name, sizes, GB/s, group), a dashed line at ``ceiling``."""
+    plotting.bandwidth_vs_size(
+        {name: (sizes, rates) for name, sizes, rates, _ in curves},
+        title=titled(title, run),
+        ceiling_gbps=ceiling,
+        ceiling_label=label,
+        groups={name: group for name, _, _, group in curves},
+    )
+    plt.show()
 
 
 @dataclass(frozen=True)
@@ -82,40 +102,31 @@ class SameGpu:
     cache: int
     cache_known: bool
     datasheet: float | None
-
-    @property
-    def best(self) -> float:
-        return max(self.rates)
-
-    @property
-    def best_at(self) -> int:
-        return self.rates.index(self.best)
-
-    @property
-    def best_in_cache(self) -> bool | None:
-        """Whether the best point's source and destination fit in L2 together (None: not known)."""
-        return 2 * self.sizes[self.best_at] <= self.cache if self.cache_known else None
+    best: float
+    best_at: int
+    best_in_cache: bool | None  # source and destination of the best point fit in L2 together
 
 
 def same_facts(same: Run) -> SameGpu:
     rates, machine = rates_of(same.value), same.header["machine"]
     known_cache = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
-    datasheet = hardware.ceiling_gbps(machine)
-    return SameGpu(
+    sheet = hardware.ceiling_gbps(machine)
+    sizes, cache, best_at = (
         same.params["sizes"],
-        rates,
-        *plateau(rates),
         hardware.cache_bytes(machine),
-        known_cache,
-        None if datasheet == hardware.UNKNOWN_GPU_CEILING_GBPS else datasheet,
+        rates.index(max(rates)),
+    )
+    datasheet = None if sheet == hardware.UNKNOWN_GPU_CEILING_GBPS else sheet
+    in_cache = 2 * sizes[best_at] <= cache if known_cache else None
+    return SameGpu(
+        sizes, rates, *plateau(rates), cache, known_cache, datasheet, max(rates), best_at, in_cache
     )
 
 
 def show_same_gpu(same: Run) -> None:
     """Prints the same-GPU copy's GB/s (read + written) per size: median, slowest-fastest."""
-    print(
-        "same-GPU copy on cuda:0, decimal GB/s counting bytes read + written (median; slowest-fastest sample)"
-    )
+    print("same-GPU copy on cuda:0, decimal GB/s counting bytes read + written", end=" ")
+    print("(median; slowest-fastest sample)")
     for size, t in zip(same.params["sizes"], same.value, strict=True):
         slowest, fastest = t.gbps_range
         print(
@@ -127,19 +138,17 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
     """The smallest size's rate, the plateau against the datasheet, a bump above it (L2?)."""
     f, size = same_facts(same), timing.format_bytes
     seen = claims.WhatWeSee(NOTEBOOK, same)
+    sheet = (
+        f.datasheet
+        and f", {f.memory / f.datasheet:.0%} of the {f.datasheet:.0f} GB/s of NVIDIA's datasheet"
+    )
     seen.say(
         f"The same-GPU copy runs at {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}. Its largest sizes, "
         f"{size(f.sizes[f.start])} to {size(f.sizes[-1])}, lie within {PLATEAU_TOLERANCE:.0%} of "
         f"each other at {f.low:.0f} to {f.high:.0f} GB/s: we take their median, {f.memory:.0f} "
-        "GB/s, as the memory's figure for a read-plus-write stream"
-        + (
-            f", {f.memory / f.datasheet:.0%} of the {f.datasheet:.0f} GB/s of NVIDIA's datasheet."
-            if f.datasheet
-            else "."
-        )
+        f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}."
     )
     if f.best_at < f.start:
-        both = size(2 * f.sizes[f.best_at])
         cache = {
             True: f"within this GPU's {size(f.cache)} L2 cache: part of it can have been served "
             "from the cache, not from memory",
@@ -154,34 +163,54 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
                 else "which only a copy served from the cache can exceed"
             )
         seen.say(
-            f"The best point, {f.best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that plateau "
-            f"by {f.best / f.memory - 1:.0%} (source and destination together: {both}, {cache}){over}."
+            f"The best point, {f.best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
+            f"plateau by {f.best / f.memory - 1:.0%} (source and destination together: "
+            f"{size(2 * f.sizes[f.best_at])}, {cache}){over}."
         )
     else:
         seen.say("No middle size rises above the plateau here.")
-    say_hold_leaks(seen, hold_leaks(same), "and so is the memory's figure if it is one of them")
+    say_leaks(seen, "and so is the memory's figure if it is one of them", same)
     return seen
 
 
-def size_table(sizes: list[int], rows: dict[str, list], fmt: str, **kw: str) -> tables.Table:
-    """A row per pair, a column per size (and ``extra``, '.0%'); ``kw``: title, caption, extra."""
-    extra = [(kw["extra"], "", ".0%")] if "extra" in kw else []
-    columns = ["pair", *[(timing.format_bytes(s), "", fmt) for s in sizes], *extra]
-    table = tables.Table(columns, title=kw.get("title", ""), caption=kw.get("caption", ""))
-    for pair, cells in rows.items():
-        table.add(pair_name(pair), *cells)
-    return table
+@dataclass(frozen=True)
+class OneWay:
+    """Section 4's facts: sizes (bytes), GB/s per pair, curve shapes, plateaus, bound, rated shares."""
+
+    sizes: list[int]
+    rates: dict[str, list[float]]
+    shapes: dict[str, claims.CurveShape]
+    flat_low: float
+    flat_high: float
+    memory: float
+    peak: float
+    ceiling: float | None
+    ceiling_label: str
+    rated_shares: dict[str, float | None]  # None: no rated speed for the pair's link
+
+
+def one_way_facts(peer: Run, same: Run, links: Run) -> OneWay:
+    sizes, f = peer.params["sizes"], link_facts(links)
+    rates = {p: rates_of(ts) for p, ts in peer.value.items()}
+    flats = [plateau(r) for r in rates.values()]
+    rated = {p: f.rated.get(pair_ends(p)) for p in rates}
+    return OneWay(
+        sizes,
+        rates,
+        {p: claims.describe_curve(sizes, r) for p, r in rates.items()},
+        min(x[1] for x in flats),
+        max(x[2] for x in flats),
+        same_facts(same).memory,
+        max(max(r) for r in rates.values()),
+        *f.ceiling,
+        {p: max(rates[p]) / rate if rate else None for p, rate in rated.items()},
+    )
 
 
 def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     """One-way GB/s per pair and size, every pair at the largest, and the plot."""
-    sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
-    rated = {p: f.rated.get(pair_ends(p)) for p in value}
-    rows = {
-        p: [*rates_of(ts), max(rates_of(ts)) / rate if (rate := rated[p]) else None]
-        for p, ts in value.items()
-    }
-    big = [t.gbps for ts in value.values() for s, t in zip(sizes, ts, strict=True) if s >= BIG]
+    o, f = one_way_facts(peer, same, links), link_facts(links)
+    big = [x for r in o.rates.values() for s, x in zip(o.sizes, r, strict=True) if s >= BIG]
     slowest = (
         f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
         if big
@@ -189,78 +218,61 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     )
     display(
         size_table(
-            sizes, rows, ".1f", extra="best / rated",
-            title=titled("Peer copies, one direction, GB/s", peer),
-            caption="decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
+            o.sizes, {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()}, ".1f",
+            "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
+            extra="best / rated", title=titled("Peer copies, one direction, GB/s", peer),
         ),
         matrix(
-            f.gpus, {p: ts[-1].gbps for p, ts in value.items()}, ".1f",
-            f"GB/s, every pair at {timing.format_bytes(sizes[-1])}, one at a time" + slowest,
+            f.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f",
+            f"GB/s, every pair at {timing.format_bytes(o.sizes[-1])}, one at a time" + slowest,
         ),
     )  # fmt: skip
-    own = "cuda:0 -> cuda:0 (same GPU, read + write)"
-    plotting.bandwidth_vs_size(
-        {pair_name(p): (sizes, rates_of(ts)) for p, ts in value.items()}
-        | {own: (same.params["sizes"], rates_of(same.value))},
-        title=titled("Copies between GPUs and within one", peer),
-        ceiling_gbps=f.ceiling[0],
-        ceiling_label=f"{f.ceiling[1]}, one direction",
-        groups={
-            pair_name(p): f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}" for p in value
-        }
-        | {own: "same GPU (read + write)"},
-    )
-    plt.show()
+    curves = [
+        (pair_name(p), o.sizes, r, f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}")
+        for p, r in o.rates.items()
+    ]
+    curves.append((OWN, same.params["sizes"], rates_of(same.value), "same GPU (read + write)"))
+    title, label = "Copies between GPUs and within one", f"{o.ceiling_label}, one direction"
+    plot(peer, title, curves, o.ceiling, label)
 
 
 def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     """The curves' shapes, plateaus against the same-GPU copy's, shares of the rated speed."""
-    sizes, value, f = peer.params["sizes"], peer.value, link_facts(links)
-    shapes = {p: claims.describe_curve(sizes, rates_of(ts)).kind for p, ts in value.items()}
-    flats = [plateau(rates_of(ts)) for ts in value.values()]
-    first = next(iter(value))
-    alike, others = sum(kind == shapes[first] for kind in shapes.values()), len(shapes) - 1
+    o, rated_gbps = one_way_facts(peer, same, links), link_facts(links).rated_gbps
+    first, *_ = o.shapes.values()
+    alike = sum(s.kind == first.kind for s in o.shapes.values())
+    others = len(o.shapes) - 1
     tail = (
         ""
         if not others
         else "; so does the other direction's curve"
         if others == 1 and alike == 2
         else f"; so do the other {others} curves"
-        if alike == len(shapes)
-        else f"; {alike - 1} of the other {others} curves {PLURAL[shapes[first]]} too"
+        if alike == len(o.shapes)
+        else f"; {alike - 1} of the other {others} curves {PLURAL[first.kind]} too"
     )
     seen = claims.WhatWeSee(NOTEBOOK, peer)
+    seen.say(f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.")
     seen.say(
-        f"The peer copy {pair_name(first)} {claims.describe_curve(sizes, rates_of(value[first])).words}{tail}."
+        f"At the largest sizes every pair runs at {o.flat_low:.0f} to {o.flat_high:.0f} GB/s; the "
+        f"same-GPU copy's plateau, {o.memory:.0f} GB/s, is {o.memory / o.peak:.1f} times the best "
+        f"peer copy's {o.peak:.0f} GB/s."
     )
-    memory, peak = same_facts(same).memory, max(max(rates_of(ts)) for ts in value.values())
-    seen.say(
-        f"At the largest sizes every pair runs at {min(x[1] for x in flats):.0f} to "
-        f"{max(x[2] for x in flats):.0f} GB/s; the same-GPU copy's plateau, {memory:.0f} GB/s, is "
-        f"{memory / peak:.1f} times the best peer copy's {peak:.0f} GB/s."
-    )
-    ceiling, what = f.ceiling
-    if ceiling:
-        what = "rated speed" if f.rated_gbps else "raw PCIe rate (the link is not NVLink)"
+    if o.ceiling:
+        what = "rated speed" if rated_gbps else "raw PCIe rate (the link is not NVLink)"
         seen.say(
-            f"The dashed line is the {what} of the link cuda:0 - cuda:1, {ceiling:.0f} GB/s "
-            f"per direction: the best peer copy reaches {peak / ceiling:.0%} of it{beyond(peak / ceiling)}."
+            f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
+            f"direction: the best peer copy reaches {o.peak / o.ceiling:.0%} of it"
+            f"{beyond(o.peak / o.ceiling)}."
         )
     else:
         seen.say(
             "No rated speed is known for the link cuda:0 - cuda:1, so the plot has no line for it."
         )
-    shares = [
-        max(rates_of(value[f"{i}->{j}"])) / rate
-        for (i, j), rate in f.rated.items()
-        if rate and f"{i}->{j}" in value
-    ]
-    if shares:
-        seen.check(
-            "no peer copy reaches its link's rated speed",
-            max(shares) < 1,
-            f"the best copy of any pair reaches {max(shares):.0%} of its link's rated speed",
-        )
+    best = max(filter(None, o.rated_shares.values()), default=None)
+    measured = f"the best copy of any pair reaches {best or 0:.0%} of its link's rated speed"
+    if best:
+        seen.check("no peer copy reaches its link's rated speed", best < 1, measured)
     return seen
 
 
@@ -294,94 +306,105 @@ def duplex_shares(both: Run, peer: Run) -> list[Share]:
     return found
 
 
+@dataclass(frozen=True)
+class BothWays:
+    """Section 5's facts: shares of the one-way rates added, at the largest size and all; GB/s."""
+
+    shares: list[Share]
+    size: int
+    at_largest: list[float]
+    close: bool
+    low: Share
+    above: list[Share]
+    noise: list[Share]
+    total: float
+    bound: float | None
+    what: str  # what the bound is twice of
+    label: str
+
+
+def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
+    sizes, f, shares = both.params["sizes"], link_facts(links), duplex_shares(both, peer)
+    at_largest = [s.share for s in shares if s.size == sizes[-1]]
+    above, (rated, label) = [s for s in shares if s.share > 1], f.ceiling
+    return BothWays(
+        shares, sizes[-1], at_largest, min(at_largest) >= DUPLEX, min(shares, key=lambda s: s.share),
+        above, [s for s in above if s.lowest <= 1], both_ways_largest_gbps(both),
+        2 * rated if rated else None, "rated speed" if f.rated_gbps else "raw PCIe rate", label,
+    )  # fmt: skip
+
+
 def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     """Both ways' total GB/s per pair and size, over the one-way rates added, and the plot."""
-    sizes, f = both.params["sizes"], link_facts(links)
-    shares = {(s.pair, s.size): s.share for s in duplex_shares(both, peer)}
+    sizes, b = both.params["sizes"], both_facts(both, peer, links)
+    shares = {(s.pair, s.size): s.share for s in b.shares}
     display(
         size_table(
             sizes, {p: rates_of(ts) for p, ts in both.value.items()}, ".1f",
+            "decimal GB/s: the bytes of both copies over the time for both",
             title=titled("Both directions at once, total GB/s (size: each way)", both),
-            caption="decimal GB/s: the bytes of both copies over the time for both",
         ),
         size_table(
             sizes, {p: [shares.get((p, s)) for s in sizes] for p in both.value}, ".0%",
-            caption="the total over the two one-way rates of section 4 added: two copies at once cannot "
+            "the total over the two one-way rates of section 4 added: two copies at once cannot "
             "beat the same two timed apart, so a share above 100% is the samples' noise or a "
             "measurement problem (said below)",
         ),
     )  # fmt: skip
-    series = {
-        f"{pair_name(p)}, both at once (total)": (sizes, rates_of(ts))
+    curves = [
+        (f"{pair_name(p)}, both at once (total)", sizes, rates_of(ts), "both ways at once, total")
         for p, ts in both.value.items()
-    }
-    series |= {
-        f"{pair_name(p)}, alone": (peer.params["sizes"], rates_of(peer.value[p]))
+    ] + [
+        (f"{pair_name(p)}, alone", peer.params["sizes"], rates_of(peer.value[p]), "one way alone")
         for p in ("0->1", "1->0")
-    }
-    plotting.bandwidth_vs_size(
-        series,
-        title=titled("Peer copies: one way and both ways at once", both),
-        ceiling_gbps=2 * f.ceiling[0] if f.ceiling[0] else None,
-        ceiling_label=f"{f.ceiling[1]}, both directions",
-        groups={s: "both ways at once, total" if "<->" in s else "one way alone" for s in series},
-    )
-    plt.show()
+    ]
+    title = "Peer copies: one way and both ways at once"
+    plot(both, title, curves, b.bound, f"{b.label}, both directions")
 
 
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
-    """Whether the directions slowed each other, the largest total against the rated, shares above 100%."""
-    sizes, f = both.params["sizes"], link_facts(links)
-    rated, what = f.ceiling[0], "rated speed" if f.rated_gbps else "raw PCIe rate"
-    shares = duplex_shares(both, peer)
-    at_largest = [s.share for s in shares if s.size == sizes[-1]]
-    low = min(shares, key=lambda s: s.share)
-    largest = both_ways_largest_gbps(both)
-    hardly = (
-        "hardly slowed each other down" if min(at_largest) >= DUPLEX else "slowed each other down"
+    """Whether the directions slowed each other, the largest total against the bound, shares above 100%."""
+    b, size, seen = (
+        both_facts(both, peer, links),
+        timing.format_bytes,
+        claims.WhatWeSee(NOTEBOOK, both),
     )
-    seen = claims.WhatWeSee(NOTEBOOK, both)
     seen.say(
-        f"At {timing.format_bytes(sizes[-1])} each way the total is "
-        f"{span(f'{min(at_largest):.0%}', f'{max(at_largest):.0%}')} of the two one-way rates added, "
-        f"over {analysis.plural(len(at_largest), 'pair')} of GPUs: the two directions {hardly} (at "
-        f"least {DUPLEX:.0%} counts as hardly). The lowest share at any size is {low.share:.0%}, "
-        f"{pair_name(low.pair)} at {timing.format_bytes(low.size)} each way."
+        f"At {size(b.size)} each way the total is "
+        f"{span(f'{min(b.at_largest):.0%}', f'{max(b.at_largest):.0%}')} of the two one-way rates added, "
+        f"over {analysis.plural(len(b.at_largest), 'pair')} of GPUs: the two directions "
+        f"{'hardly ' if b.close else ''}slowed each other down (at least {DUPLEX:.0%} counts as "
+        f"hardly). The lowest share at any size is {b.low.share:.0%}, {pair_name(b.low.pair)} at "
+        f"{size(b.low.size)} each way."
     )
-    if rated:
+    seen.say(
+        f"The dashed line is twice the one-way {b.what}, {b.bound:.0f} GB/s; the largest total, "
+        f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{beyond(b.total / b.bound)}."
+        if b.bound
+        else "No rated speed is known for the link, so the plot has no line for it."
+    )
+    if b.above:
+        top = max(b.above, key=lambda s: s.share)
         seen.say(
-            f"The dashed line is twice the one-way {what}, {2 * rated:.0f} GB/s; the largest total, "
-            f"{largest:.0f} GB/s (cuda:0 <-> cuda:1), is {largest / (2 * rated):.0%} of it"
-            f"{beyond(largest / (2 * rated))}."
-        )
-    else:
-        seen.say("No rated speed is known for the link, so the plot has no line for it.")
-    above = [s for s in shares if s.share > 1]
-    if above:
-        top = max(above, key=lambda s: s.share)
-        noise = [s for s in above if s.lowest <= 1]
-        where = f"{pair_name(top.pair)} at {timing.format_bytes(top.size)} each way"
-        seen.say(
-            f"{analysis.plural(len(above), 'share')} {'is' if len(above) == 1 else 'are'} above 100% "
-            f"(the highest {top.share:.0%}, {where}), although two copies at once cannot beat the "
-            "same two timed apart: "
+            f"{analysis.plural(len(b.above), 'share')} {'is' if len(b.above) == 1 else 'are'} above "
+            f"100% (the highest {top.share:.0%}, {pair_name(top.pair)} at {size(top.size)} each "
+            "way), although two copies at once cannot beat the same two timed apart: "
             + (
                 "within the samples' spread (the slowest both-ways sample over the fastest one-way "
-                f"samples gives at most {max(s.lowest for s in noise):.0%}): noise around 100%, not a gain."
-                if len(noise) == len(above)
-                else f"{len(above) - len(noise)} of them stay above 100% even from the slowest "
+                f"samples gives at most {max(s.lowest for s in b.noise):.0%}): noise around 100%, not a gain."
+                if len(b.noise) == len(b.above)
+                else f"{len(b.above) - len(b.noise)} of them stay above 100% even from the slowest "
                 "both-ways sample over the fastest one-way samples, a measurement problem, not a "
                 "result."
             )
         )
     seen.check(
         "two copies in opposite directions each keep close to their one-way rate",
-        min(at_largest) >= DUPLEX,
-        f"at {timing.format_bytes(sizes[-1])} the total is at least {min(at_largest):.0%} of the "
-        f"two one-way rates added, {DUPLEX:.0%} counting as close",
+        b.close,
+        f"at {size(b.size)} the total is at least {min(b.at_largest):.0%} of "
+        f"the two one-way rates added, {DUPLEX:.0%} counting as close",
     )
-    leaks = hold_leaks(both) + hold_leaks(peer)
-    say_hold_leaks(seen, leaks, "and a share computed from it is no measure of the link")
+    say_leaks(seen, "and a share computed from it is no measure of the link", both, peer)
     return seen
 
 
@@ -408,10 +431,11 @@ def latency_facts(latency: Run) -> Latency:
         [value[f"{i}->{j}"][k].median_us for i, j in ordered_pairs(n)] for k in range(len(sizes))
     ]
     local = [[value[f"{i}->{i}"][k].median_us for i in range(n)] for k in range(len(sizes))]
+    median = statistics.median
     return Latency(
         sizes,
-        [statistics.median(us) for us in peer],
-        statistics.median(local[0]),
+        [median(us) for us in peer],
+        median(local[0]),
         max(map(max, local)),
         min(map(min, peer)),
     )
@@ -456,5 +480,5 @@ def see_latency(latency: Run) -> claims.WhatWeSee:
         f"the fastest peer copy of any pair and size took {f.fastest_peer:.1f} us, the slowest "
         f"within one GPU {f.slowest_local:.1f} us",
     )
-    say_hold_leaks(seen, hold_leaks(latency), "and its time per copy too high")
+    say_leaks(seen, "and its time per copy too high", latency)
     return seen
