@@ -21,10 +21,15 @@ def poll_us(run: Run) -> float:
     return run.value["poll_wait_s"] / max(run.value["polls"], 1) * 1e6
 
 
+def medians_ms(run: Run) -> tuple[float, float]:
+    """The event's wait and the device's wait, medians (ms)."""
+    return run.value["event.synchronize"].median_ms, run.value["torch.cuda.synchronize"].median_ms
+
+
 def show_wait(run: Run) -> None:
     """The two waits (median ms), the side stream's state, the polls printed; bars of the waits."""
-    wait, params, busy = run.value, run.params, run.value["side_busy_after_event"]
-    ev_ms, dev_ms = (wait[k].median_ms for k in ("event.synchronize", "torch.cuda.synchronize"))
+    (ev_ms, dev_ms), wait, params = medians_ms(run), run.value, run.params
+    busy = wait["side_busy_after_event"]
     print(
         f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, "
         f"{params['main_us'] / 1e3:.1f} ms on the current one\n"
@@ -36,12 +41,11 @@ def show_wait(run: Run) -> None:
         f"{wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel "
         f"finished ({poll_us(run):.2f} us per poll)"
     )
+    title = plotting.machine_title("Waiting for one event or for the device", run.machine, run.live)
     plotting.bars_with_ratios(
         {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms},
         ylabel="host wait from the same start (ms)",
-        title=plotting.machine_title(
-            "Waiting for one event or for the device", run.machine, run.live
-        ),
+        title=title,
     )
 
 
@@ -51,9 +55,8 @@ def query_word(run: Run) -> str:
 
 def see_wait(run: Run) -> claims.WhatWeSee:
     """Each median wait (ms) over the kernel it waited for; the side stream; ``query()``."""
-    wait, params, busy = run.value, run.params, run.value["side_busy_after_event"]
-    ev_ms, dev_ms = (wait[k].median_ms for k in ("event.synchronize", "torch.cuda.synchronize"))
-    main_ms, side_ms = params["main_us"] / 1e3, params["side_us"] / 1e3
+    (ev_ms, dev_ms), wait, busy = medians_ms(run), run.value, run.value["side_busy_after_event"]
+    main_ms, side_ms = run.params["main_us"] / 1e3, run.params["side_us"] / 1e3
     return (
         claims.WhatWeSee(NOTEBOOK, run)
         .say(
@@ -65,7 +68,7 @@ def see_wait(run: Run) -> claims.WhatWeSee:
         )
         .say(
             f'`query()` answered "{query_word(run)}" right after the record, and the host polled '
-            f"{wait['polls']} times before the {params['poll_us'] / 1e3:.0f} ms kernel finished."
+            f"{wait['polls']} times before the {run.params['poll_us'] / 1e3:.0f} ms kernel finished."
         )
     )
 
@@ -142,29 +145,23 @@ def show_ordering(run: Run, across: str) -> tables.Table:
 
 def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
     """Both cases' counts; the host's ``cudaStreamWaitEvent`` (us) or the device waits (ms)."""
-    (first, second), counts = ROLES[across], ordering_counts(run)
-    said = [
+    (first, second), v = ROLES[across], run.value
+    nw, w = (
         f"the {second} was done before the {first} was in {c['checks'] - c['done_first']} of "
         f"{c['checks']} checks, and its kernel started after the {first}'s ended in {c['after']} "
         f"of {c['steps']} traced steps"
-        for c in counts.values()
-    ]
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"Without the wait, {said[0]}. With `wait_event`, {said[1]}.")
-    waits_us = [
-        iv.duration_us
-        for iv in run.value["wait_event"]["trace"].select(kind="runtime")
-        if iv.name == "cudaStreamWaitEvent"
-    ]
+        for c in ordering_counts(run).values()
+    )
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(f"Without the wait, {nw}. With `wait_event`, {w}.")
+    host = v["wait_event"]["trace"].select(kind="runtime")
+    waits_us = [iv.duration_us for iv in host if iv.name == "cudaStreamWaitEvent"]
     if across == "streams" and waits_us:
         seen.say(
             f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most: it "
             "returns at once, the waiting is the GPU's."
         )
     if across == "GPUs":
-        busy, s0, s1 = (
-            run.value[k] for k in ("gpu1_busy_after_sync0", "synchronize(0)", "synchronize(1)")
-        )
+        busy, s0, s1 = (v[k] for k in ("gpu1_busy_after_sync0", "synchronize(0)", "synchronize(1)"))
         seen.say(
             f"`torch.cuda.synchronize(0)` returned after {s0.median_ms:.3f} ms with GPU 1 still "
             f"busy in {sum(busy)} of {len(busy)} checks; `torch.cuda.synchronize(1)` after "
