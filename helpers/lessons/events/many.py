@@ -12,6 +12,7 @@ from ...records import Run
 from ...timing import Timing
 from .common import NOTEBOOK, Row, times, vs_one
 
+PARALLEL = "Tasks from different streams can be executed in parallel"
 MANY = "Too many streams can lead to contention or scheduling issues, affecting efficiency"
 
 
@@ -172,31 +173,18 @@ def claims_of(run: Run) -> list[Row]:
     few, before, most = f.few_before_most
     outran = sum(b.outran for b in f.by.values())
     left_out = f"; {outran} samples launched for longer than the hold left out" if outran else ""
-    declared = (  # claim, what was measured, its ratio, holds if, what the verdict means
-        (
-            "Tasks from different streams can be executed in parallel",
-            f"device time of {kernels} tiny kernels on {most} streams / on {few}",
-            f.device,
-            "below",
-            f"they overlapped{left_out}",
-        ),
-        (
-            f"{MANY} (GPU)",
-            f"device time of the batch on {most} streams / on {before}",
-            f.doubling,
-            "above",
-            f"the last doubling cost time; {most} is PyTorch's pool{left_out}",
-        ),
-        (
-            f"{MANY} (host)",
-            f"host launch time per kernel on {most} streams / on {few}",
-            f.launch,
-            "above",
-            "more streams cost the host",
-        ),
+    said = (  # each claim with what was measured
+        (PARALLEL, f"device time of {kernels} tiny kernels on {most} streams / on {few}"),
+        (f"{MANY} (GPU)", f"device time of the batch on {most} streams / on {before}"),
+        (f"{MANY} (host)", f"host launch time per kernel on {most} streams / on {few}"),
+    )
+    judged = (  # its ratio against 1, the side it holds on, what the verdict means
+        (f.device, "below", f"they overlapped{left_out}"),
+        (f.doubling, "above", f"the last doubling cost time; {most} is PyTorch's pool{left_out}"),
+        (f.launch, "above", "more streams cost the host"),
     )
     rows = []
-    for claim, measured, value, holds_if, meaning in declared:
+    for (claim, measured), (value, holds_if, meaning) in zip(said, judged, strict=True):
         verdict = claims.compare(value, 1, holds_if=holds_if)
         rows.append(Row(claim, run, f"{measured} ({verdict.in_words()}: {meaning})", verdict))
     return rows

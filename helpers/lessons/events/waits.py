@@ -81,20 +81,9 @@ def wait_claims(run: Run) -> list[Row]:
     waited = claims.compare(share, 0.9, holds_if="above")
     blocks = "torch.cuda.synchronize() blocks the host until all work on all streams of the device is done"
     marks = "An event marks a point in one stream: waiting for it leaves other streams running"
-    return [
-        Row(
-            blocks,
-            run,
-            f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel ({waited.in_words()} counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms",
-            waited,
-        ),
-        Row(
-            marks,
-            run,
-            f"side stream still busy after event.synchronize() in {sum(busy)} of {len(busy)} runs (all counts)",
-            all(busy),
-        ),
-    ]
+    device_said = f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel ({waited.in_words()} counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms"
+    busy_said = f"side stream still busy after event.synchronize() in {sum(busy)} of {len(busy)} runs (all counts)"
+    return [Row(blocks, run, device_said, waited), Row(marks, run, busy_said, all(busy))]
 
 
 # ---------------------------------------------------------------- 7 and 8. ordering
@@ -175,16 +164,14 @@ def ordering_claims(run_streams: Run, run_gpus: Run) -> list[Row]:
     rows = []
     for claim, run in zip(ORDERS, (run_streams, run_gpus), strict=True):
         (w, nw), first = (ordering_counts(run)[k] for k in CASES[::-1]), ROLES[ORDERS[claim]][0]
-        measured = (
-            f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in "
-            f"trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, "
-            "and none without, count)"
-        )
+        said = f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, and none without, count)"
         ordered = (
             w["done_first"] == w["checks"] and w["after"] == w["steps"] and not nw["done_first"]
         )
-        rows.append(Row(claim, run, measured, ordered))
-    busy = run_gpus.value["gpu1_busy_after_sync0"]
-    measured = f"synchronize(0) returned while GPU 1 was busy in {sum(busy)} of {len(busy)} checks"
-    claim = "torch.cuda.synchronize(device_id) synchronises that one device"
-    return [*rows, Row(claim, run_gpus, f"{measured} (all count)", all(busy))]
+        rows.append(Row(claim, run, said, ordered))
+    busy, claim = (
+        run_gpus.value["gpu1_busy_after_sync0"],
+        "torch.cuda.synchronize(device_id) synchronises that one device",
+    )
+    said = f"synchronize(0) returned while GPU 1 was busy in {sum(busy)} of {len(busy)} checks (all count)"
+    return [*rows, Row(claim, run_gpus, said, all(busy))]
