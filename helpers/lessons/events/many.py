@@ -13,6 +13,7 @@ from ...timing import Timing
 from .common import NOTEBOOK, Row, times, vs_one
 
 PARALLEL = "Tasks from different streams can be executed in parallel"
+RIGHT = "every stream's element holds the number of kernels that stream ran"
 MANY = "Too many streams can lead to contention or scheduling issues, affecting efficiency"
 
 
@@ -109,12 +110,8 @@ def show(run: Run) -> tables.Table:
 def see(run: Run) -> claims.WhatWeSee:
     """The stream pool; the batch per kernel (us), GPU and host, one stream against the most."""
     v, f, hold_ms = run.value, facts(run), run.params["hold_us"] / 1e3
-    (few, before, most), pool, repeat = (
-        f.few_before_most,
-        v["distinct CUDA streams"],
-        v["first repeat at"],
-    )
-    one, top = f.by[few], f.by[most]
+    (few, before, most), pool = f.few_before_most, v["distinct CUDA streams"]
+    one, top, repeat = f.by[few], f.by[most], v["first repeat at"]
     shared = (
         f": object {repeat + 1} is the first stream again, so beyond {pool} streams a program "
         "shares PyTorch's pool instead of getting new ones."
@@ -140,11 +137,8 @@ def see(run: Run) -> claims.WhatWeSee:
         f"({vs_one(f.launch, 'more', 'less')}); the `with torch.cuda.stream(...)` around each "
         "launch is paid at every count alike."
     )
-    seen.check(
-        "every stream's element holds the number of kernels that stream ran",
-        all(b.contents_ok for b in f.by.values()),
-        f"{len(f.counts)} counts of streams checked",
-    )
+    right = all(b.contents_ok for b in f.by.values())
+    seen.check(RIGHT, right, f"{len(f.counts)} counts of streams checked")
     outran = [
         f"{b.outran} of the {b.samples} batches on {analysis.plural(c, 'stream')}"
         for c, b in f.by.items()
