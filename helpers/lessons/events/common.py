@@ -40,6 +40,14 @@ def cols(unit: str, fmt: str, *names: str) -> list[tuple[str, str, str]]:
     return [(name, unit, fmt) for name in names]
 
 
+def bars(
+    run: Run, what: str, values: dict[str, float], ylabel: str, baseline: str | None = None
+) -> None:
+    """Bars of ``values`` with their ratios to ``baseline`` (the first by default), titled."""
+    title = plotting.machine_title(what, run.machine, run.live)
+    plotting.bars_with_ratios(values, baseline=baseline, ylabel=ylabel, title=title)
+
+
 def axes(run: Run, title: str, xlabel: str, ylabel: str) -> Any:
     """A new figure's axes (8 x 4 in), labelled, titled with the machine."""
     _, ax = plt.subplots(figsize=(8, 4))

@@ -12,7 +12,7 @@ from typing import Any
 from ... import analysis, claims, exercises, plotting, tables
 from ...records import Run
 from ...timing import Timing
-from .common import METHOD, NOTEBOOK, Row, axes, cols, times, vs_one
+from .common import METHOD, NOTEBOOK, Row, axes, bars, cols, times, vs_one
 
 TIMERS = ("perf_counter, no sync", "perf_counter + synchronize", "CUDA events")
 SPREAD_DRAWS = 400  # bootstrap resamples behind a spread's noise
@@ -30,19 +30,14 @@ def over_events(run: Run, timer: str) -> claims.Value:
 
 def show_timers(run: Run) -> tables.Table:
     """One matmul, three timers: a table (ms, TFLOP/s) and bars of the medians (ms)."""
-    plotting.bars_with_ratios(
-        {label: run.value[label].median_ms for label in TIMERS},
-        baseline="CUDA events",
-        ylabel="median time per matmul (ms)",
-        title=plotting.machine_title("One matmul, three timers", run.machine, run.live),
-    )
-    return tables.Table(
-        ["timer", *cols("ms", ".4f", "median", "min", "max"), ("rate", "TFLOP/s", ".1f")],
-        [
-            (label, t.median_ms, t.min_s * 1e3, t.max_s * 1e3, tflops(run, label))
-            for label, t in ((label, run.value[label]) for label in TIMERS)
-        ],
-    )
+    timed = {label: run.value[label] for label in TIMERS}
+    medians = {label: t.median_ms for label, t in timed.items()}
+    bars(run, "One matmul, three timers", medians, "median time per matmul (ms)", "CUDA events")
+    rows = [
+        (k, t.median_ms, t.min_s * 1e3, t.max_s * 1e3, tflops(run, k)) for k, t in timed.items()
+    ]
+    rate = ("rate", "TFLOP/s", ".1f")
+    return tables.Table(["timer", *cols("ms", ".4f", "median", "min", "max"), rate], rows)
 
 
 def see_timers(run: Run) -> claims.WhatWeSee:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import statistics
 
-from ... import analysis, claims, plotting, tables, trace
+from ... import analysis, claims, tables, trace
 from ...records import Run
-from .common import NOTEBOOK, Row, axes, cols, times
+from .common import NOTEBOOK, Row, axes, bars, cols, times
 
 PAIRS = ("empty pair (us)", "one tiny kernel (us)")
 BATCHES = ("batch, launched as we go", "batch, queued behind a spin kernel")
@@ -121,10 +121,7 @@ def show_tools(run: Run) -> None:
         f"profiler: {len(us)} kernels in {tools['profiler'].steps} steps of "
         f"{tools['matmuls_per_step']} matmuls, each from {min(us):.2f} to {max(us):.2f} us"
     )
-    title = plotting.machine_title("One matmul, three tools", run.machine, run.live)
-    plotting.bars_with_ratios(
-        by_tool, baseline="profiler kernels", ylabel="time per matmul (us)", title=title
-    )
+    bars(run, "One matmul, three tools", by_tool, "time per matmul (us)", "profiler kernels")
 
 
 def see_tools(run: Run) -> claims.WhatWeSee:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import claims, plotting, tables, trace
 from ...records import Run
-from .common import NOTEBOOK, Row
+from .common import NOTEBOOK, Row, bars
 
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
@@ -41,11 +41,9 @@ def show_wait(run: Run) -> None:
         f"{wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel "
         f"finished ({poll_us(run):.2f} us per poll)"
     )
-    title = plotting.machine_title("Waiting for one event or for the device", run.machine, run.live)
-    plotting.bars_with_ratios(
-        {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms},
-        ylabel="host wait from the same start (ms)",
-        title=title,
+    waits = {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms}
+    bars(
+        run, "Waiting for one event or for the device", waits, "host wait from the same start (ms)"
     )
 
 
@@ -111,25 +109,16 @@ def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
 
 def show_ordering(run: Run, across: str) -> tables.Table:
     """Both cases' timelines (ms) and a table of the counts; ``across``: "streams" or "GPUs"."""
-    first, second = ROLES[across]
-    plotting.timelines(
-        {f"{first}, {second}, {label}": run.value[label]["trace"] for label in CASES},
-        unit="ms",
-        title=plotting.machine_title(
-            f"two {across}, with and without an event to wait for", run.machine, run.live
-        ),
+    (first, second), counts = ROLES[across], ordering_counts(run)
+    what = plotting.machine_title(
+        f"two {across}, with and without an event to wait for", run.machine, run.live
     )
-    return tables.Table(
-        ["case", f"{first} done first", f"{second} started after {first} ended"],
-        [
-            (
-                label,
-                f"{c['done_first']} of {c['checks']} checks",
-                f"{c['after']} of {c['steps']} traced steps",
-            )
-            for label, c in ordering_counts(run).items()
-        ],
-    )
+    traces = {f"{first}, {second}, {label}": run.value[label]["trace"] for label in CASES}
+    plotting.timelines(traces, unit="ms", title=what)
+    checks = [f"{c['done_first']} of {c['checks']} checks" for c in counts.values()]
+    steps = [f"{c['after']} of {c['steps']} traced steps" for c in counts.values()]
+    header = ["case", f"{first} done first", f"{second} started after {first} ended"]
+    return tables.Table(header, list(zip(counts, checks, steps, strict=True)))
 
 
 def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
