@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
-from ... import analysis, claims, plotting, tables
+from ... import analysis, claims, tables
 from ...records import Run
 from ...timing import Timing
-from .common import NOTEBOOK, Row, times, vs_one
+from .common import NOTEBOOK, Row, times, titled, vs_one
 
 PARALLEL = "Tasks from different streams can be executed in parallel"
+PLOTTED = (("launch", "host launch"), ("device", "device time"))  # Count field, its words
 RIGHT = "every stream's element holds the number of kernels that stream ran"
 MANY = "Too many streams can lead to contention or scheduling issues, affecting efficiency"
 
@@ -83,28 +84,24 @@ def show(run: Run) -> tables.Table:
         f"{run.value['distinct CUDA streams']} distinct CUDA streams"
     )
     _, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, key, what in zip(
-        axes, ("launch", "device"), ("host launch", "device time"), strict=True
-    ):
+    for ax, (key, what) in zip(axes, PLOTTED, strict=True):
         ts = [getattr(b, key) for b in f.by.values()]
         yerr = [[abs(t.median_s - t.quartiles_s[i]) * 1e6 for t in ts] for i in (0, 1)]
         ax.errorbar(f.counts, [t.median_us for t in ts], yerr=yerr, marker="o", capsize=3)
         ax.set_xscale("log", base=2)
         ax.set_xticks(f.counts, [str(c) for c in f.counts])
-        title = f"{run.params['kernels']} tiny kernels: {what}"
-        ax.set(xlabel="streams the batch is spread over", ylim=(0, None))
-        ax.set(ylabel=f"{what} per kernel (us, median and IQR)")
-        ax.set_title(plotting.machine_title(title, run.machine, run.live))
+        ylabel = f"{what} per kernel (us, median and IQR)"
+        ax.set(xlabel="streams the batch is spread over", ylabel=ylabel, ylim=(0, None))
+        ax.set_title(titled(run, f"{run.params['kernels']} tiny kernels: {what}"))
     plt.gcf().tight_layout()
-    return tables.Table(
-        ["streams", ("host launch per kernel", "us", ".2f"), ("device per kernel", "us", ".3f")]
-        + ["every count right", ("longest launch", "ms", ".1f")],
-        [
-            (c, b.launch.median_us, b.device.median_us, b.contents_ok, b.longest_us / 1e3)
-            for c, b in f.by.items()
-        ],
-        caption=f"launches queued behind a {run.params['hold_us'] / 1e3:.0f} ms hold",
-    )
+    per_kernel = [("host launch per kernel", "us", ".2f"), ("device per kernel", "us", ".3f")]
+    columns = ["streams", *per_kernel, "every count right", ("longest launch", "ms", ".1f")]
+    rows = [
+        (c, b.launch.median_us, b.device.median_us, b.contents_ok, b.longest_us / 1e3)
+        for c, b in f.by.items()
+    ]
+    held = f"launches queued behind a {run.params['hold_us'] / 1e3:.0f} ms hold"
+    return tables.Table(columns, rows, caption=held)
 
 
 def see(run: Run) -> claims.WhatWeSee:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import claims, plotting, tables, trace
 from ...records import Run
-from .common import NOTEBOOK, Row, bars
+from .common import NOTEBOOK, Row, bars, titled
 
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
@@ -110,10 +110,8 @@ def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
 def show_ordering(run: Run, across: str) -> tables.Table:
     """Both cases' timelines (ms) and a table of the counts; ``across``: "streams" or "GPUs"."""
     (first, second), counts = ROLES[across], ordering_counts(run)
-    what = plotting.machine_title(
-        f"two {across}, with and without an event to wait for", run.machine, run.live
-    )
     traces = {f"{first}, {second}, {label}": run.value[label]["trace"] for label in CASES}
+    what = titled(run, f"two {across}, with and without an event to wait for")
     plotting.timelines(traces, unit="ms", title=what)
     checks = [f"{c['done_first']} of {c['checks']} checks" for c in counts.values()]
     steps = [f"{c['after']} of {c['steps']} traced steps" for c in counts.values()]
