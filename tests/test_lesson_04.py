@@ -245,6 +245,27 @@ def test_a_first_call_that_is_not_the_slowest_fails_the_check_and_small_ratios_k
     )
 
 
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_section_facts_are_the_test_s_own_arithmetic(machine):
+    first = RUNS["first_calls"][machine]
+    ratios = {name: r.value for name, r in timers.firsts(first).items()}
+    assert ratios == pytest.approx(
+        {name: t[0] / statistics.median(t[1:]) for name, t in first.value.items()}
+    )
+    wait = RUNS["which_wait"][machine]
+    assert waits.medians_ms(wait) == pytest.approx(
+        tuple(
+            statistics.median(wait.value[k].samples_s) * 1e3
+            for k in ("event.synchronize", "torch.cuda.synchronize")
+        )
+    )
+    tooled = RUNS["three_tools"][machine]
+    events_x, bench_x = tools.by_profiler(tooled)
+    per_matmul = profiler_seconds(tooled.value)[0]
+    assert events_x.value == pytest.approx(tooled.value["events"].median_s / per_matmul)
+    assert bench_x.value == pytest.approx(tooled.value["benchmark"].median_s / per_matmul)
+
+
 def test_first_over_later_keeps_the_spread():
     first = timers.first_over_later([10.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     assert first.value == pytest.approx(10.0) and first.spread == 0 and first.samples == 6

@@ -7,10 +7,15 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
-from ... import analysis, claims, plotting, tables
+from ... import analysis, claims, tables
 from ...records import Run
 from ...timing import Timing
-from .common import NOTEBOOK, Row, times, vs_one
+from .common import NOTEBOOK, Row, times, titled, vs_one
+
+PARALLEL = "Tasks from different streams can be executed in parallel"
+PLOTTED = (("launch", "host launch"), ("device", "device time"))  # Count field, its words
+RIGHT = "every stream's element holds the number of kernels that stream ran"
+MANY = "Too many streams can lead to contention or scheduling issues, affecting efficiency"
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,14 @@ class Many:
     def counts(self) -> list[int]:
         return list(self.by)
 
+    @property
+    def few_before_most(self) -> tuple[int, int, int]:
+        return self.counts[0], self.counts[-2], self.counts[-1]
+
+    @property
+    def longest_ms(self) -> float:
+        return max(b.longest_us for b in self.by.values()) / 1e3
+
 
 def count_of(recorded: dict, kernels: int, hold_us: float) -> Count:
     device, launch = recorded["device"], recorded["launch"]
@@ -58,59 +71,44 @@ def facts(run: Run) -> Many:
     kernels, hold_us, recorded = run.params["kernels"], run.params["hold_us"], run.value["by count"]
     by = {c: count_of(recorded[str(c)], kernels, hold_us) for c in sorted(map(int, recorded))}
     few, before, most = (by[c] for c in (min(by), sorted(by)[-2], max(by)))
-    return Many(
-        by,
-        claims.ratio(most.device, few.device),
-        claims.ratio(most.device, before.device),
-        claims.ratio(most.launch, few.launch),
-    )
+    ratios = ((most, few, "device"), (most, before, "device"), (most, few, "launch"))
+    return Many(by, *(claims.ratio(getattr(a, k), getattr(b, k)) for a, b, k in ratios))
 
 
 def show(run: Run) -> tables.Table:
     """``torch.cuda.Stream()`` printed; a table per count of streams (us, ms) and its times (us)."""
-    many, f, kernels = run.value, facts(run), run.params["kernels"]
-    made = many["torch.cuda.Stream()"]
+    made, f = run.value["torch.cuda.Stream()"], facts(run)
     print(
         f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} "
-        f"of it); {many['objects made']} objects stood for {many['distinct CUDA streams']} "
-        "distinct CUDA streams"
+        f"of it); {run.value['objects made']} objects stood for "
+        f"{run.value['distinct CUDA streams']} distinct CUDA streams"
     )
-    table = tables.Table(
-        ["streams", ("host launch per kernel", "us", ".2f"), ("device per kernel", "us", ".3f")]
-        + ["every count right", ("longest launch", "ms", ".1f")],
-        [
-            (c, b.launch.median_us, b.device.median_us, b.contents_ok, b.longest_us / 1e3)
-            for c, b in f.by.items()
-        ],
-        caption=f"launches queued behind a {run.params['hold_us'] / 1e3:.0f} ms hold",
-    )
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, key, what in zip(
-        axes, ("launch", "device"), ("host launch", "device time"), strict=True
-    ):
-        timings = [getattr(b, key) for b in f.by.values()]
-        median = [t.median_us for t in timings]
-        yerr = [[abs(t.median_s - t.quartiles_s[i]) * 1e6 for t in timings] for i in (0, 1)]
-        ax.errorbar(f.counts, median, yerr=yerr, marker="o", capsize=3)
+    _, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, (key, what) in zip(axes, PLOTTED, strict=True):
+        ts = [getattr(b, key) for b in f.by.values()]
+        yerr = [[abs(t.median_s - t.quartiles_s[i]) * 1e6 for t in ts] for i in (0, 1)]
+        ax.errorbar(f.counts, [t.median_us for t in ts], yerr=yerr, marker="o", capsize=3)
         ax.set_xscale("log", base=2)
         ax.set_xticks(f.counts, [str(c) for c in f.counts])
-        ax.set(
-            xlabel="streams the batch is spread over",
-            ylabel=f"{what} per kernel (us, median and IQR)",
-            title=plotting.machine_title(f"{kernels} tiny kernels: {what}", run.machine, run.live),
-        )
-        ax.set_ylim(bottom=0)
-    fig.tight_layout()
-    return table
+        ylabel = f"{what} per kernel (us, median and IQR)"
+        ax.set(xlabel="streams the batch is spread over", ylabel=ylabel, ylim=(0, None))
+        ax.set_title(titled(run, f"{run.params['kernels']} tiny kernels: {what}"))
+    plt.gcf().tight_layout()
+    per_kernel = [("host launch per kernel", "us", ".2f"), ("device per kernel", "us", ".3f")]
+    columns = ["streams", *per_kernel, "every count right", ("longest launch", "ms", ".1f")]
+    rows = [
+        (c, b.launch.median_us, b.device.median_us, b.contents_ok, b.longest_us / 1e3)
+        for c, b in f.by.items()
+    ]
+    held = f"launches queued behind a {run.params['hold_us'] / 1e3:.0f} ms hold"
+    return tables.Table(columns, rows, caption=held)
 
 
 def see(run: Run) -> claims.WhatWeSee:
     """The stream pool; the batch per kernel (us), GPU and host, one stream against the most."""
-    many, f, hold_ms = run.value, facts(run), run.params["hold_us"] / 1e3
-    (few, one), (before, _), (most, top) = (
-        (c, f.by[c]) for c in (f.counts[0], f.counts[-2], f.counts[-1])
-    )
-    pool, repeat = many["distinct CUDA streams"], many["first repeat at"]
+    v, f, hold_ms = run.value, facts(run), run.params["hold_us"] / 1e3
+    (few, before, most), pool = f.few_before_most, v["distinct CUDA streams"]
+    one, top, repeat = f.by[few], f.by[most], v["first repeat at"]
     shared = (
         f": object {repeat + 1} is the first stream again, so beyond {pool} streams a program "
         "shares PyTorch's pool instead of getting new ones."
@@ -118,10 +116,9 @@ def see(run: Run) -> claims.WhatWeSee:
         else ", each a stream of its own."
     )
     side_by_side = "tiny kernels from different streams ran side by side"
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(
-        f"Asking for a stream took {many['torch.cuda.Stream()'].median_us:.2f} us on the host "
-        f"(median). The {many['objects made']} objects `torch.cuda.Stream()` returned stand for "
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
+        f"Asking for a stream took {v['torch.cuda.Stream()'].median_us:.2f} us on the host "
+        f"(median). The {v['objects made']} objects `torch.cuda.Stream()` returned stand for "
         f"{pool} CUDA streams{shared}"
     )
     seen.say(
@@ -137,29 +134,25 @@ def see(run: Run) -> claims.WhatWeSee:
         f"({vs_one(f.launch, 'more', 'less')}); the `with torch.cuda.stream(...)` around each "
         "launch is paid at every count alike."
     )
-    seen.check(
-        "every stream's element holds the number of kernels that stream ran",
-        all(b.contents_ok for b in f.by.values()),
-        f"{len(f.counts)} counts of streams checked",
-    )
-    longest_ms = max(b.longest_us for b in f.by.values()) / 1e3
-    if any(b.outran for b in f.by.values()):
-        outran = ", ".join(
-            f"{b.outran} of the {b.samples} batches on {analysis.plural(c, 'stream')}"
-            for c, b in f.by.items()
-            if b.outran
-        )
+    right = all(b.contents_ok for b in f.by.values())
+    seen.check(RIGHT, right, f"{len(f.counts)} counts of streams checked")
+    outran = [
+        f"{b.outran} of the {b.samples} batches on {analysis.plural(c, 'stream')}"
+        for c, b in f.by.items()
+        if b.outran
+    ]
+    if outran:
         seen.say(
-            f"The host took longer than the {hold_ms:.0f} ms hold to launch {outran} (the longest "
-            f"{longest_ms:.1f} ms): the GPU waited for the launches there, so those samples are "
-            "left out of the device times above."
+            f"The host took longer than the {hold_ms:.0f} ms hold to launch {', '.join(outran)} "
+            f"(the longest {f.longest_ms:.1f} ms): the GPU waited for the launches there, so "
+            "those samples are left out of the device times above."
         )
     kept = min(b.samples - b.outran for b in f.by.values())
     seen.check(
         f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the "
         "host queued within the spin kernel's hold, so no launch time is in the device times",
         kept >= analysis.FEW_SAMPLES,
-        f"at least {kept} of {one.samples} kept; longest launch {longest_ms:.1f} ms, "
+        f"at least {kept} of {one.samples} kept; longest launch {f.longest_ms:.1f} ms, "
         f"hold {hold_ms:.0f} ms",
     )
     return seen
@@ -168,33 +161,21 @@ def see(run: Run) -> claims.WhatWeSee:
 def claims_of(run: Run) -> list[Row]:
     """Many streams overlap tiny kernels, cost the GPU at the last doubling, cost the host."""
     f, kernels = facts(run), run.params["kernels"]
-    few, before, most = f.counts[0], f.counts[-2], f.counts[-1]
+    few, before, most = f.few_before_most
     outran = sum(b.outran for b in f.by.values())
     left_out = f"; {outran} samples launched for longer than the hold left out" if outran else ""
-    overlapped = claims.compare(f.device, 1, holds_if="below")
-    doubling = claims.compare(f.doubling, 1, holds_if="above")
-    launch = claims.compare(f.launch, 1, holds_if="above")
-    many = "Too many streams can lead to contention or scheduling issues, affecting efficiency"
-    parallel = "Tasks from different streams can be executed in parallel"
-    batch, host = f"device time of {kernels} tiny kernels", "host launch time per kernel"
-    pool = f"the last doubling cost time; {most} is PyTorch's pool{left_out}"
-    return [
-        Row(
-            parallel,
-            run,
-            f"{batch} on {most} streams / on {few} ({overlapped.in_words()}: they overlapped{left_out})",
-            overlapped,
-        ),
-        Row(
-            f"{many} (GPU)",
-            run,
-            f"device time of the batch on {most} streams / on {before} ({doubling.in_words()}: {pool})",
-            doubling,
-        ),
-        Row(
-            f"{many} (host)",
-            run,
-            f"{host} on {most} streams / on {few} ({launch.in_words()}: more streams cost the host)",
-            launch,
-        ),
-    ]
+    said = (  # each claim with what was measured
+        (PARALLEL, f"device time of {kernels} tiny kernels on {most} streams / on {few}"),
+        (f"{MANY} (GPU)", f"device time of the batch on {most} streams / on {before}"),
+        (f"{MANY} (host)", f"host launch time per kernel on {most} streams / on {few}"),
+    )
+    judged = (  # its ratio against 1, the side it holds on, what the verdict means
+        (f.device, "below", f"they overlapped{left_out}"),
+        (f.doubling, "above", f"the last doubling cost time; {most} is PyTorch's pool{left_out}"),
+        (f.launch, "above", "more streams cost the host"),
+    )
+    rows = []
+    for (claim, measured), (value, holds_if, meaning) in zip(said, judged, strict=True):
+        verdict = claims.compare(value, 1, holds_if=holds_if)
+        rows.append(Row(claim, run, f"{measured} ({verdict.in_words()}: {meaning})", verdict))
+    return rows

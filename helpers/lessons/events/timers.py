@@ -12,7 +12,7 @@ from typing import Any
 from ... import analysis, claims, exercises, plotting, tables
 from ...records import Run
 from ...timing import Timing
-from .common import METHOD, NOTEBOOK, Row, axes, cols, times, vs_one
+from .common import METHOD, NOTEBOOK, Row, axes, bars, cols, times, vs_one
 
 TIMERS = ("perf_counter, no sync", "perf_counter + synchronize", "CUDA events")
 SPREAD_DRAWS = 400  # bootstrap resamples behind a spread's noise
@@ -30,19 +30,14 @@ def over_events(run: Run, timer: str) -> claims.Value:
 
 def show_timers(run: Run) -> tables.Table:
     """One matmul, three timers: a table (ms, TFLOP/s) and bars of the medians (ms)."""
-    plotting.bars_with_ratios(
-        {label: run.value[label].median_ms for label in TIMERS},
-        baseline="CUDA events",
-        ylabel="median time per matmul (ms)",
-        title=plotting.machine_title("One matmul, three timers", run.machine, run.live),
-    )
-    return tables.Table(
-        ["timer", *cols("ms", ".4f", "median", "min", "max"), ("rate", "TFLOP/s", ".1f")],
-        [
-            (label, t.median_ms, t.min_s * 1e3, t.max_s * 1e3, tflops(run, label))
-            for label, t in ((label, run.value[label]) for label in TIMERS)
-        ],
-    )
+    timed = {label: run.value[label] for label in TIMERS}
+    medians = {label: t.median_ms for label, t in timed.items()}
+    bars(run, "One matmul, three timers", medians, "median time per matmul (ms)", "CUDA events")
+    rows = [
+        (k, t.median_ms, t.min_s * 1e3, t.max_s * 1e3, tflops(run, k)) for k, t in timed.items()
+    ]
+    rate = ("rate", "TFLOP/s", ".1f")
+    return tables.Table(["timer", *cols("ms", ".4f", "median", "min", "max"), rate], rows)
 
 
 def see_timers(run: Run) -> claims.WhatWeSee:
@@ -66,12 +61,8 @@ def timer_claims(run: Run) -> list[Row]:
     """That timing GPU work needs synchronisation: the unsynchronised clock against the events."""
     missed = claims.compare(over_events(run, TIMERS[0]), 0.5, holds_if="below")
     claim = "To measure the execution time of GPU operations, we need to synchronise"
-    said = f"({missed.in_words()}: it missed most of the work)"
-    return [
-        Row(
-            claim, run, f"perf_counter without synchronize / CUDA events, one matmul {said}", missed
-        )
-    ]
+    said = f"perf_counter without synchronize / CUDA events, one matmul ({missed.in_words()}: it missed most of the work)"
+    return [Row(claim, run, said, missed)]
 
 
 # ---------------------------------------------------------------- 3. first calls
@@ -103,6 +94,11 @@ def settled_from(times: list[float], within: float = 2.0) -> int:
     return call + 1
 
 
+def firsts(run: Run) -> dict[str, claims.Value]:
+    """Each operation's first call over its later calls' median ("x"), computed once."""
+    return {name: first_over_later(t) for name, t in run.value.items()}
+
+
 def show_first_calls(run: Run) -> tables.Table:
     """First call and later median (ms), their ratio; every call's time (ms, log axis)."""
     ylabel = "time per call (ms, synchronised host clock)"
@@ -110,8 +106,8 @@ def show_first_calls(run: Run) -> tables.Table:
     table = tables.Table(
         ["call", *cols("ms", ".3f", "first", "later, median"), ("first / later", "x", ".1f")]
     )
-    for name, t in run.value.items():
-        table.add(name, t[0] * 1e3, statistics.median(t[1:]) * 1e3, first_over_later(t).value)
+    for (name, t), ratio in zip(run.value.items(), firsts(run).values(), strict=True):
+        table.add(name, t[0] * 1e3, statistics.median(t[1:]) * 1e3, ratio.value)
         ax.plot(range(1, len(t) + 1), [s * 1e3 for s in t], marker="o", label=name)
     plotting.log_axis(ax, "y")
     ax.legend(fontsize=8)
@@ -120,34 +116,31 @@ def show_first_calls(run: Run) -> tables.Table:
 
 def see_first_calls(run: Run) -> claims.WhatWeSee:
     """The least and most first call over the later median, when calls settle, the slowest."""
-    first = run.value
-    ratio = {name: first_over_later(t).value for name, t in first.items()}
+    first, ratio = run.value, {name: r.value for name, r in firsts(run).items()}
     least, most = min(ratio, key=ratio.__getitem__), max(ratio, key=ratio.__getitem__)
     settled = ", ".join(f"{settled_from(t)} for {short(name)}" for name, t in first.items())
+    slowest = "; ".join(
+        f"{short(n)}: first {t[0] * 1e3:.2f} ms, slowest later {max(t[1:]) * 1e3:.3f} ms"
+        for n, t in first.items()
+    )
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
         f"The first call took {fig(ratio[least])} times the later calls' median for "
         f"{short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most)."
     )
     seen.say(f"From call {settled}, every call stayed within twice the later median.")
-    seen.check(
-        "the first call of each operation is its slowest",
-        all(t[0] == max(t) for t in first.values()),
-        "; ".join(
-            f"{short(name)}: first {t[0] * 1e3:.2f} ms, slowest later {max(t[1:]) * 1e3:.3f} ms"
-            for name, t in first.items()
-        ),
-    )
+    first_is_slowest = all(t[0] == max(t) for t in first.values())
+    seen.check("the first call of each operation is its slowest", first_is_slowest, slowest)
     return seen
 
 
 def warm_up_claims(run: Run) -> list[Row]:
     """That a first call can be far slower: the operation whose first call stands out most."""
-    first = {name: first_over_later(t) for name, t in run.value.items()}
+    first = firsts(run)
     slowest = max(first, key=lambda name: first[name].value)
     far = claims.compare(first[slowest], 10, holds_if="above")
     claim = "Warm up first: the first call of an operation can be far slower than later ones"
-    said = f"first call / median of the later ones, {short(slowest)}, the largest of {len(first)} operations"
-    return [Row(claim, run, f"{said} ({far.in_words()} counts as far slower)", far, METHOD)]
+    said = f"first call / median of the later ones, {short(slowest)}, the largest of {len(first)} operations ({far.in_words()} counts as far slower)"
+    return [Row(claim, run, said, far, METHOD)]
 
 
 # ---------------------------------------------------------------- 4. spread
@@ -228,7 +221,7 @@ def show_spread(run: Run) -> tables.Table:
 
 def see_spread(run: Run) -> claims.WhatWeSee:
     """Per clock where half the samples lie (us); the host clock over the events; which spread."""
-    seen = claims.WhatWeSee(NOTEBOOK, run)
+    seen, f = claims.WhatWeSee(NOTEBOOK, run), spread_facts(run)
     for label, t in run.value.items():
         (q1, q3), mean = (q * 1e6 for q in t.quartiles_s), t.mean_s
         side = "above" if mean > t.median_s else "below" if mean < t.median_s else "at"
@@ -237,7 +230,6 @@ def see_spread(run: Run) -> claims.WhatWeSee:
             f"{t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean "
             f"({mean * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
         )
-    f = spread_facts(run)
     host, least = f.host_over_events.value, min(f.spread.values())
     noise = f"{'beyond' if f.beyond_noise else 'within'} the noise of {len(t.samples_s)} samples"
     spread = (
@@ -248,9 +240,6 @@ def see_spread(run: Run) -> claims.WhatWeSee:
     )
     words = vs_one(host, "longer", "shorter")
     seen.say(f"The host clock's median is {times(host)} the events' ({words}); here {spread}.")
-    seen.check(
-        "the host clock's samples sit higher than the events'",
-        f.host_over_events.verdict == claims.HOLDS,
-        f"{times(host)} the events' median",
-    )
+    higher, sits = f.host_over_events.verdict == claims.HOLDS, f"{times(host)} the events' median"
+    seen.check("the host clock's samples sit higher than the events'", higher, sits)
     return seen

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import statistics
 
-from ... import analysis, claims, plotting, tables, trace
+from ... import analysis, claims, tables, trace
 from ...records import Run
-from .common import NOTEBOOK, Row, axes, cols, times
+from .common import NOTEBOOK, Row, axes, bars, cols, times
 
 PAIRS = ("empty pair (us)", "one tiny kernel (us)")
 BATCHES = ("batch, launched as we go", "batch, queued behind a spin kernel")
@@ -52,18 +52,17 @@ def times_in_words(ratio: float) -> str:
 
 def see_resolution(run: Run) -> claims.WhatWeSee:
     """The empty pair (us) and its step, one tiny kernel against it, the two batches per kernel."""
-    empty = run.value[PAIRS[0]]
+    empty, closest = run.value[PAIRS[0]], closest_apart(run.value[PAIRS[0]])
     floor, single = (statistics.median(run.value[label]) for label in PAIRS)
     launched, queued = (run.value[label].median_us for label in BATCHES)
-    closest = closest_apart(empty)
     step = (
         f"; its values are {closest:.3f} us apart at the closest, the resolution" if closest else ""
     )
+    host = f"the batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate"
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
         f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to "
         f"{max(empty):.2f} us), not zero: on an idle stream each event completes when the host "
-        "records it, so the pair measures the host's time between the two record calls (the "
-        f"batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate), "
+        f"records it, so the pair measures the host's time between the two record calls ({host}), "
         f"not what events can resolve{step}."
     )
     seen.say(
@@ -100,38 +99,34 @@ def profiler_time(run: Run) -> claims.Value:
     return claims.Value(per_matmul / 1e6, spread / 1e6, "s", len(kernels))
 
 
-def by_profiler(run: Run, tool: str) -> claims.Value:
-    """``tool``'s median over the profiler's kernel time per matmul ("x", spreads added)."""
-    return claims.ratio(run.value[tool], profiler_time(run))
+def by_profiler(run: Run) -> tuple[claims.Value, claims.Value]:
+    """The events' and the benchmark's medians over the profiler's kernel time ("x")."""
+    profiled = profiler_time(run)
+    return claims.ratio(run.value["events"], profiled), claims.ratio(
+        run.value["benchmark"], profiled
+    )
 
 
 def show_tools(run: Run) -> None:
     """Each tool's time per matmul (us) and the profiler's kernels printed; bars of the three."""
-    tools, kernels = run.value, run.value["profiler"].select(kind="kernel")
+    tools, us = run.value, [iv.duration_us for iv in run.value["profiler"].select(kind="kernel")]
     by_tool = {
         "CUDA events": tools["events"].median_us,
         "torch.utils.benchmark": tools["benchmark"].median_us,
         "profiler kernels": profiler_time(run).value * 1e6,
     }
-    for label, us in by_tool.items():
-        print(f"{label:22s} {us:9.2f} us per matmul (median)")
-    us = [iv.duration_us for iv in kernels]
+    for label, per in by_tool.items():
+        print(f"{label:22s} {per:9.2f} us per matmul (median)")
     print(
         f"profiler: {len(us)} kernels in {tools['profiler'].steps} steps of "
         f"{tools['matmuls_per_step']} matmuls, each from {min(us):.2f} to {max(us):.2f} us"
     )
-    plotting.bars_with_ratios(
-        by_tool,
-        baseline="profiler kernels",
-        ylabel="time per matmul (us)",
-        title=plotting.machine_title("One matmul, three tools", run.machine, run.live),
-    )
+    bars(run, "One matmul, three tools", by_tool, "time per matmul (us)", "profiler kernels")
 
 
 def see_tools(run: Run) -> claims.WhatWeSee:
     """The events' and the benchmark's medians over the profiler's kernel time per matmul."""
-    events, bench = by_profiler(run, "events"), by_profiler(run, "benchmark")
-    blocks = len(run.value["benchmark"].samples_s)
+    (events, bench), blocks = by_profiler(run), len(run.value["benchmark"].samples_s)
     few = f" (from its {blocks} measurements)" if blocks < 5 else ""
     most = max(abs(events.value - 1), abs(bench.value - 1))
     return claims.WhatWeSee(NOTEBOOK, run).say(
@@ -142,13 +137,7 @@ def see_tools(run: Run) -> claims.WhatWeSee:
 
 def tools_claims(run: Run) -> list[Row]:
     """That events measure GPU work: against the profiler's kernel time."""
-    agree = claims.within(by_profiler(run, "events"), 0.9, 1.1)
+    agree = claims.within(by_profiler(run)[0], 0.9, 1.1)
     claim = "Events measure the time of GPU work (start.record, end.synchronize, start.elapsed_time(end))"
-    return [
-        Row(
-            claim,
-            run,
-            f"events / profiler kernel time, one matmul ({agree.in_words()} counts)",
-            agree,
-        )
-    ]
+    said = f"events / profiler kernel time, one matmul ({agree.in_words()} counts)"
+    return [Row(claim, run, said, agree)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import claims, plotting, tables, trace
 from ...records import Run
-from .common import NOTEBOOK, Row
+from .common import NOTEBOOK, Row, bars, titled
 
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
@@ -21,10 +21,15 @@ def poll_us(run: Run) -> float:
     return run.value["poll_wait_s"] / max(run.value["polls"], 1) * 1e6
 
 
+def medians_ms(run: Run) -> tuple[float, float]:
+    """The event's wait and the device's wait, medians (ms)."""
+    return run.value["event.synchronize"].median_ms, run.value["torch.cuda.synchronize"].median_ms
+
+
 def show_wait(run: Run) -> None:
     """The two waits (median ms), the side stream's state, the polls printed; bars of the waits."""
-    wait, params, busy = run.value, run.params, run.value["side_busy_after_event"]
-    ev_ms, dev_ms = (wait[k].median_ms for k in ("event.synchronize", "torch.cuda.synchronize"))
+    (ev_ms, dev_ms), wait, params = medians_ms(run), run.value, run.params
+    busy = wait["side_busy_after_event"]
     print(
         f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, "
         f"{params['main_us'] / 1e3:.1f} ms on the current one\n"
@@ -36,12 +41,9 @@ def show_wait(run: Run) -> None:
         f"{wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel "
         f"finished ({poll_us(run):.2f} us per poll)"
     )
-    plotting.bars_with_ratios(
-        {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms},
-        ylabel="host wait from the same start (ms)",
-        title=plotting.machine_title(
-            "Waiting for one event or for the device", run.machine, run.live
-        ),
+    waits = {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms}
+    bars(
+        run, "Waiting for one event or for the device", waits, "host wait from the same start (ms)"
     )
 
 
@@ -51,9 +53,8 @@ def query_word(run: Run) -> str:
 
 def see_wait(run: Run) -> claims.WhatWeSee:
     """Each median wait (ms) over the kernel it waited for; the side stream; ``query()``."""
-    wait, params, busy = run.value, run.params, run.value["side_busy_after_event"]
-    ev_ms, dev_ms = (wait[k].median_ms for k in ("event.synchronize", "torch.cuda.synchronize"))
-    main_ms, side_ms = params["main_us"] / 1e3, params["side_us"] / 1e3
+    (ev_ms, dev_ms), wait, busy = medians_ms(run), run.value, run.value["side_busy_after_event"]
+    main_ms, side_ms = run.params["main_us"] / 1e3, run.params["side_us"] / 1e3
     return (
         claims.WhatWeSee(NOTEBOOK, run)
         .say(
@@ -65,7 +66,7 @@ def see_wait(run: Run) -> claims.WhatWeSee:
         )
         .say(
             f'`query()` answered "{query_word(run)}" right after the record, and the host polled '
-            f"{wait['polls']} times before the {params['poll_us'] / 1e3:.0f} ms kernel finished."
+            f"{wait['polls']} times before the {run.params['poll_us'] / 1e3:.0f} ms kernel finished."
         )
     )
 
@@ -78,20 +79,9 @@ def wait_claims(run: Run) -> list[Row]:
     waited = claims.compare(share, 0.9, holds_if="above")
     blocks = "torch.cuda.synchronize() blocks the host until all work on all streams of the device is done"
     marks = "An event marks a point in one stream: waiting for it leaves other streams running"
-    return [
-        Row(
-            blocks,
-            run,
-            f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel ({waited.in_words()} counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms",
-            waited,
-        ),
-        Row(
-            marks,
-            run,
-            f"side stream still busy after event.synchronize() in {sum(busy)} of {len(busy)} runs (all counts)",
-            all(busy),
-        ),
-    ]
+    device_said = f"host wait in torch.cuda.synchronize() / the {side_us / 1e3:.0f} ms side-stream kernel ({waited.in_words()} counts); the event wait took {wait['event.synchronize'].median_ms:.2f} ms"
+    busy_said = f"side stream still busy after event.synchronize() in {sum(busy)} of {len(busy)} runs (all counts)"
+    return [Row(blocks, run, device_said, waited), Row(marks, run, busy_said, all(busy))]
 
 
 # ---------------------------------------------------------------- 7 and 8. ordering
@@ -119,52 +109,35 @@ def ordering_counts(run: Run) -> dict[str, dict[str, int]]:
 
 def show_ordering(run: Run, across: str) -> tables.Table:
     """Both cases' timelines (ms) and a table of the counts; ``across``: "streams" or "GPUs"."""
-    first, second = ROLES[across]
-    plotting.timelines(
-        {f"{first}, {second}, {label}": run.value[label]["trace"] for label in CASES},
-        unit="ms",
-        title=plotting.machine_title(
-            f"two {across}, with and without an event to wait for", run.machine, run.live
-        ),
-    )
-    return tables.Table(
-        ["case", f"{first} done first", f"{second} started after {first} ended"],
-        [
-            (
-                label,
-                f"{c['done_first']} of {c['checks']} checks",
-                f"{c['after']} of {c['steps']} traced steps",
-            )
-            for label, c in ordering_counts(run).items()
-        ],
-    )
+    (first, second), counts = ROLES[across], ordering_counts(run)
+    traces = {f"{first}, {second}, {label}": run.value[label]["trace"] for label in CASES}
+    what = titled(run, f"two {across}, with and without an event to wait for")
+    plotting.timelines(traces, unit="ms", title=what)
+    checks = [f"{c['done_first']} of {c['checks']} checks" for c in counts.values()]
+    steps = [f"{c['after']} of {c['steps']} traced steps" for c in counts.values()]
+    header = ["case", f"{first} done first", f"{second} started after {first} ended"]
+    return tables.Table(header, list(zip(counts, checks, steps, strict=True)))
 
 
 def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
     """Both cases' counts; the host's ``cudaStreamWaitEvent`` (us) or the device waits (ms)."""
-    (first, second), counts = ROLES[across], ordering_counts(run)
-    said = [
+    (first, second), v = ROLES[across], run.value
+    nw, w = (
         f"the {second} was done before the {first} was in {c['checks'] - c['done_first']} of "
         f"{c['checks']} checks, and its kernel started after the {first}'s ended in {c['after']} "
         f"of {c['steps']} traced steps"
-        for c in counts.values()
-    ]
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    seen.say(f"Without the wait, {said[0]}. With `wait_event`, {said[1]}.")
-    waits_us = [
-        iv.duration_us
-        for iv in run.value["wait_event"]["trace"].select(kind="runtime")
-        if iv.name == "cudaStreamWaitEvent"
-    ]
+        for c in ordering_counts(run).values()
+    )
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(f"Without the wait, {nw}. With `wait_event`, {w}.")
+    host = v["wait_event"]["trace"].select(kind="runtime")
+    waits_us = [iv.duration_us for iv in host if iv.name == "cudaStreamWaitEvent"]
     if across == "streams" and waits_us:
         seen.say(
             f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most: it "
             "returns at once, the waiting is the GPU's."
         )
     if across == "GPUs":
-        busy, s0, s1 = (
-            run.value[k] for k in ("gpu1_busy_after_sync0", "synchronize(0)", "synchronize(1)")
-        )
+        busy, s0, s1 = (v[k] for k in ("gpu1_busy_after_sync0", "synchronize(0)", "synchronize(1)"))
         seen.say(
             f"`torch.cuda.synchronize(0)` returned after {s0.median_ms:.3f} ms with GPU 1 still "
             f"busy in {sum(busy)} of {len(busy)} checks; `torch.cuda.synchronize(1)` after "
@@ -178,16 +151,14 @@ def ordering_claims(run_streams: Run, run_gpus: Run) -> list[Row]:
     rows = []
     for claim, run in zip(ORDERS, (run_streams, run_gpus), strict=True):
         (w, nw), first = (ordering_counts(run)[k] for k in CASES[::-1]), ROLES[ORDERS[claim]][0]
-        measured = (
-            f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in "
-            f"trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, "
-            "and none without, count)"
-        )
+        said = f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, and none without, count)"
         ordered = (
             w["done_first"] == w["checks"] and w["after"] == w["steps"] and not nw["done_first"]
         )
-        rows.append(Row(claim, run, measured, ordered))
-    busy = run_gpus.value["gpu1_busy_after_sync0"]
-    measured = f"synchronize(0) returned while GPU 1 was busy in {sum(busy)} of {len(busy)} checks"
-    claim = "torch.cuda.synchronize(device_id) synchronises that one device"
-    return [*rows, Row(claim, run_gpus, f"{measured} (all count)", all(busy))]
+        rows.append(Row(claim, run, said, ordered))
+    busy, claim = (
+        run_gpus.value["gpu1_busy_after_sync0"],
+        "torch.cuda.synchronize(device_id) synchronises that one device",
+    )
+    said = f"synchronize(0) returned while GPU 1 was busy in {sum(busy)} of {len(busy)} checks (all count)"
+    return [*rows, Row(claim, run_gpus, said, all(busy))]
