@@ -115,14 +115,12 @@ def footprint_sentence(notebook: str, machine: str | None = None, root: Path | N
 
     Used by records.where_numbers_come_from (the first thing each notebook prints).
     """
-    folders = [
-        f
-        for f in machine_folders(root)
-        if notebook in read(f).get("full", {}) or notebook in read(f).get("quick", {})
+    measured = [
+        f for f in machine_folders(root) if any(notebook in read(f).get(m, {}) for m in MODES)
     ]
-    gpus = lambda f: int(f.name.partition("x")[0]) if f.name.partition("x")[0].isdigit() else 0  # noqa: E731
-    chosen = [f for f in folders if f.name == machine] or sorted(
-        folders, key=lambda f: (gpus(f), f.name)
+    # this machine's, else the one with the most GPUs (names start with the count: "2xNVIDIA-H200")
+    chosen = [f for f in measured if f.name == machine] or sorted(
+        measured, key=lambda f: (int(n) if (n := f.name.partition("x")[0]).isdigit() else 0, f.name)
     )[-1:]
     if not chosen:
         return (

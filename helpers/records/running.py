@@ -174,7 +174,7 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
         f"says where its numbers come from)."
     )
     return (
-        textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
+        _filled(sentence)
         + "\n\n"
         + hardware.report(headers[chosen]["machine"])
         + "\n\n"
