@@ -20,8 +20,12 @@ SIZE_MATTERS = (
     0.25  # a tiny peer copy's time changing by more, smallest size to largest: it matters
 )
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
-PLURAL = {"levels off": "level off", "still rising": "are still rising",
-          "peaks, then falls": "peak, then fall", "uneven": "do not settle"}  # fmt: skip
+PLURAL = {
+    "levels off": "level off",
+    "still rising": "are still rising",
+    "peaks, then falls": "peak, then fall",
+    "uneven": "do not settle",
+}
 OWN = "cuda:0 -> cuda:0 (same GPU, read + write)"
 
 
@@ -218,15 +222,20 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     )
     display(
         size_table(
-            o.sizes, {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()}, ".1f",
+            o.sizes,
+            {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()},
+            ".1f",
             "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
-            extra="best / rated", title=titled("Peer copies, one direction, GB/s", peer),
+            extra="best / rated",
+            title=titled("Peer copies, one direction, GB/s", peer),
         ),
         matrix(
-            f.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f",
+            f.gpus,
+            {p: r[-1] for p, r in o.rates.items()},
+            ".1f",
             f"GB/s, every pair at {timing.format_bytes(o.sizes[-1])}, one at a time" + slowest,
         ),
-    )  # fmt: skip
+    )
     curves = [
         (pair_name(p), o.sizes, r, f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}")
         for p, r in o.rates.items()
@@ -328,10 +337,18 @@ def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
     at_largest = [s.share for s in shares if s.size == sizes[-1]]
     above, (rated, label) = [s for s in shares if s.share > 1], f.ceiling
     return BothWays(
-        shares, sizes[-1], at_largest, min(at_largest) >= DUPLEX, min(shares, key=lambda s: s.share),
-        above, [s for s in above if s.lowest <= 1], both_ways_largest_gbps(both),
-        2 * rated if rated else None, "rated speed" if f.rated_gbps else "raw PCIe rate", label,
-    )  # fmt: skip
+        shares,
+        sizes[-1],
+        at_largest,
+        min(at_largest) >= DUPLEX,
+        min(shares, key=lambda s: s.share),
+        above,
+        [s for s in above if s.lowest <= 1],
+        both_ways_largest_gbps(both),
+        2 * rated if rated else None,
+        "rated speed" if f.rated_gbps else "raw PCIe rate",
+        label,
+    )
 
 
 def show_both_ways(both: Run, peer: Run, links: Run) -> None:
@@ -340,17 +357,21 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     shares = {(s.pair, s.size): s.share for s in b.shares}
     display(
         size_table(
-            sizes, {p: rates_of(ts) for p, ts in both.value.items()}, ".1f",
+            sizes,
+            {p: rates_of(ts) for p, ts in both.value.items()},
+            ".1f",
             "decimal GB/s: the bytes of both copies over the time for both",
             title=titled("Both directions at once, total GB/s (size: each way)", both),
         ),
         size_table(
-            sizes, {p: [shares.get((p, s)) for s in sizes] for p in both.value}, ".0%",
+            sizes,
+            {p: [shares.get((p, s)) for s in sizes] for p in both.value},
+            ".0%",
             "the total over the two one-way rates of section 4 added: two copies at once cannot "
             "beat the same two timed apart, so a share above 100% is the samples' noise or a "
             "measurement problem (said below)",
         ),
-    )  # fmt: skip
+    )
     curves = [
         (f"{pair_name(p)}, both at once (total)", sizes, rates_of(ts), "both ways at once, total")
         for p, ts in both.value.items()
@@ -448,13 +469,16 @@ def show_latency(latency: Run) -> None:
     display(
         *[
             matrix(
-                n, {p: ts[k].median_us for p, ts in value.items()}, ".2f",
-                f"time per copy of {size} B (row: from, column: to; median of the samples)", unit="us",
+                n,
+                {p: ts[k].median_us for p, ts in value.items()},
+                ".2f",
+                f"time per copy of {size} B (row: from, column: to; median of the samples)",
+                unit="us",
                 title=titled("Small copies", latency) if not k else "",
             )
             for k, size in enumerate(latency.params["sizes"])
         ]
-    )  # fmt: skip
+    )
 
 
 def see_latency(latency: Run) -> claims.WhatWeSee:

@@ -55,7 +55,13 @@ def issue_gaps_us(profile: trace.Profile) -> list[float]:
 
 def overlap_word(ratios: list[float]) -> str:
     """ "overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
-    return "overlap" if min(ratios) >= HIGH else "no overlap" if max(ratios) <= LOW else "partial overlap"  # fmt: skip
+    return (
+        "overlap"
+        if min(ratios) >= HIGH
+        else "no overlap"
+        if max(ratios) <= LOW
+        else "partial overlap"
+    )
 
 
 @dataclass(frozen=True)
@@ -96,14 +102,21 @@ def combinations(seed: Run) -> list[Combination]:
             and iv.src_device != iv.dst_device
         ]
         kernels = [iv for iv in prof.select(kind="kernel", device=1) if MARK not in iv.name]
-        found.append(Combination(
-            r["sender_streamed"], r["receiver_streamed"], r["non_blocking"],
-            ", ".join(sorted({str(c.copy_kind) for c in copies})) or "none",
-            lanes_of(copies, names), lanes_of(kernels, names),
-            trace.covered_us(copies) / prof.steps / 1e3, trace.covered_us(kernels) / prof.steps / 1e3,
-            trace.overlap_ratio(copies, kernels) if copies and kernels else float("nan"),
-            trace.count(prof.intervals, "runtime", "cudaStreamSynchronize"), prof,
-        ))  # fmt: skip
+        found.append(
+            Combination(
+                r["sender_streamed"],
+                r["receiver_streamed"],
+                r["non_blocking"],
+                ", ".join(sorted({str(c.copy_kind) for c in copies})) or "none",
+                lanes_of(copies, names),
+                lanes_of(kernels, names),
+                trace.covered_us(copies) / prof.steps / 1e3,
+                trace.covered_us(kernels) / prof.steps / 1e3,
+                trace.overlap_ratio(copies, kernels) if copies and kernels else float("nan"),
+                trace.count(prof.intervals, "runtime", "cudaStreamSynchronize"),
+                prof,
+            )
+        )
     return found
 
 
@@ -148,14 +161,21 @@ def summary(seed: Run) -> Overlap:
         max(abs(r[True] - r[False]) for r in by_streams.values()),
         sum(row.syncs for row in rows),
         sorted({row.copy_kind for row in rows}),
-        sum(iv.copy_kind in ("HtoD", "DtoH") for row in rows for iv in row.profile.select(kind="memcpy")),
+        sum(
+            iv.copy_kind in ("HtoD", "DtoH")
+            for row in rows
+            for iv in row.profile.select(kind="memcpy")
+        ),
         len(rows),
-        sum(r.copy_lane == f"cuda:0 {'side stream s0' if r.sender else 'default stream'}" for r in rows),
+        sum(
+            r.copy_lane == f"cuda:0 {'side stream s0' if r.sender else 'default stream'}"
+            for r in rows
+        ),
         sorted({row.kernel_lane for row in rows}),
         min(row.profile.steps for row in rows),
         statistics.median(gaps) if gaps else None,
         statistics.median(row.copy_ms for row in rows) * 1e3,
-    )  # fmt: skip
+    )
 
 
 def streams(sender: bool, receiver: bool) -> tuple[str, str]:
@@ -220,9 +240,13 @@ def show_timelines(seed: Run) -> None:
     fig, axes = plt.subplots(4, 2, figsize=(15, 13))
     for ax, row, work in zip(axes.flat, rows, steps, strict=True):
         plotting.timeline(
-            work, title=f"{row}: overlap {row.ratio:.2f}", ax=ax, unit="ms", include_host=False,
+            work,
+            title=f"{row}: overlap {row.ratio:.2f}",
+            ax=ax,
+            unit="ms",
+            include_host=False,
             stream_names=stream_labels(lane_names(row.profile, lanes)),
-        )  # fmt: skip
+        )
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale in every panel
         if ax is not axes.flat[0] and ax.get_legend() is not None:
             ax.get_legend().remove()
