@@ -16,9 +16,8 @@ from .links import facts as link_facts
 
 DUPLEX = 0.9  # both ways at once keeping this share of the one-way rates added: "hardly slowed"
 PLATEAU_TOLERANCE = 0.05  # the largest sizes within this share of the largest size's rate: plateau
-SIZE_MATTERS = (
-    0.25  # a tiny peer copy's time changing by more, smallest size to largest: it matters
-)
+# a tiny peer copy's time changing by more, smallest size to largest: the size matters
+SIZE_MATTERS = 0.25
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
 PLURAL = {
     "levels off": "level off",
@@ -27,6 +26,8 @@ PLURAL = {
     "uneven": "do not settle",
 }
 OWN = "cuda:0 -> cuda:0 (same GPU, read + write)"
+# said of a share of a link's bound above 100%
+BEYOND = ", above what the link can carry: a measurement problem, not a result"
 
 
 def plateau(rates: list[float]) -> tuple[int, float, float, float]:
@@ -64,13 +65,6 @@ def say_leaks(seen: claims.WhatWeSee, consequence: str, *runs: Run) -> list[str]
     return found
 
 
-def beyond(share: float) -> str:
-    """What a share of a link's bound above 100% is: no result, a measurement problem."""
-    return (
-        ", above what the link can carry: a measurement problem, not a result" if share > 1 else ""
-    )
-
-
 def size_table(sizes: list[int], rows: dict, fmt: str, caption: str, **kw: str) -> tables.Table:
     """A row per pair, a column per size (and ``extra``, '.0%'); ``kw``: title, extra."""
     extra = [(kw["extra"], "", ".0%")] if "extra" in kw else []
@@ -95,7 +89,8 @@ def plot(run: Run, title: str, curves: list[tuple], ceiling: float | None, label
 
 @dataclass(frozen=True)
 class SameGpu:
-    """Section 3's facts: sizes (bytes), GB/s (read + write), the plateau, L2 bytes, datasheet GB/s."""
+    """Section 3's facts: sizes (bytes), GB/s (read + write), the plateau, the best point, and
+    L2 bytes and datasheet GB/s (None: not known for this GPU)."""
 
     sizes: list[int]
     rates: list[float]
@@ -103,27 +98,22 @@ class SameGpu:
     low: float
     high: float
     memory: float
-    cache: int
-    cache_known: bool
-    datasheet: float | None
-    best: float
     best_at: int
-    best_in_cache: bool | None  # source and destination of the best point fit in L2 together
+    cache: int | None
+    datasheet: float | None
 
 
 def same_facts(same: Run) -> SameGpu:
     rates, machine = rates_of(same.value), same.header["machine"]
-    known_cache = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
     sheet = hardware.ceiling_gbps(machine)
-    sizes, cache, best_at = (
-        same.params["sizes"],
-        hardware.cache_bytes(machine),
-        rates.index(max(rates)),
-    )
-    datasheet = None if sheet == hardware.UNKNOWN_GPU_CEILING_GBPS else sheet
-    in_cache = 2 * sizes[best_at] <= cache if known_cache else None
+    cache_known = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
     return SameGpu(
-        sizes, rates, *plateau(rates), cache, known_cache, datasheet, max(rates), best_at, in_cache
+        same.params["sizes"],
+        rates,
+        *plateau(rates),
+        rates.index(max(rates)),
+        hardware.cache_bytes(machine) if cache_known else None,
+        None if sheet == hardware.UNKNOWN_GPU_CEILING_GBPS else sheet,
     )
 
 
@@ -141,6 +131,8 @@ def show_same_gpu(same: Run) -> None:
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
     """The smallest size's rate, the plateau against the datasheet, a bump above it (L2?)."""
     f, size = same_facts(same), timing.format_bytes
+    best, both = f.rates[f.best_at], 2 * f.sizes[f.best_at]  # both: source and destination
+    in_cache = None if f.cache is None else both <= f.cache
     seen = claims.WhatWeSee(NOTEBOOK, same)
     sheet = (
         f.datasheet
@@ -153,23 +145,23 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
         f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}."
     )
     if f.best_at < f.start:
+        l2 = f"this GPU's {size(f.cache)} L2 cache" if f.cache else ""
         cache = {
-            True: f"within this GPU's {size(f.cache)} L2 cache: part of it can have been served "
-            "from the cache, not from memory",
-            False: f"more than this GPU's {size(f.cache)} L2 cache",
+            True: f"within {l2}: part of it can have been served from the cache, not from memory",
+            False: f"more than {l2}",
             None: "the recording does not say this GPU's L2 cache size",
-        }[f.best_in_cache]
+        }[in_cache]
         over = ""
-        if f.datasheet and f.best > f.datasheet:
-            over = f"; it is {f.best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
+        if f.datasheet and best > f.datasheet:
+            over = f"; it is {best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
                 "which no copy can exceed: a measurement problem, not a result"
-                if f.best_in_cache is False
+                if in_cache is False
                 else "which only a copy served from the cache can exceed"
             )
         seen.say(
-            f"The best point, {f.best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
-            f"plateau by {f.best / f.memory - 1:.0%} (source and destination together: "
-            f"{size(2 * f.sizes[f.best_at])}, {cache}){over}."
+            f"The best point, {best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
+            f"plateau by {best / f.memory - 1:.0%} (source and destination together: "
+            f"{size(both)}, {cache}){over}."
         )
     else:
         seen.say("No middle size rises above the plateau here.")
@@ -272,7 +264,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         seen.say(
             f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
             f"direction: the best peer copy reaches {o.peak / o.ceiling:.0%} of it"
-            f"{beyond(o.peak / o.ceiling)}."
+            f"{BEYOND if o.peak > o.ceiling else ''}."
         )
     else:
         seen.say(
@@ -385,11 +377,8 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
 
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     """Whether the directions slowed each other, the largest total against the bound, shares above 100%."""
-    b, size, seen = (
-        both_facts(both, peer, links),
-        timing.format_bytes,
-        claims.WhatWeSee(NOTEBOOK, both),
-    )
+    b, size = both_facts(both, peer, links), timing.format_bytes
+    seen = claims.WhatWeSee(NOTEBOOK, both)
     seen.say(
         f"At {size(b.size)} each way the total is "
         f"{span(f'{min(b.at_largest):.0%}', f'{max(b.at_largest):.0%}')} of the two one-way rates added, "
@@ -400,7 +389,7 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     )
     seen.say(
         f"The dashed line is twice the one-way {b.what}, {b.bound:.0f} GB/s; the largest total, "
-        f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{beyond(b.total / b.bound)}."
+        f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{BEYOND if b.total > b.bound else ''}."
         if b.bound
         else "No rated speed is known for the link, so the plot has no line for it."
     )

@@ -14,7 +14,6 @@ from . import NOTEBOOK, stream_labels, titled
 
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
 LANDED = ("empty_on", "current_stream_on", "to_cuda1_on", "to_cuda_on")
-COLUMNS = ["when", "current device", 'device="cuda" on', "current stream on", '.to("cuda:1") on']
 
 
 def follows(state: dict) -> bool:
@@ -24,7 +23,6 @@ def follows(state: dict) -> bool:
 
 
 def right(state: dict) -> bool:
-    """Whether both copies' contents were right."""
     return state["to_cuda1_correct"] and state["to_cuda_correct"]
 
 
@@ -50,13 +48,12 @@ def current_facts(current: Run) -> Current:
 
 def show_current_device(current: Run) -> None:
     """Each state: the current device, where allocations, streams and copies landed."""
-    columns = [*COLUMNS, '.to("cuda") on', "copies' contents"]
+    columns = ["when", "current device", 'device="cuda" on', "current stream on"]
+    columns += ['.to("cuda:1") on', '.to("cuda") on', "copies' contents"]
     table = tables.Table(columns, title=titled("The current device", current))
     for s in current.value["states"]:
-        cells = [s[k] for k in LANDED]
-        table.add(
-            s["where"], f"cuda:{s['current_device']}", *cells, "right" if right(s) else "WRONG"
-        )
+        contents = "right" if right(s) else "WRONG"
+        table.add(s["where"], f"cuda:{s['current_device']}", *[s[k] for k in LANDED], contents)
     display(table)  # where new streams, operators and mixed devices went: in the sentences
 
 
@@ -144,16 +141,12 @@ def show_event_wait(events: Run) -> None:
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 3.5 * len(shown)), squeeze=False)
     for ax, (name, intervals) in zip(axes[:, 0], shown.items(), strict=True):
         kernels = events.value[name].select(kind="kernel")  # s0 on cuda:0, s1 on cuda:1
-        streams = stream_labels(
-            {(iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}" for iv in kernels}
-        )
+        lanes = {
+            (iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}" for iv in kernels
+        }
+        title = name.replace("_", " ")
         plotting.timeline(
-            intervals,
-            title=name.replace("_", " "),
-            ax=ax,
-            unit="us",
-            include_host=True,
-            stream_names=streams,
+            intervals, title=title, ax=ax, unit="us", stream_names=stream_labels(lanes)
         )
         ax.set_xlim(0, longest_us * 1.02)
     fig.suptitle(titled("An event recorded on cuda:0, waited for on cuda:1 (first step)", events))
@@ -164,17 +157,13 @@ def show_event_wait(events: Run) -> None:
 def see_event_wait(events: Run) -> claims.WhatWeSee:
     """When cuda:1's kernel started against the end of cuda:0's (us per step), with the wait and without."""
     f, listed = event_facts(events), lambda gaps: ", ".join(f"{g:+.1f}" for g in gaps)
-    waited = (
-        "it waited: none started earlier than"
-        if f.waited
-        else "it did not wait: it started earlier than"
-    )
+    waited = "it waited: none" if f.waited else "it did not wait: it"
     free = "while cuda:0 was still spinning" if f.ran_free else "not while cuda:0 was spinning"
     seen = claims.WhatWeSee(NOTEBOOK, events)
     seen.say(
         f"With the wait, cuda:1's kernel started {listed(f.with_wait)} us after cuda:0's kernel "
-        f"ended (one value per profiled step, {len(f.with_wait)} steps; {waited} "
-        f"-{TOLERANCE_US:.0f} us, the allowance for the two GPUs' clocks); without it, "
+        f"ended (one value per profiled step, {len(f.with_wait)} steps; {waited} started earlier "
+        f"than -{TOLERANCE_US:.0f} us, the allowance for the two GPUs' clocks); without it, "
         f"{listed(f.without_wait)} us: {free}."
     )
     return seen

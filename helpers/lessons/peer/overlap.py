@@ -55,13 +55,14 @@ def issue_gaps_us(profile: trace.Profile) -> list[float]:
 
 def overlap_word(ratios: list[float]) -> str:
     """ "overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
-    return (
-        "overlap"
-        if min(ratios) >= HIGH
-        else "no overlap"
-        if max(ratios) <= LOW
-        else "partial overlap"
-    )
+    if min(ratios) >= HIGH:
+        return "overlap"
+    return "no overlap" if max(ratios) <= LOW else "partial overlap"
+
+
+def streams(sender: bool, receiver: bool) -> tuple[str, str]:
+    """The sender's and the receiver's current stream, as the tables name them."""
+    return "s0" if sender else "default", "s1" if receiver else "default"
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,8 @@ class Combination:
     profile: trace.Profile
 
     def __str__(self) -> str:
-        return (
-            f"sender {'s0' if self.sender else 'default'}, receiver {'s1' if self.receiver else 'default'}, "
-            f"non_blocking={self.non_blocking}"
-        )
+        sender, receiver = streams(self.sender, self.receiver)
+        return f"sender {sender}, receiver {receiver}, non_blocking={self.non_blocking}"
 
 
 def combinations(seed: Run) -> list[Combination]:
@@ -122,25 +121,21 @@ def combinations(seed: Run) -> list[Combination]:
 
 @dataclass(frozen=True)
 class Overlap:
-    """The experiment in numbers: overlap ratios with side streams on both GPUs, in the others,
-    in the legacy default stream's case (sender default, receiver s1); the largest change when
-    only non_blocking changes; host syncs; copy kinds; copies to or from the host; runs; runs
-    whose copy ran on the sender's current stream; B^4's lanes; profiled steps (the fewest); the
-    host's us from issuing the copy to launching B^4 and the copy's us per step (medians)."""
+    """The 8 runs in numbers: overlap ratios (0 to 1), counts, and host and copy times (us)."""
 
-    both_side: list[float]
+    both_side: list[float]  # side streams on both GPUs
     others: list[float]
-    legacy: list[float]
-    nb_change: float
-    host_syncs: int
+    legacy: list[float]  # sender on its default stream, s1 current on the receiver
+    nb_change: float  # the largest change when only non_blocking changes
+    host_syncs: int  # cudaStreamSynchronize calls
     copy_kinds: list[str]
-    host_copies: int
+    host_copies: int  # copies to or from the host
     runs: int
-    on_source: int
-    kernel_lanes: list[str]
-    steps: int
-    issue_us: float | None
-    copy_us: float
+    on_source: int  # runs whose copy ran on the sender's current stream
+    kernel_lanes: list[str]  # where B^4 ran
+    steps: int  # profiled steps, the fewest of any run
+    issue_us: float | None  # median host time from issuing the copy to launching B^4
+    copy_us: float  # the copy's median time per step
 
     @property
     def both_side_text(self) -> str:
@@ -148,7 +143,6 @@ class Overlap:
 
 
 def summary(seed: Run) -> Overlap:
-    """``Overlap`` of the 8 runs."""
     rows = combinations(seed)
     by_streams: dict[tuple[bool, bool], dict[bool, float]] = {}
     for row in rows:
@@ -178,26 +172,14 @@ def summary(seed: Run) -> Overlap:
     )
 
 
-def streams(sender: bool, receiver: bool) -> tuple[str, str]:
-    """The sender's and the receiver's current stream, as the tables name them."""
-    return "s0" if sender else "default", "s1" if receiver else "default"
-
-
 def show_combinations(seed: Run) -> None:
     """The 8 combinations (copy's lane, ms per step, overlap, host syncs), what orders B^4 behind
     the copy against the overlap seen, and where the Chrome traces are."""
     rows, params = combinations(seed), seed.params
+    columns = ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f")]
+    columns += [("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"]
     table = tables.Table(
-        [
-            "sender",
-            "receiver",
-            "non_blocking",
-            "the copy ran on",
-            ("copy", "ms", ".3f"),
-            ("B^4", "ms", ".3f"),
-            ("overlap", "", ".2f"),
-            "syncs",
-        ],
+        columns,
         title=titled("The 8 combinations, times per step", seed),
         caption=f"A: {timing.format_bytes(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; "
         f"B: {timing.format_bytes(params['b_numel'] * 4)} on cuda:1; "
@@ -229,23 +211,15 @@ def show_timelines(seed: Run) -> None:
     for row in rows:
         marks = sorted(row.profile.select(kind="kernel", name=MARK), key=lambda iv: iv.start_us)
         second = marks[len(lanes)].start_us if len(marks) > len(lanes) else float("inf")
-        steps.append(
-            [
-                iv
-                for iv in row.profile.intervals
-                if iv.on_gpu and iv.start_us < second and MARK not in iv.name
-            ]
-        )
+        first = [iv for iv in row.profile.intervals if iv.on_gpu and iv.start_us < second]
+        steps.append([iv for iv in first if MARK not in iv.name])
     longest_ms = max(trace.span_us(ivs) for ivs in steps) / 1e3
     fig, axes = plt.subplots(4, 2, figsize=(15, 13))
     for ax, row, work in zip(axes.flat, rows, steps, strict=True):
+        title = f"{row}: overlap {row.ratio:.2f}"
+        names = stream_labels(lane_names(row.profile, lanes))
         plotting.timeline(
-            work,
-            title=f"{row}: overlap {row.ratio:.2f}",
-            ax=ax,
-            unit="ms",
-            include_host=False,
-            stream_names=stream_labels(lane_names(row.profile, lanes)),
+            work, title=title, ax=ax, unit="ms", include_host=False, stream_names=names
         )
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale in every panel
         if ax is not axes.flat[0] and ax.get_legend() is not None:
@@ -281,21 +255,16 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
             f"multiplication, {o.issue_us / o.copy_us:.0%} of the copy's {o.copy_us:.0f} us: the part "
             "of the copy that runs alone even at best."
         )
-    runs = f"{o.on_source} of {o.runs} runs"
-    syncs = f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces"
-    for claim, holds, measured in (
-        (
-            "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
-            o.on_source == o.runs,
-            runs,
-        ),
-        (
-            "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
-            o.host_syncs == 0,
-            syncs,
-        ),
-    ):
-        seen.check(claim, holds, measured)
+    seen.check(
+        "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
+        o.on_source == o.runs,
+        f"{o.on_source} of {o.runs} runs",
+    )
+    seen.check(
+        "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
+        o.host_syncs == 0,
+        f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
+    )
     return seen
 
 
