@@ -453,21 +453,13 @@ def latency_facts(latency: Run) -> Latency:
 
 def show_latency(latency: Run) -> None:
     """Time per copy (us) from every GPU to every GPU, per size (the diagonal: within one)."""
-    value = latency.value
-    n = round(len(value) ** 0.5)
-    display(
-        *[
-            matrix(
-                n,
-                {p: ts[k].median_us for p, ts in value.items()},
-                ".2f",
-                f"time per copy of {size} B (row: from, column: to; median of the samples)",
-                unit="us",
-                title=titled("Small copies", latency) if not k else "",
-            )
-            for k, size in enumerate(latency.params["sizes"])
-        ]
-    )
+    value, shown = latency.value, []
+    for k, size in enumerate(latency.params["sizes"]):
+        us = {p: ts[k].median_us for p, ts in value.items()}
+        caption = f"time per copy of {size} B (row: from, column: to; median of the samples)"
+        title = titled("Small copies", latency) if not k else ""
+        shown.append(matrix(round(len(value) ** 0.5), us, ".2f", caption, unit="us", title=title))
+    display(*shown)
 
 
 def see_latency(latency: Run) -> claims.WhatWeSee:
