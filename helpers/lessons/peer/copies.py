@@ -207,26 +207,17 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     """One-way GB/s per pair and size, every pair at the largest, and the plot."""
     o, f = one_way_facts(peer, same, links), link_facts(links)
     big = [x for r in o.rates.values() for s, x in zip(o.sizes, r, strict=True) if s >= BIG]
-    slowest = (
-        f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
-        if big
-        else ""
-    )
+    largest = f"GB/s, every pair at {timing.format_bytes(o.sizes[-1])}, one at a time"
+    if big:
+        largest += (
+            f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
+        )
+    cells = {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()}
+    caption = "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed"
+    title = titled("Peer copies, one direction, GB/s", peer)
     display(
-        size_table(
-            o.sizes,
-            {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()},
-            ".1f",
-            "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
-            extra="best / rated",
-            title=titled("Peer copies, one direction, GB/s", peer),
-        ),
-        matrix(
-            f.gpus,
-            {p: r[-1] for p, r in o.rates.items()},
-            ".1f",
-            f"GB/s, every pair at {timing.format_bytes(o.sizes[-1])}, one at a time" + slowest,
-        ),
+        size_table(o.sizes, cells, ".1f", caption, extra="best / rated", title=title),
+        matrix(f.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f", largest),
     )
     curves = [
         (pair_name(p), o.sizes, r, f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}")
@@ -243,15 +234,14 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     first, *_ = o.shapes.values()
     alike = sum(s.kind == first.kind for s in o.shapes.values())
     others = len(o.shapes) - 1
-    tail = (
-        ""
-        if not others
-        else "; so does the other direction's curve"
-        if others == 1 and alike == 2
-        else f"; so do the other {others} curves"
-        if alike == len(o.shapes)
-        else f"; {alike - 1} of the other {others} curves {PLURAL[first.kind]} too"
-    )
+    if not others:
+        tail = ""
+    elif others == 1 and alike == 2:
+        tail = "; so does the other direction's curve"
+    elif alike == len(o.shapes):
+        tail = f"; so do the other {others} curves"
+    else:
+        tail = f"; {alike - 1} of the other {others} curves {PLURAL[first.kind]} too"
     seen = claims.WhatWeSee(NOTEBOOK, peer)
     seen.say(f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.")
     seen.say(
@@ -347,21 +337,18 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     """Both ways' total GB/s per pair and size, over the one-way rates added, and the plot."""
     sizes, b = both.params["sizes"], both_facts(both, peer, links)
     shares = {(s.pair, s.size): s.share for s in b.shares}
+    totals = {p: rates_of(ts) for p, ts in both.value.items()}
+    title = titled("Both directions at once, total GB/s (size: each way)", both)
+    caption = "decimal GB/s: the bytes of both copies over the time for both"
+    over = (
+        "the total over the two one-way rates of section 4 added: two copies at once cannot beat "
+        "the same two timed apart, so a share above 100% is the samples' noise or a measurement "
+        "problem (said below)"
+    )
     display(
+        size_table(sizes, totals, ".1f", caption, title=title),
         size_table(
-            sizes,
-            {p: rates_of(ts) for p, ts in both.value.items()},
-            ".1f",
-            "decimal GB/s: the bytes of both copies over the time for both",
-            title=titled("Both directions at once, total GB/s (size: each way)", both),
-        ),
-        size_table(
-            sizes,
-            {p: [shares.get((p, s)) for s in sizes] for p in both.value},
-            ".0%",
-            "the total over the two one-way rates of section 4 added: two copies at once cannot "
-            "beat the same two timed apart, so a share above 100% is the samples' noise or a "
-            "measurement problem (said below)",
+            sizes, {p: [shares.get((p, s)) for s in sizes] for p in both.value}, ".0%", over
         ),
     )
     curves = [
