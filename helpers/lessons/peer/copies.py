@@ -11,7 +11,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, pair_name, span, titled
+from . import NOTEBOOK, matrix, pair_ends, pair_name, span, titled
 from .links import facts as link_facts
 
 DUPLEX = 0.9  # both ways at once keeping this share of the one-way rates added: "hardly slowed"
@@ -422,17 +422,13 @@ class Latency:
 
 
 def latency_facts(latency: Run) -> Latency:
-    value, sizes = latency.value, latency.params["sizes"]
-    n = round(len(value) ** 0.5)
-    peer = [
-        [value[f"{i}->{j}"][k].median_us for i, j in ordered_pairs(n)] for k in range(len(sizes))
-    ]
-    local = [[value[f"{i}->{i}"][k].median_us for i in range(n)] for k in range(len(sizes))]
-    median = statistics.median
+    us = {pair_ends(p): [t.median_us for t in ts] for p, ts in latency.value.items()}
+    peer = [per_size for (i, j), per_size in us.items() if i != j]
+    local = [per_size for (i, j), per_size in us.items() if i == j]
     return Latency(
-        sizes,
-        [median(us) for us in peer],
-        median(local[0]),
+        latency.params["sizes"],
+        [statistics.median(at_size) for at_size in zip(*peer, strict=True)],
+        statistics.median(per_size[0] for per_size in local),
         max(map(max, local)),
         min(map(min, peer)),
     )
