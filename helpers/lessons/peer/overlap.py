@@ -53,6 +53,12 @@ def issue_gaps_us(profile: trace.Profile) -> list[float]:
     ]
 
 
+def between_gpus(iv: trace.Interval) -> bool:
+    """A PtoP copy, or one whose source and destination are two known, different devices."""
+    known = None not in (iv.src_device, iv.dst_device)
+    return iv.copy_kind == "PtoP" or known and iv.src_device != iv.dst_device
+
+
 def overlap_word(ratios: list[float]) -> str:
     """ "overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
     if min(ratios) >= HIGH:
@@ -93,13 +99,7 @@ def combinations(seed: Run) -> list[Combination]:
     for r in seed.value["runs"]:
         prof = r["profile"]
         names = lane_names(prof, seed.value["lanes"])
-        copies = [
-            iv
-            for iv in prof.select(kind="memcpy")
-            if iv.copy_kind == "PtoP"
-            or None not in (iv.src_device, iv.dst_device)
-            and iv.src_device != iv.dst_device
-        ]
+        copies = [iv for iv in prof.select(kind="memcpy") if between_gpus(iv)]
         kernels = [iv for iv in prof.select(kind="kernel", device=1) if MARK not in iv.name]
         found.append(
             Combination(
@@ -144,22 +144,17 @@ class Overlap:
 
 def summary(seed: Run) -> Overlap:
     rows = combinations(seed)
-    by_streams: dict[tuple[bool, bool], dict[bool, float]] = {}
-    for row in rows:
-        by_streams.setdefault((row.sender, row.receiver), {})[row.non_blocking] = row.ratio
+    ratio = {(row.sender, row.receiver, row.non_blocking): row.ratio for row in rows}
+    memcpys = [iv for row in rows for iv in row.profile.select(kind="memcpy")]
     gaps = [gap for row in rows for gap in issue_gaps_us(row.profile)]
     return Overlap(
         [row.ratio for row in rows if row.sender and row.receiver],
         [row.ratio for row in rows if not (row.sender and row.receiver)],
-        list(by_streams.get((False, True), {}).values()),
-        max(abs(r[True] - r[False]) for r in by_streams.values()),
+        [row.ratio for row in rows if (row.sender, row.receiver) == (False, True)],
+        max(abs(ratio[s, r, True] - ratio[s, r, False]) for s, r, _ in ratio),
         sum(row.syncs for row in rows),
         sorted({row.copy_kind for row in rows}),
-        sum(
-            iv.copy_kind in ("HtoD", "DtoH")
-            for row in rows
-            for iv in row.profile.select(kind="memcpy")
-        ),
+        sum(iv.copy_kind in ("HtoD", "DtoH") for iv in memcpys),
         len(rows),
         sum(
             r.copy_lane == f"cuda:0 {'side stream s0' if r.sender else 'default stream'}"
