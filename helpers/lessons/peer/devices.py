@@ -114,21 +114,16 @@ class Events:
 
     with_wait: list[float]
     without_wait: list[float]
-
-    @property
-    def waited(self) -> bool:
-        """With the wait, no step's cuda:1 kernel started before cuda:0's ended (within tolerance)."""
-        return bool(self.with_wait) and min(self.with_wait) >= -TOLERANCE_US
-
-    @property
-    def ran_free(self) -> bool:
-        """Without the wait, cuda:1's kernel ran while cuda:0's still ran, in every step."""
-        return bool(self.without_wait) and max(self.without_wait) < -TOLERANCE_US
+    waited: bool  # with the wait, no step's cuda:1 kernel started before cuda:0's ended
+    ran_free: bool  # without it, cuda:1's kernel ran while cuda:0's still ran, in every step
 
 
 def event_facts(events: Run) -> Events:
     gaps = {k: [b.start_us - a.end_us for a, b in kernel_pairs(p)] for k, p in events.value.items()}
-    return Events(gaps["with_wait"], gaps["without_wait"])
+    with_wait, without = gaps["with_wait"], gaps["without_wait"]
+    waited = bool(with_wait) and min(with_wait) >= -TOLERANCE_US  # within the clocks' tolerance
+    ran_free = bool(without) and max(without) < -TOLERANCE_US
+    return Events(with_wait, without, waited, ran_free)
 
 
 def show_event_wait(events: Run) -> None:
