@@ -92,8 +92,8 @@ def show_links(links: Run) -> None:
     f = facts(links)
     # the recorded machine, formatted as today (an older recording kept nvidia-smi's colour codes)
     print(hardware.report(links.header["machine"]), "\n")
-    columns = ["pair", "peer access", "link (nvidia-smi topo -m)"]
-    columns += [("rated, one direction", "GB/s", ".0f")]
+    rated = ("rated, one direction", "GB/s", ".0f")
+    columns = ["pair", "peer access", "link (nvidia-smi topo -m)", rated]
     title, caption = (
         titled("Peer access and links", links),
         "rated speed: " + "; ".join(f.rated_from),
