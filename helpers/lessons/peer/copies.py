@@ -89,8 +89,7 @@ def plot(run: Run, title: str, curves: list[tuple], ceiling: float | None, label
 
 @dataclass(frozen=True)
 class SameGpu:
-    """Section 3's facts: sizes (bytes), GB/s (read + write), the plateau, the best point, and
-    L2 bytes and datasheet GB/s (None: not known for this GPU)."""
+    """Section 3's facts: sizes (bytes), GB/s (read + write), plateau, L2 bytes, datasheet GB/s."""
 
     sizes: list[int]
     rates: list[float]

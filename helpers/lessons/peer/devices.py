@@ -109,8 +109,7 @@ def kernel_pairs(profile: trace.Profile) -> list[tuple[trace.Interval, trace.Int
 
 @dataclass(frozen=True)
 class Events:
-    """Section 8's facts: us from the end of cuda:0's kernel to the start of cuda:1's, per step
-    (negative: cuda:1's started first), with and without the wait."""
+    """Section 8's facts: us from cuda:0's kernel's end to cuda:1's start per step (< 0: before)."""
 
     with_wait: list[float]
     without_wait: list[float]

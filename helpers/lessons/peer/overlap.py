@@ -73,8 +73,7 @@ def streams(sender: bool, receiver: bool) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Combination:
-    """One of the 8 runs: flags, the copy's kinds and lane, B^4's lane, copy and kernels in ms per
-    step, their overlap ratio (0 to 1), the host's cudaStreamSynchronize calls, its trace."""
+    """One of the 8 runs, read from its trace: ms per step, overlap ratio (0 to 1), host syncs."""
 
     sender: bool
     receiver: bool
@@ -168,8 +167,7 @@ def summary(seed: Run) -> Overlap:
 
 
 def show_combinations(seed: Run) -> None:
-    """The 8 combinations (copy's lane, ms per step, overlap, host syncs), what orders B^4 behind
-    the copy against the overlap seen, and where the Chrome traces are."""
+    """The 8 combinations, what orders B^4 behind the copy, and where the Chrome traces are."""
     rows, params = combinations(seed), seed.params
     columns = ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f")]
     columns += [("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"]
@@ -226,8 +224,7 @@ def show_timelines(seed: Run) -> None:
 
 
 def see_combinations(seed: Run) -> claims.WhatWeSee:
-    """Which streams ran the copy and B^4, the overlap ratios, what non_blocking changed, the
-    host's share of the copy's time; checks the copy's stream and that the host never waited."""
+    """Streams, overlap ratios, what non_blocking changed, the host's share of the copy's time."""
     o = summary(seed)
     seen = claims.WhatWeSee(NOTEBOOK, seed)
     seen.say(
