@@ -121,10 +121,8 @@ def show_same_gpu(same: Run) -> None:
     print("same-GPU copy on cuda:0, decimal GB/s counting bytes read + written", end=" ")
     print("(median; slowest-fastest sample)")
     for size, t in zip(same.params["sizes"], same.value, strict=True):
-        slowest, fastest = t.gbps_range
-        print(
-            f"  {timing.format_bytes(size):>9}: {t.gbps:8.1f} GB/s  ({slowest:.1f}-{fastest:.1f})"
-        )
+        (slowest, fastest), nbytes = t.gbps_range, timing.format_bytes(size)
+        print(f"  {nbytes:>9}: {t.gbps:8.1f} GB/s  ({slowest:.1f}-{fastest:.1f})")
 
 
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
@@ -454,9 +452,8 @@ def see_latency(latency: Run) -> claims.WhatWeSee:
         f"times as long as a copy within one GPU ({f.local_us:.1f} us)."
     )
     if len(f.sizes) > 1:
-        matters = (
-            "hardly matters here" if abs(last / first - 1) < SIZE_MATTERS else "matters already"
-        )
+        changed = abs(last / first - 1)
+        matters = "hardly matters here" if changed < SIZE_MATTERS else "matters already"
         seen.say(
             f"From {f.sizes[0]} B to {f.sizes[-1]} B the peer copy's median time goes from "
             f"{first:.1f} to {last:.1f} us: the size {matters}."
