@@ -121,7 +121,8 @@ def show_same_gpu(same: Run) -> None:
     print("same-GPU copy on cuda:0, decimal GB/s counting bytes read + written", end=" ")
     print("(median; slowest-fastest sample)")
     for size, t in zip(same.params["sizes"], same.value, strict=True):
-        (slowest, fastest), nbytes = t.gbps_range, timing.format_bytes(size)
+        slowest, fastest = t.gbps_range
+        nbytes = timing.format_bytes(size)
         print(f"  {nbytes:>9}: {t.gbps:8.1f} GB/s  ({slowest:.1f}-{fastest:.1f})")
 
 
