@@ -109,7 +109,7 @@ def kernel_pairs(profile: trace.Profile) -> list[tuple[trace.Interval, trace.Int
 
 @dataclass(frozen=True)
 class Events:
-    """Section 8's facts: us from cuda:0's kernel's end to cuda:1's start per step (< 0: before)."""
+    """Section 8's facts: us from cuda:0's kernel's end to cuda:1's start, per step (< 0: cuda:1 first)."""
 
     with_wait: list[float]
     without_wait: list[float]
