@@ -988,7 +988,8 @@ def _gaps(profile: trace.Profile) -> list[float]:
 def test_the_event_sentence_gives_the_gaps_and_the_words_that_match(machine, capsys):
     run = EVENTS[machine]
     with_wait, without = _gaps(run.value["with_wait"]), _gaps(run.value["without_wait"])
-    assert devices.event_facts(run) == devices.Events(with_wait, without)
+    facts = devices.event_facts(run)
+    assert (facts.with_wait, facts.without_wait, facts.waited) == (with_wait, without, True)
     (sentence,) = devices.see_event_wait(run).sentences
     assert sentence.startswith(
         f"With the wait, cuda:1's kernel started {', '.join(f'{g:+.1f}' for g in with_wait)} "

@@ -14,12 +14,10 @@ NOTEBOOK = "05_device_to_device"
 
 
 def titled(what: str, run: Run) -> str:
-    """A figure's or table's title naming the run's machine."""
     return plotting.machine_title(what, run.machine, run.live)
 
 
 def ordered_pairs(n: int) -> list[tuple[int, int]]:
-    """Every (source, destination) pair of ``n`` GPUs."""
     return [(i, j) for i in range(n) for j in range(n) if i != j]
 
 
@@ -49,10 +47,12 @@ def stream_labels(names: Mapping[tuple[int | None, int | None], str]) -> dict[in
     return {stream: found.pop() for stream, found in by_id.items() if len(found) == 1}
 
 
-def matrix(n: int, cells: Mapping, fmt: object, caption: str, **kw: str) -> tables.Table:
-    """A row per source GPU, a column per destination, ``cells`` by pair; ``kw``: title, unit."""
-    columns = ["from", *[(f"to cuda:{j}", kw.get("unit", ""), fmt) for j in range(n)]]
-    table = tables.Table(columns, title=kw.get("title", ""), caption=caption)
+def matrix(
+    n: int, cells: Mapping, fmt: object, caption: str, title: str = "", unit: str = ""
+) -> tables.Table:
+    """A row per source GPU, a column per destination, ``cells`` by pair ('0->1')."""
+    columns = ["from", *[(f"to cuda:{j}", unit, fmt) for j in range(n)]]
+    table = tables.Table(columns, title=title, caption=caption)
     for i in range(n):
         table.add(f"cuda:{i}", *[cells.get(f"{i}->{j}") for j in range(n)])
     return table

@@ -11,18 +11,23 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, pair_name, span, titled
+from . import NOTEBOOK, matrix, pair_ends, pair_name, span, titled
 from .links import facts as link_facts
 
 DUPLEX = 0.9  # both ways at once keeping this share of the one-way rates added: "hardly slowed"
 PLATEAU_TOLERANCE = 0.05  # the largest sizes within this share of the largest size's rate: plateau
-SIZE_MATTERS = (
-    0.25  # a tiny peer copy's time changing by more, smallest size to largest: it matters
-)
+# a tiny peer copy's time changing by more, smallest size to largest: the size matters
+SIZE_MATTERS = 0.25
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
-PLURAL = {"levels off": "level off", "still rising": "are still rising",
-          "peaks, then falls": "peak, then fall", "uneven": "do not settle"}  # fmt: skip
+PLURAL = {
+    "levels off": "level off",
+    "still rising": "are still rising",
+    "peaks, then falls": "peak, then fall",
+    "uneven": "do not settle",
+}
 OWN = "cuda:0 -> cuda:0 (same GPU, read + write)"
+# said of a share of a link's bound above 100%
+BEYOND = ", above what the link can carry: a measurement problem, not a result"
 
 
 def plateau(rates: list[float]) -> tuple[int, float, float, float]:
@@ -60,13 +65,6 @@ def say_leaks(seen: claims.WhatWeSee, consequence: str, *runs: Run) -> list[str]
     return found
 
 
-def beyond(share: float) -> str:
-    """What a share of a link's bound above 100% is: no result, a measurement problem."""
-    return (
-        ", above what the link can carry: a measurement problem, not a result" if share > 1 else ""
-    )
-
-
 def size_table(sizes: list[int], rows: dict, fmt: str, caption: str, **kw: str) -> tables.Table:
     """A row per pair, a column per size (and ``extra``, '.0%'); ``kw``: title, extra."""
     extra = [(kw["extra"], "", ".0%")] if "extra" in kw else []
@@ -91,7 +89,7 @@ def plot(run: Run, title: str, curves: list[tuple], ceiling: float | None, label
 
 @dataclass(frozen=True)
 class SameGpu:
-    """Section 3's facts: sizes (bytes), GB/s (read + write), the plateau, L2 bytes, datasheet GB/s."""
+    """Section 3's facts: sizes (bytes), GB/s (read + write), plateau, L2 bytes, datasheet GB/s."""
 
     sizes: list[int]
     rates: list[float]
@@ -99,27 +97,22 @@ class SameGpu:
     low: float
     high: float
     memory: float
-    cache: int
-    cache_known: bool
-    datasheet: float | None
-    best: float
     best_at: int
-    best_in_cache: bool | None  # source and destination of the best point fit in L2 together
+    cache: int | None
+    datasheet: float | None
 
 
 def same_facts(same: Run) -> SameGpu:
     rates, machine = rates_of(same.value), same.header["machine"]
-    known_cache = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
     sheet = hardware.ceiling_gbps(machine)
-    sizes, cache, best_at = (
-        same.params["sizes"],
-        hardware.cache_bytes(machine),
-        rates.index(max(rates)),
-    )
-    datasheet = None if sheet == hardware.UNKNOWN_GPU_CEILING_GBPS else sheet
-    in_cache = 2 * sizes[best_at] <= cache if known_cache else None
+    cache_known = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
     return SameGpu(
-        sizes, rates, *plateau(rates), cache, known_cache, datasheet, max(rates), best_at, in_cache
+        same.params["sizes"],
+        rates,
+        *plateau(rates),
+        rates.index(max(rates)),
+        hardware.cache_bytes(machine) if cache_known else None,
+        None if sheet == hardware.UNKNOWN_GPU_CEILING_GBPS else sheet,
     )
 
 
@@ -129,14 +122,15 @@ def show_same_gpu(same: Run) -> None:
     print("(median; slowest-fastest sample)")
     for size, t in zip(same.params["sizes"], same.value, strict=True):
         slowest, fastest = t.gbps_range
-        print(
-            f"  {timing.format_bytes(size):>9}: {t.gbps:8.1f} GB/s  ({slowest:.1f}-{fastest:.1f})"
-        )
+        nbytes = timing.format_bytes(size)
+        print(f"  {nbytes:>9}: {t.gbps:8.1f} GB/s  ({slowest:.1f}-{fastest:.1f})")
 
 
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
     """The smallest size's rate, the plateau against the datasheet, a bump above it (L2?)."""
     f, size = same_facts(same), timing.format_bytes
+    best, both = f.rates[f.best_at], 2 * f.sizes[f.best_at]  # both: source and destination
+    in_cache = None if f.cache is None else both <= f.cache
     seen = claims.WhatWeSee(NOTEBOOK, same)
     sheet = (
         f.datasheet
@@ -149,23 +143,23 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
         f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}."
     )
     if f.best_at < f.start:
+        l2 = f"this GPU's {size(f.cache)} L2 cache" if f.cache else ""
         cache = {
-            True: f"within this GPU's {size(f.cache)} L2 cache: part of it can have been served "
-            "from the cache, not from memory",
-            False: f"more than this GPU's {size(f.cache)} L2 cache",
+            True: f"within {l2}: part of it can have been served from the cache, not from memory",
+            False: f"more than {l2}",
             None: "the recording does not say this GPU's L2 cache size",
-        }[f.best_in_cache]
+        }[in_cache]
         over = ""
-        if f.datasheet and f.best > f.datasheet:
-            over = f"; it is {f.best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
+        if f.datasheet and best > f.datasheet:
+            over = f"; it is {best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
                 "which no copy can exceed: a measurement problem, not a result"
-                if f.best_in_cache is False
+                if in_cache is False
                 else "which only a copy served from the cache can exceed"
             )
         seen.say(
-            f"The best point, {f.best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
-            f"plateau by {f.best / f.memory - 1:.0%} (source and destination together: "
-            f"{size(2 * f.sizes[f.best_at])}, {cache}){over}."
+            f"The best point, {best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
+            f"plateau by {best / f.memory - 1:.0%} (source and destination together: "
+            f"{size(both)}, {cache}){over}."
         )
     else:
         seen.say("No middle size rises above the plateau here.")
@@ -211,22 +205,18 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     """One-way GB/s per pair and size, every pair at the largest, and the plot."""
     o, f = one_way_facts(peer, same, links), link_facts(links)
     big = [x for r in o.rates.values() for s, x in zip(o.sizes, r, strict=True) if s >= BIG]
-    slowest = (
-        f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
-        if big
-        else ""
-    )
+    largest = f"GB/s, every pair at {timing.format_bytes(o.sizes[-1])}, one at a time"
+    if big:
+        largest += (
+            f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
+        )
+    cells = {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()}
+    caption = "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed"
+    title = titled("Peer copies, one direction, GB/s", peer)
     display(
-        size_table(
-            o.sizes, {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()}, ".1f",
-            "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed",
-            extra="best / rated", title=titled("Peer copies, one direction, GB/s", peer),
-        ),
-        matrix(
-            f.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f",
-            f"GB/s, every pair at {timing.format_bytes(o.sizes[-1])}, one at a time" + slowest,
-        ),
-    )  # fmt: skip
+        size_table(o.sizes, cells, ".1f", caption, extra="best / rated", title=title),
+        matrix(f.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f", largest),
+    )
     curves = [
         (pair_name(p), o.sizes, r, f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}")
         for p, r in o.rates.items()
@@ -242,15 +232,14 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     first, *_ = o.shapes.values()
     alike = sum(s.kind == first.kind for s in o.shapes.values())
     others = len(o.shapes) - 1
-    tail = (
-        ""
-        if not others
-        else "; so does the other direction's curve"
-        if others == 1 and alike == 2
-        else f"; so do the other {others} curves"
-        if alike == len(o.shapes)
-        else f"; {alike - 1} of the other {others} curves {PLURAL[first.kind]} too"
-    )
+    if not others:
+        tail = ""
+    elif others == 1 and alike == 2:
+        tail = "; so does the other direction's curve"
+    elif alike == len(o.shapes):
+        tail = f"; so do the other {others} curves"
+    else:
+        tail = f"; {alike - 1} of the other {others} curves {PLURAL[first.kind]} too"
     seen = claims.WhatWeSee(NOTEBOOK, peer)
     seen.say(f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.")
     seen.say(
@@ -263,7 +252,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         seen.say(
             f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
             f"direction: the best peer copy reaches {o.peak / o.ceiling:.0%} of it"
-            f"{beyond(o.peak / o.ceiling)}."
+            f"{BEYOND if o.peak > o.ceiling else ''}."
         )
     else:
         seen.say(
@@ -328,29 +317,38 @@ def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
     at_largest = [s.share for s in shares if s.size == sizes[-1]]
     above, (rated, label) = [s for s in shares if s.share > 1], f.ceiling
     return BothWays(
-        shares, sizes[-1], at_largest, min(at_largest) >= DUPLEX, min(shares, key=lambda s: s.share),
-        above, [s for s in above if s.lowest <= 1], both_ways_largest_gbps(both),
-        2 * rated if rated else None, "rated speed" if f.rated_gbps else "raw PCIe rate", label,
-    )  # fmt: skip
+        shares,
+        sizes[-1],
+        at_largest,
+        min(at_largest) >= DUPLEX,
+        min(shares, key=lambda s: s.share),
+        above,
+        [s for s in above if s.lowest <= 1],
+        both_ways_largest_gbps(both),
+        2 * rated if rated else None,
+        "rated speed" if f.rated_gbps else "raw PCIe rate",
+        label,
+    )
 
 
 def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     """Both ways' total GB/s per pair and size, over the one-way rates added, and the plot."""
     sizes, b = both.params["sizes"], both_facts(both, peer, links)
     shares = {(s.pair, s.size): s.share for s in b.shares}
+    totals = {p: rates_of(ts) for p, ts in both.value.items()}
+    title = titled("Both directions at once, total GB/s (size: each way)", both)
+    caption = "decimal GB/s: the bytes of both copies over the time for both"
+    over = (
+        "the total over the two one-way rates of section 4 added: two copies at once cannot beat "
+        "the same two timed apart, so a share above 100% is the samples' noise or a measurement "
+        "problem (said below)"
+    )
     display(
+        size_table(sizes, totals, ".1f", caption, title=title),
         size_table(
-            sizes, {p: rates_of(ts) for p, ts in both.value.items()}, ".1f",
-            "decimal GB/s: the bytes of both copies over the time for both",
-            title=titled("Both directions at once, total GB/s (size: each way)", both),
+            sizes, {p: [shares.get((p, s)) for s in sizes] for p in both.value}, ".0%", over
         ),
-        size_table(
-            sizes, {p: [shares.get((p, s)) for s in sizes] for p in both.value}, ".0%",
-            "the total over the two one-way rates of section 4 added: two copies at once cannot "
-            "beat the same two timed apart, so a share above 100% is the samples' noise or a "
-            "measurement problem (said below)",
-        ),
-    )  # fmt: skip
+    )
     curves = [
         (f"{pair_name(p)}, both at once (total)", sizes, rates_of(ts), "both ways at once, total")
         for p, ts in both.value.items()
@@ -364,11 +362,8 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
 
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     """Whether the directions slowed each other, the largest total against the bound, shares above 100%."""
-    b, size, seen = (
-        both_facts(both, peer, links),
-        timing.format_bytes,
-        claims.WhatWeSee(NOTEBOOK, both),
-    )
+    b, size = both_facts(both, peer, links), timing.format_bytes
+    seen = claims.WhatWeSee(NOTEBOOK, both)
     seen.say(
         f"At {size(b.size)} each way the total is "
         f"{span(f'{min(b.at_largest):.0%}', f'{max(b.at_largest):.0%}')} of the two one-way rates added, "
@@ -379,7 +374,7 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     )
     seen.say(
         f"The dashed line is twice the one-way {b.what}, {b.bound:.0f} GB/s; the largest total, "
-        f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{beyond(b.total / b.bound)}."
+        f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{BEYOND if b.total > b.bound else ''}."
         if b.bound
         else "No rated speed is known for the link, so the plot has no line for it."
     )
@@ -425,17 +420,13 @@ class Latency:
 
 
 def latency_facts(latency: Run) -> Latency:
-    value, sizes = latency.value, latency.params["sizes"]
-    n = round(len(value) ** 0.5)
-    peer = [
-        [value[f"{i}->{j}"][k].median_us for i, j in ordered_pairs(n)] for k in range(len(sizes))
-    ]
-    local = [[value[f"{i}->{i}"][k].median_us for i in range(n)] for k in range(len(sizes))]
-    median = statistics.median
+    us = {pair_ends(p): [t.median_us for t in ts] for p, ts in latency.value.items()}
+    peer = [per_size for (i, j), per_size in us.items() if i != j]
+    local = [per_size for (i, j), per_size in us.items() if i == j]
     return Latency(
-        sizes,
-        [median(us) for us in peer],
-        median(local[0]),
+        latency.params["sizes"],
+        [statistics.median(at_size) for at_size in zip(*peer, strict=True)],
+        statistics.median(per_size[0] for per_size in local),
         max(map(max, local)),
         min(map(min, peer)),
     )
@@ -443,18 +434,13 @@ def latency_facts(latency: Run) -> Latency:
 
 def show_latency(latency: Run) -> None:
     """Time per copy (us) from every GPU to every GPU, per size (the diagonal: within one)."""
-    value = latency.value
-    n = round(len(value) ** 0.5)
-    display(
-        *[
-            matrix(
-                n, {p: ts[k].median_us for p, ts in value.items()}, ".2f",
-                f"time per copy of {size} B (row: from, column: to; median of the samples)", unit="us",
-                title=titled("Small copies", latency) if not k else "",
-            )
-            for k, size in enumerate(latency.params["sizes"])
-        ]
-    )  # fmt: skip
+    value, shown = latency.value, []
+    for k, size in enumerate(latency.params["sizes"]):
+        us = {p: ts[k].median_us for p, ts in value.items()}
+        caption = f"time per copy of {size} B (row: from, column: to; median of the samples)"
+        title = titled("Small copies", latency) if not k else ""
+        shown.append(matrix(round(len(value) ** 0.5), us, ".2f", caption, unit="us", title=title))
+    display(*shown)
 
 
 def see_latency(latency: Run) -> claims.WhatWeSee:
@@ -467,9 +453,8 @@ def see_latency(latency: Run) -> claims.WhatWeSee:
         f"times as long as a copy within one GPU ({f.local_us:.1f} us)."
     )
     if len(f.sizes) > 1:
-        matters = (
-            "hardly matters here" if abs(last / first - 1) < SIZE_MATTERS else "matters already"
-        )
+        changed = abs(last / first - 1)
+        matters = "hardly matters here" if changed < SIZE_MATTERS else "matters already"
         seen.say(
             f"From {f.sizes[0]} B to {f.sizes[-1]} B the peer copy's median time goes from "
             f"{first:.1f} to {last:.1f} us: the size {matters}."

@@ -14,7 +14,6 @@ from . import NOTEBOOK, stream_labels, titled
 
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
 LANDED = ("empty_on", "current_stream_on", "to_cuda1_on", "to_cuda_on")
-COLUMNS = ["when", "current device", 'device="cuda" on', "current stream on", '.to("cuda:1") on']
 
 
 def follows(state: dict) -> bool:
@@ -24,7 +23,6 @@ def follows(state: dict) -> bool:
 
 
 def right(state: dict) -> bool:
-    """Whether both copies' contents were right."""
     return state["to_cuda1_correct"] and state["to_cuda_correct"]
 
 
@@ -50,13 +48,12 @@ def current_facts(current: Run) -> Current:
 
 def show_current_device(current: Run) -> None:
     """Each state: the current device, where allocations, streams and copies landed."""
-    columns = [*COLUMNS, '.to("cuda") on', "copies' contents"]
+    columns = ["when", "current device", 'device="cuda" on', "current stream on"]
+    columns += ['.to("cuda:1") on', '.to("cuda") on', "copies' contents"]
     table = tables.Table(columns, title=titled("The current device", current))
     for s in current.value["states"]:
-        cells = [s[k] for k in LANDED]
-        table.add(
-            s["where"], f"cuda:{s['current_device']}", *cells, "right" if right(s) else "WRONG"
-        )
+        contents = "right" if right(s) else "WRONG"
+        table.add(s["where"], f"cuda:{s['current_device']}", *[s[k] for k in LANDED], contents)
     display(table)  # where new streams, operators and mixed devices went: in the sentences
 
 
@@ -112,26 +109,20 @@ def kernel_pairs(profile: trace.Profile) -> list[tuple[trace.Interval, trace.Int
 
 @dataclass(frozen=True)
 class Events:
-    """Section 8's facts: us from the end of cuda:0's kernel to the start of cuda:1's, per step
-    (negative: cuda:1's started first), with and without the wait."""
+    """Section 8's facts: us from cuda:0's kernel's end to cuda:1's start, per step (< 0: cuda:1 first)."""
 
     with_wait: list[float]
     without_wait: list[float]
-
-    @property
-    def waited(self) -> bool:
-        """With the wait, no step's cuda:1 kernel started before cuda:0's ended (within tolerance)."""
-        return bool(self.with_wait) and min(self.with_wait) >= -TOLERANCE_US
-
-    @property
-    def ran_free(self) -> bool:
-        """Without the wait, cuda:1's kernel ran while cuda:0's still ran, in every step."""
-        return bool(self.without_wait) and max(self.without_wait) < -TOLERANCE_US
+    waited: bool  # with the wait, no step's cuda:1 kernel started before cuda:0's ended
+    ran_free: bool  # without it, cuda:1's kernel ran while cuda:0's still ran, in every step
 
 
 def event_facts(events: Run) -> Events:
     gaps = {k: [b.start_us - a.end_us for a, b in kernel_pairs(p)] for k, p in events.value.items()}
-    return Events(gaps["with_wait"], gaps["without_wait"])
+    with_wait, without = gaps["with_wait"], gaps["without_wait"]
+    waited = bool(with_wait) and min(with_wait) >= -TOLERANCE_US  # within the clocks' tolerance
+    ran_free = bool(without) and max(without) < -TOLERANCE_US
+    return Events(with_wait, without, waited, ran_free)
 
 
 def show_event_wait(events: Run) -> None:
@@ -144,16 +135,12 @@ def show_event_wait(events: Run) -> None:
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 3.5 * len(shown)), squeeze=False)
     for ax, (name, intervals) in zip(axes[:, 0], shown.items(), strict=True):
         kernels = events.value[name].select(kind="kernel")  # s0 on cuda:0, s1 on cuda:1
-        streams = stream_labels(
-            {(iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}" for iv in kernels}
-        )
+        lanes = {
+            (iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}" for iv in kernels
+        }
+        title = name.replace("_", " ")
         plotting.timeline(
-            intervals,
-            title=name.replace("_", " "),
-            ax=ax,
-            unit="us",
-            include_host=True,
-            stream_names=streams,
+            intervals, title=title, ax=ax, unit="us", stream_names=stream_labels(lanes)
         )
         ax.set_xlim(0, longest_us * 1.02)
     fig.suptitle(titled("An event recorded on cuda:0, waited for on cuda:1 (first step)", events))
@@ -164,17 +151,13 @@ def show_event_wait(events: Run) -> None:
 def see_event_wait(events: Run) -> claims.WhatWeSee:
     """When cuda:1's kernel started against the end of cuda:0's (us per step), with the wait and without."""
     f, listed = event_facts(events), lambda gaps: ", ".join(f"{g:+.1f}" for g in gaps)
-    waited = (
-        "it waited: none started earlier than"
-        if f.waited
-        else "it did not wait: it started earlier than"
-    )
+    waited = "it waited: none" if f.waited else "it did not wait: it"
     free = "while cuda:0 was still spinning" if f.ran_free else "not while cuda:0 was spinning"
     seen = claims.WhatWeSee(NOTEBOOK, events)
     seen.say(
         f"With the wait, cuda:1's kernel started {listed(f.with_wait)} us after cuda:0's kernel "
-        f"ended (one value per profiled step, {len(f.with_wait)} steps; {waited} "
-        f"-{TOLERANCE_US:.0f} us, the allowance for the two GPUs' clocks); without it, "
+        f"ended (one value per profiled step, {len(f.with_wait)} steps; {waited} started earlier "
+        f"than -{TOLERANCE_US:.0f} us, the allowance for the two GPUs' clocks); without it, "
         f"{listed(f.without_wait)} us: {free}."
     )
     return seen

@@ -92,17 +92,13 @@ def show_links(links: Run) -> None:
     f = facts(links)
     # the recorded machine, formatted as today (an older recording kept nvidia-smi's colour codes)
     print(hardware.report(links.header["machine"]), "\n")
-    columns = [
-        "pair",
-        "peer access",
-        "link (nvidia-smi topo -m)",
-        ("rated, one direction", "GB/s", ".0f"),
-    ]
-    table = tables.Table(
-        columns,
-        title=titled("Peer access and links", links),
-        caption="rated speed: " + "; ".join(f.rated_from),
+    rated = ("rated, one direction", "GB/s", ".0f")
+    columns = ["pair", "peer access", "link (nvidia-smi topo -m)", rated]
+    title, caption = (
+        titled("Peer access and links", links),
+        "rated speed: " + "; ".join(f.rated_from),
     )
+    table = tables.Table(columns, title=title, caption=caption)
     for i, j in f.peer:
         table.add(f"cuda:{i} -> cuda:{j}", f.peer[(i, j)], f.link[(i, j)], f.rated[(i, j)])
     display(table)
@@ -178,13 +174,11 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
             f"{pairs.machine}: not compared)"
         )
     bars = {
-        "cuda:0 -> cuda:1 alone": value["alone"].gbps,
-        "each pair, all at once (median)": statistics.median(rates.values()),
-        "all pairs at once, total": value["total"].gbps,
+        "cuda:0 -> cuda:1 alone": {"GB/s": value["alone"].gbps},
+        "each pair, all at once (median)": {"GB/s": statistics.median(rates.values())},
+        "all pairs at once, total": {"GB/s": value["total"].gbps},
     }
-    plotting.grouped_bars(
-        {k: {"GB/s": v} for k, v in bars.items()}, title=title, ylabel="decimal GB/s"
-    )
+    plotting.grouped_bars(bars, title=title, ylabel="decimal GB/s")
     plt.show()
 
 

@@ -53,15 +53,27 @@ def issue_gaps_us(profile: trace.Profile) -> list[float]:
     ]
 
 
+def between_gpus(iv: trace.Interval) -> bool:
+    """A PtoP copy, or one whose source and destination are two known, different devices."""
+    known = None not in (iv.src_device, iv.dst_device)
+    return iv.copy_kind == "PtoP" or known and iv.src_device != iv.dst_device
+
+
 def overlap_word(ratios: list[float]) -> str:
     """ "overlap", "no overlap" or "partial overlap", from overlap ratios and the HIGH and LOW marks."""
-    return "overlap" if min(ratios) >= HIGH else "no overlap" if max(ratios) <= LOW else "partial overlap"  # fmt: skip
+    if min(ratios) >= HIGH:
+        return "overlap"
+    return "no overlap" if max(ratios) <= LOW else "partial overlap"
+
+
+def streams(sender: bool, receiver: bool) -> tuple[str, str]:
+    """The sender's and the receiver's current stream, as the tables name them."""
+    return "s0" if sender else "default", "s1" if receiver else "default"
 
 
 @dataclass(frozen=True)
 class Combination:
-    """One of the 8 runs: flags, the copy's kinds and lane, B^4's lane, copy and kernels in ms per
-    step, their overlap ratio (0 to 1), the host's cudaStreamSynchronize calls, its trace."""
+    """One of the 8 runs, read from its trace: ms per step, overlap ratio (0 to 1), host syncs."""
 
     sender: bool
     receiver: bool
@@ -76,10 +88,8 @@ class Combination:
     profile: trace.Profile
 
     def __str__(self) -> str:
-        return (
-            f"sender {'s0' if self.sender else 'default'}, receiver {'s1' if self.receiver else 'default'}, "
-            f"non_blocking={self.non_blocking}"
-        )
+        sender, receiver = streams(self.sender, self.receiver)
+        return f"sender {sender}, receiver {receiver}, non_blocking={self.non_blocking}"
 
 
 def combinations(seed: Run) -> list[Combination]:
@@ -88,46 +98,43 @@ def combinations(seed: Run) -> list[Combination]:
     for r in seed.value["runs"]:
         prof = r["profile"]
         names = lane_names(prof, seed.value["lanes"])
-        copies = [
-            iv
-            for iv in prof.select(kind="memcpy")
-            if iv.copy_kind == "PtoP"
-            or None not in (iv.src_device, iv.dst_device)
-            and iv.src_device != iv.dst_device
-        ]
+        copies = [iv for iv in prof.select(kind="memcpy") if between_gpus(iv)]
         kernels = [iv for iv in prof.select(kind="kernel", device=1) if MARK not in iv.name]
-        found.append(Combination(
-            r["sender_streamed"], r["receiver_streamed"], r["non_blocking"],
-            ", ".join(sorted({str(c.copy_kind) for c in copies})) or "none",
-            lanes_of(copies, names), lanes_of(kernels, names),
-            trace.covered_us(copies) / prof.steps / 1e3, trace.covered_us(kernels) / prof.steps / 1e3,
-            trace.overlap_ratio(copies, kernels) if copies and kernels else float("nan"),
-            trace.count(prof.intervals, "runtime", "cudaStreamSynchronize"), prof,
-        ))  # fmt: skip
+        found.append(
+            Combination(
+                r["sender_streamed"],
+                r["receiver_streamed"],
+                r["non_blocking"],
+                ", ".join(sorted({str(c.copy_kind) for c in copies})) or "none",
+                lanes_of(copies, names),
+                lanes_of(kernels, names),
+                trace.covered_us(copies) / prof.steps / 1e3,
+                trace.covered_us(kernels) / prof.steps / 1e3,
+                trace.overlap_ratio(copies, kernels) if copies and kernels else float("nan"),
+                trace.count(prof.intervals, "runtime", "cudaStreamSynchronize"),
+                prof,
+            )
+        )
     return found
 
 
 @dataclass(frozen=True)
 class Overlap:
-    """The experiment in numbers: overlap ratios with side streams on both GPUs, in the others,
-    in the legacy default stream's case (sender default, receiver s1); the largest change when
-    only non_blocking changes; host syncs; copy kinds; copies to or from the host; runs; runs
-    whose copy ran on the sender's current stream; B^4's lanes; profiled steps (the fewest); the
-    host's us from issuing the copy to launching B^4 and the copy's us per step (medians)."""
+    """The 8 runs in numbers: overlap ratios (0 to 1), counts, and host and copy times (us)."""
 
-    both_side: list[float]
+    both_side: list[float]  # side streams on both GPUs
     others: list[float]
-    legacy: list[float]
-    nb_change: float
-    host_syncs: int
+    legacy: list[float]  # sender on its default stream, s1 current on the receiver
+    nb_change: float  # the largest change when only non_blocking changes
+    host_syncs: int  # cudaStreamSynchronize calls
     copy_kinds: list[str]
-    host_copies: int
+    host_copies: int  # copies to or from the host
     runs: int
-    on_source: int
-    kernel_lanes: list[str]
-    steps: int
-    issue_us: float | None
-    copy_us: float
+    on_source: int  # runs whose copy ran on the sender's current stream
+    kernel_lanes: list[str]  # where B^4 ran
+    steps: int  # profiled steps, the fewest of any run
+    issue_us: float | None  # median host time from issuing the copy to launching B^4
+    copy_us: float  # the copy's median time per step
 
     @property
     def both_side_text(self) -> str:
@@ -135,49 +142,37 @@ class Overlap:
 
 
 def summary(seed: Run) -> Overlap:
-    """``Overlap`` of the 8 runs."""
     rows = combinations(seed)
-    by_streams: dict[tuple[bool, bool], dict[bool, float]] = {}
-    for row in rows:
-        by_streams.setdefault((row.sender, row.receiver), {})[row.non_blocking] = row.ratio
+    ratio = {(row.sender, row.receiver, row.non_blocking): row.ratio for row in rows}
+    memcpys = [iv for row in rows for iv in row.profile.select(kind="memcpy")]
     gaps = [gap for row in rows for gap in issue_gaps_us(row.profile)]
     return Overlap(
         [row.ratio for row in rows if row.sender and row.receiver],
         [row.ratio for row in rows if not (row.sender and row.receiver)],
-        list(by_streams.get((False, True), {}).values()),
-        max(abs(r[True] - r[False]) for r in by_streams.values()),
+        [row.ratio for row in rows if (row.sender, row.receiver) == (False, True)],
+        max(abs(ratio[s, r, True] - ratio[s, r, False]) for s, r, _ in ratio),
         sum(row.syncs for row in rows),
         sorted({row.copy_kind for row in rows}),
-        sum(iv.copy_kind in ("HtoD", "DtoH") for row in rows for iv in row.profile.select(kind="memcpy")),
+        sum(iv.copy_kind in ("HtoD", "DtoH") for iv in memcpys),
         len(rows),
-        sum(r.copy_lane == f"cuda:0 {'side stream s0' if r.sender else 'default stream'}" for r in rows),
+        sum(
+            r.copy_lane == f"cuda:0 {'side stream s0' if r.sender else 'default stream'}"
+            for r in rows
+        ),
         sorted({row.kernel_lane for row in rows}),
         min(row.profile.steps for row in rows),
         statistics.median(gaps) if gaps else None,
         statistics.median(row.copy_ms for row in rows) * 1e3,
-    )  # fmt: skip
-
-
-def streams(sender: bool, receiver: bool) -> tuple[str, str]:
-    """The sender's and the receiver's current stream, as the tables name them."""
-    return "s0" if sender else "default", "s1" if receiver else "default"
+    )
 
 
 def show_combinations(seed: Run) -> None:
-    """The 8 combinations (copy's lane, ms per step, overlap, host syncs), what orders B^4 behind
-    the copy against the overlap seen, and where the Chrome traces are."""
+    """The 8 combinations, what orders B^4 behind the copy, and where the Chrome traces are."""
     rows, params = combinations(seed), seed.params
+    columns = ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f")]
+    columns += [("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"]
     table = tables.Table(
-        [
-            "sender",
-            "receiver",
-            "non_blocking",
-            "the copy ran on",
-            ("copy", "ms", ".3f"),
-            ("B^4", "ms", ".3f"),
-            ("overlap", "", ".2f"),
-            "syncs",
-        ],
+        columns,
         title=titled("The 8 combinations, times per step", seed),
         caption=f"A: {timing.format_bytes(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; "
         f"B: {timing.format_bytes(params['b_numel'] * 4)} on cuda:1; "
@@ -209,20 +204,16 @@ def show_timelines(seed: Run) -> None:
     for row in rows:
         marks = sorted(row.profile.select(kind="kernel", name=MARK), key=lambda iv: iv.start_us)
         second = marks[len(lanes)].start_us if len(marks) > len(lanes) else float("inf")
-        steps.append(
-            [
-                iv
-                for iv in row.profile.intervals
-                if iv.on_gpu and iv.start_us < second and MARK not in iv.name
-            ]
-        )
+        first = [iv for iv in row.profile.intervals if iv.on_gpu and iv.start_us < second]
+        steps.append([iv for iv in first if MARK not in iv.name])
     longest_ms = max(trace.span_us(ivs) for ivs in steps) / 1e3
     fig, axes = plt.subplots(4, 2, figsize=(15, 13))
     for ax, row, work in zip(axes.flat, rows, steps, strict=True):
+        title = f"{row}: overlap {row.ratio:.2f}"
+        names = stream_labels(lane_names(row.profile, lanes))
         plotting.timeline(
-            work, title=f"{row}: overlap {row.ratio:.2f}", ax=ax, unit="ms", include_host=False,
-            stream_names=stream_labels(lane_names(row.profile, lanes)),
-        )  # fmt: skip
+            work, title=title, ax=ax, unit="ms", include_host=False, stream_names=names
+        )
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale in every panel
         if ax is not axes.flat[0] and ax.get_legend() is not None:
             ax.get_legend().remove()
@@ -233,8 +224,7 @@ def show_timelines(seed: Run) -> None:
 
 
 def see_combinations(seed: Run) -> claims.WhatWeSee:
-    """Which streams ran the copy and B^4, the overlap ratios, what non_blocking changed, the
-    host's share of the copy's time; checks the copy's stream and that the host never waited."""
+    """Streams, overlap ratios, what non_blocking changed, the host's share of the copy's time."""
     o = summary(seed)
     seen = claims.WhatWeSee(NOTEBOOK, seed)
     seen.say(
@@ -257,21 +247,16 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
             f"multiplication, {o.issue_us / o.copy_us:.0%} of the copy's {o.copy_us:.0f} us: the part "
             "of the copy that runs alone even at best."
         )
-    runs = f"{o.on_source} of {o.runs} runs"
-    syncs = f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces"
-    for claim, holds, measured in (
-        (
-            "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
-            o.on_source == o.runs,
-            runs,
-        ),
-        (
-            "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
-            o.host_syncs == 0,
-            syncs,
-        ),
-    ):
-        seen.check(claim, holds, measured)
+    seen.check(
+        "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
+        o.on_source == o.runs,
+        f"{o.on_source} of {o.runs} runs",
+    )
+    seen.check(
+        "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
+        o.host_syncs == 0,
+        f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
+    )
     return seen
 
 

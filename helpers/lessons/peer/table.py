@@ -9,9 +9,8 @@ from . import NOTEBOOK, copies, devices, links, overlap
 
 BLOG_POST = 'blog post "Transferring data between GPUs in fully parallel fashion in PyTorch"'
 STREAMS_ARTICLE = 'article "PyTorch CUDA Streams Introduction"'
-NEAR_LINK = (
-    0.75  # packet headers and flow control take a share of the rated speed: "close" is above this
-)
+# packet headers and flow control take a share of the rated speed: "close" is above this
+NEAR_LINK = 0.75
 
 
 def claims_table(
@@ -21,10 +20,9 @@ def claims_table(
     o, high, low = overlap.summary(seed), overlap.HIGH, overlap.LOW
     f, e, tol = links.facts(link_run), devices.event_facts(events), devices.TOLERANCE_US
     best = max((t for ts in one_way.value.values() for t in ts), key=lambda t: t.gbps)
-    best_one_way = claims.measured(best, as_rate=True)  # GB/s, with the spread of its samples
+    v = claims.measured(best, as_rate=True)  # GB/s, with the spread of its samples
     direct, pcie, rate = f.all_peer and not o.host_copies, f.pcie_gbps, f.rated_gbps
     link = f.link.get((0, 1), "unknown")
-    v = best_one_way
     share = claims.Value(v.value / rate, v.spread / rate, "", v.samples) if rate else None
     earliest = claims.Value(min(e.with_wait), 0.0, "us", len(e.with_wait)) if e.with_wait else None
     state = devices.current_facts(current)
@@ -42,68 +40,65 @@ def claims_table(
         else ""
     )
     unrated = f"NVLink of a rate not known here ({'; '.join(f.rated_from)})"
-    rows = [  # (source, run, claim, measured, holds)
-        (
-            BLOG_POST,
-            seed,
-            "A GPU-to-GPU copy overlaps a kernel on the receiving GPU when it is issued under side streams on both GPUs",
-            f"the lower overlap ratio of the two runs with s0 and s1 current ({o.both_side_text}, each over "
-            f"{o.steps} profiled steps), from the traces; {high} and up counts as overlap",
-            claims.compare(min(o.both_side), high, holds_if="above"),
-        ),
-        (
-            BLOG_POST,
-            seed,
-            "... and only then: under any other choice of streams it does not overlap",
-            f"the highest overlap ratio of the other {len(o.others)} runs, from the traces; {low} and below counts as none",
-            claims.compare(max(o.others), low, holds_if="below"),
-        ),
-        (
-            BLOG_POST,
-            seed,
-            "non_blocking makes no difference to that overlap",
-            f"the largest change of the overlap ratio when only non_blocking changes (a change below {low} counts "
-            f"as none); {o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
-            claims.compare(o.nb_change, low, holds_if="below"),
-        ),
-        (
-            STREAMS_ARTICLE,
-            one_way,
-            "Peer-to-peer copies go directly from GPU to GPU, without the host",
-            f"peer access on all pairs: {f.all_peer}; copy kinds in the traces: {', '.join(o.copy_kinds)}; "
-            "the best one-way copy in GB/s" + than_pcie,
-            claims.compare(best_one_way, pcie, holds_if="above") if direct and pcie else direct,
-        ),
-        (
-            STREAMS_ARTICLE,
-            events,
-            "An event recorded on one GPU's stream can make another GPU's stream wait",
-            f"microseconds from the end of cuda:0's kernel to the start of cuda:1's with the wait (earliest of "
-            f"{len(e.with_wait)} steps; -{tol:.0f} us allowed for the GPUs' clocks); without the wait "
-            f"{max(e.without_wait, default=float('nan')):+.1f} us"
-            + ("" if e.ran_free else cannot_tell),
-            claims.compare(earliest, -tol, holds_if="above")
-            if earliest is not None and e.ran_free
-            else None,
-        ),
-        (
-            STREAMS_ARTICLE,
-            one_way,
-            f"NVLink makes peer copies fast: close to the link's rated speed (at least {NEAR_LINK:.0%} of it)",
-            rated or f"the link is {link}, " + (unrated if link.startswith("NV") else "not NVLink"),
-            claims.compare(share, NEAR_LINK, holds_if="above") if share is not None else None,
-        ),
-        (
-            STREAMS_ARTICLE,
-            current,
-            "torch.cuda.set_device(device_id) makes sure you are interacting with the right GPU",
-            f'after set_device(1): current device cuda:{after["current_device"]}, device="cuda" on {after["empty_on"]}, '
-            f"current stream on {after['current_stream_on']}; it decides only what is not named: x * 2 + 1 on a "
-            f"cuda:1 tensor ran on {op['result_on']} with cuda:{op['current_device_before']} current",
-            state.set_device_decides,
-        ),
-    ]
     table = claims.ClaimsTable(NOTEBOOK)
-    for source, run, claim, measured, holds in rows:
-        table.add(claim, source=source, measured=measured, holds=holds, run=run)
+    table.add(
+        "A GPU-to-GPU copy overlaps a kernel on the receiving GPU when it is issued under side streams on both GPUs",
+        source=BLOG_POST,
+        measured=f"the lower overlap ratio of the two runs with s0 and s1 current ({o.both_side_text}, each over "
+        f"{o.steps} profiled steps), from the traces; {high} and up counts as overlap",
+        holds=claims.compare(min(o.both_side), high, holds_if="above"),
+        run=seed,
+    )
+    table.add(
+        "... and only then: under any other choice of streams it does not overlap",
+        source=BLOG_POST,
+        measured=f"the highest overlap ratio of the other {len(o.others)} runs, from the traces; {low} and below counts as none",
+        holds=claims.compare(max(o.others), low, holds_if="below"),
+        run=seed,
+    )
+    table.add(
+        "non_blocking makes no difference to that overlap",
+        source=BLOG_POST,
+        measured=f"the largest change of the overlap ratio when only non_blocking changes (a change below {low} counts "
+        f"as none); {o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
+        holds=claims.compare(o.nb_change, low, holds_if="below"),
+        run=seed,
+    )
+    table.add(
+        "Peer-to-peer copies go directly from GPU to GPU, without the host",
+        source=STREAMS_ARTICLE,
+        measured=f"peer access on all pairs: {f.all_peer}; copy kinds in the traces: {', '.join(o.copy_kinds)}; "
+        "the best one-way copy in GB/s" + than_pcie,
+        holds=claims.compare(v, pcie, holds_if="above") if direct and pcie else direct,
+        run=one_way,
+    )
+    table.add(
+        "An event recorded on one GPU's stream can make another GPU's stream wait",
+        source=STREAMS_ARTICLE,
+        measured=f"microseconds from the end of cuda:0's kernel to the start of cuda:1's with the wait (earliest of "
+        f"{len(e.with_wait)} steps; -{tol:.0f} us allowed for the GPUs' clocks); without the wait "
+        f"{max(e.without_wait, default=float('nan')):+.1f} us"
+        + ("" if e.ran_free else cannot_tell),
+        holds=claims.compare(earliest, -tol, holds_if="above")
+        if earliest is not None and e.ran_free
+        else None,
+        run=events,
+    )
+    table.add(
+        f"NVLink makes peer copies fast: close to the link's rated speed (at least {NEAR_LINK:.0%} of it)",
+        source=STREAMS_ARTICLE,
+        measured=rated
+        or f"the link is {link}, " + (unrated if link.startswith("NV") else "not NVLink"),
+        holds=claims.compare(share, NEAR_LINK, holds_if="above") if share is not None else None,
+        run=one_way,
+    )
+    table.add(
+        "torch.cuda.set_device(device_id) makes sure you are interacting with the right GPU",
+        source=STREAMS_ARTICLE,
+        measured=f'after set_device(1): current device cuda:{after["current_device"]}, device="cuda" on {after["empty_on"]}, '
+        f"current stream on {after['current_stream_on']}; it decides only what is not named: x * 2 + 1 on a "
+        f"cuda:1 tensor ran on {op['result_on']} with cuda:{op['current_device_before']} current",
+        holds=state.set_device_decides,
+        run=current,
+    )
     return table
