@@ -1,5 +1,4 @@
-"""Notebook 00's lessons: where the numbers come from, a bandwidth curve, a timeline, claims.
-They read runs, measure nothing; tests/test_lesson_00.py."""
+"""Notebook 00's lessons: where the numbers come from, a bandwidth curve, a timeline, claims."""
 
 from __future__ import annotations
 
@@ -57,7 +56,6 @@ class Curve:
 
 
 def curve_facts(run: Run) -> Curve:
-    """The first curve's facts from a ``first_bandwidth_curve`` run."""
     sizes, rates = list(run.params["sizes"]), [t.gbps for t in run.value]
     best, dips = max(rates), [i for i in range(len(rates) - 1) if rates[i + 1] < rates[i] * DIP]
     half = next(s for s, r in zip(sizes, rates, strict=True) if r >= best / 2)
@@ -129,20 +127,11 @@ def show_timeline(run: Run) -> None:
     )
 
 
-def hidden_share(run: Run) -> float:
-    """The share (0 to 1) of the shorter activity, copies or kernels, that ran beside the other."""
-    return trace.overlap_ratio(*activities(run))
-
-
-def activities(run: Run) -> tuple[list, list]:
-    """The timeline's copies and kernels."""
-    intervals = run.value.intervals
-    return trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
-
-
 def see_timeline(run: Run) -> claims.WhatWeSee:
     """How much of the shorter activity (the copy or the kernel) ran beside the other, in words."""
-    (copies, kernels), hidden = activities(run), hidden_share(run)
+    intervals = run.value.intervals
+    copies, kernels = trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
+    hidden = trace.overlap_ratio(copies, kernels)
     how = "ran beside the kernel, as expected" if hidden >= 0.9 else "did not overlap the kernel"
     how = "overlapped the kernel only in part" if 0.1 < hidden < 0.9 else how
     return claims.WhatWeSee(NOTEBOOK, run).say(
@@ -172,17 +161,17 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
         holds=claims.compare(claims.ratio(smallest, best), SLOW, holds_if="below"),
         run=curve,
     )
-    raw = f"PCIe gen {gen} x{width}, {link:.3g} GB/s" if link else ""
+    measured = "the PCIe link's generation and width were not reported"
+    if link:
+        raw = f"PCIe gen {gen} x{width}, {link:.3g} GB/s"
+        measured = f"{last}: {largest}, above the raw rate of the reported {raw}: the copies did not take that link as reported (a measurement problem)"
+    if share:
+        measured = f"{last}: {largest}, against the raw rate of {raw} (share shown)"
     table.add(
         f"Large copies come close to the link's speed: {last} reaches {NEAR_LINK:.0%} of the PCIe "
         "link's raw rate",
         source="this notebook's expectation (notebook 01 tests the link in full)",
-        measured=f"{last}: {largest}, against the raw rate of {raw} (share shown)"
-        if share
-        else f"{last}: {largest}, above the raw rate of the reported {raw}: the copies did not take "
-        "that link as reported (a measurement problem)"
-        if link
-        else "the PCIe link's generation and width were not reported",
+        measured=measured,
         holds=claims.compare(share, NEAR_LINK, holds_if="above") if share else None,
         run=curve,
     )

@@ -127,11 +127,10 @@ def show_dataloader(run: Run) -> tables.Table:
     title = plotting.machine_title("one DataLoader epoch", run.machine, run.live)
     bars = {k: r["epoch"].median_ms for k, r in dl.items()}
     plotting.bars_with_ratios(bars, title=title, ylabel="time per epoch (ms, median)")
-    epochs = {
-        k: (e.median_ms, e.spread, len(e.samples_s))
-        for k, e in ((k, r["epoch"]) for k, r in dl.items())
-    }
-    rows = [(k, r["pinned batches"], r["batches"], *epochs[k]) for k, r in dl.items()]
+    rows = []
+    for k, r in dl.items():
+        e = r["epoch"]
+        rows.append((k, r["pinned batches"], r["batches"], e.median_ms, e.spread, len(e.samples_s)))
     caption = f"medians; the GPU's stand-in work alone is {f.gpu_work_ms:.0f} ms per epoch"
     return tables.Table([*DL_COLUMNS, *TD_COLUMNS[2:]], rows, caption=caption)
 

@@ -23,6 +23,7 @@ COLUMNS = [("size", "", timing.format_bytes)] + [(c, "GB/s", ".2f") for c in COP
 COLUMNS += [("pinned / pageable H2D", "x", ".2f")]
 CAPTION = "decimal GB/s, the median of the samples at each size"
 ABOVE = "above it: the copies did not take that link"
+ABOVE_RAW = "above the reported link's raw rate: the copies did not take that link as reported"
 MEASURED = "the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at {}; the largest is {:.2f}x); faster: {}"
 FASTER = "Page-locked memory lets the device read it directly, much faster than pageable memory, which must first be copied to a page-locked buffer"
 
@@ -58,12 +59,9 @@ def facts(run: Run) -> Bandwidth:
 
 def of_link(low: float, high: float, link: float) -> str:
     """' (85%-87% of the raw link rate)', or that a rate passed the raw rate."""
-    if high > link:
-        return (
-            " (above the reported link's raw rate: the copies did not take that link as reported)"
-        )
     a, b = f"{low / link:.0%}", f"{high / link:.0%}"
-    return f" ({a if a == b else a + '-' + b} of the raw link rate)"
+    share = f"{a if a == b else a + '-' + b} of the raw link rate"
+    return f" ({share if high <= link else ABOVE_RAW})"
 
 
 def show(run: Run) -> None:

@@ -69,8 +69,7 @@ PLOTS = (  # each axis: its y label and title
 
 @dataclass(frozen=True)
 class Sweep:
-    """The sweep by size: median ms and GB/s per ``TIMED`` key, ratio to the pageable copy per
-    ``FORMS`` key."""
+    """By size: median ms and GB/s per ``TIMED`` key, ratio to the pageable copy per ``FORMS`` key."""
 
     sizes: list[int]  # bytes
     ms: dict[str, list[float]]
@@ -213,11 +212,7 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     """The Timer against the host clock at the sweep's size nearest the tutorial's (us, GB/s)."""
     tut, sizes, numel = run_tut.value, run_pin.value["sizes"], run_tut.params["numel"]
     near = min(range(len(sizes)), key=lambda i: abs(math.log(sizes[i] / (numel * 4))))
-    row, bytes_near, size = (
-        run_pin.value["rows"][near],
-        sizes[near] / numel / 4,
-        timing.format_bytes,
-    )
+    row, size = run_pin.value["rows"][near], timing.format_bytes
     page, pin, nb = (row[k] for k in ("pageable_to", "pin_then_to", "pin_then_to_nb"))
     timer_rate, clock_rate = (claims.measured(t, as_rate=True) for t in (tut[timer.PAGEABLE], page))
     pageable = claims.compare(claims.ratio(timer_rate, clock_rate), 1, holds_if="above")  # per byte
@@ -226,7 +221,7 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     r2 = timer.ratio(run_tut).value
     return seen(
         run_pin,
-        f"The sweep's size nearest to the tutorial's {numel:,} float32 ({size(numel * 4)}) is {size(sizes[near])} ({bytes_near:.2f} times as many bytes).",
+        f"The sweep's size nearest to the tutorial's {numel:,} float32 ({size(numel * 4)}) is {size(sizes[near])} ({sizes[near] / numel / 4:.2f} times as many bytes).",
         *(
             f"{name} took {us_words(tut[statement])} under the Timer (section 3) and {us_words(row[key])} on the host clock (section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s."
             for name, statement, key in CLOCKS
@@ -278,14 +273,9 @@ def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
     columns = ["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"]
     table = tables.Table(columns, bold=["verdict"], title=title, caption=caption)
     words = f"{analysis.times(tutorial.value)}{few_note(tutorial.value.samples)}: {timer.twice_words(tutorial, one=True)}"
+    numel, verdict = run_tut.params["numel"], claims.stated(tutorial, run_tut)
     statement = "pin_memory().to() (blocking), the tutorial's Timer"
-    table.add(
-        f"{run_tut.params['numel']:,} float32",
-        statement,
-        "warm",
-        words,
-        claims.stated(tutorial, run_tut),
-    )
+    table.add(f"{numel:,} float32", statement, "warm", words, verdict)
     for label, (comparison, words) in twice_as_slow_verdicts(run_pin).items():
         sizes, case = label.split(", ")
         statement = "pin_memory().to(non_blocking=True), host clock"

@@ -33,7 +33,6 @@ class Engines:
 
 
 def facts(run: Run) -> Engines:
-    """Section 3's numbers, computed once from a ``copy_engines`` run."""
     count, v = run.value["copy_engines"], run.value
     t = {label: claims.measured(timing) for label, timing in v["times"].items()}
     both, same = (analysis.per_step(v[p], lambda s: lanes_overlap(s, "memcpy")) for p in PAIRS)

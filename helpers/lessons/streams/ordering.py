@@ -81,7 +81,6 @@ class Ordering:
 
 
 def facts(run: Run) -> Ordering:
-    """Section 1's numbers, computed once from a ``stream_ordering`` run."""
     spin_us, p = run.params["spin_us"], run.params
     kernels = (trace.select(s, kind="kernel") for s in analysis.steps_of(run.value["in order"]))
     steps = [sorted(k, key=lambda iv: iv.start_us) for k in kernels]

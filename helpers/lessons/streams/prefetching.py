@@ -31,7 +31,6 @@ def _hidden(profile: trace.Profile) -> float:
 
 
 def facts(run: Run) -> Prefetching:
-    """Section 5's numbers, computed once from a ``double_buffering`` run."""
     db, n = run.value, run.params["n_batches"]
     c, k = claims.measured(db["copy"]), claims.measured(db["compute"])
     speedup = claims.ratio(db["serial"], db["prefetched"])
