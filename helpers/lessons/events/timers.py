@@ -44,16 +44,13 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     """The share of the events' time the unsynchronised clock sees; the synchronised one's."""
     share, synced = (over_events(run, timer) for timer in TIMERS[:2])
     longer = "longer, since it also counts the launch and the return from `synchronize`"
-    return (
-        claims.WhatWeSee(NOTEBOOK, run)
-        .say(
-            f"The unsynchronised host clock reports {share.value:.1%} of the events' time: "
-            f"{tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate."
-        )
-        .say(
-            f"The synchronised clock measures {times(synced)} the events' time: "
-            f"{vs_one(synced, longer, 'shorter')}."
-        )
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
+        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: "
+        f"{tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate."
+    )
+    return seen.say(
+        f"The synchronised clock measures {times(synced)} the events' time: "
+        f"{vs_one(synced, longer, 'shorter')}."
     )
 
 

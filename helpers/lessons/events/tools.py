@@ -24,9 +24,8 @@ def show_resolution(run: Run) -> tables.Table:
         t = run.value[label]
         queued = "; queueing them took {enqueue_us:.0f} us of the {hold_us:.0f} us hold"
         queued = queued.format(**t.extra) if "enqueue_us" in t.extra else ""
-        print(
-            f"{label:36s} {t.median_us:6.3f} us per kernel ({t.calls_per_sample} kernels{queued})"
-        )
+        kernels = f"({t.calls_per_sample} kernels{queued})"
+        print(f"{label:36s} {t.median_us:6.3f} us per kernel {kernels}")
     table = tables.Table(
         ["events around", *cols("us", ".3f", "median", "min", "max"), "distinct values"]
         + [("closest two apart", "us", ".3f")]
@@ -101,10 +100,8 @@ def profiler_time(run: Run) -> claims.Value:
 
 def by_profiler(run: Run) -> tuple[claims.Value, claims.Value]:
     """The events' and the benchmark's medians over the profiler's kernel time ("x")."""
-    profiled = profiler_time(run)
-    return claims.ratio(run.value["events"], profiled), claims.ratio(
-        run.value["benchmark"], profiled
-    )
+    events, bench, profiled = run.value["events"], run.value["benchmark"], profiler_time(run)
+    return claims.ratio(events, profiled), claims.ratio(bench, profiled)
 
 
 def show_tools(run: Run) -> None:
