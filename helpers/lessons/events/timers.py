@@ -7,7 +7,6 @@ import math
 import random
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from ... import analysis, claims, exercises, plotting, tables
 from ...records import Run
@@ -208,8 +207,8 @@ def show_spread(run: Run) -> tables.Table:
     for label, t in run.value.items():
         us = (s * 1e6 for s in (t.median_s, t.mean_s, *t.quartiles_s, t.min_s, t.max_s))
         table.add(label, *us, t.spread, len(t.samples_s))
-        bars: Any = ax.hist([s * 1e6 for s in t.samples_s], bins=30, alpha=0.6, label=label)[2]
-        color = bars[0].get_facecolor()[:3]
+        patches = ax.hist([s * 1e6 for s in t.samples_s], bins=30, alpha=0.6, label=label)[2]
+        color = patches[0].get_facecolor()[:3]
         median = f"median, {label} ({t.median_us:.1f} us)"
         ax.axvline(t.median_us, linestyle="--", color=color, linewidth=1.2, label=median)
     ax.legend()
