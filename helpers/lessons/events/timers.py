@@ -179,10 +179,8 @@ def spread_facts(run: Run) -> Spread:
 
 def higher_median(run: Run) -> str | None:
     """Exercise 2: the clock with the higher median, None when the same within the noise."""
-    sits = spread_facts(run).host_over_events
-    if sits.verdict == claims.BORDERLINE:
-        return None
-    return "host clock" if sits.value.value > 1 else "events"
+    higher = analysis.in_words(spread_facts(run).host_over_events, "host clock", "", "events")
+    return higher or None
 
 
 def check_higher_median(answer: str | None, run: Run) -> bool | None:
