@@ -99,9 +99,8 @@ def show_first_calls(run: Run) -> tables.Table:
     """First call and later median (ms), their ratio; every call's time (ms, log axis)."""
     ylabel = "time per call (ms, synchronised host clock)"
     ax = axes(run, "First calls", "call number in this process", ylabel)
-    table = tables.Table(
-        ["call", *cols("ms", ".3f", "first", "later, median"), ("first / later", "x", ".1f")]
-    )
+    over = ("first / later", "x", ".1f")
+    table = tables.Table(["call", *cols("ms", ".3f", "first", "later, median"), over])
     for (name, t), ratio in zip(run.value.items(), firsts(run).values(), strict=True):
         table.add(name, t[0] * 1e3, statistics.median(t[1:]) * 1e3, ratio.value)
         ax.plot(range(1, len(t) + 1), [s * 1e3 for s in t], marker="o", label=name)
@@ -189,19 +188,16 @@ def check_higher_median(answer: str | None, run: Run) -> bool | None:
     if expected is None:
         print("On this machine the two medians are the same within the noise: nothing to grade.")
         return None
-    return exercises.check_choice(
-        answer, expected, choices=list(run.value), hint="compare the medians printed in section 4"
-    )
+    hint = "compare the medians printed in section 4"
+    return exercises.check_choice(answer, expected, choices=list(run.value), hint=hint)
 
 
 def show_spread(run: Run) -> tables.Table:
     """Both clocks' samples: a table (us, IQR / median) and histograms (us), medians dashed."""
     what = f"{run.params['samples']} samples of one kernel (dashed: medians)"
     ax = axes(run, what, "time per call (us)", "number of samples")
-    table = tables.Table(
-        ["clock", *cols("us", ".2f", "median", "mean", "IQR from", "IQR to", "min", "max")]
-        + [("IQR / median", "", ".1%"), "samples"]
-    )
+    in_us = cols("us", ".2f", "median", "mean", "IQR from", "IQR to", "min", "max")
+    table = tables.Table(["clock", *in_us, ("IQR / median", "", ".1%"), "samples"])
     for label, t in run.value.items():
         us = (s * 1e6 for s in (t.median_s, t.mean_s, *t.quartiles_s, t.min_s, t.max_s))
         table.add(label, *us, t.spread, len(t.samples_s))

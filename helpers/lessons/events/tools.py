@@ -27,10 +27,8 @@ def show_resolution(run: Run) -> tables.Table:
         queued = queued.format(**t.extra) if "enqueue_us" in t.extra else ""
         kernels = f"({t.calls_per_sample} kernels{queued})"
         print(f"{label:36s} {t.median_us:6.3f} us per kernel {kernels}")
-    table = tables.Table(
-        ["events around", *cols("us", ".3f", "median", "min", "max"), "distinct values"]
-        + [("closest two apart", "us", ".3f")]
-    )
+    columns = ["events around", *cols("us", ".3f", "median", "min", "max"), "distinct values"]
+    table = tables.Table([*columns, ("closest two apart", "us", ".3f")])
     for label in PAIRS:
         v = run.value[label]
         row = (statistics.median(v), min(v), max(v), len(set(v)), closest_apart(v))

@@ -8,7 +8,7 @@ from .common import NOTEBOOK, Row, bars, titled
 
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
-ORDERS = {  # what each ordering claim orders, and the claim
+ORDERS = {  # each ordering claim, by what it orders
     "streams": "Record an event in stream A and wait for it in stream B: B's later work waits for A's",
     "GPUs": "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)",
 }
@@ -40,9 +40,8 @@ def show_wait(run: Run) -> None:
         f"finished ({poll_us(run):.2f} us per poll)"
     )
     waits = {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms}
-    bars(
-        run, "Waiting for one event or for the device", waits, "host wait from the same start (ms)"
-    )
+    what = "Waiting for one event or for the device"
+    bars(run, what, waits, "host wait from the same start (ms)")
 
 
 def query_word(run: Run) -> str:

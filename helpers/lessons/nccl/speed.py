@@ -123,11 +123,9 @@ def show_bandwidth(run: Run) -> None:
     print(f"Measured on {', '.join(map(str, s.busbw))} ranks ({run.where()});")
     print(f"wrong elements over every check: {s.wrong}.")
     samples = f"median of {len(s.all_reduce[0].samples_s)} samples of {run.params['iters']} calls"
-    table = tables.Table(
-        NCCL_TESTS,
-        title=f"all_reduce on {s.ranks} ranks ({run.where()}), in nccl-tests' columns",
-        caption=f"{samples}; count: float32 elements; IQR/median: the spread of the samples",
-    )
+    title = f"all_reduce on {s.ranks} ranks ({run.where()}), in nccl-tests' columns"
+    caption = f"{samples}; count: float32 elements; IQR/median: the spread of the samples"
+    table = tables.Table(NCCL_TESTS, title=title, caption=caption)
     wrong, busbw = run.value["sweep"][-1]["wrong"]["all_reduce"], s.busbw[s.ranks]
     bus = busbw["all_reduce"]
     for i, (n, t) in enumerate(zip(s.sizes, s.all_reduce, strict=True)):
