@@ -67,12 +67,10 @@ def show(gloo: Run, nccl: Run, part: str) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
     for ax, backend, run in zip(axes, ("gloo", "NCCL"), (gloo, nccl), strict=True):
         rows = summary(run, calls)
-        others = sorted({s.n for c, s in rows.items() if c != "first recv"})
-        repeats = " or ".join(map(str, others)) + " repeats"
+        others = " or ".join(map(str, sorted({s.n for c, s in rows.items() if c != "first recv"})))
+        repeats = f"{others} repeats per call"
         if "first recv" in rows:
-            repeats = f"first recv: {analysis.plural(rows['first recv'].n, 'call')}; every other call: {repeats}"
-        else:
-            repeats += " per call"
+            repeats = f"first recv: {analysis.plural(rows['first recv'].n, 'call')}; every other call: {others} repeats"
         cells = [
             (c, s.late_ms, s.returned.value, s.waited.value, s.arrived, s.done.value)
             for c, s in rows.items()
