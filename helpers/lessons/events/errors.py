@@ -51,12 +51,10 @@ def show(run: Run) -> None:
     raised = raised_at(run)
     for case, out in run.value.items():
         assertion = out["device_assert"][0] if out["device_assert"] else ""
-        print(
-            f"{case}\n    raised at: {raised[case]}; markers: {out['markers'][1:]}\n    error: "
-            + " / ".join(out["error_text"][:1] + out["error_text"][2:3])
-            + "\n    device: "
-            + (assertion[assertion.find("Assertion") :] or "no assertion printed")
-        )
+        error = " / ".join(out["error_text"][:1] + out["error_text"][2:3])
+        device = assertion[assertion.find("Assertion") :] or "no assertion printed"
+        print(f"{case}\n    raised at: {raised[case]}; markers: {out['markers'][1:]}")
+        print(f"    error: {error}\n    device: {device}")
 
 
 def see(run: Run) -> claims.WhatWeSee:

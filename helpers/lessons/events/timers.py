@@ -7,7 +7,6 @@ import math
 import random
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from ... import analysis, claims, exercises, plotting, tables
 from ...records import Run
@@ -44,16 +43,13 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     """The share of the events' time the unsynchronised clock sees; the synchronised one's."""
     share, synced = (over_events(run, timer) for timer in TIMERS[:2])
     longer = "longer, since it also counts the launch and the return from `synchronize`"
-    return (
-        claims.WhatWeSee(NOTEBOOK, run)
-        .say(
-            f"The unsynchronised host clock reports {share.value:.1%} of the events' time: "
-            f"{tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate."
-        )
-        .say(
-            f"The synchronised clock measures {times(synced)} the events' time: "
-            f"{vs_one(synced, longer, 'shorter')}."
-        )
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
+        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: "
+        f"{tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate."
+    )
+    return seen.say(
+        f"The synchronised clock measures {times(synced)} the events' time: "
+        f"{vs_one(synced, longer, 'shorter')}."
     )
 
 
@@ -103,9 +99,8 @@ def show_first_calls(run: Run) -> tables.Table:
     """First call and later median (ms), their ratio; every call's time (ms, log axis)."""
     ylabel = "time per call (ms, synchronised host clock)"
     ax = axes(run, "First calls", "call number in this process", ylabel)
-    table = tables.Table(
-        ["call", *cols("ms", ".3f", "first", "later, median"), ("first / later", "x", ".1f")]
-    )
+    over = ("first / later", "x", ".1f")
+    table = tables.Table(["call", *cols("ms", ".3f", "first", "later, median"), over])
     for (name, t), ratio in zip(run.value.items(), firsts(run).values(), strict=True):
         table.add(name, t[0] * 1e3, statistics.median(t[1:]) * 1e3, ratio.value)
         ax.plot(range(1, len(t) + 1), [s * 1e3 for s in t], marker="o", label=name)
@@ -183,10 +178,8 @@ def spread_facts(run: Run) -> Spread:
 
 def higher_median(run: Run) -> str | None:
     """Exercise 2: the clock with the higher median, None when the same within the noise."""
-    sits = spread_facts(run).host_over_events
-    if sits.verdict == claims.BORDERLINE:
-        return None
-    return "host clock" if sits.value.value > 1 else "events"
+    higher = analysis.in_words(spread_facts(run).host_over_events, "host clock", "", "events")
+    return higher or None
 
 
 def check_higher_median(answer: str | None, run: Run) -> bool | None:
@@ -195,24 +188,21 @@ def check_higher_median(answer: str | None, run: Run) -> bool | None:
     if expected is None:
         print("On this machine the two medians are the same within the noise: nothing to grade.")
         return None
-    return exercises.check_choice(
-        answer, expected, choices=list(run.value), hint="compare the medians printed in section 4"
-    )
+    hint = "compare the medians printed in section 4"
+    return exercises.check_choice(answer, expected, choices=list(run.value), hint=hint)
 
 
 def show_spread(run: Run) -> tables.Table:
     """Both clocks' samples: a table (us, IQR / median) and histograms (us), medians dashed."""
     what = f"{run.params['samples']} samples of one kernel (dashed: medians)"
     ax = axes(run, what, "time per call (us)", "number of samples")
-    table = tables.Table(
-        ["clock", *cols("us", ".2f", "median", "mean", "IQR from", "IQR to", "min", "max")]
-        + [("IQR / median", "", ".1%"), "samples"]
-    )
+    in_us = cols("us", ".2f", "median", "mean", "IQR from", "IQR to", "min", "max")
+    table = tables.Table(["clock", *in_us, ("IQR / median", "", ".1%"), "samples"])
     for label, t in run.value.items():
         us = (s * 1e6 for s in (t.median_s, t.mean_s, *t.quartiles_s, t.min_s, t.max_s))
         table.add(label, *us, t.spread, len(t.samples_s))
-        bars: Any = ax.hist([s * 1e6 for s in t.samples_s], bins=30, alpha=0.6, label=label)[2]
-        color = bars[0].get_facecolor()[:3]
+        patches = ax.hist([s * 1e6 for s in t.samples_s], bins=30, alpha=0.6, label=label)[2]
+        color = patches[0].get_facecolor()[:3]
         median = f"median, {label} ({t.median_us:.1f} us)"
         ax.axvline(t.median_us, linestyle="--", color=color, linewidth=1.2, label=median)
     ax.legend()

@@ -10,6 +10,7 @@ from .common import NOTEBOOK, Row, axes, bars, cols, times
 
 PAIRS = ("empty pair (us)", "one tiny kernel (us)")
 BATCHES = ("batch, launched as we go", "batch, queued behind a spin kernel")
+QUEUED = "the batch queued behind a spin kernel measures less per kernel than the batch launched as we go"
 
 
 def closest_apart(values: list[float]) -> float | None:
@@ -24,13 +25,10 @@ def show_resolution(run: Run) -> tables.Table:
         t = run.value[label]
         queued = "; queueing them took {enqueue_us:.0f} us of the {hold_us:.0f} us hold"
         queued = queued.format(**t.extra) if "enqueue_us" in t.extra else ""
-        print(
-            f"{label:36s} {t.median_us:6.3f} us per kernel ({t.calls_per_sample} kernels{queued})"
-        )
-    table = tables.Table(
-        ["events around", *cols("us", ".3f", "median", "min", "max"), "distinct values"]
-        + [("closest two apart", "us", ".3f")]
-    )
+        kernels = f"({t.calls_per_sample} kernels{queued})"
+        print(f"{label:36s} {t.median_us:6.3f} us per kernel {kernels}")
+    columns = ["events around", *cols("us", ".3f", "median", "min", "max"), "distinct values"]
+    table = tables.Table([*columns, ("closest two apart", "us", ".3f")])
     for label in PAIRS:
         v = run.value[label]
         row = (statistics.median(v), min(v), max(v), len(set(v)), closest_apart(v))
@@ -78,12 +76,7 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
         f"queued behind a spin kernel, {queued:.2f} us per kernel, the GPU's rate, while the "
         f"single kernel's reading is {single / queued:.0f} times that."
     )
-    seen.check(
-        "the batch queued behind a spin kernel measures less per kernel than the batch launched "
-        "as we go",
-        queued < launched,
-        f"{queued:.2f} us against {launched:.2f} us",
-    )
+    seen.check(QUEUED, queued < launched, f"{queued:.2f} us against {launched:.2f} us")
     return seen
 
 
@@ -101,10 +94,8 @@ def profiler_time(run: Run) -> claims.Value:
 
 def by_profiler(run: Run) -> tuple[claims.Value, claims.Value]:
     """The events' and the benchmark's medians over the profiler's kernel time ("x")."""
-    profiled = profiler_time(run)
-    return claims.ratio(run.value["events"], profiled), claims.ratio(
-        run.value["benchmark"], profiled
-    )
+    events, bench, profiled = run.value["events"], run.value["benchmark"], profiler_time(run)
+    return claims.ratio(events, profiled), claims.ratio(bench, profiled)
 
 
 def show_tools(run: Run) -> None:

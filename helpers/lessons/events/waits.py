@@ -8,11 +8,9 @@ from .common import NOTEBOOK, Row, bars, titled
 
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
-ORDERS = {  # each ordering claim, with what it orders
-    "Record an event in stream A and wait for it in stream B: B's later work waits for A's": (
-        "streams"
-    ),
-    "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)": "GPUs",
+ORDERS = {  # each ordering claim, by what it orders
+    "streams": "Record an event in stream A and wait for it in stream B: B's later work waits for A's",
+    "GPUs": "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)",
 }
 
 
@@ -42,9 +40,8 @@ def show_wait(run: Run) -> None:
         f"finished ({poll_us(run):.2f} us per poll)"
     )
     waits = {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms}
-    bars(
-        run, "Waiting for one event or for the device", waits, "host wait from the same start (ms)"
-    )
+    what = "Waiting for one event or for the device"
+    bars(run, what, waits, "host wait from the same start (ms)")
 
 
 def query_word(run: Run) -> str:
@@ -55,19 +52,16 @@ def see_wait(run: Run) -> claims.WhatWeSee:
     """Each median wait (ms) over the kernel it waited for; the side stream; ``query()``."""
     (ev_ms, dev_ms), wait, busy = medians_ms(run), run.value, run.value["side_busy_after_event"]
     main_ms, side_ms = run.params["main_us"] / 1e3, run.params["side_us"] / 1e3
-    return (
-        claims.WhatWeSee(NOTEBOOK, run)
-        .say(
-            f"`main_done.synchronize()` returned after {ev_ms:.2f} ms, {ev_ms / main_ms:.2f} times "
-            f"the {main_ms:.0f} ms short kernel, with the side stream still busy in {sum(busy)} of "
-            f"{len(busy)} runs; `torch.cuda.synchronize()` returned after {dev_ms:.2f} ms, "
-            f"{dev_ms / side_ms:.2f} times the {side_ms:.0f} ms long kernel on the other stream "
-            f"(medians of {len(busy)} runs)."
-        )
-        .say(
-            f'`query()` answered "{query_word(run)}" right after the record, and the host polled '
-            f"{wait['polls']} times before the {run.params['poll_us'] / 1e3:.0f} ms kernel finished."
-        )
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
+        f"`main_done.synchronize()` returned after {ev_ms:.2f} ms, {ev_ms / main_ms:.2f} times "
+        f"the {main_ms:.0f} ms short kernel, with the side stream still busy in {sum(busy)} of "
+        f"{len(busy)} runs; `torch.cuda.synchronize()` returned after {dev_ms:.2f} ms, "
+        f"{dev_ms / side_ms:.2f} times the {side_ms:.0f} ms long kernel on the other stream "
+        f"(medians of {len(busy)} runs)."
+    )
+    return seen.say(
+        f'`query()` answered "{query_word(run)}" right after the record, and the host polled '
+        f"{wait['polls']} times before the {run.params['poll_us'] / 1e3:.0f} ms kernel finished."
     )
 
 
@@ -149,16 +143,12 @@ def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
 def ordering_claims(run_streams: Run, run_gpus: Run) -> list[Row]:
     """That an event orders two streams, and two GPUs; that synchronize(device) waits for one."""
     rows = []
-    for claim, run in zip(ORDERS, (run_streams, run_gpus), strict=True):
-        (w, nw), first = (ordering_counts(run)[k] for k in CASES[::-1]), ROLES[ORDERS[claim]][0]
+    for (across, claim), run in zip(ORDERS.items(), (run_streams, run_gpus), strict=True):
+        (w, nw), first = (ordering_counts(run)[k] for k in CASES[::-1]), ROLES[across][0]
         said = f"with wait_event: {first} done first {w['done_first']}/{w['checks']}, ordered in trace {w['after']}/{w['steps']}; without: {nw['done_first']}/{nw['checks']} (all, and none without, count)"
-        ordered = (
-            w["done_first"] == w["checks"] and w["after"] == w["steps"] and not nw["done_first"]
-        )
-        rows.append(Row(claim, run, said, ordered))
-    busy, claim = (
-        run_gpus.value["gpu1_busy_after_sync0"],
-        "torch.cuda.synchronize(device_id) synchronises that one device",
-    )
+        ordered = w["done_first"] == w["checks"] and w["after"] == w["steps"]
+        rows.append(Row(claim, run, said, ordered and not nw["done_first"]))
+    busy = run_gpus.value["gpu1_busy_after_sync0"]
+    claim = "torch.cuda.synchronize(device_id) synchronises that one device"
     said = f"synchronize(0) returned while GPU 1 was busy in {sum(busy)} of {len(busy)} checks (all count)"
     return [*rows, Row(claim, run_gpus, said, all(busy))]

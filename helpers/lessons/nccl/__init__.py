@@ -1,5 +1,4 @@
-"""What notebook 06 shows, one module per section: ``collectives`` (1), ``host`` (2, 4), ``hangs``
-(3), ``speed`` (4, 5); each computes its facts once, says them and declares its claims."""
+"""Notebook 06 by section: ``collectives`` (1), ``host`` (2, 4), ``hangs`` (3), ``speed`` (4, 5)."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ HELD = 0.8  # "held until the data came": the host was held for at least this sh
 WARM_UP_TIMES = 10  # "much longer": the first recv takes at least this many times a later one
 TIMES, FLAGS = ("returned_s", "waited_s", "done_s"), ("completed_at_return", "completed_by_poll")
 BACK, DONE = "host got control back", "synchronize() returned"
+GLOO_WAITS = "With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there"
 
 
 @dataclass(frozen=True)
@@ -66,12 +67,10 @@ def show(gloo: Run, nccl: Run, part: str) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
     for ax, backend, run in zip(axes, ("gloo", "NCCL"), (gloo, nccl), strict=True):
         rows = summary(run, calls)
-        others = sorted({s.n for c, s in rows.items() if c != "first recv"})
-        repeats = " or ".join(map(str, others)) + " repeats"
+        others = " or ".join(map(str, sorted({s.n for c, s in rows.items() if c != "first recv"})))
+        repeats = f"{others} repeats per call"
         if "first recv" in rows:
-            repeats = f"first recv: {analysis.plural(rows['first recv'].n, 'call')}; every other call: {repeats}"
-        else:
-            repeats += " per call"
+            repeats = f"first recv: {analysis.plural(rows['first recv'].n, 'call')}; every other call: {others} repeats"
         cells = [
             (c, s.late_ms, s.returned.value, s.waited.value, s.arrived, s.done.value)
             for c, s in rows.items()
@@ -132,13 +131,11 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
         f"{one.returned.value:.1f} ms, {one.returned.value / later:.0f} times a later one's "
         f"{later:.3f} ms, with the data {there}."
     )
-    seen.check(
-        "With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there",
-        all(g[c].arrived == 1 and g[c].waited.value >= HELD * g[c].late_ms for c in waits),
-        "; ".join(f"{c}: {g[c].waited.value:.1f} ms, data there {g[c].arrived:.0%}" for c in waits)
-        + f"; {repeats(g['recv'])}",
-        run=gloo,
+    held = all(g[c].arrived == 1 and g[c].waited.value >= HELD * g[c].late_ms for c in waits)
+    said = "; ".join(
+        f"{c}: {g[c].waited.value:.1f} ms, data there {g[c].arrived:.0%}" for c in waits
     )
+    seen.check(GLOO_WAITS, held, f"{said}; {repeats(g['recv'])}", run=gloo)
     return seen
 
 

@@ -18,6 +18,7 @@ NEAR_CEILING = 0.7  # "close to the link's ceiling": busbw above this share of t
 SIZE, COPY = ("size", "", timing.format_bytes), "GPU0 -> GPU1 copy"
 NCCL_TESTS = [SIZE, "count", "type", "redop", ("time", "us", ".1f"), ("algbw", "GB/s", ".2f")]
 NCCL_TESTS += [("busbw", "GB/s", ".2f"), "#wrong", ("IQR/median", "", ".1%")]
+ALL_RIGHT = "Every collective gave the right result at every size and number of ranks (nccl-tests' #wrong is 0)"
 
 
 def split_kernels(profile: trace.Profile) -> tuple[list[trace.Interval], list[trace.Interval]]:
@@ -123,11 +124,9 @@ def show_bandwidth(run: Run) -> None:
     print(f"Measured on {', '.join(map(str, s.busbw))} ranks ({run.where()});")
     print(f"wrong elements over every check: {s.wrong}.")
     samples = f"median of {len(s.all_reduce[0].samples_s)} samples of {run.params['iters']} calls"
-    table = tables.Table(
-        NCCL_TESTS,
-        title=f"all_reduce on {s.ranks} ranks ({run.where()}), in nccl-tests' columns",
-        caption=f"{samples}; count: float32 elements; IQR/median: the spread of the samples",
-    )
+    title = f"all_reduce on {s.ranks} ranks ({run.where()}), in nccl-tests' columns"
+    caption = f"{samples}; count: float32 elements; IQR/median: the spread of the samples"
+    table = tables.Table(NCCL_TESTS, title=title, caption=caption)
     wrong, busbw = run.value["sweep"][-1]["wrong"]["all_reduce"], s.busbw[s.ranks]
     bus = busbw["all_reduce"]
     for i, (n, t) in enumerate(zip(s.sizes, s.all_reduce, strict=True)):
@@ -194,16 +193,11 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     helper = busbw["all_reduce"][-1]
     plain = distributed.busbw_gbps("all_reduce", s.sizes[-1], s.plain.median_s, s.ranks)
     spread = f"{helper / plain - 1:+.1%}; IQR {s.plain.spread:.1%} of the loop's median"
-    seen.check(
-        f"At {largest} on {s.ranks} ranks, the helper's all_reduce busbw is within 3% of nccl-tests' loop written out by hand",
-        abs(helper / plain - 1) <= HELPER_WITHIN,
-        f"collective_timings {helper:.1f} GB/s, hand-written loop {plain:.1f} GB/s ({spread})",
-    )
-    seen.check(
-        "Every collective gave the right result at every size and number of ranks (nccl-tests' #wrong is 0)",
-        s.wrong == 0,
-        f"{s.wrong} wrong elements over {analysis.plural(len(s.busbw), 'world size')}",
-    )
+    near = f"At {largest} on {s.ranks} ranks, the helper's all_reduce busbw is within {HELPER_WITHIN:.0%} of nccl-tests' loop written out by hand"
+    said = f"collective_timings {helper:.1f} GB/s, hand-written loop {plain:.1f} GB/s ({spread})"
+    seen.check(near, abs(helper / plain - 1) <= HELPER_WITHIN, said)
+    wrong = f"{s.wrong} wrong elements over {analysis.plural(len(s.busbw), 'world size')}"
+    seen.check(ALL_RIGHT, s.wrong == 0, wrong)
     return seen
 
 
