@@ -184,7 +184,7 @@ SEED ?= 0
 mutate: $(STAMP)
 	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[mutate]"
 	rm -rf build/mutate && mkdir -p build/mutate
-	cp -r helpers tests tools notebooks results pyproject.toml README.md build/mutate/
+	git ls-files -z | xargs -0 cp --parents -t build/mutate  # every tracked file: tests read many
 ifdef SAMPLE
 # mutmut lists its mutants only after a run, and refuses a filter that matches none: one small
 # function's mutants set it up (they are left out of the score by --only).
