@@ -15,7 +15,7 @@ notebook travel by value (``cloudpickle``).
 
 from __future__ import annotations
 
-from .bandwidth import OPS, algbw_gbps, bus_factor, busbw_gbps, nccl_version_code
+from .bandwidth import algbw_gbps, bus_factor, busbw_gbps, nccl_version_code
 from .in_rank import delay, device_idle, mark, rank_device, report, synchronize
 from .launch_checks import choose_backend, default_world_size
 from .launch_settings import (
@@ -27,15 +27,12 @@ from .launch_settings import (
     MAX_WORLD_SIZE,
     OUTPUT_KIB,
     RANK_ENV,
-    STARTUP_TIMEOUT_S,
-    TEARDOWN_S,
 )
-from .outcome import DIED, RAISED, RETURNED, STOPPED, LaunchTimeout, Outcome, WorkerError
+from .outcome import LaunchTimeout, Outcome, WorkerError
 from .supervisor import launch, supervise
 from .timed_collectives import (
     COLLECTIVE_OPS,
     NOTEBOOK_PLACEMENT,
-    PLACEMENTS,
     collective_sweep,
     collective_timings,
     placement_refused,
@@ -45,21 +42,13 @@ __all__ = [
     "BACKENDS",
     "COLLECTIVE_OPS",
     "DEATH_NEWS_S",
-    "DIED",
     "FAILURE_GRACE_S",
     "LAUNCHER_ENV",
     "MAX_TIMEOUT_S",
     "MAX_WORLD_SIZE",
     "NOTEBOOK_PLACEMENT",
-    "OPS",
     "OUTPUT_KIB",
-    "PLACEMENTS",
-    "RAISED",
     "RANK_ENV",
-    "RETURNED",
-    "STARTUP_TIMEOUT_S",
-    "STOPPED",
-    "TEARDOWN_S",
     "LaunchTimeout",
     "Outcome",
     "WorkerError",

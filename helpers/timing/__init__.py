@@ -8,7 +8,6 @@ does (pageable copies, ``pin_memory()``); ``benchmark``: ``torch.utils.benchmark
 from __future__ import annotations
 
 from .clocks import (
-    AUTO_HOLD_FLOOR_US,
     LONGEST_TARGET_S,
     MOST_CALLS_PER_SAMPLE,
     benchmark,
@@ -16,29 +15,20 @@ from .clocks import (
     cuda_events,
     hold_stream,
     host_clock,
-    load_spin_kernel,
     sleep_cycles_per_us,
     synchronize_all,
     verify_copy,
 )
-from .measures import (
-    NOISY_SPREAD,
-    Timing,
-    format_bytes,
-    sizes_pow2,
-)
+from .measures import Timing, format_bytes, sizes_pow2
 
 __all__ = [
-    "NOISY_SPREAD",
     "MOST_CALLS_PER_SAMPLE",
     "LONGEST_TARGET_S",
-    "AUTO_HOLD_FLOOR_US",
     "format_bytes",
     "sizes_pow2",
     "Timing",
     "sleep_cycles_per_us",
     "hold_stream",
-    "load_spin_kernel",
     "cuda_events",
     "synchronize_all",
     "host_clock",

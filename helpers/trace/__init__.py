@@ -8,14 +8,8 @@ added up as Meta's Holistic Trace Analysis does: each set merged, then the time 
 
 from __future__ import annotations
 
-from .chrome import (
-    intervals_from_chrome_trace,
-    load_chrome_trace,
-    parse_copy_name,
-    profile,
-)
+from .chrome import intervals_from_chrome_trace, load_chrome_trace, parse_copy_name, profile
 from .intervals import (
-    COPY_KINDS,
     GPU_KINDS,
     KINDS,
     Interval,
@@ -35,7 +29,6 @@ from .intervals import (
 __all__ = [
     "KINDS",
     "GPU_KINDS",
-    "COPY_KINDS",
     "Interval",
     "Profile",
     "select",
