@@ -79,29 +79,6 @@ def _serve_store(world_size: int, patience_s: float) -> Any:
     )
 
 
-def _spec(
-    payload: bytes,
-    world_size: int,
-    backend: str,
-    env: Mapping[str, str] | None,
-    folder: str,
-    patience_s: float,
-    port: int,
-) -> dict[str, Any]:
-    return {
-        "payload": payload,
-        "world_size": world_size,
-        "backend": backend,
-        "port": port,
-        "env": dict(env or {}),
-        "parent_env": dict(os.environ),
-        "folder": folder,
-        # The group's own timeout (and the wait to leave it) outlast our deadlines: we stop ranks.
-        "group_timeout_s": patience_s,
-        "release_wait_s": patience_s,
-    }
-
-
 def _start_ranks(run: _Launch, ctx: Any) -> None:
     """One process per rank, each with a pipe to tell the parent how it goes."""
     for rank in range(run.spec["world_size"]):
@@ -385,7 +362,18 @@ def supervise(
     store = None
     try:
         store = _serve_store(world_size, patience_s)
-        spec = _spec(payload, world_size, backend, env, folder, patience_s, store.port)
+        spec = {
+            "payload": payload,
+            "world_size": world_size,
+            "backend": backend,
+            "port": store.port,
+            "env": dict(env or {}),
+            "parent_env": dict(os.environ),
+            "folder": folder,
+            # The group's own timeout and the wait to leave it outlast our deadlines: we stop ranks.
+            "group_timeout_s": patience_s,
+            "release_wait_s": patience_s,
+        }
         run = _Launch(spec, ctx.Event(), on_report=on_report)
         _start_ranks(run, ctx)
         _watch(run, startup_timeout_s, timeout_s)

@@ -6,6 +6,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -92,26 +93,19 @@ def _collective_buffers(
     # the index of the part each element belongs to
     parts = torch.arange(n, dtype=torch.float32, device=device).repeat_interleave(share)
     total = n * (n + 1) / 2  # sum over ranks of rank + 1
+    mine = slice(rank * share, (rank + 1) * share)  # this rank's part of "full"
     if op == "all_reduce":
         full = torch.full((numel,), rank + 1.0, device=device)
         out = {} if in_place else {"out": torch.empty(numel, device=device)}
         return {"full": full, **out}, torch.full((numel,), total, device=device)
     if op == "all_gather":
         full = torch.empty(numel, device=device)
-        part = (
-            full[rank * share : (rank + 1) * share]
-            if in_place
-            else torch.empty(share, device=device)
-        )
+        part = full[mine] if in_place else torch.empty(share, device=device)
         part.fill_(rank + 1.0)
         return {"full": full, "part": part}, parts + 1
     if op == "reduce_scatter":
         full = (parts + 1) * (rank + 1)
-        part = (
-            full[rank * share : (rank + 1) * share]
-            if in_place
-            else torch.empty(share, device=device)
-        )
+        part = full[mine] if in_place else torch.empty(share, device=device)
         return {"full": full, "part": part}, torch.full((share,), total * (rank + 1), device=device)
     if op == "broadcast":
         ramp = torch.arange(numel, dtype=torch.float32, device=device) % 1024
@@ -180,18 +174,30 @@ def collective_timings(
             f"rank {rank} of {world_size} does not match the process group (rank "
             f"{dist.get_rank()} of {dist.get_world_size()}); pass dist.get_rank(), dist.get_world_size()"
         )
+    loop = _Loop(warmup, iters, samples)
     result: dict[str, dict[str, list]] = {
         "timings": {op: [] for op in ops},
         "wrong": {op: [] for op in ops},
     }
     for size in sizes:
         for op in ops:
-            timed, wrong, _ = _time_one(
-                op, rank, world_size, size, None, warmup=warmup, iters=iters, samples=samples
-            )
+            timed, wrong, _ = _time_one(op, rank, world_size, size, None, loop)
             result["wrong"][op].append(wrong)
             result["timings"][op].append(timed)
     return result
+
+
+@dataclass(frozen=True)
+class _Loop:
+    """How each op is timed, in nccl-tests' flags: ``warmup`` calls (-w), then ``samples`` samples
+    of ``iters`` calls (-n), from a CUDA graph replayed ``graph_launches`` times (-G), each call
+    timed (``per_iter``: -I 1)."""
+
+    warmup: int
+    iters: int
+    samples: int
+    graph_launches: int = 0
+    per_iter: bool = False
 
 
 def _time_one(
@@ -200,12 +206,7 @@ def _time_one(
     world_size: int,
     size: int,
     placement: str | None,
-    *,
-    warmup: int,
-    iters: int,
-    samples: int,
-    graph_launches: int = 0,
-    per_iter: bool = False,
+    loop: _Loop,
     direct: Any = None,
 ) -> tuple[Any, int, list[float] | None]:
     """One op at one size and placement: its Timing, the check call's wrong elements and, with
@@ -220,28 +221,26 @@ def _time_one(
     del expected
     label = f"{op} {timing.format_bytes(size)}"
     call = lambda: _collective_call(op, buffers, direct)  # noqa: E731
-    if graph_launches:
-        timed = _graph_timing(call, warmup, iters, samples, graph_launches, size, label)
+    if loop.graph_launches:
+        timed = _graph_timing(call, loop, size, label)
     else:
         timed = clock(
-            call, warmup=warmup, repeats=samples, calls_per_sample=iters, nbytes=size, label=label
+            call,
+            warmup=loop.warmup,
+            repeats=loop.samples,
+            calls_per_sample=loop.iters,
+            nbytes=size,
+            label=label,
         )
-    return timed, wrong, _per_iteration_s(call, iters) if per_iter else None
+    return timed, wrong, _per_iteration_s(call, loop.iters) if loop.per_iter else None
 
 
-def _graph_timing(
-    call: Callable[[], None],
-    warmup: int,
-    iters: int,
-    samples: int,
-    launches: int,
-    size: int,
-    label: str,
-) -> Any:
+def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) -> Any:
     """nccl-tests' ``-G``: ``iters`` calls captured in one CUDA graph, replayed ``launches`` times a
     sample after a barrier, on a host clock that stops when this GPU is done; seconds per call."""
     from .. import timing
 
+    warmup, iters, launches = loop.warmup, loop.iters, loop.graph_launches
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -255,7 +254,7 @@ def _graph_timing(
             call()
     graph.replay()
     seconds = []
-    for _ in range(samples):
+    for _ in range(loop.samples):
         dist.barrier()
         torch.cuda.synchronize()
         start = time.perf_counter()
@@ -342,6 +341,7 @@ def collective_sweep(
             f"graph_launches={graph_launches} replays CUDA graphs; the {backend} backend runs on the "
             "CPU and has none: pass graph_launches=0"
         )
+    loop = _Loop(warmup, iters, samples, graph_launches, per_iter)
     send = emit or report
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, _rank_facts(rank))
@@ -359,17 +359,7 @@ def collective_sweep(
                     groups[placement] = {"refused": why}
                     continue
                 timed, wrong, per_iter_s = _time_one(
-                    op,
-                    rank,
-                    world_size,
-                    size,
-                    placement,
-                    warmup=warmup,
-                    iters=iters,
-                    samples=samples,
-                    graph_launches=graph_launches,
-                    per_iter=per_iter,
-                    direct=direct,
+                    op, rank, world_size, size, placement, loop, direct
                 )
                 total = torch.tensor([wrong], dtype=torch.int64, device=rank_device())
                 dist.all_reduce(total)
