@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import multiprocessing as mp
 import os
@@ -82,10 +83,8 @@ def _join_group(rank: int, spec: dict[str, Any]) -> None:
 
 def _own_process_group() -> None:
     """A process group of its own (its id the rank's pid), so the parent kills what it started too."""
-    try:
+    with contextlib.suppress(OSError):  # already a group leader (never, for a new child)
         os.setsid()
-    except OSError:  # already a group leader (never, for a rank: it is a new child)
-        pass
 
 
 def _end_my_group() -> None:
@@ -122,10 +121,8 @@ def rank_main(spec: dict[str, Any], rank: int, conn: Connection, release: Any) -
             ) from err
         conn.send(("result", data))
     except BaseException:  # noqa: BLE001 - everything goes back to the parent as text
-        try:
+        with contextlib.suppress(OSError):  # the parent has gone
             conn.send(("error", traceback.format_exc()))
-        except OSError:
-            pass  # the parent has gone
     finally:
         in_rank._pipe = None
         _leave(spec, release, conn)

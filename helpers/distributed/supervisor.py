@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import os
@@ -219,10 +220,9 @@ def _kill_group(process: Any) -> None:
     if process.pid is None:
         return  # never started
     # While a process of the group lives, no other process gets the group's id.
-    try:
+    # OSError: no such group (the rank had not called setsid yet, or the group is gone)
+    with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        pass  # no such group: the rank had not called setsid yet, or the group is gone
     if process.is_alive():
         process.kill()
 

@@ -4,6 +4,7 @@ runs on each GPU, the locked-memory limit and free disk. NVML where installed, e
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -20,11 +21,9 @@ def driver_present() -> bool:
 def driver_version() -> str | None:
     """The NVIDIA driver's version (``"580.95.05"``); None without one."""
     nvml = nvml_module()
-    try:
+    with contextlib.suppress(Exception):  # NVML missing (None) or refusing: read nvidia-smi
         version = nvml.nvmlSystemGetDriverVersion()
         return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
-        pass
     match = re.search(r"Driver Version:\s*([\d.]+)", nvidia_smi() or "")
     return match.group(1) if match else None
 
@@ -32,11 +31,9 @@ def driver_version() -> str | None:
 def driver_cuda_version() -> str | None:
     """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver."""
     nvml = nvml_module()
-    try:
+    with contextlib.suppress(Exception):  # NVML missing (None) or refusing: read nvidia-smi
         version = nvml.nvmlSystemGetCudaDriverVersion()  # e.g. 12040
         return f"{version // 1000}.{version % 1000 // 10}"
-    except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
-        pass
     match = re.search(r"CUDA Version:\s*(\d+\.\d+)", nvidia_smi() or "")
     return match.group(1) if match else None
 

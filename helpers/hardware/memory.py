@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,10 +92,8 @@ def start_footprint() -> None:
             torch.cuda.reset_peak_memory_stats(i)
         if hasattr(torch.cuda, "reset_peak_host_memory_stats"):  # older PyTorch lacks it
             torch.cuda.reset_peak_host_memory_stats()
-    try:
+    with contextlib.suppress(OSError):  # not Linux, or not allowed: the peak since the start
         _CLEAR_REFS.write_text("5")
-    except OSError:  # not Linux, or not allowed: the peak is the process's since it started
-        pass
 
 
 def footprint() -> Footprint:
@@ -107,12 +106,10 @@ def footprint() -> Footprint:
         held = "reserved_bytes.peak" if "reserved_bytes.peak" in stats else "allocated_bytes.peak"
         pinned = int(stats[held]) if held in stats else None
     host = None
-    try:
+    with contextlib.suppress(OSError):
         for line in _STATUS.read_text().splitlines():
             if line.startswith("VmHWM:"):
                 host = int(line.split()[1]) * 1024  # kB
-    except OSError:
-        pass
     return Footprint(gpu, pinned, host)
 
 
