@@ -1,16 +1,11 @@
 """Process groups for the NCCL and gloo demonstrations, every wait bounded; nccl-tests' busbw.
 
-``launch(worker, world_size)`` starts one process per rank as ``torchrun`` does (``MASTER_ADDR``,
-``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, then ``init_process_group``), calls
+``launch(worker, world_size)`` starts one process per rank as ``torchrun`` does, calls
 ``worker(rank, world_size, *args)`` in each and returns the results in rank order: NCCL with one
-GPU per rank, else gloo on the CPU, so a demonstration runs on a laptop too. ``supervise`` returns
-an ``Outcome`` instead of raising: what each rank did, the ``mark``s it reached, what it printed.
-
-Nothing hangs the notebook: at a deadline (start-up's, then the workers') every rank still running
-is killed with what it started, and the error names the ranks. Ranks are forked from
-multiprocessing's forkserver, which imports torch once (a notebook that initialised CUDA cannot
-fork); from a script, call ``launch`` under ``if __name__ == "__main__":``. Workers defined in a
-notebook travel by value (``cloudpickle``).
+GPU per rank, else gloo on the CPU. ``supervise`` returns an ``Outcome`` instead of raising.
+Nothing hangs the notebook: at a deadline every rank still running is killed with what it started.
+Ranks are forked from a forkserver that imported torch once (a process that initialised CUDA cannot
+fork); from a script, call ``launch`` under ``if __name__ == "__main__":``.
 """
 
 from __future__ import annotations

@@ -57,9 +57,8 @@ def _join_group(rank: int, spec: dict[str, Any]) -> None:
         LOCAL_WORLD_SIZE=str(spec["world_size"]),
     )
     timeout = _dt.timedelta(seconds=spec["group_timeout_s"])
-    # The store is the launcher's, serving already (as torchrun's agent serves its ranks'): a
-    # rank 0 that served it started it while rank 1 was already trying to connect, and rank 1's
-    # retry came 0.29-0.63 s later (2xH200); a store that serves first answers at once.
+    # The launcher's store, serving already, answers at once; one that rank 0 started while rank 1
+    # was trying to connect made rank 1 retry 0.29-0.63 s later (2xH200).
     store = dist.TCPStore(
         "127.0.0.1", spec["port"], spec["world_size"], is_master=False, timeout=timeout
     )

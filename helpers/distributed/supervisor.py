@@ -344,12 +344,11 @@ def supervise(
     """Run ``worker(rank, world_size, *args, **kwargs)`` in one new process per rank, each in the
     default process group, until all return or a deadline passes; never raises for what the ranks do.
 
-    ``backend``: 'nccl' (rank r uses GPU r), 'gloo' (CPU) or None for ``choose_backend``. Start-up
-    (processes, torch's import, joining the group) may take ``startup_timeout_s`` seconds, the
-    workers then ``timeout_s``; at a deadline, or ``FAILURE_GRACE_S`` after a rank fails, the
-    ranks still running are killed with their process groups. ``env`` adds variables to
-    ``RANK_ENV`` and the launcher's. Tensors in a result come back as lists. ``on_report(rank,
-    value)`` is called here with each value a rank passes to ``report``, as it arrives.
+    ``backend``: 'nccl' (rank r uses GPU r), 'gloo' (CPU) or None to choose. Start-up may take
+    ``startup_timeout_s`` seconds, the workers then ``timeout_s``; at a deadline, or
+    ``FAILURE_GRACE_S`` after a rank fails, the ranks still running are killed. ``env`` adds to
+    ``RANK_ENV``. Tensors in results come back as lists. ``on_report(rank, value)`` gets each
+    value a rank passes to ``report``.
     """
     world_size, backend = check_launch(
         worker, world_size, backend, timeout_s, startup_timeout_s, args, kwargs, env

@@ -76,11 +76,10 @@ def describe() -> dict[str, Any]:
                 "pcie_width_max": as_int(row.get("pcie.link.width.max")),
             }
         )
-    peer = peer_access()
     driver = next(iter(smi.values()), {}).get("driver_version")
     info = {
         "gpus": gpus,
-        "peer_access": peer,
+        "peer_access": peer_access(),
         "gpu_links": _gpu_links() if n > 1 else None,
         "cpu": _cpu_model(),
         "cpu_cores": os.cpu_count(),

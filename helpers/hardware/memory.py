@@ -1,7 +1,4 @@
-"""Memory PyTorch holds: what its caching allocators keep on each GPU and in pinned host memory
-(``memory_in_use``, ``pinned_host_bytes``), and giving it back between experiments
-(``free_memory``).
-"""
+"""Memory PyTorch's caching allocators hold on each GPU and pinned, and giving it back (``free_memory``)."""
 
 from __future__ import annotations
 
@@ -81,10 +78,6 @@ class Footprint:
     host: int | None
 
 
-_STATUS = Path("/proc/self/status")
-_CLEAR_REFS = Path("/proc/self/clear_refs")
-
-
 def start_footprint() -> None:
     """Start a ``footprint()``: reset the allocators' peaks and the process's peak resident memory."""
     if gpu_count() and torch.cuda.is_initialized():
@@ -93,7 +86,7 @@ def start_footprint() -> None:
         if hasattr(torch.cuda, "reset_peak_host_memory_stats"):  # older PyTorch lacks it
             torch.cuda.reset_peak_host_memory_stats()
     with contextlib.suppress(OSError):  # not Linux, or not allowed: the peak since the start
-        _CLEAR_REFS.write_text("5")
+        Path("/proc/self/clear_refs").write_text("5")
 
 
 def footprint() -> Footprint:
@@ -107,7 +100,7 @@ def footprint() -> Footprint:
         pinned = int(stats[held]) if held in stats else None
     host = None
     with contextlib.suppress(OSError):
-        for line in _STATUS.read_text().splitlines():
+        for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 host = int(line.split()[1]) * 1024  # kB
     return Footprint(gpu, pinned, host)

@@ -180,9 +180,7 @@ def cuda_events(
     torch.cuda.synchronize()
     one_call = (lambda: _events_queued_call_s(fn)) if auto_hold else (lambda: _events_s(fn))
     calls_per_sample, sizing = _sized(target_s, calls_per_sample, one_call)
-    hold = (
-        _queueing_us(fn, calls_per_sample) * 2 + AUTO_HOLD_FLOOR_US if auto_hold else float(hold_us)
-    )
+    hold = _auto_hold_us(fn, calls_per_sample) if auto_hold else float(hold_us)
     samples: list[float] = []
     enqueue_us: list[float] = []
     retakes = 0
@@ -230,20 +228,21 @@ def _check_hold(hold_us: Any) -> bool:
     return False
 
 
-def _queueing_us(fn: Callable[[], Any], calls: int) -> float:
-    """Microseconds the host takes to queue ``calls`` calls of ``fn`` (the GPU is waited for after)."""
+def _auto_hold_us(fn: Callable[[], Any], calls: int) -> float:
+    """``hold_us="auto"``: twice the microseconds the host takes to queue ``calls`` calls of ``fn``,
+    plus ``AUTO_HOLD_FLOOR_US`` (the GPU is waited for after)."""
     queued_at = time.perf_counter()
     for _ in range(calls):
         fn()
     queued = (time.perf_counter() - queued_at) * 1e6
     torch.cuda.synchronize()
-    return queued
+    return queued * 2 + AUTO_HOLD_FLOOR_US
 
 
 def _events_queued_call_s(fn: Callable[[], Any], calls: int = 10) -> float:
     """Seconds per call of ``fn``, from ``calls`` calls queued behind a hold: how ``hold_us="auto"``
     sizes a sample without the launch cost of one launched call."""
-    return _events_s(fn, calls, _queueing_us(fn, calls) * 2 + AUTO_HOLD_FLOOR_US)
+    return _events_s(fn, calls, _auto_hold_us(fn, calls))
 
 
 def _events_s(fn: Callable[[], Any], calls: int = 1, hold_us: float = 0.0) -> float:
@@ -323,15 +322,8 @@ def benchmark(
 
     timer = torch_benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label)
     measurement = timer.adaptive_autorange(min_run_time=min_run_time, max_run_time=max_run_time)
-    result = Timing(
-        list(measurement.times),
-        "torch.utils.benchmark",
-        nbytes,
-        label,
-        int(measurement.number_per_run),
-        0,
-    )
-    return _warn_if_noisy(result)
+    times, calls = list(measurement.times), int(measurement.number_per_run)
+    return _warn_if_noisy(Timing(times, "torch.utils.benchmark", nbytes, label, calls))
 
 
 def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000) -> int:

@@ -19,11 +19,8 @@ def format_bytes(nbytes: float) -> str:
     nbytes = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(nbytes) < 1024 or unit == "TiB":
-            return (
-                f"{nbytes:.0f} {unit}"
-                if unit == "B" or float(nbytes).is_integer()
-                else f"{nbytes:.3g} {unit}"
-            )
+            whole = unit == "B" or nbytes.is_integer()
+            return f"{nbytes:.0f} {unit}" if whole else f"{nbytes:.3g} {unit}"
         nbytes /= 1024
     raise AssertionError("unreachable")
 
@@ -34,10 +31,8 @@ def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
     >>> sizes_pow2(2**10, 2**20, factor=32)
     [1024, 32768, 1048576]
     """
-    smallest, largest = (
-        checks.check_size(smallest, "smallest"),
-        checks.check_size(largest, "largest"),
-    )
+    smallest = checks.check_size(smallest, "smallest")
+    largest = checks.check_size(largest, "largest")
     if largest < smallest:
         raise ValueError(f"largest ({largest}) must be at least smallest ({smallest})")
     factor = checks.check_count(factor, "factor", 2)

@@ -182,12 +182,6 @@ def _check_schedule(wait: Any, warmup: Any, active: Any, skip_first: Any) -> Non
     checks.check_count(skip_first, "skip_first", 0, "steps")
 
 
-def _gzip_file(src: Path, dest: Path) -> Path:
-    with src.open("rb") as fin, gzip.open(dest, "wb") as fout:
-        shutil.copyfileobj(fin, fout)
-    return dest
-
-
 def profile(
     fn: Callable[[], Any],
     *,
@@ -237,6 +231,8 @@ def profile(
             f"torch.profiler wrote no trace into {folder}; was the profiler disabled?"
         )
     intervals = intervals_from_chrome_trace(load_chrome_trace(plain))
-    packed = _gzip_file(plain, folder / f"{name}.trace.json.gz")
+    packed = folder / f"{name}.trace.json.gz"
+    with plain.open("rb") as fin, gzip.open(packed, "wb") as fout:
+        shutil.copyfileobj(fin, fout)
     plain.unlink()
     return Profile(intervals=intervals, chrome_trace=Attachment(str(packed)), steps=active)

@@ -149,10 +149,8 @@ def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> 
 def relative(intervals: Sequence[Interval], t0: float | None = None) -> list[Interval]:
     """The intervals with ``t0`` (default: the earliest start) subtracted from their times."""
     intervals = _check_intervals(intervals)
-    if not intervals and t0 is None:
-        return []
     if t0 is None:
-        t0 = min(iv.start_us for iv in intervals)
+        t0 = min((iv.start_us for iv in intervals), default=0.0)
     return [
         dataclasses.replace(iv, start_us=iv.start_us - t0, end_us=iv.end_us - t0)
         for iv in intervals
