@@ -128,10 +128,9 @@ def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
 def numa_node_cpus(node: int, sys_root: str = "/sys") -> set[int]:
     """The CPUs of NUMA node ``node`` (empty where Linux does not say)."""
     node = check_count(node, "node", 0)
+    path = os.path.join(sys_root, "devices", "system", "node", f"node{node}", "cpulist")
     try:
-        with open(
-            os.path.join(sys_root, "devices", "system", "node", f"node{node}", "cpulist")
-        ) as f:
+        with open(path) as f:
             return parse_cpulist(f.read())
     except OSError:
         return set()

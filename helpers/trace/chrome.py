@@ -175,13 +175,6 @@ def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Inter
     return intervals
 
 
-def _check_schedule(wait: Any, warmup: Any, active: Any, skip_first: Any) -> None:
-    checks.check_count(wait, "wait", 0, "steps")
-    checks.check_count(warmup, "warmup", 0, "steps")
-    checks.check_count(active, "active", 1, "steps")
-    checks.check_count(skip_first, "skip_first", 0, "steps")
-
-
 def profile(
     fn: Callable[[], Any],
     *,
@@ -200,7 +193,10 @@ def profile(
         raise TypeError(
             f"profile needs a function to call with no arguments, got {type(fn).__name__}"
         )
-    _check_schedule(wait, warmup, active, skip_first)
+    checks.check_count(wait, "wait", 0, "steps")
+    checks.check_count(warmup, "warmup", 0, "steps")
+    checks.check_count(active, "active", 1, "steps")
+    checks.check_count(skip_first, "skip_first", 0, "steps")
     if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
         raise ValueError(
             f"name must be a short file-name-safe string such as 'h2d_overlap', got {name!r}"
