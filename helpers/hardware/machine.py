@@ -231,15 +231,13 @@ def report(info: dict[str, Any] | None = None) -> str:
         )
     peer = info.get("peer_access") or []
     if len(peer) > 1:
-        lines.append(
-            "peer access    "
-            + "  ".join(
-                f"{i}->{j}:{'yes' if peer[i][j] else 'no'}"
-                for i in range(len(peer))
-                for j in range(len(peer))
-                if i != j
-            )
+        pairs = (
+            f"{i}->{j}:{'yes' if can else 'no'}"
+            for i, row in enumerate(peer)
+            for j, can in enumerate(row)
+            if i != j
         )
+        lines.append("peer access    " + "  ".join(pairs))
     if info.get("gpu_links"):
         lines.append(
             "gpu links (nvidia-smi topo -m; NV# = # NVLinks, PIX/PXB/PHB/NODE/SYS = through PCIe):"
