@@ -15,12 +15,8 @@ _pipe: Connection | None = None  # this rank's line to the parent, set in the ra
 
 
 def mark(label: str) -> None:
-    """Inside a worker: tell the parent that this rank reached ``label``, and when.
-
-    Sent at once (not at the end), so a rank that then hangs still shows how far it got:
-    ``Outcome.marks[rank]`` lists ``[seconds since the worker started, label]``. Outside a
-    launched worker it does nothing.
-    """
+    """Inside a worker: tell the parent now that this rank reached ``label`` (``Outcome.marks``),
+    so a rank that then hangs still shows how far it got; outside a worker, nothing."""
     if not isinstance(label, str):
         raise TypeError(
             f"mark needs a short text label such as 'recv returned', got {type(label).__name__}"
@@ -30,10 +26,8 @@ def mark(label: str) -> None:
 
 
 def report(value: Any) -> None:
-    """Inside a worker: send ``value`` (anything picklable: a row of a sweep) to the parent now,
-    where ``launch(..., on_report=f)`` calls ``f(rank, value)`` as it arrives. Outside a
-    launched worker it does nothing.
-    """
+    """Inside a worker: send ``value`` to the parent now, to ``launch(..., on_report=f)``'s
+    ``f(rank, value)``; outside a worker, nothing."""
     if _pipe is not None:
         _pipe.send(("report", cloudpickle.dumps(value)))
 
@@ -43,39 +37,29 @@ def backend_here() -> str | None:
 
 
 def rank_device() -> torch.device:
-    """Inside a worker: where this rank's tensors live - its GPU under NCCL, the CPU under gloo."""
+    """Inside a worker: this rank's GPU under NCCL, the CPU under gloo."""
     if backend_here() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 
 
 def synchronize() -> None:
-    """Inside a worker: wait until this rank's GPU has finished everything queued so far
-    (``torch.cuda.synchronize()`` under NCCL; nothing to wait for under gloo).
-    """
+    """Inside a worker: wait for this rank's GPU to finish what is queued (nothing under gloo)."""
     if rank_device().type == "cuda":
         torch.cuda.synchronize()
 
 
 def device_idle() -> bool:
-    """Inside a worker: has everything queued on this rank's current stream finished?
-
-    Under NCCL it asks the stream (``torch.cuda.current_stream().query()``) without waiting,
-    so right after a ``recv`` returns it says whether the data is already there. Under gloo
-    the host does the work itself, so it is always True.
-    """
+    """Inside a worker: has everything queued on this rank's current stream finished? Asked
+    without waiting (right after a ``recv``: is the data there yet?); always True under gloo."""
     if rank_device().type == "cuda":
         return torch.cuda.current_stream().query()
     return True
 
 
 def delay(seconds: float) -> None:
-    """Inside a worker: make this rank's next operation start ``seconds`` late.
-
-    Under NCCL a spin kernel keeps the current stream busy for that long and the host goes
-    on at once (``timing.hold_stream``): the next collective is queued behind it, so its data
-    leaves late while the host is free. Under gloo the host itself sleeps.
-    """
+    """Inside a worker: make this rank's next operation start ``seconds`` late: under NCCL a spin
+    kernel holds the stream while the host goes on (``timing.hold_stream``); under gloo, a sleep."""
     seconds = float(seconds)
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"seconds must be >= 0, got {seconds!r}")

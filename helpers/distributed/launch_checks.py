@@ -9,7 +9,7 @@ from typing import Any
 import cloudpickle
 import torch.distributed as dist
 
-from .. import hardware
+from .. import checks, hardware
 from .bandwidth import check_positive
 from .launch_settings import BACKENDS, LAUNCHER_ENV, MAX_TIMEOUT_S, MAX_WORLD_SIZE, RANK_ENV
 
@@ -37,7 +37,7 @@ def check_launch(
     kwargs: Any,
     env: Any,
 ) -> tuple[int, str]:
-    """The world size and backend to use; ValueError / TypeError, saying what to pass, for a bad argument."""
+    """The world size and backend to use; ValueError / TypeError saying what to pass."""
     _check_worker(worker, args, kwargs)
     world_size, backend = _check_ranks(world_size, backend)
     for value, name, what in (
@@ -54,7 +54,6 @@ def check_launch(
 
 
 def _check_worker(worker: Any, args: Any, kwargs: Any) -> None:
-    """The worker must be callable as ``worker(rank, world_size, *args, **kwargs)``."""
     if not callable(worker):
         raise TypeError(
             f"worker must be a function worker(rank, world_size, ...), got {type(worker).__name__}"
@@ -85,10 +84,10 @@ def _check_worker(worker: Any, args: Any, kwargs: Any) -> None:
 
 
 def _check_ranks(world_size: Any, backend: Any) -> tuple[int, str]:
-    """The number of ranks and the backend, defaults filled in; 'nccl' only with a GPU per rank."""
+    """The number of ranks and the backend, defaults filled in."""
     if world_size is None:
         world_size = default_world_size()
-    world_size = hardware.check_count(world_size, "world_size", 1, "ranks")
+    world_size = checks.check_count(world_size, "world_size", 1, "ranks")
     if world_size > MAX_WORLD_SIZE:
         raise ValueError(
             f"world_size={world_size} would start {world_size} processes on this machine; "
@@ -113,7 +112,6 @@ def _check_ranks(world_size: Any, backend: Any) -> tuple[int, str]:
 
 
 def _check_env(env: Any) -> None:
-    """``env`` adds string variables, none of those the launcher sets itself."""
     if env is None:
         return
     if not (
@@ -136,7 +134,7 @@ def _check_env(env: Any) -> None:
 def worker_payload(
     worker: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any] | None
 ) -> bytes:
-    """The worker and its arguments as bytes for the ranks (``cloudpickle``); TypeError if they cannot travel."""
+    """The worker and its arguments pickled for the ranks; TypeError if they cannot travel."""
     try:
         return cloudpickle.dumps((worker, tuple(args), dict(kwargs or {})))
     except Exception as err:  # noqa: BLE001 - pickling raises many kinds; all mean the same here

@@ -13,9 +13,7 @@ RANK_ENV = {
 STARTUP_TIMEOUT_S = 180.0  # importing torch and joining the group, per launch
 FAILURE_GRACE_S = 1.0  # after one rank fails, how long the others may still report
 DEATH_NEWS_S = 0.5  # how late a rank's death may show after the exceptions it caused elsewhere
-TEARDOWN_S = 1.5  # how long ranks that all returned may take to end (two NCCL ranks on H200s
-# ended 0.13-0.21 s after being let go; they end without destroy_process_group, which took
-# 0.5 s there, and never returned in a group with a receive never matched, as notebook 06 makes)
+TEARDOWN_S = 1.5  # how long ranks that all returned may take to end (0.13-0.21 s on two H200s)
 OUTPUT_KIB = 20  # how much of the end of each rank's stdout / stderr is read back
 MAX_WORLD_SIZE = 64  # more ranks than a demonstration needs on one machine
 # Variables every rank gets from the launcher itself (torchrun's), which env= may not change.

@@ -1,12 +1,5 @@
-"""NCCL's out-of-place all_reduce and broadcast on the communicator torch's process group made.
-
-torch.distributed calls ``ncclAllReduce`` and ``ncclBroadcast`` in place only (one tensor is both
-send and receive buffer); nccl-tests times them out of place too (two buffers). ``NcclOutOfPlace``
-makes that call itself - the same library torch loaded, torch's own communicator
-(``ProcessGroupNCCL._comm_ptr()``), the rank's current stream - so the out-of-place column is
-measured as nccl-tests measures it rather than copied from the in-place one.
-
-Used by distributed.collective_sweep (datamove's out-of-place group).
+"""NCCL's out-of-place all_reduce and broadcast, which torch.distributed does not call (nccl-tests
+times them): the library torch loaded, on torch's own communicator and the current stream.
 """
 
 from __future__ import annotations
@@ -33,10 +26,7 @@ def _library() -> ctypes.CDLL:
 
 class NcclOutOfPlace:
     """``all_reduce(send, recv)`` (sum) and ``broadcast(send, recv, root)`` of float32 tensors on
-    this rank's GPU, on the current CUDA stream (so CUDA events and graph capture see them).
-
-    Used by distributed.collective_sweep (datamove's out-of-place group).
-    """
+    this rank's GPU, on the current CUDA stream (so CUDA events and graph capture see them)."""
 
     def __init__(self) -> None:
         if dist.get_backend() != "nccl":
@@ -50,37 +40,24 @@ class NcclOutOfPlace:
         self.comm = ctypes.c_void_p(backend._comm_ptr())
         self.lib = _library()
 
-    def _check(self, result: int, what: str) -> None:
-        if result != 0:
-            self.lib.ncclGetErrorString.restype = ctypes.c_char_p
-            raise RuntimeError(f"{what}: {self.lib.ncclGetErrorString(result).decode()}")
-
     def all_reduce(self, send: torch.Tensor, recv: torch.Tensor) -> None:
-        """ncclAllReduce(send, recv, sum) on the current stream."""
-        self._check(
-            self.lib.ncclAllReduce(
-                ctypes.c_void_p(send.data_ptr()),
-                ctypes.c_void_p(recv.data_ptr()),
-                ctypes.c_size_t(send.numel()),
-                NCCL_FLOAT32,
-                NCCL_SUM,
-                self.comm,
-                ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
-            ),
-            "ncclAllReduce",
-        )
+        self._call("ncclAllReduce", send, recv, NCCL_SUM)
 
     def broadcast(self, send: torch.Tensor, recv: torch.Tensor, root: int = 0) -> None:
-        """ncclBroadcast(send, recv, root) on the current stream (send is read on the root only)."""
-        self._check(
-            self.lib.ncclBroadcast(
-                ctypes.c_void_p(send.data_ptr()),
-                ctypes.c_void_p(recv.data_ptr()),
-                ctypes.c_size_t(send.numel()),
-                NCCL_FLOAT32,
-                root,
-                self.comm,
-                ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
-            ),
-            "ncclBroadcast",
+        """``send`` is read on the root only."""
+        self._call("ncclBroadcast", send, recv, root)
+
+    def _call(self, name: str, send: torch.Tensor, recv: torch.Tensor, op_or_root: int) -> None:
+        """``name(send, recv, count, float32, op_or_root, comm, stream)`` on the current stream."""
+        result = getattr(self.lib, name)(
+            ctypes.c_void_p(send.data_ptr()),
+            ctypes.c_void_p(recv.data_ptr()),
+            ctypes.c_size_t(send.numel()),
+            NCCL_FLOAT32,
+            op_or_root,
+            self.comm,
+            ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
         )
+        if result != 0:
+            self.lib.ncclGetErrorString.restype = ctypes.c_char_p
+            raise RuntimeError(f"{name}: {self.lib.ncclGetErrorString(result).decode()}")

@@ -1,6 +1,4 @@
-"""What a launch gives back: ``Outcome`` (each rank's status, result, marks, output) and the
-two exceptions ``launch`` raises, ``WorkerError`` and ``LaunchTimeout``.
-"""
+"""What a launch gives back: ``Outcome``, and the two exceptions ``launch`` raises."""
 
 from __future__ import annotations
 
@@ -15,21 +13,14 @@ RETURNED, RAISED, DIED, STOPPED = "returned", "raised", "died", "stopped"
 @register
 @dataclass
 class Outcome:
-    """What ``supervise`` saw of each rank: its status, result, marks, output and error.
+    """What ``supervise`` saw of each rank; times in seconds.
 
-    ``status[rank]`` is 'returned' (the worker returned; ``results[rank]`` holds it), 'raised'
-    (``errors[rank]`` holds the traceback), 'died' (the process ended without a word:
-    ``errors[rank]`` says how, e.g. "died with SIGKILL" or "exited with code 3") or 'stopped'
-    (still running when the deadline passed or another rank failed, and killed).
-    ``failure_order`` lists the ranks that raised or died in the order they failed (a death
-    before the errors it caused in the other ranks). ``marks[rank]`` lists ``[seconds since that
-    rank's worker started, label]`` for each ``mark()`` it reached. ``printed`` / ``log`` hold the
-    last ``OUTPUT_KIB`` KiB of what each rank wrote to stdout / stderr. ``startup_s`` is the time
-    to start the processes and join the group (None if start-up did not finish within
-    ``startup_timeout_s``); ``elapsed_s`` the time from then (or from the launch, if start-up did
-    not finish) until every rank had finished or been stopped. Times in seconds.
-    ``exited[rank]`` is True when the rank's process ended by itself, before the launcher's
-    clean-up had to kill it (ranks that all returned end at once; a stopped rank is killed).
+    ``status[rank]``: 'returned' (``results[rank]``), 'raised' (``errors[rank]``: the traceback),
+    'died' (``errors[rank]``: "died with SIGKILL") or 'stopped' (killed at a deadline or after
+    another rank failed). ``marks[rank]``: ``[seconds since its worker started, label]`` per
+    ``mark()``; ``printed`` / ``log``: the end of its stdout / stderr. ``startup_s`` is None when
+    start-up did not finish; ``elapsed_s`` runs from then (else from the launch) to the end.
+    ``exited[rank]``: it ended by itself before the clean-up killed it.
     """
 
     backend: str
@@ -51,7 +42,6 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        """True when every rank returned."""
         return all(s == RETURNED for s in self.status)
 
     @property
@@ -61,17 +51,15 @@ class Outcome:
 
     @property
     def first_failure(self) -> int | None:
-        """The rank that failed (raised or died) first, or None if none failed."""
+        """The rank that raised or died first, or None."""
         failed = [r for r in self.failure_order if self.status[r] in (RAISED, DIED)]
         failed += [r for r, s in enumerate(self.status) if s in (RAISED, DIED) and r not in failed]
         return failed[0] if failed else None
 
     def reached(self, rank: int) -> list[str]:
-        """The labels of the marks ``rank`` reached, in order."""
         return [label for _, label in self.marks[rank]]
 
     def last_mark(self, rank: int) -> str | None:
-        """The last mark ``rank`` reached (None if it reached none)."""
         labels = self.reached(rank)
         return labels[-1] if labels else None
 
@@ -90,9 +78,8 @@ class Outcome:
         return self.describe()
 
     def raise_for_status(self) -> list[Any]:
-        """The results in rank order if every rank returned; else raise ``WorkerError`` naming the
-        rank that failed first (it raised or died) or ``LaunchTimeout`` (ranks were still running
-        at a deadline)."""
+        """The results in rank order; else ``WorkerError`` for the rank that failed first, or
+        ``LaunchTimeout`` for ranks still running at a deadline."""
         rank = self.first_failure
         if rank is not None:
             raise WorkerError(self, rank)
@@ -102,12 +89,7 @@ class Outcome:
 
 
 class WorkerError(RuntimeError):
-    """A rank raised an exception or its process died; ``.rank``, ``.outcome`` say which and how.
-
-    The message names the rank and, for a death, its exit code or signal ("rank 1 of 2 (gloo)
-    died with SIGKILL before returning"); for an exception, its traceback. Raised by
-    ``Outcome.raise_for_status``, which ``launch`` calls.
-    """
+    """A rank raised or its process died; the message names it, with its traceback or signal."""
 
     def __init__(self, outcome: Outcome, rank: int) -> None:
         self.outcome, self.rank = outcome, rank
@@ -119,11 +101,7 @@ class WorkerError(RuntimeError):
 
 
 class LaunchTimeout(TimeoutError):
-    """Ranks were still running at a deadline and were killed; ``.outcome`` has their marks.
-
-    The message says which deadline: start-up (``startup_timeout_s``, with the seconds waited)
-    or the workers' ``timeout_s``. Raised by ``Outcome.raise_for_status``, which ``launch`` calls.
-    """
+    """Ranks still running at a deadline were killed; ``.outcome`` has their marks."""
 
     def __init__(self, outcome: Outcome) -> None:
         self.outcome = outcome

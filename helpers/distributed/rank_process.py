@@ -1,9 +1,8 @@
-"""The body of each rank's process: its own process group, its output to files, the group joined,
-the worker called, its result or traceback sent back, the group left.
-"""
+"""The body of each rank's process: join the group, call the worker, send back what it gave."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import multiprocessing as mp
 import os
@@ -24,7 +23,7 @@ from .launch_settings import RANK_ENV
 
 
 def _plain(obj: Any) -> Any:
-    """Tensors become (nested) lists on the host; containers are walked; the rest is kept."""
+    """Tensors become (nested) lists, inside containers too; the rest is kept."""
     if isinstance(obj, torch.Tensor):
         return obj.detach().cpu().tolist()
     if isinstance(obj, dict):
@@ -35,7 +34,7 @@ def _plain(obj: Any) -> Any:
 
 
 def _redirect_output(folder: str, rank: int) -> None:
-    """Send this process's stdout and stderr (Python's and C++'s) to files the parent reads."""
+    """This process's stdout and stderr (Python's and C++'s) into files the parent reads."""
     for fd, name in ((1, "stdout"), (2, "stderr")):
         with open(os.path.join(folder, f"rank{rank}.{name}"), "wb", buffering=0) as f:
             os.dup2(f.fileno(), fd)
@@ -58,9 +57,8 @@ def _join_group(rank: int, spec: dict[str, Any]) -> None:
         LOCAL_WORLD_SIZE=str(spec["world_size"]),
     )
     timeout = _dt.timedelta(seconds=spec["group_timeout_s"])
-    # The store is the launcher's, serving already (as torchrun's agent serves its ranks'): a
-    # rank 0 that served it started it while rank 1 was already trying to connect, and rank 1's
-    # retry came 0.29-0.63 s later (2xH200); a store that serves first answers at once.
+    # The launcher's store, serving already, answers at once; one that rank 0 started while rank 1
+    # was trying to connect made rank 1 retry 0.29-0.63 s later (2xH200).
     store = dist.TCPStore(
         "127.0.0.1", spec["port"], spec["world_size"], is_master=False, timeout=timeout
     )
@@ -83,25 +81,20 @@ def _join_group(rank: int, spec: dict[str, Any]) -> None:
 
 
 def _own_process_group() -> None:
-    """Make this rank the leader of a new session and process group (its id is the rank's pid), so
-    that the parent can kill the rank and everything it started (``subprocess``) at once."""
-    try:
+    """A process group of its own (its id the rank's pid), so the parent kills what it started too."""
+    with contextlib.suppress(OSError):  # already a group leader (never, for a new child)
         os.setsid()
-    except OSError:  # already a group leader (never, for a rank: it is a new child)
-        pass
 
 
 def _end_my_group() -> None:
-    """Kill this rank's process group - the rank and what it started - or, if the rank is not
-    the leader of its own group (it always is), the rank alone."""
+    """Kill this rank and what it started (the rank alone if it does not lead its group)."""
     if os.getpgid(0) == os.getpid():
         os.killpg(0, signal.SIGKILL)
     os._exit(1)
 
 
 def _exit_with_parent() -> None:
-    """End this rank, and what it started, as soon as the notebook's process goes away (killed,
-    crashed), so no rank is orphaned; runs in a thread of the rank."""
+    """In a thread of the rank: end it as soon as the notebook's process goes away."""
     parent = mp.parent_process()
     if parent is not None:
         wait([parent.sentinel])
@@ -109,7 +102,6 @@ def _exit_with_parent() -> None:
 
 
 def rank_main(spec: dict[str, Any], rank: int, conn: Connection, release: Any) -> None:
-    """The body of each rank's process (started by ``supervise``)."""
     _own_process_group()
     _redirect_output(spec["folder"], rank)
     threading.Thread(target=_exit_with_parent, daemon=True, name="exit-with-parent").start()
@@ -128,22 +120,17 @@ def rank_main(spec: dict[str, Any], rank: int, conn: Connection, release: Any) -
             ) from err
         conn.send(("result", data))
     except BaseException:  # noqa: BLE001 - everything goes back to the parent as text
-        try:
+        with contextlib.suppress(OSError):  # the parent has gone
             conn.send(("error", traceback.format_exc()))
-        except OSError:
-            pass  # the parent has gone
     finally:
         in_rank._pipe = None
         _leave(spec, release, conn)
 
 
 def _leave(spec: dict[str, Any], release: Any, conn: Connection) -> None:
-    """End the process when every rank is done (or the parent says so), so a rank that finished
-    early never takes the group down under one still working.
-
-    The group is not destroyed: every rank has returned, so nothing is left to wait for, and the
-    system frees what the process held. ``destroy_process_group`` took 0.5 s per NCCL rank on
-    H200s, and never returned where a receive was never matched (notebook 06 leaves one)."""
+    """End the process once the parent says every rank is done, so no rank takes the group down
+    under one still working. Without ``destroy_process_group``: 0.5 s per NCCL rank on H200s, and
+    it never returned where a receive was never matched (notebook 06 leaves one)."""
     release.wait(spec["release_wait_s"])
     conn.close()
     for stream in (sys.stdout, sys.stderr):

@@ -1,9 +1,8 @@
-"""The parent's side of a launch: start the ranks from a forkserver, watch them against the
-deadlines, stop them, collect an ``Outcome``; ``supervise`` and ``launch``.
-"""
+"""The parent's side of a launch: start the ranks, watch the deadlines, stop them, collect."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import os
@@ -35,7 +34,7 @@ from .rank_process import rank_main
 
 @dataclass
 class _Rank:
-    """The parent's view of one rank: its process, its pipe, and what it has said so far."""
+    """The parent's view of one rank: its process, its pipe and what it has said so far."""
 
     process: Any
     conn: Connection | None
@@ -45,7 +44,7 @@ class _Rank:
     started_at: float | None = None
     marks: list[list[Any]] = field(default_factory=list)
     exit_seen: bool = False
-    on_report: Callable[[Any], None] | None = None  # called with each value the rank reports
+    on_report: Callable[[Any], None] | None = None
 
     @property
     def done(self) -> bool:
@@ -54,8 +53,7 @@ class _Rank:
 
 @dataclass
 class _Launch:
-    """One launch as the parent sees it: what the ranks were told, the ranks, the clock readings
-    (``time.monotonic``), and the ranks that failed, first to fail first."""
+    """One launch as the parent sees it; times are ``time.monotonic`` readings."""
 
     spec: dict[str, Any]
     release: Any  # the event that lets ranks that all returned leave the group
@@ -70,9 +68,8 @@ class _Launch:
 
 
 def _serve_store(world_size: int, patience_s: float) -> Any:
-    """The key-value store the ranks meet at: a ``TCPStore`` served from this process, on a
-    port the system picks, before any rank starts (torchrun's agent serves its ranks' the
-    same way). It stops serving when the last reference to it goes."""
+    """The ranks' ``TCPStore``, served from here before any rank starts (as torchrun's agent does),
+    on a port the system picks; it stops serving when the last reference to it goes."""
     return dist.TCPStore(
         "127.0.0.1",
         0,
@@ -83,32 +80,8 @@ def _serve_store(world_size: int, patience_s: float) -> Any:
     )
 
 
-def _spec(
-    payload: bytes,
-    world_size: int,
-    backend: str,
-    env: Mapping[str, str] | None,
-    folder: str,
-    patience_s: float,
-    port: int,
-) -> dict[str, Any]:
-    """What every rank is told: the worker, the group to join, where to write its output."""
-    return {
-        "payload": payload,
-        "world_size": world_size,
-        "backend": backend,
-        "port": port,
-        "env": dict(env or {}),
-        "parent_env": dict(os.environ),
-        "folder": folder,
-        # The group's own timeout (and the wait to leave it) outlast our deadlines: we stop ranks.
-        "group_timeout_s": patience_s,
-        "release_wait_s": patience_s,
-    }
-
-
 def _start_ranks(run: _Launch, ctx: Any) -> None:
-    """Start one process per rank, each with a pipe on which it tells the parent how it goes."""
+    """One process per rank, each with a pipe to tell the parent how it goes."""
     for rank in range(run.spec["world_size"]):
         reader, writer = ctx.Pipe(duplex=False)
         process = ctx.Process(
@@ -118,9 +91,8 @@ def _start_ranks(run: _Launch, ctx: Any) -> None:
             daemon=True,
         )
         on_report = None if run.on_report is None else functools.partial(run.on_report, rank)
-        run.ranks.append(
-            _Rank(process, reader, on_report=on_report)
-        )  # before start: the clean-up closes its pipe
+        # appended before it starts: the clean-up closes its pipe
+        run.ranks.append(_Rank(process, reader, on_report=on_report))
         try:
             process.start()
         finally:
@@ -157,7 +129,7 @@ def _read_messages(rank: _Rank) -> None:
 
 
 def _exit_words(exitcode: int | None) -> str:
-    """How a process ended, in words: 'died with SIGKILL' (a signal) or 'exited with code 3'."""
+    """'died with SIGKILL' (a signal) or 'exited with code 3'."""
     if exitcode is None:
         return "ended (its exit code could not be read)"
     if exitcode < 0:
@@ -169,8 +141,8 @@ def _exit_words(exitcode: int | None) -> str:
 
 
 def _has_ended(process: Any) -> bool:
-    """Whether a rank's process has ended; once its sentinel says it is ending, wait (up to a
-    second) for its exit code, so that a death is seen as soon as the ranks it cut off."""
+    """Whether a rank's process has ended; once its sentinel fires, wait up to a second for its
+    exit code, so that a death is seen as soon as the ranks it cut off."""
     if not process.is_alive():
         return True
     if wait([process.sentinel], timeout=0):
@@ -180,7 +152,7 @@ def _has_ended(process: Any) -> bool:
 
 
 def _notice_exit(rank: _Rank) -> None:
-    """If the rank's process has ended without returning or raising, mark it 'died' and say how."""
+    """Mark a rank whose process ended without returning or raising 'died', and say how."""
     if rank.exit_seen or not _has_ended(rank.process):
         return
     rank.exit_seen = True
@@ -196,8 +168,8 @@ def _notice_exit(rank: _Rank) -> None:
 
 
 def _note_failures(run: _Launch) -> None:
-    """Add the ranks that newly raised or died to ``run.failures``: deaths first, since a rank
-    that dies cuts the others off and makes them raise, never the other way round."""
+    """Add the ranks that newly raised or died to ``run.failures``, deaths first: a rank that
+    dies makes the others raise, never the other way round."""
     new = [
         i for i, r in enumerate(run.ranks) if r.status in (RAISED, DIED) and i not in run.failures
     ]
@@ -205,10 +177,8 @@ def _note_failures(run: _Launch) -> None:
 
 
 def _take_news(run: _Launch) -> None:
-    """Read what every rank has sent, notice the processes that ended, note who failed.
-
-    A rank that dies cuts its peers off, and their exception can reach us before its process
-    has ended; so on news of an exception, give deaths ``DEATH_NEWS_S`` to show first."""
+    """Read every rank's news, notice ended processes, note who failed. The peers' exceptions can
+    arrive before the death that caused them, so on an exception deaths get ``DEATH_NEWS_S``."""
     for rank in run.ranks:
         _read_messages(rank)
     if any(r.status == RAISED and i not in run.failures for i, r in enumerate(run.ranks)):
@@ -219,9 +189,8 @@ def _take_news(run: _Launch) -> None:
 
 
 def _watch(run: _Launch, startup_timeout_s: float, timeout_s: float) -> None:
-    """Wait for news from the ranks until every one is done or a deadline passes: start-up's,
-    then the workers' (``timeout_s`` from when the last rank started its worker); once a rank
-    has failed, the others have ``FAILURE_GRACE_S`` more to report."""
+    """Wait until every rank is done or a deadline passes: start-up's, then ``timeout_s`` from when
+    the last rank started its worker; after a failure, ``FAILURE_GRACE_S`` more."""
     deadline = run.launched + startup_timeout_s
     while True:
         _take_news(run)
@@ -239,7 +208,6 @@ def _watch(run: _Launch, startup_timeout_s: float, timeout_s: float) -> None:
 
 
 def _wait_for_exits(ranks: list[_Rank], seconds: float) -> None:
-    """Wait until every rank's process has ended, or ``seconds`` have passed."""
     end = time.monotonic() + seconds
     pending = [r.process.sentinel for r in ranks]
     while pending and time.monotonic() < end:
@@ -248,21 +216,18 @@ def _wait_for_exits(ranks: list[_Rank], seconds: float) -> None:
 
 
 def _kill_group(process: Any) -> None:
-    """SIGKILL a rank's process group: the rank and everything it started (its group's id is
-    its pid, see ``_own_process_group``); the rank alone if it had not made its group yet."""
+    """SIGKILL a rank's process group (its id is the rank's pid): the rank and what it started."""
     if process.pid is None:
         return  # never started
-    # While a process of the group lives, the system gives no other process the group's id.
-    try:
+    # While a process of the group lives, no other process gets the group's id.
+    # OSError: no such group (the rank had not called setsid yet, or the group is gone)
+    with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        pass  # no such group: the rank had not called setsid yet, or the group is gone
     if process.is_alive():
         process.kill()
 
 
 def _kill_all(run: _Launch) -> None:
-    """Kill every rank's process group, then reap the ranks."""
     for rank in run.ranks:
         _kill_group(rank.process)
     for rank in run.ranks:
@@ -272,27 +237,18 @@ def _kill_all(run: _Launch) -> None:
 
 
 def _stop(run: _Launch) -> None:
-    """End every rank and what it started: when all returned, let them end by themselves first
-    (up to ``TEARDOWN_S``); then kill each rank's process group, whatever is left of it.
-
-    What every rank said before the kill is read first, and a rank that had not finished is
-    'stopped' from then on: the kill cuts its peers off, and what they raise or how they die
-    after it (gloo's "Connection closed by peer") is the kill's doing, not theirs."""
+    """End every rank and what it started: ranks that all returned may end by themselves (up to
+    ``TEARDOWN_S``), then every process group is killed. A rank not finished before the kill is
+    'stopped': what it raises after (gloo's "Connection closed by peer") is the kill's doing."""
     if all(r.status == RETURNED for r in run.ranks):
         run.release.set()
         _wait_for_exits(run.ranks, TEARDOWN_S)
-    for rank in run.ranks:
-        _read_messages(rank)
-    _note_failures(run)
-    for rank in run.ranks:
-        if not rank.done:
-            rank.status = STOPPED
+    _settle(run)
     run.exited = [_has_ended(r.process) for r in run.ranks]
     _kill_all(run)
 
 
 def _reason(run: _Launch, startup_timeout_s: float, timeout_s: float) -> str:
-    """One phrase: how the launch ended."""
     if run.failures:
         first = run.ranks[run.failures[0]]
         how = first.error if first.status == DIED else first.status
@@ -309,8 +265,8 @@ def _reason(run: _Launch, startup_timeout_s: float, timeout_s: float) -> str:
 
 
 def _tail(path: Path) -> str:
-    """The last ``OUTPUT_KIB`` KiB of a rank's output file, read without reading the rest; when
-    the start was cut, it begins at a whole line, after a note of how much was left out."""
+    """The last ``OUTPUT_KIB`` KiB of a rank's output file; a cut start begins at a whole line,
+    after a note of how much was left out."""
     limit = OUTPUT_KIB * 1024
     try:
         with path.open("rb") as f:
@@ -327,15 +283,19 @@ def _tail(path: Path) -> str:
     )
 
 
-def _collect(run: _Launch, timeout_s: float, startup_timeout_s: float) -> Outcome:
-    """The ``Outcome``: the last messages read, ranks not done marked 'stopped', the ends of
-    their output read back."""
+def _settle(run: _Launch) -> None:
+    """Read the last messages (marks sent just before the end), note who failed, and mark the
+    ranks not done 'stopped'."""
     for rank in run.ranks:
-        _read_messages(rank)  # marks sent just before the end
+        _read_messages(rank)
     _note_failures(run)
     for rank in run.ranks:
         if not rank.done:
             rank.status = STOPPED
+
+
+def _collect(run: _Launch, timeout_s: float, startup_timeout_s: float) -> Outcome:
+    _settle(run)
     folder, started = Path(run.spec["folder"]), run.all_started
     return Outcome(
         backend=run.spec["backend"],
@@ -359,7 +319,7 @@ def _collect(run: _Launch, timeout_s: float, startup_timeout_s: float) -> Outcom
 
 
 def _clean_up(run: _Launch | None, folder: str) -> None:
-    """On any way out (an exception or an interrupt included): no process, pipe or folder is left."""
+    """On any way out (an interrupt included): no process, pipe or folder is left."""
     if run is not None:
         if not run.killed:
             _kill_all(run)
@@ -381,23 +341,14 @@ def supervise(
     env: Mapping[str, str] | None = None,
     on_report: Callable[[int, Any], None] | None = None,
 ) -> Outcome:
-    """Run ``worker(rank, world_size, *args, **kwargs)`` in ``world_size`` new processes, one per
-    rank, each in the default process group; watch them until all return or a deadline passes.
+    """Run ``worker(rank, world_size, *args, **kwargs)`` in one new process per rank, each in the
+    default process group, until all return or a deadline passes; never raises for what the ranks do.
 
-    ``backend``: 'nccl' (one GPU per rank: rank r uses GPU r), 'gloo' (CPU) or None for
-    ``choose_backend``. ``world_size`` defaults to ``default_world_size()`` (at most
-    ``MAX_WORLD_SIZE``). Start-up (starting the processes, the forkserver's import of torch on
-    the first launch, joining the group) may take
-    ``startup_timeout_s`` seconds; the workers then have ``timeout_s`` seconds (each at most
-    ``MAX_TIMEOUT_S``). At the deadline, or ``FAILURE_GRACE_S`` after a rank fails, the ranks
-    still running are killed, each with what it started (its process group). ``env`` adds
-    environment variables to the ranks (e.g. NCCL_DEBUG); ``RANK_ENV`` and the launcher's own
-    variables are always set. Tensors in a result come back as lists. Bad arguments raise
-    ``ValueError`` / ``TypeError`` before any process starts. ``on_report(rank, value)`` is
-    called here, as it arrives, with each value a rank passes to ``report`` (datamove prints
-    each row of a sweep when it is measured).
-
-    Never raises for what happens inside the ranks: see ``Outcome`` (and ``launch``).
+    ``backend``: 'nccl' (rank r uses GPU r), 'gloo' (CPU) or None to choose. Start-up may take
+    ``startup_timeout_s`` seconds, the workers then ``timeout_s``; at a deadline, or
+    ``FAILURE_GRACE_S`` after a rank fails, the ranks still running are killed. ``env`` adds to
+    ``RANK_ENV``. Tensors in results come back as lists. ``on_report(rank, value)`` gets each
+    value a rank passes to ``report``.
     """
     world_size, backend = check_launch(
         worker, world_size, backend, timeout_s, startup_timeout_s, args, kwargs, env
@@ -410,7 +361,18 @@ def supervise(
     store = None
     try:
         store = _serve_store(world_size, patience_s)
-        spec = _spec(payload, world_size, backend, env, folder, patience_s, store.port)
+        spec = {
+            "payload": payload,
+            "world_size": world_size,
+            "backend": backend,
+            "port": store.port,
+            "env": dict(env or {}),
+            "parent_env": dict(os.environ),
+            "folder": folder,
+            # The group's own timeout and the wait to leave it outlast our deadlines: we stop ranks.
+            "group_timeout_s": patience_s,
+            "release_wait_s": patience_s,
+        }
         run = _Launch(spec, ctx.Event(), on_report=on_report)
         _start_ranks(run, ctx)
         _watch(run, startup_timeout_s, timeout_s)
@@ -433,19 +395,8 @@ def launch(
     env: Mapping[str, str] | None = None,
     on_report: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
-    """Run ``worker(rank, world_size, *args, **kwargs)`` on every rank; return the results in
-    rank order.
-
-    The same as ``supervise`` (see it for the arguments), but the rank that failed first raises
-    ``WorkerError`` naming it (with its traceback, or its exit code or signal if it died), and
-    ranks still running at a deadline are killed and raise ``LaunchTimeout`` (a
-    ``TimeoutError``) naming them and the deadline (start-up's or the workers').
-
-    >>> def hello(rank, world_size):  # doctest: +SKIP
-    ...     return f"rank {rank} of {world_size}"
-    >>> launch(hello, 2, backend="gloo")  # doctest: +SKIP
-    ['rank 0 of 2', 'rank 1 of 2']
-    """
+    """``supervise``, returning the results in rank order, or raising ``WorkerError`` for the rank
+    that failed first or ``LaunchTimeout`` (a ``TimeoutError``) naming the ranks and the deadline."""
     outcome = supervise(
         worker,
         world_size,

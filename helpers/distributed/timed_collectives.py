@@ -6,12 +6,13 @@ import os
 import socket
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from .. import hardware
+from .. import checks
 from .in_rank import backend_here, rank_device, report
 from .nccl_calls import NcclOutOfPlace
 
@@ -21,9 +22,9 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "al
 def _check_collective_args(
     rank: Any, world_size: Any, ops: Any, sizes: Any, warmup: Any, iters: Any, samples: Any
 ) -> tuple[list[str], list[int]]:
-    """The checked ops and sizes of ``collective_timings``; ValueError/TypeError saying what to pass."""
-    world_size = hardware.check_count(world_size, "world_size", 1, "ranks")
-    rank = hardware.check_count(rank, "rank", 0)
+    """The checked ops and sizes; ValueError / TypeError saying what to pass."""
+    world_size = checks.check_count(world_size, "world_size", 1, "ranks")
+    rank = checks.check_count(rank, "rank", 0)
     if rank >= world_size:
         raise ValueError(f"rank must be 0 to world_size - 1 = {world_size - 1}, got {rank}")
     if isinstance(ops, str) or not isinstance(ops, Sequence) or not ops:
@@ -35,7 +36,7 @@ def _check_collective_args(
             raise ValueError(f"unknown collective {op!r}: pass names from {list(COLLECTIVE_OPS)}")
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or not sizes:
         raise TypeError(f"sizes must be a non-empty list of message sizes in bytes, got {sizes!r}")
-    checked = [hardware.check_size(size, "each size") for size in sizes]
+    checked = [checks.check_size(size, "each size") for size in sizes]
     step = 4 * world_size
     for size in checked:
         if size % step:
@@ -44,9 +45,9 @@ def _check_collective_args(
                 f"float32 elements splits into {world_size} equal parts; pass e.g. "
                 f"{max(step, size - size % step)} bytes"
             )
-    hardware.check_count(warmup, "warmup", 0, "calls")
-    hardware.check_count(iters, "iters", 1, "calls per sample")
-    hardware.check_count(samples, "samples", 1)
+    checks.check_count(warmup, "warmup", 0, "calls")
+    checks.check_count(iters, "iters", 1, "calls per sample")
+    checks.check_count(samples, "samples", 1)
     return list(ops), checked
 
 
@@ -61,13 +62,8 @@ NOTEBOOK_PLACEMENT = {
 def placement_refused(op: str, placement: str, backend: str | None) -> str | None:
     """Why ``op`` cannot be timed in ``placement`` ("out_of_place" or "in_place") here, or None.
 
-    In place as nccl-tests defines it: all_reduce and broadcast with one buffer, all_gather with
-    the rank's input the rank's slice of the output, reduce_scatter with the rank's output the
-    rank's slice of the input (torch takes such views). Out of place all_reduce and broadcast are
-    NCCL calls torch does not make: ``nccl_calls.NcclOutOfPlace`` makes them on torch's
-    communicator; gloo has no such call.
-
-    Used by distributed.collective_sweep.
+    In place as nccl-tests defines it (all_gather's input, reduce_scatter's output: the rank's
+    slice of the other buffer); out-of-place all_reduce and broadcast need ``NcclOutOfPlace``.
     """
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {list(PLACEMENTS)}, got {placement!r}")
@@ -88,38 +84,28 @@ def _collective_buffers(
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """The buffers of one call of ``op`` filled with a pattern, and the result every rank expects.
 
-    Values are small whole numbers, exact in float32: rank r contributes r + 1 (all_reduce,
-    reduce_scatter scaled by the part's index, all_gather); broadcast sends rank 0's ramp;
-    all_to_all sends part j of rank r as r * n + j. ``placement`` (default: notebook 06's) picks
-    nccl-tests' out-of-place buffers ("out" beside "full", "part" apart from "full") or in-place
-    ones ("part" the rank's slice of "full").
+    Small whole numbers, exact in float32: rank r contributes r + 1 (reduce_scatter scaled by the
+    part's index); broadcast sends rank 0's ramp; all_to_all sends part j of rank r as r * n + j.
+    In place (default: notebook 06's placement), "part" is the rank's slice of "full".
     """
     in_place = (placement or NOTEBOOK_PLACEMENT[op]) == "in_place"
     n, share = world_size, numel // world_size
-    parts = torch.arange(n, dtype=torch.float32, device=device).repeat_interleave(
-        share
-    )  # part index
+    # the index of the part each element belongs to
+    parts = torch.arange(n, dtype=torch.float32, device=device).repeat_interleave(share)
     total = n * (n + 1) / 2  # sum over ranks of rank + 1
+    mine = slice(rank * share, (rank + 1) * share)  # this rank's part of "full"
     if op == "all_reduce":
         full = torch.full((numel,), rank + 1.0, device=device)
         out = {} if in_place else {"out": torch.empty(numel, device=device)}
         return {"full": full, **out}, torch.full((numel,), total, device=device)
     if op == "all_gather":
         full = torch.empty(numel, device=device)
-        part = (
-            full[rank * share : (rank + 1) * share]
-            if in_place
-            else torch.empty(share, device=device)
-        )
+        part = full[mine] if in_place else torch.empty(share, device=device)
         part.fill_(rank + 1.0)
         return {"full": full, "part": part}, parts + 1
     if op == "reduce_scatter":
         full = (parts + 1) * (rank + 1)
-        part = (
-            full[rank * share : (rank + 1) * share]
-            if in_place
-            else torch.empty(share, device=device)
-        )
+        part = full[mine] if in_place else torch.empty(share, device=device)
         return {"full": full, "part": part}, torch.full((share,), total * (rank + 1), device=device)
     if op == "broadcast":
         ramp = torch.arange(numel, dtype=torch.float32, device=device) % 1024
@@ -132,21 +118,17 @@ def _collective_buffers(
 
 
 def _collective_call(op: str, buffers: dict[str, torch.Tensor], direct: Any = None) -> None:
-    """One call of ``op`` on the buffers of ``_collective_buffers`` (``direct``: an
-    ``NcclOutOfPlace`` for out-of-place all_reduce and broadcast)."""
+    """One call of ``op`` (``direct``: an ``NcclOutOfPlace`` for out-of-place calls)."""
     if op == "all_reduce":
         if "out" in buffers:
             direct.all_reduce(buffers["full"], buffers["out"])
         else:
             dist.all_reduce(buffers["full"])
     elif op == "all_gather":
-        dist.all_gather_into_tensor(
-            buffers["full"], buffers["part"]
-        )  # every rank's part, into full
+        dist.all_gather_into_tensor(buffers["full"], buffers["part"])
     elif op == "reduce_scatter":
-        dist.reduce_scatter_tensor(
-            buffers["part"], buffers["full"]
-        )  # full summed; this rank keeps its part
+        # full summed over the ranks; this rank keeps its part
+        dist.reduce_scatter_tensor(buffers["part"], buffers["full"])
     elif op == "broadcast":
         if "out" in buffers:
             direct.broadcast(buffers["full"], buffers["out"], 0)
@@ -172,18 +154,13 @@ def collective_timings(
     iters: int,
     samples: int,
 ) -> dict[str, dict[str, list]]:
-    """Worker body run inside an initialised process group (``launch`` or ``torchrun``): time
-    collectives over message sizes the way nccl-tests does.
+    """Worker body (inside ``launch`` or ``torchrun``): time collectives over message sizes the
+    way nccl-tests does.
 
-    For each size in bytes (a message of float32 elements; a multiple of 4 x world_size) and
-    each op of ``COLLECTIVE_OPS``: one call on a known pattern is checked and its wrong elements
-    counted (nccl-tests' ``#wrong``), then ``samples`` samples of ``iters`` back-to-back calls
-    are timed after ``warmup`` calls - with CUDA events on the rank's stream under NCCL, with a
-    synchronised host clock under gloo (CPU). The size is what nccl-tests calls the size: the
-    buffer of all_reduce and broadcast, the whole gathered output of all_gather, the whole input
-    of reduce_scatter, the whole send buffer of all_to_all. Returns
-    ``{"timings": {op: [Timing per size]}, "wrong": {op: [wrong elements per size]}}``, each
-    ``Timing`` in seconds per call with ``nbytes`` = the size (``busbw_gbps`` turns it into GB/s).
+    For each size in bytes (float32, a multiple of 4 x world_size, counted as nccl-tests counts it)
+    and each op: one checked call counts wrong elements (nccl-tests' ``#wrong``), then ``samples``
+    samples of ``iters`` calls after ``warmup``, with CUDA events under NCCL, the host clock under
+    gloo. Returns ``{"timings": {op: [Timing per size]}, "wrong": {op: [count per size]}}``.
     """
     ops, sizes = _check_collective_args(rank, world_size, ops, sizes, warmup, iters, samples)
     if not (dist.is_available() and dist.is_initialized()):
@@ -197,18 +174,30 @@ def collective_timings(
             f"rank {rank} of {world_size} does not match the process group (rank "
             f"{dist.get_rank()} of {dist.get_world_size()}); pass dist.get_rank(), dist.get_world_size()"
         )
+    loop = _Loop(warmup, iters, samples)
     result: dict[str, dict[str, list]] = {
         "timings": {op: [] for op in ops},
         "wrong": {op: [] for op in ops},
     }
     for size in sizes:
         for op in ops:
-            timed, wrong, _ = _time_one(
-                op, rank, world_size, size, None, warmup=warmup, iters=iters, samples=samples
-            )
+            timed, wrong, _ = _time_one(op, rank, world_size, size, None, loop)
             result["wrong"][op].append(wrong)
             result["timings"][op].append(timed)
     return result
+
+
+@dataclass(frozen=True)
+class _Loop:
+    """How each op is timed, in nccl-tests' flags: ``warmup`` calls (-w), then ``samples`` samples
+    of ``iters`` calls (-n), from a CUDA graph replayed ``graph_launches`` times (-G), each call
+    timed (``per_iter``: -I 1)."""
+
+    warmup: int
+    iters: int
+    samples: int
+    graph_launches: int = 0
+    per_iter: bool = False
 
 
 def _time_one(
@@ -217,18 +206,11 @@ def _time_one(
     world_size: int,
     size: int,
     placement: str | None,
-    *,
-    warmup: int,
-    iters: int,
-    samples: int,
-    graph_launches: int = 0,
-    per_iter: bool = False,
+    loop: _Loop,
     direct: Any = None,
 ) -> tuple[Any, int, list[float] | None]:
-    """One op at one size in one placement: the check call's wrong elements, then the Timing
-    (CUDA events under NCCL, the host clock under gloo; with ``graph_launches`` > 0 the ``iters``
-    calls captured in a CUDA graph, replayed ``graph_launches`` times a sample); with
-    ``per_iter`` also ``iters`` more calls timed one by one (seconds each, slowest rank's)."""
+    """One op at one size and placement: its Timing, the check call's wrong elements and, with
+    ``per_iter``, ``iters`` more calls timed one by one."""
     from .. import timing  # timing sits below helpers.distributed; imported here as delay() does
 
     clock = timing.cuda_events if backend_here() == "nccl" else timing.host_clock
@@ -239,30 +221,26 @@ def _time_one(
     del expected
     label = f"{op} {timing.format_bytes(size)}"
     call = lambda: _collective_call(op, buffers, direct)  # noqa: E731
-    if graph_launches:
-        timed = _graph_timing(call, warmup, iters, samples, graph_launches, size, label)
+    if loop.graph_launches:
+        timed = _graph_timing(call, loop, size, label)
     else:
         timed = clock(
-            call, warmup=warmup, repeats=samples, calls_per_sample=iters, nbytes=size, label=label
+            call,
+            warmup=loop.warmup,
+            repeats=loop.samples,
+            calls_per_sample=loop.iters,
+            nbytes=size,
+            label=label,
         )
-    return timed, wrong, _per_iteration_s(call, iters) if per_iter else None
+    return timed, wrong, _per_iteration_s(call, loop.iters) if loop.per_iter else None
 
 
-def _graph_timing(
-    call: Callable[[], None],
-    warmup: int,
-    iters: int,
-    samples: int,
-    launches: int,
-    size: int,
-    label: str,
-) -> Any:
-    """nccl-tests' ``-G``: ``iters`` calls captured in one CUDA graph; each sample, after a
-    barrier of the ranks, replays it ``launches`` times on a host clock that stops when this
-    GPU is done (nccl-tests' timer: graph launch and completion included, Python's per-call
-    launch cost not); seconds per call. One replay before the samples uploads the graph."""
+def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) -> Any:
+    """nccl-tests' ``-G``: ``iters`` calls captured in one CUDA graph, replayed ``launches`` times a
+    sample after a barrier, on a host clock that stops when this GPU is done; seconds per call."""
     from .. import timing
 
+    warmup, iters, launches = loop.warmup, loop.iters, loop.graph_launches
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -276,7 +254,7 @@ def _graph_timing(
             call()
     graph.replay()
     seconds = []
-    for _ in range(samples):
+    for _ in range(loop.samples):
         dist.barrier()
         torch.cuda.synchronize()
         start = time.perf_counter()
@@ -295,8 +273,7 @@ def _graph_timing(
 
 
 def _per_iteration_s(call: Callable[[], None], iters: int) -> list[float]:
-    """nccl-tests' ``-I 1``: ``iters`` back-to-back calls, each timed (CUDA events between them
-    under NCCL, the host clock under gloo, whose calls block), the slowest rank's time per call."""
+    """nccl-tests' ``-I 1``: ``iters`` back-to-back calls, each timed; the slowest rank's seconds."""
     if backend_here() == "nccl":
         events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
         events[0].record()
@@ -317,7 +294,7 @@ def _per_iteration_s(call: Callable[[], None], iters: int) -> list[float]:
 
 
 def _rank_facts(rank: int) -> dict[str, Any]:
-    """Where this rank runs, for nccl-tests' ``# Using devices`` lines: pid, host, device, PCI id, name."""
+    """Where this rank runs, for nccl-tests' ``# Using devices`` lines."""
     facts: dict[str, Any] = {
         "rank": rank,
         "pid": os.getpid(),
@@ -350,28 +327,21 @@ def collective_sweep(
     per_iter: bool = False,
     emit: Callable[[Any], None] | None = None,
 ) -> None:
-    """Worker body, like ``collective_timings`` (same arguments), that times each op at each
-    size in both of nccl-tests' groups, out of place then in place, and hands over each row as
-    soon as it is measured. The notebook's group is measured as ``collective_timings`` measures
-    it; the other group is added (``placement_refused`` says where none can be). With
-    ``graph_launches`` > 0 (NCCL only) the calls are replayed from a CUDA graph (nccl-tests'
-    ``-G``); with ``per_iter`` each call of one more batch is timed too (nccl-tests' ``-I 1``).
+    """Worker body, like ``collective_timings``, for datamove: each op and size timed out of place
+    then in place, with nccl-tests' ``-G`` (``graph_launches``) and ``-I 1`` (``per_iter``).
 
-    Rank 0 passes to ``emit`` (default: ``report``, to the launching process) first
-    ``{"devices": [facts of every rank]}``, then, op by op and size by size,
-    ``{"op", "size", "groups": {placement: {"timing", "wrong" (summed over the ranks),
-    "per_iter_s"} or {"refused": why}}}``.
-
-    Used by the command line (datamove).
+    Rank 0 passes to ``emit`` (default: ``report``) ``{"devices": [...]}``, then per op and size
+    ``{"op", "size", "groups": {placement: {"timing", "wrong", "per_iter_s"} or {"refused": why}}}``.
     """
     ops, sizes = _check_collective_args(rank, world_size, ops, sizes, warmup, iters, samples)
-    graph_launches = hardware.check_count(graph_launches, "graph_launches", 0, "graph replays")
+    graph_launches = checks.check_count(graph_launches, "graph_launches", 0, "graph replays")
     backend = backend_here()
     if graph_launches and backend != "nccl":
         raise ValueError(
             f"graph_launches={graph_launches} replays CUDA graphs; the {backend} backend runs on the "
             "CPU and has none: pass graph_launches=0"
         )
+    loop = _Loop(warmup, iters, samples, graph_launches, per_iter)
     send = emit or report
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, _rank_facts(rank))
@@ -389,17 +359,7 @@ def collective_sweep(
                     groups[placement] = {"refused": why}
                     continue
                 timed, wrong, per_iter_s = _time_one(
-                    op,
-                    rank,
-                    world_size,
-                    size,
-                    placement,
-                    warmup=warmup,
-                    iters=iters,
-                    samples=samples,
-                    graph_launches=graph_launches,
-                    per_iter=per_iter,
-                    direct=direct,
+                    op, rank, world_size, size, placement, loop, direct
                 )
                 total = torch.tensor([wrong], dtype=torch.int64, device=rank_device())
                 dist.all_reduce(total)

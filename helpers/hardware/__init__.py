@@ -1,20 +1,13 @@
 """What is here: GPUs, their memory and PCIe link, peer access between GPUs, CPU, RAM, versions.
 
-``describe()`` returns a plain dict (it is the environment header of every recording);
-``report()`` turns such a dict into a table for people.
-
-One module per job, each public name re-exported here (``hardware.describe`` as before):
-``machine`` (what the machine is: ``describe``, ``report``, ``machine_name``, ``ceiling_gbps``, ``cache_bytes``, ``cache_ceiling_gbps``,
-``copy_engine_count``), ``memory`` (what PyTorch's allocators hold, ``free_memory``),
-``topology`` (links between GPUs, NUMA nodes and CPUs), ``health`` (the facts ``datamove
-doctor`` checks) and, beneath them all, ``smi`` (asking nvidia-smi and NVML).
+``describe()`` returns a plain dict, the environment header of every recording; ``report()``
+turns it into a table for people. ``machine``: what the machine is; ``memory``: what PyTorch's
+allocators hold; ``topology``: links between GPUs, NUMA nodes and CPUs; ``health``: what
+``datamove doctor`` checks; ``smi``: asking nvidia-smi and NVML.
 """
 
 from __future__ import annotations
 
-# The shared argument checks live in helpers/checks.py; distributed and cli still call them as
-# hardware.check_count / hardware.check_size (issue 26 moves those modules to checks).
-from ..checks import check_count, check_size
 from .health import (
     driver_cuda_version,
     driver_present,
@@ -63,8 +56,6 @@ __all__ = [
     "cache_bytes",
     "cache_ceiling_gbps",
     "ceiling_gbps",
-    "check_count",
-    "check_size",
     "copy_engine_count",
     "cpu_affinity",
     "describe",

@@ -1,10 +1,10 @@
-"""The machine's health, as ``datamove doctor`` checks it before measuring: whether a driver
-answers and which CUDA it supports, each GPU's PCIe link now, what else runs on each GPU, the
-locked-memory limit and free disk. NVML (nvidia-ml-py) where it is installed, else nvidia-smi.
+"""The machine's health, as ``datamove doctor`` checks it: the driver, PCIe links now, what else
+runs on each GPU, the locked-memory limit and free disk. NVML where installed, else nvidia-smi.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -14,18 +14,16 @@ from .smi import as_int, as_text, nvidia_smi, nvml_handles, nvml_module, smi_gpu
 
 
 def driver_present() -> bool:
-    """Whether an NVIDIA driver answers here (NVML or ``nvidia-smi``), whatever PyTorch sees."""
+    """Whether an NVIDIA driver answers here, whatever PyTorch sees."""
     return nvml_module() is not None or nvidia_smi("-L") is not None
 
 
 def driver_version() -> str | None:
-    """The NVIDIA driver's version (``"580.95.05"``), from NVML or ``nvidia-smi``; None without one."""
+    """The NVIDIA driver's version (``"580.95.05"``); None without one."""
     nvml = nvml_module()
-    try:
+    with contextlib.suppress(Exception):  # NVML missing (None) or refusing: read nvidia-smi
         version = nvml.nvmlSystemGetDriverVersion()
         return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
-        pass
     match = re.search(r"Driver Version:\s*([\d.]+)", nvidia_smi() or "")
     return match.group(1) if match else None
 
@@ -33,21 +31,16 @@ def driver_version() -> str | None:
 def driver_cuda_version() -> str | None:
     """The newest CUDA version the installed driver supports (``"12.4"``); None without a driver."""
     nvml = nvml_module()
-    try:
+    with contextlib.suppress(Exception):  # NVML missing (None) or refusing: read nvidia-smi
         version = nvml.nvmlSystemGetCudaDriverVersion()  # e.g. 12040
         return f"{version // 1000}.{version % 1000 // 10}"
-    except Exception:  # noqa: BLE001 - NVML missing (None) or refusing: read nvidia-smi's header
-        pass
     match = re.search(r"CUDA Version:\s*(\d+\.\d+)", nvidia_smi() or "")
     return match.group(1) if match else None
 
 
 def pcie_links() -> list[dict[str, Any]]:
-    """Each GPU's PCIe link now and at most: ``[{"index", "bus_id", "gen_current", "gen_max",
-    "width_current", "width_max"}]`` (generations 1-6, widths in lanes; None where unknown);
-    empty without an NVIDIA driver. GPUs lower the generation when idle to save power, so read
-    it while the GPU works.
-    """
+    """Each GPU's PCIe link generation and width in lanes, now and at most (None where unknown).
+    An idle GPU lowers its generation: read it while the GPU works."""
     nvml = nvml_module()
     try:
         return [
@@ -77,10 +70,8 @@ def pcie_links() -> list[dict[str, Any]]:
 
 
 def gpu_activity() -> list[dict[str, Any]]:
-    """What else runs on each GPU: ``[{"index", "utilization_pct", "pids"}]``, the GPU's busy
-    percentage over the last sample period and the process ids of the compute processes on it
-    (this process included); empty without an NVIDIA driver.
-    """
+    """What runs on each GPU: its busy percentage over the last sample period and the process ids
+    of its compute processes (this one included)."""
     nvml = nvml_module()
     try:
         return [

@@ -1,11 +1,10 @@
-"""What the machine is: its GPUs (memory, PCIe link, copy engines), peer access, CPU, RAM and
-versions, as the plain dict every recording's header keeps (``describe``), a short name
-(``machine_name``), the fastest rate it can move data (``ceiling_gbps``) and a table for people
-(``report``).
+"""What the machine is (``describe``: the dict every recording's header keeps), its short name,
+the fastest rates it can move data at, and a table for people (``report``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
@@ -18,29 +17,23 @@ from .smi import TERMINAL_ESCAPES, as_int, nvidia_smi, smi_gpu_rows
 
 
 def gpu_count() -> int:
-    """Number of CUDA GPUs PyTorch can use here (0 on a machine without CUDA)."""
+    """Number of CUDA GPUs PyTorch can use here."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
 def _ram_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
     return None
 
 
@@ -61,13 +54,7 @@ def _gpu_links() -> str | None:
 
 
 def describe() -> dict[str, Any]:
-    """The machine as a plain, JSON-ready dict: the environment header of every recording.
-
-    Keys: ``machine`` (a short name such as ``1xNVIDIA-H100-80GB-HBM3`` or ``cpu-only``),
-    ``gpus`` (one dict per GPU: name, memory_bytes, capability, sm_count, l2_bytes, pcie link),
-    ``peer_access`` (matrix of bools), ``gpu_links`` (``nvidia-smi topo -m``), ``cpu``,
-    ``cpu_cores``, ``ram_bytes``, ``python``, ``torch``, ``cuda``, ``nccl``, ``driver``.
-    """
+    """The machine as a plain, JSON-ready dict: the environment header of every recording."""
     n = gpu_count()
     smi = {row["index"]: row for row in smi_gpu_rows()}
     gpus = []
@@ -89,11 +76,10 @@ def describe() -> dict[str, Any]:
                 "pcie_width_max": as_int(row.get("pcie.link.width.max")),
             }
         )
-    peer = peer_access()
     driver = next(iter(smi.values()), {}).get("driver_version")
     info = {
         "gpus": gpus,
-        "peer_access": peer,
+        "peer_access": peer_access(),
         "gpu_links": _gpu_links() if n > 1 else None,
         "cpu": _cpu_model(),
         "cpu_cores": os.cpu_count(),
@@ -116,7 +102,7 @@ def peer_access() -> list[list[bool]]:
 
 
 def machine_name(info: dict[str, Any]) -> str:
-    """A short folder-safe name for a machine, from ``describe()``: ``2xNVIDIA-H200``, ``cpu-only``."""
+    """A short folder-safe name for a machine: ``2xNVIDIA-H200``, ``cpu-only``."""
     _check_info(info, "machine_name")
     gpus = info.get("gpus") or []
     if not gpus:
@@ -127,9 +113,7 @@ def machine_name(info: dict[str, Any]) -> str:
 
 
 def gpu_name(info: dict[str, Any]) -> str | None:
-    """The name of a machine's first GPU, from ``describe()`` or a recording's header; None
-    without GPUs.
-    """
+    """The name of a machine's first GPU, or None."""
     _check_info(info, "gpu_name")
     gpus = info.get("gpus") or []
     return gpus[0]["name"] if gpus else None
@@ -148,10 +132,7 @@ def _gib(nbytes: int | None) -> str:
 
 
 def pcie_theoretical_gbps(gen: int | None, width: int | None) -> float | None:
-    """The PCIe link's raw one-way rate in decimal GB/s (gen 3: 8 GT/s/lane with 128b/130b ...).
-
-    Real copies reach about 80-90% of it: packet headers and flow control take the rest.
-    """
+    """The PCIe link's raw one-way rate in decimal GB/s; copies reach about 80-90% of it."""
     per_lane_gts = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
     if gen is None or width is None:
         return None  # not reported by nvidia-smi
@@ -185,11 +166,8 @@ UNKNOWN_GPU_CEILING_GBPS = 10_000.0
 
 
 def ceiling_gbps(info: dict[str, Any]) -> float:
-    """The fastest rate anything on a machine (``describe()`` or a recording's header) can move
-    data, in decimal GB/s: its GPUs' memory bandwidth, which a same-GPU copy counting read plus
-    write approaches, and which no PCIe or NVLink copy exceeds. A GPU not in ``MEMORY_GBPS``
-    gets ``UNKNOWN_GPU_CEILING_GBPS``, and so does a machine without GPUs.
-    """
+    """The fastest rate anything on a machine can move data, in decimal GB/s: its GPUs' memory
+    bandwidth (``MEMORY_GBPS``), which no PCIe or NVLink copy exceeds."""
     _check_info(info, "ceiling_gbps")
     rates = []
     for gpu in info.get("gpus") or []:
@@ -209,19 +187,15 @@ MAX_CLOCK_HZ = 3.0e9
 
 
 def cache_bytes(info: dict[str, Any]) -> int:
-    """The smallest L2 cache of a machine's GPUs in bytes (``describe()`` or a recording's
-    header), or ``UNKNOWN_CACHE_BYTES`` where a GPU does not say (older headers, no GPUs).
-    """
+    """The smallest L2 cache of a machine's GPUs in bytes, or ``UNKNOWN_CACHE_BYTES``."""
     _check_info(info, "cache_bytes")
     sizes = [gpu.get("l2_bytes") for gpu in info.get("gpus") or []]
     return min(sizes) if sizes and all(sizes) else UNKNOWN_CACHE_BYTES
 
 
 def cache_ceiling_gbps(info: dict[str, Any]) -> float:
-    """The most a machine's GPUs could move through their caches, in decimal GB/s: the most SMs
-    of one GPU x ``SM_BYTES_PER_CLOCK`` x ``MAX_CLOCK_HZ`` (50,688 GB/s for an H100's 132 SMs);
-    ``UNKNOWN_GPU_CEILING_GBPS`` x 10 where no GPU says how many SMs it has.
-    """
+    """The most a machine's GPUs could move through their caches, in decimal GB/s (50,688 for an
+    H100's 132 SMs)."""
     _check_info(info, "cache_ceiling_gbps")
     sms = [gpu.get("sm_count") or 0 for gpu in info.get("gpus") or []]
     if not sms or not all(sms):
@@ -230,7 +204,7 @@ def cache_ceiling_gbps(info: dict[str, Any]) -> float:
 
 
 def report(info: dict[str, Any] | None = None) -> str:
-    """A plain-text table of a machine (this one by default, or a recording's header)."""
+    """A plain-text table of a machine (this one by default)."""
     info = describe() if info is None else info
     lines = [
         f"machine        {info.get('machine')}",
@@ -257,15 +231,13 @@ def report(info: dict[str, Any] | None = None) -> str:
         )
     peer = info.get("peer_access") or []
     if len(peer) > 1:
-        lines.append(
-            "peer access    "
-            + "  ".join(
-                f"{i}->{j}:{'yes' if peer[i][j] else 'no'}"
-                for i in range(len(peer))
-                for j in range(len(peer))
-                if i != j
-            )
+        pairs = (
+            f"{i}->{j}:{'yes' if can else 'no'}"
+            for i, row in enumerate(peer)
+            for j, can in enumerate(row)
+            if i != j
         )
+        lines.append("peer access    " + "  ".join(pairs))
     if info.get("gpu_links"):
         lines.append(
             "gpu links (nvidia-smi topo -m; NV# = # NVLinks, PIX/PXB/PHB/NODE/SYS = through PCIe):"
@@ -275,7 +247,7 @@ def report(info: dict[str, Any] | None = None) -> str:
 
 
 def _topology_matrix(topo: str) -> list[str]:
-    """The matrix rows of ``nvidia-smi topo -m``, without its legend or terminal colour codes."""
+    """The matrix rows of ``nvidia-smi topo -m``, without its legend or colour codes."""
     rows = []
     for line in topo.splitlines():
         line = TERMINAL_ESCAPES.sub("", line).expandtabs().rstrip()
@@ -287,14 +259,9 @@ def _topology_matrix(topo: str) -> list[str]:
 
 
 def copy_engine_count(device: int = 0) -> int | None:
-    """The number of copy (DMA) engines the CUDA driver reports for GPU ``device``: an int, or
-    None where no CUDA driver answers (no ``libcuda``, or a call that fails).
+    """The number of copy (DMA) engines the CUDA driver reports for GPU ``device``, or None.
 
-    This is ``CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT`` (40 in cuda.h), read through the driver
-    API with ctypes because ``torch.cuda.get_device_properties`` does not carry it. With one
-    engine, copies in one direction at a time run beside kernels; with two or more, a
-    host-to-device and a device-to-host copy can also run at the same time.
-    """
+    ``CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT`` (40), which torch's device properties lack."""
     import ctypes
 
     device = check_count(device, "device", 0)

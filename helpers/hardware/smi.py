@@ -1,7 +1,4 @@
-"""Asking the NVIDIA driver: ``nvidia-smi``'s text and NVML's module (nvidia-ml-py), each None
-where it cannot answer. The bottom floor of ``helpers.hardware``: the other modules read the
-machine through these.
-"""
+"""Asking the NVIDIA driver: ``nvidia-smi``'s text and NVML's module, each None where it cannot answer."""
 
 from __future__ import annotations
 
@@ -54,7 +51,7 @@ TERMINAL_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def nvml_module() -> Any:
-    """The ``pynvml`` module, initialised; None where nvidia-ml-py is missing or NVML cannot start."""
+    """The ``pynvml`` module, initialised, or None."""
     try:
         import pynvml
 
@@ -65,7 +62,7 @@ def nvml_module() -> Any:
 
 
 def nvml_handles(nvml: Any | None) -> list[tuple[int, Any]]:
-    """``(index, handle)`` of every GPU NVML sees; raises where NVML is missing (None)."""
+    """``(index, handle)`` of every GPU NVML sees; LookupError where NVML is None."""
     if nvml is None:
         raise LookupError("no NVML here")
     return [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(nvml.nvmlDeviceGetCount())]

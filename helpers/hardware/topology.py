@@ -1,7 +1,4 @@
-"""What joins what: the links between each pair of GPUs (NVLink or a PCIe path, from NVML or
-``nvidia-smi topo -m``), the NUMA node of each GPU and the CPUs of each node, and the CPUs this
-process may run on.
-"""
+"""What joins what: the links between GPUs, each GPU's NUMA node and its CPUs, this process's CPUs."""
 
 from __future__ import annotations
 
@@ -15,11 +12,7 @@ from .smi import TERMINAL_ESCAPES, as_text, nvidia_smi, nvml_module
 
 def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
     """``{(i, j): 'NV18' | 'PIX' | 'SYS' | ...}`` for every ordered pair of GPUs, read from
-    ``nvidia-smi topo -m`` (as ``describe()['gpu_links']`` keeps it); empty when unknown.
-
-    The table's columns are tab-separated; terminal escapes (nvidia-smi underlines the header
-    row with ``ESC[4m``, even when its output is not a terminal) are dropped first.
-    """
+    ``nvidia-smi topo -m``, whose header row is underlined with terminal escapes."""
     if topo is not None and not isinstance(topo, str):
         raise TypeError(
             f"gpu_links reads the text of `nvidia-smi topo -m` (or None), got {type(topo).__name__}"
@@ -42,8 +35,8 @@ def gpu_links(topo: str | None) -> dict[tuple[int, int], str]:
 
 
 def _nvml_link_counts(nvml: Any) -> list[list[int]]:
-    """``[i][j]``: the NVLinks from GPU i to GPU j that NVML reports up, a pair through an NVSwitch
-    counting the fewer of the two GPUs' links to switches (what ``nvidia-smi topo -m`` prints)."""
+    """``[i][j]``: NVLinks up from GPU i to GPU j; through an NVSwitch, the fewer of the two GPUs'
+    links to switches (what ``nvidia-smi topo -m`` prints)."""
     n = nvml.nvmlDeviceGetCount()
     handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
     index_of = {
@@ -71,13 +64,8 @@ def _nvml_link_counts(nvml: Any) -> list[list[int]]:
 
 
 def gpu_topology() -> dict[str, Any]:
-    """What joins each pair of GPUs: ``{"source": "NVML" | "nvidia-smi topo -m" | None,
-    "links": [[...]]}``, where ``links[i][j]`` is ``"NV<k>"`` (k NVLinks, direct or through an
-    NVSwitch), a PCIe path as ``nvidia-smi topo -m`` names it (``PIX``, ``PXB``, ``PHB``,
-    ``NODE``, ``SYS``; NVML says ``PCIe``) or ``"X"`` on the diagonal. NVML (nvidia-ml-py,
-    ``import pynvml``) is read where it is installed, else ``nvidia-smi topo -m``; without an
-    NVIDIA driver the source is None and the list empty.
-    """
+    """What joins each pair of GPUs: ``{"source": "NVML" | "nvidia-smi topo -m" | None, "links"}``,
+    ``links[i][j]`` ``"NV<k>"`` (k NVLinks), a PCIe path (``PIX`` ... ``SYS``; NVML: ``PCIe``) or ``"X"``."""
     nvml = nvml_module()
     if nvml is not None:
         try:
@@ -105,7 +93,7 @@ def gpu_topology() -> dict[str, Any]:
 
 
 def parse_cpulist(text: str) -> set[int]:
-    """The CPUs of a Linux CPU list such as ``"0-3,8,10-11"`` (as /sys writes them) as a set."""
+    """The CPUs of a Linux CPU list such as ``"0-3,8,10-11"``."""
     if not isinstance(text, str):
         raise TypeError(
             f"parse_cpulist reads a CPU list such as '0-3,8', got {type(text).__name__}"
@@ -122,9 +110,7 @@ def parse_cpulist(text: str) -> set[int]:
 
 
 def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
-    """The NUMA node a GPU is attached to, from its PCI bus id (``00000000:18:00.0``, as NVML and
-    nvidia-smi write it); None on a machine with one node or where Linux does not say.
-    """
+    """The NUMA node of the GPU at PCI bus id ``00000000:18:00.0``; None where Linux does not say."""
     if not isinstance(bus_id, str) or bus_id.count(":") != 2:
         raise ValueError(f"bus_id is a PCI bus id such as '00000000:18:00.0', got {bus_id!r}")
     domain, rest = bus_id.split(":", 1)
@@ -142,10 +128,9 @@ def gpu_numa_node(bus_id: str, sys_root: str = "/sys") -> int | None:
 def numa_node_cpus(node: int, sys_root: str = "/sys") -> set[int]:
     """The CPUs of NUMA node ``node`` (empty where Linux does not say)."""
     node = check_count(node, "node", 0)
+    path = os.path.join(sys_root, "devices", "system", "node", f"node{node}", "cpulist")
     try:
-        with open(
-            os.path.join(sys_root, "devices", "system", "node", f"node{node}", "cpulist")
-        ) as f:
+        with open(path) as f:
             return parse_cpulist(f.read())
     except OSError:
         return set()

@@ -1,8 +1,4 @@
-"""The clocks: ``cuda_events``, ``host_clock`` and ``benchmark``, with warm-up, several samples
-and calls per sample, and the GPU hold (``hold_stream``) that keeps the queue ahead of them.
-
-Part of ``timing`` (re-exported there: ``timing.cuda_events``).
-"""
+"""The clocks ``cuda_events``, ``host_clock`` and ``benchmark``, and the GPU hold (``hold_stream``)."""
 
 from __future__ import annotations
 
@@ -17,9 +13,7 @@ from typing import Any
 import torch
 
 from .. import checks
-from .measures import (
-    Timing,
-)
+from .measures import Timing
 
 MOST_CALLS_PER_SAMPLE = 1000  # the most calls per sample that target_s chooses
 LONGEST_TARGET_S = 10.0  # the longest sample target_s may ask for, in seconds
@@ -60,9 +54,8 @@ def _check_target(calls_per_sample: int | None, target_s: float | None) -> None:
 def _sized(
     target_s: float | None, calls_per_sample: int | None, time_one_call: Callable[[], float]
 ) -> tuple[int, dict[str, float]]:
-    """Calls per sample, and what ``Timing.extra`` records about how they were chosen: as given
-    (1 when neither is given), or enough that a sample lasts about ``target_s`` judged from one
-    call timed after the warm-up (at most ``MOST_CALLS_PER_SAMPLE``)."""
+    """Calls per sample (as given, else 1, else enough for ``target_s`` judged from one call), and
+    what ``Timing.extra`` records of how they were chosen."""
     if target_s is None:
         return (1 if calls_per_sample is None else calls_per_sample), {}
     one_call_s = time_one_call()
@@ -84,8 +77,7 @@ _SLEEP_CYCLES_PER_US: dict[int, float] = {}
 
 
 def _cuda_index(device: Any, what: str) -> int:
-    """The index of the CUDA device that ``device`` names: None (the current one), an index,
-    ``'cuda:N'`` or a ``torch.device``."""
+    """The index of the CUDA device ``device`` names (None: the current one)."""
     if not torch.cuda.is_available():
         raise ValueError(
             f"{what} holds a CUDA stream and needs a CUDA GPU; on a machine without one there is "
@@ -122,18 +114,14 @@ def _cuda_index(device: Any, what: str) -> int:
 
 
 def load_spin_kernel(device: int | str | torch.device | None = None) -> None:
-    """Load ``torch.cuda._sleep``'s kernel on ``device`` (None: the current GPU) by running it
-    for a few cycles: the first call pays for loading its module (0.3-0.47 s on H200s).
-    """
+    """Load ``torch.cuda._sleep``'s kernel on ``device`` (its first call costs 0.3-0.47 s on H200s)."""
     index = _cuda_index(device, "load_spin_kernel")
     with torch.cuda.device(index):
         torch.cuda._sleep(1000)
 
 
 def sleep_cycles_per_us(device: int | str | torch.device | None = None) -> float:
-    """How many ``torch.cuda._sleep`` cycles make a microsecond on ``device`` (None: the current
-    GPU). Measured once per GPU with CUDA events around a 20-million-cycle spin, then cached.
-    """
+    """``torch.cuda._sleep`` cycles per microsecond on ``device``, measured once per GPU."""
     index = _cuda_index(device, "sleep_cycles_per_us")
     if index not in _SLEEP_CYCLES_PER_US:
         load_spin_kernel(index)
@@ -149,12 +137,8 @@ def sleep_cycles_per_us(device: int | str | torch.device | None = None) -> float
 
 
 def hold_stream(microseconds: float, device: int | str | torch.device | None = None) -> None:
-    """Keep the current stream of ``device`` (None: the current GPU) busy for about
-    ``microseconds`` with a spin kernel, its clock rate measured once per GPU.
-
-    Work queued after it waits on the GPU while the host goes on, the way nvbandwidth and
-    p2pBandwidthLatencyTest queue their copies so that launch cost is not timed.
-    """
+    """Keep ``device``'s current stream busy for about ``microseconds`` with a spin kernel, so
+    that work queued after it is not timed with its launch cost (nvbandwidth's method)."""
     if not checks.is_number(microseconds):
         raise TypeError(
             f"microseconds is how long to hold the stream, a number >= 0, got {microseconds!r}"
@@ -162,7 +146,7 @@ def hold_stream(microseconds: float, device: int | str | torch.device | None = N
     if not (math.isfinite(microseconds) and microseconds >= 0):
         raise ValueError(f"microseconds must be a finite number >= 0, got {microseconds!r}")
     index = _cuda_index(device, "hold_stream")
-    cycles = int(microseconds * sleep_cycles_per_us(index))  # calibrated once per GPU
+    cycles = int(microseconds * sleep_cycles_per_us(index))
     with torch.cuda.device(index):
         torch.cuda._sleep(cycles)
 
@@ -178,22 +162,13 @@ def cuda_events(
     hold_us: float | str = 0.0,
     label: str = "",
 ) -> Timing:
-    """Time ``fn`` on the current CUDA stream with events around a batch of calls.
+    """Time ``fn`` on the current CUDA stream with events around a batch of calls, in seconds per call.
 
-    Each sample records a start event, calls ``fn`` ``calls_per_sample`` times (default 1),
-    records an end event; the sample is the elapsed time divided by the calls. Or give
-    ``target_s`` instead (seconds, e.g. 2e-3): after the warm-up one call is timed and the
-    number of calls is chosen so that a sample lasts about ``target_s``, at most
-    ``MOST_CALLS_PER_SAMPLE`` (as ``adaptive_autorange`` and nvbandwidth size their loops); the
-    Timing keeps the number chosen. With ``hold_us`` > 0 the stream
-    is first held by a spin kernel, so the calls are queued before the start event is reached
-    and their launch cost stays out of the number (nvbandwidth's method). ``hold_us="auto"``
-    sizes the hold itself: twice the host time that queueing one sample's calls took, plus
-    ``AUTO_HOLD_FLOOR_US``; a sample whose queueing still outlasted its hold is taken again with
-    the hold doubled, so no sample holds launch cost. With ``target_s`` it also sizes the sample
-    from ten calls queued behind a hold, not from one launched call (whose launch gap would make
-    a tiny copy look slow and the sample short). Work that ``fn`` puts on other streams is
-    only timed if it joins the current stream before returning.
+    ``calls_per_sample`` (default 1), or ``target_s``: as many calls (at most
+    ``MOST_CALLS_PER_SAMPLE``) as make a sample last that long. ``hold_us`` > 0 holds the stream
+    with a spin kernel first, so the calls are queued before the start event and their launch
+    cost stays out; "auto" sizes the hold from the queueing time and retakes, with the hold
+    doubled, a sample whose queueing outlasted it. Work on other streams must join this one.
     """
     _check_counts(fn, repeats, warmup, calls_per_sample)
     _check_target(calls_per_sample, target_s)
@@ -203,13 +178,9 @@ def cuda_events(
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    one_call = (
-        (lambda: _events_queued_call_s(fn)) if auto_hold else (lambda: _events_one_call_s(fn))
-    )
+    one_call = (lambda: _events_queued_call_s(fn)) if auto_hold else (lambda: _events_s(fn))
     calls_per_sample, sizing = _sized(target_s, calls_per_sample, one_call)
-    hold = (
-        _queueing_us(fn, calls_per_sample) * 2 + AUTO_HOLD_FLOOR_US if auto_hold else float(hold_us)
-    )
+    hold = _auto_hold_us(fn, calls_per_sample) if auto_hold else float(hold_us)
     samples: list[float] = []
     enqueue_us: list[float] = []
     retakes = 0
@@ -225,13 +196,13 @@ def cuda_events(
         end.record()
         end.synchronize()
         if auto_hold and queued > hold and retakes < repeats:
-            hold, retakes = hold * 2, retakes + 1  # launch cost leaked in: take this sample again
+            hold, retakes = hold * 2, retakes + 1  # launch cost leaked in: take it again
             continue
         enqueue_us.append(queued)
         samples.append(start.elapsed_time(end) / 1e3 / calls_per_sample)
     extra = {"hold_us": hold, "enqueue_us": statistics.median(enqueue_us)} if hold else {}
     if auto_hold:
-        extra["hold_auto"] = 1.0  # the hold was sized from the queueing time
+        extra["hold_auto"] = 1.0
     result = Timing(
         samples, "cuda events", nbytes, label, calls_per_sample, warmup, {**extra, **sizing}
     )
@@ -246,7 +217,7 @@ def cuda_events(
 
 
 def _check_hold(hold_us: Any) -> bool:
-    """Whether ``hold_us`` asks for an automatic hold; refuses anything but a number >= 0 or "auto"."""
+    """Whether ``hold_us`` asks for an automatic hold; ValueError unless a number >= 0 or "auto"."""
     if hold_us == "auto":
         return True
     if not checks.is_finite_at_least(hold_us, 0):
@@ -257,22 +228,28 @@ def _check_hold(hold_us: Any) -> bool:
     return False
 
 
-def _queueing_us(fn: Callable[[], Any], calls: int) -> float:
-    """Microseconds the host takes to queue ``calls`` calls of ``fn`` (the GPU is waited for after)."""
+def _auto_hold_us(fn: Callable[[], Any], calls: int) -> float:
+    """``hold_us="auto"``: twice the microseconds the host takes to queue ``calls`` calls of ``fn``,
+    plus ``AUTO_HOLD_FLOOR_US`` (the GPU is waited for after)."""
     queued_at = time.perf_counter()
     for _ in range(calls):
         fn()
     queued = (time.perf_counter() - queued_at) * 1e6
     torch.cuda.synchronize()
-    return queued
+    return queued * 2 + AUTO_HOLD_FLOOR_US
 
 
 def _events_queued_call_s(fn: Callable[[], Any], calls: int = 10) -> float:
-    """Seconds per call of ``fn`` on the device, from ``calls`` calls queued behind a hold: the
-    pilot with which ``hold_us="auto"`` sizes a sample, so the host's launch cost is not in it."""
-    hold = _queueing_us(fn, calls) * 2 + AUTO_HOLD_FLOOR_US
+    """Seconds per call of ``fn``, from ``calls`` calls queued behind a hold: how ``hold_us="auto"``
+    sizes a sample without the launch cost of one launched call."""
+    return _events_s(fn, calls, _auto_hold_us(fn, calls))
+
+
+def _events_s(fn: Callable[[], Any], calls: int = 1, hold_us: float = 0.0) -> float:
+    """Seconds per call of ``calls`` calls of ``fn`` between two CUDA events, after a hold."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    hold_stream(hold)
+    if hold_us:
+        hold_stream(hold_us)
     start.record()
     for _ in range(calls):
         fn()
@@ -281,17 +258,8 @@ def _events_queued_call_s(fn: Callable[[], Any], calls: int = 10) -> float:
     return start.elapsed_time(end) / 1e3 / calls
 
 
-def _events_one_call_s(fn: Callable[[], Any]) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3
-
-
 def synchronize_all() -> None:
-    """Wait for every GPU here to finish its queued work (does nothing without CUDA)."""
+    """Wait for every GPU here to finish its queued work."""
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             torch.cuda.synchronize(index)
@@ -307,14 +275,8 @@ def host_clock(
     nbytes: int | None = None,
     label: str = "",
 ) -> Timing:
-    """Time ``fn`` with ``time.perf_counter`` between two synchronisations of every GPU.
-
-    The right clock for work that blocks the host thread (a pageable copy, ``pin_memory()``)
-    and for end-to-end times that include host work; it includes launch costs. Each sample is
-    the time of ``calls_per_sample`` calls (default 1) divided by their number; or, given
-    ``target_s`` instead, as many calls as make a sample last about ``target_s`` seconds
-    (judged from one call timed after the warm-up, at most ``MOST_CALLS_PER_SAMPLE``).
-    """
+    """Time ``fn`` with ``time.perf_counter`` between synchronisations of every GPU, in seconds per
+    call (launch costs included); ``calls_per_sample`` or ``target_s`` as for ``cuda_events``."""
     _check_counts(fn, repeats, warmup, calls_per_sample)
     _check_target(calls_per_sample, target_s)
     for _ in range(warmup):
@@ -328,7 +290,7 @@ def host_clock(
 
 
 def _host_seconds(fn: Callable[[], Any], calls: int) -> float:
-    """Seconds that ``calls`` calls of ``fn`` take, every GPU synchronised before and after."""
+    """Seconds of ``calls`` calls of ``fn``, every GPU synchronised before and after."""
     synchronize_all()
     start = time.perf_counter()
     for _ in range(calls):
@@ -345,10 +307,8 @@ def benchmark(
     nbytes: int | None = None,
     label: str = "",
 ) -> Timing:
-    """Time ``fn`` with ``torch.utils.benchmark.Timer(...).adaptive_autorange``, as the tutorial does.
-
-    The Timer synchronises the GPU around its blocks; each sample is one block's mean per call.
-    """
+    """Time ``fn`` with ``torch.utils.benchmark.Timer(...).adaptive_autorange``, as the tutorial
+    does; each sample is one block's mean per call."""
     _check_counts(fn, 1, 0, 1)
     if not (checks.is_number(min_run_time) and checks.is_number(max_run_time)):
         raise TypeError(
@@ -362,19 +322,12 @@ def benchmark(
 
     timer = torch_benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label)
     measurement = timer.adaptive_autorange(min_run_time=min_run_time, max_run_time=max_run_time)
-    result = Timing(
-        list(measurement.times),
-        "torch.utils.benchmark",
-        nbytes,
-        label,
-        int(measurement.number_per_run),
-        0,
-    )
-    return _warn_if_noisy(result)
+    times, calls = list(measurement.times), int(measurement.number_per_run)
+    return _warn_if_noisy(Timing(times, "torch.utils.benchmark", nbytes, label, calls))
 
 
 def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000) -> int:
-    """How many calls make a sample last about ``target_s`` (so event resolution does not matter)."""
+    """How many calls make a sample last about ``target_s`` seconds."""
     for name, value in (("seconds_per_call", seconds_per_call), ("target_s", target_s)):
         if not checks.is_finite_at_least(value, 0):
             raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
@@ -385,10 +338,7 @@ def calls_for(seconds_per_call: float, target_s: float = 2e-3, most: int = 1000)
 
 
 def verify_copy(expected: torch.Tensor, actual: torch.Tensor, what: str = "copy") -> None:
-    """Raise ``AssertionError`` unless ``actual`` holds exactly ``expected``'s contents.
-
-    Every copy the course times is checked once this way (nvbandwidth checks every copy).
-    """
+    """``AssertionError`` unless ``actual`` holds exactly ``expected``'s contents."""
     if not isinstance(expected, torch.Tensor) or not isinstance(actual, torch.Tensor):
         raise TypeError(
             f"verify_copy compares two tensors (the source, then the copy), got "

@@ -1,8 +1,4 @@
-"""What a measurement gives: ``Timing`` (samples in seconds, median, spread, GB/s), and the
-sizes and byte counts it is printed with (``sizes_pow2``, ``format_bytes``).
-
-Part of ``timing`` (re-exported there: ``timing.Timing``).
-"""
+"""What a measurement gives: ``Timing``; and the sizes it is taken at and printed with."""
 
 from __future__ import annotations
 
@@ -17,17 +13,14 @@ NOISY_SPREAD = 0.10  # relative IQR above which a Timing warns
 
 
 def format_bytes(nbytes: float) -> str:
-    """``1536`` -> ``'1.5 KiB'``: sizes are said with binary prefixes throughout the course."""
+    """``1536`` -> ``'1.5 KiB'``: binary prefixes throughout the course."""
     if not checks.is_number(nbytes):
         raise TypeError(f"format_bytes takes a number of bytes, got {nbytes!r}")
     nbytes = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(nbytes) < 1024 or unit == "TiB":
-            return (
-                f"{nbytes:.0f} {unit}"
-                if unit == "B" or float(nbytes).is_integer()
-                else f"{nbytes:.3g} {unit}"
-            )
+            whole = unit == "B" or nbytes.is_integer()
+            return f"{nbytes:.0f} {unit}" if whole else f"{nbytes:.3g} {unit}"
         nbytes /= 1024
     raise AssertionError("unreachable")
 
@@ -38,10 +31,8 @@ def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
     >>> sizes_pow2(2**10, 2**20, factor=32)
     [1024, 32768, 1048576]
     """
-    smallest, largest = (
-        checks.check_size(smallest, "smallest"),
-        checks.check_size(largest, "largest"),
-    )
+    smallest = checks.check_size(smallest, "smallest")
+    largest = checks.check_size(largest, "largest")
     if largest < smallest:
         raise ValueError(f"largest ({largest}) must be at least smallest ({smallest})")
     factor = checks.check_count(factor, "factor", 2)
@@ -54,12 +45,8 @@ def sizes_pow2(smallest: int, largest: int, factor: int = 4) -> list[int]:
 @register
 @dataclass
 class Timing:
-    """Repeated samples of one measurement, in seconds per call.
-
-    ``nbytes`` is the number of bytes one call moves (counted as the experiment says: a peer
-    copy counts its size, a same-GPU copy its size read plus written). ``method`` names the
-    clock. Samples are kept, so any statistic can be recomputed from a recording.
-    """
+    """Repeated samples of one measurement, in seconds per call; ``nbytes`` moved per call (as the
+    experiment counts them), ``method`` the clock."""
 
     samples_s: list[float]
     method: str
@@ -99,7 +86,7 @@ class Timing:
 
     @property
     def quartiles_s(self) -> tuple[float, float]:
-        """First and third quartiles of the samples (equal to the sample with one sample)."""
+        """First and third quartiles of the samples."""
         if len(self.samples_s) < 2:
             return self.samples_s[0], self.samples_s[0]
         q = statistics.quantiles(self.samples_s, n=4, method="inclusive")
@@ -107,7 +94,7 @@ class Timing:
 
     @property
     def spread(self) -> float:
-        """Relative spread: interquartile range over median (0.05 means +-2.5% around it)."""
+        """Interquartile range over median (0.05: +-2.5% around it)."""
         q1, q3 = self.quartiles_s
         return (q3 - q1) / self.median_s if self.median_s > 0 else 0.0
 
@@ -121,34 +108,27 @@ class Timing:
 
     @property
     def gbps(self) -> float:
-        """Decimal GB/s at the median time (bytes / 1e9 / s); needs ``nbytes``."""
-        if not self.nbytes:
-            raise ValueError(
-                f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate"
-            )
-        if self.median_s == 0:
-            raise ValueError(
-                f"Timing {self.label!r} has a median of 0 s, below the clock's resolution: "
-                f"time more calls per sample to get a rate"
-            )
-        return self.nbytes / self.median_s / 1e9
+        """Decimal GB/s at the median time; needs ``nbytes``."""
+        return self._gbps_at(self.median_s, "a median")
 
     @property
     def gbps_range(self) -> tuple[float, float]:
         """(slowest, fastest) sample as decimal GB/s."""
+        return self._gbps_at(self.max_s, "a sample"), self._gbps_at(self.min_s, "a sample")
+
+    def _gbps_at(self, seconds: float, which: str) -> float:
         if not self.nbytes:
             raise ValueError(
                 f"Timing {self.label!r} has no nbytes; pass nbytes= when timing to get a rate"
             )
-        if self.min_s == 0:
+        if seconds == 0:
             raise ValueError(
-                f"Timing {self.label!r} has a sample of 0 s, below the clock's resolution: "
+                f"Timing {self.label!r} has {which} of 0 s, below the clock's resolution: "
                 f"time more calls per sample to get a rate"
             )
-        return self.nbytes / self.max_s / 1e9, self.nbytes / self.min_s / 1e9
+        return self.nbytes / seconds / 1e9
 
     def is_noisy(self, limit: float = NOISY_SPREAD) -> bool:
-        """True when the relative spread (IQR / median) is above ``limit``."""
         return self.spread > limit
 
     def __str__(self) -> str:

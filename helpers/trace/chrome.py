@@ -1,9 +1,4 @@
-"""Profiling a function and reading its Chrome trace into ``Interval``s.
-
-``profile(fn)`` runs ``fn`` under ``torch.profiler`` with a schedule and keeps the gzipped
-Chrome trace; ``load_chrome_trace`` and ``intervals_from_chrome_trace`` read one exported
-elsewhere. Part of ``trace`` (re-exported there: ``trace.profile``).
-"""
+"""Profiling a function (``profile``) and reading a Chrome trace into ``Interval``s."""
 
 from __future__ import annotations
 
@@ -20,11 +15,7 @@ import torch
 
 from .. import checks, config
 from ..codec import Attachment
-from .intervals import (
-    GPU_KINDS,
-    Interval,
-    Profile,
-)
+from .intervals import GPU_KINDS, Interval, Profile
 
 # Chrome-trace category (lower-cased) -> Interval.kind. torch.profiler (Kineto) writes the
 # lower-case names; Kineto before 2022 wrote "Kernel", "Memcpy", "Memset", "Runtime", "Operator".
@@ -52,14 +43,8 @@ _COPY_NAME = re.compile(
 _TRAILING_INT = re.compile(r"(-?\d+)\s*$")
 
 
-# ---------------------------------------------------------------- reading a Chrome trace
-
-
 def load_chrome_trace(path: str | Path) -> dict[str, Any]:
-    """Read a Chrome trace file (``.json`` or ``.json.gz``) into ``{"traceEvents": [...]}``.
-
-    A file that holds a bare list of events is wrapped in that form, so callers see one shape.
-    """
+    """A Chrome trace file (``.json`` or ``.json.gz``) as ``{"traceEvents": [...]}``."""
     if not isinstance(path, (str, Path)):
         raise TypeError(
             f"load_chrome_trace needs the path of a trace file, got {type(path).__name__}"
@@ -89,7 +74,7 @@ def load_chrome_trace(path: str | Path) -> dict[str, Any]:
 
 
 def _as_int(value: Any) -> int | None:
-    """An int from an int, an integral float or a string of digits; None otherwise."""
+    """An int from an int, an integral float or a string of digits, else None."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):
@@ -111,10 +96,7 @@ def _trailing_int(value: Any) -> int | None:
 
 
 def parse_copy_name(name: str) -> tuple[str | None, str | None, str | None]:
-    """``'Memcpy HtoD (Pinned -> Device)'`` -> ``('HtoD', 'Pinned', 'Device')``.
-
-    Parts the name does not say are None (``'Memcpy DtoH'`` -> ``('DtoH', None, None)``).
-    """
+    """``'Memcpy HtoD (Pinned -> Device)'`` -> ``('HtoD', 'Pinned', 'Device')``; None if not said."""
     if name is not None and not isinstance(name, str):
         raise TypeError(
             f"parse_copy_name reads a copy's name from a trace (a string), got {type(name).__name__}"
@@ -126,12 +108,8 @@ def parse_copy_name(name: str) -> tuple[str | None, str | None, str | None]:
 
 
 def _gpu_place(event: dict[str, Any], args: dict[str, Any]) -> tuple[int | None, int | None]:
-    """(device, stream) of a GPU event.
-
-    The device is args.device, else an integer pid (the lane Kineto drew it on), else, for a
-    peer copy, args.inDevice (where the copy ran) or args.toDevice. The stream is args.stream,
-    else the tid (``7`` or old Kineto's ``"stream 7"``).
-    """
+    """(device, stream) of a GPU event: args.device, else the pid (Kineto's lane), else a peer
+    copy's inDevice or toDevice; args.stream, else the tid."""
     device = _as_int(args.get("device"))
     for fallback in (event.get("pid"), args.get("inDevice"), args.get("toDevice")):
         if device is None:
@@ -178,12 +156,8 @@ def _interval_from_event(event: Any) -> Interval | None:
 
 
 def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Interval]:
-    """The kernels, copies, memsets, runtime calls, annotations and ops of a Chrome trace.
-
-    ``trace`` is what ``load_chrome_trace`` returns (or the bare list of events). Only complete
-    events (``"ph": "X"``) of the categories torch.profiler writes are kept; times stay in
-    microseconds on the trace's clock. The result is sorted by start time.
-    """
+    """The complete events of ``load_chrome_trace(...)`` (or a list of events) of the kinds we
+    keep, as Intervals sorted by start time."""
     if isinstance(trace, dict):
         events = trace.get("traceEvents")
         if not isinstance(events, list):
@@ -201,22 +175,6 @@ def intervals_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[Inter
     return intervals
 
 
-# ---------------------------------------------------------------- profiling
-
-
-def _check_schedule(wait: Any, warmup: Any, active: Any, skip_first: Any) -> None:
-    checks.check_count(wait, "wait", 0, "steps")
-    checks.check_count(warmup, "warmup", 0, "steps")
-    checks.check_count(active, "active", 1, "steps")
-    checks.check_count(skip_first, "skip_first", 0, "steps")
-
-
-def _gzip_file(src: Path, dest: Path) -> Path:
-    with src.open("rb") as fin, gzip.open(dest, "wb") as fout:
-        shutil.copyfileobj(fin, fout)
-    return dest
-
-
 def profile(
     fn: Callable[[], Any],
     *,
@@ -226,21 +184,19 @@ def profile(
     skip_first: int = 1,
     name: str = "trace",
 ) -> Profile:
-    """Run ``fn()`` under ``torch.profiler`` and return the intervals of the active steps.
+    """Run ``fn()`` ``skip_first + wait + warmup + active`` times under ``torch.profiler``; the
+    intervals of the last ``active`` calls, and the gzipped trace under ``config.traces_dir()``.
 
-    ``fn`` is called ``skip_first + wait + warmup + active`` times, with ``prof.step()`` after
-    each call; ``torch.profiler.schedule`` records only the last ``active`` calls (the first
-    calls warm up caches, the allocator and CUDA). CPU activity is always profiled, CUDA
-    activity when CUDA is available. ``fn`` must synchronise the GPU work it wants to see
-    finish within its step. The Chrome trace is written gzipped to a new folder under
-    ``config.traces_dir()`` (``build/traces/``) as ``<name>.trace.json.gz`` and kept as
-    ``Profile.chrome_trace``: open it in Perfetto after the run.
+    ``fn`` must synchronise the GPU work it wants to see finish within its step.
     """
     if not callable(fn):
         raise TypeError(
             f"profile needs a function to call with no arguments, got {type(fn).__name__}"
         )
-    _check_schedule(wait, warmup, active, skip_first)
+    checks.check_count(wait, "wait", 0, "steps")
+    checks.check_count(warmup, "warmup", 0, "steps")
+    checks.check_count(active, "active", 1, "steps")
+    checks.check_count(skip_first, "skip_first", 0, "steps")
     if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
         raise ValueError(
             f"name must be a short file-name-safe string such as 'h2d_overlap', got {name!r}"
@@ -271,6 +227,8 @@ def profile(
             f"torch.profiler wrote no trace into {folder}; was the profiler disabled?"
         )
     intervals = intervals_from_chrome_trace(load_chrome_trace(plain))
-    packed = _gzip_file(plain, folder / f"{name}.trace.json.gz")
+    packed = folder / f"{name}.trace.json.gz"
+    with plain.open("rb") as fin, gzip.open(packed, "wb") as fout:
+        shutil.copyfileobj(fin, fout)
     plain.unlink()
     return Profile(intervals=intervals, chrome_trace=Attachment(str(packed)), steps=active)

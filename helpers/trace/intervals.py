@@ -1,10 +1,4 @@
-"""Intervals of a profile, choosing among them, and overlap arithmetic (microseconds).
-
-``Interval`` and ``Profile`` are the data; ``select``, ``count``, ``gpu_work_of`` and
-``relative`` choose; ``merge``, ``covered_us``, ``overlap_us``, ``overlap_ratio``, ``span_us``
-and ``host_blocked_us`` add up time the way Meta's Holistic Trace Analysis does. Part of
-``trace`` (re-exported there: ``trace.overlap_us``).
-"""
+"""Intervals of a profile, choosing among them, and overlap arithmetic (microseconds)."""
 
 from __future__ import annotations
 
@@ -21,22 +15,13 @@ GPU_KINDS = ("kernel", "memcpy", "memset")
 COPY_KINDS = ("HtoD", "DtoH", "DtoD", "PtoP")
 
 
-# ---------------------------------------------------------------- the data
-
-
 @register
 @dataclass
 class Interval:
     """One slice of a trace, with times in microseconds on the trace's clock.
 
-    ``kind`` is one of ``KINDS``: 'kernel', 'memcpy', 'memset' (GPU work, with ``device`` and
-    ``stream``), 'runtime' (a CUDA runtime or driver call on a host ``thread``), 'annotation'
-    (``record_function`` ranges and ``ProfilerStep#N``; on a GPU lane when the profiler mirrored
-    them there) or 'op' (an aten operator on the host). ``correlation`` joins a runtime call to
-    the GPU work it launched. Copies carry ``nbytes``, ``copy_kind`` ('HtoD', 'DtoH', 'DtoD',
-    'PtoP') and the memory at each end (``src_memory``/``dst_memory``: 'Pageable', 'Pinned',
-    'Device', ...), read from the copy's name. A peer copy sits on the lane of ``device`` and
-    says its ends in ``src_device``/``dst_device``.
+    GPU work has a ``device`` and ``stream``, host work a ``thread``; ``correlation`` joins a
+    runtime call to the GPU work it launched. Copies say their kind and the memory at each end.
     """
 
     kind: str
@@ -56,35 +41,26 @@ class Interval:
 
     @property
     def duration_us(self) -> float:
-        """``end_us - start_us``, in microseconds."""
         return self.end_us - self.start_us
 
     @property
     def on_gpu(self) -> bool:
-        """True for work that ran on a GPU (a kernel, copy or memset)."""
         return self.kind in GPU_KINDS
 
 
 @register
 @dataclass
 class Profile:
-    """What ``profile`` returns: the intervals of the active steps and the trace they came from.
-
-    ``chrome_trace`` is the gzipped Chrome trace (open it in https://ui.perfetto.dev); it is
-    copied beside a recording when the profile is saved, and may be None. ``steps`` is the
-    number of profiled (active) steps.
-    """
+    """What ``profile`` returns: the intervals of the ``steps`` active steps and the gzipped
+    Chrome trace they came from (open it in https://ui.perfetto.dev; may be None)."""
 
     intervals: list[Interval]
     chrome_trace: Attachment | None = None
     steps: int = 0
 
     def select(self, **criteria: Any) -> list[Interval]:
-        """``select(self.intervals, **criteria)``: see the module function ``select``."""
+        """``select(self.intervals, **criteria)``."""
         return select(self.intervals, **criteria)
-
-
-# ---------------------------------------------------------------- choosing intervals
 
 
 def _check_intervals(intervals: Any, what: str = "intervals") -> list[Interval]:
@@ -122,11 +98,7 @@ def select(
     stream: int | None = None,
     copy_kind: str | None = None,
 ) -> list[Interval]:
-    """The intervals that match every criterion given (None means any).
-
-    ``kind``: one of ``KINDS`` or several; ``name``: a substring of the name (case matters);
-    ``device``/``stream``: GPU index and stream id; ``copy_kind``: 'HtoD', 'DtoH', 'DtoD', 'PtoP'.
-    """
+    """The intervals that match every criterion given (None means any; ``name``: a substring)."""
     intervals = _check_intervals(intervals)
     kinds = _kind_set(kind)
     if name is not None and not isinstance(name, str):
@@ -158,11 +130,8 @@ def count(
 
 
 def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> list[Interval]:
-    """The GPU intervals (kernels, copies, memsets) launched by a runtime call.
-
-    ``runtime_call`` is a 'runtime' Interval, joined on its correlation id; or a name such as
-    'cudaMemcpyAsync', which takes every runtime call whose name contains it.
-    """
+    """The GPU intervals launched by a 'runtime' Interval, or by every runtime call whose name
+    contains ``runtime_call`` ('cudaMemcpyAsync')."""
     intervals = _check_intervals(intervals)
     if isinstance(runtime_call, Interval):
         calls = [runtime_call]
@@ -178,19 +147,14 @@ def gpu_work_of(intervals: Sequence[Interval], runtime_call: Interval | str) -> 
 
 
 def relative(intervals: Sequence[Interval], t0: float | None = None) -> list[Interval]:
-    """Copies of the intervals with ``t0`` (default: the earliest start) subtracted from times."""
+    """The intervals with ``t0`` (default: the earliest start) subtracted from their times."""
     intervals = _check_intervals(intervals)
-    if not intervals and t0 is None:
-        return []
     if t0 is None:
-        t0 = min(iv.start_us for iv in intervals)
+        t0 = min((iv.start_us for iv in intervals), default=0.0)
     return [
         dataclasses.replace(iv, start_us=iv.start_us - t0, end_us=iv.end_us - t0)
         for iv in intervals
     ]
-
-
-# ---------------------------------------------------------------- overlap arithmetic
 
 
 def _spans(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[float, float]]:
@@ -217,10 +181,7 @@ def _spans(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[fl
 
 
 def merge(intervals: Iterable[Interval | tuple[float, float]]) -> list[tuple[float, float]]:
-    """The time the intervals cover, as sorted, disjoint ``(start_us, end_us)`` pairs.
-
-    Nested and overlapping intervals fuse, and so do intervals that touch end to start.
-    """
+    """The time the intervals cover, as sorted, disjoint ``(start_us, end_us)`` pairs."""
     merged: list[tuple[float, float]] = []
     for start, end in sorted(_spans(intervals)):
         if merged and start <= merged[-1][1]:
@@ -238,11 +199,7 @@ def covered_us(intervals: Iterable[Interval | tuple[float, float]]) -> float:
 def overlap_us(
     a: Iterable[Interval | tuple[float, float]], b: Iterable[Interval | tuple[float, float]]
 ) -> float:
-    """Microseconds during which something of ``a`` and something of ``b`` both run.
-
-    Each set is merged first, then the two sorted lists are swept together (as Holistic Trace
-    Analysis measures communication/computation overlap).
-    """
+    """Microseconds during which something of ``a`` and something of ``b`` both run."""
     left, right = merge(a), merge(b)
     total, i, j = 0.0, 0, 0
     while i < len(left) and j < len(right):
@@ -260,15 +217,7 @@ def overlap_ratio(
     a: Iterable[Interval | tuple[float, float]], b: Iterable[Interval | tuple[float, float]]
 ) -> float:
     """``overlap_us(a, b) / min(covered_us(a), covered_us(b))``: 1.0 when the shorter set is
-    entirely hidden behind the other, 0.0 when they never run together.
-
-    The denominator is the time of the *shorter* set, whichever it is, so the ratio is symmetric
-    and says how much of the work that could be hidden was hidden (two lanes of copies and
-    kernels, neither of which is "the" communication). Holistic Trace Analysis instead divides
-    the same overlap by the communication time alone; the two agree whenever ``a`` is the
-    communication and the shorter set. For HTA's number, divide ``overlap_us(comm, compute)``
-    by ``covered_us(comm)`` yourself.
-    """
+    hidden behind the other. HTA divides by the communication's time instead."""
     a, b = merge(a), merge(b)
     for label, spans in (("a", a), ("b", b)):
         if not spans:
@@ -291,12 +240,8 @@ def span_us(intervals: Iterable[Interval | tuple[float, float]]) -> float:
 
 
 def host_blocked_us(intervals: Sequence[Interval], name: str) -> float:
-    """Microseconds the host spent inside runtime calls whose name contains ``name``.
-
-    E.g. 'cudaMemcpyAsync' (long for a pageable copy, short for a pinned one) or
-    'cudaStreamSynchronize'. Calls nested on one thread are counted once; time on different
-    threads adds up.
-    """
+    """Microseconds the host spent inside runtime calls whose name contains ``name`` (nested
+    calls counted once per thread)."""
     if not isinstance(name, str) or not name:
         raise TypeError("name must be (part of) a runtime call's name, e.g. 'cudaMemcpyAsync'")
     calls = select(intervals, kind="runtime", name=name)
