@@ -6,6 +6,7 @@ reach.
 Each sentence's numbers and words are checked against values computed here from ``run.value``.
 """
 
+import dataclasses
 import re
 import statistics
 from datetime import timedelta
@@ -65,7 +66,7 @@ CLAIMS = [
     "The seven collectives leave each rank the data the source shows (gloo)",
     "A blocking collective holds back the work queued after it on the current stream (no overlap)",
     "Asynchronous operations let communication overlap computation",
-    "NCCL finds the fastest path between the GPUs (here NVLink): busbw close to the link's ceiling",
+    "NCCL finds the fastest path between the GPUs: busbw close to the link's ceiling",
 ]
 
 
@@ -1129,3 +1130,20 @@ def test_a_live_quick_run_says_quick_mode_and_a_replay_does_not(monkeypatch):
     assert "quick mode" not in said[1]
     monkeypatch.setenv("COURSE_QUICK", "0")
     assert common.where(live) == f"live on {live.machine}"
+
+
+def test_the_fastest_path_claim_names_the_recorded_link_not_nvlink_by_assumption():
+    bw, overlap = BW["2xNVIDIA-H200"], OVERLAP["2xNVIDIA-H200"]
+
+    def measured(links):
+        header = {**bw.header, "machine": {**bw.header["machine"], "gpu_links": links}}
+        table = claims.ClaimsTable(NOTEBOOK)
+        speed.add_claims(table, overlap, dataclasses.replace(bw, header=header))
+        return table.claims[-1].measured
+
+    assert "GPU0 and GPU1 joined by NV18 (nvidia-smi topo -m)" in measured(
+        bw.header["machine"]["gpu_links"]
+    )
+    pcie = "\x1b[4mGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tPIX\t0-31\nGPU1\tPIX\t X \t0-31\n"
+    assert "joined by PIX" in measured(pcie) and "NV" not in measured(pcie)
+    assert measured(None).startswith("a link nvidia-smi did not name;")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ... import analysis, claims, distributed, plotting, tables, timing, trace
+from ... import analysis, claims, distributed, hardware, plotting, tables, timing, trace
 from ...records import Run
 from .common import ARTICLE, NOTEBOOK
 
@@ -227,7 +227,13 @@ def add_claims(table: claims.ClaimsTable, overlap: Run, bandwidth: Run) -> None:
     }
     for text, (measured, holds) in rows.items():
         table.add(text, source=ARTICLE, measured=measured, holds=holds, run=overlap)
-    text = "NCCL finds the fastest path between the GPUs (here NVLink): busbw close to the link's ceiling"
-    said = f"{largest}: busbw {busbw.value:.0f} GB/s over a GPU0 -> GPU1 copy's {copy.value:.0f} GB/s (threshold: {NEAR_CEILING} of it)"
+    text = "NCCL finds the fastest path between the GPUs: busbw close to the link's ceiling"
+    link = hardware.gpu_links(bandwidth.header["machine"].get("gpu_links")).get((0, 1))
+    joined = (
+        f"GPU0 and GPU1 joined by {link} (nvidia-smi topo -m)"
+        if link
+        else "a link nvidia-smi did not name"
+    )
+    said = f"{joined}; {largest}: busbw {busbw.value:.0f} GB/s over a GPU0 -> GPU1 copy's {copy.value:.0f} GB/s (threshold: {NEAR_CEILING} of it)"
     holds = claims.compare(claims.ratio(busbw, copy), NEAR_CEILING, holds_if="above")
     table.add(text, source=ARTICLE, measured=said, holds=holds, run=bandwidth)
