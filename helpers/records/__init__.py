@@ -1,31 +1,10 @@
 """Recorded results: run an experiment live where the hardware is here, replay it elsewhere.
 
-An experiment is a plain function in a notebook; its body is the PyTorch code being taught.
-``run_or_replay(fn, notebook=..., gpus=N, params=...)`` calls it when this machine has ``N``
-GPUs, and otherwise loads what it returned on a GPU machine, saying in its first sentence
-which machine is replayed and why.
-
-A recording is ``results/<machine>/<notebook>/<experiment>.json``: an environment header (the
-machine as ``hardware.describe()`` saw it, the date, the commit, the parameters) plus a
-*fingerprint* of the code that produced it. The fingerprint covers the experiment's source,
-the source of every notebook function it reaches, and ``MEASURING_VERSION`` (the helpers'
-measuring code); the parameters are compared value by value. ``check_recordings`` reads the
-notebooks without running them and lists every recording that is missing, stale, broken or
-left over, machine by machine. Files an experiment attaches (Chrome traces) sit beside it.
-
-Replay is explicit: ``COURSE_REPLAY_MACHINE`` names a recorded machine (an unknown name is an
-error that lists them); otherwise the machine this one is, if it recorded the experiment, else
-the recorded machine with the most GPUs (then the newest recording, then the name).
-
-A machine name stands for a kind of machine (``2xNVIDIA-H200``): two hosts with the same GPUs
-share it, and a newer recording replaces an older one; git history keeps the older, and each
-recording keeps its own host's report in its header.
-
-The package holds one module per job: ``fingerprints``, ``header``, ``store`` (save and load),
-``machines`` (which machines are recorded; replacing their folders as one step),
-``checksums`` (the sha256 of every recorded file), ``footprints`` (the memory each notebook needs), ``replay_choice``, ``running`` (run or replay), ``notebook_reader`` (the static reader),
-``validation``, ``staleness`` and ``export`` (``results/index.jsonl``). Everything public is
-imported here, so notebooks, tools and tests write ``records.run_or_replay``.
+A recording is ``results/<machine>/<notebook>/<experiment>.json``: an environment header, a
+fingerprint of the code that made it, and the result; files it attaches (Chrome traces) sit
+beside it. A machine name stands for a kind of machine (``2xNVIDIA-H200``): a newer recording
+replaces an older one, and git history keeps the older. Everything public is imported here, so
+notebooks, tools and tests write ``records.run_or_replay``.
 """
 
 from .checksums import CHECKSUMS, write_checksums

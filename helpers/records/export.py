@@ -16,9 +16,7 @@ INDEX_NAME = "index.jsonl"
 
 
 def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
-    """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``
-    (kind, name, value, unit, spread, verdict and any extra keys).
-    """
+    """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``."""
     m = header["machine"]
     row = {
         "kind": None,
@@ -43,9 +41,8 @@ def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
 
 
 def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
-    """One ``figure`` row per timing in every recording, in the index's order: GB/s for a device-timed copy (with its
-    bytes), else seconds per call; the spread is the timing's IQR over its median.
-    """
+    """One ``figure`` row per timing in every recording: GB/s for a device-timed copy, else
+    seconds per call."""
     rows = []
     for path in [p for folder in machine_folders(root) for p in sorted(folder.glob("*/*.json"))]:
         header, value = load(path)

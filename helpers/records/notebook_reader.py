@@ -47,11 +47,8 @@ _MODULE = _Unknown("a module")
 
 @dataclasses.dataclass
 class NotebookExperiment:
-    """One ``run_or_replay`` call found in a notebook, as the static reader sees it.
-
-    ``params`` are the full-size parameters worked out from the notebook's text (None when
-    they cannot be); ``problems`` lists what keeps the call from being checked.
-    """
+    """One ``run_or_replay`` call found in a notebook: ``params`` at full size (None when the
+    text does not say them), ``problems`` what keeps the call from being checked."""
 
     name: str
     function: str
@@ -62,17 +59,13 @@ class NotebookExperiment:
 
 
 def _code_cells(path: Path) -> list[str]:
+    """Each code cell's source, without its IPython magics and shell lines."""
     cells = json.loads(path.read_text())["cells"]
-    sources = []
-    for cell in cells:
-        if cell["cell_type"] == "code":
-            source = "".join(cell["source"])
-            sources.append(
-                "\n".join(
-                    line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
-                )
-            )
-    return sources
+    code = ["".join(cell["source"]).splitlines() for cell in cells if cell["cell_type"] == "code"]
+    return [
+        "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+        for lines in code
+    ]
 
 
 def _evaluate(node: ast.expr, names: Mapping[str, Any]) -> Any:
@@ -173,14 +166,11 @@ class _NotebookReader:
         )
         name_node = keywords.get("name")
         name = str(name_node.value) if isinstance(name_node, ast.Constant) else function
-        gpus_node = keywords.get("gpus")
-        literal = gpus_node is None or (
-            isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int)
-        )
-        gpus = 1 if gpus_node is None else -1
+        gpus_node = keywords.get("gpus", ast.Constant(1))
         if isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int):
-            gpus = gpus_node.value
-        problems = [] if literal else ["gpus= must be a literal number"]
+            gpus, problems = gpus_node.value, []
+        else:
+            gpus, problems = -1, ["gpus= must be a literal number"]
         if not isinstance(target, ast.Name) or function not in self.functions:
             problems.append(
                 f"the experiment `{function}` is not a function defined with def at the top "
@@ -188,7 +178,6 @@ class _NotebookReader:
             )
             return NotebookExperiment(name, function, gpus, None, None, problems)
         fp = self._fingerprint(function, problems)
-        params = None
         try:
             params = _evaluate(keywords["params"], self.values) if "params" in keywords else {}
             params = codec.encode(params, None, "params")

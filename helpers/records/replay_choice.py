@@ -25,11 +25,8 @@ def _this_machine_name() -> str | None:
 
 
 def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = None) -> Choice:
-    """The recording of ``notebook/name`` to replay (see the module's docstring for the order).
-
-    ``COURSE_REPLAY_MACHINE`` naming no recorded machine, or one without this experiment, is a
-    ``ValueError`` that lists the machines that have it.
-    """
+    """The recording of ``notebook/name`` to replay; ``COURSE_REPLAY_MACHINE`` naming no machine
+    that recorded it is a ``ValueError`` that lists those that did."""
     root = root or config.results_dir()
     candidates = {p.parts[-3]: p for p in recordings_of(notebook, name, gpus, root)}
     have = ", ".join(candidates) or "none"
