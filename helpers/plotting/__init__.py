@@ -1,11 +1,8 @@
-"""Plots for the course: bandwidth-versus-size curves, bars with ratios, timelines.
+"""Plots for the course: ``charts`` (axes, curves and bars), ``timeline`` (what ran on each
+stream, from a profile) and ``before_after`` (what each rank holds around a collective).
 
-Conventions: bandwidth in decimal GB/s on every axis that shows it; sizes on a log axis with
-binary prefixes; every title names the machine the numbers come from.
-
-One module per job, each name re-exported here (``plotting.timeline`` as before):
-``charts`` (axes, curves and bars), ``timeline`` (what ran on each stream, from a profile),
-``before_after`` (what each rank holds around a collective, 06).
+Bandwidth in decimal GB/s on every axis that shows it; sizes on a log axis with binary
+prefixes; every title names the machine the numbers come from.
 """
 
 from __future__ import annotations
