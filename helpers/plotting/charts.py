@@ -159,21 +159,14 @@ def bandwidth_vs_size(
             raise ValueError(
                 f"series {label!r}: sizes and GB/s must be non-empty and of equal length"
             )
+        style: dict[str, Any] = {"label": label}
         if groups:
             group = groups[label]
             name = f"{group} ({counts[group]} series)" if counts[group] > 1 else group
-            ax.plot(
-                sizes,
-                gbps,
-                marker="o",
-                markersize=3,
-                color=colours[group],
-                alpha=0.8,
-                label="_nolegend_" if group in shown else name,
-            )
+            style = {"label": "_nolegend_" if group in shown else name, "markersize": 3}
+            style |= {"color": colours[group], "alpha": 0.8}
             shown.add(group)
-        else:
-            ax.plot(sizes, gbps, marker="o", label=label)
+        ax.plot(sizes, gbps, marker="o", **style)
     if ceiling_gbps:
         ax.axhline(
             ceiling_gbps,

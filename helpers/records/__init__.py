@@ -19,21 +19,23 @@ from .fingerprints import (
     measuring_code_hash,
 )
 from .footprints import FOOTPRINTS, footprint_sentence, gather_footprints, notebook_footprint
-from .header import HEADER_KEYS, environment_header
 from .machines import Interrupted, machine_folders, replace_folders
 from .notebook_reader import NotebookExperiment, experiments_in_notebook
-from .replay_choice import Choice, choose_recording
 from .running import (
     DESCRIBE_WIDTH,
+    Choice,
     Run,
+    choose_recording,
     recorded_runs,
     replay_plan,
     run_or_replay,
     where_numbers_come_from,
 )
-from .staleness import Problem, check_recordings, format_problems, stale_recordings
+from .staleness import Problem, check_recordings, format_problems
 from .store import (
+    HEADER_KEYS,
     RecordingError,
+    environment_header,
     load,
     read_header,
     recorded_machine_names,
@@ -97,7 +99,6 @@ __all__ = [
     "rerecord_command",
     "run_or_replay",
     "save",
-    "stale_recordings",
     "validate_machine_folder",
     "validate_recording",
     "where_numbers_come_from",

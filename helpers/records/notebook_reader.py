@@ -8,6 +8,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TypeGuard
 
 from .. import codec, timing
@@ -19,21 +20,10 @@ _PARAM_BUILTINS = {
 }
 
 
-class _FullSizeConfig:
-    """``config`` as a full-size recording run sees it (for working out params statically)."""
-
-    @staticmethod
-    def pick(full: Any, quick: Any) -> Any:
-        return full
-
-    @staticmethod
-    def quick_mode() -> bool:
-        return False
-
-
+# what params may use of config and timing, as a full-size recording run sees them
 _PARAM_MODULES = {
-    "config": _FullSizeConfig,
-    "timing": type("timing", (), {"sizes_pow2": staticmethod(timing.sizes_pow2)}),
+    "config": SimpleNamespace(pick=lambda full, quick: full, quick_mode=lambda: False),
+    "timing": SimpleNamespace(sizes_pow2=timing.sizes_pow2),
 }
 
 

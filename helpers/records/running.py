@@ -1,5 +1,8 @@
 """Run or replay: ``run_or_replay`` measures live where the hardware is and replays elsewhere,
-saying which machine's numbers a notebook shows and why."""
+saying which machine's numbers a notebook shows and why.
+
+A replay uses ``COURSE_REPLAY_MACHINE``'s recording, else this machine's, else that of the
+recorded machine with the most GPUs (then the newest recording, then the name)."""
 
 from __future__ import annotations
 
@@ -14,14 +17,86 @@ from typing import Any
 from .. import checks, codec, config, hardware
 from .fingerprints import fingerprint
 from .footprints import footprint_sentence
-from .header import environment_header
 from .machines import machine_folders
 from .notebook_reader import experiments_in_notebook
-from .replay_choice import choose_recording
-from .store import load, read_header, recordings_of, rerecord_command, save
+from .store import (
+    describe_machine,
+    environment_header,
+    load,
+    read_header,
+    recorded_machine_names,
+    recordings_of,
+    rerecord_command,
+    save,
+)
 
 # characters per line of Run.describe(): a notebook's output, or the site, shows them whole
 DESCRIBE_WIDTH = 100
+
+
+@dataclasses.dataclass
+class Choice:
+    """Which recording a replay uses, and the reason in words."""
+
+    path: Path
+    machine: str
+    reason: str
+
+
+def _this_machine_name() -> str | None:
+    return describe_machine()["machine"] if hardware.gpu_count() else None
+
+
+def _most_gpus(headers: dict[str, dict[str, Any]]) -> str:
+    """The machine of ``{machine: header}`` with the most GPUs, then the newest, then the last name."""
+    return max(
+        headers, key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m)
+    )
+
+
+def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = None) -> Choice:
+    """The recording of ``notebook/name`` to replay; ``COURSE_REPLAY_MACHINE`` naming no machine
+    that recorded it is a ``ValueError`` that lists those that did."""
+    root = root or config.results_dir()
+    candidates = {p.parts[-3]: p for p in recordings_of(notebook, name, gpus, root)}
+    have = ", ".join(candidates) or "none"
+    wanted = config.replay_machines()
+    if wanted:
+        known = recorded_machine_names(root)
+        unknown = [m for m in wanted if m not in known]
+        if unknown:
+            raise ValueError(
+                f"{config.REPLAY_MACHINE_ENV} names {', '.join(map(repr, unknown))}, not a "
+                f"recorded machine; recorded machines: {', '.join(known) or 'none'}"
+            )
+        chosen = next((m for m in wanted if m in candidates), None)
+        if chosen is None:
+            raise ValueError(
+                f"{config.REPLAY_MACHINE_ENV}={','.join(wanted)} has no recording of "
+                f"{notebook}/{name} (it needs {gpus} GPU(s)); machines that have it: {have}"
+            )
+        why = (
+            "chose it"
+            if chosen == wanted[0]
+            else f"lists it first of those that recorded it ({have})"
+        )
+        return Choice(candidates[chosen], chosen, f"{config.REPLAY_MACHINE_ENV} {why}")
+    if not candidates:
+        raise ValueError(
+            f"{notebook}/{name} needs {gpus} GPU(s), this machine has {hardware.gpu_count()}, and no "
+            f"recording of it is under {root}; {rerecord_command(None, [notebook])}"
+        )
+    here = _this_machine_name()
+    if here in candidates:
+        return Choice(candidates[here], here, "it is this machine")
+    best = _most_gpus({m: read_header(path) for m, path in candidates.items()})
+    reason = (
+        "it is the only machine that recorded it"
+        if len(candidates) == 1
+        else f"it is the one with the most GPUs of those that recorded it ({have}); "
+        f"set {config.REPLAY_MACHINE_ENV} to choose another"
+    )
+    return Choice(candidates[best], best, reason)
 
 
 @dataclasses.dataclass
@@ -154,10 +229,7 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
     if wanted:
         chosen, why = wanted[0], f"{config.REPLAY_MACHINE_ENV} chose it"
     else:
-        chosen = max(
-            headers,
-            key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m),
-        )
+        chosen = _most_gpus(headers)
         why = "it has the most GPUs of the machines that recorded this notebook"
     sentence = (
         f"{this}: the experiments below replay recordings made on {chosen} ({why}; each experiment "

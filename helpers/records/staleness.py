@@ -122,12 +122,6 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
     return problems
 
 
-def stale_recordings(notebook_path: Path | str, root: Path | None = None) -> list[str]:
-    """``check_recordings`` for one notebook, as lines of text. Empty is good."""
-    notebook = Path(notebook_path).stem
-    return [p.text for p in check_recordings([notebook_path], root) if p.notebook == notebook]
-
-
 def format_problems(problems: Iterable[Problem]) -> str:
     """Problems grouped by machine, each group ending with the command that re-records it."""
     groups: dict[str | None, list[Problem]] = {}

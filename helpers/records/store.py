@@ -1,7 +1,10 @@
-"""Recordings on disk: where one goes, saving it, reading it back, and which machines have one."""
+"""Recordings on disk: the environment header, where one goes, saving it, reading it back, and
+which machines have one."""
 
 from __future__ import annotations
 
+import datetime as _dt
+import functools
 import json
 import re
 import shutil
@@ -10,10 +13,39 @@ from pathlib import Path
 from typing import Any
 
 # importing timing, trace and distributed registers the recorded types they define
-from .. import codec, config, distributed, timing, trace  # noqa: F401
+from .. import codec, config, distributed, hardware, timing, trace  # noqa: F401
 from .checksums import checksum_problem, note_checksums
-from .header import HEADER_KEYS, environment_header
 from .machines import machine_folders
+
+HEADER_KEYS = (
+    "machine",
+    "date",
+    "commit",
+    "quick",
+    "notebook",
+    "experiment",
+    "fingerprint",
+    "params",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def describe_machine() -> dict[str, Any]:
+    return hardware.describe()
+
+
+def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]) -> dict[str, Any]:
+    """What a recording says about where it came from: machine, versions, date, commit, parameters."""
+    return {
+        "machine": dict(describe_machine()),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "commit": config.course_commit(),
+        "quick": config.quick_mode(),
+        "notebook": notebook,
+        "experiment": name,
+        "fingerprint": fp,
+        "params": codec.encode(params, None, "params"),
+    }
 
 
 class RecordingError(ValueError):
