@@ -25,20 +25,19 @@ def check_number(
         )
     ok = math.isclose(answer, expected, rel_tol=rel_tol)
     u = f" {unit}" if unit else ""
+    said = (
+        f"you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} "
+        f"(within {rel_tol:.0%} counts)."
+    )
     if ok:
-        print(
-            f"Right: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} (within {rel_tol:.0%} counts)."
-        )
+        print(f"Right: {said}")
     elif _first_miss(("number", expected, hint)) and hint:
         print(
             f"Not quite: {answer:.4g}{u} is not within {rel_tol:.0%} of the measurement. "
             f"Hint: {hint}. Change your answer and run the cell again."
         )
     else:
-        print(
-            f"Not quite: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} "
-            f"(within {rel_tol:.0%} counts)."
-        )
+        print(f"Not quite: {said}")
     return ok
 
 

@@ -73,12 +73,6 @@ def _evaluate(node: ast.expr, names: Mapping[str, Any]) -> Any:
     return eval(compile(ast.Expression(node), "<params>", "eval"), namespace)  # noqa: S307
 
 
-def _call_target(node: ast.Call) -> ast.expr | None:
-    return (
-        node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fn"), None)
-    )
-
-
 def _is_run_or_replay(node: ast.AST) -> TypeGuard[ast.Call]:
     return (
         isinstance(node, ast.Call)
@@ -95,8 +89,7 @@ class _NotebookReader:
         self.found: dict[str, NotebookExperiment] = {}
 
     def read_cell(self, source: str) -> None:
-        tree = ast.parse(source)
-        for node in tree.body:
+        for node in ast.parse(source).body:
             self._define(node, source)
             for call in (sub for sub in ast.walk(node) if _is_run_or_replay(sub)):
                 experiment = self._experiment(call)
@@ -150,7 +143,7 @@ class _NotebookReader:
 
     def _experiment(self, call: ast.Call) -> NotebookExperiment:
         keywords = {k.arg: k.value for k in call.keywords}
-        target = _call_target(call)
+        target = call.args[0] if call.args else keywords.get("fn")
         function = (
             target.id if isinstance(target, ast.Name) else ast.unparse(target) if target else "?"
         )
