@@ -7,8 +7,6 @@ prefixes; every title names the machine the numbers come from.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-
 from .before_after import BEFORE_AFTER_MAX_WIDTH_IN, draw_before_after
 from .charts import (
     bandwidth_vs_size,
@@ -33,5 +31,3 @@ __all__ = [
     "timeline",
     "timelines",
 ]
-# plt stays reachable as plotting.plt (tests use it).
-_ = plt
