@@ -123,9 +123,6 @@ class Table:
             for row in self.rows
         ]
 
-    def __repr__(self) -> str:  # print() and Jupyter's plain text: the table itself
-        return self.to_text()
-
     def to_text(self, width: int = WIDTH) -> str:
         """Aligned plain text at most ``width`` characters wide (split or as records when wider)."""
         cells, numeric = self._cells(), self._numeric()
@@ -141,6 +138,8 @@ class Table:
             for block in _blocks(self.headers, cells, width):
                 body += ([""] if body else []) + _grid(self.headers, cells, numeric, block)
         return "\n".join(head + body + tail)
+
+    __repr__ = to_text  # print() and Jupyter's plain text: the table itself
 
     def to_markdown(self) -> str:
         """A Markdown pipe table (numbers right-aligned), with the title above and caption below."""

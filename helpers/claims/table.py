@@ -265,11 +265,7 @@ class WhatWeSee:
             text += f"\n- {mark}: {c.statement} ({c.measured})"
         return text
 
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
-
-    def __repr__(self) -> str:  # print() and plain-text outputs: the sentences
-        return self.to_markdown()
+    _repr_markdown_ = __repr__ = to_markdown  # Jupyter's Markdown, print() and plain text
 
     def _repr_pretty_(self, printer: object, cycle: bool) -> None:  # IPython's text/plain
         printer.text(self.to_markdown())  # type: ignore[attr-defined]
