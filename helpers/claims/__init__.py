@@ -16,7 +16,6 @@ from .table import (
     ClaimsTable,
     WhatWeSee,
     judged,
-    recorded_runs,
     stated,
 )
 from .verdicts import (
@@ -58,7 +57,6 @@ __all__ = [
     "Claim",
     "ClaimsTable",
     "RUN_TO_RUN_FILE",
-    "recorded_runs",
     "judged",
     "stated",
     "CurveShape",

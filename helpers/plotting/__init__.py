@@ -16,11 +16,10 @@ from .charts import (
     machine_title,
     size_axis,
 )
-from .timeline import DEFAULT_STREAM_ID, timeline, timelines
+from .timeline import timeline, timelines
 
 __all__ = [
     "BEFORE_AFTER_MAX_WIDTH_IN",
-    "DEFAULT_STREAM_ID",
     "bandwidth_vs_size",
     "bars_with_ratios",
     "draw_before_after",

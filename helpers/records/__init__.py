@@ -12,7 +12,6 @@ from .export import INDEX_NAME, figure_rows, index_row, read_index, write_index
 from .fingerprints import (
     MEASURING_CODE,
     MEASURING_VERSION,
-    check_experiment,
     fingerprint,
     fingerprint_source,
     free_names,
@@ -35,7 +34,6 @@ from .staleness import Problem, check_recordings, format_problems
 from .store import (
     HEADER_KEYS,
     RecordingError,
-    environment_header,
     load,
     read_header,
     recorded_machine_names,
@@ -68,10 +66,8 @@ __all__ = [
     "Problem",
     "RecordingError",
     "Run",
-    "check_experiment",
     "check_recordings",
     "choose_recording",
-    "environment_header",
     "experiments_in_notebook",
     "figure_rows",
     "footprint_sentence",
