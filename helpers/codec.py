@@ -1,9 +1,6 @@
-"""How results are written to JSON and read back: the one registry of recorded types.
-
-The bottom floor of the package: it imports no other helper. Live results go through
-``round_trip`` too, so live and replayed runs hand over the same types (tuples become lists,
-dict keys strings, numpy and torch numbers Python numbers; registered dataclasses stay).
-"""
+"""How results are written to JSON and read back: the one registry of recorded types, on the
+bottom floor (it imports no other helper). Live results go through ``round_trip`` too, so live
+and replayed runs hand over the same types."""
 
 from __future__ import annotations
 

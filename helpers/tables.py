@@ -1,10 +1,6 @@
-"""Results tables: one renderer for every table a notebook shows, the claims table too.
-
-Cells keep their type until shown, so a notebook passes values, not strings it formatted. A
-table shows as HTML in Jupyter, as aligned text at most 100 characters wide in ``print()``
-(split into blocks that repeat the first column, or one record per row where cells are
-sentences), and as a pipe table from ``to_markdown()``.
-"""
+"""Results tables: one renderer for every table a notebook shows, the claims table too, as HTML,
+aligned text (split into blocks, or records, beyond 100 characters) or Markdown. Cells keep their
+type until shown, so a notebook passes values, not strings it formatted."""
 
 from __future__ import annotations
 

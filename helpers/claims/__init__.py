@@ -1,9 +1,7 @@
 """Claims and observations: what a source says, what was measured, and words computed from it.
 
-A claim is tested by a ``Comparison`` (``compare``, ``within``: a measured value with its spread
-against a threshold), or by a bool computed from the measurement (None: not testable here);
-``ClaimsTable.add`` turns that into a verdict. ``WhatWeSee`` gathers sentences built from the
-values and checks of statements the markdown makes.
+A claim is tested by a ``Comparison`` (``compare``, ``within``), or by a bool computed from the
+measurement (None: not testable here); ``ClaimsTable.add`` turns that into a verdict.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Plots for the course: ``charts`` (axes, curves and bars), ``timeline`` (what ran on each
-stream, from a profile) and ``before_after`` (what each rank holds around a collective).
-
-Bandwidth in decimal GB/s on every axis that shows it; sizes on a log axis with binary
-prefixes; every title names the machine the numbers come from.
-"""
+"""Plots for the course: bandwidth in decimal GB/s on every axis that shows it, sizes on a log
+axis with binary prefixes, and every title names the machine the numbers come from."""
 
 from __future__ import annotations
 

@@ -79,13 +79,9 @@ def _boxed(ax: Axes, y: float, lines: list[str], colour: str) -> None:
 
 
 def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: str) -> Figure:
-    """Each rank's data before (grey) and after (green where it changed) each collective: one
-    row per collective, one column per rank ('-' where a rank holds none), in blocks of ranks
-    where more than fit in ``BEFORE_AFTER_MAX_WIDTH_IN`` inches.
-
-    ``collectives``: ``{name: {"before": [one value per rank], "after": [...], "call": text}}``
-    ("call" optional). Returns the Figure, one Axes per collective and rank.
-    """
+    """Each rank's data before (grey) and after (green where it changed) each collective of
+    ``{name: {"before": [one value per rank], "after": [...], "call": optional text}}``: one row
+    per collective, one column per rank, in blocks of ranks beyond the widest drawing."""
     if not isinstance(collectives, Mapping) or not collectives:
         raise ValueError(
             "draw_before_after needs {collective name: {'before': [...], 'after': [...]}}"

@@ -1,10 +1,8 @@
 """Recorded results: run an experiment live where the hardware is here, replay it elsewhere.
 
-A recording is ``results/<machine>/<notebook>/<experiment>.json``: an environment header, a
-fingerprint of the code that made it, and the result; files it attaches (Chrome traces) sit
-beside it. A machine name stands for a kind of machine (``2xNVIDIA-H200``): a newer recording
-replaces an older one, and git history keeps the older. Everything public is imported here, so
-notebooks, tools and tests write ``records.run_or_replay``.
+A recording is ``results/<machine>/<notebook>/<experiment>.json`` (its attachments beside it): an
+environment header, a fingerprint of the code that made it, and the result. A machine name stands
+for a kind of machine (``2xNVIDIA-H200``); a newer recording replaces an older one.
 """
 
 from .checksums import CHECKSUMS, write_checksums

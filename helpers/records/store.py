@@ -177,12 +177,8 @@ def gpu_total(path: Path) -> int:
 
 def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
     """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name."""
-    found = []
-    for folder in machine_folders(root):
-        path = folder / notebook / f"{name}.json"
-        if path.is_file() and gpu_total(path) >= gpus:
-            found.append(path)
-    return found
+    paths = [folder / notebook / f"{name}.json" for folder in machine_folders(root)]
+    return [path for path in paths if path.is_file() and gpu_total(path) >= gpus]
 
 
 def recorded_machine_names(root: Path | None = None) -> list[str]:
