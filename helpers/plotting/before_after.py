@@ -1,4 +1,4 @@
-"""Before-and-after drawings of collectives (06): what each rank holds before and after each call."""
+"""Before-and-after drawings of collectives (06): what each rank holds around each call."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ INDEX_NAME = "index.jsonl"
 
 
 def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
-    """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``."""
+    """One line of ``results/index.jsonl``: the recording's machine and versions, and ``fields``."""
     m = header["machine"]
     row = {"kind": None, "machine": m.get("machine"), "gpu": hardware.gpu_name(m)}
     row |= {key: m.get(key) for key in ("driver", "torch", "cuda", "nccl")}

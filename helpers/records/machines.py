@@ -161,7 +161,8 @@ def _make_parents(folder: Path, created: list[Path]) -> None:
 
 def replace_folders(results: Path, sources: dict[Path, Path | None]) -> None:
     """Replace each target folder (a key, under ``results.parent``) with a copy of its source
-    (None: remove it), all or none; any exception, even KeyboardInterrupt, becomes ``Interrupted``."""
+    (None: remove it), all or none; any exception, even KeyboardInterrupt, raises ``Interrupted``
+    saying what state it left."""
     results.mkdir(parents=True, exist_ok=True)
     base = results.parent
     with _locked(results):

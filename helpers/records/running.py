@@ -48,7 +48,7 @@ def _this_machine_name() -> str | None:
 
 
 def _most_gpus(headers: dict[str, dict[str, Any]]) -> str:
-    """The machine of ``{machine: header}`` with the most GPUs, then the newest, then the last name."""
+    """The machine of ``{machine: header}`` with the most GPUs, then the newest, then the name."""
     return max(
         headers, key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m)
     )

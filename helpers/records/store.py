@@ -176,7 +176,7 @@ def gpu_total(path: Path) -> int:
 
 
 def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
-    """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name."""
+    """Recordings of one experiment on machines with at least ``gpus`` GPUs, by machine name."""
     paths = [folder / notebook / f"{name}.json" for folder in machine_folders(root)]
     return [path for path in paths if path.is_file() and gpu_total(path) >= gpus]
 
