@@ -1,9 +1,6 @@
-"""Statistics the lessons share: a number read once per profiled step, values combined with their
-spreads, the deciding one of several comparisons, and a comparison said in words.
-
-A profile (``trace.profile``) holds a few *steps*: the same work run again, each marked by a host
-range ``ProfilerStep#N``. A number read from a trace, such as an overlap ratio, is computed once
-per step; its spread across the steps is the noise a verdict must beat (``per_step``).
+"""Statistics the lessons share: a number read once per profiled step (its spread across the
+steps is the noise a verdict must beat), values combined with their spreads, the deciding one of
+several comparisons, and a comparison said in words.
 """
 
 from __future__ import annotations
@@ -19,9 +16,8 @@ FEW_SAMPLES = 5  # a statement resting on fewer samples than this says how many 
 
 
 def steps_of(profile: trace.Profile) -> list[list[trace.Interval]]:
-    """The profile's intervals, one list per profiled step: from the start of the host's range
-    ``ProfilerStep#N`` to the start of the next one (the whole profile when it has no steps).
-    """
+    """The profile's intervals, one list per host range ``ProfilerStep#N`` up to the next one
+    (the whole profile when it has no steps)."""
     if not isinstance(profile, trace.Profile):
         raise TypeError(f"steps_of takes a trace.Profile, got {type(profile).__name__}")
     starts = sorted(
@@ -39,9 +35,7 @@ def steps_of(profile: trace.Profile) -> list[list[trace.Interval]]:
 
 
 def across(values: Sequence[float], unit: str = "") -> claims.Value:
-    """Several samples of one number as a ``claims.Value``: their median and half their
-    interquartile range, with the number of samples.
-    """
+    """Several samples of one number as a ``claims.Value``: median, half the IQR, and count."""
     values = list(values)
     if not values:
         raise ValueError("across() needs at least one value")
@@ -55,12 +49,8 @@ def across(values: Sequence[float], unit: str = "") -> claims.Value:
 def paired(
     numerators: Sequence[float], denominators: Sequence[float], unit: str = "x"
 ) -> claims.Value:
-    """Ratios of samples taken together (the i-th numerator with the i-th denominator, e.g. the
-    time until ``.to()`` returned and until the same copy finished), as a ``claims.Value``: the
-    median ratio and half the interquartile range of the ratios. Unlike ``claims.ratio``, which
-    adds the two sides' spreads as if they were independent, this keeps what the pair shares
-    (a slow sample is slow on both sides) out of the ratio's spread.
-    """
+    """The i-th numerator over the i-th denominator, ``across`` the pairs: unlike
+    ``claims.ratio``, what a pair shares (a slow sample is slow on both sides) is no spread."""
     numerators, denominators = list(numerators), list(denominators)
     if len(numerators) != len(denominators):
         raise ValueError(
@@ -87,8 +77,7 @@ def added(a: claims.Value, b: claims.Value) -> claims.Value:
 
 def propagated(f: Callable[..., float], *values: claims.Value, unit: str = "x") -> claims.Value:
     """``f`` of measured values; its spread is half the range ``f`` takes at the corners
-    value ± spread (every combination), its samples the fewest of the inputs'.
-    """
+    value ± spread, its samples the fewest of the inputs'."""
     if not values:
         raise ValueError("propagated() needs at least one claims.Value")
     corners = [
@@ -105,10 +94,8 @@ _RANK = {claims.DOES_NOT_HOLD: 0, claims.BORDERLINE: 1, claims.HOLDS: 2}
 
 
 def weakest(named: Mapping[str, claims.Comparison]) -> tuple[str, claims.Comparison]:
-    """Of named comparisons that must all hold, the one that decides, with its name: the first
-    that does not hold, else the first borderline one, else the one nearest its threshold
-    (counted in margins).
-    """
+    """Of named comparisons that must all hold, the one that decides: the first that does not
+    hold, else the first borderline one, else the one nearest its threshold (in margins)."""
     if not named:
         raise ValueError("weakest() needs at least one named comparison")
     return min(
@@ -121,9 +108,7 @@ def weakest(named: Mapping[str, claims.Comparison]) -> tuple[str, claims.Compari
 
 
 def in_words(comparison: claims.Comparison, above: str, same: str, below: str) -> str:
-    """``above``, ``same`` or ``below``: where a measured value lies against its threshold,
-    ``same`` when it is inside the noise (the comparison is borderline).
-    """
+    """``above``, ``same`` (borderline) or ``below``: where a value lies against its threshold."""
     if comparison.verdict == claims.BORDERLINE:
         return same
     return above if comparison.value.value > comparison.threshold else below
@@ -135,9 +120,7 @@ def plural(n: int, word: str) -> str:
 
 
 def few(n: int | None, word: str = "sample") -> str:
-    """``'3 samples'`` when a number rests on fewer than ``FEW_SAMPLES`` of them, else ``''``:
-    what a sentence adds so that it says how few samples it stands on.
-    """
+    """``'3 samples'`` when a number rests on fewer than ``FEW_SAMPLES`` of them, else ``''``."""
     return plural(n, word) if n is not None and n < FEW_SAMPLES else ""
 
 

@@ -1,8 +1,7 @@
 """Argument checks every helper shares: what counts as a number, a count, a size in bytes.
 
-The bottom floor with ``codec``: it imports no other helper, so any module can use it. A
-``bool`` is never a number here (``True`` is an ``int`` to Python, but ``repeats=True`` is a
-mistake); numpy's numbers are (``np.int64(4)``, ``np.float32(0.5)``).
+The bottom floor with ``codec``. A ``bool`` is never a number here (``repeats=True`` is a
+mistake); numpy's numbers are.
 """
 
 from __future__ import annotations
@@ -28,10 +27,8 @@ def is_finite_at_least(value: Any, least: float = 0.0) -> bool:
 
 
 def check_count(value: Any, name: str, least: int = 0, unit: str = "") -> int:
-    """Raise ``ValueError`` unless ``value`` is a whole number (an int) of at least ``least``.
-
-    ``unit`` names what is counted in the message (``"steps"``: "a whole number of steps >= 1").
-    """
+    """Raise ``ValueError`` unless ``value`` is a whole number of at least ``least`` (``unit``:
+    what is counted, for the message); return it as an int."""
     if not is_whole(value) or value < least:
         of = f" of {unit}" if unit else ""
         raise ValueError(f"{name} must be a whole number{of} >= {least}, got {value!r}")

@@ -1,12 +1,6 @@
-"""How results are written to JSON and read back: the one registry of recorded types.
-
-This is the bottom floor of the package: it imports no other module of ``helpers``, and the
-modules that define recorded types (``timing``, ``trace``, ``distributed``) import it to
-register them. ``records`` uses it to save and load recordings, and passes every *live*
-result through the same ``round_trip`` before a notebook sees it, so that live and replayed
-runs hand over the same types: tuples become lists, dict keys become strings, numpy and torch
-numbers become Python numbers, registered dataclasses stay themselves.
-"""
+"""How results are written to JSON and read back: the one registry of recorded types, on the
+bottom floor (it imports no other helper). Live results go through ``round_trip`` too, so live
+and replayed runs hand over the same types."""
 
 from __future__ import annotations
 
@@ -41,12 +35,9 @@ class Attachment:
 
 
 def encode(obj: Any, attach: Callable[[str], str] | None = None, where: str = "result") -> Any:
-    """``obj`` as plain JSON values; registered dataclasses carry ``"__type__"``.
-
-    ``attach(path) -> stored name`` is called for each ``Attachment`` (saving copies the file);
-    without it the path is kept. ``where`` names the position in messages ("params['sizes'][2]").
-    Raises ``TypeError`` naming that position for anything that cannot be recorded.
-    """
+    """``obj`` as plain JSON values; registered dataclasses carry ``"__type__"``, and each
+    ``Attachment``'s path becomes ``attach(path)`` where given. A ``TypeError`` names the
+    position (``where``: "params['sizes'][2]") of anything that cannot be recorded."""
     if isinstance(obj, Attachment):
         return {"__type__": "Attachment", "path": attach(obj.path) if attach else obj.path}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -84,9 +75,7 @@ def _key(key: Any, where: str) -> str:
 
 
 def decode(obj: Any, folder: Path | None = None) -> Any:
-    """The inverse of ``encode``: registered types rebuilt; attachment paths made relative to
-    ``folder`` (the recording's folder) when one is given.
-    """
+    """The inverse of ``encode``; attachment paths made relative to ``folder`` where given."""
     if isinstance(obj, list):
         return [decode(v, folder) for v in obj]
     if not isinstance(obj, dict):
@@ -116,8 +105,5 @@ def round_trip(obj: Any) -> Any:
 
 
 def check_recordable(obj: Any, where: str = "params") -> None:
-    """Raise ``TypeError`` naming the position of the first value that cannot be recorded.
-
-    ``run_or_replay`` calls it on an experiment's params before running the experiment.
-    """
+    """Raise ``TypeError`` naming the position of the first value that cannot be recorded."""
     encode(obj, None, where)

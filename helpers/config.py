@@ -34,8 +34,6 @@ GPU_MEMORY_ENV = "COURSE_GPU_MEMORY_GIB"
 TRACES_ENV = "COURSE_TRACES_DIR"
 
 _TRUE = {"1", "true", "yes", "on"}
-
-
 _FALSE = {"", "0", "false", "no", "off"}
 
 
@@ -49,9 +47,12 @@ def _flag(name: str) -> bool:
     return value in _TRUE
 
 
-def _absolute(name: str, value: str) -> Path:
-    """A folder named by an environment variable: it must be absolute, since a notebook's working
-    folder is not the one the variable was set in."""
+def _named_path(name: str) -> Path | None:
+    """The path the environment variable ``name`` gives (None where unset or empty): absolute,
+    since a notebook's working folder is not the one the variable was set in."""
+    value = os.environ.get(name)
+    if not value:
+        return None
     path = Path(value).expanduser()
     if not path.is_absolute():
         raise ValueError(
@@ -62,26 +63,22 @@ def _absolute(name: str, value: str) -> Path:
 
 
 def quick_mode() -> bool:
-    """True when ``COURSE_QUICK`` is set: experiments use small sizes and few repeats."""
+    """``COURSE_QUICK``: experiments use small sizes and few repeats."""
     return _flag(QUICK_ENV)
 
 
 def recording_enabled() -> bool:
-    """True when ``COURSE_RECORD`` is set: live full-size results are saved as recordings."""
+    """``COURSE_RECORD``: live full-size results are saved as recordings."""
     return _flag(RECORD_ENV)
 
 
 def replay_forced() -> bool:
-    """True when ``COURSE_REPLAY`` is set: replay recordings even where the hardware is here."""
+    """``COURSE_REPLAY``: replay recordings even where the hardware is here."""
     return _flag(REPLAY_ENV)
 
 
 def replay_machines() -> list[str]:
-    """The recorded machines to replay, in order of preference (empty: the default order).
-
-    ``COURSE_REPLAY_MACHINE=2xNVIDIA-H200`` names one; ``A,B`` replays A and, for an
-    experiment A did not record, B.
-    """
+    """The recorded machines ``COURSE_REPLAY_MACHINE`` names (``A,B``), in order of preference."""
     return [
         name.strip() for name in os.environ.get(REPLAY_MACHINE_ENV, "").split(",") if name.strip()
     ]
@@ -89,24 +86,16 @@ def replay_machines() -> list[str]:
 
 def index_out() -> Path | None:
     """Where replayed claims append their verdicts (``COURSE_INDEX_OUT``), or None."""
-    value = os.environ.get(INDEX_OUT_ENV)
-    return _absolute(INDEX_OUT_ENV, value) if value else None
+    return _named_path(INDEX_OUT_ENV)
 
 
 def footprint_out() -> Path | None:
-    """Where live experiments append their memory footprints (``COURSE_FOOTPRINT_OUT``), or None.
-
-    Used by records.run_or_replay.
-    """
-    value = os.environ.get(FOOTPRINT_OUT_ENV)
-    return _absolute(FOOTPRINT_OUT_ENV, value) if value else None
+    """Where live experiments append their memory footprints (``COURSE_FOOTPRINT_OUT``), or None."""
+    return _named_path(FOOTPRINT_OUT_ENV)
 
 
 def gpu_memory_limit_bytes() -> int | None:
-    """The GPU memory a live run may take on each GPU (``COURSE_GPU_MEMORY_GIB``, in GiB), or None.
-
-    Used by records.run_or_replay.
-    """
+    """The bytes a live run may take on each GPU (``COURSE_GPU_MEMORY_GIB``, in GiB), or None."""
     value = os.environ.get(GPU_MEMORY_ENV, "").strip()
     if not value:
         return None
@@ -127,32 +116,22 @@ PROJECT = "moving-data-course"  # the distribution's name (pyproject.toml), also
 
 
 def clone_root(package: Path = PACKAGE) -> Path | None:
-    """The clone this package is used from (editable install, ``make``, ``PYTHONPATH``): the
-    folder above ``helpers/`` when it holds pyproject.toml; None for an installed package
-    (its folder is site-packages, never written into).
-    """
+    """The clone this package is used from: the folder above ``helpers/`` when it holds
+    pyproject.toml; None for an installed package."""
     root = package.parent
     return root if (root / "pyproject.toml").is_file() else None
 
 
 def results_dir(package: Path = PACKAGE) -> Path:
-    """The folder that holds recordings: ``results/<machine>/<notebook>/<experiment>.json``.
-
-    ``COURSE_RESULTS_DIR`` when set; else ``results/`` of the clone; else, for an installed
-    package (``pip install .``), the copy of the recordings installed with it
-    (``helpers/results/``).
-    """
-    env = os.environ.get(RESULTS_ENV)
-    if env:
-        return _absolute(RESULTS_ENV, env)
+    """The folder of ``<machine>/<notebook>/<experiment>.json``: ``COURSE_RESULTS_DIR``, else
+    ``results/`` of the clone, else the copy installed with the package."""
     root = clone_root(package)
-    return root / "results" if root is not None else package / "results"
+    return _named_path(RESULTS_ENV) or (root or package) / "results"
 
 
 def shown_path(path: str | Path, package: Path = PACKAGE) -> str:
-    """A file's path as a page shows it: from the clone's folder (``results/2xA/...``) where it is
-    in the clone, else absolute; never relative to the kernel's folder, which differs between
-    ``notebooks/``, ``build/notebooks/`` and ``workspace/`` copies of the same page."""
+    """A file's path as a page shows it: from the clone's folder where it is in the clone, else
+    absolute; never from the kernel's folder, which differs between copies of a page."""
     path = Path(path).resolve()
     root = clone_root(package)
     if root is not None and path.is_relative_to(root):
@@ -161,35 +140,26 @@ def shown_path(path: str | Path, package: Path = PACKAGE) -> str:
 
 
 def notebooks_dir(package: Path = PACKAGE) -> Path:
-    """The course's notebooks as committed (without outputs): ``notebooks/`` of the clone, or
-    the copy installed with the package (``helpers/notebooks/``).
-    """
+    """The course's notebooks as committed: ``notebooks/`` of the clone, or the copy installed
+    with the package."""
     root = clone_root(package)
     return root / "notebooks" if root is not None else package / "notebooks"
 
 
 def user_cache(home: Path | None = None) -> Path:
-    """The course's folder in the user's cache: ``$XDG_CACHE_HOME/moving-data-course``, else
-    ``~/.cache/moving-data-course`` (not created here).
-    """
+    """``$XDG_CACHE_HOME/moving-data-course``, else ``~/.cache/moving-data-course``."""
     base = os.environ.get("XDG_CACHE_HOME")
     cache = Path(base) if base and Path(base).is_absolute() else (home or Path.home()) / ".cache"
     return cache / PROJECT
 
 
 def traces_dir(package: Path = PACKAGE) -> Path:
-    """The folder live Chrome traces are written to (created if missing): ``COURSE_TRACES_DIR``
-    when set, else ``build/traces/`` of the clone (ignored by git), else, for an installed
-    package, ``traces/`` in the user's cache (``user_cache``), never site-packages.
-    """
-    env = os.environ.get(TRACES_ENV)
+    """The folder live Chrome traces are written to (created if missing): ``COURSE_TRACES_DIR``,
+    else ``build/traces/`` of the clone, else ``traces/`` in the user's cache."""
     root = clone_root(package)
-    if env:
-        folder = _absolute(TRACES_ENV, env)
-    elif root is not None:
-        folder = root / "build" / "traces"
-    else:
-        folder = user_cache() / "traces"
+    folder = _named_path(TRACES_ENV) or (
+        root / "build" / "traces" if root is not None else user_cache() / "traces"
+    )
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -201,16 +171,12 @@ def traces_dir(package: Path = PACKAGE) -> Path:
 
 
 def pick(full: T, quick: T) -> T:
-    """Return ``quick`` in quick mode and ``full`` otherwise: one place to size an experiment.
-
-    >>> pick(full=[2**10, 2**30], quick=[2**10])  # doctest: +SKIP
-    """
+    """``quick`` in quick mode, else ``full``: one place to size an experiment."""
     return quick if quick_mode() else full
 
 
 def course_version() -> str:
-    """The installed course's version (pyproject's, e.g. ``0.3.0.dev0``), or "unknown" where it is
-    not installed."""
+    """The installed course's version, or "unknown" where it is not installed."""
     try:
         return metadata.version("moving-data-course")
     except metadata.PackageNotFoundError:
@@ -218,9 +184,8 @@ def course_version() -> str:
 
 
 def course_commit() -> str | None:
-    """The course's commit: ``COURSE_COMMIT`` where set (a GPU run), else ``git describe`` of the
-    clone the helpers are in (``-dirty`` with uncommitted changes); None outside a clone.
-    """
+    """``COURSE_COMMIT`` where set (a GPU run), else ``git describe --dirty`` of the clone; None
+    outside a clone."""
     if os.environ.get("COURSE_COMMIT"):
         return os.environ["COURSE_COMMIT"]
     try:

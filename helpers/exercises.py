@@ -1,9 +1,6 @@
-"""Checkers for the exercises at the end of each notebook.
-
-An exercise asks for a number (or a choice) that follows from the notebook's measurements;
-the checker compares the reader's answer with the value computed from those same measurements.
-An answer left as ``None`` is reported as not answered yet, so notebooks run unattended.
-"""
+"""Checkers for the exercises at the end of each notebook: the reader's answer against the value
+computed from the notebook's measurements. ``None`` is not answered yet, so notebooks run
+unattended."""
 
 from __future__ import annotations
 
@@ -16,8 +13,7 @@ def check_number(
     answer: float | None, expected: float, *, rel_tol: float = 0.15, unit: str = "", hint: str = ""
 ) -> bool | None:
     """Print whether ``answer`` is within ``rel_tol`` of ``expected``; return True/False/None.
-    A first wrong answer gets the hint and no value; the next wrong one gets the measured value.
-    """
+    A first wrong answer gets the hint, the next one the measured value."""
     if answer is None:
         print(
             f"Not answered yet. Replace None with your estimate{f' (in {unit})' if unit else ''}."
@@ -29,20 +25,19 @@ def check_number(
         )
     ok = math.isclose(answer, expected, rel_tol=rel_tol)
     u = f" {unit}" if unit else ""
+    said = (
+        f"you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} "
+        f"(within {rel_tol:.0%} counts)."
+    )
     if ok:
-        print(
-            f"Right: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} (within {rel_tol:.0%} counts)."
-        )
+        print(f"Right: {said}")
     elif _first_miss(("number", expected, hint)) and hint:
         print(
             f"Not quite: {answer:.4g}{u} is not within {rel_tol:.0%} of the measurement. "
             f"Hint: {hint}. Change your answer and run the cell again."
         )
     else:
-        print(
-            f"Not quite: you said {answer:.4g}{u}, the measurement gives {expected:.4g}{u} "
-            f"(within {rel_tol:.0%} counts)."
-        )
+        print(f"Not quite: {said}")
     return ok
 
 
@@ -59,10 +54,8 @@ def _first_miss(question: tuple[object, ...]) -> bool:
 def check_choice(
     answer: str | None, expected: str, *, choices: list[str], hint: str = ""
 ) -> bool | None:
-    """Print whether ``answer`` is the expected one of ``choices``; return True/False/None.
-    A first wrong answer gets the hint, the next the answer; one that is not a choice is told so
-    (None: not answered).
-    """
+    """Print whether ``answer`` is the expected one of ``choices``; return True/False/None (not
+    answered, or not a choice). A first wrong answer gets the hint, the next one the answer."""
     if not isinstance(choices, (list, tuple)) or not all(isinstance(c, str) for c in choices):
         raise TypeError(
             f"choices is a list of strings, e.g. ['below 1 MiB', '1-64 MiB'], got {choices!r}"

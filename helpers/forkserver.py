@@ -1,9 +1,5 @@
-"""The server that launched ranks are started from: multiprocessing's forkserver, which imports
-torch once (and ``helpers.distributed``), so that each rank starts in milliseconds.
-
-It imports nothing heavy itself, so a notebook can start the server first thing, and the
-server's imports (2-4 s on the GPU machines) run beside the notebook's own.
-"""
+"""The forkserver launched ranks start from: it imports torch once, so each rank starts in
+milliseconds. It imports nothing heavy itself, so a notebook can start it first thing."""
 
 from __future__ import annotations
 
@@ -16,9 +12,7 @@ RANK_MODULES = ["helpers.distributed"]  # what the server imports once, for ever
 
 def context() -> Any:
     """The multiprocessing context that starts the ranks: "forkserver" with ``RANK_MODULES``
-    preloaded, where the system has it (Linux, macOS); else "spawn". Never "fork": the parent
-    (a notebook) may hold CUDA already, and a forked child cannot use it.
-    """
+    preloaded where the system has it, else "spawn"; never "fork" (the parent may hold CUDA)."""
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
@@ -27,11 +21,8 @@ def context() -> Any:
 
 
 def start() -> bool:
-    """Start the forkserver now, in the background, if it is not running: its imports go on
-    while the caller goes on, and the first launch waits only for what is left of them.
-    Returns whether this system starts ranks from a forkserver (False: they are spawned,
-    each importing torch itself, and there is nothing to start).
-    """
+    """Start the forkserver in the background if it is not running; return whether this system
+    starts ranks from one (False: they are spawned)."""
     if context().get_start_method() != "forkserver":
         return False
     forkserver.ensure_running()  # returns once the server process is started, not imported

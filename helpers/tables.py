@@ -1,15 +1,6 @@
-"""Results tables: one renderer for every table a notebook shows, and the claims table.
-
-A ``Table`` has columns (a name, and a unit said once in the header), rows of cells, and an
-optional title and caption. Jupyter and the website show it as a compact HTML table with
-numbers right-aligned; ``print(table)`` gives aligned text that never wraps at 100 characters
-(a table too wide is split into blocks that repeat the first column, or, when its cells are
-sentences, printed one record per row); ``to_markdown()`` gives a pipe table.
-
-Numbers keep their type until shown, so a notebook passes values, not strings it formatted:
-a float gets 4 significant figures (no powers of ten between 0.01 and 100,000), an int its
-thousands separators, None a dash. A column's format (e.g. ``".1f"``) overrides that.
-"""
+"""Results tables: one renderer for every table a notebook shows, the claims table too, as HTML,
+aligned text (split into blocks, or records, beyond 100 characters) or Markdown. Cells keep their
+type until shown, so a notebook passes values, not strings it formatted."""
 
 from __future__ import annotations
 
@@ -28,7 +19,8 @@ _DASH = "—"
 
 def _format_cell(value: Any, fmt: str | Callable[[Any], str] | None = None) -> str:
     """How a table shows one cell: ``fmt`` (a format spec such as ``".1f"``, or a function) if
-    given, else 4 significant figures for a float, thousands separators for an int, "—" for None."""
+    given, else 4 significant figures for a float (no powers of ten between 0.01 and 100,000),
+    thousands separators for an int, "—" for None."""
     if value is None:
         return _DASH
     if callable(fmt):
@@ -71,12 +63,8 @@ def _column(spec: Any) -> tuple[str, str, Any]:
 
 
 class Table:
-    """Rows of cells under named columns with units; shows as HTML in Jupyter, text in print().
-
-    ``columns``: each "name", ("name", "unit") or ("name", "unit", fmt); ``rows``: sequences of
-    cells, one per column (numbers, strings or None); ``bold``: names of columns shown in bold
-    (e.g. a verdict). Add rows later with ``add``.
-    """
+    """Rows of cells under columns, each "name", ("name", "unit") or ("name", "unit", fmt);
+    ``bold`` names the columns shown in bold."""
 
     def __init__(
         self,
@@ -131,13 +119,6 @@ class Table:
             for row in self.rows
         ]
 
-    # ------------------------------------------------------------ text
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def __repr__(self) -> str:  # Jupyter's plain-text form: the table itself
-        return self.to_text()
-
     def to_text(self, width: int = WIDTH) -> str:
         """Aligned plain text at most ``width`` characters wide (split or as records when wider)."""
         cells, numeric = self._cells(), self._numeric()
@@ -154,7 +135,8 @@ class Table:
                 body += ([""] if body else []) + _grid(self.headers, cells, numeric, block)
         return "\n".join(head + body + tail)
 
-    # ------------------------------------------------------------ markdown and HTML
+    __repr__ = to_text  # print() and Jupyter's plain text: the table itself
+
     def to_markdown(self) -> str:
         """A Markdown pipe table (numbers right-aligned), with the title above and caption below."""
         numeric = self._numeric()

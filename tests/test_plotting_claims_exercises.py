@@ -1,3 +1,4 @@
+import matplotlib.pyplot as plt
 import pytest
 
 from helpers import claims, exercises, plotting, records
@@ -256,7 +257,7 @@ def test_before_after_stays_readable_for_2_4_and_8_ranks(ranks):
     assert headings == sorted(
         f"rank {r}" for r in range(ranks)
     )  # every rank named once, blocks or not
-    plotting.plt.close(fig)
+    plt.close(fig)
 
 
 def test_before_after_wraps_long_values_between_elements():

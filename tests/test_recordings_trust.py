@@ -367,7 +367,7 @@ def test_the_default_is_this_machine_else_the_most_gpus(replaying, monkeypatch):
         "it is the one with the most GPUs of those that recorded it "
         "(1xA, 2xB); set COURSE_REPLAY_MACHINE to choose another",
     )
-    monkeypatch.setattr(records.replay_choice, "_this_machine_name", lambda: "1xA")
+    monkeypatch.setattr(records.running, "_this_machine_name", lambda: "1xA")
     assert records.choose_recording("nb", "exp", 1).reason == "it is this machine"
     monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
     assert records.choose_recording("nb", "exp", 1).reason == "COURSE_REPLAY_MACHINE chose it"

@@ -162,6 +162,10 @@ def write_notebook(path, cells):
     path.write_text(json.dumps(nb))
 
 
+def problem_texts(notebook, root):
+    return [p.text for p in records.check_recordings([notebook], root)]
+
+
 def test_stale_and_missing_recordings_are_found(tmp_path, monkeypatch):
     monkeypatch.delenv("COURSE_QUICK", raising=False)  # recordings are made at full size
     nb = tmp_path / "nb.ipynb"
@@ -181,14 +185,14 @@ def test_stale_and_missing_recordings_are_found(tmp_path, monkeypatch):
     )
     assert found["on_cpu"].gpus == 0
     root = tmp_path / "results"
-    assert records.stale_recordings(nb, root) == ["nb/experiment_a: no machine has recorded it"]
+    assert problem_texts(nb, root) == ["nb/experiment_a: no machine has recorded it"]
     fake_gpu_machine(
         records.save("nb", "experiment_a", 1, fp=records.fingerprint(experiment_a), root=root)
     )
-    assert records.stale_recordings(nb, root) == []
+    assert problem_texts(nb, root) == []
     fake_gpu_machine(records.save("nb", "experiment_a", 1, fp="other", root=root), name="1xOTHER")
-    problems = records.stale_recordings(nb, root)
-    assert len(problems) == 1 and "stale" in problems[0] and "1xOTHER" in problems[0]
+    found = problem_texts(nb, root)
+    assert len(found) == 1 and "stale" in found[0] and "1xOTHER" in found[0]
     assert [m["machine"] for m in records.recorded_machines(root)] == ["1xFAKE-GPU", "1xOTHER"]
 
 
@@ -240,7 +244,7 @@ def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_
     )
     fake_gpu_machine(path, gpus=2, name="2xFAKE-GPU")
     monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
-    monkeypatch.setattr(records.replay_choice, "_this_machine_name", lambda: "1xFAKE-GPU")
+    monkeypatch.setattr(records.running, "_this_machine_name", lambda: "1xFAKE-GPU")
     monkeypatch.setattr(hardware, "memory_in_use", lambda: {})
     monkeypatch.setattr(hardware, "free_memory", lambda baseline: {})
     run = records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 99})

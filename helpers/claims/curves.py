@@ -1,7 +1,4 @@
-"""How a bandwidth curve ends, in words computed from its points: ``describe_curve``.
-
-Part of ``claims`` (re-exported there: ``claims.describe_curve``).
-"""
+"""How a bandwidth curve ends, in words computed from its points: ``describe_curve``."""
 
 from __future__ import annotations
 
@@ -13,10 +10,8 @@ from ..timing import format_bytes
 
 @dataclass(frozen=True)
 class CurveShape:
-    """How a curve of values against sizes ends: ``kind`` is "levels off", "still rising",
-    "peaks, then falls" or "uneven" (no trend over the last three sizes); ``words`` says it with
-    the numbers.
-    """
+    """How a curve ends: ``kind`` "levels off", "still rising", "peaks, then falls" or "uneven"
+    (no trend over the last three sizes); ``words`` says it with the numbers."""
 
     kind: str
     words: str
@@ -26,9 +21,8 @@ class CurveShape:
 def describe_curve(
     sizes: Sequence[int], values: Sequence[float], unit: str = "GB/s", tolerance: float = 0.05
 ) -> CurveShape:
-    """How a bandwidth curve ends, in words with its numbers, ``tolerance`` being the relative
-    change still called flat (sizes in bytes, said with binary prefixes).
-    """
+    """How a curve of values against sizes (bytes) ends; ``tolerance``: the relative change
+    still called flat."""
     if len(sizes) != len(values) or len(values) < 3:
         raise ValueError("describe_curve needs as many sizes as values, at least 3 of each")
     if not 0 < tolerance < 1:

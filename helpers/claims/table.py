@@ -1,8 +1,5 @@
-"""The claims table every notebook ends with (each claim, its source, its computed verdict), and
-``WhatWeSee``: sentences computed from the data and checked statements of the markdown.
-
-Part of ``claims`` (re-exported there: ``claims.ClaimsTable``).
-"""
+"""The claims table every notebook ends with, and ``WhatWeSee``: sentences computed from the data
+and checked statements of the markdown."""
 
 from __future__ import annotations
 
@@ -24,16 +21,12 @@ from .verdicts import (
     as_verdict,
 )
 
-# ---------------------------------------------------------------- the claims table
-
 T = TypeVar("T")
 
 
 @dataclass
 class Claim:
-    """One row: the claim, its source, what was measured, where, and the verdict; ``comparison``
-    carries value, threshold and spread when the claim is a number.
-    """
+    """One row of the claims table; ``comparison`` where the claim is a number."""
 
     text: str
     source: str
@@ -44,9 +37,7 @@ class Claim:
 
 
 class ClaimsTable:
-    """The claims a notebook tested, shown through ``tables.Table``: HTML in Jupyter, aligned
-    text in ``print()``, a pipe table from ``to_markdown()``.
-    """
+    """The claims a notebook tested, shown through ``tables.Table``."""
 
     def __init__(self, notebook: str) -> None:
         if not isinstance(notebook, str) or not notebook:
@@ -100,7 +91,7 @@ class ClaimsTable:
         return {c.text: c.verdict for c in self.claims}
 
     def table(self) -> Table:
-        """The rows as a ``tables.Table``: claim, source, measured, value ± spread, holds if, where, verdict."""
+        """The rows as a ``tables.Table``."""
         table = Table(
             ["claim", "source", "measured", "value ± spread", "holds if", "where", "verdict"],
             title=f"Claims tested in {self.notebook}",
@@ -111,7 +102,6 @@ class ClaimsTable:
             value = side = None
             if c.comparison is not None:
                 v = c.comparison.value
-                # a count, or a single sample, has no spread: no "± 0" beside it
                 number = f"{v.number()} ± {v.spread_text()}" if v.spread else v.without_spread()
                 value = f"{number}{' ' + v.unit if v.unit else ''}"
                 if c.comparison.evidence():
@@ -127,7 +117,7 @@ class ClaimsTable:
         return table.to_markdown()
 
     def _note(self) -> str:
-        """The footnote on borderline verdicts, only under a table that has one."""
+        """The footnote on borderline verdicts, under a table that has one."""
         return _BORDERLINE_NOTE if any(c.verdict == BORDERLINE for c in self.claims) else ""
 
     def _repr_markdown_(self) -> str:
@@ -137,29 +127,22 @@ class ClaimsTable:
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
 
-    def __str__(self) -> str:
+    def __repr__(self) -> str:  # print() and Jupyter's plain text: the table
         return self.table().to_text()
-
-    def __repr__(self) -> str:  # Jupyter's plain-text form: the table, never <ClaimsTable at 0x...>
-        return str(self)
 
 
 _BORDERLINE_NOTE = f"borderline here: {BORDERLINE_RULE}"
 
-RUN_TO_RUN_FILE = (
-    "run_to_run.json"  # under results/: written by tools/run_to_run.py from the index's history
-)
+# under results/: written by tools/run_to_run.py from the index's history
+RUN_TO_RUN_FILE = "run_to_run.json"
 
 
 def recorded_runs(
     machine: str, notebook: str, claim: str, comparison: Comparison
 ) -> tuple[tuple[float, ...], float]:
-    """``(runs, band)`` of a claim from ``results/run_to_run.json`` (``tools/run_to_run.py``
-    writes it from the history of ``results/index.jsonl``): its value in each recorded run of
-    this machine kind, and the most it moved between runs on a kind run several times (half the
-    range, in the claim's scale: ``Comparison.distance``). A history of another threshold or
-    side is another test's and does not count (a ``within`` claim's is either of its bounds).
-    """
+    """``(runs, band)`` of a claim from ``results/run_to_run.json``: its value in each recorded
+    run of this kind, and the most it moved between runs on a kind run several times (in the
+    claim's scale). A history of another threshold or side is another test's and does not count."""
     data = _run_to_run()
     tests = {(comparison.threshold, comparison.holds_if)}
     if comparison.between is not None:
@@ -175,9 +158,7 @@ def recorded_runs(
 
 def judged(holds: T, run: Run | None, notebook: str, claim: str) -> T:
     """``holds`` with the evidence of the recorded runs where it is a ``Comparison`` and ``run``
-    says the machine: the one object whose ``verdict`` the claims table shows and any sentence
-    about the claim reads (``stated``). Anything else comes back as it is.
-    """
+    says the machine: the one verdict the claims table and any sentence (``stated``) read."""
     if not isinstance(holds, Comparison) or run is None:
         return holds
     runs, band = recorded_runs(run.machine, notebook, claim, holds)
@@ -185,10 +166,8 @@ def judged(holds: T, run: Run | None, notebook: str, claim: str) -> T:
 
 
 def stated(comparison: Comparison, run: Run | None) -> str:
-    """The verdict of a ``judged`` comparison, for a sentence or a table outside the claims
-    table; a replay writes it to the index (kind "stated"), and the truth check fails where it
-    differs from the claims table's row of the same claim.
-    """
+    """The verdict of a ``judged`` comparison, for a sentence outside the claims table; a replay
+    writes it to the index, where the truth check compares it with the claims table's."""
     if not isinstance(comparison, Comparison) or comparison.claim is None:
         raise TypeError(
             "stated() takes a comparison from claims.judged(holds, run, NOTEBOOK, claim), so that "
@@ -223,9 +202,6 @@ def _export(notebook: str, run: Run | None, **fields: object) -> None:
         f.write(json.dumps(line, allow_nan=True) + "\n")
 
 
-# ---------------------------------------------------------------- what we see
-
-
 @dataclass
 class Check:
     """A statement made in markdown, checked against the measurement."""
@@ -236,9 +212,8 @@ class Check:
 
 
 class WhatWeSee:
-    """What a section's numbers show, said by code: ``say`` adds a sentence built from the
-    values, ``check`` tests a statement the markdown makes. Renders as Markdown in Jupyter.
-    """
+    """What a section's numbers show: ``say`` adds a sentence built from the values, ``check``
+    tests a statement the markdown makes."""
 
     def __init__(self, notebook: str, run: Run | None = None) -> None:
         if not isinstance(notebook, str) or not notebook:
@@ -249,26 +224,19 @@ class WhatWeSee:
         self.checks: list[Check] = []
 
     def say(self, sentence: str) -> WhatWeSee:
-        """Add a sentence; build it from the measured values (an f-string), never type a result."""
+        """Add a sentence built from the measured values."""
         if not isinstance(sentence, str) or not sentence.strip():
             raise TypeError("say() takes a non-empty sentence, built from the measured values")
         self.sentences.append(sentence.strip())
         return self
 
     def check(self, statement: str, holds: object, measured: str, run: Run | None = None) -> bool:
-        """Test ``statement`` (a sentence the markdown makes) with ``holds``, a bool computed from
-        the data; ``measured`` says the numbers. Returns ``holds``. A check that fails is shown,
-        not raised: on the machine at hand it is a finding (the truth check fails on it). Pass
-        ``run`` when the check reads another run than the section's (e.g. a gloo part measured
-        live here): a live check is not written to the index, whose rows must replay the same."""
+        """Test ``statement`` with ``holds``, a bool computed from the data, shown (not raised)
+        with ``measured``; returns ``holds``. ``run``: where the check reads another run than the
+        section's (a live check is not written to the index)."""
         if type(holds).__name__ not in ("bool", "bool_"):
             raise TypeError(f"check() needs holds as a bool computed from the data, got {holds!r}")
-        if (
-            not isinstance(statement, str)
-            or not statement
-            or not isinstance(measured, str)
-            or not measured
-        ):
+        if not all(isinstance(text, str) and text for text in (statement, measured)):
             raise TypeError(
                 "check() needs the statement and what was measured, as non-empty strings"
             )
@@ -297,16 +265,7 @@ class WhatWeSee:
             text += f"\n- {mark}: {c.statement} ({c.measured})"
         return text
 
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
-
-    def __str__(self) -> str:
-        return self.to_markdown()
-
-    def __repr__(
-        self,
-    ) -> str:  # plain-text outputs (jupyter execute logs, text exports): the sentences
-        return self.to_markdown()
+    _repr_markdown_ = __repr__ = to_markdown  # Jupyter's Markdown, print() and plain text
 
     def _repr_pretty_(self, printer: object, cycle: bool) -> None:  # IPython's text/plain
         printer.text(self.to_markdown())  # type: ignore[attr-defined]

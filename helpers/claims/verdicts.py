@@ -1,9 +1,4 @@
-"""Values with their noise, and comparisons that turn them into verdicts.
-
-A ``Value`` is a measured number with its spread (``measured``, ``ratio``); a ``Comparison``
-(``compare``, ``within``) says on which side of a threshold it lies, or that it is inside the
-noise ("borderline here"). Part of ``claims`` (re-exported there: ``claims.compare``).
-"""
+"""Values with their noise (``Value``), and comparisons that turn them into verdicts."""
 
 from __future__ import annotations
 
@@ -21,14 +16,12 @@ NOT_TESTABLE = "not testable here"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, BORDERLINE, NOT_TESTABLE)
 FAILED_CHECK = "✗ **not on this machine**"  # how WhatWeSee shows a check that failed (the truth check looks for it)
 
-# A difference smaller than this share of the threshold is never called either way, even when
-# the samples agree closely: the next run on the same machine moves by about that much.
-# The rest of the noise model is Comparison.borderline().
+# A difference smaller than this share of the threshold is never called either way: the next
+# run on the same machine moves by about that much.
 SPREAD_FLOOR = 0.01
 _SIDES = ("above", "below")
 
-# The rule as Comparison.borderline() computes it: the claims table's footnote, 00's cell and the
-# README say these words (a test checks the README's copy).
+# The rule as Comparison.borderline() computes it, in the words the claims table, 00 and README say
 BORDERLINE_RULE = (
     "A verdict is borderline here when another run on this kind of machine could call it the "
     "other way: the value is within its own noise of the threshold (its spread, and at least "
@@ -64,8 +57,7 @@ class Value:
 
     def decimals(self) -> int:
         """Decimal places that show the value to 3 significant digits and the spread to at least
-        one, but the value to no more than 4 (and at most 6 places): the value and its spread are
-        always rounded alike, and a spread too small to show is written ``<0.0001``."""
+        one, but the value to no more than 4 (and at most 6 places)."""
 
         def places(x: float, digits: int) -> int:
             return digits - 1 - math.floor(math.log10(abs(x))) if x else 0
@@ -78,23 +70,20 @@ class Value:
         return _fixed(self.value, self.decimals())
 
     def without_spread(self) -> str:
-        """The value where it has no spread (a count, or a single sample): a whole number without
-        decimals, anything else as ``number()``."""
+        """The value where it has no spread (a count, a single sample): whole numbers bare."""
         if float(self.value).is_integer() and abs(self.value) < 1e6:
             return str(int(self.value))
         return self.number()
 
     def spread_text(self) -> str:
-        """The spread, rounded to the value's decimal places; ``<0.0001`` (one unit of the last
-        place) where a spread above zero rounds to nothing."""
+        """The spread, rounded to the value's decimal places; ``<0.0001`` where it rounds to 0."""
         places = self.decimals()
         if self.spread and round(self.spread, places) == 0 and not abs(self.value) >= 1e6:
             return f"<{_fixed(10.0**-places, places)}"
         return _fixed(self.spread, places)
 
     def __str__(self) -> str:
-        """``0.940 ± 0.002 x``; a value whose several samples were all alike says so instead of
-        ``± 0`` (``0 in every sample``)."""
+        """``0.940 ± 0.002 x``, or ``0 in every sample`` where several samples were all alike."""
         unit = f" {self.unit}" if self.unit else ""
         if not self.spread and (self.samples or 0) > 1:
             return f"{self.without_spread()}{unit} in every sample"
@@ -102,7 +91,7 @@ class Value:
 
 
 def _floor_text(value: float, floor: float) -> str:
-    """A run-to-run floor (> 0) rounded as the value's spread would be, to 2 significant digits at most."""
+    """A run-to-run floor (> 0) rounded as the value's spread, to 2 significant digits at most."""
     places = min(Value(value, floor).decimals(), max(0, 1 - math.floor(math.log10(floor))))
     return _fixed(floor, places)
 
@@ -121,8 +110,7 @@ def _number(x: float) -> str:
 
 def measured(timing: Timing, *, as_rate: bool = False, unit: str | None = None) -> Value:
     """A ``Timing`` as a ``Value``: its median (seconds, or decimal GB/s with ``as_rate``) and
-    half its interquartile range.
-    """
+    half its interquartile range."""
     if not isinstance(timing, Timing):
         raise TypeError(f"measured() takes a timing.Timing, got {type(timing).__name__}")
     q1, q3 = timing.quartiles_s
@@ -135,10 +123,7 @@ def measured(timing: Timing, *, as_rate: bool = False, unit: str | None = None) 
 
 
 def ratio(numerator: Timing | Value, denominator: Timing | Value, unit: str = "x") -> Value:
-    """``numerator / denominator`` with the relative spreads of both added (a cautious bound).
-
-    Timings are compared by their median times.
-    """
+    """``numerator / denominator`` (timings by their medians), relative spreads added."""
     a = numerator if isinstance(numerator, Value) else measured(numerator)
     b = denominator if isinstance(denominator, Value) else measured(denominator)
     if b.value == 0:
@@ -154,15 +139,9 @@ def ratio(numerator: Timing | Value, denominator: Timing | Value, unit: str = "x
 
 @dataclass(frozen=True)
 class Comparison:
-    """A measured ``Value`` against a ``threshold``; the claim holds when the value is on the
-    ``holds_if`` side ("above" or "below"), and is borderline when the evidence straddles it.
-
-    The evidence is this run's value with its spread and, once ``claims.judged`` has read them
-    from ``results/run_to_run.json``, the claim's values in the recorded runs of this machine kind
-    (``runs``) and, for a kind recorded once, ``band``: how far the claim moved between runs on
-    the kinds recorded several times, in the claim's scale (``distance``). ``borderline()`` says
-    why a verdict is borderline.
-    """
+    """A measured ``Value`` against a ``threshold``: the claim holds when the value is on the
+    ``holds_if`` side ("above" or "below"), and is borderline when the evidence straddles it
+    (``borderline()``); ``claims.judged`` adds the recorded runs' evidence."""
 
     value: Value
     threshold: float
@@ -173,16 +152,14 @@ class Comparison:
     between: tuple[float, float] | None = None  # set by within(): both bounds, for display
 
     def in_factors(self) -> bool:
-        """Whether the claim's scale is a factor: a positive threshold on a ratio (unit "x") or
-        on a measure with a unit (ms, GB/s), which can span orders of magnitude. A share or a
-        count (no unit, or "of ...") is compared as a difference, and so is a signed measure."""
+        """Whether the claim's scale is a factor (a positive threshold, and a unit other than
+        "of ..."); else it is a difference (a share, a count, a signed measure)."""
         unit = self.value.unit
         return self.threshold > 0 and bool(unit) and not unit.startswith("of ")
 
     def distance(self, x: float, to: float | None = None) -> float:
         """How far ``x`` lies above the threshold (or ``to``) in the claim's scale: in factors,
-        the natural log of x / threshold (-inf for x <= 0), so that ratios of 40 and 116 are as
-        far apart as 4 and 11.6; else the difference, in the value's unit."""
+        log(x / threshold) (-inf for x <= 0); else the difference, in the value's unit."""
         to = self.threshold if to is None else to
         if self.in_factors():
             return math.log(x / to) if x > 0 else -math.inf
@@ -190,20 +167,12 @@ class Comparison:
 
     @property
     def margin(self) -> float:
-        """This run's own noise, in the value's unit: its spread, at least ``SPREAD_FLOOR`` of the
-        threshold."""
+        """This run's own noise: its spread, at least ``SPREAD_FLOOR`` of the threshold."""
         return max(self.value.spread, SPREAD_FLOOR * abs(self.threshold))
 
     def borderline(self) -> str | None:
-        """Why another run on this machine kind could call it the other way, or None:
-
-        - "noise": this run's value is within its own noise (``margin``) of the threshold;
-        - "runs": the recorded runs of this kind (this one among them) lie on both sides of it;
-        - "band": the kind was run once, and the value is within ``band`` of the threshold (in
-          the claim's scale), the most the claim moved between runs on a kind run several times.
-
-        A ``within`` claim has two thresholds: runs or a band across either one count.
-        """
+        """Why another run on this kind could call it the other way (``BORDERLINE_RULE``):
+        "noise", "runs" or "band"; None where it could not. For ``within``, either bound counts."""
         v = self.value.value
         if abs(v - self.threshold) <= self.margin:
             return "noise"
@@ -222,8 +191,7 @@ class Comparison:
         return HOLDS if above == (self.holds_if == "above") else DOES_NOT_HOLD
 
     def evidence(self) -> str:
-        """The runs behind a verdict the runs decided, in words ("" where this run decided alone):
-        "6 runs here: 32.3 to 116", or "runs elsewhere differ by a factor 1.21" (or "by ± 0.4")."""
+        """The runs behind a verdict they decided ("6 runs here: 32.3 to 116"); "" otherwise."""
         why = self.borderline()
         if why == "runs":
             values = sorted({*self.runs, self.value.value})
@@ -260,11 +228,8 @@ def worded(verdict: str, holds: str, does_not: str, borderline: str) -> str:
 
 
 def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -> Comparison:
-    """The claim holds when ``value`` is ``holds_if`` ("above" or "below") ``threshold``.
-
-    ``value`` is a ``Value`` (e.g. from ``ratio``), a ``Timing`` (its median seconds), or a bare
-    number for a count, which has no spread.
-    """
+    """The claim holds when ``value`` (a ``Value``, a ``Timing`` or a bare count) is ``holds_if``
+    ("above" or "below") ``threshold``."""
     if holds_if not in _SIDES:
         raise ValueError(f"holds_if must be 'above' or 'below', got {holds_if!r}")
     if not checks.is_number(threshold):
@@ -281,10 +246,7 @@ def compare(value: Value | Timing | float, threshold: float, *, holds_if: str) -
 
 
 def within(value: Value | Timing | float, low: float, high: float) -> Comparison:
-    """The claim holds when ``low < value < high`` (e.g. "slower, but at most twice": 1 and 2).
-
-    The verdict is decided at the nearer bound, so it is borderline near either.
-    """
+    """The claim holds when ``low < value < high``, decided at the nearer bound."""
     if not (checks.is_number(low) and checks.is_number(high)):
         raise TypeError(f"within() needs numeric bounds, got {low!r} and {high!r}")
     if not low < high:
@@ -311,11 +273,8 @@ def as_verdict(holds: object) -> str:
 
 
 def verdict_of(row: dict) -> str | None:
-    """The verdict an index row's value, spread, threshold, side, ``runs`` and ``band`` give (None
-    for a row without a value or threshold).
-
-    What the truth check recomputes.
-    """
+    """The verdict an index row's numbers give (None without a value or threshold): what the
+    truth check recomputes."""
     if row.get("threshold") is None or row.get("value") is None:
         return None
     value = Value(row["value"], row.get("spread") or 0.0, row.get("unit") or "")

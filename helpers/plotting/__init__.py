@@ -1,16 +1,7 @@
-"""Plots for the course: bandwidth-versus-size curves, bars with ratios, timelines.
-
-Conventions: bandwidth in decimal GB/s on every axis that shows it; sizes on a log axis with
-binary prefixes; every title names the machine the numbers come from.
-
-One module per job, each name re-exported here (``plotting.timeline`` as before):
-``charts`` (axes, curves and bars), ``timeline`` (what ran on each stream, from a profile),
-``before_after`` (what each rank holds around a collective, 06).
-"""
+"""Plots for the course: bandwidth in decimal GB/s on every axis that shows it, sizes on a log
+axis with binary prefixes, and every title names the machine the numbers come from."""
 
 from __future__ import annotations
-
-import matplotlib.pyplot as plt
 
 from .before_after import BEFORE_AFTER_MAX_WIDTH_IN, draw_before_after
 from .charts import (
@@ -21,11 +12,10 @@ from .charts import (
     machine_title,
     size_axis,
 )
-from .timeline import DEFAULT_STREAM_ID, timeline, timelines
+from .timeline import timeline, timelines
 
 __all__ = [
     "BEFORE_AFTER_MAX_WIDTH_IN",
-    "DEFAULT_STREAM_ID",
     "bandwidth_vs_size",
     "bars_with_ratios",
     "draw_before_after",
@@ -36,5 +26,3 @@ __all__ = [
     "timeline",
     "timelines",
 ]
-# plt stays reachable as plotting.plt (tests use it).
-_ = plt

@@ -1,8 +1,4 @@
-"""Before-and-after drawings of collectives (06): what each rank holds before a collective, and
-after it, one row per call.
-
-Part of ``plotting`` (re-exported there: ``plotting.draw_before_after``).
-"""
+"""Before-and-after drawings of collectives (06): what each rank holds around each call."""
 
 from __future__ import annotations
 
@@ -15,9 +11,8 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-BEFORE_AFTER_MAX_WIDTH_IN = (
-    10.5  # a wider drawing is shrunk by the page until its text cannot be read
-)
+# a wider drawing is shrunk by the page until its text cannot be read
+BEFORE_AFTER_MAX_WIDTH_IN = 10.5
 _VALUE_CHARS = 20  # a value's text wraps, between its elements, at this many characters
 _CHAR_IN = 0.076  # inches per character of 9-point monospace
 _LINE_IN = 0.19  # inches per line of 9-point text in a box
@@ -52,7 +47,7 @@ def _value_lines(value: Any, width: int = _VALUE_CHARS) -> list[str]:
 
 
 def _rank_blocks(n_ranks: int, column_in: float, label_in: float) -> list[list[int]]:
-    """The ranks split into as few blocks as keep a row within BEFORE_AFTER_MAX_WIDTH_IN, as even as can be."""
+    """The ranks in as few blocks, as even as can be, as keep a row within the widest drawing."""
     fit = max(1, int((BEFORE_AFTER_MAX_WIDTH_IN - label_in) // column_in))
     blocks = math.ceil(n_ranks / fit)
     per_block = math.ceil(n_ranks / blocks)
@@ -68,44 +63,25 @@ def _draw_cell(
     """One rank's data in one row, ``top_lines`` lines down: the value before (grey box) above
     the value after (green if it changed); the axes are ``height_lines`` lines high."""
     ax.set_axis_off()
-    box = {"boxstyle": "round,pad=0.3", "ec": "#999999"}
     y = 1 - (top_lines + 0.35) / height_lines
-    ax.text(
-        0.03,
-        y,
-        "\n".join(before),
-        va="top",
-        ha="left",
-        family="monospace",
-        fontsize=9,
-        bbox={**box, "fc": "#eeeeee"},
-    )
+    _boxed(ax, y, before, "#eeeeee")
     y -= (len(before) + 0.8) / height_lines
     ax.text(0.03, y, "  \u2193", va="center", ha="left", fontsize=10)
+    _boxed(ax, y - 0.75 / height_lines, after, "#cfe8cf" if before != after else "#eeeeee")
+
+
+def _boxed(ax: Axes, y: float, lines: list[str], colour: str) -> None:
+    """Lines of monospace text in a rounded box of ``colour``, its top at ``y`` (axes fraction)."""
+    box = {"boxstyle": "round,pad=0.3", "ec": "#999999", "fc": colour}
     ax.text(
-        0.03,
-        y - 0.75 / height_lines,
-        "\n".join(after),
-        va="top",
-        ha="left",
-        family="monospace",
-        fontsize=9,
-        bbox={**box, "fc": "#cfe8cf" if before != after else "#eeeeee"},
+        0.03, y, "\n".join(lines), va="top", ha="left", family="monospace", fontsize=9, bbox=box
     )
 
 
 def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: str) -> Figure:
-    """Draw each rank's data before and after each collective: one row per collective, one
-    column per rank, each cell the value before (grey) above the value after (green where it
-    changed); '-' where a rank holds no such tensor.
-
-    ``collectives`` maps a collective's name to ``{"before": [one value per rank], "after":
-    [...]}`` (values: lists of numbers, lists of lists, or None), optionally with ``"call"``, the
-    call as text, shown under the name. Long values wrap between their elements; with more
-    ranks than fit in ``BEFORE_AFTER_MAX_WIDTH_IN`` inches the ranks wrap into blocks (ranks 0-3,
-    then 4-7), so the text keeps its size for 2, 4 or 8 ranks. Returns the matplotlib Figure,
-    with one Axes per collective and rank.
-    """
+    """Each rank's data before (grey) and after (green where it changed) each collective of
+    ``{name: {"before": [one value per rank], "after": [...], "call": optional text}}``: one row
+    per collective, one column per rank, in blocks of ranks beyond the widest drawing."""
     if not isinstance(collectives, Mapping) or not collectives:
         raise ValueError(
             "draw_before_after needs {collective name: {'before': [...], 'after': [...]}}"
@@ -114,9 +90,7 @@ def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: st
         raise TypeError(
             f"title must be a string (plotting.machine_title(...) makes one), got {title!r}"
         )
-    world = {len(c.get("before", [])) for c in collectives.values()} | {
-        len(c.get("after", [])) for c in collectives.values()
-    }
+    world = {len(c.get(side, [])) for c in collectives.values() for side in ("before", "after")}
     if len(world) != 1 or 0 in world:
         raise ValueError(
             "every collective needs one 'before' and one 'after' value per rank, for the same ranks"

@@ -1,8 +1,4 @@
-"""Charts: bandwidth-versus-size curves, bars with ratios, the axes they share.
-
-Conventions: bandwidth in decimal GB/s on every axis that shows it; sizes on a log axis with
-binary prefixes; every title names the machine the numbers come from.
-"""
+"""Charts: bandwidth-versus-size curves, bars with ratios, the axes they share."""
 
 from __future__ import annotations
 
@@ -87,8 +83,7 @@ def size_axis(
     ax: Axes, axis: str = "x", label: str = "transfer size (bytes, binary prefixes)"
 ) -> Axes:
     """Make ``axis`` ("x" or "y") of ``ax`` a log2 axis of sizes in bytes, ticks labelled with
-    binary prefixes (1 KiB, 64 MiB, 1 GiB), never 6x10^1. Returns ``ax``.
-    """
+    binary prefixes (1 KiB, 64 MiB, 1 GiB). Returns ``ax``."""
     target, set_scale = _one_axis(ax, axis, "size_axis")
     set_scale("log", base=2)
     target.set_major_locator(_PowersOfTwo())
@@ -100,8 +95,7 @@ def size_axis(
 
 def log_axis(ax: Axes, axis: str = "y") -> Axes:
     """Make ``axis`` ("x" or "y") of ``ax`` a log10 axis labelled with plain numbers (1, 2, 5, 10,
-    20, 50 ...), never 6x10^1; keeps the axis label. Returns ``ax``.
-    """
+    20, 50 ...), never 6x10^1. Returns ``ax``."""
     target, set_scale = _one_axis(ax, axis, "log_axis")
     set_scale("log")
     target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -138,13 +132,8 @@ def bandwidth_vs_size(
     groups: Mapping[str, str] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """One line per series of (sizes in bytes, decimal GB/s); log-log axes, sizes labelled with
-    binary prefixes and rates with plain numbers.
-
-    ``ceiling_gbps`` draws a dashed horizontal line (e.g. the link's measured ceiling).
-    ``groups`` (series label -> group label) draws the series of a group in one colour with one
-    legend entry, "group (n)", so twelve GPU pairs read as one or two kinds of link.
-    """
+    """One line per series of (sizes in bytes, decimal GB/s) on log-log axes; ``ceiling_gbps``
+    a dashed line; ``groups`` (series -> group) one colour and legend entry per group."""
     if not isinstance(series, Mapping) or not series:
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
     if not isinstance(title, str):
@@ -170,21 +159,14 @@ def bandwidth_vs_size(
             raise ValueError(
                 f"series {label!r}: sizes and GB/s must be non-empty and of equal length"
             )
+        style: dict[str, Any] = {"label": label}
         if groups:
             group = groups[label]
             name = f"{group} ({counts[group]} series)" if counts[group] > 1 else group
-            ax.plot(
-                sizes,
-                gbps,
-                marker="o",
-                markersize=3,
-                color=colours[group],
-                alpha=0.8,
-                label="_nolegend_" if group in shown else name,
-            )
+            style = {"label": "_nolegend_" if group in shown else name, "markersize": 3}
+            style |= {"color": colours[group], "alpha": 0.8}
             shown.add(group)
-        else:
-            ax.plot(sizes, gbps, marker="o", label=label)
+        ax.plot(sizes, gbps, marker="o", **style)
     if ceiling_gbps:
         ax.axhline(
             ceiling_gbps,

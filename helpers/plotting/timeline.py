@@ -1,9 +1,4 @@
-"""Timelines: what ran on each GPU stream and host thread, drawn from a profile's intervals.
-
-The drawing half of ``trace``: lanes per stream, one colour per kind of slice (kernel, each
-copy direction, runtime calls, host waits). Part of ``plotting`` (re-exported there), where the lessons
-call it (``plotting.timeline``, ``plotting.timelines``).
-"""
+"""Timelines: what ran on each GPU stream and host thread, drawn from a profile's intervals."""
 
 from __future__ import annotations
 
@@ -16,8 +11,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..trace import Interval, Profile
-
-# ---------------------------------------------------------------- timelines
 
 # Legend label and colour of each kind of slice a timeline draws.
 _TIMELINE_STYLE: dict[str, tuple[str, str]] = {
@@ -56,13 +49,21 @@ def _stream_label(device: int, stream: int, names: Mapping[int, str] | None) -> 
     return f"GPU {device}: {name}"
 
 
-def _timeline_lanes(
+def _lanes(
     intervals: list[Interval],
     include_host: bool,
-    ranges: Sequence[str] = (),
-    stream_names: Mapping[int, str] | None = None,
+    ranges: Sequence[str],
+    stream_names: Mapping[int, str] | None,
 ) -> dict[str, list[Interval]]:
     """Lane label -> its intervals: GPU lanes by (device, stream), host threads, host ranges."""
+    if stream_names is not None and (
+        not isinstance(stream_names, Mapping)
+        or not all(isinstance(k, int) and isinstance(v, str) for k, v in stream_names.items())
+    ):
+        raise TypeError(
+            f"stream_names maps the profiler's stream ids to the notebook's names, e.g. {{13: 'side'}}; "
+            f"got {stream_names!r}"
+        )
     gpu: dict[tuple[int, int], list[Interval]] = {}
     host: dict[int, list[Interval]] = {}
     for iv in intervals:
@@ -86,6 +87,11 @@ def _timeline_lanes(
         ]
         if spans:
             lanes[f"host range: {name}"] = spans
+    if not lanes:
+        raise ValueError(
+            "timeline found no GPU work (kernels, copies, memsets) and no runtime calls to draw: "
+            "pass the intervals of a profile that ran CUDA work"
+        )
     return lanes
 
 
@@ -155,29 +161,6 @@ def _colour_key(used: set[str]) -> list[Patch]:
     ]
 
 
-def _lanes_or_error(
-    intervals: list[Interval],
-    include_host: bool,
-    ranges: Sequence[str],
-    stream_names: Mapping[int, str] | None = None,
-) -> dict[str, list[Interval]]:
-    if stream_names is not None and (
-        not isinstance(stream_names, Mapping)
-        or not all(isinstance(k, int) and isinstance(v, str) for k, v in stream_names.items())
-    ):
-        raise TypeError(
-            f"stream_names maps the profiler's stream ids to the notebook's names, e.g. {{13: 'side'}}; "
-            f"got {stream_names!r}"
-        )
-    lanes = _timeline_lanes(intervals, include_host, ranges, stream_names)
-    if not lanes:
-        raise ValueError(
-            "timeline found no GPU work (kernels, copies, memsets) and no runtime calls to draw: "
-            "pass the intervals of a profile that ran CUDA work"
-        )
-    return lanes
-
-
 def _unit_and_scale(unit: str, span_us: float) -> tuple[str, float]:
     if unit == "auto":
         unit = "ms" if span_us > 2000 else "us"
@@ -194,18 +177,12 @@ def timeline(
     ranges: Sequence[str] = (),
     stream_names: Mapping[int, str] | None = None,
 ) -> Axes:
-    """Draw a trace as horizontal lanes: one per (GPU, stream), then one per host thread.
-
-    GPU lanes show kernels, copies (coloured by kind: HtoD, DtoH, DtoD, PtoP) and memsets;
-    host lanes (``include_host``) show CUDA runtime calls, synchronize calls in their own
-    colour; ``ranges`` adds one hatched lane per named host range (``record_function`` or nvtx,
-    matched as a substring of the range's name). A GPU lane is named "GPU 0: default stream" or
-    "GPU 0: stream 13" (the profiler's id), or as ``stream_names`` ({id: name}) says. Time runs from 0 at the earliest slice drawn, in us or ms (``unit='auto'`` picks
-    ms for spans over 2 ms). Slices shorter than 0.2% of the span are drawn that wide so they
-    stay visible. Returns the Axes. To compare several traces, use ``timelines``.
-    """
+    """Draw a trace as lanes: one per (GPU, stream), named as ``stream_names`` ({id: name}) says,
+    then one per host thread (``include_host``), and one hatched lane per host range in ``ranges``
+    (matched as a substring). Time runs from 0 at the first slice, in us or ms (``unit='auto'``:
+    ms for spans over 2 ms). Returns the Axes."""
     intervals = _check_timeline_input(intervals, title, unit)
-    lanes = _lanes_or_error(intervals, include_host, ranges, stream_names)
+    lanes = _lanes(intervals, include_host, ranges, stream_names)
     t0, span = _span_us(lanes)
     unit, scale = _unit_and_scale(unit, span)
     if ax is None:
@@ -233,15 +210,8 @@ def timelines(
     ranges: Sequence[str] = (),
     stream_names: Mapping[int, str] | None = None,
 ) -> Figure:
-    """Draw several traces to be compared: one panel each, stacked, on ONE shared time axis.
-
-    ``panels`` maps a panel's title (what differs: "pinned, side stream") to its intervals or
-    Profile. Each panel's time starts at 0 at its own first slice, and every panel spans the
-    longest one's time, so equal lengths mean equal durations. One colour key for the figure:
-    the same colour is the same kind of work in every panel. ``title`` (the machine's, from
-    ``machine_title``) heads the figure. ``stream_names`` names GPU lanes as in ``timeline``.
-    Returns the Figure.
-    """
+    """Several traces to compare (``{panel title: intervals or Profile}``), stacked on one time
+    axis, each starting at 0 at its own first slice, with one colour key. Returns the Figure."""
     if not isinstance(panels, Mapping) or not panels:
         raise ValueError("timelines needs at least one panel: {'panel title': run.value.intervals}")
     if not isinstance(title, str):
@@ -249,7 +219,7 @@ def timelines(
             "title must be a string, e.g. plotting.machine_title('Copies beside kernels', run.machine, run.live)"
         )
     lanes_of = {
-        name: _lanes_or_error(
+        name: _lanes(
             _check_timeline_input(ivs, str(name), unit), include_host, ranges, stream_names
         )
         for name, ivs in panels.items()

@@ -1,8 +1,5 @@
-"""Recordings that know their content: ``results/<machine>/checksums.json`` holds the sha256 of
-every file under the machine's notebook folders (recordings and their attachments), written
-when a recording is saved and checked whenever one is loaded, validated or unpacked. A flipped
-byte in a trace, a number edited in a recording, a missing or linked attachment is named with
-its file and the fix; no recording's content or fingerprint changes."""
+"""``results/<machine>/checksums.json``: the sha256 of every recording and attachment of a
+machine, written when one is saved and checked whenever one is loaded, validated or unpacked."""
 
 from __future__ import annotations
 
@@ -17,10 +14,7 @@ WRITE = "python tools/checksums.py"
 
 
 def sha256_of(path: Path) -> str:
-    """The sha256 of a file's bytes, in hex.
-
-    Used by checksums.note_checksums and checksums.checksum_problem.
-    """
+    """The sha256 of a file's bytes, in hex."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -45,11 +39,8 @@ def _name(path: Path) -> str:
 
 
 def note_checksums(machine_folder: Path, files: Iterable[Path]) -> Path:
-    """Add (or replace) the checksums of ``files`` (under ``machine_folder/<notebook>/``) in the
-    machine's checksums.json, written whole by a rename; return its path.
-
-    Used by records.save and records.write_checksums.
-    """
+    """Add (or replace) the checksums of ``files`` in the machine's checksums.json, written
+    whole by a rename; return its path."""
     sums = _manifest(machine_folder) or {}
     sums.update({_name(Path(f)): sha256_of(Path(f)) for f in files})
     path = machine_folder / CHECKSUMS
@@ -60,11 +51,8 @@ def note_checksums(machine_folder: Path, files: Iterable[Path]) -> Path:
 
 
 def write_checksums(machine_folder: Path) -> Path:
-    """Write ``machine_folder/checksums.json`` anew from the files there now (every file under its
-    notebook folders): after a recording was removed or changed on purpose. Return its path.
-
-    Used by the course's tools and tests.
-    """
+    """Write ``machine_folder/checksums.json`` anew from the files there now (after a recording
+    was removed or changed on purpose); return its path."""
     (Path(machine_folder) / CHECKSUMS).unlink(missing_ok=True)
     files = [f for f in sorted(Path(machine_folder).glob("*/*")) if f.is_file()]
     return note_checksums(Path(machine_folder), files)
@@ -72,10 +60,7 @@ def write_checksums(machine_folder: Path) -> Path:
 
 def checksum_problem(path: Path) -> str | None:
     """What is wrong with a recording's or attachment's file against its machine's checksums,
-    naming the file and the fix; None when it is whole.
-
-    Used by records.load.
-    """
+    naming the file and the fix; None when it is whole."""
     machine_folder = path.parent.parent
     manifest = machine_folder / CHECKSUMS
     restore = f"restore it with `git checkout -- {path}` or re-record it"
@@ -101,10 +86,7 @@ def checksum_problem(path: Path) -> str | None:
 
 
 def stale_checksums(machine_folder: Path) -> list[str]:
-    """The entries of a machine's checksums.json whose file is gone, as problems naming the fix.
-
-    Used by records.validate_machine_folder.
-    """
+    """The entries of a machine's checksums.json whose file is gone, as problems naming the fix."""
     sums = _manifest(machine_folder) or {}
     return [
         f"{machine_folder / CHECKSUMS} lists {name}, which is not there: restore it with "

@@ -16,36 +16,18 @@ INDEX_NAME = "index.jsonl"
 
 
 def index_row(header: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
-    """One line of ``results/index.jsonl``: the recording's machine and versions, then ``fields``
-    (kind, name, value, unit, spread, verdict and any extra keys).
-    """
+    """One line of ``results/index.jsonl``: the recording's machine and versions, and ``fields``."""
     m = header["machine"]
-    row = {
-        "kind": None,
-        "machine": m.get("machine"),
-        "gpu": hardware.gpu_name(m),
-        "driver": m.get("driver"),
-        "torch": m.get("torch"),
-        "cuda": m.get("cuda"),
-        "nccl": m.get("nccl"),
-        "date": header.get("date"),
-        "commit": header.get("commit"),
-        "notebook": header.get("notebook"),
-        "experiment": header.get("experiment"),
-        "name": None,
-        "value": None,
-        "unit": None,
-        "spread": None,
-        "verdict": None,
-    }
-    row.update(fields)
-    return row
+    row = {"kind": None, "machine": m.get("machine"), "gpu": hardware.gpu_name(m)}
+    row |= {key: m.get(key) for key in ("driver", "torch", "cuda", "nccl")}
+    row |= {key: header.get(key) for key in ("date", "commit", "notebook", "experiment")}
+    row |= dict.fromkeys(("name", "value", "unit", "spread", "verdict"))
+    return row | fields
 
 
 def figure_rows(root: Path | None = None) -> list[dict[str, Any]]:
-    """One ``figure`` row per timing in every recording, in the index's order: GB/s for a device-timed copy (with its
-    bytes), else seconds per call; the spread is the timing's IQR over its median.
-    """
+    """One ``figure`` row per timing in every recording: GB/s for a device-timed copy, else
+    seconds per call."""
     rows = []
     for path in [p for folder in machine_folders(root) for p in sorted(folder.glob("*/*.json"))]:
         header, value = load(path)

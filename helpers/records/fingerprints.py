@@ -1,9 +1,4 @@
-"""Fingerprints: what a recording says about the code that made it.
-
-A fingerprint covers an experiment's syntax tree (no decorators, comments or formatting), the
-trees of the notebook functions it reaches, and ``MEASURING_VERSION``; ``measuring_code_hash``
-hashes the measuring modules themselves, so a change to them is always a decision.
-"""
+"""Fingerprints: what a recording says about the code that made it."""
 
 from __future__ import annotations
 
@@ -39,12 +34,8 @@ def definition_node(source: str) -> ast.FunctionDef:
 
 
 def _canonical(node: Any) -> str:
-    """A syntax tree as text, leaving out empty and None fields.
-
-    ``ast.dump`` is not stable across Python versions (3.12 added ``type_params=[]`` to every
-    function, 3.13 changed which empty fields it shows), and recordings made on a GPU machine's
-    Python must match notebooks checked on another Python.
-    """
+    """A syntax tree as text, leaving out empty and None fields: ``ast.dump`` differs between
+    Python versions, and a recording must match its notebook on any of them."""
     if isinstance(node, ast.AST):
         fields = [
             f"{name}={_canonical(value)}"
@@ -80,11 +71,7 @@ def free_names(node: ast.AST) -> set[str]:
 
 def fingerprint_source(source: str, reached: Mapping[str, str] | None = None) -> str:
     """Fingerprint of an experiment: its syntax tree (without decorators or comments), the
-    trees of the notebook functions it reaches (``{name: source}``), and ``MEASURING_VERSION``.
-
-    Reformatting or editing comments keeps it; changing the code of the experiment or of any
-    function it calls changes it; the Python version does not matter.
-    """
+    trees of the notebook functions it reaches (``{name: source}``), and ``MEASURING_VERSION``."""
     parts = [f"measuring code v{MEASURING_VERSION}", _canonical(definition_node(source))]
     parts += [
         f"{name} = {_canonical(definition_node(src))}"
@@ -104,9 +91,7 @@ def _source_of(fn: Any) -> str:
 
 def check_experiment(fn: Any) -> None:
     """Raise ``TypeError`` unless ``fn`` is a function defined with ``def`` at the top of a
-    cell or module: a lambda, a ``functools.partial``, a method or a closure keeps part of
-    what it does out of its source, where no recording could check it.
-    """
+    cell or module: anything else keeps part of what it does out of its source."""
     what = (
         "pass a function defined with def at the top of a notebook cell, and give it its "
         "values through params="
@@ -148,14 +133,13 @@ def _reached_functions(fn: Callable[..., Any]) -> dict[str, str]:
 
 
 def fingerprint(fn: Callable[..., Any]) -> str:
-    """Fingerprint of an experiment function as it is now (see ``fingerprint_source``)."""
+    """Fingerprint of an experiment function as it is now."""
     check_experiment(fn)
     return fingerprint_source(_source_of(fn), _reached_functions(fn))
 
 
 def _measuring_files() -> list[Path]:
-    """The files of the measuring modules: ``helpers/<name>.py``, or every file of the package
-    ``helpers/<name>/`` where a module has become one."""
+    """``helpers/<name>.py`` of each measuring module, or every file of its package."""
     helpers = Path(__file__).resolve().parent.parent
     files: list[Path] = []
     for name in _MEASURING_MODULES:
@@ -165,16 +149,11 @@ def _measuring_files() -> list[Path]:
 
 
 def measuring_code_hash() -> str:
-    """Hash of the measuring modules' code (``timing``, ``trace``, ``distributed``), without
-    docstrings and comments: a test compares it with ``MEASURING_CODE``, and
-    ``make measuring-code`` sets ``MEASURING_CODE`` to it.
-    """
+    """Hash of the measuring modules' code, without docstrings and comments."""
     digest = hashlib.sha256()
     for path in _measuring_files():
         tree = ast.parse(path.read_text())
-        nodes: list[Any] = list(
-            ast.walk(tree)
-        )  # any node with a body: module, def, class, if, for ...
+        nodes: list[Any] = list(ast.walk(tree))  # any node with a body: module, def, if, ...
         for node in nodes:
             body = getattr(node, "body", None)
             if (
@@ -191,11 +170,7 @@ def measuring_code_hash() -> str:
 
 def write_measuring_code(path: Path | None = None) -> str:
     """Set ``MEASURING_CODE`` in this file (or ``path``, a copy of it) to
-    ``measuring_code_hash()``; return the new hash.
-
-    Run it (``make measuring-code``) after deciding, for a change to timing, trace or
-    distributed, whether ``MEASURING_VERSION`` must be bumped too.
-    """
+    ``measuring_code_hash()``; return the new hash (``make measuring-code``)."""
     path = path or Path(__file__)
     new = measuring_code_hash()
     text, count = re.subn(

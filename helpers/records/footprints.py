@@ -1,9 +1,6 @@
-"""The memory each notebook needs: ``results/<machine>/footprints.json``, gathered by
-``make gpu-all`` from its live runs (``COURSE_FOOTPRINT_OUT``), and the sentence each notebook
-prints first.
-
-The file: ``{"full" | "quick": {notebook: {experiment: {"gpu": [bytes per GPU], "pinned": bytes
-or null, "host": bytes or null}}}}``, the peaks of ``hardware.footprint()``.
+"""The memory each notebook needs, as ``make gpu-all`` measured it live:
+``results/<machine>/footprints.json`` holds ``{"full" | "quick": {notebook: {experiment: {"gpu":
+[bytes per GPU], "pinned": bytes or null, "host": bytes or null}}}}``.
 """
 
 from __future__ import annotations
@@ -24,11 +21,7 @@ GiB = 2**30
 
 def gather_footprints(lines: Path, machine_folder: Path) -> Path:
     """Merge the JSON lines ``run_or_replay`` appended to ``lines`` into
-    ``machine_folder/footprints.json`` (a newer line replaces an older one of its experiment);
-    written to a temporary file first, then renamed. Returns the file.
-
-    Used by tools/gpu_run.py after each notebook.
-    """
+    ``machine_folder/footprints.json`` (written whole by a rename); return its path."""
     path = Path(machine_folder) / FOOTPRINTS
     found = read(machine_folder)
     if Path(lines).exists():
@@ -59,10 +52,7 @@ def read(machine_folder: Path) -> dict[str, Any]:
 
 
 def footprint_problems(path: Path) -> list[str]:
-    """What is wrong with a ``footprints.json``; empty is good.
-
-    Used by records.validate_machine_folder (so unpack checks it).
-    """
+    """What is wrong with a ``footprints.json``; empty is good."""
     fix = f"{path}: re-record the machine, or `git checkout -- {path}`"
     try:
         found = json.loads(Path(path).read_text())
@@ -111,10 +101,7 @@ def _gib(n: int | None) -> str:
 
 def footprint_sentence(notebook: str, machine: str | None = None, root: Path | None = None) -> str:
     """What ``notebook`` needs, in words, as ``machine`` (else the recorded machine with the most
-    GPUs that measured it) measured it live, at full size and in quick mode.
-
-    Used by records.where_numbers_come_from (the first thing each notebook prints).
-    """
+    GPUs that measured it) measured it live, at full size and in quick mode."""
     measured = [
         f for f in machine_folders(root) if any(notebook in read(f).get(m, {}) for m in MODES)
     ]

@@ -1,16 +1,10 @@
 """Which machines have recordings, and replacing a machine's folders as one step.
 
-``results/<machine>/`` holds one machine's recordings. A name starting with '.' is never a
-machine: it is what an unpack keeps while it works (staging ``.incoming-*`` and old ``.old-*``
-copies, its journal). ``machine_folders`` is the one listing that every reader goes
-through; it first rolls back what an interrupted unpack left.
-
-``replace_folders`` puts new folders in place of old ones (``results/<machine>/`` and
-``build/gpu-executed/<machine>/``) as one step, as seen by every reader that lists machines:
-under a lock, it copies each new folder beside its target, writes a journal naming every
-rename, renames (old aside, new in), and deletes the journal, which is the commit. Until then
-any interruption is rolled back: by the unpack itself, or, if it was killed, by the next
-command that lists machines or unpacks.
+``replace_folders``, under a lock, copies each new folder beside its target, writes a journal
+naming every rename, renames (old aside, new in), and deletes the journal, which is the commit.
+Until then any interruption is rolled back: by the unpack itself, or, if it was killed, by
+``machine_folders`` (every reader's listing) or the next unpack. Names starting with '.' are
+never machines: they are an unpack's staging and old copies and its journal.
 """
 
 from __future__ import annotations
@@ -34,11 +28,7 @@ LEFTOVER = re.compile(r"\.(incoming|old)-.+-[0-9a-f]{8}|\.unpack-journal\.json\.
 
 class Interrupted(Exception):
     """An unpack that failed or was interrupted while replacing folders; the message says what
-    state it left. ``committed``: the new folders were in place (only old copies were left to
-    delete); otherwise it was rolled back, or will be by the next command.
-
-    Used by records.replace_folders.
-    """
+    state it left. ``committed``: the new folders were in place (only old copies were left)."""
 
     def __init__(self, message: str, committed: bool) -> None:
         super().__init__(message)
@@ -108,10 +98,7 @@ def _remove_leftovers(results: Path) -> list[str]:
 
 def recover(results: Path) -> str:
     """Roll back an interrupted unpack and delete leftovers (the caller holds the lock); return
-    what was done, in words ("" when nothing was left).
-
-    Used by records.machine_folders and records.replace_folders.
-    """
+    what was done, in words ("" when nothing was left)."""
     done = _rollback(results)
     removed = _remove_leftovers(results)
     if removed:
@@ -145,13 +132,8 @@ def _check_layout(root: Path) -> bool:
 
 
 def machine_folders(root: Path | None = None) -> list[Path]:
-    """``results/<machine>/`` of every machine with recordings, sorted by name; never a hidden
-    folder. An interrupted unpack is rolled back first (messages go to stderr). A results folder
-    that is missing or one level too high or low is a ``ValueError`` naming ``COURSE_RESULTS_DIR``.
-
-    Used by records.recorded_machine_names, records.recordings_of, records.figure_rows,
-    records.check_recordings and records.where_numbers_come_from.
-    """
+    """``results/<machine>/`` of every machine with recordings, sorted by name, after rolling
+    back an interrupted unpack (messages go to stderr)."""
     root = root or config.results_dir()
     if not _check_layout(root):
         return []
@@ -179,13 +161,8 @@ def _make_parents(folder: Path, created: list[Path]) -> None:
 
 def replace_folders(results: Path, sources: dict[Path, Path | None]) -> None:
     """Replace each target folder (a key, under ``results.parent``) with a copy of its source
-    (None: remove it), all or none, as one step for readers (see the module's docstring).
-
-    Raises ``Interrupted`` (any exception, even KeyboardInterrupt, after rolling back) saying
-    what state it left.
-
-    Used by the course's tools (tools/gpu_run.py's unpack).
-    """
+    (None: remove it), all or none; any exception, even KeyboardInterrupt, raises ``Interrupted``
+    saying what state it left."""
     results.mkdir(parents=True, exist_ok=True)
     base = results.parent
     with _locked(results):

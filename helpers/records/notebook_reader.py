@@ -8,6 +8,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TypeGuard
 
 from .. import codec, timing
@@ -19,21 +20,10 @@ _PARAM_BUILTINS = {
 }
 
 
-class _FullSizeConfig:
-    """``config`` as a full-size recording run sees it (for working out params statically)."""
-
-    @staticmethod
-    def pick(full: Any, quick: Any) -> Any:
-        return full
-
-    @staticmethod
-    def quick_mode() -> bool:
-        return False
-
-
+# what params may use of config and timing, as a full-size recording run sees them
 _PARAM_MODULES = {
-    "config": _FullSizeConfig,
-    "timing": type("timing", (), {"sizes_pow2": staticmethod(timing.sizes_pow2)}),
+    "config": SimpleNamespace(pick=lambda full, quick: full, quick_mode=lambda: False),
+    "timing": SimpleNamespace(sizes_pow2=timing.sizes_pow2),
 }
 
 
@@ -47,11 +37,8 @@ _MODULE = _Unknown("a module")
 
 @dataclasses.dataclass
 class NotebookExperiment:
-    """One ``run_or_replay`` call found in a notebook, as the static reader sees it.
-
-    ``params`` are the full-size parameters worked out from the notebook's text (None when
-    they cannot be); ``problems`` lists what keeps the call from being checked.
-    """
+    """One ``run_or_replay`` call found in a notebook: ``params`` at full size (None when the
+    text does not say them), ``problems`` what keeps the call from being checked."""
 
     name: str
     function: str
@@ -62,17 +49,13 @@ class NotebookExperiment:
 
 
 def _code_cells(path: Path) -> list[str]:
+    """Each code cell's source, without its IPython magics and shell lines."""
     cells = json.loads(path.read_text())["cells"]
-    sources = []
-    for cell in cells:
-        if cell["cell_type"] == "code":
-            source = "".join(cell["source"])
-            sources.append(
-                "\n".join(
-                    line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
-                )
-            )
-    return sources
+    code = ["".join(cell["source"]).splitlines() for cell in cells if cell["cell_type"] == "code"]
+    return [
+        "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+        for lines in code
+    ]
 
 
 def _evaluate(node: ast.expr, names: Mapping[str, Any]) -> Any:
@@ -88,12 +71,6 @@ def _evaluate(node: ast.expr, names: Mapping[str, Any]) -> Any:
         **{k: v for k, v in names.items() if not isinstance(v, _Unknown)},
     }
     return eval(compile(ast.Expression(node), "<params>", "eval"), namespace)  # noqa: S307
-
-
-def _call_target(node: ast.Call) -> ast.expr | None:
-    return (
-        node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fn"), None)
-    )
 
 
 def _is_run_or_replay(node: ast.AST) -> TypeGuard[ast.Call]:
@@ -112,8 +89,7 @@ class _NotebookReader:
         self.found: dict[str, NotebookExperiment] = {}
 
     def read_cell(self, source: str) -> None:
-        tree = ast.parse(source)
-        for node in tree.body:
+        for node in ast.parse(source).body:
             self._define(node, source)
             for call in (sub for sub in ast.walk(node) if _is_run_or_replay(sub)):
                 experiment = self._experiment(call)
@@ -167,20 +143,17 @@ class _NotebookReader:
 
     def _experiment(self, call: ast.Call) -> NotebookExperiment:
         keywords = {k.arg: k.value for k in call.keywords}
-        target = _call_target(call)
+        target = call.args[0] if call.args else keywords.get("fn")
         function = (
             target.id if isinstance(target, ast.Name) else ast.unparse(target) if target else "?"
         )
         name_node = keywords.get("name")
         name = str(name_node.value) if isinstance(name_node, ast.Constant) else function
-        gpus_node = keywords.get("gpus")
-        literal = gpus_node is None or (
-            isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int)
-        )
-        gpus = 1 if gpus_node is None else -1
+        gpus_node = keywords.get("gpus", ast.Constant(1))
         if isinstance(gpus_node, ast.Constant) and isinstance(gpus_node.value, int):
-            gpus = gpus_node.value
-        problems = [] if literal else ["gpus= must be a literal number"]
+            gpus, problems = gpus_node.value, []
+        else:
+            gpus, problems = -1, ["gpus= must be a literal number"]
         if not isinstance(target, ast.Name) or function not in self.functions:
             problems.append(
                 f"the experiment `{function}` is not a function defined with def at the top "
@@ -188,7 +161,6 @@ class _NotebookReader:
             )
             return NotebookExperiment(name, function, gpus, None, None, problems)
         fp = self._fingerprint(function, problems)
-        params = None
         try:
             params = _evaluate(keywords["params"], self.values) if "params" in keywords else {}
             params = codec.encode(params, None, "params")

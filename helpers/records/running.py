@@ -1,5 +1,8 @@
 """Run or replay: ``run_or_replay`` measures live where the hardware is and replays elsewhere,
-saying which machine's numbers a notebook shows and why."""
+saying which machine's numbers a notebook shows and why.
+
+A replay uses ``COURSE_REPLAY_MACHINE``'s recording, else this machine's, else that of the
+recorded machine with the most GPUs (then the newest recording, then the name)."""
 
 from __future__ import annotations
 
@@ -14,23 +17,92 @@ from typing import Any
 from .. import checks, codec, config, hardware
 from .fingerprints import fingerprint
 from .footprints import footprint_sentence
-from .header import environment_header
 from .machines import machine_folders
 from .notebook_reader import experiments_in_notebook
-from .replay_choice import choose_recording
-from .store import load, read_header, recordings_of, rerecord_command, save
-
-DESCRIBE_WIDTH = (
-    100  # characters per line of Run.describe(): a notebook's output, or the site, shows them whole
+from .store import (
+    describe_machine,
+    environment_header,
+    load,
+    read_header,
+    recorded_machine_names,
+    recordings_of,
+    rerecord_command,
+    save,
 )
+
+# characters per line of Run.describe(): a notebook's output, or the site, shows them whole
+DESCRIBE_WIDTH = 100
+
+
+@dataclasses.dataclass
+class Choice:
+    """Which recording a replay uses, and the reason in words."""
+
+    path: Path
+    machine: str
+    reason: str
+
+
+def _this_machine_name() -> str | None:
+    return describe_machine()["machine"] if hardware.gpu_count() else None
+
+
+def _most_gpus(headers: dict[str, dict[str, Any]]) -> str:
+    """The machine of ``{machine: header}`` with the most GPUs, then the newest, then the name."""
+    return max(
+        headers, key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m)
+    )
+
+
+def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = None) -> Choice:
+    """The recording of ``notebook/name`` to replay; ``COURSE_REPLAY_MACHINE`` naming no machine
+    that recorded it is a ``ValueError`` that lists those that did."""
+    root = root or config.results_dir()
+    candidates = {p.parts[-3]: p for p in recordings_of(notebook, name, gpus, root)}
+    have = ", ".join(candidates) or "none"
+    wanted = config.replay_machines()
+    if wanted:
+        known = recorded_machine_names(root)
+        unknown = [m for m in wanted if m not in known]
+        if unknown:
+            raise ValueError(
+                f"{config.REPLAY_MACHINE_ENV} names {', '.join(map(repr, unknown))}, not a "
+                f"recorded machine; recorded machines: {', '.join(known) or 'none'}"
+            )
+        chosen = next((m for m in wanted if m in candidates), None)
+        if chosen is None:
+            raise ValueError(
+                f"{config.REPLAY_MACHINE_ENV}={','.join(wanted)} has no recording of "
+                f"{notebook}/{name} (it needs {gpus} GPU(s)); machines that have it: {have}"
+            )
+        why = (
+            "chose it"
+            if chosen == wanted[0]
+            else f"lists it first of those that recorded it ({have})"
+        )
+        return Choice(candidates[chosen], chosen, f"{config.REPLAY_MACHINE_ENV} {why}")
+    if not candidates:
+        raise ValueError(
+            f"{notebook}/{name} needs {gpus} GPU(s), this machine has {hardware.gpu_count()}, and no "
+            f"recording of it is under {root}; {rerecord_command(None, [notebook])}"
+        )
+    here = _this_machine_name()
+    if here in candidates:
+        return Choice(candidates[here], here, "it is this machine")
+    best = _most_gpus({m: read_header(path) for m, path in candidates.items()})
+    reason = (
+        "it is the only machine that recorded it"
+        if len(candidates) == 1
+        else f"it is the one with the most GPUs of those that recorded it ({have}); "
+        f"set {config.REPLAY_MACHINE_ENV} to choose another"
+    )
+    return Choice(candidates[best], best, reason)
 
 
 @dataclasses.dataclass
 class Run:
-    """What ``run_or_replay`` gives back: the value, and where and when it was measured.
-
-    ``reason`` says, for a replay, why this machine does not measure and why that recording.
-    """
+    """What ``run_or_replay`` gives back: the value, where and when it was measured, and for a
+    replay why this machine does not measure and why that recording."""
 
     value: Any
     live: bool
@@ -51,8 +123,7 @@ class Run:
         return hardware.gpu_name(self.header["machine"]) or "no GPU"
 
     def describe(self) -> str:
-        """One plain sentence: measured here, or replayed from which machine, why, and when;
-        wrapped into lines of at most ``DESCRIBE_WIDTH`` characters (words are never split)."""
+        """One plain sentence: measured here, or replayed from which machine, why, and when."""
         m = self.header["machine"]
         versions = f"torch {m.get('torch')}, driver {m.get('driver') or '-'}"
         if self.live:
@@ -65,9 +136,7 @@ class Run:
                 f"({self.gpu_name}, {versions}) on {self.header['date'][:10]} at commit "
                 f"{self.header.get('commit') or 'unknown'}."
             )
-        return textwrap.fill(
-            sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False
-        )
+        return _filled(sentence)
 
     def where(self) -> str:
         """A few words for tables: ``live on X`` or ``replayed from X``."""
@@ -117,9 +186,8 @@ def _replay(notebook: str, name: str, gpus: int, fp: str, params: dict[str, Any]
     return Run(value, False, header, reason=reason)
 
 
-_DESCRIBED: set[tuple[str, str, str, str]] = (
-    set()
-)  # (notebook, machine, date, reason) described in full
+# (notebook, machine, date, reason) described in full
+_DESCRIBED: set[tuple[str, str, str, str]] = set()
 
 
 def _said_once(notebook: str, run: Run) -> str:
@@ -133,23 +201,20 @@ def _said_once(notebook: str, run: Run) -> str:
 
 
 def _filled(sentence: str) -> str:
+    """``sentence`` in lines of at most ``DESCRIBE_WIDTH`` characters, words never split."""
     return textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
 
 
 def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
-    """What a notebook's set-up cell prints first: this machine's report where it has a GPU to
-    measure with; elsewhere a line on this machine, then the report of the recorded machine its
-    replays come from (``COURSE_REPLAY_MACHINE``'s first that recorded the notebook, else the one
-    with the most GPUs, then the newest). Each experiment still says where its numbers come from.
-    """
+    """What a notebook's set-up cell prints first: the report of this machine where it has a
+    GPU, else of the recorded machine its replays come from, and what the notebook needs."""
+    here = hardware.describe()
     if hardware.gpu_count():
-        here = hardware.describe()
         return (
             hardware.report(here)
             + "\n\n"
             + _filled(footprint_sentence(notebook, here["machine"], root))
         )
-    here = hardware.describe()
     headers = {
         machine.name: read_header(sorted((machine / notebook).glob("*.json"))[0])
         for machine in machine_folders(root)
@@ -164,10 +229,7 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
     if wanted:
         chosen, why = wanted[0], f"{config.REPLAY_MACHINE_ENV} chose it"
     else:
-        chosen = max(
-            headers,
-            key=lambda m: (len(headers[m]["machine"].get("gpus") or []), headers[m]["date"], m),
-        )
+        chosen = _most_gpus(headers)
         why = "it has the most GPUs of the machines that recorded this notebook"
     sentence = (
         f"{this}: the experiments below replay recordings made on {chosen} ({why}; each experiment "
@@ -183,9 +245,7 @@ def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
 
 
 def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[str, Run]:
-    """``{machine: Run}`` for every recorded machine that has ``notebook/name``, each replayed as
-    a notebook would replay it there: the value and header of that machine's recording.
-    """
+    """``{machine: Run}`` of every recorded machine's recording of ``notebook/name``."""
     found = {}
     for path in recordings_of(notebook, name, 0, root):
         header, value = load(path)
@@ -196,12 +256,8 @@ def recorded_runs(notebook: str, name: str, root: Path | None = None) -> dict[st
 
 
 def note_footprint(notebook: str, name: str, used: hardware.Footprint) -> None:
-    """Append one live experiment's footprint to ``COURSE_FOOTPRINT_OUT`` (a JSON line with the
-    notebook, experiment, quick mode and bytes), where it is set.
-
-    Used by records.run_or_replay; ``make gpu-all`` gathers the lines into
-    ``results/<machine>/footprints.json``.
-    """
+    """Append one live experiment's footprint, as a JSON line, to ``COURSE_FOOTPRINT_OUT``
+    where it is set (``gather_footprints`` reads the lines)."""
     out = config.footprint_out()
     if out is None:
         return
@@ -225,12 +281,8 @@ def run_or_replay(
 ) -> Run:
     """Run experiment ``fn(**params)`` live if this machine has ``gpus`` GPUs, else replay it.
 
-    Live: the result is measured now; with ``COURSE_RECORD=1`` (and not in quick mode) it is
-    also saved as a recording. Either way the value the notebook gets has been through the
-    recordings' encoding (``codec.round_trip``), so live and replay hand over the same types.
-    Replay: ``choose_recording`` picks the recording and the first sentence printed says which
-    and why. ``gpus=0`` experiments always run live and are never recorded. ``params`` must be
-    recordable; that is checked before the experiment runs.
+    A live value goes through the recordings' encoding too, so live and replay hand over the
+    same types; with ``COURSE_RECORD=1`` a full-size live run with ``gpus >= 1`` is saved.
     """
     _check_arguments(fn, notebook, gpus, params)
     fp = fingerprint(fn)  # refuses lambdas, partials and closures first
@@ -257,8 +309,7 @@ def run_or_replay(
 
 def replay_plan(notebook_path: Path | str) -> tuple[list[str], list[str], str]:
     """For a notebook on this machine: (experiments that run live, experiments that replay,
-    one line saying which machine the replays come from and why, or why none can).
-    """
+    one line saying which machine the replays come from and why, or why none can)."""
     path = Path(notebook_path)
     found = experiments_in_notebook(path)
     have = hardware.gpu_count()

@@ -15,9 +15,7 @@ from .validation import GAPS_FILE, recording_gaps, validate_recording
 
 @dataclasses.dataclass
 class Problem:
-    """One thing wrong with the recordings: where (machine may be None: no machine has it)
-    and what, for ``check_recordings``.
-    """
+    """One thing wrong with the recordings: on which machine (None: on none), and what."""
 
     machine: str | None
     notebook: str
@@ -82,12 +80,8 @@ def _check_machine(
 
 
 def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) -> list[Problem]:
-    """Everything wrong with the recordings of these notebooks, machine by machine: an
-    experiment no machine recorded; on each machine that recorded a notebook, every experiment
-    it has the GPUs for that is missing, stale (code, reached functions, measuring version or
-    params changed), broken or lacking an attachment; recordings of experiments or notebooks
-    that no longer exist; and problems reading the notebook itself. Empty is good.
-    """
+    """Everything wrong with the recordings of these notebooks, machine by machine: missing,
+    stale, broken or left over, and problems reading the notebooks themselves. Empty is good."""
     if isinstance(notebooks, (str, Path)):
         raise TypeError(
             f"check_recordings takes a list of notebook paths; got one path, {str(notebooks)!r}: "
@@ -126,12 +120,6 @@ def check_recordings(notebooks: Iterable[Path | str], root: Path | None = None) 
                 )
             )
     return problems
-
-
-def stale_recordings(notebook_path: Path | str, root: Path | None = None) -> list[str]:
-    """``check_recordings`` for one notebook, as lines of text. Empty is good."""
-    notebook = Path(notebook_path).stem
-    return [p.text for p in check_recordings([notebook_path], root) if p.notebook == notebook]
 
 
 def format_problems(problems: Iterable[Problem]) -> str:

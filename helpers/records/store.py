@@ -1,7 +1,10 @@
-"""Recordings on disk: where one goes, saving it, reading it back, and which machines have one."""
+"""Recordings on disk: the environment header, where one goes, saving it, reading it back, and
+which machines have one."""
 
 from __future__ import annotations
 
+import datetime as _dt
+import functools
 import json
 import re
 import shutil
@@ -9,12 +12,40 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-# timing, trace and distributed define the recorded types: importing them registers those
-# types, so ``load`` works on its own.
-from .. import codec, config, distributed, timing, trace  # noqa: F401
+# importing timing, trace and distributed registers the recorded types they define
+from .. import codec, config, distributed, hardware, timing, trace  # noqa: F401
 from .checksums import checksum_problem, note_checksums
-from .header import HEADER_KEYS, environment_header
 from .machines import machine_folders
+
+HEADER_KEYS = (
+    "machine",
+    "date",
+    "commit",
+    "quick",
+    "notebook",
+    "experiment",
+    "fingerprint",
+    "params",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def describe_machine() -> dict[str, Any]:
+    return hardware.describe()
+
+
+def environment_header(notebook: str, name: str, fp: str, params: dict[str, Any]) -> dict[str, Any]:
+    """What a recording says about where it came from: machine, versions, date, commit, parameters."""
+    return {
+        "machine": dict(describe_machine()),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "commit": config.course_commit(),
+        "quick": config.quick_mode(),
+        "notebook": notebook,
+        "experiment": name,
+        "fingerprint": fp,
+        "params": codec.encode(params, None, "params"),
+    }
 
 
 class RecordingError(ValueError):
@@ -111,14 +142,8 @@ def read_header(path: Path | str) -> dict[str, Any]:
 
 
 def load(path: Path | str) -> tuple[dict[str, Any], Any]:
-    """Read a recording: ``(header, result)``, with registered types and attachments restored.
-
-    A file that is not a whole recording, or that (or an attachment of which) is not the file
-    recorded (``checksums.json``), raises ``RecordingError`` naming it and the fix.
-
-    Used by records.run_or_replay (to replay), records.validate_recording and
-    records.figure_rows.
-    """
+    """Read a recording: ``(header, result)``, with registered types and attachments restored;
+    ``RecordingError`` where it or an attachment is not whole or not the file recorded."""
     path = Path(path)
     record = _read_record(path)
     for file in [path, *(path.parent / name for name in _attached(record["result"]))]:
@@ -151,29 +176,16 @@ def gpu_total(path: Path) -> int:
 
 
 def recordings_of(notebook: str, name: str, gpus: int = 0, root: Path | None = None) -> list[Path]:
-    """Recordings of one experiment made on machines with at least ``gpus`` GPUs, by machine name.
-
-    Used by records.choose_recording.
-    """
-    found = []
-    for folder in machine_folders(root):
-        path = folder / notebook / f"{name}.json"
-        if path.is_file() and gpu_total(path) >= gpus:
-            found.append(path)
-    return found
+    """Recordings of one experiment on machines with at least ``gpus`` GPUs, by machine name."""
+    paths = [folder / notebook / f"{name}.json" for folder in machine_folders(root)]
+    return [path for path in paths if path.is_file() and gpu_total(path) >= gpus]
 
 
 def recorded_machine_names(root: Path | None = None) -> list[str]:
-    """Names of the machines with recordings under the results folder, sorted.
-
-    Used by records.choose_recording and the course's tools.
-    """
+    """Names of the machines with recordings under the results folder, sorted."""
     return [folder.name for folder in machine_folders(root)]
 
 
 def recorded_machines(root: Path | None = None) -> list[dict[str, Any]]:
-    """The machine headers of every recorded machine, one each (for reports in 00_start_here).
-
-    Taught in 00_start_here.
-    """
+    """The machine header of every recorded machine (00_start_here reports them)."""
     return [read_header(sorted(f.glob("*/*.json"))[0])["machine"] for f in machine_folders(root)]

@@ -1,5 +1,4 @@
-"""Validating a recording: it decodes, its header and attachments are whole, its times are
-possible; a machine's folder holds nothing else; the gaps a machine declares."""
+"""Validating recordings and a machine's folder, and the gaps a machine declares."""
 
 from __future__ import annotations
 
@@ -66,36 +65,21 @@ def _bad_times(value: Any) -> Iterable[str]:
 
 
 def validate_recording(path: Path, machine: str | None = None) -> list[str]:
-    """Problems with one recording file, each naming it; empty when it is sound.
-
-    Sound means: it decodes; its header has every key (``HEADER_KEYS``) and names this
-    machine, notebook and experiment; it is not a quick-mode run; its attachments exist
-    beside it as plain files; no time is negative or not a number; no device-timed bandwidth
-    is impossible: over the GPUs' memory bandwidth (``hardware.ceiling_gbps``) by more than 10%,
-    or, for a copy whose bytes fit in the L2 cache (``hardware.cache_bytes``: it may never
-    touch memory), over what the SMs can move through their caches
-    (``hardware.cache_ceiling_gbps``).
-    """
+    """Problems with one recording file, each naming it; empty when it is sound: it loads, its
+    header names its place, it is full size, its attachments are plain files beside it, and no
+    time or device-timed bandwidth is impossible (over 1.1 x the memory bandwidth, or, for bytes
+    that fit in the L2 cache, over what the SMs move through it)."""
     path = Path(path)
     try:
         header, value = load(path)
     except RecordingError as err:
         return [str(err)]
-    problems = []
-    expected = {
-        "machine": machine or path.parts[-3],
-        "notebook": path.parent.name,
-        "experiment": path.stem,
-    }
-    found = {
-        "machine": header["machine"].get("machine"),
-        "notebook": header["notebook"],
-        "experiment": header["experiment"],
-    }
-    problems += [
-        f"{path}: its header says {key} {found[key]!r}, its place says {want!r}"
-        for key, want in expected.items()
-        if found[key] != want
+    place = (machine or path.parts[-3], path.parent.name, path.stem)
+    said = (header["machine"].get("machine"), header["notebook"], header["experiment"])
+    problems = [
+        f"{path}: its header says {key} {found!r}, its place says {want!r}"
+        for key, found, want in zip(("machine", "notebook", "experiment"), said, place, strict=True)
+        if found != want
     ]
     if header["quick"]:
         problems.append(f"{path}: it is a quick-mode run; recordings are made at full size")
@@ -128,8 +112,7 @@ def validate_recording(path: Path, machine: str | None = None) -> list[str]:
 
 def validate_machine_folder(folder: Path, machine: str) -> list[str]:
     """``validate_recording`` for every recording under ``results/<machine>``, plus the files
-    there that are neither a recording nor one's attachment, and any link. Empty is good.
-    """
+    there that are neither a recording nor one's attachment, and any link. Empty is good."""
     folder = Path(folder)
     recordings = sorted(folder.glob("*/*.json"))
     if not recordings:
@@ -165,12 +148,9 @@ GAPS_FILE = "gaps.json"
 
 
 def recording_gaps(machine_folder: Path) -> dict[str, str]:
-    """The experiments a recorded machine is known not to have, each with why:
-    ``results/<machine>/gaps.json``, ``{"<notebook>/<experiment>": "why"}``. Written by hand when
-    an experiment is added or changed and no machine of that kind can be lent to record it; a
-    listed experiment is not reported missing, and replaying it "on" that machine takes the next
-    machine of ``COURSE_REPLAY_MACHINE``'s list, which the notebook names. Empty without the file.
-    """
+    """``results/<machine>/gaps.json``, ``{"<notebook>/<experiment>": "why"}``: experiments a
+    machine is known not to have (written by hand when no such machine can be lent), which are
+    not reported missing. Empty without the file."""
     path = Path(machine_folder) / GAPS_FILE
     if not path.exists():
         return {}
@@ -192,10 +172,7 @@ def recording_gaps(machine_folder: Path) -> dict[str, str]:
 
 
 def gap_machines(notebook: str, name: str, root: Path | None = None) -> set[str]:
-    """The recorded machines whose gaps.json lists ``notebook/name``: they replay it from another.
-
-    Used by the course's tests.
-    """
+    """The recorded machines whose gaps.json lists ``notebook/name``."""
     return {
         folder.name
         for folder in machine_folders(root)
