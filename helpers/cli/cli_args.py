@@ -1,6 +1,4 @@
-"""``datamove``'s arguments: sizes (``4KiB``, nccl-tests' ``128M``), size ranges, tolerances, ops,
-whole numbers, and the one-line error a request that cannot be served gets.
-"""
+"""``datamove``'s arguments (sizes, ranges, tolerances, ops, whole numbers) and its one-line errors."""
 
 from __future__ import annotations
 
@@ -60,9 +58,7 @@ def parse_size(text: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """Sizes in bytes from ``"4KiB:1GiB"`` (x4 steps, as notebook 01 sweeps), ``"4KiB:1GiB:2"``
-    (x2 steps) or a list ``"4KiB,64MiB"``.
-    """
+    """Bytes from ``"4KiB:1GiB"`` (x4 steps, as notebook 01), ``"4KiB:1GiB:2"`` or ``"4KiB,64MiB"``."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"{text!r} is not a list of sizes: pass e.g. 4KiB:1GiB or 4KiB,64MiB")
     if ":" not in text:
@@ -86,9 +82,7 @@ def size_range(
     step: int | None = None,
     text: str = "",
 ) -> list[int]:
-    """nccl-tests' sizes: from ``smallest`` to ``largest``, times ``factor`` (-f) or plus ``step``
-    bytes (-i) each time; bytes.
-    """
+    """nccl-tests' sizes in bytes, times ``factor`` (-f) or plus ``step`` bytes (-i) each time."""
     from .. import timing  # here: importing them imports torch
 
     where = f"{text!r}: " if text else ""
@@ -103,12 +97,12 @@ def size_range(
         return timing.sizes_pow2(smallest, largest, factor)
     if step is None or step < 1:
         raise ValueError(f"{where}pass a step factor (-f 2) or a step in bytes (-i 1M)")
-    sizes = list(range(smallest, largest + 1, step))
+    sizes = range(smallest, largest + 1, step)  # counted before it is listed: -i 1 -e 1G is 10^9
     if len(sizes) > 1000:
         raise ValueError(
             f"{where}{len(sizes)} sizes is more than a sweep needs: pass a bigger step or -f 2"
         )
-    return sizes
+    return list(sizes)
 
 
 def parse_tolerance(text: str) -> float:
@@ -126,7 +120,7 @@ def parse_tolerance(text: str) -> float:
 
 
 def parse_ops(text: str) -> list[str]:
-    """``"all_reduce,all_gather"`` or ``"all"`` -> a list of names from ``distributed.COLLECTIVE_OPS``."""
+    """``"all_reduce,all_gather"`` or ``"all"`` -> names from ``distributed.COLLECTIVE_OPS``."""
     from .. import distributed  # here: importing them imports torch
 
     if text.strip() == "all":
@@ -189,11 +183,7 @@ def need_gpus(n: int, why: str = "") -> None:
 
 
 def parse_ranks(text: str) -> int:
-    """A number of ranks a launch can start: a whole number from 1 to
-    ``distributed.MAX_WORLD_SIZE``.
-
-    Used by the command line (datamove).
-    """
+    """Ranks a launch can start: a whole number from 1 to ``distributed.MAX_WORLD_SIZE``."""
     from .. import distributed  # here: importing them imports torch
 
     ranks = whole(1)(text)
@@ -206,10 +196,7 @@ def parse_ranks(text: str) -> int:
 
 
 def parse_seconds(text: str) -> float:
-    """A timeout in seconds: positive, finite, at most ``distributed.MAX_TIMEOUT_S`` (a day).
-
-    Used by the command line (datamove).
-    """
+    """A timeout in seconds: positive, finite, at most ``distributed.MAX_TIMEOUT_S`` (a day)."""
     from .. import distributed  # here: importing them imports torch
 
     try:
@@ -225,11 +212,7 @@ def parse_seconds(text: str) -> float:
 
 
 def parse_output_file(text: str) -> Path:
-    """A file the command may write at the end: not a folder, in a folder that exists and can be
-    written, itself writable if it exists; checked before any measurement starts.
-
-    Used by the command line (datamove).
-    """
+    """A file the command writes at the end, checked writable before any measurement starts."""
     path = Path(text).expanduser()
     folder = path.parent
     if not text.strip() or path.is_dir():

@@ -1,14 +1,7 @@
-"""nccl-tests' output, line for line (nccl-tests 2.19.6, src/util.cu): the ``# nThread`` header,
-``# Using devices`` lines, the out-of-place / in-place header and units line (``-I 1``: with the
-per-iteration columns), rows printed as measured, the trailer (``# Out of bounds values``,
-``# Avg bus bandwidth``, the closing ``#`` and empty line); its JSON (``-J``, file version 3, its
-writer's keys and types); and one small parser that reads a log of either.
-
-Each row carries both groups as ``distributed.collective_sweep`` measured them; a group it could
-not measure (``placement_refused``: in-place all_to_all, out-of-place all_reduce and broadcast
-under gloo) prints N/A, never a copy of the other.
-
-Used by the command line (datamove).
+"""nccl-tests 2.19.6's output line for line (src/util.cu): header, ``# Using devices``, the
+out-of-place / in-place columns (``-I 1``: with per-iteration ones), rows, trailer; its ``-J`` JSON
+(file version 3); and a parser of a log of either. A group ``distributed.collective_sweep`` could
+not measure (``placement_refused``) prints N/A, never a copy of the other.
 """
 
 from __future__ import annotations
@@ -23,21 +16,13 @@ from .. import distributed
 
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum"}
 _ROOT = {"broadcast": 0}
-_PER_RANK_COUNT = (
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-)  # nccl-tests' count is per rank there
+_PER_RANK_COUNT = ("all_gather", "reduce_scatter", "all_to_all")  # nccl-tests counts per rank
 JSON_FILE_VERSION = 3
 GROUPS = ("out_of_place", "in_place")
 
 
 def float_str(value: float, width: int) -> str:
-    """A number as nccl-tests 2.19 prints it (``getFloatStr``): two decimals if they fit in
-    ``width`` characters, else one, else none, else exponent form.
-
-    Used by the command line (datamove).
-    """
+    """nccl-tests' ``getFloatStr``: two decimals if they fit in ``width``, else one, none, exponent."""
     for form in (".2f", ".1f", ".0f"):
         text = f"{value:{width}{form}}"
         if len(text) <= width:
@@ -46,11 +31,7 @@ def float_str(value: float, width: int) -> str:
 
 
 def time_str(us: float) -> str:
-    """A time in us as nccl-tests 2.19 prints it: ``float_str(us, 7)`` (``  13.24``, `` 135.80``,
-    ``1059.90``, ``12646.0``).
-
-    Used by the command line (datamove).
-    """
+    """A time in us as nccl-tests prints it (``  13.24``, ``1059.90``, ``12646.0``)."""
     return float_str(us, 7)
 
 
@@ -72,12 +53,8 @@ def header_lines(
     note: str,
     clock: str = "CUDA event",
 ) -> list[str]:
-    """The lines before the rows: versions, ``# nThread ...``, ``# Using devices`` and one line per
-    rank, the two header lines and the units line (with ``per_iter``, nccl-tests' ``-I 1``
-    report line, naming ``clock``, and columns). ``step`` is e.g. ``"2(factor)"``.
-
-    Used by the command line (datamove).
-    """
+    """The lines before the rows (``per_iter``: ``-I 1``'s report line and columns); ``step`` is
+    e.g. ``"2(factor)"``."""
     lines = [
         f"# datamove {version}: torch.distributed, {note}",
         f"# Collective test starting: {op}_perf",
@@ -123,11 +100,7 @@ def header_lines(
 def group_result(
     op: str, nbytes: int, seconds: float, wrong: int | None, world: int
 ) -> dict[str, Any]:
-    """One measured group as nccl-tests' JSON has it: ``time`` in us, ``alg_bw`` and ``bus_bw``
-    in GB/s, ``nwrong`` (None when not checked).
-
-    Used by the command line (datamove).
-    """
+    """One group as nccl-tests' JSON has it: time (us), alg_bw, bus_bw (GB/s), nwrong (None: unchecked)."""
     return {
         "time": seconds * 1e6,
         "alg_bw": distributed.algbw_gbps(nbytes, seconds),
@@ -137,11 +110,8 @@ def group_result(
 
 
 def per_iter_stats(times_s: list[float], skip: int) -> dict[str, Any]:
-    """nccl-tests' ``*_per_iter`` object (``computeIterStats``, ``writePerIterReport``) of
-    per-call times in seconds: summary over the calls after the first ``skip``, in us.
-
-    Used by the command line (datamove).
-    """
+    """nccl-tests' ``*_per_iter`` object in us (``computeIterStats``) of per-call times in seconds,
+    summarising the calls after the first ``skip``."""
     kept = sorted(times_s[skip:])
     n = len(kept)
     avg = sum(kept) / n
@@ -172,12 +142,8 @@ def result(
     groups: dict[str, dict[str, Any] | None],
     per_iter: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """One row as nccl-tests' JSON has it: size, count, type, redop, root (text, width 6), each
-    group (from ``group_result``; None where it was not measured) followed by its per-iteration
-    object when ``per_iter`` has one, ``actual_iterations``, ``experiment_name``.
-
-    Used by the command line (datamove).
-    """
+    """One row as nccl-tests' JSON has it; a group not measured is None, each group followed by
+    its per-iteration object where ``per_iter`` has one."""
     row: dict[str, Any] = {
         "size": nbytes,
         "count": nbytes // 4 // (world if op in _PER_RANK_COUNT else 1),
@@ -195,10 +161,7 @@ def result(
 
 
 def row_line(row: dict[str, Any]) -> str:
-    """``row`` (from ``result``) as nccl-tests prints it; N/A in a group not measured.
-
-    Used by the command line (datamove).
-    """
+    """``row`` (from ``result``) as nccl-tests prints it; N/A in a group not measured."""
     line = f"{row['size']:12d}  {row['count']:12d}  {row['type']:>8}  {row['redop']:>6}  {row['root']:>6}"
     per_iter = any(f"{key}_per_iter" in row for key in GROUPS)
     for key in GROUPS:
@@ -223,24 +186,15 @@ def row_line(row: dict[str, Any]) -> str:
 
 
 def summary(rows: list[dict[str, Any]]) -> tuple[int, float]:
-    """The trailer's figures: wrong elements in all, and the mean busbw of every group measured.
-
-    Used by the command line (datamove).
-    """
+    """Wrong elements in all, and the mean busbw of every group measured."""
     groups = [row[key] for row in rows for key in GROUPS if row[key] is not None]
     wrong = int(sum(g["nwrong"] or 0 for g in groups))
     return wrong, sum(g["bus_bw"] for g in groups) / len(groups) if groups else 0.0
 
 
 def trailer_lines(op: str, rows: list[dict[str, Any]]) -> list[str]:
-    """nccl-tests' lines after the rows: ``# Out of bounds values : N OK|FAILED``,
-    ``# Avg bus bandwidth    : x ``, ``#``, ``# Collective test concluded: <op>_perf``,
-    datamove's own comment lines (a group not measured and why, ``spread_lines``; where
-    nccl-tests' -M memory line goes), ``#``
-    and an empty line.
-
-    Used by the command line (datamove).
-    """
+    """nccl-tests' lines after the rows, with datamove's comment lines (a group not measured and
+    why, ``spread_lines``) where nccl-tests' -M memory line goes."""
     wrong, average = summary(rows)
     return [
         f"# {'Out of bounds values':<20} : {wrong} {'FAILED' if wrong else 'OK'}",
@@ -263,14 +217,9 @@ def _busbw(row: dict[str, Any]) -> float:
 
 
 def spread_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Comment lines (which nccl-tests' readers skip) on what its format has no column for: the
-    spread of the samples behind each row (interquartile range over median, in %, the larger of
-    its two groups; ``row["datamove"]["spread"]``) at its largest and typical, and the sizes where
-    busbw fell as the size grew (rows out of order: other work disturbed the samples, as on a busy
-    CPU under gloo). No lines when the rows carry no spread.
-
-    Used by nccl_tests_format.trailer_lines.
-    """
+    """Comment lines (nccl-tests' readers skip them) on what its format has no column for: the
+    rows' sample spread (``row["datamove"]["spread"]``, IQR/median), typical and largest, and
+    where busbw fell as the size grew (other work disturbed the samples); none without a spread."""
     extra = [r.get("datamove") or {} for r in rows]
     spread = [
         (float(e["spread"]), int(r["size"]))
@@ -325,14 +274,9 @@ def json_document(
     rows: list[dict[str, Any]],
     started: _dt.datetime,
 ) -> dict[str, Any]:
-    """nccl-tests' ``-J`` JSON (file version 3) of one collective's run, its keys and types as
-    its writer makes them (src/util.cu): version, times, args, the NCCL_/TORCH_ environment (not
-    the whole environment: it may hold secrets), config (booleans as "true"/"false" strings;
-    ``devices`` as a one-process ``-g N`` run fills it: the first rank's line only), results,
-    out_of_bounds, average_bus_bandwidth, errors, end_time.
-
-    Used by the command line (datamove).
-    """
+    """nccl-tests' ``-J`` JSON (version 3) of one collective's run, keys and types as its writer
+    makes them; only the NCCL_/TORCH_ environment (the rest may hold secrets), and ``devices``
+    as a one-process ``-g N`` run fills it (the first rank only)."""
     wrong, average = summary(rows)
     step = {"step_factor": factor} if factor else {"step_bytes": step_bytes}
     nccl = distributed.nccl_version_code()
@@ -407,10 +351,8 @@ def _group(cells: list[str]) -> dict[str, float | None] | None:
 
 
 def parse_log(text: str) -> dict[str, Any]:
-    """Read an nccl-tests log (nccl-tests' own or datamove's): the header's fields, the devices,
-    each row with its out-of-place and in-place groups, the out-of-bounds count and the average
-    bus bandwidth. Lines it does not know (NCCL INFO, mpirun's prefixes stripped first) are skipped.
-    """
+    """An nccl-tests log (its own or datamove's) as its JSON's fields: config, devices, results,
+    out_of_bounds, average_bus_bandwidth; other lines skipped, mpirun's prefixes stripped."""
     found: dict[str, Any] = {
         "config": None,
         "devices": [],
