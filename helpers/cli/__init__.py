@@ -1,22 +1,10 @@
 """``datamove``: the course's measurements as a command line, on the helpers' own code paths.
 
-| subcommand | what it does |
-| --- | --- |
-| ``doctor`` | preflight of a machine: each check pass / warn / FAIL, with the fix ("CPU only" says so) |
-| ``h2d``, ``d2h`` | host <-> GPU copy bandwidth by size, as notebook 01 times it, rows as measured |
-| ``p2p`` | the peer matrix: one-way and both-ways GB/s, and latency, as notebook 05 times them |
-| ``nvbandwidth`` | the same copies under nvbandwidth's testcase names, flags, matrices and JSON |
-| ``collectives`` | nccl-tests' output and flags for ``distributed.collective_sweep`` (torchrun or spawned ranks) |
-| ``topo`` | the GPUs' links (NVLink, PCIe), NUMA nodes and each link's ceiling, from NVML |
-| ``record`` | the GPU run of ``tools/gpu_run.py``: GPU tests, every notebook live, results/<machine>/, validated |
-| ``check`` | the headline figures measured again against this machine's rows in results/index.jsonl |
-| ``notebooks`` | the course's notebooks copied into a folder of yours, and run there (``--run``) |
-
-One module per job: ``cli_args`` (arguments), ``cli_output`` (streamed rows, progress),
-``copy_cmds``, ``nvbandwidth_cmd``, ``nccl_tests_format`` and ``collectives_cmd``, ``topo``,
-``doctor``, ``record_check``, ``notebooks_cmd``; this file holds the parser and ``main``. Nothing here measures by
-itself: copies are the notebooks' own experiments (``helpers.experiments``), collectives are
-``helpers.distributed``'s. It imports the helpers; no helper imports it.
+One module per job (``COMMANDS`` below lists the subcommands): ``cli_args`` (arguments),
+``cli_output`` (streamed rows, progress), ``copy_cmds``, ``nvbandwidth_cmd``, ``collectives_cmd``
+with ``nccl_tests_format``, ``topo``, ``doctor``, ``record_check``, ``notebooks_cmd``; this file
+holds the parser and ``main``. Nothing here measures by itself: copies are the notebooks' own
+experiments (``helpers.experiments``), collectives ``helpers.distributed``'s.
 """
 
 from __future__ import annotations

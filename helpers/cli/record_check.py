@@ -25,14 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]  # the clone: notebooks/, tools/, res
 
 def _gpu_run_command(out: Path, quick: bool, skip_tests: bool, notebooks: list[Path]) -> list[str]:
     flags = ["--quick"] * quick + ["--skip-tests"] * skip_tests
-    return [
-        sys.executable,
-        str(ROOT / "tools" / "gpu_run.py"),
-        "--out",
-        str(out),
-        *flags,
-        *map(str, notebooks),
-    ]
+    script = str(ROOT / "tools" / "gpu_run.py")
+    return [sys.executable, script, "--out", str(out), *flags, *map(str, notebooks)]
 
 
 def _install_commands() -> list[list[str]]:
@@ -72,12 +66,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     out = args.out.resolve()
     env = {**os.environ, **distributed.RANK_ENV, "PYTHONUNBUFFERED": "1"}
-    code = subprocess.run(
-        _gpu_run_command(out, args.quick, args.skip_tests, notebooks),
-        cwd=ROOT,
-        env=env,
-        check=False,
-    ).returncode
+    command = _gpu_run_command(out, args.quick, args.skip_tests, notebooks)
+    code = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
     machine = _recorded_machine(out)
     if machine is None:
         print(
@@ -86,15 +76,10 @@ def cmd_record(args: argparse.Namespace) -> int:
         )
         return 1
     problems = _record_problems(machine, notebooks)
-    print(
-        "\n".join(
-            [
-                f"recordings checks on results/{machine}/: "
-                + ("sound" if not problems else f"{len(problems)} problem(s)")
-            ]
-            + [f"  - {p}" for p in problems]
-        )
-    )
+    verdict = f"{len(problems)} problem(s)" if problems else "sound"
+    print(f"recordings checks on results/{machine}/: {verdict}")
+    for problem in problems:
+        print(f"  - {problem}")
     print(
         f"archive: {out}/gpu-results-{machine}.tar.gz; next: make index, then a pull request with "
         f"results/{machine}/ and results/index.jsonl (CONTRIBUTING.md: Add your machine)"
