@@ -68,25 +68,24 @@ def _settled_flags(args: argparse.Namespace, backend: str) -> None:
             f"-G {args.cudagraph} replays the calls from a CUDA graph; the {backend} backend runs on "
             "the CPU and has none: pass -G 0 (or --backend nccl on GPUs)"
         )
-    warnings = []
     if args.per_iter_timing not in (0, 1):
-        warnings.append("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.")
+        say("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.", sys.stderr)
         args.per_iter_timing = 0
     if args.per_iter_timing and args.cudagraph:
-        warnings.append(
-            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."
+        say(
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling.",
+            sys.stderr,
         )
         args.per_iter_timing = 0
     if args.per_iter_skip and not 0 <= args.per_iter_skip < args.iters:
-        warnings.append(
-            f"per-iteration skip (-K) must be between 0 and {args.iters - 1}. Disabling."
+        say(
+            f"per-iteration skip (-K) must be between 0 and {args.iters - 1}. Disabling.",
+            sys.stderr,
         )
         args.per_iter_skip = 0
     if args.per_iter_skip and not args.per_iter_timing:
-        warnings.append("per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.")
+        say("per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.", sys.stderr)
         args.per_iter_skip = 0
-    for line in warnings:
-        say(line, sys.stderr)
 
 
 def _reserve(path: Path) -> Path:

@@ -72,7 +72,7 @@ TESTCASES = (
         "(Write1: row -> column, Write2: column -> row, Total: their sum)",
     ),
 )
-DEFAULT_BUFFER_MIB, DEFAULT_SAMPLES = 512, 3  # nvbandwidth's -b and -i defaults
+DEFAULT_BUFFER_MIB = 512  # nvbandwidth's -b default
 NVBANDWIDTH_NOTE = (
     "NOTE: The reported results may not reflect the full capabilities of the platform.\n"
     "Performance can vary with software drivers, hardware clocks, and system topology.\n"
