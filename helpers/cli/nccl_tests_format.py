@@ -1,6 +1,6 @@
 """nccl-tests 2.19.6's output line for line (src/util.cu): header, ``# Using devices``, the
 out-of-place / in-place columns (``-I 1``: with per-iteration ones), rows, trailer; its ``-J`` JSON
-(file version 3); and a parser of a log of either. A group ``distributed.collective_sweep`` could
+(file version 3). A group ``distributed.collective_sweep`` could
 not measure (``placement_refused``) prints N/A, never a copy of the other.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-import re
 from typing import Any
 
 from .. import distributed
@@ -323,84 +322,3 @@ def json_document(
         "errors": [],
         "end_time": _dt.datetime.now().strftime(when),
     }
-
-
-# ---------------------------------------------------------------- reading a log back
-
-_HEADER = re.compile(
-    r"#\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) step: (\d+)\((\w+)\) "
-    r"warmup iters: (\d+) iters: (\d+)(?: agg iters: (\d+))? validation: (\d+)"
-)
-_DEVICE = re.compile(
-    r"#\s+Rank\s+(\d+)(?: Group\s+(\d+))? Pid\s+(\d+) on\s+(\S+) device\s+(-?\d+) \[([^\]]*)\] (.*)"
-)
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+(.*)$")
-_TRAILER = re.compile(r"#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
-
-
-def _group(cells: list[str]) -> dict[str, float | None] | None:
-    """Four cells of a row's group (time, algbw, busbw, #wrong) as numbers; None when all are N/A."""
-    if all(c == "N/A" for c in cells):
-        return None
-    return {
-        "time": float(cells[0]),
-        "alg_bw": float(cells[1]),
-        "bus_bw": float(cells[2]),
-        "nwrong": None if cells[3] == "N/A" else float(cells[3]),
-    }
-
-
-def parse_log(text: str) -> dict[str, Any]:
-    """An nccl-tests log (its own or datamove's) as its JSON's fields: config, devices, results,
-    out_of_bounds, average_bus_bandwidth; other lines skipped, mpirun's prefixes stripped."""
-    found: dict[str, Any] = {
-        "config": None,
-        "devices": [],
-        "results": [],
-        "out_of_bounds": None,
-        "average_bus_bandwidth": None,
-    }
-    for raw in text.splitlines():
-        line = re.sub(r"^\[\d+,\d+\]<stdout>:", "", raw).rstrip()
-        if (m := _HEADER.match(line)) is not None:
-            found["config"] = {
-                "nthreads": int(m[1]),
-                "ngpus": int(m[2]),
-                "minimum_bytes": int(m[3]),
-                "maximum_bytes": int(m[4]),
-                f"step_{m[6]}": int(m[5]),
-                "warmup_iters": int(m[7]),
-                "iterations": int(m[8]),
-                "validation": int(m[10]),
-            }
-        elif (m := _DEVICE.match(line)) is not None:
-            found["devices"].append(
-                {
-                    "rank": int(m[1]),
-                    "pid": int(m[3]),
-                    "hostname": m[4],
-                    "device": int(m[5]),
-                    "device_hex": m[6],
-                    "device_info": m[7],
-                }
-            )
-        elif (m := _TRAILER.match(line)) is not None:
-            key = "out_of_bounds" if m[1].startswith("Out") else "average_bus_bandwidth"
-            found[key] = int(m[2]) if key == "out_of_bounds" else float(m[2])
-        elif (m := _ROW.match(line)) is not None:
-            cells = m[6].split()
-            if len(cells) < 8:
-                continue
-            second = 8 if len(cells) >= 16 else 4  # with -I 1 each group has 4 more cells
-            found["results"].append(
-                {
-                    "size": int(m[1]),
-                    "count": int(m[2]),
-                    "type": m[3],
-                    "redop": m[4],
-                    "root": int(m[5]),
-                    "out_of_place": _group(cells[0:4]),
-                    "in_place": _group(cells[second : second + 4]),
-                }
-            )
-    return found
