@@ -8,7 +8,7 @@ import datetime as _dt
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 from .. import hardware, tables
@@ -75,19 +75,18 @@ def output_mode(args: argparse.Namespace) -> str:
     return "csv" if getattr(args, "csv", False) else "text"
 
 
-def csv_header(columns: dict[str, Any]) -> csv.DictWriter:
-    """A CSV writer on stdout for the rows' keys in ``columns``, its header written."""
+def csv_header(fields: Iterable[str]) -> csv.DictWriter:
+    """A CSV writer on stdout of the rows' ``fields``, its header written."""
     writer = csv.DictWriter(
-        sys.stdout, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
+        sys.stdout, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n"
     )
     writer.writeheader()
     return writer
 
 
 class StreamedRows:
-    """Rows printed as they are measured: fixed-width text, or CSV (``--csv``); nothing with
-    ``--json`` (the caller prints them at the end). ``columns``: key -> (heading, width, format).
-    """
+    """Rows printed as measured, as text or CSV (``--json``: kept for the end); ``columns``: key ->
+    (heading, width, format)."""
 
     def __init__(
         self, args: argparse.Namespace, columns: dict[str, tuple[str, int, Callable[[Any], str]]]
@@ -119,14 +118,14 @@ class StreamedRows:
 
 
 def emit(
-    args: argparse.Namespace, payload: dict[str, Any], columns: dict[str, Any], text: str
+    args: argparse.Namespace, payload: dict[str, Any], fields: Iterable[str], text: str
 ) -> None:
-    """Print the payload as JSON (``--json``), its rows as CSV (``--csv``) or ``text`` for people."""
+    """Print the payload as JSON (``--json``), its rows' ``fields`` as CSV (``--csv``) or ``text``."""
     mode = output_mode(args)
     if mode == "json":
         say(json.dumps(payload, indent=2, allow_nan=True, default=str))
     elif mode == "csv":
-        csv_header(columns).writerows(payload["rows"])
+        csv_header(fields).writerows(payload["rows"])
         sys.stdout.flush()
     else:
         say(text)

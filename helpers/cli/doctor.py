@@ -1,7 +1,5 @@
 """``datamove doctor``: a preflight of a machine, each check pass / warn / FAIL with its fix.
-
-The facts are read once (``_doctor_facts``); the checks are pure functions of them, so the tests
-feed them any machine. Without a GPU it says "CPU only" and warns about nothing that needs no fix.
+The checks are pure functions of facts read once (``_doctor_facts``), so tests feed them any machine.
 """
 
 from __future__ import annotations

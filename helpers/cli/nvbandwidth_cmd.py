@@ -14,6 +14,7 @@ import json
 import socket
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,13 +140,12 @@ def matrix_text(key: str, description: str, matrix: Matrix, verbose: bool = Fals
 
 def both_ways_each(i: int, j: int, nbytes: int, samples: int) -> tuple[float, float]:
     """cuda:i -> cuda:j and back at once, each timed by its own events as nvbandwidth's
-    bidirectional testcase does; median decimal GB/s of each direction, both copies checked.
-    Each copy runs on its source's stream with the destination's current stream its own, so
-    the two never wait on each other."""
+    bidirectional testcase does; median decimal GB/s of each direction, both copies checked."""
     x_i = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=f"cuda:{i}")
     x_j = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=f"cuda:{j}")
     on_j, on_i = torch.empty_like(x_j), torch.empty_like(x_i)
-    directions = (  # (source GPU, its copy stream, the destination's stream, source, destination)
+    # (source GPU, its copy stream, the destination's own stream: the two never wait on each other)
+    directions = (
         (i, torch.cuda.Stream(device=i), torch.cuda.Stream(device=j), x_i, on_j),
         (j, torch.cuda.Stream(device=j), torch.cuda.Stream(device=i), x_j, on_i),
     )
@@ -307,31 +307,26 @@ def cmd_nvbandwidth(args: argparse.Namespace) -> int:
     small = args.buffer_size < DEFAULT_BUFFER_MIB
     if small:
         report["nvbandwidth"]["warning"] = SMALL_BUFFER_WARNING
-    if not args.json:
-        # what datamove adds goes to stderr: stdout is nvbandwidth's text, line for line
+    text: Callable[[str], None] = (lambda line: None) if args.json else say  # -j: JSON alone
+    if not args.json:  # what datamove adds goes to stderr: stdout is nvbandwidth's, line for line
         print(
             f"datamove: the course's copies under nvbandwidth's names; buffer "
             f"{timing.format_bytes(nbytes)}, {args.samples} samples, median",
             file=sys.stderr,
         )
-        say(header_text(facts))
-        if small:
-            say(SMALL_BUFFER_WARNING)
+    text(header_text(facts))
+    if small:
+        text(SMALL_BUFFER_WARNING)
+    testcases = report["nvbandwidth"]["testcases"]
     for case in cases:
         if gpus < case.gpus:
-            report["nvbandwidth"]["testcases"].append(json_testcase(case, None, "Waived"))
-            if not args.json:
-                say("Waived: ")
+            testcases.append(json_testcase(case, None, "Waived"))
+            text("Waived: ")
             continue
-        if not args.json:
-            say(f"Running {case.key}.")
+        text(f"Running {case.key}.")
         matrices = measure(case, nbytes, args.samples)
-        report["nvbandwidth"]["testcases"].append(json_testcase(case, matrices, verbose=verbose))
-        if not args.json:
-            for (suffix, description), matrix in zip(case.matrices, matrices, strict=True):
-                say(matrix_text(case.key + suffix, description, matrix, verbose) + "\n")
-    if args.json:
-        say(json.dumps(report, indent=2))
-    else:
-        say(NVBANDWIDTH_NOTE)
+        testcases.append(json_testcase(case, matrices, verbose=verbose))
+        for (suffix, description), matrix in zip(case.matrices, matrices, strict=True):
+            text(matrix_text(case.key + suffix, description, matrix, verbose) + "\n")
+    say(json.dumps(report, indent=2) if args.json else NVBANDWIDTH_NOTE)
     return 0

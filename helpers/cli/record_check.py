@@ -134,8 +134,8 @@ def _matches(row: dict[str, Any], headline: Headline, machine: str) -> bool:
 
 
 def _ranks_of(row: dict[str, Any]) -> int:
-    """How many ranks timed a collective's index row, read from its recording: notebook 06 keeps
-    ``world_size`` per entry of its sweep (``['sweep'][k]...``), or once for the whole run."""
+    """How many ranks timed a collective's index row: its recording's ``world_size``, per entry of
+    notebook 06's sweep (``['sweep'][k]...``) or once for the run."""
     _, value = records.load(
         records.recording_path(row["machine"], row["notebook"], row["experiment"])
     )
@@ -152,9 +152,8 @@ def _ranks_of(row: dict[str, Any]) -> int:
 
 
 def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict[str, Any]]:
-    """This machine's headline figures in index rows: ``{key: {"bytes", "ranks", "gbps", "date"}}``;
-    copies at 256 MiB, all_reduce busbw at the largest size and most ranks recorded.
-    """
+    """This machine's headline figures, ``{key: {"bytes", "ranks", "gbps", "date"}}``: all_reduce
+    busbw at the largest size and most ranks recorded."""
     found = {}
     for h in HEADLINES:
         mine = [r for r in rows if _matches(r, h, machine)]
@@ -174,8 +173,7 @@ def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict
 
 
 def _measure_headline(key: str, base: dict[str, Any]) -> float | None:
-    """The headline measured here at the baseline's size (and ranks), in decimal GB/s, by the code
-    the subcommands use; None when this machine has too few GPUs for it."""
+    """The headline measured here at the baseline's size and ranks, decimal GB/s (None: too few GPUs)."""
     nbytes, ranks = base["bytes"], base["ranks"]
     if hardware.gpu_count() < ranks:
         return None
@@ -204,9 +202,8 @@ def _measure_headline(key: str, base: dict[str, Any]) -> float | None:
 def compare_figures(
     baseline: dict[str, dict[str, Any]], measured: dict[str, float | None], tolerance: float
 ) -> list[dict[str, Any]]:
-    """One row per headline: baseline and measured GB/s, their ratio, and 'pass', 'REGRESSION'
-    (measured below baseline x (1 - tolerance)) or 'skipped' (not measurable here).
-    """
+    """A row per headline: baseline and measured GB/s, change, and 'pass', 'REGRESSION' (below
+    baseline x (1 - tolerance)) or 'skipped' (not measurable here)."""
     rows = []
     for key, base in baseline.items():
         now = measured.get(key)
