@@ -1,9 +1,5 @@
-"""``datamove``: the course's measurements as a command line, on the helpers' own code paths.
-
-One module per job (``COMMANDS`` below lists the subcommands): ``cli_args`` (arguments),
-``cli_output`` (streamed rows, progress), ``copy_cmds``, ``nvbandwidth_cmd``, ``collectives_cmd``
-with ``nccl_tests_format``, ``topo``, ``doctor``, ``record_check``, ``notebooks_cmd``; this file
-holds the parser and ``main``. Nothing here measures by itself: copies are the notebooks' own
+"""``datamove``: the course's measurements as a command line (``COMMANDS``), a module per job and
+here the parser and ``main``. Nothing here measures by itself: copies are the notebooks' own
 experiments (``helpers.experiments``), collectives ``helpers.distributed``'s.
 """
 
@@ -404,8 +400,7 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
-    """The ``datamove`` argument parser with its subcommands and ``--version``; with ``full``
-    False, the subcommands' names and lines alone (``COMMANDS``), which imports no torch."""
+    """The ``datamove`` parser; with ``full`` False, the subcommands' lines alone (no torch import)."""
     parser = Parser(
         prog="datamove",
         description="Measure how data moves on this machine, with the course's own "

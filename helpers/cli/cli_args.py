@@ -12,24 +12,9 @@ from typing import Any
 
 MiB, GiB = 2**20, 2**30
 
-# "K", "M", "G", "T" alone are binary, as nccl-tests reads them (-e 128M is 128 MiB).
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 2**10,
-    "m": 2**20,
-    "g": 2**30,
-    "t": 2**40,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-}
-_SIZE = re.compile(r"(\d+)\s*([kmgt]i?b|[kmgt]|b)?", re.IGNORECASE)
+# A number and a unit: "KiB" binary, "KB" decimal, and "K" alone binary as nccl-tests reads it
+# (-e 128M is 128 MiB).
+_SIZE = re.compile(r"(\d+)\s*(?:([kmgt])(i?b)?|b)?", re.IGNORECASE)
 SIZE_HELP = (
     "bytes (4096) or with a unit (4KiB, 64MiB, 1GiB, nccl-tests' 128M = 128 MiB; 1GB = 10^9)"
 )
@@ -51,7 +36,9 @@ def parse_size(text: str) -> int:
     match = _SIZE.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         raise ValueError(f"{text!r} is not a size: pass {SIZE_HELP}")
-    nbytes = int(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
+    number, prefix, suffix = match.groups()
+    power = "kmgt".index(prefix.lower()) + 1 if prefix else 0
+    nbytes = int(number) * (1000 if (suffix or "").lower() == "b" else 1024) ** power
     if nbytes <= 0:
         raise ValueError(f"{text!r} is not a positive size: pass {SIZE_HELP}")
     return nbytes

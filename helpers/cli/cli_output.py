@@ -25,11 +25,9 @@ class Progress:
     """A progress line on stderr (``all_reduce: 3/8 done, 12 s``), rewritten in place on a
     terminal and left out elsewhere (a log gets the rows, not the bar)."""
 
-    def __init__(
-        self, what: str, total: int, stream: TextIO | None = None, force: bool = False
-    ) -> None:
+    def __init__(self, what: str, total: int, force: bool = False) -> None:
         self.what, self.total, self.done = what, total, 0
-        self.stream = stream or sys.stderr
+        self.stream = sys.stderr
         self.shown = force or bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = time.monotonic()
 

@@ -134,7 +134,7 @@ class _NcclTestsPrinter:
         self.json_path: Path | None = None
         self.started = _dt.datetime.now()
         self.progress = Progress("collectives", len(args.ops) * len(self.sizes))
-        self.quiet = bool(getattr(args, "json", False))
+        self.quiet = args.json
 
     def __call__(self, value: dict[str, Any]) -> None:
         if "devices" in value:
@@ -239,8 +239,8 @@ def _sweep_kwargs(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
         warmup=args.warmup,
         iters=args.iters,
         samples=args.samples,
-        graph_launches=getattr(args, "cudagraph", 0),
-        per_iter=bool(getattr(args, "per_iter_timing", 0)),
+        graph_launches=args.cudagraph,
+        per_iter=bool(args.per_iter_timing),
     )
 
 

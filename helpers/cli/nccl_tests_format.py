@@ -1,7 +1,5 @@
-"""nccl-tests 2.19.6's output line for line (src/util.cu): header, ``# Using devices``, the
-out-of-place / in-place columns (``-I 1``: with per-iteration ones), rows, trailer; its ``-J`` JSON
-(file version 3). A group ``distributed.collective_sweep`` could
-not measure (``placement_refused``) prints N/A, never a copy of the other.
+"""nccl-tests 2.19.6's output line for line (src/util.cu) and its ``-J`` JSON (file version 3).
+A group ``distributed.collective_sweep`` could not measure prints N/A, never a copy of the other.
 """
 
 from __future__ import annotations
