@@ -29,14 +29,11 @@ from .cli_args import (
     whole,
 )
 
-# The subcommands' modules import torch (3-4 s): they are imported where the full parser is
-# built, so `datamove --version` and `datamove --help` answer at once.
-
 __all__ = ["UsageError", "build_parser", "main", "version"]
 
-
-# Each subcommand's line in `datamove --help`: the top-level help is built from this alone,
-# without importing torch (or the subcommands' modules, which do).
+# Each subcommand's line in `datamove --help`, which is built from this alone: the subcommands'
+# modules import torch (3-4 s) and are imported only where the full parser is built, so
+# `datamove --version` and `datamove --help` answer at once.
 COMMANDS = {
     "h2d": "Host-to-GPU copy bandwidth by size",
     "d2h": "GPU-to-host copy bandwidth by size",
@@ -108,7 +105,6 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
         memory = copy.add_mutually_exclusive_group()
         memory.add_argument(
             "--pinned",
-            dest="pinned",
             action="store_true",
             default=True,
             help="page-locked host memory (the default)",

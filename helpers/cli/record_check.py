@@ -152,8 +152,8 @@ def _ranks_of(row: dict[str, Any]) -> int:
 
 
 def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict[str, Any]]:
-    """This machine's headline figures, ``{key: {"bytes", "ranks", "gbps", "date"}}``: all_reduce
-    busbw at the largest size and most ranks recorded."""
+    """This machine's headline figures, ``{key: {"bytes", "ranks", "gbps", "date"}}``: copies at
+    256 MiB, all_reduce busbw at the largest size and most ranks recorded."""
     found = {}
     for h in HEADLINES:
         mine = [r for r in rows if _matches(r, h, machine)]
@@ -162,9 +162,7 @@ def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict
         if h.experiment == "bandwidth":
             ranked = [(r["bytes"], _ranks_of(r), r) for r in mine]
             nbytes, ranks, row = max(ranked, key=lambda item: item[:2])
-            gbps = row["value"] * distributed.bus_factor(
-                "all_reduce", ranks
-            )  # the index keeps algbw
+            gbps = row["value"] * distributed.bus_factor("all_reduce", ranks)  # index: algbw
         else:
             row, ranks = max(mine, key=lambda r: r["bytes"]), h.gpus
             nbytes, gbps = row["bytes"], row["value"]
