@@ -396,7 +396,7 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
-    """The ``datamove`` parser; with ``full`` False, the subcommands' lines alone (no torch import)."""
+    """The ``datamove`` parser; ``full`` False: the subcommands' lines alone (no torch import)."""
     parser = Parser(
         prog="datamove",
         description="Measure how data moves on this machine, with the course's own "

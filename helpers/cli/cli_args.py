@@ -1,4 +1,4 @@
-"""``datamove``'s arguments (sizes, ranges, tolerances, ops, whole numbers) and its one-line errors."""
+"""``datamove``'s arguments (sizes, tolerances, ops, whole numbers) and its one-line errors."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def parse_size(text: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """Bytes from ``"4KiB:1GiB"`` (x4 steps, as notebook 01), ``"4KiB:1GiB:2"`` or ``"4KiB,64MiB"``."""
+    """Bytes from ``"4KiB:1GiB"`` (x4 steps, as notebook 01), ``"4KiB:1GiB:2"``, ``"4KiB,1MiB"``."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"{text!r} is not a list of sizes: pass e.g. 4KiB:1GiB or 4KiB,64MiB")
     if ":" not in text:

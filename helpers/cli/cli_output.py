@@ -118,7 +118,7 @@ class StreamedRows:
 def emit(
     args: argparse.Namespace, payload: dict[str, Any], fields: Iterable[str], text: str
 ) -> None:
-    """Print the payload as JSON (``--json``), its rows' ``fields`` as CSV (``--csv``) or ``text``."""
+    """Print the payload as JSON (``--json``), its rows' ``fields`` as CSV (``--csv``) or text."""
     mode = output_mode(args)
     if mode == "json":
         say(json.dumps(payload, indent=2, allow_nan=True, default=str))

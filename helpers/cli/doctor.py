@@ -1,5 +1,5 @@
 """``datamove doctor``: a preflight of a machine, each check pass / warn / FAIL with its fix.
-The checks are pure functions of facts read once (``_doctor_facts``), so tests feed them any machine.
+The checks are pure functions of facts read once (``_doctor_facts``): tests feed them any machine.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ GROUPS = ("out_of_place", "in_place")
 
 
 def float_str(value: float, width: int) -> str:
-    """nccl-tests' ``getFloatStr``: two decimals if they fit in ``width``, else one, none, exponent."""
+    """nccl-tests' ``getFloatStr``: two decimals if they fit ``width``, else one, none, e-form."""
     for form in (".2f", ".1f", ".0f"):
         text = f"{value:{width}{form}}"
         if len(text) <= width:
@@ -97,7 +97,7 @@ def header_lines(
 def group_result(
     op: str, nbytes: int, seconds: float, wrong: int | None, world: int
 ) -> dict[str, Any]:
-    """One group as nccl-tests' JSON has it: time (us), alg_bw, bus_bw (GB/s), nwrong (None: unchecked)."""
+    """A group in nccl-tests' JSON: time (us), alg_bw, bus_bw (GB/s), nwrong (None: unchecked)."""
     return {
         "time": seconds * 1e6,
         "alg_bw": distributed.algbw_gbps(nbytes, seconds),

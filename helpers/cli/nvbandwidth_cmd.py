@@ -126,7 +126,7 @@ def matrix_stats(matrix: Matrix) -> tuple[float, float, float]:
 
 
 def matrix_text(key: str, description: str, matrix: Matrix, verbose: bool = False) -> str:
-    """One matrix as nvbandwidth prints it, then ``SUM <key> <sum>`` (``verbose``: MIN, MAX, AVG)."""
+    """A matrix as nvbandwidth prints it, then ``SUM <key> <sum>`` (``verbose``: MIN, MAX, AVG)."""
     columns = max(len(row) for row in matrix)
     lines = [description, "  " + "".join(f"{j:>10}" for j in range(columns))]
     for i, row in enumerate(matrix):
@@ -174,7 +174,7 @@ def both_ways_each(i: int, j: int, nbytes: int, samples: int) -> tuple[float, fl
 
 
 def measure(case: Testcase, nbytes: int, samples: int) -> list[Matrix]:
-    """``case`` on every GPU (or ordered pair) here: a matrix of decimal GB/s per ``case.matrices``."""
+    """``case`` on every GPU (or ordered pair) here: a matrix of decimal GB/s per ``matrices``."""
     n = hardware.gpu_count()
     if case.key.startswith(("host_to_device", "device_to_host")):
         direction = "h2d" if case.key.startswith("host") else "d2h"

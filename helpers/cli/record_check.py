@@ -171,7 +171,7 @@ def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict
 
 
 def _measure_headline(key: str, base: dict[str, Any]) -> float | None:
-    """The headline measured here at the baseline's size and ranks, decimal GB/s (None: too few GPUs)."""
+    """The headline measured here at the baseline's size and ranks, GB/s (None: too few GPUs)."""
     nbytes, ranks = base["bytes"], base["ranks"]
     if hardware.gpu_count() < ranks:
         return None
