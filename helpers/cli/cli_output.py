@@ -67,7 +67,7 @@ def matrix_table(title: str, matrix: Sequence[Sequence[float | None]], unit: str
 
 
 def output_mode(args: argparse.Namespace) -> str:
-    """ "json" (``--json``), "csv" (``--csv``) or "text"."""
+    """The output asked for: "json" (``--json``), "csv" (``--csv``) or "text"."""
     if getattr(args, "json", False):
         return "json"
     return "csv" if getattr(args, "csv", False) else "text"

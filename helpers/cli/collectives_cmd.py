@@ -61,8 +61,8 @@ def _chosen_sizes(args: argparse.Namespace, backend: str, world: int) -> list[in
 
 
 def _settled_flags(args: argparse.Namespace, backend: str) -> None:
-    """nccl-tests' checks of -I and -K (src/common.cu), same warnings and fallbacks; -G refused
-    under gloo, whose CPU ranks have no CUDA graph."""
+    """nccl-tests' checks of -G, -I and -K (src/common.cu), same warnings and fallbacks; -G
+    refused under gloo, whose CPU ranks have no CUDA graph."""
     if args.cudagraph and backend != "nccl":
         raise UsageError(
             f"-G {args.cudagraph} replays the calls from a CUDA graph; the {backend} backend runs on "
