@@ -154,25 +154,18 @@ class _NcclTestsPrinter:
     def _row(self, op: str, size: int, groups: dict[str, Any]) -> dict[str, Any]:
         a = self.args
         measured = {k: g for k, g in groups.items() if "timing" in g}
-        row = nccl_tests_format.result(
-            op,
-            size,
-            self.world,
-            a.iters,
-            {
-                k: nccl_tests_format.group_result(
-                    op, size, g["timing"].median_s, g["wrong"] if a.check else None, self.world
-                )
-                for k, g in measured.items()
-            },
-            {
-                k: nccl_tests_format.per_iter_stats(g["per_iter_s"], a.per_iter_skip)
-                for k, g in measured.items()
-                if g["per_iter_s"]
-            }
-            if a.per_iter_timing
-            else None,
-        )
+        results: dict[str, dict[str, Any] | None] = {
+            k: nccl_tests_format.group_result(
+                op, size, g["timing"].median_s, g["wrong"] if a.check else None, self.world
+            )
+            for k, g in measured.items()
+        }
+        per_iter = {  # -I 1: nccl-tests' per-iteration report, for each group timed that way
+            k: nccl_tests_format.per_iter_stats(g["per_iter_s"], a.per_iter_skip)
+            for k, g in measured.items()
+            if a.per_iter_timing and g["per_iter_s"]
+        }
+        row = nccl_tests_format.result(op, size, self.world, a.iters, results, per_iter)
         spreads = [g["timing"].spread for g in measured.values() if g["timing"].spread is not None]
         row["datamove"] = {
             "spread": max(spreads) if spreads else None,
