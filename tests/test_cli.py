@@ -290,38 +290,9 @@ def test_progress_line_goes_to_stderr_only_on_a_terminal(capsys):
 FIXTURE_LOG = ROOT / "tests" / "fixtures" / "nccl_tests_all_reduce_2x8xH100.log"
 
 
-def test_the_parser_reads_a_real_nccl_tests_log():
-    log = nccl_tests_format.parse_log(FIXTURE_LOG.read_text())
-    assert log["config"] == {
-        "nthreads": 1,
-        "ngpus": 1,
-        "minimum_bytes": 8,
-        "maximum_bytes": 8589934592,
-        "step_factor": 2,
-        "warmup_iters": 5,
-        "iterations": 20,
-        "validation": 1,
-    }
-    assert (
-        len(log["devices"]) == 16 and log["devices"][15]["device_info"] == "NVIDIA H100 80GB HBM3"
-    )
-    assert len(log["results"]) == 31 and log["results"][-1]["size"] == 8589934592
-    last = log["results"][-1]
-    assert last["out_of_place"] == {
-        "time": 47535.0,
-        "alg_bw": 180.71,
-        "bus_bw": 338.82,
-        "nwrong": 0.0,
-    }
-    assert (log["out_of_bounds"], log["average_bus_bandwidth"]) == (0, 70.742)
-    # the average is nccl-tests' own: the mean busbw of both groups of every row
-    buses = [r[g]["bus_bw"] for r in log["results"] for g in ("out_of_place", "in_place")]
-    assert sum(buses) / len(buses) == pytest.approx(70.742, abs=0.01)
-
-
 def test_the_trailer_says_the_spread_and_which_rows_came_out_of_order():
     """nccl-tests has no column for the spread of samples: datamove says it in comment lines of
-    the trailer, which the parser (as nccl-tests' readers) skips, with the steps where busbw fell."""
+    the trailer, which nccl-tests' readers skip, with the steps where busbw fell."""
     seconds = {1024: 1e-5, 2048: 1e-5, 4096: 4e-5, 8192: 2e-5}  # 4 KiB is slower than 2 KiB
     rows = []
     for size, spread in zip(seconds, (0.01, 0.3, 0.02, 0.04), strict=True):
@@ -344,9 +315,7 @@ def test_the_trailer_says_the_spread_and_which_rows_came_out_of_order():
         "# Out of order         : busbw fell by more than 5% as the size grew at 1 of 3 steps "
         "(most: -50% from 2048 B to 4096 B)"
     )
-    log = "\n".join(nccl_tests_format.row_line(r) for r in rows) + "\n" + "\n".join(lines)
-    parsed = nccl_tests_format.parse_log(log)
-    assert len(parsed["results"]) == 4 and parsed["out_of_bounds"] == 0
+    assert all(line.startswith("#") for line in lines[:-1])  # comments, as nccl-tests' own
     in_order = [{**r, "in_place": {**r["in_place"], "bus_bw": 1.0 + i}} for i, r in enumerate(rows)]
     assert not any("Out of order" in x for x in nccl_tests_format.trailer_lines("x", in_order))
     plain = [_row("all_reduce", 1024, 1e-5, 0, 2)]
@@ -354,8 +323,8 @@ def test_the_trailer_says_the_spread_and_which_rows_came_out_of_order():
 
 
 def test_datamove_streams_the_first_gloo_row_before_the_last_in_nccl_tests_format(tmp_path):
-    """Rows stream as measured (flushed), and the same parser reads datamove's log with the
-    same fields as the real nccl-tests log; -J writes nccl-tests' JSON beside it."""
+    """Rows stream as measured (flushed), in the columns of a real nccl-tests log; -J writes
+    nccl-tests' JSON beside it."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "0"}
     cmd = [
         sys.executable,
@@ -398,22 +367,19 @@ def test_datamove_streams_the_first_gloo_row_before_the_last_in_nccl_tests_forma
     assert proc.wait(timeout=600) == 0, proc.stderr.read()
     assert done_at_first_row is False, "the first row came only once every row was measured"
     text = "".join(lines)
-    log = nccl_tests_format.parse_log(text)
     assert (
-        log["config"]["ngpus"] == 2
-        and log["config"]["step_factor"] == 4
-        and log["config"]["warmup_iters"] == 1
+        "# nThread 1 nGpus 2 minBytes 1024 maxBytes 16384 step: 4(factor) warmup iters: 1 iters: 2 "
+        in text
     )
-    assert [r["size"] for r in log["results"]] == [1024, 4096, 16384] * 2
-    assert set(log["results"][0]) == set(
-        nccl_tests_format.parse_log(FIXTURE_LOG.read_text())["results"][0]
-    )
-    assert (
-        log["results"][0]["out_of_place"] is None and log["results"][0]["in_place"]["nwrong"] == 0
-    )
-    gather = log["results"][3]  # all_gather: both groups measured under gloo
-    assert gather["in_place"]["nwrong"] == 0 and gather["out_of_place"]["bus_bw"] >= 0
-    assert log["out_of_bounds"] == 0 and log["average_bus_bandwidth"] is not None
+    rows = [line.split() for line in lines if line.strip()[:1].isdigit()]
+    assert [int(row[0]) for row in rows] == [1024, 4096, 16384] * 2
+    real = FIXTURE_LOG.read_text().splitlines()
+    real_row = next(line.split() for line in real if line.strip()[:1].isdigit())
+    assert all(len(row) == len(real_row) == 13 for row in rows)  # size..root, then 4 per group
+    assert rows[0][5:9] == ["N/A"] * 4 and rows[0][12] == "0"  # all_reduce: in place only
+    gather = rows[3]  # all_gather: both groups measured under gloo
+    assert gather[8] == gather[12] == "0" and float(gather[7]) >= 0
+    assert text.count("# Out of bounds values : 0 OK") == 2 and "# Avg bus bandwidth    : " in text
     assert text.count("# Using devices") == 2 and "#  Rank  1 Group  0 Pid" in text
     # one JSON document per op, at -J's path and then path.0, as two nccl-tests runs write them
     docs = [json.loads((tmp_path / name).read_text()) for name in ("out.json", "out.json.0")]

@@ -1,30 +1,15 @@
-"""``datamove``: the course's measurements as a command line, on the helpers' own code paths.
-
-| subcommand | what it does |
-| --- | --- |
-| ``doctor`` | preflight of a machine: each check pass / warn / FAIL, with the fix ("CPU only" says so) |
-| ``h2d``, ``d2h`` | host <-> GPU copy bandwidth by size, as notebook 01 times it, rows as measured |
-| ``p2p`` | the peer matrix: one-way and both-ways GB/s, and latency, as notebook 05 times them |
-| ``nvbandwidth`` | the same copies under nvbandwidth's testcase names, flags, matrices and JSON |
-| ``collectives`` | nccl-tests' output and flags for ``distributed.collective_sweep`` (torchrun or spawned ranks) |
-| ``topo`` | the GPUs' links (NVLink, PCIe), NUMA nodes and each link's ceiling, from NVML |
-| ``record`` | the GPU run of ``tools/gpu_run.py``: GPU tests, every notebook live, results/<machine>/, validated |
-| ``check`` | the headline figures measured again against this machine's rows in results/index.jsonl |
-| ``notebooks`` | the course's notebooks copied into a folder of yours, and run there (``--run``) |
-
-One module per job: ``cli_args`` (arguments), ``cli_output`` (streamed rows, progress),
-``copy_cmds``, ``nvbandwidth_cmd``, ``nccl_tests_format`` and ``collectives_cmd``, ``topo``,
-``doctor``, ``record_check``, ``notebooks_cmd``; this file holds the parser and ``main``. Nothing here measures by
-itself: copies are the notebooks' own experiments (``helpers.experiments``), collectives are
-``helpers.distributed``'s. It imports the helpers; no helper imports it.
+"""``datamove``: the course's measurements as a command line (``COMMANDS``), a module per job and
+here the parser and ``main``. Nothing here measures by itself: copies are the notebooks' own
+experiments (``helpers.experiments``), collectives ``helpers.distributed``'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .. import config
 from .cli_args import (
@@ -44,14 +29,11 @@ from .cli_args import (
     whole,
 )
 
-# The subcommands' modules import torch (3-4 s): they are imported where the full parser is
-# built, so `datamove --version` and `datamove --help` answer at once.
-
 __all__ = ["UsageError", "build_parser", "main", "version"]
 
-
-# Each subcommand's line in `datamove --help`: the top-level help is built from this alone,
-# without importing torch (or the subcommands' modules, which do).
+# Each subcommand's line in `datamove --help`, which is built from this alone: the subcommands'
+# modules import torch (3-4 s) and are imported only where the full parser is built, so
+# `datamove --version` and `datamove --help` answer at once.
 COMMANDS = {
     "h2d": "Host-to-GPU copy bandwidth by size",
     "d2h": "GPU-to-host copy bandwidth by size",
@@ -85,20 +67,33 @@ def _output_flags(parser: argparse.ArgumentParser, csv_too: bool = True) -> None
         )
 
 
+def _command(
+    sub: argparse._SubParsersAction, name: str, func: Callable[[Any], int], description: str
+) -> argparse.ArgumentParser:
+    """The subcommand ``name`` (its help line from ``COMMANDS``), run by ``func``."""
+    parser = sub.add_parser(name, help=COMMANDS[name], description=description)
+    parser.set_defaults(func=func)
+    return parser
+
+
+# argparse types: nccl-tests' sizes, whole numbers >= 1 and >= 0, seconds
+SIZE, POSITIVE, COUNT = argtype(parse_size), argtype(whole(1)), argtype(whole(0))
+SECONDS = argtype(parse_seconds)
+
+
 def _add_copies(sub: argparse._SubParsersAction) -> None:
     from .copy_cmds import LATENCY_BYTES, cmd_copy, cmd_p2p
     from .nvbandwidth_cmd import cmd_nvbandwidth
 
     for name, way in (("h2d", "Host-to-GPU"), ("d2h", "GPU-to-host")):
-        copy = sub.add_parser(
+        copy = _command(
+            sub,
             name,
-            help=COMMANDS[name],
-            description=(
-                f"{way} copy bandwidth on cuda:0, size by size, timed exactly as notebook 01 does: pinned "
-                "copies with CUDA events around copies queued behind a spin kernel, pageable ones with a synchronised "
-                "host clock; warm-up, several samples, median and spread; contents checked once. Each row is printed "
-                "when measured. Beside it, the PCIe link's raw rate."
-            ),
+            cmd_copy,
+            f"{way} copy bandwidth on cuda:0, size by size, timed exactly as notebook 01 does: pinned "
+            "copies with CUDA events around copies queued behind a spin kernel, pageable ones with a synchronised "
+            "host clock; warm-up, several samples, median and spread; contents checked once. Each row is printed "
+            "when measured. Beside it, the PCIe link's raw rate.",
         )
         copy.add_argument(
             "--sizes",
@@ -110,7 +105,6 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
         memory = copy.add_mutually_exclusive_group()
         memory.add_argument(
             "--pinned",
-            dest="pinned",
             action="store_true",
             default=True,
             help="page-locked host memory (the default)",
@@ -122,29 +116,24 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
             help="ordinary (pageable) host memory",
         )
         _output_flags(copy)
-        copy.set_defaults(func=cmd_copy)
 
-    p2p = sub.add_parser(
+    p2p = _command(
+        sub,
         "p2p",
-        help=COMMANDS["p2p"],
-        description=(
-            "Copies between every pair of GPUs, timed as notebook 05 does: one direction, both directions at once, "
-            f"and the latency of a {LATENCY_BYTES}-byte copy. Needs 2 GPUs."
-        ),
+        cmd_p2p,
+        "Copies between every pair of GPUs, timed as notebook 05 does: one direction, both directions at once, "
+        f"and the latency of a {LATENCY_BYTES}-byte copy. Needs 2 GPUs.",
     )
     p2p.add_argument(
-        "--size",
-        type=argtype(parse_size),
-        default=256 * MiB,
-        help=f"copy size, {SIZE_HELP} (default 256MiB)",
+        "--size", type=SIZE, default=256 * MiB, help=f"copy size, {SIZE_HELP} (default 256MiB)"
     )
     _output_flags(p2p)
-    p2p.set_defaults(func=cmd_p2p)
 
-    nvb = sub.add_parser(
+    nvb = _command(
+        sub,
         "nvbandwidth",
-        help=COMMANDS["nvbandwidth"],
-        description="nvbandwidth's copy-engine testcases measured by notebooks 01 and 05's "
+        cmd_nvbandwidth,
+        "nvbandwidth's copy-engine testcases measured by notebooks 01 and 05's "
         "code: a matrix per testcase and its SUM line, or nvbandwidth's JSON (-j).",
     )
     nvb.add_argument(  # several names after one -t, as nvbandwidth's (Boost multitoken) -t takes them
@@ -159,7 +148,7 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
         "-b",
         "--bufferSize",
         dest="buffer_size",
-        type=argtype(whole(1)),
+        type=POSITIVE,
         default=512,
         help="buffer size in MiB (default 512, as nvbandwidth)",
     )
@@ -167,7 +156,7 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
         "-i",
         "--testSamples",
         dest="samples",
-        type=argtype(whole(1)),
+        type=POSITIVE,
         default=3,
         help="samples per measurement (default 3, as nvbandwidth)",
     )
@@ -175,7 +164,6 @@ def _add_copies(sub: argparse._SubParsersAction) -> None:
         "-v", "--verbose", action="store_true", help="MIN, MAX and AVG beside each SUM"
     )
     nvb.add_argument("-j", "--json", action="store_true", help="print nvbandwidth's JSON")
-    nvb.set_defaults(func=cmd_nvbandwidth)
 
 
 def _add_collectives(sub: argparse._SubParsersAction) -> None:
@@ -187,28 +175,26 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
         cmd_collectives,
     )
 
-    coll = sub.add_parser(
+    coll = _command(
+        sub,
         "collectives",
-        help=COMMANDS["collectives"],
-        description=(
-            "Time collectives as nccl-tests does and print its output: header, '# Using devices', out-of-place and "
-            "in-place groups, each row as it is measured, '# Out of bounds values' and '# Avg bus bandwidth' (exit 1 "
-            "on wrong values). Under torchrun it joins torchrun's group; otherwise it starts -g ranks here (NCCL with "
-            "a GPU per rank, else gloo). nccl-tests' short flags mean what they mean there."
-        ),
-    )
-    size = argtype(parse_size)
-    coll.add_argument(
-        "-b", "--minbytes", type=size, help="smallest size (default 1K; nccl-tests' 128M units)"
+        cmd_collectives,
+        "Time collectives as nccl-tests does and print its output: header, '# Using devices', out-of-place and "
+        "in-place groups, each row as it is measured, '# Out of bounds values' and '# Avg bus bandwidth' (exit 1 "
+        "on wrong values). Under torchrun it joins torchrun's group; otherwise it starts -g ranks here (NCCL with "
+        "a GPU per rank, else gloo). nccl-tests' short flags mean what they mean there.",
     )
     coll.add_argument(
-        "-e", "--maxbytes", type=size, help="largest size (default 1G with nccl, 4M with gloo)"
+        "-b", "--minbytes", type=SIZE, help="smallest size (default 1K; nccl-tests' 128M units)"
+    )
+    coll.add_argument(
+        "-e", "--maxbytes", type=SIZE, help="largest size (default 1G with nccl, 4M with gloo)"
     )
     steps = coll.add_mutually_exclusive_group()
     steps.add_argument(
         "-f", "--stepfactor", type=argtype(whole(2)), help="multiply the size by this (default 4)"
     )
-    steps.add_argument("-i", "--stepbytes", type=size, help="add this many bytes to the size")
+    steps.add_argument("-i", "--stepbytes", type=SIZE, help="add this many bytes to the size")
     coll.add_argument(
         "-g",
         "--ngpus",
@@ -220,26 +206,26 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
     coll.add_argument(
         "-n",
         "--iters",
-        type=argtype(whole(1)),
+        type=POSITIVE,
         default=COLLECTIVE_ITERS,
-        help=f"calls per sample (default {COLLECTIVE_ITERS})",
+        help="calls per sample (default %(default)s)",
     )
     coll.add_argument(
         "-w",
         "--warmup_iters",
         "--warmup",
         dest="warmup",
-        type=argtype(whole(0)),
+        type=COUNT,
         default=COLLECTIVE_WARMUP,
-        help=f"warm-up calls (default {COLLECTIVE_WARMUP})",
+        help="warm-up calls (default %(default)s)",
     )
     coll.add_argument(
-        "-c", "--check", type=argtype(whole(0)), default=1, help="check results (1, default) or not"
+        "-c", "--check", type=COUNT, default=1, help="check results (1, default) or not"
     )
     coll.add_argument(
         "-G",
         "--cudagraph",
-        type=argtype(whole(0)),
+        type=COUNT,
         default=0,
         help="capture the -n calls in a CUDA graph and replay it this many times a sample "
         "(default 0: launch each call; NCCL only)",
@@ -247,14 +233,14 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
     coll.add_argument(
         "-I",
         "--per_iter_timing",
-        type=argtype(whole(0)),
+        type=COUNT,
         default=0,
         help="1: also time each call of one more batch (nccl-tests' per-iteration report)",
     )
     coll.add_argument(
         "-K",
         "--per_iter_skip",
-        type=argtype(whole(0)),
+        type=COUNT,
         default=0,
         help="leave the first K calls out of the -I summary (default 0)",
     )
@@ -298,9 +284,9 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
     )
     coll.add_argument(
         "--samples",
-        type=argtype(whole(1)),
+        type=POSITIVE,
         default=COLLECTIVE_SAMPLES,
-        help=f"samples of -n calls, median taken (default {COLLECTIVE_SAMPLES})",
+        help="samples of -n calls, median taken (default %(default)s)",
     )
     coll.add_argument(
         "--sweep-ranks",
@@ -309,15 +295,11 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
         "every GPU (gloo: up to -g CPU ranks, default 4)",
     )
     coll.add_argument(
-        "--timeout",
-        type=argtype(parse_seconds),
-        default=600.0,
-        help="seconds the ranks may run (default 600)",
+        "--timeout", type=SECONDS, default=600.0, help="seconds the ranks may run (default 600)"
     )
     coll.add_argument(
         "--json", action="store_true", help="print nccl-tests' JSON instead of its text"
     )
-    coll.set_defaults(func=cmd_collectives)
 
 
 def _add_machine(sub: argparse._SubParsersAction) -> None:
@@ -326,10 +308,11 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
     from .record_check import ROOT, cmd_check, cmd_record
     from .topo import cmd_topo
 
-    doctor = sub.add_parser(
+    doctor = _command(
+        sub,
         "doctor",
-        help=COMMANDS["doctor"],
-        description="Check this machine before a workshop or "
+        cmd_doctor,
+        "Check this machine before a workshop or "
         "a GPU CI job. Each check is pass / warn / FAIL with the fix; exit 1 on a FAIL. "
         "Without a GPU it says 'CPU only: the notebooks replay' and exits 0.",
     )
@@ -338,31 +321,26 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
         "--skip-nccl", action="store_true", help="leave out the tiny NCCL all_reduce"
     )
     doctor.add_argument(
-        "--timeout",
-        type=argtype(parse_seconds),
-        default=60.0,
-        help="seconds the NCCL check may take (default 60)",
+        "--timeout", type=SECONDS, default=60.0, help="seconds the NCCL check may take (default 60)"
     )
-    doctor.set_defaults(func=cmd_doctor)
 
-    topo = sub.add_parser(
+    topo = _command(
+        sub,
         "topo",
-        help=COMMANDS["topo"],
-        description="What connects each pair of GPUs (NVLink with its link count, or the PCIe "
+        cmd_topo,
+        "What connects each pair of GPUs (NVLink with its link count, or the PCIe "
         "path as nvidia-smi topo -m names it), each GPU's PCIe link and NUMA node, and the "
         "ceiling in GB/s each link allows. Without a GPU it says so.",
     )
     topo.add_argument("--json", action="store_true", help="print JSON instead of the matrix")
-    topo.set_defaults(func=cmd_topo)
 
-    record = sub.add_parser(
+    record = _command(
+        sub,
         "record",
-        help=COMMANDS["record"],
-        description=(
-            "The contributor's run on a GPU machine (tools/gpu_run.py): the GPU tests, every notebook executed live at "
-            "full size with recording on, results/<machine>/ and an archive with the executed notebooks, then the "
-            "recordings checks (validation, staleness)."
-        ),
+        cmd_record,
+        "The contributor's run on a GPU machine (tools/gpu_run.py): the GPU tests, every notebook executed live at "
+        "full size with recording on, results/<machine>/ and an archive with the executed notebooks, then the "
+        "recordings checks (validation, staleness).",
     )
     record.add_argument(
         "--out",
@@ -378,16 +356,14 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
     )
     record.add_argument("--quick", action="store_true", help="also time a quick-mode pass")
     record.add_argument("--skip-tests", action="store_true", help="leave out the GPU tests")
-    record.set_defaults(func=cmd_record)
 
-    check = sub.add_parser(
+    check = _command(
+        sub,
         "check",
-        help=COMMANDS["check"],
-        description=(
-            "Measure pinned H2D and D2H at 256 MiB, the cuda:0 -> cuda:1 copy at 256 MiB and all_reduce busbw at the "
-            "largest size and most ranks notebook 06 recorded, and compare them with this machine's rows in "
-            "results/index.jsonl. Exit 1 when a figure falls below its baseline by more than the tolerance."
-        ),
+        cmd_check,
+        "Measure pinned H2D and D2H at 256 MiB, the cuda:0 -> cuda:1 copy at 256 MiB and all_reduce busbw at the "
+        "largest size and most ranks notebook 06 recorded, and compare them with this machine's rows in "
+        "results/index.jsonl. Exit 1 when a figure falls below its baseline by more than the tolerance.",
     )
     check.add_argument(
         "--tolerance",
@@ -396,12 +372,12 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
         help="how far below the baseline a figure may fall, e.g. 5%% (default 5%%)",
     )
     _output_flags(check)
-    check.set_defaults(func=cmd_check)
 
-    notebooks = sub.add_parser(
+    notebooks = _command(
+        sub,
         "notebooks",
-        help=COMMANDS["notebooks"],
-        description="Copy the notebooks of the installed course into FOLDER (a copy already there "
+        cmd_notebooks,
+        "Copy the notebooks of the installed course into FOLDER (a copy already there "
         "is kept unless --force), then open them with Jupyter, or run them here with --run "
         "(needs the notebooks extra: pip install 'moving-data-course[notebooks]'). Each "
         "replays the recordings where this machine lacks the hardware.",
@@ -417,12 +393,10 @@ def _add_machine(sub: argparse._SubParsersAction) -> None:
     notebooks.add_argument(
         "--force", action="store_true", help="replace copies already in the folder"
     )
-    notebooks.set_defaults(func=cmd_notebooks)
 
 
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
-    """The ``datamove`` argument parser with its subcommands and ``--version``; with ``full``
-    False, the subcommands' names and lines alone (``COMMANDS``), which imports no torch."""
+    """The ``datamove`` parser; ``full`` False: the subcommands' lines alone (no torch import)."""
     parser = Parser(
         prog="datamove",
         description="Measure how data moves on this machine, with the course's own "

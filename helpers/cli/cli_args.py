@@ -1,6 +1,4 @@
-"""``datamove``'s arguments: sizes (``4KiB``, nccl-tests' ``128M``), size ranges, tolerances, ops,
-whole numbers, and the one-line error a request that cannot be served gets.
-"""
+"""``datamove``'s arguments (sizes, tolerances, ops, whole numbers) and its one-line errors."""
 
 from __future__ import annotations
 
@@ -14,24 +12,9 @@ from typing import Any
 
 MiB, GiB = 2**20, 2**30
 
-# "K", "M", "G", "T" alone are binary, as nccl-tests reads them (-e 128M is 128 MiB).
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 2**10,
-    "m": 2**20,
-    "g": 2**30,
-    "t": 2**40,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-}
-_SIZE = re.compile(r"(\d+)\s*([kmgt]i?b|[kmgt]|b)?", re.IGNORECASE)
+# A number and a unit: "KiB" binary, "KB" decimal, and "K" alone binary as nccl-tests reads it
+# (-e 128M is 128 MiB).
+_SIZE = re.compile(r"(\d+)\s*(?:([kmgt])(i?b)?|b)?", re.IGNORECASE)
 SIZE_HELP = (
     "bytes (4096) or with a unit (4KiB, 64MiB, 1GiB, nccl-tests' 128M = 128 MiB; 1GB = 10^9)"
 )
@@ -53,16 +36,16 @@ def parse_size(text: str) -> int:
     match = _SIZE.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         raise ValueError(f"{text!r} is not a size: pass {SIZE_HELP}")
-    nbytes = int(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
+    number, prefix, suffix = match.groups()
+    power = "kmgt".index(prefix.lower()) + 1 if prefix else 0
+    nbytes = int(number) * (1000 if (suffix or "").lower() == "b" else 1024) ** power
     if nbytes <= 0:
         raise ValueError(f"{text!r} is not a positive size: pass {SIZE_HELP}")
     return nbytes
 
 
 def parse_sizes(text: str) -> list[int]:
-    """Sizes in bytes from ``"4KiB:1GiB"`` (x4 steps, as notebook 01 sweeps), ``"4KiB:1GiB:2"``
-    (x2 steps) or a list ``"4KiB,64MiB"``.
-    """
+    """Bytes from ``"4KiB:1GiB"`` (x4 steps, as notebook 01), ``"4KiB:1GiB:2"``, ``"4KiB,1MiB"``."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"{text!r} is not a list of sizes: pass e.g. 4KiB:1GiB or 4KiB,64MiB")
     if ":" not in text:
@@ -86,9 +69,7 @@ def size_range(
     step: int | None = None,
     text: str = "",
 ) -> list[int]:
-    """nccl-tests' sizes: from ``smallest`` to ``largest``, times ``factor`` (-f) or plus ``step``
-    bytes (-i) each time; bytes.
-    """
+    """nccl-tests' sizes in bytes, times ``factor`` (-f) or plus ``step`` bytes (-i) each time."""
     from .. import timing  # here: importing them imports torch
 
     where = f"{text!r}: " if text else ""
@@ -103,12 +84,12 @@ def size_range(
         return timing.sizes_pow2(smallest, largest, factor)
     if step is None or step < 1:
         raise ValueError(f"{where}pass a step factor (-f 2) or a step in bytes (-i 1M)")
-    sizes = list(range(smallest, largest + 1, step))
+    sizes = range(smallest, largest + 1, step)  # counted before it is listed: -i 1 -e 1G is 10^9
     if len(sizes) > 1000:
         raise ValueError(
             f"{where}{len(sizes)} sizes is more than a sweep needs: pass a bigger step or -f 2"
         )
-    return sizes
+    return list(sizes)
 
 
 def parse_tolerance(text: str) -> float:
@@ -126,7 +107,7 @@ def parse_tolerance(text: str) -> float:
 
 
 def parse_ops(text: str) -> list[str]:
-    """``"all_reduce,all_gather"`` or ``"all"`` -> a list of names from ``distributed.COLLECTIVE_OPS``."""
+    """``"all_reduce,all_gather"`` or ``"all"`` -> names from ``distributed.COLLECTIVE_OPS``."""
     from .. import distributed  # here: importing them imports torch
 
     if text.strip() == "all":
@@ -189,11 +170,7 @@ def need_gpus(n: int, why: str = "") -> None:
 
 
 def parse_ranks(text: str) -> int:
-    """A number of ranks a launch can start: a whole number from 1 to
-    ``distributed.MAX_WORLD_SIZE``.
-
-    Used by the command line (datamove).
-    """
+    """Ranks a launch can start: a whole number from 1 to ``distributed.MAX_WORLD_SIZE``."""
     from .. import distributed  # here: importing them imports torch
 
     ranks = whole(1)(text)
@@ -206,10 +183,7 @@ def parse_ranks(text: str) -> int:
 
 
 def parse_seconds(text: str) -> float:
-    """A timeout in seconds: positive, finite, at most ``distributed.MAX_TIMEOUT_S`` (a day).
-
-    Used by the command line (datamove).
-    """
+    """A timeout in seconds: positive, finite, at most ``distributed.MAX_TIMEOUT_S`` (a day)."""
     from .. import distributed  # here: importing them imports torch
 
     try:
@@ -225,11 +199,7 @@ def parse_seconds(text: str) -> float:
 
 
 def parse_output_file(text: str) -> Path:
-    """A file the command may write at the end: not a folder, in a folder that exists and can be
-    written, itself writable if it exists; checked before any measurement starts.
-
-    Used by the command line (datamove).
-    """
+    """A file the command writes at the end, checked writable before any measurement starts."""
     path = Path(text).expanduser()
     folder = path.parent
     if not text.strip() or path.is_dir():

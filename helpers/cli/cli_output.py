@@ -1,7 +1,4 @@
-"""How ``datamove`` prints: rows as they are measured (flushed at once), a progress line on
-stderr for long sweeps, tables through ``helpers.tables.Table``, JSON and CSV, and the machine a
-figure was measured on.
-"""
+"""How ``datamove`` prints: rows flushed as measured, progress on stderr, tables, JSON and CSV."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ import datetime as _dt
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 from .. import hardware, tables
@@ -25,28 +22,24 @@ def say(line: str = "", stream: TextIO | None = None) -> None:
 
 
 class Progress:
-    """A one-line progress report on stderr (``all_reduce: 3/8 rows, 12 s``), rewritten in place
-    where stderr is a terminal, left out where it is not (a log gets the rows, not the bar).
-    """
+    """A progress line on stderr (``all_reduce: 3/8 done, 12 s``), rewritten in place on a
+    terminal and left out elsewhere (a log gets the rows, not the bar)."""
 
-    def __init__(
-        self, what: str, total: int, stream: TextIO | None = None, force: bool = False
-    ) -> None:
+    def __init__(self, what: str, total: int, force: bool = False) -> None:
         self.what, self.total, self.done = what, total, 0
-        self.stream = stream or sys.stderr
+        self.stream = sys.stderr
         self.shown = force or bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = time.monotonic()
-
-    def line(self) -> str:
-        """The progress line as it reads now."""
-        return f"{self.what}: {self.done}/{self.total} done, {time.monotonic() - self.start:.0f} s"
 
     def step(self, what: str | None = None) -> None:
         """One more row measured (``what``: a new label, e.g. the next op)."""
         self.done += 1
         self.what = what or self.what
         if self.shown:
-            self.stream.write("\r" + self.line() + "\x1b[K")
+            seconds = time.monotonic() - self.start
+            self.stream.write(
+                f"\r{self.what}: {self.done}/{self.total} done, {seconds:.0f} s\x1b[K"
+            )
             self.stream.flush()
 
     def close(self) -> None:
@@ -63,7 +56,7 @@ def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> str:
     ).to_text()
 
 
-def matrix_table(title: str, matrix: list[list[float | None]], unit: str) -> str:
+def matrix_table(title: str, matrix: Sequence[Sequence[float | None]], unit: str) -> str:
     """A GPU x GPU matrix (row: from, column: to) as ``helpers.tables.Table`` text."""
     n = len(matrix)
     rows = [[f"cuda:{i}", *row] for i, row in enumerate(matrix)]
@@ -73,37 +66,38 @@ def matrix_table(title: str, matrix: list[list[float | None]], unit: str) -> str
     )
 
 
+def output_mode(args: argparse.Namespace) -> str:
+    """The output asked for: "json" (``--json``), "csv" (``--csv``) or "text"."""
+    if getattr(args, "json", False):
+        return "json"
+    return "csv" if getattr(args, "csv", False) else "text"
+
+
+def csv_header(fields: Iterable[str]) -> csv.DictWriter:
+    """A CSV writer on stdout of the rows' ``fields``, its header written."""
+    writer = csv.DictWriter(
+        sys.stdout, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n"
+    )
+    writer.writeheader()
+    return writer
+
+
 class StreamedRows:
-    """Rows printed one by one as they are measured: fixed-width text for people, or CSV with
-    its header first (``--csv``); with ``--json`` nothing is printed until the end.
-    """
+    """Rows printed as measured, as text or CSV (``--json``: kept for the end); ``columns``: key ->
+    (heading, width, format)."""
 
     def __init__(
         self, args: argparse.Namespace, columns: dict[str, tuple[str, int, Callable[[Any], str]]]
     ) -> None:
-        self.columns = columns
+        self.columns, self.mode = columns, output_mode(args)
         self.rows: list[dict[str, Any]] = []
-        self.mode = (
-            "json"
-            if getattr(args, "json", False)
-            else "csv"
-            if getattr(args, "csv", False)
-            else "text"
-        )
         self.writer: Any = None
 
     def header(self) -> None:
-        """The column headings (text) or the CSV header."""
         if self.mode == "text":
             say("  ".join(head.rjust(width) for head, width, _ in self.columns.values()))
         elif self.mode == "csv":
-            self.writer = csv.DictWriter(
-                sys.stdout,
-                fieldnames=list(self.columns),
-                extrasaction="ignore",
-                lineterminator="\n",
-            )
-            self.writer.writeheader()
+            self.writer = csv_header(self.columns)
             sys.stdout.flush()
 
     def add(self, row: dict[str, Any]) -> None:
@@ -122,17 +116,14 @@ class StreamedRows:
 
 
 def emit(
-    args: argparse.Namespace, payload: dict[str, Any], columns: dict[str, str], text: str
+    args: argparse.Namespace, payload: dict[str, Any], fields: Iterable[str], text: str
 ) -> None:
-    """Print the payload as JSON (``--json``), its rows as CSV (``--csv``) or ``text`` for people."""
-    if getattr(args, "json", False):
+    """Print the payload as JSON (``--json``), its rows' ``fields`` as CSV (``--csv``) or text."""
+    mode = output_mode(args)
+    if mode == "json":
         say(json.dumps(payload, indent=2, allow_nan=True, default=str))
-    elif getattr(args, "csv", False):
-        writer = csv.DictWriter(
-            sys.stdout, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
-        )
-        writer.writeheader()
-        writer.writerows(payload["rows"])
+    elif mode == "csv":
+        csv_header(fields).writerows(payload["rows"])
         sys.stdout.flush()
     else:
         say(text)

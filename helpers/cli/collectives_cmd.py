@@ -1,7 +1,5 @@
-"""``datamove collectives``: the collectives of ``distributed.collective_timings`` printed as
-nccl-tests prints them (``helpers.cli.nccl_tests_format``), each row the moment rank 0 has it,
-under torchrun or with ranks started here; nccl-tests' flags beside the long options; and a sweep
-over the number of ranks (``--sweep-ranks``: N = 2, 4, ... every GPU, busbw against N).
+"""``datamove collectives``: ``distributed.collective_sweep`` in nccl-tests' flags and output, each
+row as rank 0 has it, under torchrun or with ranks started here; ``--sweep-ranks``: busbw against N.
 """
 
 from __future__ import annotations
@@ -30,11 +28,6 @@ COLLECTIVE_WARMUP, COLLECTIVE_ITERS, COLLECTIVE_SAMPLES = 5, 20, 5
 DEFAULT_RANGE = {"nccl": (1024, 2**30, 4), "gloo": (1024, 4 * MiB, 4)}
 
 
-def _under_torchrun() -> bool:
-    """Whether torchrun started this process (its group is joined from the environment)."""
-    return all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR"))
-
-
 def _check_collective_sizes(sizes: list[int], world_size: int) -> None:
     """Each size a multiple of 4 bytes x ranks (float32 split in equal parts), else a UsageError."""
     step = 4 * world_size
@@ -47,8 +40,8 @@ def _check_collective_sizes(sizes: list[int], world_size: int) -> None:
 
 
 def _chosen_sizes(args: argparse.Namespace, backend: str, world: int) -> list[int]:
-    """``--sizes``, else nccl-tests' -b/-e/-f/-i, else the backend's default range, each rounded up
-    to a multiple of 4 x ranks (nccl-tests rounds its counts the same way)."""
+    """``--sizes``, else -b/-e/-f/-i over the backend's default range, rounded up to a multiple of
+    4 x ranks as nccl-tests rounds its counts."""
     if args.sizes:
         return args.sizes
     smallest, largest, factor = DEFAULT_RANGE[backend]
@@ -68,37 +61,36 @@ def _chosen_sizes(args: argparse.Namespace, backend: str, world: int) -> list[in
 
 
 def _settled_flags(args: argparse.Namespace, backend: str) -> None:
-    """nccl-tests' checks of -G, -I and -K (src/common.cu): the same warnings on stderr and the
-    same fallbacks; and -G refused under gloo, whose CPU ranks have no CUDA graph."""
+    """nccl-tests' checks of -G, -I and -K (src/common.cu), same warnings and fallbacks; -G
+    refused under gloo, whose CPU ranks have no CUDA graph."""
     if args.cudagraph and backend != "nccl":
         raise UsageError(
             f"-G {args.cudagraph} replays the calls from a CUDA graph; the {backend} backend runs on "
             "the CPU and has none: pass -G 0 (or --backend nccl on GPUs)"
         )
-    warnings = []
     if args.per_iter_timing not in (0, 1):
-        warnings.append("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.")
+        say("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.", sys.stderr)
         args.per_iter_timing = 0
     if args.per_iter_timing and args.cudagraph:
-        warnings.append(
-            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."
+        say(
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling.",
+            sys.stderr,
         )
         args.per_iter_timing = 0
     if args.per_iter_skip and not 0 <= args.per_iter_skip < args.iters:
-        warnings.append(
-            f"per-iteration skip (-K) must be between 0 and {args.iters - 1}. Disabling."
+        say(
+            f"per-iteration skip (-K) must be between 0 and {args.iters - 1}. Disabling.",
+            sys.stderr,
         )
         args.per_iter_skip = 0
     if args.per_iter_skip and not args.per_iter_timing:
-        warnings.append("per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.")
+        say("per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.", sys.stderr)
         args.per_iter_skip = 0
-    for line in warnings:
-        say(line, sys.stderr)
 
 
 def _reserve(path: Path) -> Path:
-    """nccl-tests' JSON path: ``path`` if it does not exist yet, else ``path.0``, ``path.1``, ...
-    (as separate runs given one -J path write); created empty now, filled when the op is done."""
+    """The first of ``path``, ``path.0``, ``path.1``... not there yet (as separate nccl-tests runs
+    given one -J path write), created empty now."""
     for candidate in [path, *(Path(f"{path}.{i}") for i in range(10_000))]:
         try:
             with candidate.open("x"):
@@ -116,21 +108,33 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 class _NcclTestsPrinter:
-    """Prints an op's block as separate nccl-tests runs would: the header before its first row,
-    each row as it arrives, the trailer after its last; keeps one nccl-tests JSON document per
-    op (written to -J's path when the op is done) and a progress line on stderr."""
+    """Prints each op's block as a separate nccl-tests run would (header, rows as they arrive,
+    trailer), keeps its JSON document (written to -J's path when the op is done), shows progress."""
 
-    def __init__(
-        self, args: argparse.Namespace, world: int, backend: str, sizes: list[int]
-    ) -> None:
-        self.args, self.world, self.backend, self.sizes = args, world, backend, sizes
+    def __init__(self, args: argparse.Namespace, world: int, backend: str) -> None:
+        _settled_flags(args, backend)
+        self.sizes = _chosen_sizes(args, backend, world)
+        _check_collective_sizes(self.sizes, world)
+        self.args, self.world, self.backend = args, world, backend
+        self.factor = None if args.stepbytes else args.stepfactor or DEFAULT_RANGE[backend][2]
+        self.settings = dict(  # what the header and the JSON both state
+            world=world,
+            min_bytes=self.sizes[0],
+            max_bytes=self.sizes[-1],
+            warmup=args.warmup,
+            iters=args.iters,
+            check=args.check,
+            graph=args.cudagraph,
+            per_iter=bool(args.per_iter_timing),
+            per_iter_skip=args.per_iter_skip,
+        )
         self.devices: list[dict[str, Any]] = []
         self.rows: dict[str, list[dict[str, Any]]] = {op: [] for op in args.ops}
         self.docs: list[dict[str, Any]] = []
         self.json_path: Path | None = None
         self.started = _dt.datetime.now()
-        self.progress = Progress("collectives", len(args.ops) * len(sizes))
-        self.quiet = bool(getattr(args, "json", False))
+        self.progress = Progress("collectives", len(args.ops) * len(self.sizes))
+        self.quiet = args.json
 
     def __call__(self, value: dict[str, Any]) -> None:
         if "devices" in value:
@@ -150,25 +154,18 @@ class _NcclTestsPrinter:
     def _row(self, op: str, size: int, groups: dict[str, Any]) -> dict[str, Any]:
         a = self.args
         measured = {k: g for k, g in groups.items() if "timing" in g}
-        row = nccl_tests_format.result(
-            op,
-            size,
-            self.world,
-            a.iters,
-            {
-                k: nccl_tests_format.group_result(
-                    op, size, g["timing"].median_s, g["wrong"] if a.check else None, self.world
-                )
-                for k, g in measured.items()
-            },
-            {
-                k: nccl_tests_format.per_iter_stats(g["per_iter_s"], a.per_iter_skip)
-                for k, g in measured.items()
-                if g["per_iter_s"]
-            }
-            if a.per_iter_timing
-            else None,
-        )
+        results: dict[str, dict[str, Any] | None] = {
+            k: nccl_tests_format.group_result(
+                op, size, g["timing"].median_s, g["wrong"] if a.check else None, self.world
+            )
+            for k, g in measured.items()
+        }
+        per_iter = {  # -I 1: nccl-tests' per-iteration report, for each group timed that way
+            k: nccl_tests_format.per_iter_stats(g["per_iter_s"], a.per_iter_skip)
+            for k, g in measured.items()
+            if a.per_iter_timing and g["per_iter_s"]
+        }
+        row = nccl_tests_format.result(op, size, self.world, a.iters, results, per_iter)
         spreads = [g["timing"].spread for g in measured.values() if g["timing"].spread is not None]
         row["datamove"] = {
             "spread": max(spreads) if spreads else None,
@@ -187,11 +184,6 @@ class _NcclTestsPrinter:
                 say(f"# Writing JSON output to {self.json_path}")
         if self.quiet:
             return
-        step = (
-            f"{a.stepbytes}(bytes)"
-            if a.stepbytes
-            else f"{a.stepfactor or DEFAULT_RANGE[self.backend][2]}(factor)"
-        )
         graph = (
             f"CUDA graph of {a.iters} calls replayed {a.cudagraph} times"
             if a.cudagraph
@@ -203,44 +195,27 @@ class _NcclTestsPrinter:
         )
         for line in nccl_tests_format.header_lines(
             op=op,
-            world=self.world,
-            min_bytes=self.sizes[0],
-            max_bytes=self.sizes[-1],
-            step=step,
-            warmup=a.warmup,
-            iters=a.iters,
-            check=a.check,
-            graph=a.cudagraph,
-            per_iter=bool(a.per_iter_timing),
-            per_iter_skip=a.per_iter_skip,
+            step=f"{a.stepbytes}(bytes)" if a.stepbytes else f"{self.factor}(factor)",
             devices=self.devices,
             version=a.version,
             note=note,
             clock="CUDA event" if self.backend == "nccl" else "host clock",
+            **self.settings,
         ):
             say(line)
 
     def _finish(self, op: str, rows: list[dict[str, Any]]) -> None:
-        a = self.args
         if not self.quiet:
             for line in nccl_tests_format.trailer_lines(op, rows):
                 say(line)
         doc = nccl_tests_format.json_document(
             argv=sys.argv,
-            world=self.world,
-            min_bytes=self.sizes[0],
-            max_bytes=self.sizes[-1],
-            factor=None if a.stepbytes else a.stepfactor or DEFAULT_RANGE[self.backend][2],
-            step_bytes=a.stepbytes,
-            warmup=a.warmup,
-            iters=a.iters,
-            check=a.check,
-            graph=a.cudagraph,
-            per_iter=bool(a.per_iter_timing),
-            per_iter_skip=a.per_iter_skip,
+            factor=self.factor,
+            step_bytes=self.args.stepbytes,
             devices=self.devices,
             rows=rows,
             started=self.started,
+            **self.settings,
         )
         self.docs.append(doc)
         if self.json_path is not None:
@@ -250,19 +225,6 @@ class _NcclTestsPrinter:
         return [row for rows in self.rows.values() for row in rows]
 
 
-def _spawned(
-    args: argparse.Namespace, world: int, backend: str, printer: _NcclTestsPrinter
-) -> None:
-    distributed.launch(
-        distributed.collective_sweep,
-        world,
-        backend=backend,
-        timeout_s=args.timeout,
-        kwargs=_sweep_kwargs(args, printer.sizes),
-        on_report=lambda rank, value: printer(value),
-    )
-
-
 def _sweep_kwargs(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     return dict(
         ops=args.ops,
@@ -270,8 +232,8 @@ def _sweep_kwargs(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
         warmup=args.warmup,
         iters=args.iters,
         samples=args.samples,
-        graph_launches=getattr(args, "cudagraph", 0),
-        per_iter=bool(getattr(args, "per_iter_timing", 0)),
+        graph_launches=args.cudagraph,
+        per_iter=bool(args.per_iter_timing),
     )
 
 
@@ -282,11 +244,8 @@ def _torchrun(args: argparse.Namespace) -> _NcclTestsPrinter | None:
     backend = args.backend or (
         "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
     )
-    _settled_flags(args, backend)
     world, rank = int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
-    sizes = _chosen_sizes(args, backend, world)
-    _check_collective_sizes(sizes, world)
-    printer = _NcclTestsPrinter(args, world, backend, sizes)
+    printer = _NcclTestsPrinter(args, world, backend)
     timeout = _dt.timedelta(seconds=args.timeout)
     if backend == "nccl":
         local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -295,20 +254,18 @@ def _torchrun(args: argparse.Namespace) -> _NcclTestsPrinter | None:
     else:
         dist.init_process_group("gloo", timeout=timeout)
     try:
-        distributed.collective_sweep(rank, world, **_sweep_kwargs(args, sizes), emit=printer)
+        kwargs = _sweep_kwargs(args, printer.sizes)
+        distributed.collective_sweep(rank, world, **kwargs, emit=printer)
     finally:
         dist.destroy_process_group()
     return printer if rank == 0 else None
 
 
 def cmd_collectives(args: argparse.Namespace) -> int:
-    """``datamove collectives``: exit 1 when a row has wrong elements.
-
-    Used by the command line (datamove).
-    """
+    """``datamove collectives``: exit 1 when a row has wrong elements."""
     if args.sweep_ranks:
         return _cmd_rank_sweep(args)
-    if _under_torchrun():
+    if all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR")):  # torchrun's
         printer = _torchrun(args)
         if printer is None:
             return 0  # not rank 0: rank 0 prints
@@ -317,12 +274,16 @@ def cmd_collectives(args: argparse.Namespace) -> int:
         backend = args.backend or distributed.choose_backend(world)
         if backend == "nccl":
             need_gpus(world, f" (nccl: one per rank, {world} ranks; pass --backend gloo or -g)")
-        _settled_flags(args, backend)
-        sizes = _chosen_sizes(args, backend, world)
-        _check_collective_sizes(sizes, world)
-        printer = _NcclTestsPrinter(args, world, backend, sizes)
+        printer = _NcclTestsPrinter(args, world, backend)
         try:
-            _spawned(args, world, backend, printer)
+            distributed.launch(
+                distributed.collective_sweep,
+                world,
+                backend=backend,
+                timeout_s=args.timeout,
+                kwargs=_sweep_kwargs(args, printer.sizes),
+                on_report=lambda rank, value: printer(value),
+            )
         finally:
             printer.progress.close()
     if args.json:  # one op: its document; several: a list of them, one per op

@@ -1,7 +1,5 @@
-"""``datamove h2d``, ``d2h`` (notebook 01's ``timed_copy``, size by size, each row printed when
-measured) and ``p2p`` (notebook 05's peer copies: one way, both ways, latency). The copies are the
-notebooks' own ``#@save`` cells, in ``helpers.experiments``.
-"""
+"""``datamove h2d``, ``d2h`` (notebook 01's ``timed_copy``, a row per size as measured) and ``p2p``
+(notebook 05's peer copies): the notebooks' own ``#@save`` cells, in ``helpers.experiments``."""
 
 from __future__ import annotations
 
@@ -19,9 +17,7 @@ REPEATS_SMALL, REPEATS_LARGE, LARGE_BYTES = 10, 5, 64 * MiB
 
 
 def host_copy(direction: str, pinned: bool, n: int) -> timing.Timing:
-    """One size of notebook 01's copy_bandwidth: its own ``timed_copy`` (a #@save cell), with the
-    notebook's samples for that size; the copy's contents are checked there.
-    """
+    """One size of notebook 01's copy_bandwidth, with the notebook's samples for that size."""
     return experiments.timed_copy(
         n, direction, pinned, REPEATS_SMALL if n < LARGE_BYTES else REPEATS_LARGE
     )
@@ -71,27 +67,17 @@ def _f2(x: Any) -> str:
     return f"{x:.2f}"
 
 
-COPY_COLUMNS = {
-    "size_text": "size",
-    "gbps": "GB/s",
-    "gbps_slowest": "slowest",
-    "gbps_fastest": "fastest",
-    "spread": "IQR/median",
-    "time_us": "us/copy",
-    "link_share": "of link",
-    "calls_per_sample": "calls",
-    "method": "clock",
-}
-_COPY_WIDTHS: dict[str, tuple[int, Callable[[Any], str]]] = {
-    "size_text": (9, str),
-    "gbps": (8, _f2),
-    "gbps_slowest": (8, _f2),
-    "gbps_fastest": (8, _f2),
-    "spread": (10, lambda x: f"{x:.3f}"),
-    "time_us": (10, lambda x: f"{x:.1f}"),
-    "link_share": (7, lambda x: f"{x:.0%}"),
-    "calls_per_sample": (6, str),
-    "method": (24, str),
+# A row's key -> its heading, width and format in the table.
+COPY_COLUMNS: dict[str, tuple[str, int, Callable[[Any], str]]] = {
+    "size_text": ("size", 9, str),
+    "gbps": ("GB/s", 8, _f2),
+    "gbps_slowest": ("slowest", 8, _f2),
+    "gbps_fastest": ("fastest", 8, _f2),
+    "spread": ("IQR/median", 10, lambda x: f"{x:.3f}"),
+    "time_us": ("us/copy", 10, lambda x: f"{x:.1f}"),
+    "link_share": ("of link", 7, lambda x: f"{x:.0%}"),
+    "calls_per_sample": ("calls", 6, str),
+    "method": ("clock", 24, str),
 }
 
 
@@ -109,7 +95,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
         if raw
         else "PCIe link not reported by nvidia-smi"
     )
-    out = StreamedRows(args, {key: (COPY_COLUMNS[key], *_COPY_WIDTHS[key]) for key in COPY_COLUMNS})
+    out = StreamedRows(args, COPY_COLUMNS)
     if out.mode == "text":
         say(
             f"{args.command.upper()} from {memory} memory on {facts['gpu']}; decimal GB/s, median of the "
@@ -139,26 +125,20 @@ def cmd_copy(args: argparse.Namespace) -> int:
 P2P_REPEATS, LATENCY_BYTES, LATENCY_REPEATS, LATENCY_CALLS = 7, 4, 10, 50
 
 
-def _peer_matrices(size: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """Notebook 05's three peer-copy experiments, run at one size for every pair of GPUs here:
-    one way ({"i->j": [Timing]}), both ways ({"i<->j": [Timing]}) and latency ({"i->j": [Timing]})."""
+def cmd_p2p(args: argparse.Namespace) -> int:
+    """``datamove p2p``: notebook 05's peer copies (one way, both ways, latency) at one size."""
+    need_gpus(2)
+    n, size = hardware.gpu_count(), args.size
     say(
         f"datamove p2p: one way, both ways and latency, {timing.format_bytes(size)}, every pair of GPUs",
         sys.stderr,
     )
+    # {"i->j": [Timing]}, {"i<->j": [Timing]} and {"i->j": [Timing]}, one Timing per size
     one_way = experiments.peer_copy_bandwidth(sizes=[size], repeats=P2P_REPEATS)
     both = experiments.peer_copy_both_ways(sizes=[size], repeats=P2P_REPEATS)
     latency = experiments.peer_copy_latency(
         sizes=[LATENCY_BYTES], repeats=LATENCY_REPEATS, calls=LATENCY_CALLS
     )
-    return one_way, both, latency
-
-
-def cmd_p2p(args: argparse.Namespace) -> int:
-    """``datamove p2p``: the peer matrices of notebook 05 at one size."""
-    need_gpus(2)
-    n, size = hardware.gpu_count(), args.size
-    one_way, both, latency = _peer_matrices(size)
     uni = [[one_way[f"{i}->{j}"][0].gbps if i != j else None for j in range(n)] for i in range(n)]
     bidi = [
         [both[f"{min(i, j)}<->{max(i, j)}"][0].gbps if i != j else None for j in range(n)]
@@ -199,13 +179,5 @@ def cmd_p2p(args: argparse.Namespace) -> int:
             matrix_table(f"latency of a {LATENCY_BYTES} B copy", lat, "us per copy"),
         ]
     )
-    columns = {
-        "src": "src",
-        "dst": "dst",
-        "peer_access": "peer",
-        "unidirectional_gbps": "uni GB/s",
-        "bidirectional_gbps": "bidi GB/s",
-        "latency_us": "latency us",
-    }
-    emit(args, payload, columns, text)
+    emit(args, payload, list(rows[0]), text)  # CSV: every field of a row
     return 0

@@ -1,8 +1,5 @@
 """``datamove doctor``: a preflight of a machine, each check pass / warn / FAIL with its fix.
-
-The facts are read once (``doctor_facts``: NVML and the OS through ``helpers.hardware``); the
-checks are pure functions of them, so the tests feed them any machine. On a machine without a GPU
-the doctor says plainly "CPU only: the notebooks replay" and warns about nothing that needs no fix.
+The checks are pure functions of facts read once (``_doctor_facts``): tests feed them any machine.
 """
 
 from __future__ import annotations
@@ -37,6 +34,10 @@ class Check:
     status: str
     seen: str
     fix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status == PASS:
+            self.fix = ""  # a fix is for a warn or a FAIL
 
 
 def _tiny_all_reduce(rank: int, world_size: int) -> float:
@@ -88,7 +89,9 @@ def _doctor_facts(nccl_timeout_s: float | None) -> dict[str, Any]:
     }
     traces = config.traces_dir()
     machine = hardware.machine_name(hardware.describe()) if gpus else "cpu-only"
-    can_nccl = gpus >= 1 and dist.is_nccl_available() and nccl_timeout_s is not None
+    nccl = None
+    if nccl_timeout_s is not None and gpus >= 1 and dist.is_nccl_available():
+        nccl = _nccl_fact(gpus, nccl_timeout_s)
     return {
         "course": config.course_version(),
         "commit": config.course_commit(),
@@ -113,9 +116,7 @@ def _doctor_facts(nccl_timeout_s: float | None) -> dict[str, Any]:
         "pid": os.getpid(),
         "memlock": hardware.pinned_memory_limit_bytes(),
         "peer": hardware.peer_access(),
-        "nccl": _nccl_fact(gpus, nccl_timeout_s)
-        if can_nccl and nccl_timeout_s is not None
-        else None,
+        "nccl": nccl,
         "traces": str(traces),
         "free_disk": hardware.free_disk_bytes(traces),
         "machine": machine,
@@ -124,21 +125,17 @@ def _doctor_facts(nccl_timeout_s: float | None) -> dict[str, Any]:
 
 
 def _check_gpus(f: dict[str, Any]) -> list[Check]:
+    name = "GPUs visible"
     if f["gpus"]:
-        return [
-            Check("GPUs visible", PASS, f"{f['gpus']} CUDA GPU(s) visible to torch {f['torch']}")
-        ]
-    if f["driver"]:
-        return [
-            Check(
-                "GPUs visible",
-                FAIL,
-                f"an NVIDIA driver answers but torch {f['torch']} sees no GPU "
-                f"(CUDA_VISIBLE_DEVICES={f['visible_devices']!r})",
-                "install PyPI's CUDA build of torch (make setup here), and check CUDA_VISIBLE_DEVICES",
-            )
-        ]
-    return [Check("GPUs visible", PASS, CPU_ONLY)]
+        return [Check(name, PASS, f"{f['gpus']} CUDA GPU(s) visible to torch {f['torch']}")]
+    if not f["driver"]:
+        return [Check(name, PASS, CPU_ONLY)]
+    seen = (
+        f"an NVIDIA driver answers but torch {f['torch']} sees no GPU "
+        f"(CUDA_VISIBLE_DEVICES={f['visible_devices']!r})"
+    )
+    fix = "install PyPI's CUDA build of torch (make setup here), and check CUDA_VISIBLE_DEVICES"
+    return [Check(name, FAIL, seen, fix)]
 
 
 def _version(text: str | None) -> tuple[int, ...]:
@@ -146,33 +143,17 @@ def _version(text: str | None) -> tuple[int, ...]:
 
 
 def _check_driver(f: dict[str, Any]) -> list[Check]:
+    name, driver, built = "driver vs torch's CUDA", f["driver_cuda"], f["torch_cuda"]
     if not f["driver"]:
         return []  # CPU only: no driver to match (said once, by the GPUs check)
-    if not f["torch_cuda"]:
-        return [
-            Check(
-                "driver vs torch's CUDA",
-                FAIL,
-                f"torch {f['torch']} is a CPU build",
-                "install PyPI's CUDA build: pip install 'torch>=2.11,<2.15' (make setup does)",
-            )
-        ]
-    if f["driver_cuda"] and _version(f["driver_cuda"]) < _version(f["torch_cuda"]):
-        return [
-            Check(
-                "driver vs torch's CUDA",
-                FAIL,
-                f"driver supports CUDA {f['driver_cuda']}, torch needs {f['torch_cuda']}",
-                f"update the driver, or install a torch built for CUDA <= {f['driver_cuda']}",
-            )
-        ]
-    return [
-        Check(
-            "driver vs torch's CUDA",
-            PASS,
-            f"driver supports CUDA {f['driver_cuda'] or '?'}, torch built for {f['torch_cuda']}",
-        )
-    ]
+    if not built:
+        fix = "install PyPI's CUDA build: pip install 'torch>=2.11,<2.15' (make setup does)"
+        return [Check(name, FAIL, f"torch {f['torch']} is a CPU build", fix)]
+    if driver and _version(driver) < _version(built):
+        seen = f"driver supports CUDA {driver}, torch needs {built}"
+        fix = f"update the driver, or install a torch built for CUDA <= {driver}"
+        return [Check(name, FAIL, seen, fix)]
+    return [Check(name, PASS, f"driver supports CUDA {driver or '?'}, torch built for {built}")]
 
 
 def _check_links(f: dict[str, Any]) -> list[Check]:
@@ -181,31 +162,24 @@ def _check_links(f: dict[str, Any]) -> list[Check]:
         name, now = f"GPU {link['index']} PCIe link", (link["gen_current"], link["width_current"])
         seen = f"gen {now[0]} x{now[1]} now, gen {link['gen_max']} x{link['width_max']} at most (read under load)"
         if None in (*now, link["gen_max"], link["width_max"]):
-            checks.append(
-                Check(name, WARN, "not reported by the driver", "read it with nvidia-smi -q -d PCI")
+            check = Check(
+                name, WARN, "not reported by the driver", "read it with nvidia-smi -q -d PCI"
             )
         elif now[1] < link["width_max"]:
-            checks.append(
-                Check(
-                    name,
-                    FAIL,
-                    seen,
-                    "a degraded width: reseat the card or move it to a full-width "
-                    "slot; check the riser and BIOS lane settings",
-                )
+            fix = (
+                "a degraded width: reseat the card or move it to a full-width "
+                "slot; check the riser and BIOS lane settings"
             )
+            check = Check(name, FAIL, seen, fix)
         elif now[0] < link["gen_max"]:
-            checks.append(
-                Check(
-                    name,
-                    WARN,
-                    seen,
-                    "below its generation under load: check the BIOS PCIe speed "
-                    "setting and the slot; idle power saving can also show this",
-                )
+            fix = (
+                "below its generation under load: check the BIOS PCIe speed "
+                "setting and the slot; idle power saving can also show this"
             )
+            check = Check(name, WARN, seen, fix)
         else:
-            checks.append(Check(name, PASS, seen))
+            check = Check(name, PASS, seen)
+        checks.append(check)
     return checks
 
 
@@ -217,61 +191,40 @@ def _check_numa(f: dict[str, Any]) -> list[Check]:
         if node is None or not cpus:
             checks.append(Check(name, PASS, "one NUMA node (or not reported): nothing to match"))
         elif mine & cpus:
-            checks.append(
-                Check(
-                    name,
-                    PASS,
-                    f"node {node}; this process may run on {len(mine & cpus)} of its CPUs",
-                )
-            )
+            seen = f"node {node}; this process may run on {len(mine & cpus)} of its CPUs"
+            checks.append(Check(name, PASS, seen))
         else:
-            checks.append(
-                Check(
-                    name,
-                    WARN,
-                    f"node {node}, but this process runs only on other nodes' CPUs",
-                    f"numactl --cpunodebind={node} --membind={node} <command> (pinned buffers near the GPU)",
-                )
-            )
+            seen = f"node {node}, but this process runs only on other nodes' CPUs"
+            fix = f"numactl --cpunodebind={node} --membind={node} <command> (pinned buffers near the GPU)"
+            checks.append(Check(name, WARN, seen, fix))
     return checks
 
 
 def _check_activity(f: dict[str, Any]) -> list[Check]:
     checks = []
+    fix = "wait for them, or choose an idle GPU with CUDA_VISIBLE_DEVICES: shared GPUs give wrong timings"
     for gpu in f["activity"]:
         others = [pid for pid in gpu["pids"] if pid != f["pid"]]
         busy = (gpu["utilization_pct"] or 0) > BUSY_PERCENT
         seen = f"{gpu['utilization_pct']}% busy, other processes: {others or 'none'}"
-        fix = "wait for them, or choose an idle GPU with CUDA_VISIBLE_DEVICES: shared GPUs give wrong timings"
         checks.append(
-            Check(
-                f"GPU {gpu['index']} other work",
-                WARN if others or busy else PASS,
-                seen,
-                fix if others or busy else "",
-            )
+            Check(f"GPU {gpu['index']} other work", WARN if others or busy else PASS, seen, fix)
         )
     return checks
 
 
 def _check_memlock(f: dict[str, Any]) -> list[Check]:
-    limit = f["memlock"]
+    limit, name = f["memlock"], "pinned-memory limit (ulimit -l)"
     if not f["gpus"]:
         return []  # CPU only: nothing is pinned without a GPU
     if limit is None:
-        return [Check("pinned-memory limit (ulimit -l)", PASS, "unlimited")]
+        return [Check(name, PASS, "unlimited")]
+    fix = (
+        "raise it: ulimit -l unlimited (limits.conf memlock; docker "
+        "--ulimit memlock=-1); registering host memory needs it"
+    )
     status = PASS if limit >= MEMLOCK_WARN_BYTES else WARN
-    return [
-        Check(
-            "pinned-memory limit (ulimit -l)",
-            status,
-            timing.format_bytes(limit) if limit else "0 B",
-            ""
-            if status == PASS
-            else "raise it: ulimit -l unlimited (limits.conf memlock; docker "
-            "--ulimit memlock=-1); registering host memory needs it",
-        )
-    ]
+    return [Check(name, status, timing.format_bytes(limit) if limit else "0 B", fix)]
 
 
 def _check_peers(f: dict[str, Any]) -> list[Check]:
@@ -280,73 +233,39 @@ def _check_peers(f: dict[str, Any]) -> list[Check]:
         return [Check("peer access", PASS, f"{n} GPU(s): no pair to check")] if n else []
     missing = [f"{i}->{j}" for i in range(n) for j in range(n) if i != j and not peer[i][j]]
     if missing:
-        return [
-            Check(
-                "peer access",
-                WARN,
-                f"no direct access for {', '.join(missing)}",
-                "those copies go through host memory: check nvidia-smi topo -m and IOMMU/ACS settings",
-            )
-        ]
+        fix = "those copies go through host memory: check nvidia-smi topo -m and IOMMU/ACS settings"
+        return [Check("peer access", WARN, f"no direct access for {', '.join(missing)}", fix)]
     return [Check("peer access", PASS, f"every pair of the {n} GPUs")]
 
 
 def _check_nccl(f: dict[str, Any]) -> list[Check]:
-    if f["nccl"] is None:
+    name, nccl = "NCCL all_reduce", f["nccl"]
+    if nccl is None:
         if not f["gpus"]:
             return []  # CPU only: nothing for NCCL to run on
-        return [
-            Check("NCCL all_reduce", WARN, "not run (--skip-nccl, or a torch build without NCCL)")
-        ]
-    if f["nccl"]["ok"]:
-        return [Check("NCCL all_reduce", PASS, f["nccl"]["seen"])]
-    return [
-        Check(
-            "NCCL all_reduce",
-            FAIL,
-            f["nccl"]["seen"],
-            "rerun with NCCL_DEBUG=INFO; keep NCCL_NVLS_ENABLE=0; try NCCL_P2P_DISABLE=1 to isolate the link",
-        )
-    ]
+        return [Check(name, WARN, "not run (--skip-nccl, or a torch build without NCCL)")]
+    fix = "rerun with NCCL_DEBUG=INFO; keep NCCL_NVLS_ENABLE=0; try NCCL_P2P_DISABLE=1 to isolate the link"
+    return [Check(name, PASS if nccl["ok"] else FAIL, nccl["seen"], fix)]
 
 
 def _check_disk(f: dict[str, Any]) -> list[Check]:
     free = f["free_disk"]
     status = PASS if free >= DISK_WARN_BYTES else WARN if free >= DISK_FAIL_BYTES else FAIL
-    return [
-        Check(
-            "free disk for traces",
-            status,
-            f"{timing.format_bytes(free)} free at {f['traces']}",
-            ""
-            if status == PASS
-            else "free some space, or set COURSE_TRACES_DIR to a roomier folder",
-        )
-    ]
+    seen = f"{timing.format_bytes(free)} free at {f['traces']}"
+    fix = "free some space, or set COURSE_TRACES_DIR to a roomier folder"
+    return [Check("free disk for traces", status, seen, fix)]
 
 
 def _check_recordings(f: dict[str, Any]) -> list[Check]:
-    if f["machine"] in f["recorded"]:
-        return [Check("recordings for this machine", PASS, f"results/{f['machine']}/ exists")]
+    machine, recorded = f["machine"], f["recorded"]
+    if machine in recorded:
+        return [Check("recordings for this machine", PASS, f"results/{machine}/ exists")]
     if not f["gpus"]:
-        return [
-            Check(
-                "recordings to replay",
-                PASS if f["recorded"] else FAIL,
-                ", ".join(f["recorded"]) or "none under results/",
-                ""
-                if f["recorded"]
-                else "git checkout results/ (the clone's recordings are missing)",
-            )
-        ]
-    return [
-        Check(
-            "recordings for this machine",
-            WARN,
-            f"none for {f['machine']}",
-            "datamove record, then a pull request with results/<machine>/ (CONTRIBUTING.md: Add your machine)",
-        )
-    ]
+        seen = ", ".join(recorded) or "none under results/"
+        fix = "git checkout results/ (the clone's recordings are missing)"
+        return [Check("recordings to replay", PASS if recorded else FAIL, seen, fix)]
+    fix = "datamove record, then a pull request with results/<machine>/ (CONTRIBUTING.md: Add your machine)"
+    return [Check("recordings for this machine", WARN, f"none for {machine}", fix)]
 
 
 DOCTOR_CHECKS = (

@@ -1,14 +1,5 @@
-"""nccl-tests' output, line for line (nccl-tests 2.19.6, src/util.cu): the ``# nThread`` header,
-``# Using devices`` lines, the out-of-place / in-place header and units line (``-I 1``: with the
-per-iteration columns), rows printed as measured, the trailer (``# Out of bounds values``,
-``# Avg bus bandwidth``, the closing ``#`` and empty line); its JSON (``-J``, file version 3, its
-writer's keys and types); and one small parser that reads a log of either.
-
-Each row carries both groups as ``distributed.collective_sweep`` measured them; a group it could
-not measure (``placement_refused``: in-place all_to_all, out-of-place all_reduce and broadcast
-under gloo) prints N/A, never a copy of the other.
-
-Used by the command line (datamove).
+"""nccl-tests 2.19.6's output line for line (src/util.cu) and its ``-J`` JSON (file version 3).
+A group ``distributed.collective_sweep`` could not measure prints N/A, never a copy of the other.
 """
 
 from __future__ import annotations
@@ -16,28 +7,19 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-import re
 from typing import Any
 
 from .. import distributed
 
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum"}
 _ROOT = {"broadcast": 0}
-_PER_RANK_COUNT = (
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-)  # nccl-tests' count is per rank there
+_PER_RANK_COUNT = ("all_gather", "reduce_scatter", "all_to_all")  # nccl-tests counts per rank
 JSON_FILE_VERSION = 3
 GROUPS = ("out_of_place", "in_place")
 
 
 def float_str(value: float, width: int) -> str:
-    """A number as nccl-tests 2.19 prints it (``getFloatStr``): two decimals if they fit in
-    ``width`` characters, else one, else none, else exponent form.
-
-    Used by the command line (datamove).
-    """
+    """nccl-tests' ``getFloatStr``: two decimals if they fit ``width``, else one, none, e-form."""
     for form in (".2f", ".1f", ".0f"):
         text = f"{value:{width}{form}}"
         if len(text) <= width:
@@ -46,11 +28,7 @@ def float_str(value: float, width: int) -> str:
 
 
 def time_str(us: float) -> str:
-    """A time in us as nccl-tests 2.19 prints it: ``float_str(us, 7)`` (``  13.24``, `` 135.80``,
-    ``1059.90``, ``12646.0``).
-
-    Used by the command line (datamove).
-    """
+    """A time in us as nccl-tests prints it (``  13.24``, ``1059.90``, ``12646.0``)."""
     return float_str(us, 7)
 
 
@@ -72,12 +50,8 @@ def header_lines(
     note: str,
     clock: str = "CUDA event",
 ) -> list[str]:
-    """The lines before the rows: versions, ``# nThread ...``, ``# Using devices`` and one line per
-    rank, the two header lines and the units line (with ``per_iter``, nccl-tests' ``-I 1``
-    report line, naming ``clock``, and columns). ``step`` is e.g. ``"2(factor)"``.
-
-    Used by the command line (datamove).
-    """
+    """The lines before the rows (``per_iter``: ``-I 1``'s report line and columns); ``step`` is
+    e.g. ``"2(factor)"``."""
     lines = [
         f"# datamove {version}: torch.distributed, {note}",
         f"# Collective test starting: {op}_perf",
@@ -123,11 +97,7 @@ def header_lines(
 def group_result(
     op: str, nbytes: int, seconds: float, wrong: int | None, world: int
 ) -> dict[str, Any]:
-    """One measured group as nccl-tests' JSON has it: ``time`` in us, ``alg_bw`` and ``bus_bw``
-    in GB/s, ``nwrong`` (None when not checked).
-
-    Used by the command line (datamove).
-    """
+    """A group in nccl-tests' JSON: time (us), alg_bw, bus_bw (GB/s), nwrong (None: unchecked)."""
     return {
         "time": seconds * 1e6,
         "alg_bw": distributed.algbw_gbps(nbytes, seconds),
@@ -137,11 +107,8 @@ def group_result(
 
 
 def per_iter_stats(times_s: list[float], skip: int) -> dict[str, Any]:
-    """nccl-tests' ``*_per_iter`` object (``computeIterStats``, ``writePerIterReport``) of
-    per-call times in seconds: summary over the calls after the first ``skip``, in us.
-
-    Used by the command line (datamove).
-    """
+    """nccl-tests' ``*_per_iter`` object in us (``computeIterStats``) of per-call times in seconds,
+    summarising the calls after the first ``skip``."""
     kept = sorted(times_s[skip:])
     n = len(kept)
     avg = sum(kept) / n
@@ -172,12 +139,8 @@ def result(
     groups: dict[str, dict[str, Any] | None],
     per_iter: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """One row as nccl-tests' JSON has it: size, count, type, redop, root (text, width 6), each
-    group (from ``group_result``; None where it was not measured) followed by its per-iteration
-    object when ``per_iter`` has one, ``actual_iterations``, ``experiment_name``.
-
-    Used by the command line (datamove).
-    """
+    """One row as nccl-tests' JSON has it; a group not measured is None, each group followed by
+    its per-iteration object where ``per_iter`` has one."""
     row: dict[str, Any] = {
         "size": nbytes,
         "count": nbytes // 4 // (world if op in _PER_RANK_COUNT else 1),
@@ -195,10 +158,7 @@ def result(
 
 
 def row_line(row: dict[str, Any]) -> str:
-    """``row`` (from ``result``) as nccl-tests prints it; N/A in a group not measured.
-
-    Used by the command line (datamove).
-    """
+    """``row`` (from ``result``) as nccl-tests prints it; N/A in a group not measured."""
     line = f"{row['size']:12d}  {row['count']:12d}  {row['type']:>8}  {row['redop']:>6}  {row['root']:>6}"
     per_iter = any(f"{key}_per_iter" in row for key in GROUPS)
     for key in GROUPS:
@@ -223,24 +183,15 @@ def row_line(row: dict[str, Any]) -> str:
 
 
 def summary(rows: list[dict[str, Any]]) -> tuple[int, float]:
-    """The trailer's figures: wrong elements in all, and the mean busbw of every group measured.
-
-    Used by the command line (datamove).
-    """
+    """Wrong elements in all, and the mean busbw of every group measured."""
     groups = [row[key] for row in rows for key in GROUPS if row[key] is not None]
     wrong = int(sum(g["nwrong"] or 0 for g in groups))
     return wrong, sum(g["bus_bw"] for g in groups) / len(groups) if groups else 0.0
 
 
 def trailer_lines(op: str, rows: list[dict[str, Any]]) -> list[str]:
-    """nccl-tests' lines after the rows: ``# Out of bounds values : N OK|FAILED``,
-    ``# Avg bus bandwidth    : x ``, ``#``, ``# Collective test concluded: <op>_perf``,
-    datamove's own comment lines (a group not measured and why, ``spread_lines``; where
-    nccl-tests' -M memory line goes), ``#``
-    and an empty line.
-
-    Used by the command line (datamove).
-    """
+    """nccl-tests' lines after the rows, with datamove's comment lines (a group not measured and
+    why, ``spread_lines``) where nccl-tests' -M memory line goes."""
     wrong, average = summary(rows)
     return [
         f"# {'Out of bounds values':<20} : {wrong} {'FAILED' if wrong else 'OK'}",
@@ -263,14 +214,9 @@ def _busbw(row: dict[str, Any]) -> float:
 
 
 def spread_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Comment lines (which nccl-tests' readers skip) on what its format has no column for: the
-    spread of the samples behind each row (interquartile range over median, in %, the larger of
-    its two groups; ``row["datamove"]["spread"]``) at its largest and typical, and the sizes where
-    busbw fell as the size grew (rows out of order: other work disturbed the samples, as on a busy
-    CPU under gloo). No lines when the rows carry no spread.
-
-    Used by nccl_tests_format.trailer_lines.
-    """
+    """Comment lines (nccl-tests' readers skip them) on what its format has no column for: the
+    rows' sample spread (``row["datamove"]["spread"]``, IQR/median), typical and largest, and
+    where busbw fell as the size grew (other work disturbed the samples); none without a spread."""
     extra = [r.get("datamove") or {} for r in rows]
     spread = [
         (float(e["spread"]), int(r["size"]))
@@ -325,14 +271,9 @@ def json_document(
     rows: list[dict[str, Any]],
     started: _dt.datetime,
 ) -> dict[str, Any]:
-    """nccl-tests' ``-J`` JSON (file version 3) of one collective's run, its keys and types as
-    its writer makes them (src/util.cu): version, times, args, the NCCL_/TORCH_ environment (not
-    the whole environment: it may hold secrets), config (booleans as "true"/"false" strings;
-    ``devices`` as a one-process ``-g N`` run fills it: the first rank's line only), results,
-    out_of_bounds, average_bus_bandwidth, errors, end_time.
-
-    Used by the command line (datamove).
-    """
+    """nccl-tests' ``-J`` JSON (version 3) of one collective's run, keys and types as its writer
+    makes them; only the NCCL_/TORCH_ environment (the rest may hold secrets), and ``devices``
+    as a one-process ``-g N`` run fills it (the first rank only)."""
     wrong, average = summary(rows)
     step = {"step_factor": factor} if factor else {"step_bytes": step_bytes}
     nccl = distributed.nccl_version_code()
@@ -379,86 +320,3 @@ def json_document(
         "errors": [],
         "end_time": _dt.datetime.now().strftime(when),
     }
-
-
-# ---------------------------------------------------------------- reading a log back
-
-_HEADER = re.compile(
-    r"#\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) step: (\d+)\((\w+)\) "
-    r"warmup iters: (\d+) iters: (\d+)(?: agg iters: (\d+))? validation: (\d+)"
-)
-_DEVICE = re.compile(
-    r"#\s+Rank\s+(\d+)(?: Group\s+(\d+))? Pid\s+(\d+) on\s+(\S+) device\s+(-?\d+) \[([^\]]*)\] (.*)"
-)
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+(.*)$")
-_TRAILER = re.compile(r"#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
-
-
-def _group(cells: list[str]) -> dict[str, float | None] | None:
-    """Four cells of a row's group (time, algbw, busbw, #wrong) as numbers; None when all are N/A."""
-    if all(c == "N/A" for c in cells):
-        return None
-    return {
-        "time": float(cells[0]),
-        "alg_bw": float(cells[1]),
-        "bus_bw": float(cells[2]),
-        "nwrong": None if cells[3] == "N/A" else float(cells[3]),
-    }
-
-
-def parse_log(text: str) -> dict[str, Any]:
-    """Read an nccl-tests log (nccl-tests' own or datamove's): the header's fields, the devices,
-    each row with its out-of-place and in-place groups, the out-of-bounds count and the average
-    bus bandwidth. Lines it does not know (NCCL INFO, mpirun's prefixes stripped first) are skipped.
-    """
-    found: dict[str, Any] = {
-        "config": None,
-        "devices": [],
-        "results": [],
-        "out_of_bounds": None,
-        "average_bus_bandwidth": None,
-    }
-    for raw in text.splitlines():
-        line = re.sub(r"^\[\d+,\d+\]<stdout>:", "", raw).rstrip()
-        if (m := _HEADER.match(line)) is not None:
-            found["config"] = {
-                "nthreads": int(m[1]),
-                "ngpus": int(m[2]),
-                "minimum_bytes": int(m[3]),
-                "maximum_bytes": int(m[4]),
-                f"step_{m[6]}": int(m[5]),
-                "warmup_iters": int(m[7]),
-                "iterations": int(m[8]),
-                "validation": int(m[10]),
-            }
-        elif (m := _DEVICE.match(line)) is not None:
-            found["devices"].append(
-                {
-                    "rank": int(m[1]),
-                    "pid": int(m[3]),
-                    "hostname": m[4],
-                    "device": int(m[5]),
-                    "device_hex": m[6],
-                    "device_info": m[7],
-                }
-            )
-        elif (m := _TRAILER.match(line)) is not None:
-            key = "out_of_bounds" if m[1].startswith("Out") else "average_bus_bandwidth"
-            found[key] = int(m[2]) if key == "out_of_bounds" else float(m[2])
-        elif (m := _ROW.match(line)) is not None:
-            cells = m[6].split()
-            if len(cells) < 8:
-                continue
-            second = 8 if len(cells) >= 16 else 4  # with -I 1 each group has 4 more cells
-            found["results"].append(
-                {
-                    "size": int(m[1]),
-                    "count": int(m[2]),
-                    "type": m[3],
-                    "redop": m[4],
-                    "root": int(m[5]),
-                    "out_of_place": _group(cells[0:4]),
-                    "in_place": _group(cells[second : second + 4]),
-                }
-            )
-    return found

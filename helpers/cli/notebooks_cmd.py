@@ -1,9 +1,5 @@
-"""``datamove notebooks``: the course's notebooks copied into a folder of yours, and run there.
-
-An installed course (``pip install moving-data-course[notebooks]``) ships its notebooks and
-recordings; this copies the notebooks out (never over a copy of yours unless ``--force``), and
-with ``--run`` executes them in that folder with nbclient, outputs saved in place, each
-replaying where this machine lacks the hardware.
+"""``datamove notebooks``: the installed course's notebooks copied into a folder of yours (never
+over your copy unless ``--force``), and with ``--run`` executed there by nbclient, outputs saved.
 """
 
 from __future__ import annotations
@@ -23,8 +19,7 @@ RUN_TIMEOUT_S = 1200  # per cell, as `make run`'s nbmake timeout
 
 
 def _chosen(source: Path, names: list[str]) -> list[Path]:
-    """The notebooks of ``source`` named in ``names`` (``00_start_here`` or ``00``), all of them
-    when ``names`` is empty; an unknown name is a UsageError listing the notebooks there are."""
+    """The notebooks of ``source`` named in ``names`` (``00_start_here`` or ``00``; none: all)."""
     every = sorted(source.glob("*.ipynb"))
     if not every:
         raise UsageError(f"no notebooks in {source}: reinstall the course")
@@ -44,8 +39,7 @@ def _chosen(source: Path, names: list[str]) -> list[Path]:
 
 
 def _copy_out(notebooks: list[Path], folder: Path, force: bool) -> list[Path]:
-    """Copy ``notebooks`` into ``folder`` (created), keeping any copy already there unless
-    ``force``; returns the copies in ``folder``, printing what it did with each."""
+    """Copy ``notebooks`` into ``folder`` (created), keeping copies there unless ``force``."""
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{folder} is a file; pass a folder to copy the notebooks into")
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,31 +1,20 @@
-"""``datamove nvbandwidth``: the copies of notebooks 01 and 05 under nvbandwidth's testcase names,
-flags (``-t``, ``-l``, ``-b`` buffer MiB, ``-i`` samples, ``-v``, ``-j``) and output as nvbandwidth
-v0.8 makes it (output.cpp, json_output.cpp, testcases_ce.cpp): the version, CUDA and driver
-lines, the host and its devices with their PCI ids, each testcase's matrices (``memcpy CE
-CPU(row) -> GPU(column) bandwidth (GB/s)``; the bidirectional testcase's three: Write1, Write2,
-Total) each followed by its ``SUM <key> <value>`` line (``-v``: MIN, MAX, AVG too), the closing
-NOTE; and the JSON of ``nvbandwidth -j`` (``nvbandwidth``: ``version``, ``git_version``,
-``CUDA Runtime Version``, ``Driver Version``, ``GPU Device list``, ``testcases`` with
-``bandwidth_matrix`` as strings and ``sum``; ``-v``: ``min``, ``max``, ``average``).
-
-The one-way copies are the notebooks' own (``experiments.timed_copy``,
-``experiments.peer_copy_bandwidth``), timed as the notebooks time them: CUDA events around copies
-queued behind a spin kernel, the median of the samples, as nvbandwidth itself does. The
-bidirectional testcase needs each direction's own time, which notebook 05's
-``peer_copy_both_ways`` (one clock for both) does not give: ``both_ways_each`` times the two
-copies with a pair of events each, as nvbandwidth's ``doMemcpyVector`` does. nvbandwidth's other
-testcases (SM copies, reads in the destination's context, all-to-one) are not offered.
-
-Used by the command line (datamove).
+"""``datamove nvbandwidth``: notebooks 01 and 05's copies under nvbandwidth v0.8's testcase names,
+flags (``-t``, ``-l``, ``-b`` MiB, ``-i``, ``-v``, ``-j``), text and ``-j`` JSON (output.cpp,
+json_output.cpp, testcases_ce.cpp). Copies are timed as the notebooks time them (CUDA events,
+median of the samples, as nvbandwidth does); the bidirectional testcase needs each direction's
+own time, which ``both_ways_each`` gives as nvbandwidth's ``doMemcpyVector`` does. nvbandwidth's
+SM-copy, read and all-to-one testcases are not offered.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import socket
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +27,8 @@ from .cli_output import say
 
 @dataclass(frozen=True)
 class Testcase:
-    """One nvbandwidth testcase datamove measures: its key, the matrices it prints (key suffix
-    and nvbandwidth's description of each), the GPUs it needs and the code that runs it.
-
-    Used by the command line (datamove).
-    """
+    """An nvbandwidth testcase: its key, its matrices (key suffix, nvbandwidth's description),
+    the GPUs it needs and the code that measures it."""
 
     key: str
     matrices: tuple[tuple[str, str], ...]
@@ -51,7 +37,7 @@ class Testcase:
 
     @property
     def description(self) -> str:
-        """The description of its last matrix (the one nvbandwidth's JSON keeps)."""
+        """Its last matrix's description (the one nvbandwidth's JSON keeps)."""
         return self.matrices[-1][1]
 
 
@@ -87,7 +73,7 @@ TESTCASES = (
         "(Write1: row -> column, Write2: column -> row, Total: their sum)",
     ),
 )
-DEFAULT_BUFFER_MIB, DEFAULT_SAMPLES = 512, 3  # nvbandwidth's -b and -i defaults
+DEFAULT_BUFFER_MIB = 512  # nvbandwidth's -b default
 NVBANDWIDTH_NOTE = (
     "NOTE: The reported results may not reflect the full capabilities of the platform.\n"
     "Performance can vary with software drivers, hardware clocks, and system topology.\n"
@@ -101,7 +87,7 @@ Matrix = list[list[float | None]]
 
 
 def find_testcase(name: str) -> Testcase:
-    """The testcase named ``name`` or numbered ``name`` (its index in ``-l``), as nvbandwidth's -t takes it."""
+    """The testcase named ``name``, or numbered ``name`` in ``-l``, as nvbandwidth's -t takes it."""
     if name.isdigit() and int(name) < len(TESTCASES):
         return TESTCASES[int(name)]
     for case in TESTCASES:
@@ -119,11 +105,7 @@ def host_matrix(timings: list[timing.Timing]) -> Matrix:
 
 
 def pair_matrix(pairs: dict[str, list[timing.Timing]], n: int, index: int = 0) -> Matrix:
-    """The GPU x GPU matrix of notebook 05's one-way results at size number ``index``: ``"i->j"``
-    keys go to row i, column j; N/A elsewhere.
-
-    Used by the command line (datamove).
-    """
+    """The GPU x GPU GB/s of notebook 05's ``{"i->j": [Timing]}`` at size number ``index``."""
     matrix: Matrix = [[None] * n for _ in range(n)]
     for key, per_size in pairs.items():
         i, j = (int(part) for part in key.split("->"))
@@ -137,23 +119,14 @@ def matrix_sum(matrix: Matrix) -> float:
 
 
 def matrix_stats(matrix: Matrix) -> tuple[float, float, float]:
-    """nvbandwidth's -v MIN, MAX and AVG of a matrix (inline_common.h): N/A counts 0 in the
-    minimum, the average is over the values above 0.
-
-    Used by the command line (datamove).
-    """
+    """nvbandwidth's -v MIN, MAX and AVG (inline_common.h): N/A counts 0; AVG of the values > 0."""
     values = [v or 0.0 for row in matrix for v in row]
     positive = [v for v in values if v > 0]
     return min(values), max(values), sum(positive) / len(positive) if positive else 0.0
 
 
 def matrix_text(key: str, description: str, matrix: Matrix, verbose: bool = False) -> str:
-    """One matrix as nvbandwidth prints it: description, column indices, rows with two decimals
-    (N/A where nothing was measured), a blank line, ``SUM <key> <sum>`` (with ``verbose``,
-    ``MIN``, ``MAX`` and ``AVG`` lines after it).
-
-    Used by the command line (datamove).
-    """
+    """A matrix as nvbandwidth prints it, then ``SUM <key> <sum>`` (``verbose``: MIN, MAX, AVG)."""
     columns = max(len(row) for row in matrix)
     lines = [description, "  " + "".join(f"{j:>10}" for j in range(columns))]
     for i, row in enumerate(matrix):
@@ -166,18 +139,13 @@ def matrix_text(key: str, description: str, matrix: Matrix, verbose: bool = Fals
 
 
 def both_ways_each(i: int, j: int, nbytes: int, samples: int) -> tuple[float, float]:
-    """cuda:i -> cuda:j and cuda:j -> cuda:i at once, as nvbandwidth's bidirectional write
-    testcase runs them: each copy on a stream of its source GPU (its destination's current
-    stream a stream of its own, so the two never wait on each other), both queued behind a spin
-    kernel, each timed by its own pair of CUDA events. The median GB/s (decimal) of each
-    direction over ``samples`` samples, after one warm-up sample; both copies checked.
-
-    Used by the command line (datamove).
-    """
+    """cuda:i -> cuda:j and back at once, each timed by its own events as nvbandwidth's
+    bidirectional testcase does; median decimal GB/s of each direction, both copies checked."""
     x_i = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=f"cuda:{i}")
     x_j = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=f"cuda:{j}")
     on_j, on_i = torch.empty_like(x_j), torch.empty_like(x_i)
-    directions = (  # (source GPU, its copy stream, the destination's stream, source, destination)
+    # (source GPU, its copy stream, the destination's own stream: the two never wait on each other)
+    directions = (
         (i, torch.cuda.Stream(device=i), torch.cuda.Stream(device=j), x_i, on_j),
         (j, torch.cuda.Stream(device=j), torch.cuda.Stream(device=i), x_j, on_i),
     )
@@ -206,11 +174,7 @@ def both_ways_each(i: int, j: int, nbytes: int, samples: int) -> tuple[float, fl
 
 
 def measure(case: Testcase, nbytes: int, samples: int) -> list[Matrix]:
-    """Run ``case`` on every GPU (or ordered pair of GPUs) here with buffers of ``nbytes``,
-    ``samples`` samples each: one matrix per entry of ``case.matrices``, decimal GB/s.
-
-    Used by the command line (datamove).
-    """
+    """``case`` on every GPU (or ordered pair) here: a matrix of decimal GB/s per ``matrices``."""
     n = hardware.gpu_count()
     if case.key.startswith(("host_to_device", "device_to_host")):
         direction = "h2d" if case.key.startswith("host") else "d2h"
@@ -223,11 +187,9 @@ def measure(case: Testcase, nbytes: int, samples: int) -> list[Matrix]:
         write1: Matrix = [[None] * n for _ in range(n)]
         write2: Matrix = [[None] * n for _ in range(n)]
         total: Matrix = [[None] * n for _ in range(n)]
-        for i in range(n):
-            for j in range(n):
-                if i != j:
-                    write1[i][j], write2[i][j] = both_ways_each(i, j, nbytes, samples)
-                    total[i][j] = write1[i][j] + write2[i][j]  # type: ignore[operator]
+        for i, j in itertools.permutations(range(n), 2):
+            one, other = both_ways_each(i, j, nbytes, samples)
+            write1[i][j], write2[i][j], total[i][j] = one, other, one + other
         return [write1, write2, total]
     return [pair_matrix(experiments.peer_copy_bandwidth(sizes=[nbytes], repeats=samples), n)]
 
@@ -235,14 +197,9 @@ def measure(case: Testcase, nbytes: int, samples: int) -> list[Matrix]:
 def json_testcase(
     case: Testcase, matrices: list[Matrix] | None, status: str = "Passed", verbose: bool = False
 ) -> dict[str, Any]:
-    """One entry of ``nvbandwidth -j``'s ``testcases`` as its JSON writer leaves it: name,
-    status and, when run, ``bandwidth_matrix`` (values as strings, "N/A" where none; the rows
-    of every matrix the testcase printed, one after another, as nvbandwidth appends them),
-    ``sum`` and ``bandwidth_description`` of the last matrix (and ``min``, ``max``,
-    ``average`` of it with ``verbose``).
-
-    Used by the command line (datamove).
-    """
+    """One of ``nvbandwidth -j``'s ``testcases``: name, status and, when run, the rows of every
+    matrix one after another as strings, then the last matrix's sum and description (and min,
+    max, average with ``verbose``), as nvbandwidth's JSON writer leaves them."""
     entry: dict[str, Any] = {"name": case.key, "status": status}
     if matrices:
         last = matrices[-1]
@@ -267,10 +224,7 @@ def _cuda_version_code(version: str | None) -> int:
 
 
 def device_lines() -> list[str]:
-    """nvbandwidth's device names: ``NAME (dddddddd:bb:dd)`` (PCI domain, bus, device), one per GPU.
-
-    Used by the command line (datamove).
-    """
+    """nvbandwidth's device names, ``NAME (dddddddd:bb:dd)`` (PCI domain, bus, device)."""
     lines = []
     for i in range(hardware.gpu_count()):
         props = torch.cuda.get_device_properties(i)
@@ -282,12 +236,7 @@ def device_lines() -> list[str]:
 
 
 def header(version: str) -> dict[str, Any]:
-    """The facts nvbandwidth prints and writes before its testcases: its version (here
-    datamove's), git version, the CUDA runtime and driver versions (CUDA's integer codes), the
-    driver version, the host and its devices.
-
-    Used by the command line (datamove).
-    """
+    """What nvbandwidth states before its testcases (versions as CUDA's integer codes), here."""
     info = hardware.describe()
     return {
         "version": f"datamove {version}",
@@ -301,10 +250,7 @@ def header(version: str) -> dict[str, Any]:
 
 
 def header_text(facts: dict[str, Any]) -> str:
-    """nvbandwidth's text before its testcases, line for line.
-
-    Used by the command line (datamove).
-    """
+    """nvbandwidth's text before its testcases, line for line."""
     lines = [
         f"nvbandwidth Version: {facts['version']}",
         f"Built from Git version: {facts['git_version']}",
@@ -321,10 +267,7 @@ def header_text(facts: dict[str, Any]) -> str:
 
 
 def json_header(facts: dict[str, Any]) -> dict[str, Any]:
-    """The keys of ``nvbandwidth -j``'s ``nvbandwidth`` object before ``testcases``.
-
-    Used by the command line (datamove).
-    """
+    """``nvbandwidth -j``'s keys before ``testcases``."""
     return {
         "version": facts["version"],
         "git_version": facts["git_version"],
@@ -364,31 +307,26 @@ def cmd_nvbandwidth(args: argparse.Namespace) -> int:
     small = args.buffer_size < DEFAULT_BUFFER_MIB
     if small:
         report["nvbandwidth"]["warning"] = SMALL_BUFFER_WARNING
-    if not args.json:
-        # what datamove adds goes to stderr: stdout is nvbandwidth's text, line for line
+    text: Callable[[str], None] = (lambda line: None) if args.json else say  # -j: JSON alone
+    if not args.json:  # what datamove adds goes to stderr: stdout is nvbandwidth's, line for line
         print(
             f"datamove: the course's copies under nvbandwidth's names; buffer "
             f"{timing.format_bytes(nbytes)}, {args.samples} samples, median",
             file=sys.stderr,
         )
-        say(header_text(facts))
-        if small:
-            say(SMALL_BUFFER_WARNING)
+    text(header_text(facts))
+    if small:
+        text(SMALL_BUFFER_WARNING)
+    testcases = report["nvbandwidth"]["testcases"]
     for case in cases:
         if gpus < case.gpus:
-            report["nvbandwidth"]["testcases"].append(json_testcase(case, None, "Waived"))
-            if not args.json:
-                say("Waived: ")
+            testcases.append(json_testcase(case, None, "Waived"))
+            text("Waived: ")
             continue
-        if not args.json:
-            say(f"Running {case.key}.")
+        text(f"Running {case.key}.")
         matrices = measure(case, nbytes, args.samples)
-        report["nvbandwidth"]["testcases"].append(json_testcase(case, matrices, verbose=verbose))
-        if not args.json:
-            for (suffix, description), matrix in zip(case.matrices, matrices, strict=True):
-                say(matrix_text(case.key + suffix, description, matrix, verbose) + "\n")
-    if args.json:
-        say(json.dumps(report, indent=2))
-    else:
-        say(NVBANDWIDTH_NOTE)
+        testcases.append(json_testcase(case, matrices, verbose=verbose))
+        for (suffix, description), matrix in zip(case.matrices, matrices, strict=True):
+            text(matrix_text(case.key + suffix, description, matrix, verbose) + "\n")
+    say(json.dumps(report, indent=2) if args.json else NVBANDWIDTH_NOTE)
     return 0

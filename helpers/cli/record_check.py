@@ -25,14 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]  # the clone: notebooks/, tools/, res
 
 def _gpu_run_command(out: Path, quick: bool, skip_tests: bool, notebooks: list[Path]) -> list[str]:
     flags = ["--quick"] * quick + ["--skip-tests"] * skip_tests
-    return [
-        sys.executable,
-        str(ROOT / "tools" / "gpu_run.py"),
-        "--out",
-        str(out),
-        *flags,
-        *map(str, notebooks),
-    ]
+    script = str(ROOT / "tools" / "gpu_run.py")
+    return [sys.executable, script, "--out", str(out), *flags, *map(str, notebooks)]
 
 
 def _install_commands() -> list[list[str]]:
@@ -72,12 +66,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     out = args.out.resolve()
     env = {**os.environ, **distributed.RANK_ENV, "PYTHONUNBUFFERED": "1"}
-    code = subprocess.run(
-        _gpu_run_command(out, args.quick, args.skip_tests, notebooks),
-        cwd=ROOT,
-        env=env,
-        check=False,
-    ).returncode
+    command = _gpu_run_command(out, args.quick, args.skip_tests, notebooks)
+    code = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
     machine = _recorded_machine(out)
     if machine is None:
         print(
@@ -86,15 +76,10 @@ def cmd_record(args: argparse.Namespace) -> int:
         )
         return 1
     problems = _record_problems(machine, notebooks)
-    print(
-        "\n".join(
-            [
-                f"recordings checks on results/{machine}/: "
-                + ("sound" if not problems else f"{len(problems)} problem(s)")
-            ]
-            + [f"  - {p}" for p in problems]
-        )
-    )
+    verdict = f"{len(problems)} problem(s)" if problems else "sound"
+    print(f"recordings checks on results/{machine}/: {verdict}")
+    for problem in problems:
+        print(f"  - {problem}")
     print(
         f"archive: {out}/gpu-results-{machine}.tar.gz; next: make index, then a pull request with "
         f"results/{machine}/ and results/index.jsonl (CONTRIBUTING.md: Add your machine)"
@@ -149,8 +134,8 @@ def _matches(row: dict[str, Any], headline: Headline, machine: str) -> bool:
 
 
 def _ranks_of(row: dict[str, Any]) -> int:
-    """How many ranks timed a collective's index row, read from its recording: notebook 06 keeps
-    ``world_size`` per entry of its sweep (``['sweep'][k]...``), or once for the whole run."""
+    """How many ranks timed a collective's index row: its recording's ``world_size``, per entry of
+    notebook 06's sweep (``['sweep'][k]...``) or once for the run."""
     _, value = records.load(
         records.recording_path(row["machine"], row["notebook"], row["experiment"])
     )
@@ -167,9 +152,8 @@ def _ranks_of(row: dict[str, Any]) -> int:
 
 
 def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict[str, Any]]:
-    """This machine's headline figures in index rows: ``{key: {"bytes", "ranks", "gbps", "date"}}``;
-    copies at 256 MiB, all_reduce busbw at the largest size and most ranks recorded.
-    """
+    """This machine's headline figures, ``{key: {"bytes", "ranks", "gbps", "date"}}``: copies at
+    256 MiB, all_reduce busbw at the largest size and most ranks recorded."""
     found = {}
     for h in HEADLINES:
         mine = [r for r in rows if _matches(r, h, machine)]
@@ -178,9 +162,7 @@ def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict
         if h.experiment == "bandwidth":
             ranked = [(r["bytes"], _ranks_of(r), r) for r in mine]
             nbytes, ranks, row = max(ranked, key=lambda item: item[:2])
-            gbps = row["value"] * distributed.bus_factor(
-                "all_reduce", ranks
-            )  # the index keeps algbw
+            gbps = row["value"] * distributed.bus_factor("all_reduce", ranks)  # index: algbw
         else:
             row, ranks = max(mine, key=lambda r: r["bytes"]), h.gpus
             nbytes, gbps = row["bytes"], row["value"]
@@ -189,8 +171,7 @@ def baseline_figures(rows: list[dict[str, Any]], machine: str) -> dict[str, dict
 
 
 def _measure_headline(key: str, base: dict[str, Any]) -> float | None:
-    """The headline measured here at the baseline's size (and ranks), in decimal GB/s, by the code
-    the subcommands use; None when this machine has too few GPUs for it."""
+    """The headline measured here at the baseline's size and ranks, GB/s (None: too few GPUs)."""
     nbytes, ranks = base["bytes"], base["ranks"]
     if hardware.gpu_count() < ranks:
         return None
@@ -219,9 +200,8 @@ def _measure_headline(key: str, base: dict[str, Any]) -> float | None:
 def compare_figures(
     baseline: dict[str, dict[str, Any]], measured: dict[str, float | None], tolerance: float
 ) -> list[dict[str, Any]]:
-    """One row per headline: baseline and measured GB/s, their ratio, and 'pass', 'REGRESSION'
-    (measured below baseline x (1 - tolerance)) or 'skipped' (not measurable here).
-    """
+    """A row per headline: baseline and measured GB/s, change, and 'pass', 'REGRESSION' (below
+    baseline x (1 - tolerance)) or 'skipped' (not measurable here)."""
     rows = []
     for key, base in baseline.items():
         now = measured.get(key)

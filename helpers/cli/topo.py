@@ -1,7 +1,5 @@
-"""``datamove topo``: the machine as its copies see it: a GPU x GPU matrix of what joins each pair
-(``NV<k>``: k NVLinks, direct or through NVSwitches; a PCIe path as ``nvidia-smi topo -m`` names
-it), each GPU's PCIe link and NUMA node, and the ceiling in GB/s (one direction) of each link.
-Read through ``helpers.hardware`` (NVML where nvidia-ml-py is installed, else nvidia-smi).
+"""``datamove topo``: what joins each pair of GPUs (``NV<k>``: k NVLinks; a PCIe path as
+``nvidia-smi topo -m`` names it), each GPU's PCIe link and NUMA node, each link's ceiling in GB/s.
 """
 
 from __future__ import annotations
@@ -33,19 +31,17 @@ def topo_facts() -> dict[str, Any]:
     topo = hardware.gpu_topology()
     links = hardware.pcie_links() if hardware.driver_present() else []
     names = [gpu.get("name", "") for gpu in hardware.describe().get("gpus") or []]
-    gpus = []
-    for link in links:
-        i = link["index"]
-        gpus.append(
-            {
-                "index": i,
-                "name": names[i] if i < len(names) else "",
-                "bus_id": link.get("bus_id"),
-                "pcie": f"gen {link['gen_max']} x{link['width_max']}",
-                "pcie_gbps": hardware.pcie_theoretical_gbps(link["gen_max"], link["width_max"]),
-                "numa": hardware.gpu_numa_node(link["bus_id"]) if link.get("bus_id") else None,
-            }
-        )
+    gpus = [
+        {
+            "index": link["index"],
+            "name": names[link["index"]] if link["index"] < len(names) else "",
+            "bus_id": link.get("bus_id"),
+            "pcie": f"gen {link['gen_max']} x{link['width_max']}",
+            "pcie_gbps": hardware.pcie_theoretical_gbps(link["gen_max"], link["width_max"]),
+            "numa": hardware.gpu_numa_node(link["bus_id"]) if link.get("bus_id") else None,
+        }
+        for link in links
+    ]
     n = len(topo["links"])
     ceilings = [
         [None if i == j else _pair_ceiling(topo["links"][i][j], gpus, i, j) for j in range(n)]
