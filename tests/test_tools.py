@@ -290,6 +290,9 @@ def test_run_to_run_counts_runs_not_replays_and_restarts_when_the_test_changes()
     # the band is half the range as a factor: (ln 0.95 - ln 0.87) / 2, not (0.95 - 0.87) / 2
     assert out["bands"]["03_x"]["p"]["band"] == pytest.approx(math.log(0.95 / 0.87) / 2)
     assert out["bands"]["03_x"]["p"]["machine"] == "1xA"
+    old, new = next(iter(run_to_run.RENAMED.items()))
+    renamed = run_to_run.runs_of([version((old, 0.8, 0.7)), version((new, 0.9, 0.7))])
+    assert renamed == {("1xA", "03_x", new): [0.8, 0.9]}  # new words, the old runs kept
 
 
 def test_run_to_run_lends_a_kind_run_once_the_largest_move_on_a_kind_run_several_times():

@@ -35,6 +35,12 @@ INDEX = ROOT / "results" / "index.jsonl"
 OUT = ROOT / "results" / "run_to_run.json"
 
 Key = tuple[str, str, str]  # machine, notebook, claim
+# A claim whose words changed keeps its runs: its old words -> its new words.
+RENAMED = {
+    "NCCL finds the fastest path between the GPUs (here NVLink): busbw close to the link's ceiling": (
+        "NCCL finds the fastest path between the GPUs: busbw close to the link's ceiling"
+    ),
+}
 Recording = tuple[str, str, str, str]  # machine, notebook, experiment, date
 
 
@@ -121,7 +127,7 @@ def numeric_claims(
                 row["params"] = params.get(
                     (row["machine"], row["notebook"], row.get("experiment"), row.get("date"))
                 )
-            found[(row["machine"], row["notebook"], row["name"])] = row
+            found[(row["machine"], row["notebook"], RENAMED.get(row["name"], row["name"]))] = row
     return found
 
 
