@@ -1,4 +1,4 @@
-"""No typed numbers in the notebooks' markdown (issue 35, item 2).
+"""No typed numbers in the notebooks' markdown or the lesson modules' sentences (issue 35, item 2).
 
 A number in a markdown cell (outside code, LaTeX and links) is allowed when it is:
 - a STRUCTURE number: a section, notebook, exercise, cell or list index, a GPU or rank index;
@@ -435,3 +435,75 @@ def test_every_declared_constant_has_a_reason_and_is_used() -> None:
         assert allowed.reason.strip(), allowed
     unused = [a for a in CONSTANTS if not re.search(a.pattern, text, re.I | re.M)]
     assert not unused, f"declared constants no notebook's markdown uses: {unused}"
+
+
+LESSONS = sorted((ROOT / "helpers" / "lessons").rglob("*.py"))
+
+
+def sentence_templates(source: str) -> list[tuple[int, str]]:
+    """``(line, text)`` of every f-string and every string with a space in a module, docstrings
+    and format specs left out; a formatted value reads as a word, never as a number."""
+    tree = ast.parse(source)
+    skip = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            skip.add(id(body[0].value))  # a docstring
+        if isinstance(node, ast.JoinedStr):
+            skip.update(id(v) for v in node.values)
+        if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            skip.add(id(node.format_spec))
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            parts = (v.value if isinstance(v, ast.Constant) else " value " for v in node.values)
+            found.append((node.lineno, "".join(parts)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and " " in node.value:
+            found.append((node.lineno, node.value))
+    return found
+
+
+def typed_in_module(path: Path) -> list[Typed]:
+    """The numbers of a lesson module's sentences that no rule allows; its own numeric
+    constants and literals are its parameters."""
+    source = path.read_text()
+    params = code_values([source])
+    name = str(path.relative_to(ROOT))
+    return [
+        t
+        for line, text in sentence_templates(source)
+        for t in typed_in_markdown(text, params, name, line)
+    ]
+
+
+@pytest.mark.parametrize(
+    "module", LESSONS, ids=lambda p: str(p.relative_to(ROOT / "helpers" / "lessons"))
+)
+def test_the_sentence_templates_type_no_measured_number(module: Path) -> None:
+    typed = typed_in_module(module)
+    assert not typed, (
+        "numbers typed in sentences (line: number): compute them from the run\n"
+        + "\n".join(map(str, typed))
+    )
+
+
+def test_a_sentence_template_fails_on_a_typed_count_and_passes_a_computed_one(
+    tmp_path: Path,
+) -> None:
+    module = tmp_path / "lesson.py"
+    module.write_text(
+        "SIZE = 64 * 2**20\n"
+        "def see(f):\n"
+        '    """Says 3 things."""\n'
+        '    a = f"{f.wrong} mismatches over 7 collectives; a 64 MiB copy; {f.ms:8.2f} ms"\n'
+        '    b = f"over {len(f.calls)} collectives, `x * 2 + 1`, {f.n:>9}"\n'
+        '    return a, b, "took 4.2 ms", "GPU0"\n'
+    )
+    found = [
+        t.text
+        for line, text in sentence_templates(module.read_text())
+        for t in typed_in_markdown(text, code_values([module.read_text()]))  # the markdown's rules
+    ]
+    assert found == ["7", "4.2 ms"]

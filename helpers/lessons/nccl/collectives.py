@@ -111,5 +111,5 @@ def add_claims(table: claims.ClaimsTable, *runs: Run) -> None:
     for run in runs:
         f = facts(run)
         text = f"The seven collectives leave each rank the data the source shows ({f.backend})"
-        said = f"{len(f.wrong)} mismatches over 7 collectives x {len(f.devices)} ranks x (blocking, async_op=True)"
+        said = f"{len(f.wrong)} mismatches over {len(CALLS)} collectives x {len(f.devices)} ranks x ({', '.join(MODES)})"
         table.add(text, source=ARTICLE, measured=said, holds=not f.wrong, run=run)

@@ -167,13 +167,13 @@ def summary(seed: Run) -> Overlap:
 
 
 def show_combinations(seed: Run) -> None:
-    """The 8 combinations, what orders B^4 behind the copy, and where the Chrome traces are."""
+    """The combinations (sender, receiver, non_blocking), what orders B^4 behind the copy, and where the Chrome traces are."""
     rows, params = combinations(seed), seed.params
     columns = ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f")]
     columns += [("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"]
     table = tables.Table(
         columns,
-        title=titled("The 8 combinations, times per step", seed),
+        title=titled(f"The {len(rows)} combinations, times per step", seed),
         caption=f"A: {timing.format_bytes(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; "
         f"B: {timing.format_bytes(params['b_numel'] * 4)} on cuda:1; "
         "syncs: the host's cudaStreamSynchronize calls",

@@ -96,7 +96,7 @@ def claims_table(
         "torch.cuda.set_device(device_id) makes sure you are interacting with the right GPU",
         source=STREAMS_ARTICLE,
         measured=f'after set_device(1): current device cuda:{after["current_device"]}, device="cuda" on {after["empty_on"]}, '
-        f"current stream on {after['current_stream_on']}; it decides only what is not named: x * 2 + 1 on a "
+        f"current stream on {after['current_stream_on']}; it decides only what is not named: `x * 2 + 1` on a "
         f"cuda:1 tensor ran on {op['result_on']} with cuda:{op['current_device_before']} current",
         holds=state.set_device_decides,
         run=current,
