@@ -51,7 +51,7 @@ def show(run: Run) -> None:
     raised = raised_at(run)
     for case, out in run.value.items():
         assertion = out["device_assert"][0] if out["device_assert"] else ""
-        error = " / ".join(out["error_text"][:1] + out["error_text"][2:3])
+        error = " / ".join(out["error_text"][:1] + out["error_text"][2:])  # line 2 is a link
         device = assertion[assertion.find("Assertion") :] or "no assertion printed"
         print(f"{case}\n    raised at: {raised[case]}; markers: {out['markers'][1:]}")
         print(f"    error: {error}\n    device: {device}")
@@ -75,7 +75,7 @@ def see(run: Run) -> claims.WhatWeSee:
     hint = [c for c in found if "CUDA_LAUNCH_BLOCKING" in " ".join(errors[c]["error_text"])]
     return seen.say(
         f"PyTorch's own error text suggests `CUDA_LAUNCH_BLOCKING=1` in {len(hint)} of the "
-        f"{len(found)} asynchronous cases."
+        f"{len(found)} asynchronous cases (each case ran once)."
     )
 
 
@@ -86,5 +86,5 @@ def claims_of(run: Run) -> list[Row]:
         found, holds = surfaced(run, blocking)
         where = "with CUDA_LAUNCH_BLOCKING=1" if blocking else "without CUDA_LAUNCH_BLOCKING"
         said = "; ".join(f"{run.value[c]['scenario']} raised at {raised[c]}" for c in found)
-        rows.append(Row(claim, run, f"{where}: {said}", holds))
+        rows.append(Row(claim, run, f"{where}: {said} (each once)", holds))
     return rows

@@ -128,11 +128,13 @@ def see(run: Run) -> claims.WhatWeSee:
         f"{most} streams it took {times(f.doubling)} its time on {before} "
         f"({vs_one(f.doubling, 'slower', 'faster')})."
     )
+    medians = [b.launch.median_us for b in f.by.values()]
+    noisy = ", with a spread as large as the ratio itself" * (f.launch.spread >= f.launch.value)
     seen.say(
         f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and "
         f"{top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} "
-        f"({vs_one(f.launch, 'more', 'less')}); the `with torch.cuda.stream(...)` around each "
-        "launch is paid at every count alike."
+        f"({vs_one(f.launch, 'more', 'less')}){noisy}; over the counts the median launch ranged "
+        f"from {min(medians):.1f} to {max(medians):.1f} us."
     )
     right = all(b.contents_ok for b in f.by.values())
     seen.check(RIGHT, right, f"{len(f.counts)} counts of streams checked")
@@ -162,16 +164,18 @@ def claims_of(run: Run) -> list[Row]:
     """Many streams overlap tiny kernels, cost the GPU at the last doubling, cost the host."""
     f, kernels = facts(run), run.params["kernels"]
     few, before, most = f.few_before_most
-    outran = sum(b.outran for b in f.by.values())
-    left_out = f"; {outran} samples launched for longer than the hold left out" if outran else ""
+    dropped = [sum(f.by[c].outran for c in pair) for pair in ((few, most), (before, most))]
+    out = [
+        f"; {n} samples launched for longer than the hold left out" if n else "" for n in dropped
+    ]
     said = (  # each claim with what was measured
         (PARALLEL, f"device time of {kernels} tiny kernels on {most} streams / on {few}"),
         (f"{MANY} (GPU)", f"device time of the batch on {most} streams / on {before}"),
         (f"{MANY} (host)", f"host launch time per kernel on {most} streams / on {few}"),
     )
     judged = (  # its ratio against 1, the side it holds on, what the verdict means
-        (f.device, "below", f"they overlapped{left_out}"),
-        (f.doubling, "above", f"the last doubling cost time; {most} is PyTorch's pool{left_out}"),
+        (f.device, "below", f"they overlapped{out[0]}"),
+        (f.doubling, "above", f"the last doubling cost time; {most} is PyTorch's pool{out[1]}"),
         (f.launch, "above", "more streams cost the host"),
     )
     rows = []

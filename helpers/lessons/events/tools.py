@@ -10,6 +10,8 @@ from .common import NOTEBOOK, Row, axes, bars, cols, times
 
 PAIRS = ("empty pair (us)", "one tiny kernel (us)")
 BATCHES = ("batch, launched as we go", "batch, queued behind a spin kernel")
+# cudaEventElapsedTime's "resolution of around 0.5 microseconds" (CUDA Runtime API); section 6's
+DOCUMENTED_US, AGREE = 0.5, 0.05  # "within a few percent": the largest gap to the profiler
 QUEUED = "the batch queued behind a spin kernel measures less per kernel than the batch launched as we go"
 
 
@@ -44,7 +46,7 @@ def times_in_words(ratio: float) -> str:
     if ratio < 1.25:
         return f"only a little above it ({ratio:.2f} times)"
     if ratio < 3:
-        return f"about {ratio:.1f} times it, the same order"
+        return f"about {ratio:.1f} times it"
     return f"{ratio:.0f} times it, well above"
 
 
@@ -53,9 +55,7 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
     empty, closest = run.value[PAIRS[0]], closest_apart(run.value[PAIRS[0]])
     floor, single = (statistics.median(run.value[label]) for label in PAIRS)
     launched, queued = (run.value[label].median_us for label in BATCHES)
-    step = (
-        f"; its values are {closest:.3f} us apart at the closest, the resolution" if closest else ""
-    )
+    step = f"; its values are {closest:.3f} us apart at the closest, their step" if closest else ""
     host = f"the batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate"
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
         f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to "
@@ -77,6 +77,14 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
         f"single kernel's reading is {single / queued:.0f} times that."
     )
     seen.check(QUEUED, queued < launched, f"{queued:.2f} us against {launched:.2f} us")
+    if closest:
+        doc = f"{closest:.3f} us apart; CUDA documents about {DOCUMENTED_US} us"
+        seen.check("steps finer than the documented resolution", closest < DOCUMENTED_US, doc)
+    said, small = (
+        f"{single:.2f} us; empty {floor:.2f}, GPU {queued:.2f}",
+        floor < single > 2 * queued,
+    )
+    seen.check("one kernel's pair reads over the empty pair and twice the GPU time", small, said)
     return seen
 
 
@@ -120,10 +128,18 @@ def see_tools(run: Run) -> claims.WhatWeSee:
     (events, bench), blocks = by_profiler(run), len(run.value["benchmark"].samples_s)
     few = f" (from its {blocks} measurements)" if blocks < 5 else ""
     most = max(abs(events.value - 1), abs(bench.value - 1))
-    return claims.WhatWeSee(NOTEBOOK, run).say(
+    longest = max(iv.duration_us for iv in run.value["profiler"].select(kind="kernel"))
+    samples = [s * 1e6 for s in run.value["events"].samples_s]
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
         f"The events measure {times(events)} the profiler's kernel time and "
-        f"`torch.utils.benchmark` {times(bench)}{few}; the three agree within {most:.1%}."
+        f"`torch.utils.benchmark` {times(bench)}{few}; the three agree within {most:.1%}. "
+        f"{sum(s > longest for s in samples)} of the {len(samples)} event samples read more than "
+        f"the longest profiled kernel ({longest:.2f} us)."
     )
+    seen.check(
+        "the three agree within a few percent", most < AGREE, f"{most:.1%}, under {AGREE:.0%}"
+    )
+    return seen
 
 
 def tools_claims(run: Run) -> list[Row]:

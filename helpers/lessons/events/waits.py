@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ... import claims, plotting, tables, trace
+from ... import analysis, claims, plotting, tables, trace
 from ...records import Run
 from .common import NOTEBOOK, Row, bars, titled
 
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
+ABOUT = 0.1  # section 2's "about" a kernel: within this share of the kernel's length
 ORDERS = {  # each ordering claim, by what it orders
     "streams": "Record an event in stream A and wait for it in stream B: B's later work waits for A's",
     "GPUs": "Events synchronise streams across GPUs (record on GPU 0, wait on GPU 1)",
@@ -37,7 +38,7 @@ def show_wait(run: Run) -> None:
         f"side stream still busy when the event wait returned: {sum(busy)} of {len(busy)} times\n\n"
         f"event.query() right after record(): {query_word(run)}; {wait['polls']} polls in "
         f"{wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel "
-        f"finished ({poll_us(run):.2f} us per poll)"
+        "finished"
     )
     waits = {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms}
     what = "Waiting for one event or for the device"
@@ -59,10 +60,15 @@ def see_wait(run: Run) -> claims.WhatWeSee:
         f"{dev_ms / side_ms:.2f} times the {side_ms:.0f} ms long kernel on the other stream "
         f"(medians of {len(busy)} runs)."
     )
-    return seen.say(
+    seen.say(
         f'`query()` answered "{query_word(run)}" right after the record, and the host polled '
-        f"{wait['polls']} times before the {run.params['poll_us'] / 1e3:.0f} ms kernel finished."
+        f"{wait['polls']} times before the {run.params['poll_us'] / 1e3:.0f} ms kernel finished "
+        "(one run)."
     )
+    near = abs(ev_ms / main_ms - 1) < ABOUT and abs(dev_ms / side_ms - 1) < ABOUT
+    about = f"{ev_ms / main_ms:.2f} and {dev_ms / side_ms:.2f} times; {ABOUT:.0%} allowed"
+    seen.check("each wait lasts about the kernel it waits for", near, about)
+    return seen
 
 
 def wait_claims(run: Run) -> list[Row]:
@@ -123,12 +129,18 @@ def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
         for c in ordering_counts(run).values()
     )
     seen = claims.WhatWeSee(NOTEBOOK, run).say(f"Without the wait, {nw}. With `wait_event`, {w}.")
+    nw_c, w_c = ordering_counts(run).values()
+    ordered, traced = (
+        nw_c["after"] == 0 and w_c["after"] == w_c["steps"],
+        f"{nw_c['after']} and {w_c['after']} of {w_c['steps']} steps",
+    )
+    seen.check(f"the {second}'s kernel: alongside without the wait, after with it", ordered, traced)
     host = v["wait_event"]["trace"].select(kind="runtime")
     waits_us = [iv.duration_us for iv in host if iv.name == "cudaStreamWaitEvent"]
     if across == "streams" and waits_us:
         seen.say(
-            f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most: it "
-            "returns at once, the waiting is the GPU's."
+            f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most (of "
+            f"{analysis.plural(len(waits_us), 'call')}): it returns at once, the GPU waits."
         )
     if across == "GPUs":
         busy, s0, s1 = (v[k] for k in ("gpu1_busy_after_sync0", "synchronize(0)", "synchronize(1)"))
