@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ... import claims
+from ... import claims, config
 from ...records import Run
 from . import collectives, hangs, host, speed
 from .common import NOTEBOOK
@@ -10,9 +10,12 @@ from .common import NOTEBOOK
 
 def where_it_runs(gpus: int, max_ranks: int) -> str:
     """Which experiments run live on a machine of ``gpus`` GPUs (NCCL on at most ``max_ranks``)."""
-    nccl = f"run live, on up to {min(gpus, max_ranks)} ranks" if gpus >= 2 else "replay recordings"
+    live = f"run live, on up to {min(gpus, max_ranks)} ranks"
+    nccl = live if gpus >= 2 else "replay full-size recordings"
     said = f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};"
-    return said + "\nthe gloo experiments run live on this machine's CPU."
+    quick = "in quick mode (fewer repeats, shorter deadlines)"
+    size = quick if config.quick_mode() else "at full size"
+    return said + f"\nthe gloo experiments run live on this machine's CPU, {size}."
 
 
 def claims_table(

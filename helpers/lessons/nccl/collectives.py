@@ -82,7 +82,7 @@ def show(*runs: Run) -> None:
         plt.show()
         holds = "every rank holds what the source says after all seven, blocking and async_op=True"
         print(f"{f.backend}: {holds}: {not f.wrong}" + "".join(f"\n  {w}" for w in f.wrong))
-        other = "reduce, on the rank that is not the destination, holds afterwards"
+        other = "reduce, on rank 1 (not the destination), holds afterwards"
         print(f"  {other}: {f.reduce[1]} (it had {f.reduce[0]})")
 
 

@@ -27,6 +27,9 @@ HELD = 0.8  # "held until the data came": the host was held for at least this sh
 WARM_UP_TIMES = 10  # "much longer": the first recv takes at least this many times a later one
 TIMES, FLAGS = ("returned_s", "waited_s", "done_s"), ("completed_at_return", "completed_by_poll")
 BACK, DONE = "host got control back", "synchronize() returned"
+P2P_ROWS, COLL_ROWS = (0, 1, 2, 3, 5, 6, 7), (4, 5, 8)  # claim_rows checked under sections 2 and 4
+YES_NO = (claims.DOES_NOT_HOLD, claims.HOLDS)
+NO_GPU = "`synchronize()` has no GPU to wait for under gloo"
 GLOO_WAITS = "With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there"
 
 
@@ -55,6 +58,7 @@ def summary(run: Run, calls: Sequence[str] = P2P_CALLS + COLL_CALLS) -> dict[str
         ms = [claims.Value(v.value * 1e3, v.spread * 1e3, "ms", v.samples) for v in times]
         asked = {k for k, v in rows[0].items() if v is not None}  # the columns this call filled
         at_return, by_poll = ([bool(r[k]) for r in rows] if k in asked else None for k in FLAGS)
+        asked -= {"arrived"} if rows[0].get("backend") == "gloo" else set()  # gloo: no GPU to ask
         arrived = statistics.mean(bool(r["arrived"]) for r in rows) if "arrived" in asked else None
         late = rows[0]["late_s"] * 1e3
         out[call] = Call(late, ms[0], ms[1], ms[2], arrived, at_return, by_poll, len(rows))
@@ -83,9 +87,10 @@ def show(gloo: Run, nccl: Run, part: str) -> None:
             if s.at_return is not None:
                 said = f"{call}: is_completed() right after irecv returned: True in {sum(s.at_return)} of {s.n} repeats"
                 print(said + (polled if s.by_poll else ""))
-        groups = {}
-        for c, s in rows.items():
-            groups[c.replace(" + ", "\n+ ")] = {BACK: max(s.waited.value, 1e-3), DONE: s.done.value}
+        groups = {
+            c.replace(" + ", "\n+ "): {BACK: max(s.waited.value, 1e-3), DONE: s.done.value}
+            for c, s in rows.items()
+        }
         ylabel = "time after the call (ms, log scale)"
         plotting.grouped_bars(groups, title=f"{backend} ({where(run)})", ylabel=ylabel, ax=ax)
         ax.set_yscale("log")
@@ -121,7 +126,7 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     for backend, run, c in (("gloo", gloo, g), ("NCCL", nccl, s)):
         back = "; ".join(f"`{w}` gave the host back {how_soon(c[w], c[w].waited)}" for w in waits)
         late = f"a sender {c['recv'].late_ms:.0f} ms late ({repeats(c['recv'])})"
-        done = f"`synchronize()` returned after {c['recv'].done.value:.1f} ms"
+        done = f"`synchronize()` returned after {c['recv'].done.value:.1f} ms" if c is s else NO_GPU
         seen.say(f"With {backend} ({where(run)}), against {late}: {back}; {done}.")
     one, later = s["first recv"], s["recv"].returned.value
     not_yet = "not there yet: it did not wait for the transfer"
@@ -131,12 +136,21 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
         f"{one.returned.value:.1f} ms, {one.returned.value / later:.0f} times a later one's "
         f"{later:.3f} ms, with the data {there}."
     )
-    held = all(g[c].arrived == 1 and g[c].waited.value >= HELD * g[c].late_ms for c in waits)
-    said = "; ".join(
-        f"{c}: {g[c].waited.value:.1f} ms, data there {g[c].arrived:.0%}" for c in waits
-    )
+    held = all(g[c].waited.value >= HELD * g[c].late_ms for c in waits)
+    said = "; ".join(f"{c}: {g[c].waited.value:.1f} ms" for c in waits)
+    said += f" (threshold: {HELD:.0%} of the delay); the value read right after was the one sent"
     seen.check(GLOO_WAITS, held, f"{said}; {repeats(g['recv'])}", run=gloo)
-    return seen
+    return check_claims(seen, nccl, P2P_ROWS)
+
+
+def check_claims(seen: claims.WhatWeSee, run: Run, rows: Sequence[int]) -> claims.WhatWeSee:
+    """Says the claims table's verdict of each source statement ``rows`` (indices of ``claim_rows``)."""
+    said, head = [], "The source's statements, as the claims table below judges them: "
+    for text, (_, holds) in (list(claim_rows(run).items())[i] for i in rows):
+        j = claims.judged(holds, run, NOTEBOOK, text)
+        v = claims.stated(j, run) if isinstance(j, claims.Comparison) else YES_NO[bool(j)]
+        said.append(f"“{text}”: **{v}**")
+    return seen.say(f"{head}{'; '.join(said)}.")
 
 
 def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
@@ -144,14 +158,14 @@ def see_collective_timing(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for backend, run in (("gloo", gloo), ("NCCL", nccl)):
         b, a = summary(run, COLL_CALLS).values()
+        done = f"`synchronize()` returned after {max(b.done.value, a.done.value):.1f} ms"
         seen.say(
             f"With {backend} ({where(run)}), the other rank {b.late_ms:.0f} ms late ({repeats(b)}): "
             f"the blocking `all_reduce` gave the host back {how_soon(b, b.returned)}; with "
             f"`async_op=True` the call returned {how_soon(a, a.returned)} and `work.wait()` gave "
-            f"the host back {how_soon(a, a.waited)}; `synchronize()` returned after "
-            f"{max(b.done.value, a.done.value):.1f} ms."
+            f"the host back {how_soon(a, a.waited)}; {done if run is nccl else NO_GPU}."
         )
-    return seen
+    return check_claims(seen, nccl, COLL_ROWS)
 
 
 def waits_for_data(run: Run, calls: list[str]) -> str:
@@ -160,8 +174,8 @@ def waits_for_data(run: Run, calls: list[str]) -> str:
     return max(calls, key=lambda c: s[c].arrived or 0)
 
 
-def add_claims(table: claims.ClaimsTable, host: Run) -> None:
-    """What each call gives back to the host, from NCCL's host timings (ms against the delay)."""
+def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
+    """{source's statement: (what is measured, its comparison or bool)}, from NCCL's host timings."""
     s = summary(host)
     first, recv, wait, timeout, poll = (s[c] for c in P2P_CALLS)
     blocking, async_ = s["all_reduce"], s[COLL_CALLS[1]]
@@ -195,7 +209,7 @@ def add_claims(table: claims.ClaimsTable, host: Run) -> None:
             claims.compare(first.returned, first.late_ms, holds_if="above"),
         ),
         "isend/irecv return immediately; the transfer goes on in the background": (
-            f"the slowest irecv kind's return (ms; {fifth})",
+            f"the slowest irecv kind's return (ms; {fifth}); isend's return is not timed (rank 0 calls isend(...).wait())",
             quick(slowest),
         ),
         "A blocking collective (async_op=False) returns once it is enqueued; the host does not wait for the transfer": (
@@ -225,5 +239,10 @@ def add_claims(table: claims.ClaimsTable, host: Run) -> None:
             held(recv.done),
         ),
     }
-    for text, (measured, holds) in rows.items():
+    return rows
+
+
+def add_claims(table: claims.ClaimsTable, host: Run) -> None:
+    """What each call gives back to the host, from NCCL's host timings (ms against the delay)."""
+    for text, (measured, holds) in claim_rows(host).items():
         table.add(text, source=ARTICLE, measured=measured, holds=holds, run=host)

@@ -18,6 +18,8 @@ NEAR_CEILING = 0.7  # "close to the link's ceiling": busbw above this share of t
 SIZE, COPY = ("size", "", timing.format_bytes), "GPU0 -> GPU1 copy"
 NCCL_TESTS = [SIZE, "count", "type", "redop", ("time", "us", ".1f"), ("algbw", "GB/s", ".2f")]
 NCCL_TESTS += [("busbw", "GB/s", ".2f"), "#wrong", ("IQR/median", "", ".1%")]
+ON_STREAMS = "A blocking all_reduce ran on the matmuls' (current) stream; with async_op=True on a stream of its own"
+CEILING = "NCCL finds the fastest path between the GPUs: busbw close to the link's ceiling"
 ALL_RIGHT = "Every collective gave the right result at every size and number of ranks (nccl-tests' #wrong is 0)"
 
 
@@ -43,6 +45,7 @@ class Overlap:
     other_ms: float  # the other kernels ran
     busy_ms: float  # either ran
     steps: int
+    streams: tuple[list[int], list[int]]  # the CUDA stream ids of NCCL's kernels, of the others
 
 
 def overlap_of(run: Run) -> dict[str, Overlap]:
@@ -50,7 +53,10 @@ def overlap_of(run: Run) -> dict[str, Overlap]:
     for mode, p in run.value.items():
         comm, compute = split_kernels(p)
         ms = [trace.covered_us(k) / p.steps / 1e3 for k in (comm, compute, comm + compute)]
-        out[mode] = Overlap(analysis.per_step(p, step_overlap), ms[0], ms[1], ms[2], p.steps)
+        c, o = (sorted({k.stream for k in ks if k.stream is not None}) for ks in (comm, compute))
+        out[mode] = Overlap(
+            analysis.per_step(p, step_overlap), ms[0], ms[1], ms[2], p.steps, (c, o)
+        )
     return out
 
 
@@ -75,16 +81,23 @@ def show_overlap(run: Run) -> None:
 
 def see_overlap(run: Run) -> claims.WhatWeSee:
     """Per mode, the overlap ratio and whether GPU busy is nearer the longer kernel or the sum."""
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-    for mode, f in overlap_of(run).items():
+    seen, found = claims.WhatWeSee(NOTEBOOK, run), overlap_of(run)
+    for mode, f in found.items():
         longer, total = max(f.nccl_ms, f.other_ms), f.nccl_ms + f.other_ms
         near = [f"the longer of the two ({longer:.3f} ms)", f"their sum ({total:.3f} ms)"]
         near = near if f.busy_ms - longer < total - f.busy_ms else near[::-1]
         ratio = f.ratio if f.ratio.spread else f"{f.ratio.value:.2f} in every step"
         seen.say(
             f"{mode} ({f.steps} profiled steps): overlap ratio {ratio}; GPU busy "
-            f"{f.busy_ms:.3f} ms per step, closer to {near[0]} than to {near[1]}."
+            f"{f.busy_ms:.3f} ms per step, closer to {near[0]} than to {near[1]}; NCCL's kernels ran "
+            f"on stream {', '.join(map(str, f.streams[0]))}, the others on {', '.join(map(str, f.streams[1]))}."
         )
+    b, a = found.values()
+    said = f"Side by side, the matmuls took {a.other_ms:.3f} ms per step against {b.other_ms:.3f} ms one after the other ({a.other_ms / b.other_ms - 1:+.0%}), the all_reduce {a.nccl_ms:.3f} against {b.nccl_ms:.3f} ms ({a.nccl_ms / b.nccl_ms - 1:+.0%}; {analysis.plural(a.steps, 'profiled step')} each)."
+    seen.say(said)
+    same = b.streams[0] == b.streams[1] and not set(a.streams[0]) & set(a.streams[1])
+    said = f"blocking: streams {b.streams[0]} and {b.streams[1]}; async_op=True: {a.streams[0]} and {a.streams[1]}"
+    seen.check(ON_STREAMS, same, f"NCCL's and the other kernels' {said}")
     return seen
 
 
@@ -167,8 +180,8 @@ def fixed_cost_words(sizes: list[int], us: list[float]) -> str:
         return f"an `all_reduce` of {first} takes {us[0]:.1f} us; from the smallest size on"
     last, most = timing.format_bytes(sizes[flat[-1]]), max(us[: flat[-1] + 1])
     return (
-        f"from {first} to {last} an `all_reduce` takes {floor:.1f} to {most:.1f} us whatever the "
-        "size (within twice the shortest: the fixed cost of a call dominates); from there"
+        f"from {first} to {last} an `all_reduce` takes {floor:.1f} to {most:.1f} us, within "
+        f"{FIXED_COST} times the shortest; from there"
     )
 
 
@@ -180,6 +193,10 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     samples = f"medians of {len(s.all_reduce[0].samples_s)} samples"
     grows = f"the time grows with the size, to {us[-1]:.0f} us at {largest}"
     seen.say(f"On {s.ranks} ranks ({samples}), {fixed_cost_words(s.sizes, us)} {grows}.")
+    rate, floor = s.algbw[-1], min(us)  # GB/s at the largest size; us
+    cheap = [timing.format_bytes(b) for b in s.sizes if b / rate / 1e3 < floor]
+    said = f"At the {largest} algbw ({rate:.0f} GB/s), moving the bytes alone takes less than the shortest call ({floor:.1f} us) up to {cheap[-1] if cheap else 'no size measured'}: there the fixed cost of a call is most of the time."
+    seen.say(said)
     curves = [f"`{op}` {claims.describe_curve(s.sizes, v).words}" for op, v in busbw.items()]
     seen.say(f"busbw on {s.ranks} ranks: " + "; ".join(curves) + ".")
     for n, values in s.busbw.items():
@@ -193,12 +210,14 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     helper = busbw["all_reduce"][-1]
     plain = distributed.busbw_gbps("all_reduce", s.sizes[-1], s.plain.median_s, s.ranks)
     spread = f"{helper / plain - 1:+.1%}; IQR {s.plain.spread:.1%} of the loop's median"
-    near = f"At {largest} on {s.ranks} ranks, the helper's all_reduce busbw is within {HELPER_WITHIN:.0%} of nccl-tests' loop written out by hand"
+    near = f"At {largest} on {s.ranks} ranks, the helper's all_reduce busbw is within {HELPER_WITHIN:.0%} of an events loop written out by hand"
     said = f"collective_timings {helper:.1f} GB/s, hand-written loop {plain:.1f} GB/s ({spread})"
     seen.check(near, abs(helper / plain - 1) <= HELPER_WITHIN, said)
     wrong = f"{s.wrong} wrong elements over {analysis.plural(len(s.busbw), 'world size')}"
     seen.check(ALL_RIGHT, s.wrong == 0, wrong)
-    return seen
+    verdict = claims.stated(claims.judged(near_ceiling(run)[1], run, NOTEBOOK, CEILING), run)
+    said = f"The source's “{CEILING}”, as the claims table below judges it: **{verdict}**."
+    return seen.say(said)
 
 
 def busbw_if_ranks(run: Run, n: int) -> float:
@@ -210,11 +229,6 @@ def add_claims(table: claims.ClaimsTable, overlap: Run, bandwidth: Run) -> None:
     """Overlap (ratios over rank 0's steps) and the largest all_reduce's busbw over the copy's."""
     o = {mode: f.ratio for mode, f in overlap_of(overlap).items()}
     steps = {mode: analysis.plural(r.samples or 1, "profiled step") for mode, r in o.items()}
-    s, copy = sweep(bandwidth), claims.measured(bandwidth.value["ceiling"], as_rate=True)
-    algbw = claims.measured(s.all_reduce[-1], as_rate=True)
-    factor = distributed.bus_factor("all_reduce", s.ranks)
-    busbw = claims.Value(algbw.value * factor, algbw.spread * factor, "GB/s", algbw.samples)
-    largest = f"all_reduce of {timing.format_bytes(s.sizes[-1])} on {s.ranks} ranks"
     rows = {
         "A blocking collective holds back the work queued after it on the current stream (no overlap)": (
             f"overlap ratio of all_reduce and matmul kernels, blocking, over {steps['blocking']} (threshold: {NO_OVERLAP})",
@@ -227,13 +241,18 @@ def add_claims(table: claims.ClaimsTable, overlap: Run, bandwidth: Run) -> None:
     }
     for text, (measured, holds) in rows.items():
         table.add(text, source=ARTICLE, measured=measured, holds=holds, run=overlap)
-    text = "NCCL finds the fastest path between the GPUs: busbw close to the link's ceiling"
+    said, holds = near_ceiling(bandwidth)
+    table.add(CEILING, source=ARTICLE, measured=said, holds=holds, run=bandwidth)
+
+
+def near_ceiling(bandwidth: Run) -> tuple[str, claims.Comparison]:
+    """What is measured, and the largest all_reduce's busbw over the peer copy's rate."""
+    s, copy = sweep(bandwidth), claims.measured(bandwidth.value["ceiling"], as_rate=True)
+    algbw = claims.measured(s.all_reduce[-1], as_rate=True)
+    factor = distributed.bus_factor("all_reduce", s.ranks)
+    busbw = claims.Value(algbw.value * factor, algbw.spread * factor, "GB/s", algbw.samples)
+    largest = f"all_reduce of {timing.format_bytes(s.sizes[-1])} on {s.ranks} ranks"
     link = hardware.gpu_links(bandwidth.header["machine"].get("gpu_links")).get((0, 1))
-    joined = (
-        f"GPU0 and GPU1 joined by {link} (nvidia-smi topo -m)"
-        if link
-        else "a link nvidia-smi did not name"
-    )
+    joined = f"GPU0 and GPU1 joined by {link or 'a link it did not name'} (nvidia-smi topo -m)"
     said = f"{joined}; {largest}: busbw {busbw.value:.0f} GB/s over a GPU0 -> GPU1 copy's {copy.value:.0f} GB/s (threshold: {NEAR_CEILING} of it)"
-    holds = claims.compare(claims.ratio(busbw, copy), NEAR_CEILING, holds_if="above")
-    table.add(text, source=ARTICLE, measured=said, holds=holds, run=bandwidth)
+    return said, claims.compare(claims.ratio(busbw, copy), NEAR_CEILING, holds_if="above")
