@@ -799,7 +799,7 @@ def test_split_kernels_and_overlap_of_on_a_profile_built_by_hand():
     assert [c.holds for c in seen.checks] == [
         False
     ]  # here the blocking all_reduce had a stream of its own
-    assert said[0].endswith("NCCL's kernels ran on stream 20, the others on 7.")
+    assert said[0].endswith("NCCL's kernels ran on stream 20, the matmuls on 7.")
     assert "closer to their sum (0.250 ms) than to the longer of the two (0.150 ms)" in said[0]
     assert "overlap ratio 0.00 in every step" in said[0]
     assert (
@@ -837,7 +837,9 @@ def test_the_overlap_sentences_agree_with_the_kernels(machine, capsys):
             sorted({k.stream for k in kernels if ("nccl" in k.name.lower()) == c})
             for c in (True, False)
         ]
-        said = f"NCCL's kernels ran on stream {', '.join(map(str, ids[0]))}, the others on {', '.join(map(str, ids[1]))}."
+        nccl, others = (", ".join(map(str, i)) for i in ids)
+        where = "the matmuls too" if nccl == others else f"the matmuls on {others}"
+        said = f"NCCL's kernels ran on stream {nccl}, {where}."
         assert sentence.endswith(said)
         streams[mode] = ids
         ms_ = (_length(comm) / profile.steps / 1e3, _length(comp) / profile.steps / 1e3)

@@ -87,10 +87,13 @@ def see_overlap(run: Run) -> claims.WhatWeSee:
         near = [f"the longer of the two ({longer:.3f} ms)", f"their sum ({total:.3f} ms)"]
         near = near if f.busy_ms - longer < total - f.busy_ms else near[::-1]
         ratio = f.ratio if f.ratio.spread else f"{f.ratio.value:.2f} in every step"
+        nccl, others = (", ".join(map(str, ids)) for ids in f.streams)
+        where = f"on stream {nccl}, " + (
+            "the matmuls too" if nccl == others else f"the matmuls on {others}"
+        )
         seen.say(
             f"{mode} ({f.steps} profiled steps): overlap ratio {ratio}; GPU busy "
-            f"{f.busy_ms:.3f} ms per step, closer to {near[0]} than to {near[1]}; NCCL's kernels ran "
-            f"on stream {', '.join(map(str, f.streams[0]))}, the others on {', '.join(map(str, f.streams[1]))}."
+            f"{f.busy_ms:.3f} ms per step, closer to {near[0]} than to {near[1]}; NCCL's kernels ran {where}."
         )
     b, a = found.values()
     said = f"Side by side, the matmuls took {a.other_ms:.3f} ms per step against {b.other_ms:.3f} ms one after the other ({a.other_ms / b.other_ms - 1:+.0%}), the all_reduce {a.nccl_ms:.3f} against {b.nccl_ms:.3f} ms ({a.nccl_ms / b.nccl_ms - 1:+.0%}; {analysis.plural(a.steps, 'profiled step')} each)."
