@@ -163,8 +163,9 @@ clean:
 ## prints the survivors, the score per module and overall. MUTATE narrows it to mutant names,
 ## e.g. MUTATE='helpers.timing.* helpers.claims.*'; SHARD=N (1-7) runs the Nth of MUTATE_SHARDS,
 ## each under 4,000 mutants: a CI job of 2 cores within 90 minutes, seven jobs for the package.
-## test_distributed is not in mutmut's selection (its ranks run where mutmut cannot see what
-## they reach), so distributed mostly counts "no tests".
+## test_distributed and test_collectives are not in mutmut's selection (their ranks run where
+## mutmut cannot see what they reach); test_distributed_in_process reaches distributed's code in
+## the test's own process (a gloo world of one rank), all but what needs NCCL or a GPU.
 ## SAMPLE=N mutates N mutants drawn at random (SEED=S) from the whole package instead: the
 ## package's score with a 95% interval, e.g. SAMPLE=3000 in about 35 minutes on two cores.
 L := helpers.lessons

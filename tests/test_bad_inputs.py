@@ -240,6 +240,12 @@ CASES = [
     ),
     ("ceiling_gbps of None", lambda: hardware.ceiling_gbps(None), TypeError, "hardware.describe()"),
     (
+        "cache_bytes of a list",
+        lambda: hardware.cache_bytes([]),
+        TypeError,
+        "cache_bytes reads a machine's description",
+    ),
+    (
         "a PCIe generation 9",
         lambda: hardware.pcie_theoretical_gbps(9, 16),
         ValueError,

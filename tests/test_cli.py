@@ -922,8 +922,11 @@ def test_cpulists_and_numa_nodes_from_sysfs(tmp_path):
         hardware.gpu_numa_node("18:00")
 
 
-def test_facts_of_this_process():
+def test_facts_of_this_process(monkeypatch):
     assert hardware.cpu_affinity() and hardware.cpu_affinity() <= set(range(os.cpu_count() or 1))
+    with monkeypatch.context() as m:  # a system without affinity (macOS): every CPU
+        m.delattr(os, "sched_getaffinity", raising=False)
+        assert hardware.cpu_affinity() == set(range(os.cpu_count() or 1))
     limit = hardware.pinned_memory_limit_bytes()
     assert limit is None or limit >= 0
     assert hardware.free_disk_bytes("/tmp/surely/not/there") > 0
@@ -1010,8 +1013,18 @@ def test_nvidia_smi_is_parsed_without_nvml(monkeypatch):
         {"index": 0, "utilization_pct": 7, "pids": [1234]},
         {"index": 1, "utilization_pct": 0, "pids": []},
     ]
-    assert hardware.pcie_links()[0]["width_current"] == 8
+    assert hardware.pcie_links() == [
+        {
+            "index": 0,
+            "bus_id": "00000000:18:00.0",
+            "gen_current": 5,
+            "gen_max": 5,
+            "width_current": 8,
+            "width_max": 16,
+        }
+    ]
     assert hardware.driver_cuda_version() == "13.0"
+    assert hardware.driver_version() == "580.159.04"
 
 
 # ---------------------------------------------------------------- on GPUs

@@ -20,13 +20,11 @@ from pathlib import Path
 
 import cloudpickle
 import matplotlib
-import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
 
 from helpers import distributed, forkserver, hardware, plotting
-from helpers.distributed import launch_checks, supervisor
 
 matplotlib.use("Agg")
 # Workers travel to the ranks by value, as notebook functions do: the ranks need not import
@@ -35,64 +33,6 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_two_gpus = pytest.mark.skipif(hardware.gpu_count() < 2, reason="needs two CUDA GPUs")
-
-
-# ---------------------------------------------------------------- algbw / busbw
-
-
-def test_algbw_is_bytes_per_second_in_decimal_gb():
-    assert distributed.algbw_gbps(2**30, 0.00325) == pytest.approx(330.382, rel=1e-5)
-    assert distributed.algbw_gbps(1e9, 1.0) == 1.0
-
-
-@pytest.mark.parametrize(
-    ("op", "n", "factor"),
-    [
-        ("all_reduce", 2, 1.0),
-        ("all_reduce", 8, 1.75),
-        ("all_reduce", 1, 0.0),
-        ("all_gather", 2, 0.5),
-        ("all_gather", 8, 0.875),
-        ("reduce_scatter", 4, 0.75),
-        ("all_to_all", 8, 0.875),
-        ("broadcast", 8, 1.0),
-        ("reduce", 8, 1.0),
-        ("send_recv", 2, 1.0),
-    ],
-)
-def test_bus_factors_are_nccl_tests_ones(op, n, factor):
-    assert distributed.bus_factor(op, n) == pytest.approx(factor)
-
-
-def test_busbw_matches_hand_computed_nccl_tests_numbers():
-    # nccl-tests, 8 GPUs, all_reduce of 1 GiB in 5 ms: algbw 214.75 GB/s, busbw x 14/8
-    assert distributed.busbw_gbps("all_reduce", 2**30, 0.005, 8) == pytest.approx(
-        214.748 * 1.75, rel=1e-5
-    )
-    # all_gather of a 1 GiB output on 2 ranks in 1.5 ms: algbw 715.83 GB/s, busbw half of it
-    assert distributed.busbw_gbps("all_gather", 2**30, 0.0015, 2) == pytest.approx(
-        715.828 / 2, rel=1e-5
-    )
-    assert distributed.busbw_gbps("broadcast", 4e9, 0.01, 2) == pytest.approx(400.0)
-
-
-@pytest.mark.parametrize(
-    ("call", "error"),
-    [
-        (lambda: distributed.busbw_gbps("allreduce", 1024, 1.0, 2), ValueError),
-        (lambda: distributed.busbw_gbps("all_reduce", 1024, 1.0, 0), ValueError),
-        (lambda: distributed.bus_factor("all_reduce", 2.0), ValueError),
-        (lambda: distributed.algbw_gbps(0, 1.0), ValueError),
-        (lambda: distributed.algbw_gbps(-5, 1.0), ValueError),
-        (lambda: distributed.algbw_gbps(1024, 0.0), ValueError),
-        (lambda: distributed.algbw_gbps(1024, float("nan")), ValueError),
-        (lambda: distributed.algbw_gbps("1024", 1.0), TypeError),
-        (lambda: distributed.algbw_gbps(True, 1.0), TypeError),
-    ],
-)
-def test_bandwidth_helpers_reject_bad_input(call, error):
-    with pytest.raises(error):
-        call()
 
 
 # ---------------------------------------------------------------- launch: arguments
@@ -190,124 +130,10 @@ def test_bad_arguments_are_answered_before_anything_starts(
     assert mp.active_children() == [] and list(temp_folder.iterdir()) == []
 
 
-def test_good_arguments_pass_the_checks():
-    assert launch_checks.check_launch(_nothing, np.int64(2), "gloo", 1, 1, (), None, None) == (
-        2,
-        "gloo",
-    )
-    assert launch_checks.check_launch(
-        _takes_one, 4, "gloo", 86400, 0.5, [7], None, {"NCCL_DEBUG": "INFO"}
-    ) == (4, "gloo")
-    assert launch_checks.check_launch(_takes_one, 2, "gloo", 1, 1, (), {"value": 7}, None) == (
-        2,
-        "gloo",
-    )
-    assert launch_checks.check_launch(print, 2, "gloo", 1, 1, ("any", "thing"), None, None) == (
-        2,
-        "gloo",
-    )
-
-
 @pytest.mark.skipif(hardware.gpu_count() >= 2, reason="this machine has the GPUs NCCL needs")
 def test_nccl_without_enough_gpus_says_what_to_do():
     with pytest.raises(ValueError, match="gloo"):
         distributed.launch(_nothing, 2, backend="nccl")
-
-
-def test_default_backend_and_world_size_follow_the_hardware():
-    gpus = hardware.gpu_count()
-    assert distributed.default_world_size() == (gpus if gpus >= 2 else 2)
-    assert distributed.choose_backend(2) == ("nccl" if gpus >= 2 else "gloo")
-    assert distributed.choose_backend(gpus + 1) == "gloo"
-
-
-def test_helpers_do_nothing_outside_a_worker():
-    distributed.mark("outside")  # no parent to tell: no error
-    assert distributed.rank_device() == torch.device("cpu")
-    assert distributed.device_idle() is True
-    with pytest.raises(TypeError):
-        distributed.mark(3)
-    with pytest.raises(ValueError):
-        distributed.delay(-1)
-
-
-# ---------------------------------------------------------------- what an Outcome says
-
-
-def _outcome(status, errors=None, failure_order=(), startup_s=0.5, elapsed_s=2.0):
-    n = len(status)
-    return distributed.Outcome(
-        "gloo",
-        n,
-        2.0,
-        list(status),
-        [None] * n,
-        errors or [None] * n,
-        [[] for _ in status],
-        [""] * n,
-        [""] * n,
-        "r",
-        startup_s,
-        elapsed_s,
-        startup_timeout_s=30.0,
-        failure_order=list(failure_order),
-    )
-
-
-def test_the_rank_that_failed_first_is_blamed_not_the_lowest():
-    outcome = _outcome(
-        ["raised", "died"], ["Traceback: peer closed", "died with SIGKILL before returning"], [1, 0]
-    )
-    with pytest.raises(
-        distributed.WorkerError, match="rank 1 of 2 .gloo. died with SIGKILL"
-    ) as caught:
-        outcome.raise_for_status()
-    assert caught.value.rank == 1
-    # without an order (an Outcome made by hand), the lowest failed rank
-    assert _outcome(["stopped", "raised", "died"], failure_order=[]).first_failure == 1
-    assert _outcome(["returned", "stopped"]).first_failure is None
-
-
-def test_a_timeout_says_which_deadline_with_its_value():
-    with pytest.raises(distributed.LaunchTimeout, match=r"ranks \[1\] .* within timeout_s=2 s"):
-        _outcome(["returned", "stopped"]).raise_for_status()
-    at_start = _outcome(["stopped", "stopped"], startup_s=None, elapsed_s=30.2)
-    with pytest.raises(
-        distributed.LaunchTimeout, match=r"startup_timeout_s=30 s .* stopped after 30.2 s"
-    ):
-        at_start.raise_for_status()
-    assert _outcome(["returned", "returned"]).raise_for_status() == [None, None]
-
-
-@pytest.mark.parametrize(
-    ("exitcode", "words"),
-    [
-        (3, "exited with code 3"),
-        (0, "exited with code 0"),
-        (-9, "died with SIGKILL"),
-        (-11, "died with SIGSEGV"),
-        (-200, "died with signal 200"),
-        (None, "could not be read"),
-    ],
-)
-def test_an_exit_code_is_said_in_words(exitcode, words):
-    assert words in supervisor._exit_words(exitcode)
-
-
-def test_only_the_end_of_a_long_output_is_read(tmp_path):
-    limit = distributed.OUTPUT_KIB * 1024
-    path = tmp_path / "rank0.stdout"
-    lines = [f"line {i:06d} " + "é" * 20 for i in range(20_000)]  # about 1 MB, two-byte characters
-    path.write_text("\n".join(lines) + "\n")
-    text = supervisor._tail(path)
-    kept = text.splitlines()
-    assert kept[0].startswith("[... the first ") and kept[0].endswith(" bytes are not kept]")
-    assert kept[1:] == lines[-len(kept) + 1 :]  # whole lines, the last ones
-    assert limit - 100 < len("\n".join(kept[1:]).encode()) <= limit
-    assert int(kept[0].split()[3]) + len(text.split("\n", 1)[1].encode()) == path.stat().st_size
-    path.write_text("short\n")
-    assert supervisor._tail(path) == "short\n"
-    assert supervisor._tail(tmp_path / "missing") == ""
 
 
 # ---------------------------------------------------------------- launch: gloo ranks

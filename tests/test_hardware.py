@@ -1,5 +1,8 @@
 import gc
+import io
 import json
+import platform
+import subprocess
 import types
 import weakref
 
@@ -7,7 +10,7 @@ import pytest
 import torch
 
 from helpers import hardware
-from helpers.hardware import machine, memory
+from helpers.hardware import machine, memory, smi
 
 
 def test_describe_this_machine_is_plain_json():
@@ -59,6 +62,26 @@ def test_describe_reads_a_two_gpu_machine(monkeypatch):
         None,
     )
     assert info["gpus"][1]["pci_bus_id"] == "0000:1" and info["gpu_links"] == "GPU0\tX\tNV18"
+    assert [gpu["index"] for gpu in info["gpus"]] == [0, 1]
+
+
+def test_describe_reads_the_cpu_and_ram_from_proc_else_says_what_it_can(monkeypatch):
+    files = {
+        "/proc/cpuinfo": "processor\t: 0\nmodel name\t: Fake CPU 9000\n",
+        "/proc/meminfo": "MemTotal:  2048 kB\n",
+    }
+
+    def fake_open(path, *args, **kwargs):
+        if path not in files:
+            raise FileNotFoundError(path)
+        return io.StringIO(files[path])
+
+    monkeypatch.setattr(machine, "open", fake_open, raising=False)
+    info = hardware.describe()
+    assert (info["cpu"], info["ram_bytes"]) == ("Fake CPU 9000", 2048 * 1024)
+    files.clear()  # no /proc (macOS): the platform's words, RAM unknown
+    info = hardware.describe()
+    assert info["cpu"] == (platform.processor() or platform.machine()) and info["ram_bytes"] is None
 
 
 def test_machine_name():
@@ -101,10 +124,16 @@ def test_report_of_a_recorded_gpu_machine():
     }
     text = hardware.report(info)
     assert "0->1:yes" in text and "NV18" in text and "63.0 GB/s" in text
+    assert "(32 cores), RAM 256.0 GiB" in text and "141.0 GiB" in text
+    assert "cuda / nccl    13.0 / 2.27\n" in text
+    cpu_only = hardware.report(info | {"cuda": None, "nccl": None, "ram_bytes": None, "gpus": []})
+    assert "cuda / nccl    - / -\n" in cpu_only and "RAM ?" in cpu_only
 
 
 def test_pcie_theoretical():
     assert hardware.pcie_theoretical_gbps(5, 16) == pytest.approx(63.0, rel=0.01)
+    assert hardware.pcie_theoretical_gbps(3, 16) == pytest.approx(15.75, rel=0.01)
+    assert hardware.pcie_theoretical_gbps(2, 16) == pytest.approx(8.0)  # 8b/10b: 80% of 5 GT/s
     assert hardware.pcie_theoretical_gbps(None, 16) is None
 
 
@@ -163,6 +192,29 @@ def test_free_memory_empties_the_caches_after_synchronising_every_gpu(monkeypatc
         "gpu1_reserved": 21,
         "pinned_host": 3,
     }
+
+
+def test_pinned_memory_in_use_falls_back_to_the_reserved_bytes(monkeypatch):
+    _two_fake_gpus(monkeypatch, [], [10, 11])
+    monkeypatch.setattr(torch.cuda, "host_memory_stats", lambda: {"reserved_bytes.current": 5})
+    assert hardware.memory_in_use()["pinned_host"] == 5
+
+
+@pytest.mark.parametrize(
+    ("stats", "pinned"),
+    [
+        ({"reserved_bytes.peak": 9, "allocated_bytes.peak": 7}, 9),
+        ({"allocated_bytes.peak": 7}, 7),  # a torch that counts only allocated bytes
+        ({}, None),
+    ],
+)
+def test_a_footprint_reads_the_pinned_peak_under_either_key(monkeypatch, stats, pinned):
+    _two_fake_gpus(monkeypatch, [], [10, 11])
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda i: 100 + i)
+    monkeypatch.setattr(torch.cuda, "host_memory_stats", lambda: stats)
+    peak = hardware.footprint()
+    assert (peak.gpu, peak.pinned) == ((100, 101), pinned)
 
 
 def test_free_memory_collects_garbage_only_when_the_experiment_left_memory_held(monkeypatch):
@@ -237,3 +289,31 @@ def test_the_report_shows_the_topology_matrix_once_without_legend_or_colour_code
     text = hardware.report({"machine": "2xGPU", "gpus": [], "gpu_links": topo})
     assert "Legend" not in text and "\x1b" not in text and "\t" not in text
     assert text.count("NV18") == 2 and "GPU1" in text
+
+
+def test_nvidia_smi_gives_its_output_only_when_it_succeeds(monkeypatch):
+    runs = []
+
+    def run(command, **kwargs):
+        runs.append(command)
+        return subprocess.CompletedProcess(
+            command, returncode, stdout="0, 580.1, 5, 5, 16, 16, 00000000:18:00.0\n"
+        )
+
+    monkeypatch.setattr(smi.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(smi.subprocess, "run", run)
+    returncode = 0
+    assert smi.smi_gpu_rows() == [
+        {
+            "index": "0",
+            "driver_version": "580.1",
+            "pcie.link.gen.current": "5",
+            "pcie.link.gen.max": "5",
+            "pcie.link.width.current": "16",
+            "pcie.link.width.max": "16",
+            "pci.bus_id": "00000000:18:00.0",
+        }
+    ]
+    assert runs[0][1].startswith("--query-gpu=index,driver_version,")
+    returncode = 9  # no driver, or a GPU fallen off the bus: nothing to read
+    assert smi.nvidia_smi("-L") is None and smi.smi_gpu_rows() == []

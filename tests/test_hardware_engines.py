@@ -56,6 +56,11 @@ def test_a_driver_that_answers_gives_its_count(monkeypatch):
             value._obj.value = 3 if handle.value == 1 else 2
             return 0
 
-    monkeypatch.setattr(ctypes, "CDLL", lambda path: Driver())
+    def load(path):  # the dynamic loader's names are case-sensitive
+        if path != "libcuda.so.1":
+            raise OSError(f"{path}: cannot open shared object file")
+        return Driver()
+
+    monkeypatch.setattr(ctypes, "CDLL", load)
     assert hardware.copy_engine_count(1) == 3
     assert hardware.copy_engine_count() == 2

@@ -1182,7 +1182,13 @@ def test_gpu_topology_falls_back_to_nvidia_smi_then_to_nothing(monkeypatch):
     topo = (
         "\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-47\nGPU1\tNV18\t X \t0-47\n"
     )
-    monkeypatch.setattr(topology, "nvml_module", lambda: None)
+    refusing = _FakeNvml({})
+
+    def refuse():
+        raise refusing.NVMLError("not supported")
+
+    refusing.nvmlDeviceGetCount = refuse  # NVML installed but refusing: ask nvidia-smi
+    monkeypatch.setattr(topology, "nvml_module", lambda: refusing)
     monkeypatch.setattr(
         topology, "nvidia_smi", lambda *args: topo if args == ("topo", "-m") else None
     )
@@ -1190,6 +1196,10 @@ def test_gpu_topology_falls_back_to_nvidia_smi_then_to_nothing(monkeypatch):
         "source": "nvidia-smi topo -m",
         "links": [["X", "NV18"], ["NV18", "X"]],
     }
+    monkeypatch.setattr(topology, "nvml_module", lambda: None)
+    gap = "\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV18\nGPU2\tPIX\t PIX \t X \n"  # GPU1's row cut
+    monkeypatch.setattr(topology, "nvidia_smi", lambda *args: gap)
+    assert hardware.gpu_topology()["links"][1] == ["unknown", "X", "unknown"]
     monkeypatch.setattr(topology, "nvidia_smi", lambda *args: None)
     assert hardware.gpu_topology() == {"source": None, "links": []}
 

@@ -375,6 +375,24 @@ def test_cuda_events_with_a_held_stream_reports_how_long_queueing_took(fake_gpu,
         timing.cuda_events(clock.work, repeats=2, calls_per_sample=5, hold_us=10_001)
 
 
+def test_an_auto_hold_doubles_and_retakes_a_sample_whose_queueing_outlasted_it(fake_gpu, clock):
+    def slower():  # 2 ms a call while the hold is sized, then 10 ms: the hold is too short
+        clock.work()
+        clock.seconds_per_call = 10e-3
+
+    t = timing.cuda_events(slower, repeats=2, warmup=0, calls_per_sample=1, hold_us="auto")
+    # held 2 x 2 ms + 0.1 ms, then twice that and twice again, which outlasts 10 ms of queueing
+    assert [cycles for _, cycles in fake_gpu[-4:]] == pytest.approx([4.1e6, 8.2e6, 16.4e6, 16.4e6])
+    assert t.extra == pytest.approx({"hold_us": 16_400, "enqueue_us": 10_000, "hold_auto": 1.0})
+    assert t.samples_s == pytest.approx([10e-3, 10e-3])
+
+
+@pytest.mark.parametrize("hold_us", [-1, float("nan"), "long"])
+def test_a_bad_hold_is_answered_before_cuda_is_looked_for(hold_us):
+    with pytest.raises(ValueError, match="hold_us is how long to hold the stream"):
+        timing.cuda_events(lambda: None, hold_us=hold_us)
+
+
 def test_the_clocks_default_to_ten_samples_after_three_warm_up_calls(fake_gpu, clock):
     for clock_name, method in (
         ("host_clock", "synchronised host clock"),

@@ -486,7 +486,7 @@ def test_select_by_several_kinds_and_errors(intervals):
         trace.select("not intervals")
     with pytest.raises(TypeError):
         trace.select([1, 2])
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="name must be a substring to look for, got int"):
         trace.select(intervals, name=3)
 
 
@@ -604,6 +604,8 @@ def test_profile_bad_arguments():
         trace.profile(lambda: None, active=0)
     with pytest.raises(ValueError, match="wait"):
         trace.profile(lambda: None, wait=-1)
+    with pytest.raises(ValueError, match="warmup must be a whole number of steps >= 0"):
+        trace.profile(lambda: None, warmup=-1)
     with pytest.raises(ValueError, match="name"):
         trace.profile(lambda: None, name="../escape")
 

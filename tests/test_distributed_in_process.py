@@ -1,0 +1,406 @@
+"""Tests of helpers.distributed that run in this process: a worker's body in a gloo world of one
+rank, the checks of launch's arguments, and what a launch gives back.
+
+test_distributed.py and test_collectives.py launch real ranks, whose code mutation testing cannot
+follow; these tests reach the same code here, in well under a second each.
+"""
+
+from __future__ import annotations
+
+import datetime
+import multiprocessing as mp
+import os
+import threading
+import time
+
+import cloudpickle
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+
+from helpers import distributed, hardware
+from helpers.distributed import in_rank, launch_checks, rank_process, supervisor, timed_collectives
+
+SWEEP = dict(sizes=[64], warmup=0, iters=2, samples=2)
+
+
+@pytest.fixture
+def world_of_one():
+    """This process as rank 0 of a gloo group of one, for the test's length."""
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------- a worker's body, one rank
+
+
+def test_collective_timings_times_every_op_and_finds_no_wrong_element(world_of_one):
+    ops = list(distributed.COLLECTIVE_OPS)
+    result = distributed.collective_timings(0, 1, ops=ops, **SWEEP | {"sizes": [64, 128]})
+    assert result["wrong"] == {op: [0, 0] for op in ops}
+    for op in ops:
+        timings = result["timings"][op]
+        assert [t.nbytes for t in timings] == [64, 128]
+        assert [t.label for t in timings] == [f"{op} 64 B", f"{op} 128 B"]
+        assert all(len(t.samples_s) == 2 and t.calls_per_sample == 2 for t in timings)
+
+
+def test_collective_sweep_sends_devices_then_each_op_in_both_placements(world_of_one):
+    sent = []
+    distributed.collective_sweep(
+        0,
+        1,
+        ops=["all_reduce", "all_gather", "all_to_all"],
+        per_iter=True,
+        emit=sent.append,
+        **SWEEP,
+    )
+    devices, *rows = sent
+    [me] = devices["devices"]
+    assert (me["rank"], me["pid"], me["device"], me["name"]) == (0, os.getpid(), -1, "CPU (gloo)")
+    assert [(row["op"], row["size"]) for row in rows] == [
+        ("all_reduce", 64),
+        ("all_gather", 64),
+        ("all_to_all", 64),
+    ]
+    groups = {row["op"]: row["groups"] for row in rows}
+    # gloo has no out-of-place all_reduce, and nobody an in-place all_to_all: each says why
+    assert set(groups["all_reduce"]["out_of_place"]) == {"refused"}
+    assert "NCCL" in groups["all_reduce"]["out_of_place"]["refused"]
+    assert set(groups["all_to_all"]["in_place"]) == {"refused"}
+    timed = [
+        (op, placement)
+        for op, by_placement in groups.items()
+        for placement, group in by_placement.items()
+        if "timing" in group
+    ]
+    assert timed == [
+        ("all_reduce", "in_place"),
+        ("all_gather", "out_of_place"),
+        ("all_gather", "in_place"),
+        ("all_to_all", "out_of_place"),
+    ]
+    for op, placement in timed:
+        group = groups[op][placement]
+        assert group["wrong"] == 0
+        assert group["timing"].nbytes == 64 and len(group["timing"].samples_s) == 2
+        assert len(group["per_iter_s"]) == 2 and all(s > 0 for s in group["per_iter_s"])
+
+
+def test_in_place_all_gather_sends_the_rank_slice_of_its_output(world_of_one, monkeypatch):
+    """nccl-tests' in place: all_gather's input is this rank's part of the output buffer."""
+    real, shared = dist.all_gather_into_tensor, []
+
+    def watched(output, input, *args, **kwargs):
+        shared.append(input.untyped_storage().data_ptr() == output.untyped_storage().data_ptr())
+        return real(output, input, *args, **kwargs)
+
+    monkeypatch.setattr(dist, "all_gather_into_tensor", watched)
+    distributed.collective_sweep(0, 1, ops=["all_gather"], emit=lambda _: None, **SWEEP)
+    assert shared[0] is False and shared[-1] is True  # out of place first, then in place
+
+
+def test_sweep_arguments_are_checked_with_their_names(world_of_one):
+    with pytest.raises(ValueError, match="graph_launches must be a whole number of graph replays"):
+        distributed.collective_sweep(0, 1, ops=["all_gather"], graph_launches=-1, **SWEEP)
+    with pytest.raises(ValueError, match="gloo backend runs on the CPU .* pass graph_launches=0"):
+        distributed.collective_sweep(0, 1, ops=["all_gather"], graph_launches=2, **SWEEP)
+
+
+def test_graph_replays_are_accepted_under_nccl(world_of_one, monkeypatch):
+    class Started(Exception):
+        pass
+
+    def stop(_):
+        raise Started
+
+    monkeypatch.setattr(timed_collectives, "backend_here", lambda: "nccl")
+    with pytest.raises(Started):  # past the checks: the devices are sent
+        distributed.collective_sweep(0, 1, ops=["all_gather"], graph_launches=2, emit=stop, **SWEEP)
+
+
+def test_a_rank_under_nccl_runs_on_its_current_gpu(monkeypatch):
+    monkeypatch.setattr(in_rank, "backend_here", lambda: "nccl")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    assert distributed.rank_device() == torch.device("cuda", 3)
+
+
+def test_a_rank_joins_the_group_through_the_launchers_store(monkeypatch):
+    environ, threads = dict(os.environ), torch.get_num_threads()
+    monkeypatch.setattr(os, "environ", environ)  # the rank replaces its environment
+    store = supervisor._serve_store(1, 5.0)
+    assert store.timeout == datetime.timedelta(seconds=5)
+    spec = dict(port=store.port, world_size=1, backend="gloo", group_timeout_s=5.0)
+    try:
+        rank_process._join_group(0, spec | dict(parent_env={"HOME": "/h"}, env={"A": "b"}))
+        assert (dist.get_backend(), dist.get_rank(), dist.get_world_size()) == ("gloo", 0, 1)
+        assert environ["HOME"] == "/h" and environ["A"] == "b" and environ["WORLD_SIZE"] == "1"
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------- launch's arguments
+
+
+def _nothing(rank, world_size):
+    return rank
+
+
+def _takes_one(rank, world_size, value):
+    return value
+
+
+def test_good_arguments_pass_the_checks():
+    assert launch_checks.check_launch(_nothing, np.int64(2), "gloo", 1, 1, (), None, None) == (
+        2,
+        "gloo",
+    )
+    assert launch_checks.check_launch(
+        _takes_one, 4, "gloo", 86400, 0.5, [7], None, {"NCCL_DEBUG": "INFO"}
+    ) == (4, "gloo")
+    assert launch_checks.check_launch(_takes_one, 2, "gloo", 1, 1, (), {"value": 7}, None) == (
+        2,
+        "gloo",
+    )
+    assert launch_checks.check_launch(print, 2, "gloo", 1, 1, ("any", "thing"), None, None) == (
+        2,
+        "gloo",
+    )
+
+
+def test_default_backend_and_world_size_follow_the_hardware():
+    gpus = hardware.gpu_count()
+    assert distributed.default_world_size() == (gpus if gpus >= 2 else 2)
+    assert distributed.choose_backend(2) == ("nccl" if gpus >= 2 else "gloo")
+    assert distributed.choose_backend(gpus + 1) == "gloo"
+
+
+def test_helpers_do_nothing_outside_a_worker():
+    distributed.mark("outside")  # no parent to tell: no error
+    assert distributed.rank_device() == torch.device("cpu")
+    assert distributed.device_idle() is True
+    with pytest.raises(TypeError):
+        distributed.mark(3)
+    with pytest.raises(ValueError):
+        distributed.delay(-1)
+
+
+def test_nccl_without_nccl_in_torch_says_to_pass_gloo(monkeypatch):
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: False)
+    with pytest.raises(ValueError, match="needs a PyTorch build with NCCL"):
+        launch_checks.check_launch(print, 1, "nccl", 1, 1, (), None, None)
+    monkeypatch.setattr(distributed.launch_checks.hardware, "gpu_count", lambda: 8)
+    assert distributed.choose_backend(2) == "gloo"
+
+
+def test_default_backend_is_gloo_without_a_gpu_per_rank(monkeypatch):
+    monkeypatch.setattr(distributed.launch_checks.hardware, "gpu_count", lambda: 1)
+    assert distributed.choose_backend(2) == "gloo"
+
+
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [("timeout_s", "seconds the workers may run"), ("startup_timeout_s", "seconds to start")],
+)
+def test_a_bad_deadline_is_named_with_its_unit(name, what):
+    values = dict(timeout_s=1, startup_timeout_s=1) | {name: -1}
+    with pytest.raises(ValueError, match=f"^{name} must be a positive, finite number \\({what}"):
+        launch_checks.check_launch(
+            print, 1, "gloo", values["timeout_s"], values["startup_timeout_s"], (), None, None
+        )
+
+
+def test_bandwidth_errors_name_the_argument_and_its_unit():
+    with pytest.raises(ValueError, match="^nbytes must be a positive"):
+        distributed.algbw_gbps(0, 1.0)
+    with pytest.raises(ValueError, match="world_size must be a whole number of ranks"):
+        distributed.bus_factor("all_reduce", 0)
+
+
+# ---------------------------------------------------------------- algbw / busbw
+
+
+def test_algbw_is_bytes_per_second_in_decimal_gb():
+    assert distributed.algbw_gbps(2**30, 0.00325) == pytest.approx(330.382, rel=1e-5)
+    assert distributed.algbw_gbps(1e9, 1.0) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("op", "n", "factor"),
+    [
+        ("all_reduce", 2, 1.0),
+        ("all_reduce", 8, 1.75),
+        ("all_reduce", 1, 0.0),
+        ("all_gather", 2, 0.5),
+        ("all_gather", 8, 0.875),
+        ("reduce_scatter", 4, 0.75),
+        ("all_to_all", 8, 0.875),
+        ("broadcast", 8, 1.0),
+        ("reduce", 8, 1.0),
+        ("send_recv", 2, 1.0),
+    ],
+)
+def test_bus_factors_are_nccl_tests_ones(op, n, factor):
+    assert distributed.bus_factor(op, n) == pytest.approx(factor)
+
+
+def test_busbw_matches_hand_computed_nccl_tests_numbers():
+    # nccl-tests, 8 GPUs, all_reduce of 1 GiB in 5 ms: algbw 214.75 GB/s, busbw x 14/8
+    assert distributed.busbw_gbps("all_reduce", 2**30, 0.005, 8) == pytest.approx(
+        214.748 * 1.75, rel=1e-5
+    )
+    # all_gather of a 1 GiB output on 2 ranks in 1.5 ms: algbw 715.83 GB/s, busbw half of it
+    assert distributed.busbw_gbps("all_gather", 2**30, 0.0015, 2) == pytest.approx(
+        715.828 / 2, rel=1e-5
+    )
+    assert distributed.busbw_gbps("broadcast", 4e9, 0.01, 2) == pytest.approx(400.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: distributed.busbw_gbps("allreduce", 1024, 1.0, 2), ValueError),
+        (lambda: distributed.busbw_gbps("all_reduce", 1024, 1.0, 0), ValueError),
+        (lambda: distributed.bus_factor("all_reduce", 2.0), ValueError),
+        (lambda: distributed.algbw_gbps(0, 1.0), ValueError),
+        (lambda: distributed.algbw_gbps(-5, 1.0), ValueError),
+        (lambda: distributed.algbw_gbps(1024, 0.0), ValueError),
+        (lambda: distributed.algbw_gbps(1024, float("nan")), ValueError),
+        (lambda: distributed.algbw_gbps("1024", 1.0), TypeError),
+        (lambda: distributed.algbw_gbps(True, 1.0), TypeError),
+    ],
+)
+def test_bandwidth_helpers_reject_bad_input(call, error):
+    with pytest.raises(error):
+        call()
+
+
+# ---------------------------------------------------------------- what an Outcome says
+
+
+def _outcome(status, errors=None, failure_order=(), startup_s=0.5, elapsed_s=2.0):
+    n = len(status)
+    return distributed.Outcome(
+        "gloo",
+        n,
+        2.0,
+        list(status),
+        [None] * n,
+        errors or [None] * n,
+        [[] for _ in status],
+        [""] * n,
+        [""] * n,
+        "r",
+        startup_s,
+        elapsed_s,
+        startup_timeout_s=30.0,
+        failure_order=list(failure_order),
+    )
+
+
+def test_the_rank_that_failed_first_is_blamed_not_the_lowest():
+    outcome = _outcome(
+        ["raised", "died"], ["Traceback: peer closed", "died with SIGKILL before returning"], [1, 0]
+    )
+    with pytest.raises(
+        distributed.WorkerError, match="rank 1 of 2 .gloo. died with SIGKILL"
+    ) as caught:
+        outcome.raise_for_status()
+    assert caught.value.rank == 1
+    with pytest.raises(distributed.WorkerError, match=r"^rank 0 of 1 \(gloo\) died$"):
+        _outcome(["died"]).raise_for_status()  # no words from the rank: it died
+    with pytest.raises(distributed.WorkerError, match=r"^rank 0 of 1 \(gloo\) raised:\nValueError"):
+        _outcome(["raised"], ["ValueError: x\n"]).raise_for_status()
+    # without an order (an Outcome made by hand), the lowest failed rank
+    assert _outcome(["stopped", "raised", "died"], failure_order=[]).first_failure == 1
+    assert _outcome(["returned", "stopped"]).first_failure is None
+
+
+def test_a_timeout_says_which_deadline_with_its_value():
+    late = _outcome(["returned", "stopped"])
+    with pytest.raises(
+        distributed.LaunchTimeout, match=r"ranks \[1\] .* within timeout_s=2 s"
+    ) as caught:
+        late.raise_for_status()
+    assert caught.value.outcome is late  # its marks, for who reached what
+    at_start = _outcome(["stopped", "stopped"], startup_s=None, elapsed_s=30.2)
+    with pytest.raises(
+        distributed.LaunchTimeout, match=r"startup_timeout_s=30 s .* stopped after 30.2 s"
+    ):
+        at_start.raise_for_status()
+    assert _outcome(["returned", "returned"]).raise_for_status() == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("exitcode", "words"),
+    [
+        (3, "exited with code 3"),
+        (0, "exited with code 0"),
+        (-9, "died with SIGKILL"),
+        (-11, "died with SIGSEGV"),
+        (-200, "died with signal 200"),
+        (None, "could not be read"),
+    ],
+)
+def test_an_exit_code_is_said_in_words(exitcode, words):
+    assert words in supervisor._exit_words(exitcode)
+
+
+def test_only_the_end_of_a_long_output_is_read(tmp_path):
+    limit = distributed.OUTPUT_KIB * 1024
+    path = tmp_path / "rank0.stdout"
+    lines = [f"line {i:06d} " + "é" * 20 for i in range(20_000)]  # about 1 MB, two-byte characters
+    path.write_text("\n".join(lines) + "\n")
+    text = supervisor._tail(path)
+    kept = text.splitlines()
+    assert kept[0].startswith("[... the first ") and kept[0].endswith(" bytes are not kept]")
+    assert kept[1:] == lines[-len(kept) + 1 :]  # whole lines, the last ones
+    assert limit - 100 < len("\n".join(kept[1:]).encode()) <= limit
+    assert int(kept[0].split()[3]) + len(text.split("\n", 1)[1].encode()) == path.stat().st_size
+    path.write_text("short\n")
+    assert supervisor._tail(path) == "short\n"
+    assert supervisor._tail(tmp_path / "missing") == ""
+
+
+class _Ended:
+    """A rank's process that has ended (``exitcode``); ``sentinel`` fires when it is readable."""
+
+    def __init__(self, exitcode=0, sentinel=None, alive=False):
+        self.exitcode, self.sentinel, self.alive = exitcode, sentinel, alive
+
+    def is_alive(self):
+        return self.alive
+
+
+def test_a_result_sent_just_before_the_end_counts_as_returned():
+    reader, writer = mp.Pipe(duplex=False)
+    writer.send(("result", cloudpickle.dumps(7)))
+    writer.close()
+    rank = supervisor._Rank(_Ended(exitcode=0), reader)
+    supervisor._notice_exit(rank)
+    assert (rank.status, rank.result, rank.exit_seen) == ("returned", 7, True)
+    silent = supervisor._Rank(_Ended(exitcode=-9), None)
+    supervisor._notice_exit(silent)
+    assert silent.status == "died" and silent.error.startswith("died with SIGKILL before returning")
+
+
+def test_waiting_for_exits_stops_at_its_deadline():
+    never, ends_late = os.pipe()  # a sentinel that fires only once written to
+    late = threading.Timer(2.0, os.write, (ends_late, b"x"))
+    late.start()
+    try:
+        start = time.monotonic()
+        supervisor._wait_for_exits(
+            [supervisor._Rank(_Ended(sentinel=never, alive=True), None)], 0.1
+        )
+        assert time.monotonic() - start < 1.0
+    finally:
+        late.cancel()
+        os.close(never)
+        os.close(ends_late)
