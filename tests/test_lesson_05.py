@@ -1319,3 +1319,63 @@ def test_every_section_of_05_reads_a_live_quick_run(machine):
     )  # fmt: skip
     assert copies.both_ways_largest_gbps(both) > 0
     assert copies.one_way_ms(peer, 2**30, src=1, dst=0) > 0
+
+
+def test_links_that_are_both_pcie_agree_whatever_each_tool_calls_them():
+    """NVML's PHB and nvidia-smi's SYS are both PCIe paths: the NVLink check holds."""
+    nbytes = 2**20
+    value = {
+        "alone": _timing(100.0, nbytes),
+        "total": _timing(150.0, 2 * nbytes),
+        "together": {"0->1": _timing(75.0, nbytes), "1->0": _timing(75.0, nbytes)},
+        "topology": {"source": "NVML", "links": [["X", "PHB"], ["PHB", "X"]]},
+    }
+    (check,) = peer_links.see_all_pairs(_run(value, nbytes=nbytes), _links("SYS")).checks
+    assert check.holds and check.measured == "2 pairs agree"
+
+
+def test_every_pair_at_once_shows_the_links_it_read_and_one_bar_per_rate(capsys):
+    machine = sorted(PAIRS)[0]
+    run = PAIRS[machine]
+    links = run.value["topology"]["links"]
+    peer_links.show_all_pairs(run, PEER[machine])
+    out = capsys.readouterr().out
+    joins = out[: out.index("what joins them")].splitlines()[-len(links) :]  # the matrix's rows
+    assert links[0][1] in joins[0] and links[1][0] in joins[1]  # the links read, not "?"
+    (ax,) = plt.gcf().axes
+    heights = [p.get_height() for p in ax.patches]
+    rates = [t.gbps for t in run.value["together"].values()]
+    assert heights == pytest.approx(
+        [run.value["alone"].gbps, statistics.median(rates), run.value["total"].gbps]
+    )  # one series: alone, each pair at once (median), the total
+
+
+def test_one_pair_alone_has_no_other_curves_to_compare():
+    seen = copies.see_peer_bandwidth(
+        _peer_run({"0->1": [10.0, 40.0, 50.0, 50.0]}, SIZES), SAME_FAKE, _links("NV2", 2)
+    )
+    shape = claims.describe_curve(SIZES, [10.0, 40.0, 50.0, 50.0])
+    assert seen.sentences[0] == f"The peer copy cuda:0 -> cuda:1 {shape.words}."
+
+
+def test_the_largest_size_matrix_and_the_dashed_line_show_the_largest_rate_and_the_ceiling(capsys):
+    status = "\t Link 0: 10.0 GB/s\n\t Link 1: 10.0 GB/s\n"
+    peer = _peer_run({"0->1": [5.0, 11.0, 13.0, 17.0], "1->0": [5.0, 11.0, 13.0, 17.0]}, SIZES)
+    copies.show_peer_bandwidth(peer, SAME_FAKE, _links("NV2", 2, status))
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    end = next(k for k, line in enumerate(lines) if "every pair at 64 MiB" in line)
+    rows = [line for line in lines[:end] if line.startswith("cuda:")][-2:]  # the matrix's rows
+    assert all("17.0" in row and "13.0" not in row for row in rows)  # the largest size's rate
+    ax = plt.gcf().axes[0]
+    flat = [line.get_ydata()[0] for line in ax.lines if len(set(line.get_ydata())) == 1]
+    assert 20.0 in flat  # the dashed line at the link's rated 2 x 10 GB/s
+
+
+def test_latency_with_a_leaking_sample_says_so():
+    leaky = timing.Timing([20e-6] * 5, "cuda events", 4)
+    leaky.extra.update(hold_us=100.0, enqueue_us=150.0)
+    local = timing.Timing([2e-6] * 5, "cuda events", 4)
+    run = _run({"0->0": [local], "0->1": [leaky], "1->0": [leaky], "1->1": [local]}, sizes=[4])
+    *_, leak = copies.see_latency(run).sentences
+    assert "cuda:0 -> cuda:1 at 4 B (150 us of queueing, 100 us of hold)" in leak
