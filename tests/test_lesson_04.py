@@ -1038,3 +1038,10 @@ def test_the_many_streams_rows_name_the_fewest_and_most_streams_measured(machine
     for row, pair in ((parallel, (counts[0], counts[-1])), (gpu, (counts[-2], counts[-1]))):
         left = sum(by[c].outran for c in pair)
         assert (f"; {left} samples launched" in row.measured) == bool(left)
+
+
+def test_each_clock_has_its_histogram_and_its_median_in_the_legend():
+    run = RUNS["spread"][MACHINES[0]]
+    timers.show_spread(run)
+    (ax,) = plt.gcf().axes
+    assert len(ax.get_legend().get_texts()) == 2 * len(run.value)
