@@ -234,6 +234,7 @@ def test_the_current_device_sentences_count_the_states(machine, capsys):
     )
     first, second = devices.see_current_device(run).sentences
     assert first.startswith(f"In {followed} of the {len(states)} states")
+    assert f"(replayed from {run.machine})" in devices.see_current_device(run)._repr_markdown_()
     assert (
         ("`torch.cuda.set_device(1)` made cuda:1" in first)
         == decides
@@ -848,6 +849,8 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
     )  # the verdict: in the claims table
     peer_overlap.show_timelines(run)
     assert len(plt.gcf().axes) == 8
+    assert len({ax.get_xlim() for ax in plt.gcf().axes}) == 1  # one time scale, from 0
+    assert plt.gcf().axes[0].get_xlim()[0] == 0
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -1064,6 +1067,7 @@ def test_the_claims_table_decides_on_the_numbers_of_each_run(machine):
     assert event.comparison.value.value == min(with_wait) and event.comparison.value.samples == len(
         with_wait
     )
+    assert event.comparison.value.unit == "us"
     assert event.verdict == claims.compare(min(with_wait), -10.0, holds_if="above").verdict
     assert nvlink.comparison.value.value == pytest.approx(best.gbps / _rated_gbps(links))
     share = claims.measured(best, as_rate=True)
@@ -1379,3 +1383,24 @@ def test_latency_with_a_leaking_sample_says_so():
     run = _run({"0->0": [local], "0->1": [leaky], "1->0": [leaky], "1->1": [local]}, sizes=[4])
     *_, leak = copies.see_latency(run).sentences
     assert "cuda:0 -> cuda:1 at 4 B (150 us of queueing, 100 us of hold)" in leak
+
+
+def test_the_current_device_table_names_each_states_device(monkeypatch):
+    shown = []
+    monkeypatch.setattr(devices, "display", shown.append)
+    devices.show_current_device(_current(GOOD_STATES))
+    (table,) = shown
+    assert [row[1] for row in table.rows] == [f"cuda:{s['current_device']}" for s in GOOD_STATES]
+
+
+def test_the_streams_are_named_per_side():
+    assert peer_overlap.streams(True, False) == ("s0", "default")
+    assert peer_overlap.streams(False, True) == ("default", "s1")
+
+
+def test_kernel_pairs_pair_the_steps_both_gpus_ran():
+    def kernel(device, start):
+        return trace.Interval("kernel", "spin", start, start + 5.0, device=device, stream=7)
+
+    profile = trace.Profile([kernel(0, 0.0), kernel(1, 6.0), kernel(0, 20.0)], steps=2)
+    assert devices.kernel_pairs(profile) == [(kernel(0, 0.0), kernel(1, 6.0))]
