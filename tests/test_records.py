@@ -430,3 +430,17 @@ def test_a_gpu_machine_states_the_footprints_of_the_results_folder_it_is_given(
     monkeypatch.setattr(hardware, "describe", lambda: here)
     said = records.where_numbers_come_from("00_start_here", root)
     assert "no machine has measured what 00_start_here needs yet" in said  # none in this root
+
+
+def test_a_notebook_with_shell_lines_indented_magics_and_no_gpus_is_read(tmp_path):
+    nb = tmp_path / "nb.ipynb"
+    write_notebook(
+        nb,
+        [
+            "!pip install nothing\ndef experiment_a(n=3):\n    return {'values': list(range(n))}",
+            "for _ in ():\n    pass\n    %time x = 1\n"
+            "run = records.run_or_replay(experiment_a, notebook=NOTEBOOK)",
+        ],
+    )
+    found = records.experiments_in_notebook(nb)["experiment_a"]
+    assert (found.gpus, found.fingerprint) == (1, records.fingerprint(experiment_a))  # default 1
