@@ -610,6 +610,7 @@ def test_a_copy_that_fits_in_l2_is_held_to_the_cache_not_to_memory(tmp_path):
     assert found(dict(h100, l2_bytes=50 * 2**20), 32 * 2**20, 3737.2) == []
     (impossible,) = found(dict(h100, l2_bytes=50 * 2**20), 32 * 2**20, 60_000.0)
     assert "impossible even from cache" in impossible and "at most 50688 GB/s" in impossible
+    assert "its 32 MiB fit in the L2 cache (50 MiB)" in impossible
     (too_big,) = found(dict(h100, l2_bytes=50 * 2**20), 2 * 2**30, 3737.2)
     assert "over 1.1 x the GPUs' memory bandwidth (3350 GB/s)" in too_big
     assert "too many for the L2 cache (50 MiB)" in too_big
