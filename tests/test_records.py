@@ -444,3 +444,29 @@ def test_a_notebook_with_shell_lines_indented_magics_and_no_gpus_is_read(tmp_pat
     )
     found = records.experiments_in_notebook(nb)["experiment_a"]
     assert (found.gpus, found.fingerprint) == (1, records.fingerprint(experiment_a))  # default 1
+
+
+def experiment_countdown(n=3):
+    return [] if n == 0 else [n, *experiment_countdown(n - 1)]
+
+
+def test_a_recursive_experiment_is_not_its_own_helper():
+    import inspect
+
+    source = inspect.getsource(experiment_countdown)
+    assert records.fingerprint(experiment_countdown) == records.fingerprint_source(source, {})
+
+
+def test_the_measuring_code_hash_follows_code_not_docstrings(tmp_path, monkeypatch):
+    from helpers.records import fingerprints
+
+    module = tmp_path / "timing.py"
+    monkeypatch.setattr(fingerprints, "_measuring_files", lambda: [module])
+
+    def hashed(text):
+        module.write_text(text)
+        return records.measuring_code_hash()
+
+    plain = hashed('def f():\n    """Seconds."""\n    return 1\n')
+    assert hashed('def f():\n    """Milliseconds, now."""\n    return 1\n') == plain
+    assert hashed('def f():\n    """Seconds."""\n    return 2\n') != plain
