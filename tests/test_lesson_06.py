@@ -230,6 +230,8 @@ def test_the_collectives_sentences_say_where_the_ranks_ran_and_what_reduce_left(
     collectives.show(gloo, run)
     out = capsys.readouterr().out
     assert out.count("rank=") == 4 + len(run.value["who"]) and "pid=100" in out
+    for r in (gloo, run):  # each run's ranks under its backend and where it ran
+        assert f"{r.params['backend']} ({common.where(r)}):" in out
     assert out.count("after all seven, blocking and async_op=True: True") == 2
     assert f"holds afterwards: {run.value['blocking']['reduce']['after'][1]}" in out
     seen = collectives.see(run, gloo)

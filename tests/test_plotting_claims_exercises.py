@@ -303,3 +303,13 @@ def test_an_index_rows_recorded_runs_decide_its_verdict():
     row = {"value": 0.9, "spread": 0.003, "threshold": 0.8, "holds_if": "above"}
     assert claims.verdict_of(row) == claims.HOLDS
     assert claims.verdict_of({**row, "runs": [0.7, 0.87], "band": 0.0}) == claims.BORDERLINE
+
+
+def test_before_after_marks_only_the_values_that_changed():
+    from matplotlib.colors import to_hex
+
+    fig = plotting.draw_before_after({"broadcast": {"before": [0, 1], "after": [0, 0]}}, title="t")
+    boxes = [t for ax in fig.axes for t in ax.texts if t.get_bbox_patch() is not None]
+    grey = [to_hex(t.get_bbox_patch().get_facecolor()) == "#eeeeee" for t in boxes]
+    assert len(boxes) == 4 and grey.count(False) == 1  # only rank 1's value changed (1 -> 0)
+    plt.close(fig)
