@@ -313,3 +313,16 @@ def test_before_after_marks_only_the_values_that_changed():
     grey = [to_hex(t.get_bbox_patch().get_facecolor()) == "#eeeeee" for t in boxes]
     assert len(boxes) == 4 and grey.count(False) == 1  # only rank 1's value changed (1 -> 0)
     plt.close(fig)
+
+
+def test_a_host_range_lane_is_outlined_and_hatched_not_white_on_white():
+    from matplotlib.collections import PolyCollection
+
+    ivs = [
+        Interval("kernel", "k", 0.0, 5.0, device=0, stream=7),
+        Interval("annotation", "step 1", 0.0, 9.0),
+    ]
+    ax = plotting.timeline(ivs, title="t", ranges=["step"])
+    hatches = [c.get_hatch() for c in ax.collections if isinstance(c, PolyCollection)]
+    assert hatches.count("//") == 1  # the range's bars; white, so drawn outlined and hatched
+    plt.close("all")
