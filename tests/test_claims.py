@@ -150,6 +150,7 @@ def test_replayed_verdicts_and_checks_reach_the_index_file(tmp_path, monkeypatch
         and rows[0]["spread"] == 0.1
         and claims.verdict_of(rows[0]) == claims.HOLDS
     )
+    assert rows[0]["holds_if_text"] == table.claims[0].comparison.holds_if_text()  # the site's
 
 
 def test_what_we_see_prints_sentences_and_marks_failed_checks():
@@ -648,3 +649,28 @@ def test_worded_says_the_words_of_each_verdict_and_in_words_its_side():
         claims.compare(claims.Value(3.0, 0.1, "x"), 0.5, holds_if="below").in_words() == "below 0.5"
     )
     assert claims.within(claims.Value(1.0, 0.01, "x"), 0.9, 1.1).in_words() == "between 0.9 and 1.1"
+
+
+def test_an_infinite_replayed_value_still_reaches_the_index(tmp_path, monkeypatch):
+    out = tmp_path / "rows.jsonl"
+    monkeypatch.setenv("COURSE_INDEX_OUT", str(out))
+    header = {"machine": {"machine": "2xH200", "gpus": []}, "params": {}, "date": "2026"}
+    table = claims.ClaimsTable("nb")
+    infinite = claims.compare(claims.Value(math.inf), 2, holds_if="above")
+    table.add("c", source="s", measured="m", holds=infinite, run=records.Run(1, False, header))
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["value"] == math.inf and row["verdict"] == claims.HOLDS
+
+
+def test_the_claims_table_shows_what_was_measured_and_a_note_only_for_borderline():
+    table = claims.ClaimsTable("nb")
+    table.add("c", source="s", measured="3.0 GB/s", holds=True)
+    shown = table.table()
+    assert shown.rows[0][2] == "3.0 GB/s" and shown.caption == ""
+    table.add(
+        "b",
+        source="s",
+        measured="m",
+        holds=claims.compare(claims.Value(2.0, 0.5), 2, holds_if="above"),
+    )
+    assert table.claims[-1].verdict == claims.BORDERLINE and table.table().caption

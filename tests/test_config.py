@@ -120,3 +120,9 @@ def test_a_file_in_the_clone_is_shown_from_the_clones_folder_whatever_the_kernel
         monkeypatch.chdir(folder)
         assert config.shown_path(recorded) == "results/2xNVIDIA-H200/00_start_here/x.trace.json.gz"
     assert config.shown_path(tmp_path / "t.json") == str(tmp_path / "t.json")
+
+
+def test_an_installed_package_finds_the_notebooks_installed_with_it(tmp_path):
+    package = tmp_path / "site-packages" / "helpers"
+    (package / "notebooks").mkdir(parents=True)  # no pyproject.toml above: not a clone
+    assert config.clone_root(package) is None and config.notebooks_dir(package).is_dir()

@@ -1,7 +1,11 @@
 """Notebook 00's analysis (helpers/lessons/start.py) on the recordings of every recorded machine."""
 
 import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
 
+import matplotlib.pyplot as plt  # conftest.py has chosen the Agg backend
 import pytest
 
 from helpers import claims, hardware, records, tables, timing, trace
@@ -209,3 +213,39 @@ def test_a_rate_above_the_reported_link_is_a_measurement_problem_not_a_share():
     report = _machine_with(MACHINES[machine], pcie_gen_current=3, pcie_width_current=16)
     large = start.claims_table(CURVES[machine], report).claims[1]
     assert large.verdict == claims.NOT_TESTABLE and "a measurement problem" in large.measured
+
+
+def test_the_curve_table_is_in_us_and_gbps_and_its_plot_names_the_machine():
+    run = CURVES[sorted(CURVES)[0]]
+    table = start.show_curve(run)
+    units = {name: unit for name, unit, _ in table.columns}
+    assert units["median"] == "us" and units["bandwidth"] == "GB/s"
+    assert [row[0] for row in table.rows] == run.params["sizes"]
+    (ax,) = plt.gcf().axes
+    assert ax.get_title() == f"Pinned H2D copy - {run.machine} (replayed)"
+    plt.close("all")
+
+
+def test_an_overlap_of_exactly_a_tenth_is_not_called_partial():
+    run = TIMELINES[sorted(TIMELINES)[0]]
+    copy = trace.Interval("memcpy", "copy", 0.0, 10.0, device=0, stream=1)
+    kernel = trace.Interval("kernel", "spin", 9.0, 100.0, device=0, stream=2)
+    tenth = records.Run(SimpleNamespace(intervals=[copy, kernel]), False, run.header)
+    (sentence,) = start.see_timeline(tenth).sentences
+    assert "10% of the shorter activity" in sentence and "did not overlap the kernel" in sentence
+
+
+def test_the_link_share_is_a_fraction_of_the_raw_rate_with_its_samples():
+    machine = sorted(CURVES)[0]
+    report = _machine_with(MACHINES[machine], pcie_gen_current=5, pcie_width_current=16)
+    share = start.claims_table(CURVES[machine], report).claims[1].comparison.value
+    assert share.unit == "of the raw rate"
+    assert share.samples == len(CURVES[machine].value[-1].samples_s)
+
+
+def test_the_plan_says_where_each_notebooks_replays_come_from(monkeypatch, tmp_path):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    shutil.copy(Path(__file__).parents[1] / "notebooks" / "01_pinned_memory.ipynb", tmp_path)
+    ((_, live, replayed, source),) = start.plan(tmp_path).rows
+    assert live == 0 and replayed > 0
+    assert source.split(" (")[0].split(", ")[0] in records.recorded_machine_names()

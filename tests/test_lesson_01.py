@@ -787,6 +787,7 @@ def test_the_allocator_sentences_give_the_costs_and_the_cache(machine):
     first_ms, last_ms = numbers(rf"It took {NUMBER} ms at \S+ \S+ and {NUMBER} ms at", extremes)
     assert first_ms == float(f"{median(rows[0]['first']) * 1e3:.3g}")
     assert last_ms == float(f"{median(rows[-1]['first']) * 1e3:.4g}")
+    assert f"ms at {timing.format_bytes(rows[-1]['nbytes'])}: the OS pinned" in extremes
     held = hardware.pinned_host_bytes(stages["holding one tensor"])[0]
     assert f"the cache held {timing.format_bytes(held)}" in cache
     assert ("rounded up to a power of two" in cache) == (
@@ -1028,3 +1029,32 @@ def test_seen_says_each_sentence_in_order_and_leaves_out_empty_ones():
     assert said.run is run and said.notebook == NOTEBOOK
     with pytest.raises(TypeError, match="non-empty sentence"):
         common.seen(run, "   ")
+
+
+@pytest.mark.parametrize(
+    ("ratio", "words"),
+    [(2.5, "more than twice as slow"), (1.5, "slower, but at most twice")],
+)
+def test_twice_words_tell_a_ratio_above_two_from_one_within(ratio, words):
+    comparison = claims.within(claims.Value(ratio, 0.01, "x", 5), 1, 2)
+    assert comparison.verdict != claims.BORDERLINE
+    assert timer.twice_words(comparison) == words
+
+
+def test_every_claim_says_which_recording_judged_it():
+    runs = _runs(MACHINES[0])
+    table = pinned.claims_table(*runs)
+    assert {c.where for c in table.claims} == {run.where() for run in runs}
+    assert "this machine" not in {c.where for c in table.claims}
+
+
+def test_every_line_of_the_bandwidth_and_sweep_plots_is_named_in_its_legend():
+    machine = MACHINES[0]
+    bandwidth.show(run_of("copy_bandwidth", machine))
+    (ax,) = plt.gcf().axes
+    names = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(names) == len(ax.lines)
+    assert sum(n.startswith("measured ceiling (") for n in names) == 1
+    sweep.show(run_of("pin_then_copy_by_size", machine))
+    for ax in plt.gcf().axes:
+        assert len(ax.get_legend().get_texts()) == len(ax.lines)  # the 1x and 2x lines too

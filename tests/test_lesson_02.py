@@ -679,3 +679,22 @@ def test_the_speed_rows_count_non_blocking_effective_from_1_1_times_as_fast(mach
     ]
     assert [r.comparison.value.value for r in rows] == pytest.approx(expected)
     assert all(r.comparison.threshold == 1.1 and r.comparison.holds_if == "above" for r in rows)
+
+
+def test_the_hazard_bars_are_labelled_wrong_of_trials():
+    run = HAZ[sorted(HAZ)[0]]
+    hazards.show(run)
+    (ax,) = plt.gcf().axes
+    labels = [t.get_text() for t in ax.texts]
+    cases = run.value["cases"].values()
+    assert labels == [f"{r['wrong']} of {r['trials']}" for r in cases]
+
+
+def test_the_tensordict_bars_and_table_say_the_machine_and_the_bytes_per_call():
+    run = TD[sorted(TD)[0]]
+    table = pinning.show_tensordict(run)
+    nbytes = run.params["count"] * run.params["numel"] * 4
+    assert f"{timing.format_bytes(nbytes)} per call" in table.caption
+    assert len(plt.get_fignums()) == 1  # the bars on the figure it made, no empty one beside
+    (ax,) = plt.gcf().axes
+    assert len(ax.patches) == len(run.value["timings"]) and run.machine in ax.get_title()

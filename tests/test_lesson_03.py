@@ -860,3 +860,27 @@ def test_the_default_stream_row_holds_exactly_when_the_current_stream_was_the_de
     )
     recorded = runs[0].value["facts"]["current_is_default"]
     assert (row.verdict == claims.HOLDS) == bool(recorded) and str(recorded) in row.measured
+
+
+def test_over_names_the_profiled_steps_only_where_a_value_has_them():
+    assert common.over(claims.Value(0.5, 0.1, "", 3)) == " over 3 profiled steps"
+    assert common.over(claims.Value(0.5)) == ""
+
+
+def test_lane_overlaps_with_a_stream_the_trace_did_not_name():
+    work = [_kernel(0, 10, stream=None), _kernel(5, 15, stream=2)]
+    assert common.lanes_overlap(work, "kernel") == pytest.approx(0.5)
+
+
+def test_the_prefetching_timelines_show_gpu_lanes_only_and_say_replayed():
+    run = RUNS["double_buffering"][sorted(RUNS["double_buffering"])[0]]
+    prefetching.show(run)
+    fig = plt.gcf()
+    lanes = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+    assert lanes and not [name for name in lanes if name.startswith("host")]
+    assert fig._suptitle.get_text().endswith(f"{run.machine} (replayed)")
+
+
+def test_the_ordering_section_says_replayed():
+    run = RUNS["stream_ordering"][MACHINES[0]]
+    assert f"(replayed from {run.machine})" in ordering.see(run)._repr_markdown_()

@@ -1038,3 +1038,48 @@ def test_the_many_streams_rows_name_the_fewest_and_most_streams_measured(machine
     for row, pair in ((parallel, (counts[0], counts[-1])), (gpu, (counts[-2], counts[-1]))):
         left = sum(by[c].outran for c in pair)
         assert (f"; {left} samples launched" in row.measured) == bool(left)
+
+
+def test_each_clock_has_its_histogram_and_its_median_in_the_legend():
+    run = RUNS["spread"][MACHINES[0]]
+    timers.show_spread(run)
+    (ax,) = plt.gcf().axes
+    assert len(ax.get_legend().get_texts()) == 2 * len(run.value)
+
+
+def test_the_wait_printout_gives_the_polled_kernel_in_ms(capsys):
+    run = RUNS["which_wait"][MACHINES[0]]
+    waits.show_wait(run)
+    assert (
+        f"until the {run.params['poll_us'] / 1e3:.0f} ms kernel finished" in capsys.readouterr().out
+    )
+
+
+def test_the_longest_launch_of_a_count_is_in_us():
+    run = RUNS["many_streams"][MACHINES[0]]
+    count, recorded = max(map(int, run.value["by count"])), run.value["by count"]
+    found = many.count_of(recorded[str(count)], run.params["kernels"], run.params["hold_us"])
+    launch_s = max(recorded[str(count)]["launch"].samples_s) * run.params["kernels"]
+    assert found.longest_us == pytest.approx(launch_s * 1e6, rel=1e-9)
+    table = many.show(run)
+    assert {name: unit for name, unit, _ in table.columns}["device per kernel"] == "us"
+
+
+def test_the_resolution_and_tools_printouts_and_plots(capsys):
+    run = RUNS["event_resolution"][MACHINES[0]]
+    tools.show_resolution(run)
+    out = capsys.readouterr().out
+    for label in tools.BATCHES:
+        assert f"{label:36s} {run.value[label].median_us:6.3f} us per kernel" in out
+    assert len(plt.gcf().axes[0].get_legend().get_texts()) == len(tools.PAIRS)
+    tools.show_tools(RUNS["three_tools"][MACHINES[0]])
+    assert "(us)" in plt.gcf().axes[0].get_ylabel()
+
+
+def test_the_error_printout_gives_the_device_assertion_and_says_replayed(capsys):
+    run = RUNS["error_checking"][MACHINES[0]]
+    errors.show(run)
+    out = capsys.readouterr().out
+    asserted = [o["device_assert"][0] for o in run.value.values() if o["device_assert"]]
+    assert asserted and asserted[0][asserted[0].find("Assertion") :] in out
+    assert f"(replayed from {run.machine})" in errors.see(run)._repr_markdown_()

@@ -234,6 +234,7 @@ def test_the_current_device_sentences_count_the_states(machine, capsys):
     )
     first, second = devices.see_current_device(run).sentences
     assert first.startswith(f"In {followed} of the {len(states)} states")
+    assert f"(replayed from {run.machine})" in devices.see_current_device(run)._repr_markdown_()
     assert (
         ("`torch.cuda.set_device(1)` made cuda:1" in first)
         == decides
@@ -848,6 +849,8 @@ def test_the_overlap_sentences_give_the_ratios_read_from_the_traces(machine, cap
     )  # the verdict: in the claims table
     peer_overlap.show_timelines(run)
     assert len(plt.gcf().axes) == 8
+    assert len({ax.get_xlim() for ax in plt.gcf().axes}) == 1  # one time scale, from 0
+    assert plt.gcf().axes[0].get_xlim()[0] == 0
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -1064,6 +1067,7 @@ def test_the_claims_table_decides_on_the_numbers_of_each_run(machine):
     assert event.comparison.value.value == min(with_wait) and event.comparison.value.samples == len(
         with_wait
     )
+    assert event.comparison.value.unit == "us"
     assert event.verdict == claims.compare(min(with_wait), -10.0, holds_if="above").verdict
     assert nvlink.comparison.value.value == pytest.approx(best.gbps / _rated_gbps(links))
     share = claims.measured(best, as_rate=True)
@@ -1329,3 +1333,84 @@ def test_every_section_of_05_reads_a_live_quick_run(machine):
     )  # fmt: skip
     assert copies.both_ways_largest_gbps(both) > 0
     assert copies.one_way_ms(peer, 2**30, src=1, dst=0) > 0
+
+
+def test_links_that_are_both_pcie_agree_whatever_each_tool_calls_them():
+    """NVML's PHB and nvidia-smi's SYS are both PCIe paths: the NVLink check holds."""
+    nbytes = 2**20
+    value = {
+        "alone": _timing(100.0, nbytes),
+        "total": _timing(150.0, 2 * nbytes),
+        "together": {"0->1": _timing(75.0, nbytes), "1->0": _timing(75.0, nbytes)},
+        "topology": {"source": "NVML", "links": [["X", "PHB"], ["PHB", "X"]]},
+    }
+    (check,) = peer_links.see_all_pairs(_run(value, nbytes=nbytes), _links("SYS")).checks
+    assert check.holds and check.measured == "2 pairs agree"
+
+
+def test_every_pair_at_once_shows_the_links_it_read_and_one_bar_per_rate(capsys):
+    machine = sorted(PAIRS)[0]
+    run = PAIRS[machine]
+    links = run.value["topology"]["links"]
+    peer_links.show_all_pairs(run, PEER[machine])
+    out = capsys.readouterr().out
+    joins = out[: out.index("what joins them")].splitlines()[-len(links) :]  # the matrix's rows
+    assert links[0][1] in joins[0] and links[1][0] in joins[1]  # the links read, not "?"
+    (ax,) = plt.gcf().axes
+    heights = [p.get_height() for p in ax.patches]
+    rates = [t.gbps for t in run.value["together"].values()]
+    assert heights == pytest.approx(
+        [run.value["alone"].gbps, statistics.median(rates), run.value["total"].gbps]
+    )  # one series: alone, each pair at once (median), the total
+
+
+def test_one_pair_alone_has_no_other_curves_to_compare():
+    seen = copies.see_peer_bandwidth(
+        _peer_run({"0->1": [10.0, 40.0, 50.0, 50.0]}, SIZES), SAME_FAKE, _links("NV2", 2)
+    )
+    shape = claims.describe_curve(SIZES, [10.0, 40.0, 50.0, 50.0])
+    assert seen.sentences[0] == f"The peer copy cuda:0 -> cuda:1 {shape.words}."
+
+
+def test_the_largest_size_matrix_and_the_dashed_line_show_the_largest_rate_and_the_ceiling(capsys):
+    status = "\t Link 0: 10.0 GB/s\n\t Link 1: 10.0 GB/s\n"
+    peer = _peer_run({"0->1": [5.0, 11.0, 13.0, 17.0], "1->0": [5.0, 11.0, 13.0, 17.0]}, SIZES)
+    copies.show_peer_bandwidth(peer, SAME_FAKE, _links("NV2", 2, status))
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    end = next(k for k, line in enumerate(lines) if "every pair at 64 MiB" in line)
+    rows = [line for line in lines[:end] if line.startswith("cuda:")][-2:]  # the matrix's rows
+    assert all("17.0" in row and "13.0" not in row for row in rows)  # the largest size's rate
+    ax = plt.gcf().axes[0]
+    flat = [line.get_ydata()[0] for line in ax.lines if len(set(line.get_ydata())) == 1]
+    assert 20.0 in flat  # the dashed line at the link's rated 2 x 10 GB/s
+
+
+def test_latency_with_a_leaking_sample_says_so():
+    leaky = timing.Timing([20e-6] * 5, "cuda events", 4)
+    leaky.extra.update(hold_us=100.0, enqueue_us=150.0)
+    local = timing.Timing([2e-6] * 5, "cuda events", 4)
+    run = _run({"0->0": [local], "0->1": [leaky], "1->0": [leaky], "1->1": [local]}, sizes=[4])
+    *_, leak = copies.see_latency(run).sentences
+    assert "cuda:0 -> cuda:1 at 4 B (150 us of queueing, 100 us of hold)" in leak
+
+
+def test_the_current_device_table_names_each_states_device(monkeypatch):
+    shown = []
+    monkeypatch.setattr(devices, "display", shown.append)
+    devices.show_current_device(_current(GOOD_STATES))
+    (table,) = shown
+    assert [row[1] for row in table.rows] == [f"cuda:{s['current_device']}" for s in GOOD_STATES]
+
+
+def test_the_streams_are_named_per_side():
+    assert peer_overlap.streams(True, False) == ("s0", "default")
+    assert peer_overlap.streams(False, True) == ("default", "s1")
+
+
+def test_kernel_pairs_pair_the_steps_both_gpus_ran():
+    def kernel(device, start):
+        return trace.Interval("kernel", "spin", start, start + 5.0, device=device, stream=7)
+
+    profile = trace.Profile([kernel(0, 0.0), kernel(1, 6.0), kernel(0, 20.0)], steps=2)
+    assert devices.kernel_pairs(profile) == [(kernel(0, 0.0), kernel(1, 6.0))]

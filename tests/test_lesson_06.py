@@ -230,6 +230,8 @@ def test_the_collectives_sentences_say_where_the_ranks_ran_and_what_reduce_left(
     collectives.show(gloo, run)
     out = capsys.readouterr().out
     assert out.count("rank=") == 4 + len(run.value["who"]) and "pid=100" in out
+    for r in (gloo, run):  # each run's ranks under its backend and where it ran
+        assert f"{r.params['backend']} ({common.where(r)}):" in out
     assert out.count("after all seven, blocking and async_op=True: True") == 2
     assert f"holds afterwards: {run.value['blocking']['reduce']['after'][1]}" in out
     seen = collectives.see(run, gloo)
@@ -376,6 +378,10 @@ def test_the_point_to_point_sentences_agree_with_the_medians(machine, capsys):
     run, gloo = HOST[machine], gloo_host_rows()
     host.show(gloo, run, "point-to-point")
     out = capsys.readouterr().out
+    for ax in plt.gcf().axes:  # bars in ms, on a log scale from 1 us up: every bar shows
+        low = min(p.get_height() for p in ax.patches)
+        assert "ms" in ax.get_ylabel() and ax.get_ylim()[0] == pytest.approx(1e-3)
+        assert low >= 1e-3
     completed = sum(r["completed_at_return"] for r in run.value if r["call"] == "irecv + wait()")
     assert (
         f"irecv + wait(): is_completed() right after irecv returned: True in {completed} of "
@@ -1214,3 +1220,41 @@ def test_the_fastest_path_claim_names_the_recorded_link_not_nvlink_by_assumption
     pcie = "\x1b[4mGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tPIX\t0-31\nGPU1\tPIX\t X \t0-31\n"
     assert "joined by PIX" in measured(pcie) and "NV" not in measured(pcie)
     assert measured(None).startswith("GPU0 and GPU1 joined by a link it did not name (nvidia-smi")
+
+
+def test_the_overlap_timelines_share_one_time_scale_and_say_replayed(capsys):
+    run = OVERLAP[sorted(OVERLAP)[0]]
+    speed.show_overlap(run)
+    out = capsys.readouterr().out
+    for mode, f in speed.overlap_of(run).items():
+        assert (
+            f"{mode}: all_reduce kernels {f.nccl_ms:.3f} ms, other kernels {f.other_ms:.3f} ms"
+            in out
+        )
+    fig = plt.gcf()
+    longest = max(trace.span_us(p.select(kind=trace.GPU_KINDS)) for p in run.value.values())
+    assert [ax.get_xlim() for ax in fig.axes] == [pytest.approx((0, longest / 1e3 * 1.02))] * 2
+    assert fig._suptitle.get_text().endswith(f"{run.machine} (replayed)")
+
+
+def test_the_nccl_tests_table_gives_each_sizes_busbw(monkeypatch):
+    shown = []
+    monkeypatch.setattr(speed, "display", lambda *tables: shown.extend(tables))
+    run = synthetic_bandwidth()
+    speed.show_bandwidth(run)
+    table, s = shown[0], speed.sweep(run)
+    busbw = [row[[c[0] for c in table.columns].index("busbw")] for row in table.rows]
+    assert busbw == pytest.approx(s.busbw[s.ranks]["all_reduce"])
+
+
+def test_the_claims_name_the_profiled_steps_and_the_busbw_claim_its_fewer_samples():
+    overlap = OVERLAP[sorted(OVERLAP)[0]]
+    bandwidth = synthetic_bandwidth()  # all_reduce: 3 samples a size
+    bandwidth.value["ceiling"] = timing.Timing([2**30 / 300e9] * 7, "cuda events", 2**30)
+    table = claims.ClaimsTable(NOTEBOOK)
+    speed.add_claims(table, overlap, bandwidth)
+    blocking, async_op, ceiling = table.claims
+    steps = {mode: p.steps for mode, p in overlap.value.items()}
+    assert f"over {steps['blocking']} profiled steps" in blocking.measured
+    assert f"over {steps['async_op=True']} profiled steps" in async_op.measured
+    assert ceiling.comparison.value.samples == 3

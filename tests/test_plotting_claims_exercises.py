@@ -270,3 +270,59 @@ def test_before_after_wraps_long_values_between_elements():
     ) == ["-"]
     with pytest.raises(TypeError, match="title"):
         plotting.draw_before_after(_seven_collectives(2), title=None)
+
+
+def test_runtime_calls_without_a_thread_get_one_host_lane_beside_a_named_thread():
+    calls = [
+        Interval("runtime", "cudaLaunchKernel", 0.0, 5.0),
+        Interval("runtime", "cudaMemcpyAsync", 6.0, 9.0, thread=3),
+    ]
+    ax = plotting.timeline(calls, title="t")
+    lanes = {t.get_text() for t in ax.get_yticklabels()}
+    assert lanes == {"host: CUDA runtime calls", "host thread 3: CUDA runtime calls"}
+    plt.close("all")
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_grouped_bars_sit_centred_on_their_group(count):
+    series = {f"s{k}": float(k + 1) for k in range(count)}
+    ax = plotting.grouped_bars({"a": series, "b": series}, title="t", ylabel="ms")
+    centres = [p.get_x() + p.get_width() / 2 for p in ax.patches]
+    for group in (0, 1):  # the series of one group lie symmetric about its tick
+        mine = [c for c in centres if abs(c - group) < 0.5]
+        assert len(mine) == count and sum(mine) / count == pytest.approx(group)
+    plt.close("all")
+
+
+def test_values_round_by_their_size_and_spread():
+    assert claims.Value(0.0, 0.004).number() == "0.000"  # a zero shows its spread's places
+    assert claims.Value(1e6).number() == "1e+06" and claims.Value(999_999.0).number() == "999999"
+
+
+def test_an_index_rows_recorded_runs_decide_its_verdict():
+    row = {"value": 0.9, "spread": 0.003, "threshold": 0.8, "holds_if": "above"}
+    assert claims.verdict_of(row) == claims.HOLDS
+    assert claims.verdict_of({**row, "runs": [0.7, 0.87], "band": 0.0}) == claims.BORDERLINE
+
+
+def test_before_after_marks_only_the_values_that_changed():
+    from matplotlib.colors import to_hex
+
+    fig = plotting.draw_before_after({"broadcast": {"before": [0, 1], "after": [0, 0]}}, title="t")
+    boxes = [t for ax in fig.axes for t in ax.texts if t.get_bbox_patch() is not None]
+    grey = [to_hex(t.get_bbox_patch().get_facecolor()) == "#eeeeee" for t in boxes]
+    assert len(boxes) == 4 and grey.count(False) == 1  # only rank 1's value changed (1 -> 0)
+    plt.close(fig)
+
+
+def test_a_host_range_lane_is_outlined_and_hatched_not_white_on_white():
+    from matplotlib.collections import PolyCollection
+
+    ivs = [
+        Interval("kernel", "k", 0.0, 5.0, device=0, stream=7),
+        Interval("annotation", "step 1", 0.0, 9.0),
+    ]
+    ax = plotting.timeline(ivs, title="t", ranges=["step"])
+    hatches = [c.get_hatch() for c in ax.collections if isinstance(c, PolyCollection)]
+    assert hatches.count("//") == 1  # the range's bars; white, so drawn outlined and hatched
+    plt.close("all")

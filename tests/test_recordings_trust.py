@@ -544,7 +544,7 @@ def test_a_corrupt_recording_names_its_file_and_the_fix(tmp_path):
     path.write_text('{"header": ')
     with pytest.raises(
         records.RecordingError,
-        match=r"exp.json is not a readable recording.*make gpu-all "
+        match=r"exp.json is not a readable recording.*on a 1xA machine: make gpu-all "
         r"NOTEBOOKS=\"notebooks/nb.ipynb\".*git checkout",
     ):
         records.load(path)
@@ -610,6 +610,7 @@ def test_a_copy_that_fits_in_l2_is_held_to_the_cache_not_to_memory(tmp_path):
     assert found(dict(h100, l2_bytes=50 * 2**20), 32 * 2**20, 3737.2) == []
     (impossible,) = found(dict(h100, l2_bytes=50 * 2**20), 32 * 2**20, 60_000.0)
     assert "impossible even from cache" in impossible and "at most 50688 GB/s" in impossible
+    assert "its 32 MiB fit in the L2 cache (50 MiB)" in impossible
     (too_big,) = found(dict(h100, l2_bytes=50 * 2**20), 2 * 2**30, 3737.2)
     assert "over 1.1 x the GPUs' memory bandwidth (3350 GB/s)" in too_big
     assert "too many for the L2 cache (50 MiB)" in too_big
@@ -641,6 +642,12 @@ def test_replayed_claims_are_exported_and_live_ones_are_not(tmp_path, monkeypatc
         ("claim", "2xB", "replayed claim", "holds", "3 GB/s")
     ]
     assert set(records.index_row({"machine": {}})) <= set(rows[0])
+    row = records.index_row({"machine": {}, "commit": "abc1234"}, kind="figure")
+    assert row["commit"] == "abc1234"  # every row has the same columns, unset ones None
+    assert {k: row[k] for k in ("name", "value", "unit", "spread", "verdict")} == dict.fromkeys(
+        ("name", "value", "unit", "spread", "verdict")
+    )
+    assert records.rerecord_command(None, ["nb"]).startswith("on a GPU machine with enough GPUs:")
 
 
 def test_the_index_holds_every_timing_sorted_and_reads_back(tmp_path, course):
@@ -656,9 +663,9 @@ def test_the_index_holds_every_timing_sorted_and_reads_back(tmp_path, course):
     path.write_text(codec.dumps(record))
     records.write_checksums(root / "1xA")
     rows = records.figure_rows(root)
-    assert [(r["name"], r["value"], r["unit"], r["bytes"]) for r in rows] == [
-        ("['alloc']", 1e-6, "s", 10**9),
-        ("['copy']", 1000.0, "GB/s", 2 * 10**9),
+    assert [(r["name"], r["label"], r["value"], r["unit"], r["bytes"]) for r in rows] == [
+        ("['alloc']", "alloc", 1e-6, "s", 10**9),
+        ("['copy']", "copy", 1000.0, "GB/s", 2 * 10**9),
     ]
     records.write_index(rows + [{"kind": "claim", "machine": "1xA"}], root)
     assert records.read_index(root, kind="figure") == rows

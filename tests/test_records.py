@@ -397,3 +397,76 @@ def test_a_gpu_memory_limit_must_be_a_positive_number_of_gib(monkeypatch, value)
         config.gpu_memory_limit_bytes()
     monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "16")
     assert config.gpu_memory_limit_bytes() == 16 * 2**30
+
+
+def _copied_results(tmp_path, machine="1xNVIDIA-H200", notebook="00_start_here"):
+    """``results/<machine>/<notebook>`` copied under ``tmp_path``; returns the results root."""
+    import shutil
+    from pathlib import Path
+
+    real = Path(__file__).resolve().parent.parent / "results" / machine / notebook
+    root = tmp_path / "results"
+    shutil.copytree(real, root / machine / notebook)
+    return root
+
+
+def test_recorded_runs_include_a_machine_without_gpus_and_say_whose_recording(tmp_path):
+    root = _copied_results(tmp_path)
+    path = root / "1xNVIDIA-H200" / "00_start_here" / "gpu_machine_report.json"
+    record = json.loads(path.read_text())
+    record["header"]["machine"]["gpus"] = []  # a CPU-only experiment's machine
+    path.write_text(json.dumps(record))
+    records.write_checksums(root / "1xNVIDIA-H200")
+    (run,) = records.recorded_runs("00_start_here", "gpu_machine_report", root).values()
+    assert "the recording of 1xNVIDIA-H200" in run.describe()
+
+
+def test_a_gpu_machine_states_the_footprints_of_the_results_folder_it_is_given(
+    tmp_path, monkeypatch
+):
+    root = _copied_results(tmp_path)
+    here = records.recorded_machines(root)[0]
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    monkeypatch.setattr(hardware, "describe", lambda: here)
+    said = records.where_numbers_come_from("00_start_here", root)
+    assert "no machine has measured what 00_start_here needs yet" in said  # none in this root
+
+
+def test_a_notebook_with_shell_lines_indented_magics_and_no_gpus_is_read(tmp_path):
+    nb = tmp_path / "nb.ipynb"
+    write_notebook(
+        nb,
+        [
+            "!pip install nothing\ndef experiment_a(n=3):\n    return {'values': list(range(n))}",
+            "for _ in ():\n    pass\n    %time x = 1\n"
+            "run = records.run_or_replay(experiment_a, notebook=NOTEBOOK)",
+        ],
+    )
+    found = records.experiments_in_notebook(nb)["experiment_a"]
+    assert (found.gpus, found.fingerprint) == (1, records.fingerprint(experiment_a))  # default 1
+
+
+def experiment_countdown(n=3):
+    return [] if n == 0 else [n, *experiment_countdown(n - 1)]
+
+
+def test_a_recursive_experiment_is_not_its_own_helper():
+    import inspect
+
+    source = inspect.getsource(experiment_countdown)
+    assert records.fingerprint(experiment_countdown) == records.fingerprint_source(source, {})
+
+
+def test_the_measuring_code_hash_follows_code_not_docstrings(tmp_path, monkeypatch):
+    from helpers.records import fingerprints
+
+    module = tmp_path / "timing.py"
+    monkeypatch.setattr(fingerprints, "_measuring_files", lambda: [module])
+
+    def hashed(text):
+        module.write_text(text)
+        return records.measuring_code_hash()
+
+    plain = hashed('def f():\n    """Seconds."""\n    return 1\n')
+    assert hashed('def f():\n    """Milliseconds, now."""\n    return 1\n') == plain
+    assert hashed('def f():\n    """Seconds."""\n    return 2\n') != plain
