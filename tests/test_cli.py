@@ -1299,3 +1299,101 @@ def test_nvbandwidths_header_is_its_own_text_line_for_line():
         "Process 0 (host):",
         "Device 0: NVIDIA H200 (00000000:0a:00)",
     ]
+
+
+# ---------------------------------------------------------------- commands run here with measurements injected
+
+
+@pytest.fixture
+def fake_nvbandwidth_machine(monkeypatch):
+    """``gpus`` GPUs (set ``machine.gpus``) whose copies are injected: h2d at 50 GB/s per GPU, one
+    way GPU to GPU at 300 GB/s; which GPU was current during each host copy is kept."""
+    machine = types.SimpleNamespace(gpus=1, current=None, host_copies_on=[])
+
+    class Device:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            machine.current = self.index
+
+        def __exit__(self, *exc):
+            machine.current = None
+
+    def timed_copy(nbytes, direction, pinned, repeats):
+        machine.host_copies_on.append(machine.current)
+        return _fake_timing(nbytes, nbytes / 50e9)
+
+    def peer_copy_bandwidth(sizes, repeats):
+        pairs = [(i, j) for i in range(machine.gpus) for j in range(machine.gpus) if i != j]
+        return {f"{i}->{j}": [_fake_timing(sizes[0], sizes[0] / 300e9)] for i, j in pairs}
+
+    monkeypatch.setattr(nvbandwidth_cmd, "need_gpus", lambda n, why="": None)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: machine.gpus)
+    monkeypatch.setattr(hardware, "describe", lambda: {"driver": None, "gpus": []})
+    monkeypatch.setattr(hardware, "driver_cuda_version", lambda: None)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    monkeypatch.setattr(socket, "gethostname", lambda: "node7")
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda i: types.SimpleNamespace(
+            name="Fake GPU", pci_domain_id=0, pci_bus_id=0x18 + i, pci_device_id=0x1F
+        ),
+    )
+    monkeypatch.setattr(torch.cuda, "device", Device)
+    monkeypatch.setattr(experiments, "timed_copy", timed_copy)
+    monkeypatch.setattr(experiments, "peer_copy_bandwidth", peer_copy_bandwidth)
+    monkeypatch.setattr(
+        nvbandwidth_cmd, "both_ways_each", lambda i, j, nbytes, samples: (100.0 * (i + 1), 100.0)
+    )
+    return machine
+
+
+def test_nvbandwidth_json_states_the_machine_the_testcases_and_the_small_buffer_warning(
+    capsys, fake_nvbandwidth_machine
+):
+    """-j: nvbandwidth's header keys (unknown versions as 0, unknown driver as "unknown"), each
+    GPU named with its PCI address, a run testcase's matrix, one needing more GPUs Waived, and
+    the warning a buffer below nvbandwidth's 512 MiB default gets."""
+    fake_nvbandwidth_machine.gpus = 2
+    code, out, _ = run(capsys, "nvbandwidth", "-j", "-b", "1", "-t", "0", "2", "3")
+    report = json.loads(out)["nvbandwidth"]
+    assert code == 0 and report["warning"] == nvbandwidth_cmd.SMALL_BUFFER_WARNING
+    assert report["CUDA Runtime Version"] == 0 and report["Driver Version"] == "unknown"
+    assert report["GPU Device list"] == [
+        "0: Fake GPU (00000000:18:1f): (node7)",
+        "1: Fake GPU (00000000:19:1f): (node7)",
+    ]
+    host, write, bidir = report["testcases"]
+    assert (host["name"], host["status"]) == ("host_to_device_memcpy_ce", "Passed")
+    assert [float(v) for v in host["bandwidth_matrix"][0]] == pytest.approx([50.0, 50.0])
+    assert fake_nvbandwidth_machine.host_copies_on == [0, 1]  # each GPU's copy run on that GPU
+    assert write["bandwidth_matrix"][0][0] == "N/A" and float(write["bandwidth_matrix"][1][0]) == (
+        pytest.approx(300.0)
+    )
+    assert write["sum"] == pytest.approx(600.0)
+    assert bidir["bandwidth_matrix"][1] == ["200", "N/A"]  # write1, write2, then total: 1 -> 0
+    assert bidir["bandwidth_matrix"][3] == ["100", "N/A"] and bidir["sum"] == pytest.approx(500.0)
+
+
+def test_nvbandwidth_waives_a_testcase_that_needs_more_gpus_than_there_are(
+    capsys, fake_nvbandwidth_machine
+):
+    code, out, _ = run(capsys, "nvbandwidth", "-t", "host_to_device_memcpy_ce", "2")
+    lines = out.splitlines()
+    assert code == 0 and "Device 0: Fake GPU (00000000:18:1f)" in lines
+    assert lines[lines.index("Running host_to_device_memcpy_ce.") + 3].split() == ["0", "50.00"]
+    assert "Waived: " in lines and "Running device_to_device_memcpy_write_ce." not in lines
+    code, out, _ = run(capsys, "nvbandwidth", "-j", "-t", "2")
+    (case,) = json.loads(out)["nvbandwidth"]["testcases"]
+    assert case == {"name": "device_to_device_memcpy_write_ce", "status": "Waived"}
+    assert "warning" not in json.loads(out)["nvbandwidth"]  # the default 512 MiB buffer
+    fake_nvbandwidth_machine.gpus = 2
+    code, out, _ = run(capsys, "nvbandwidth", "-t", "0")
+    lines = out.splitlines()
+    at = lines.index("memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)")
+    assert lines[at + 1 : at + 3] == [  # nvbandwidth's columns: 10 characters each
+        "           0         1",
+        " 0     50.00     50.00",
+    ]
