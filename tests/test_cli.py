@@ -1397,3 +1397,76 @@ def test_nvbandwidth_waives_a_testcase_that_needs_more_gpus_than_there_are(
         "           0         1",
         " 0     50.00     50.00",
     ]
+
+
+def test_copy_rows_count_their_samples_and_p2p_prints_three_matrices(
+    capsys, monkeypatch, fake_copies
+):
+    code, out, _ = run(capsys, "h2d", "--sizes", "4KiB", "--json")
+    assert code == 0 and json.loads(out)["rows"][0]["samples"] == 3  # _fake_timing's 3 samples
+    monkeypatch.setattr(copy_cmds, "need_gpus", lambda n, why="": None)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    monkeypatch.setattr(hardware, "peer_access", lambda: [[True, True], [True, True]])
+    monkeypatch.setattr(
+        experiments,
+        "peer_copy_bandwidth",
+        lambda sizes, repeats: {
+            k: [_fake_timing(sizes[0], sizes[0] / 3e11)] for k in ("0->1", "1->0")
+        },
+    )
+    monkeypatch.setattr(
+        experiments,
+        "peer_copy_both_ways",
+        lambda sizes, repeats: {"0<->1": [_fake_timing(sizes[0], sizes[0] / 6e11)]},
+    )
+    monkeypatch.setattr(
+        experiments,
+        "peer_copy_latency",
+        lambda sizes, repeats, calls: {
+            f"{i}->{j}": [_fake_timing(sizes[0], 2e-6)] for i in range(2) for j in range(2)
+        },
+    )
+    code, out, _ = run(capsys, "p2p", "--size", "64MiB", "--json")
+    assert code == 0 and json.loads(out)["command"] == "p2p"
+    code, out, _ = run(capsys, "p2p", "--size", "64MiB")
+    blocks = out.strip().split("\n\n")
+    assert [b.splitlines()[0] for b in blocks] == [
+        "one direction, 64 MiB (decimal GB/s; row: from, column: to)",
+        "both directions at once, 64 MiB each way (decimal GB/s, total; row: from, column: to)",
+        "latency of a 4 B copy (us per copy; row: from, column: to)",
+    ]
+    assert [line.split() for line in blocks[0].splitlines()[-2:]] == [
+        ["cuda:0", "|", "—", "|", "300.0"],
+        ["cuda:1", "|", "300.0", "|", "—"],
+    ]
+
+
+def test_output_mode_reads_only_the_flags_a_command_has():
+    assert cli_output.output_mode(argparse.Namespace()) == "text"  # e.g. a command without --csv
+    assert cli_output.output_mode(argparse.Namespace(json=False)) == "text"
+    assert cli_output.output_mode(argparse.Namespace(csv=True)) == "csv"
+    assert cli_output.output_mode(argparse.Namespace(json=True, csv=True)) == "json"
+
+
+def test_machine_facts_and_gpu_0s_link_come_from_hardware_describe(monkeypatch):
+    info = {
+        "machine": "2xFake",
+        "gpus": [{"name": "Fake GPU", "pcie_gen_max": 5, "pcie_width_max": 16}],
+        "driver": "580",
+        "torch": "2.11",
+        "cuda": "13.0",
+        "nccl": "2.27",
+    }
+    monkeypatch.setattr(hardware, "describe", lambda: info)
+    facts = cli_output.machine_facts()
+    assert (facts["machine"], facts["gpu"], facts["driver"], facts["nccl"]) == (
+        "2xFake",
+        "Fake GPU",
+        "580",
+        "2.27",
+    )
+    link = copy_cmds.link_of_gpu0()
+    assert (link["gen"], link["width"]) == (5, 16)
+    assert link["theoretical_gbps"] == pytest.approx(hardware.pcie_theoretical_gbps(5, 16))
+    monkeypatch.setattr(hardware, "describe", lambda: {"machine": "cpu-only"})
+    assert cli_output.machine_facts()["gpu"] is None and copy_cmds.link_of_gpu0()["gen"] is None
