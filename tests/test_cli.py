@@ -1470,3 +1470,46 @@ def test_machine_facts_and_gpu_0s_link_come_from_hardware_describe(monkeypatch):
     assert link["theoretical_gbps"] == pytest.approx(hardware.pcie_theoretical_gbps(5, 16))
     monkeypatch.setattr(hardware, "describe", lambda: {"machine": "cpu-only"})
     assert cli_output.machine_facts()["gpu"] is None and copy_cmds.link_of_gpu0()["gen"] is None
+
+
+@pytest.fixture
+def fake_three_gpus(monkeypatch):
+    """Two H100s joined by NVLink (NV18) and a third on PCIe (SYS) with a gen 4 link; GPU 2's bus
+    id is not reported."""
+    links = [["X", "NV18", "SYS"], ["NV18", "X", "SYS"], ["SYS", "SYS", "X"]]
+    pcie = [
+        {"index": 0, "bus_id": "00000000:18:00.0", "gen_max": 5, "width_max": 16},
+        {"index": 1, "bus_id": "00000000:2a:00.0", "gen_max": 5, "width_max": 16},
+        {"index": 2, "gen_max": 4, "width_max": 16},
+    ]
+    names = ["NVIDIA H100 80GB HBM3"] * 2 + ["NVIDIA L4"]
+    monkeypatch.setattr(hardware, "driver_present", lambda: True)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 3)
+    monkeypatch.setattr(hardware, "gpu_topology", lambda: {"source": "NVML", "links": links})
+    monkeypatch.setattr(hardware, "pcie_links", lambda: pcie)
+    monkeypatch.setattr(hardware, "describe", lambda: {"gpus": [{"name": n} for n in names]})
+    monkeypatch.setattr(hardware, "gpu_numa_node", lambda bus_id: int(bus_id[9:11], 16) // 32)
+
+
+def test_topo_on_three_gpus_gives_nvlink_and_pcie_ceilings(capsys, fake_three_gpus):
+    code, out, _ = run(capsys, "topo", "--json")
+    facts = json.loads(out)
+    gen4, gen5 = hardware.pcie_theoretical_gbps(4, 16), hardware.pcie_theoretical_gbps(5, 16)
+    assert code == 0 and facts["source"] == "NVML" and facts["links"][0][1] == "NV18"
+    assert facts["ceilings_gbps"] == [
+        [None, 450.0, pytest.approx(gen4)],  # NVLink: 18 x 25 GB/s; PCIe: the slower end
+        [450.0, None, pytest.approx(gen4)],
+        [pytest.approx(gen4), pytest.approx(gen4), None],
+    ]
+    assert [(g["name"], g["numa"]) for g in facts["gpus"]] == [
+        ("NVIDIA H100 80GB HBM3", 0),
+        ("NVIDIA H100 80GB HBM3", 1),
+        ("NVIDIA L4", None),
+    ]
+    assert facts["gpus"][0]["pcie_gbps"] == pytest.approx(gen5)
+
+
+def test_topo_facts_read_no_pcie_link_without_a_driver(monkeypatch, fake_three_gpus):
+    monkeypatch.setattr(hardware, "driver_present", lambda: False)
+    monkeypatch.setattr(hardware, "pcie_links", lambda: pytest.fail("nvidia-smi asked"))
+    assert topo.topo_facts()["gpus"] == []
