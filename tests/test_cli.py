@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 
 from helpers import cli, config, distributed, experiments, hardware, records, timing
 from helpers.cli import (
@@ -1513,3 +1514,46 @@ def test_topo_facts_read_no_pcie_link_without_a_driver(monkeypatch, fake_three_g
     monkeypatch.setattr(hardware, "driver_present", lambda: False)
     monkeypatch.setattr(hardware, "pcie_links", lambda: pytest.fail("nvidia-smi asked"))
     assert topo.topo_facts()["gpus"] == []
+
+
+def test_doctor_says_why_torch_sees_no_gpu_and_warns_when_nccl_was_not_run():
+    (gpus,) = doctor._check_gpus(_healthy_facts(gpus=0, visible_devices=""))
+    assert gpus.status == doctor.FAIL and "CUDA_VISIBLE_DEVICES=''" in gpus.seen
+    (nccl,) = doctor._check_nccl(_healthy_facts(nccl=None))
+    assert nccl.status == doctor.WARN and "--skip-nccl" in nccl.seen
+    assert doctor._check_nccl(_healthy_facts(nccl=None, gpus=0)) == []
+
+
+def test_doctor_fixes_are_commands_a_user_can_paste():
+    unknown = {"index": 0, "bus_id": "x", "gen_current": None, "gen_max": 5}
+    (link,) = doctor._check_links(
+        _healthy_facts(links=[{**unknown, "width_current": 16, "width_max": 16}])
+    )
+    assert link.status == doctor.WARN and link.fix.split()[-4:] == ["nvidia-smi", "-q", "-d", "PCI"]
+    (rec,) = doctor._check_recordings(_healthy_facts(gpus=0, recorded=[], machine="cpu-only"))
+    assert rec.status == doctor.FAIL and rec.fix.split()[:3] == ["git", "checkout", "results/"]
+
+
+def test_doctor_facts_name_the_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    assert doctor._doctor_facts(None)["visible_devices"] == "3,1"
+
+
+def test_doctors_nccl_check_runs_the_tiny_all_reduce_with_the_doctors_deadline(monkeypatch):
+    """The ranks' function, run here as a gloo rank of one; the deadline is doctor's --timeout."""
+    asked = {}
+
+    def launch(worker, world_size, *, backend, timeout_s, startup_timeout_s):
+        asked.update(backend=backend, timeout_s=timeout_s, startup_timeout_s=startup_timeout_s)
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        try:
+            return [worker(0, world_size)]
+        finally:
+            dist.destroy_process_group()
+
+    monkeypatch.setattr(distributed, "launch", launch)
+    fact = doctor._nccl_fact(1, 5.0)
+    assert fact == {"ok": True, "seen": "1 ranks returned [1.0] (expected 1)"}
+    assert asked == {"backend": "nccl", "timeout_s": 5.0, "startup_timeout_s": 60.0}
+    assert doctor._nccl_fact(1, 90.0)["ok"] and asked["startup_timeout_s"] == 90.0
