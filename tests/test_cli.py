@@ -10,11 +10,13 @@ all_reduce busbw at 1 GiB.
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.metadata
 import json
 import math
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -1557,3 +1559,87 @@ def test_doctors_nccl_check_runs_the_tiny_all_reduce_with_the_doctors_deadline(m
     assert fact == {"ok": True, "seen": "1 ranks returned [1.0] (expected 1)"}
     assert asked == {"backend": "nccl", "timeout_s": 5.0, "startup_timeout_s": 60.0}
     assert doctor._nccl_fact(1, 90.0)["ok"] and asked["startup_timeout_s"] == 90.0
+
+
+def _header(**changes):
+    settings = dict(
+        op="all_reduce",
+        world=2,
+        min_bytes=1024,
+        max_bytes=4096,
+        step="2(factor)",
+        warmup=5,
+        iters=20,
+        check=1,
+        graph=0,
+        per_iter=False,
+        per_iter_skip=0,
+        devices=[
+            {"rank": 0, "pid": 7, "hostname": "node", "device": 0, "pci": (0, 0x18, 0), "name": "G"}
+        ],
+        version="test",
+        note="a test",
+    )
+    return nccl_tests_format.header_lines(**{**settings, **changes})
+
+
+def test_nccl_tests_columns_line_up_under_their_headings_as_nccl_tests_prints_them():
+    real = FIXTURE_LOG.read_text().splitlines()
+    units = next(line for line in real if line.startswith("#        (B)"))
+    assert _header()[-1].split() == units.split()  # the units nccl-tests states, GB/s included
+    header = _header(per_iter=True, per_iter_skip=2, clock="host clock")
+    assert (
+        "# Per-Iteration Report: host clock timing; i_* uses max over process rows; summary skips "
+        "first 2 iterations " in header
+    )
+    stats = nccl_tests_format.per_iter_stats([1e-3, 1e-3, 2e-5, 3e-5, 1e-5, 4e-5], 2)
+    group = nccl_tests_format.group_result("all_reduce", 4096, 2.5e-5, 0, 2)
+    row = nccl_tests_format.result(
+        "all_reduce", 4096, 2, 6, {"out_of_place": group, "in_place": group}, {"in_place": stats}
+    )
+    line = nccl_tests_format.row_line(row)
+    headings = header[-2]
+    ends = {m.end() for m in re.finditer(r"\S+", headings)}
+    assert [m.end() in ends for m in re.finditer(r"\S+", line)] == [True] * 21, (headings, line)
+    assert line.split()[-4:] == ["10.00", "40.00", "40.00", "44.72"]  # min, max, p99, cv %
+    assert line.split()[9:13] == ["N/A"] * 4  # out of place: no per-iteration times
+
+
+def test_numbers_too_wide_print_in_e_form_as_printf_does():
+    assert nccl_tests_format.float_str(1234567.0, 6) == " 1e+06"
+    assert nccl_tests_format.float_str(123456789.0, 7) == "1.2e+08"
+
+
+def test_nccl_tests_json_keeps_the_nccl_and_torch_environment_and_the_per_iteration_settings(
+    monkeypatch,
+):
+    for name, value in {
+        "NCCL_DEBUG": "INFO",
+        "TORCH_NCCL_BLOCKING_WAIT": "1",
+        "SECRET": "x",
+    }.items():
+        monkeypatch.setenv(name, value)
+    rows = [_row("all_reduce", 1024, 1e-5, 0, 2)]
+    doc = nccl_tests_format.json_document(
+        argv=["datamove"],
+        world=2,
+        min_bytes=1024,
+        max_bytes=1024,
+        factor=2,
+        step_bytes=None,
+        warmup=5,
+        iters=20,
+        check=1,
+        graph=0,
+        per_iter=True,
+        per_iter_skip=3,
+        devices=[],
+        rows=rows,
+        started=datetime.datetime(2026, 1, 2, 3, 4, 5),
+    )
+    assert [e for e in doc["env"] if not e.startswith(("NCCL_", "TORCH_"))] == []
+    assert {"NCCL_DEBUG=INFO", "TORCH_NCCL_BLOCKING_WAIT=1"} <= set(doc["env"])
+    assert doc["nccl_version"] == distributed.nccl_version_code()
+    config = doc["config"]
+    assert (config["per_iter_timing"], config["per_iter_skip"]) == ("true", 3)
+    assert config["aggregated_iterations"] == 1  # the header's "agg iters: 1"
