@@ -1643,3 +1643,69 @@ def test_nccl_tests_json_keeps_the_nccl_and_torch_environment_and_the_per_iterat
     config = doc["config"]
     assert (config["per_iter_timing"], config["per_iter_skip"]) == ("true", 3)
     assert config["aggregated_iterations"] == 1  # the header's "agg iters: 1"
+
+
+def _collective_report(size, seconds=1e-5, spread=0.1):
+    timed = timing.Timing(
+        [seconds * (1 - spread / 2), seconds, seconds * (1 + spread / 2)], "host clock", size
+    )
+    return {
+        "op": "all_reduce",
+        "size": size,
+        "groups": {
+            "out_of_place": {"refused": "gloo has no such group here"},
+            "in_place": {"timing": timed, "wrong": 0, "per_iter_s": []},
+        },
+    }
+
+
+def _parsed(*argv: str) -> argparse.Namespace:
+    """``argv`` parsed as ``cli.main`` parses it before running the command."""
+    args = cli.build_parser().parse_args(argv)
+    args.version = args.version_text
+    return args
+
+
+def test_collectives_printer_prints_nccl_tests_blocks_and_writes_the_json(capsys, tmp_path):
+    """The rank's reports, fed as the launch feeds them: header stating how calls were launched,
+    rows, trailer with the group not measured and the samples' spread, -J written at the end."""
+    argv = ["collectives", "-g", "2", "--sizes", "1KiB,2KiB", "-J", str(tmp_path / "out.json")]
+    printer = collectives_cmd._NcclTestsPrinter(_parsed(*argv), 2, "gloo")
+    devices = [{"rank": 0, "pid": 7, "hostname": "h", "device": 0, "pci": (0, 0, 0), "name": "cpu"}]
+    printer({"devices": devices})
+    for size in (1024, 2048):
+        printer(_collective_report(size))
+    out = capsys.readouterr().out
+    assert "(launched; nccl-tests: the mean of one sample)" in out.splitlines()[1]
+    assert "# Not measured         : out_of_place: gloo has no such group here" in out
+    assert "# Sample spread        : median 5.0%, at most 5.0% (2048 B)" in out
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc == printer.docs[0] and [r["size"] for r in doc["results"]] == [1024, 2048]
+    assert list(tmp_path.iterdir()) == [tmp_path / "out.json"]  # no temporary file left
+    graphs = _parsed("collectives", "-g", "2", "--sizes", "1KiB", "-G", "3")
+    collectives_cmd._NcclTestsPrinter(graphs, 2, "nccl")(_collective_report(1024))
+    assert "(CUDA graph of 20 calls replayed 3 times;" in capsys.readouterr().out
+
+
+def test_collectives_sweep_over_gloo_ranks_goes_to_4_without_g(capsys, monkeypatch):
+    launched = []
+
+    def launch(worker, n, *, backend, timeout_s, kwargs, on_report):
+        launched.append(n)
+        on_report(0, _collective_report(kwargs["sizes"][0]))
+        return [None] * n
+
+    monkeypatch.setattr(distributed, "launch", launch)
+    code, out, _ = run(
+        capsys,
+        "collectives",
+        "--sweep-ranks",
+        "--backend",
+        "gloo",
+        "--ops",
+        "all_reduce",
+        "--sizes",
+        "4KiB",
+    )
+    assert code == 0 and launched == [2, 4]
+    assert [line.split()[0] for line in out.splitlines() if not line.startswith("#")] == ["2", "4"]
