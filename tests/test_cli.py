@@ -1709,3 +1709,49 @@ def test_collectives_sweep_over_gloo_ranks_goes_to_4_without_g(capsys, monkeypat
     )
     assert code == 0 and launched == [2, 4]
     assert [line.split()[0] for line in out.splitlines() if not line.startswith("#")] == ["2", "4"]
+
+
+@pytest.fixture
+def torchrun_env(monkeypatch):
+    """The variables torchrun gives rank 0 of a world of one, with a free port for its store."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for name in distributed.RANK_ENV:  # set by the command here: restored after the test
+        monkeypatch.setenv(name, os.environ.get(name, distributed.RANK_ENV[name]))
+
+
+@pytest.mark.filterwarnings("ignore:all_reduce 1 KiB. samples spread")
+def test_collectives_under_torchrun_joins_its_group_and_rank_0_prints(capsys, torchrun_env):
+    argv = ("collectives", "--backend", "gloo", "--sizes", "1KiB", "-w", "1", "-n", "2")
+    code, out, _ = run(capsys, *argv, "--samples", "2")
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert code == 0 and [row[0] for row in rows] == ["1024"] and not dist.is_initialized()
+    assert "# nThread 1 nGpus 1 minBytes 1024 maxBytes 1024" in out
+
+
+def test_collectives_under_torchrun_with_nccl_drives_the_local_ranks_gpu(
+    capsys, monkeypatch, torchrun_env
+):
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    seen = {}
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: seen.update(set_device=i))
+    monkeypatch.setattr(
+        dist,
+        "init_process_group",
+        lambda backend, timeout, device_id: seen.update(group=(backend, device_id)),
+    )
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: None)
+    monkeypatch.setattr(
+        distributed,
+        "collective_sweep",
+        lambda rank, world, emit, **kwargs: emit(_collective_report(kwargs["sizes"][0])),
+    )
+    code, out, _ = run(capsys, "collectives", "--backend", "nccl", "--sizes", "1KiB")
+    assert code == 0 and seen == {"set_device": 1, "group": ("nccl", torch.device("cuda", 1))}
+    assert [line.split()[0] for line in out.splitlines() if line.strip()[:1].isdigit()] == ["1024"]
+    code, out, _ = run(capsys, "collectives", "--backend", "nccl", "--sizes", "1KiB", "--json")
+    assert code == 0 and [r["size"] for r in json.loads(out)["results"]] == [1024]  # rank 0's
