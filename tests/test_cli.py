@@ -1755,3 +1755,37 @@ def test_collectives_under_torchrun_with_nccl_drives_the_local_ranks_gpu(
     assert [line.split()[0] for line in out.splitlines() if line.strip()[:1].isdigit()] == ["1024"]
     code, out, _ = run(capsys, "collectives", "--backend", "nccl", "--sizes", "1KiB", "--json")
     assert code == 0 and [r["size"] for r in json.loads(out)["results"]] == [1024]  # rank 0's
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def test_every_command_and_option_has_its_help():
+    for name, parser in _subparsers(cli.build_parser()).items():
+        assert parser.description and len(parser.description) > 40, name
+        bare = [a.option_strings or a.dest for a in parser._actions if not a.help]
+        assert bare == [], f"datamove {name}: options without a help line: {bare}"
+
+
+def test_the_flags_the_docs_name_are_the_flags_parsed():
+    """nvbandwidth's own -b long name; record's folder (a Path, by default the Makefile's OUT,
+    where the hints for make unpack look) and --skip-tests."""
+    assert _parsed("nvbandwidth", "--bufferSize", "64").buffer_size == 64
+    record = _parsed("record", "--skip-tests")
+    out = re.search(r"^OUT \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert record.skip_tests and record.out == ROOT / out
+    assert _parsed("record", "--out", "elsewhere").out.resolve() == Path("elsewhere").resolve()
+
+
+def test_an_output_file_in_a_writable_folder_is_taken(tmp_path):
+    assert cli_args.parse_output_file(str(tmp_path / "x.json")) == tmp_path / "x.json"
+    (tmp_path / "x.json").write_text("old")
+    assert cli_args.parse_output_file(str(tmp_path / "x.json")) == tmp_path / "x.json"
+
+
+def test_record_installs_this_clone_editable_with_its_extras():
+    torch_wheel, course = record_check._install_commands()
+    assert torch_wheel[-1].startswith("torch>=") and course[1:4] == ["-m", "pip", "install"]
+    assert course[-2:] == ["-e", f"{ROOT}[dev,cli]"]
