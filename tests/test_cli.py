@@ -1789,3 +1789,27 @@ def test_record_installs_this_clone_editable_with_its_extras():
     torch_wheel, course = record_check._install_commands()
     assert torch_wheel[-1].startswith("torch>=") and course[1:4] == ["-m", "pip", "install"]
     assert course[-2:] == ["-e", f"{ROOT}[dev,cli]"]
+
+
+def test_check_measures_each_headline_at_its_baselines_size_and_ranks(monkeypatch):
+    """P2P at the baseline's size (notebook 05's experiment); all_reduce's busbw from the NCCL
+    ranks' median time, at the baseline's size and ranks."""
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 8)
+    monkeypatch.setattr(
+        experiments,
+        "peer_copy_bandwidth",
+        lambda sizes, repeats: {"0->1": [_fake_timing(sizes[0], sizes[0] / 4e11)]},
+    )
+    p2p = record_check._measure_headline("P2P cuda:0 -> cuda:1", {"bytes": 256 * MiB, "ranks": 2})
+    assert p2p == pytest.approx(400.0)
+    launched = {}
+
+    def launch(worker, ranks, *, backend, timeout_s, kwargs):
+        launched.update(ranks=ranks, backend=backend, sizes=kwargs["sizes"])
+        return [{"timings": {"all_reduce": [_fake_timing(kwargs["sizes"][0], 0.01)]}}] * ranks
+
+    monkeypatch.setattr(distributed, "launch", launch)
+    busbw = record_check._measure_headline("all_reduce busbw", {"bytes": GiB, "ranks": 8})
+    assert busbw == pytest.approx(GiB / 0.01 / 1e9 * 2 * 7 / 8)
+    assert launched == {"ranks": 8, "backend": "nccl", "sizes": [GiB]}
+    assert record_check._measure_headline("all_reduce busbw", {"bytes": GiB, "ranks": 16}) is None
