@@ -36,6 +36,7 @@ from helpers.cli import (
     copy_cmds,
     doctor,
     nccl_tests_format,
+    notebooks_cmd,
     nvbandwidth_cmd,
     record_check,
     topo,
@@ -1813,3 +1814,26 @@ def test_check_measures_each_headline_at_its_baselines_size_and_ranks(monkeypatc
     assert busbw == pytest.approx(GiB / 0.01 / 1e9 * 2 * 7 / 8)
     assert launched == {"ranks": 8, "backend": "nccl", "sizes": [GiB]}
     assert record_check._measure_headline("all_reduce busbw", {"bytes": GiB, "ranks": 16}) is None
+
+
+def test_a_notebook_saved_with_another_kernel_still_runs_in_python3(tmp_path, monkeypatch):
+    """A learner's copy saved from another Jupyter kernel runs in ``python3`` (the environment
+    datamove is installed in), as it ran when recorded."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    kernels = []
+
+    class Client:
+        def __init__(self, nb, **kwargs):
+            kernels.append(kwargs.get("kernel_name") or nb.metadata.kernelspec.name)
+
+        def execute(self):
+            return None
+
+    nb = nbformat.v4.new_notebook(
+        metadata={"kernelspec": {"name": "conda-env-other", "display_name": "other"}}
+    )
+    nbformat.write(nb, tmp_path / "00.ipynb")
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    notebooks_cmd._execute(tmp_path / "00.ipynb", quick=False)
+    assert kernels == ["python3"]
