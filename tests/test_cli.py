@@ -1837,3 +1837,59 @@ def test_a_notebook_saved_with_another_kernel_still_runs_in_python3(tmp_path, mo
     monkeypatch.setattr(nbclient, "NotebookClient", Client)
     notebooks_cmd._execute(tmp_path / "00.ipynb", quick=False)
     assert kernels == ["python3"]
+
+
+def test_both_ways_each_times_each_direction_on_its_own_stream(monkeypatch):
+    """nvbandwidth's bidirectional testcase on two pretend GPUs: cuda:0 -> cuda:1 at 100 GB/s and
+    back at 50 GB/s. Each direction's events are recorded on its own copy stream, every copy is
+    queued without waiting (both directions run at once), and each rate is that direction's."""
+    clock = {"now_s": 0.0, "stream": None, "gpu": None}
+    rate = {0: 100e9, 1: 50e9}  # by source GPU
+    copies, events_on = [], []
+
+    class Stream:
+        def __init__(self, device):
+            self.device = device
+
+    class Current:
+        def __init__(self, key, value):
+            self.key, self.value = key, value
+
+        def __enter__(self):
+            self.before, clock[self.key] = clock[self.key], self.value
+
+        def __exit__(self, *exc):
+            clock[self.key] = self.before
+
+    class Event:
+        def __init__(self, enable_timing):
+            self.at_s = None
+
+        def record(self):
+            self.at_s = clock["now_s"]
+            events_on.append(clock["stream"])
+
+        def elapsed_time(self, end):
+            return (end.at_s - self.at_s) * 1e3
+
+    copy = torch.Tensor.copy_
+
+    def copy_(dst, src, non_blocking=False):
+        copies.append(non_blocking)
+        clock["now_s"] += src.numel() / rate[clock["gpu"]]
+        return copy(dst, src)
+
+    randint = torch.randint
+    monkeypatch.setattr(torch, "randint", lambda *a, device, **k: randint(*a, **k))
+    monkeypatch.setattr(torch.Tensor, "copy_", copy_)
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "device", lambda gpu: Current("gpu", gpu))
+    monkeypatch.setattr(torch.cuda, "stream", lambda stream: Current("stream", stream))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda gpu=None: None)
+    monkeypatch.setattr(timing, "hold_stream", lambda us, gpu=None: None)
+    one, other = nvbandwidth_cmd.both_ways_each(0, 1, 4096, samples=3)
+    assert (one, other) == (pytest.approx(100.0), pytest.approx(50.0))
+    assert copies and all(c is True for c in copies)
+    sources = [s.device for s in events_on]  # start and end of 0 -> 1, then of 1 -> 0, per sample
+    assert sources == [0, 0, 1, 1] * 4 and len({id(s) for s in events_on[:2]}) == 1
