@@ -1683,6 +1683,8 @@ def test_collectives_printer_prints_nccl_tests_blocks_and_writes_the_json(capsys
     doc = json.loads((tmp_path / "out.json").read_text())
     assert doc == printer.docs[0] and [r["size"] for r in doc["results"]] == [1024, 2048]
     assert list(tmp_path.iterdir()) == [tmp_path / "out.json"]  # no temporary file left
+    again = [collectives_cmd._reserve(tmp_path / "out.json") for _ in range(2)]
+    assert again == [tmp_path / "out.json.0", tmp_path / "out.json.1"]  # as nccl-tests numbers them
     graphs = _parsed("collectives", "-g", "2", "--sizes", "1KiB", "-G", "3")
     collectives_cmd._NcclTestsPrinter(graphs, 2, "nccl")(_collective_report(1024))
     assert "(CUDA graph of 20 calls replayed 3 times;" in capsys.readouterr().out
