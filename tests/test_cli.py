@@ -10,11 +10,13 @@ all_reduce busbw at 1 GiB.
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.metadata
 import json
 import math
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 
 from helpers import cli, config, distributed, experiments, hardware, records, timing
 from helpers.cli import (
@@ -33,6 +36,7 @@ from helpers.cli import (
     copy_cmds,
     doctor,
     nccl_tests_format,
+    notebooks_cmd,
     nvbandwidth_cmd,
     record_check,
     topo,
@@ -1312,3 +1316,595 @@ def test_nvbandwidths_header_is_its_own_text_line_for_line():
         "Process 0 (host):",
         "Device 0: NVIDIA H200 (00000000:0a:00)",
     ]
+
+
+# ---------------------------------------------------------------- commands run here with measurements injected
+
+
+@pytest.fixture
+def fake_nvbandwidth_machine(monkeypatch):
+    """``gpus`` GPUs (set ``machine.gpus``) whose copies are injected: h2d at 50 GB/s per GPU, one
+    way GPU to GPU at 300 GB/s; which GPU was current during each host copy is kept."""
+    machine = types.SimpleNamespace(gpus=1, current=None, host_copies_on=[])
+
+    class Device:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            machine.current = self.index
+
+        def __exit__(self, *exc):
+            machine.current = None
+
+    def timed_copy(nbytes, direction, pinned, repeats):
+        machine.host_copies_on.append(machine.current)
+        return _fake_timing(nbytes, nbytes / 50e9)
+
+    def peer_copy_bandwidth(sizes, repeats):
+        pairs = [(i, j) for i in range(machine.gpus) for j in range(machine.gpus) if i != j]
+        return {f"{i}->{j}": [_fake_timing(sizes[0], sizes[0] / 300e9)] for i, j in pairs}
+
+    monkeypatch.setattr(nvbandwidth_cmd, "need_gpus", lambda n, why="": None)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: machine.gpus)
+    monkeypatch.setattr(hardware, "describe", lambda: {"driver": None, "gpus": []})
+    monkeypatch.setattr(hardware, "driver_cuda_version", lambda: None)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    monkeypatch.setattr(socket, "gethostname", lambda: "node7")
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda i: types.SimpleNamespace(
+            name="Fake GPU", pci_domain_id=0, pci_bus_id=0x18 + i, pci_device_id=0x1F
+        ),
+    )
+    monkeypatch.setattr(torch.cuda, "device", Device)
+    monkeypatch.setattr(experiments, "timed_copy", timed_copy)
+    monkeypatch.setattr(experiments, "peer_copy_bandwidth", peer_copy_bandwidth)
+    monkeypatch.setattr(
+        nvbandwidth_cmd, "both_ways_each", lambda i, j, nbytes, samples: (100.0 * (i + 1), 100.0)
+    )
+    return machine
+
+
+def test_nvbandwidth_json_states_the_machine_the_testcases_and_the_small_buffer_warning(
+    capsys, fake_nvbandwidth_machine
+):
+    """-j: nvbandwidth's header keys (unknown versions as 0, unknown driver as "unknown"), each
+    GPU named with its PCI address, a run testcase's matrix, one needing more GPUs Waived, and
+    the warning a buffer below nvbandwidth's 512 MiB default gets."""
+    fake_nvbandwidth_machine.gpus = 2
+    code, out, _ = run(capsys, "nvbandwidth", "-j", "-b", "1", "-t", "0", "2", "3")
+    report = json.loads(out)["nvbandwidth"]
+    assert code == 0 and report["warning"] == nvbandwidth_cmd.SMALL_BUFFER_WARNING
+    assert report["CUDA Runtime Version"] == 0 and report["Driver Version"] == "unknown"
+    assert report["GPU Device list"] == [
+        "0: Fake GPU (00000000:18:1f): (node7)",
+        "1: Fake GPU (00000000:19:1f): (node7)",
+    ]
+    host, write, bidir = report["testcases"]
+    assert (host["name"], host["status"]) == ("host_to_device_memcpy_ce", "Passed")
+    assert [float(v) for v in host["bandwidth_matrix"][0]] == pytest.approx([50.0, 50.0])
+    assert fake_nvbandwidth_machine.host_copies_on == [0, 1]  # each GPU's copy run on that GPU
+    assert write["bandwidth_matrix"][0][0] == "N/A" and float(write["bandwidth_matrix"][1][0]) == (
+        pytest.approx(300.0)
+    )
+    assert write["sum"] == pytest.approx(600.0)
+    assert bidir["bandwidth_matrix"][1] == ["200", "N/A"]  # write1, write2, then total: 1 -> 0
+    assert bidir["bandwidth_matrix"][3] == ["100", "N/A"] and bidir["sum"] == pytest.approx(500.0)
+
+
+def test_nvbandwidth_waives_a_testcase_that_needs_more_gpus_than_there_are(
+    capsys, fake_nvbandwidth_machine
+):
+    code, out, _ = run(capsys, "nvbandwidth", "-t", "host_to_device_memcpy_ce", "2")
+    lines = out.splitlines()
+    assert code == 0 and "Device 0: Fake GPU (00000000:18:1f)" in lines
+    assert lines[lines.index("Running host_to_device_memcpy_ce.") + 3].split() == ["0", "50.00"]
+    assert "Waived: " in lines and "Running device_to_device_memcpy_write_ce." not in lines
+    code, out, _ = run(capsys, "nvbandwidth", "-j", "-t", "2")
+    (case,) = json.loads(out)["nvbandwidth"]["testcases"]
+    assert case == {"name": "device_to_device_memcpy_write_ce", "status": "Waived"}
+    assert "warning" not in json.loads(out)["nvbandwidth"]  # the default 512 MiB buffer
+    fake_nvbandwidth_machine.gpus = 2
+    code, out, _ = run(capsys, "nvbandwidth", "-t", "0")
+    lines = out.splitlines()
+    at = lines.index("memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)")
+    assert lines[at + 1 : at + 3] == [  # nvbandwidth's columns: 10 characters each
+        "           0         1",
+        " 0     50.00     50.00",
+    ]
+
+
+def test_copy_rows_count_their_samples_and_p2p_prints_three_matrices(
+    capsys, monkeypatch, fake_copies
+):
+    code, out, _ = run(capsys, "h2d", "--sizes", "4KiB", "--json")
+    assert code == 0 and json.loads(out)["rows"][0]["samples"] == 3  # _fake_timing's 3 samples
+    monkeypatch.setattr(copy_cmds, "need_gpus", lambda n, why="": None)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    monkeypatch.setattr(hardware, "peer_access", lambda: [[True, True], [True, True]])
+    monkeypatch.setattr(
+        experiments,
+        "peer_copy_bandwidth",
+        lambda sizes, repeats: {
+            k: [_fake_timing(sizes[0], sizes[0] / 3e11)] for k in ("0->1", "1->0")
+        },
+    )
+    monkeypatch.setattr(
+        experiments,
+        "peer_copy_both_ways",
+        lambda sizes, repeats: {"0<->1": [_fake_timing(sizes[0], sizes[0] / 6e11)]},
+    )
+    monkeypatch.setattr(
+        experiments,
+        "peer_copy_latency",
+        lambda sizes, repeats, calls: {
+            f"{i}->{j}": [_fake_timing(sizes[0], 2e-6)] for i in range(2) for j in range(2)
+        },
+    )
+    code, out, _ = run(capsys, "p2p", "--size", "64MiB", "--json")
+    assert code == 0 and json.loads(out)["command"] == "p2p"
+    code, out, _ = run(capsys, "p2p", "--size", "64MiB")
+    blocks = out.strip().split("\n\n")
+    assert [b.splitlines()[0] for b in blocks] == [
+        "one direction, 64 MiB (decimal GB/s; row: from, column: to)",
+        "both directions at once, 64 MiB each way (decimal GB/s, total; row: from, column: to)",
+        "latency of a 4 B copy (us per copy; row: from, column: to)",
+    ]
+    assert [line.split() for line in blocks[0].splitlines()[-2:]] == [
+        ["cuda:0", "|", "—", "|", "300.0"],
+        ["cuda:1", "|", "300.0", "|", "—"],
+    ]
+
+
+def test_output_mode_reads_only_the_flags_a_command_has():
+    assert cli_output.output_mode(argparse.Namespace()) == "text"  # e.g. a command without --csv
+    assert cli_output.output_mode(argparse.Namespace(json=False)) == "text"
+    assert cli_output.output_mode(argparse.Namespace(csv=True)) == "csv"
+    assert cli_output.output_mode(argparse.Namespace(json=True, csv=True)) == "json"
+
+
+def test_machine_facts_and_gpu_0s_link_come_from_hardware_describe(monkeypatch):
+    info = {
+        "machine": "2xFake",
+        "gpus": [{"name": "Fake GPU", "pcie_gen_max": 5, "pcie_width_max": 16}],
+        "driver": "580",
+        "torch": "2.11",
+        "cuda": "13.0",
+        "nccl": "2.27",
+    }
+    monkeypatch.setattr(hardware, "describe", lambda: info)
+    facts = cli_output.machine_facts()
+    assert (facts["machine"], facts["gpu"], facts["driver"], facts["nccl"]) == (
+        "2xFake",
+        "Fake GPU",
+        "580",
+        "2.27",
+    )
+    link = copy_cmds.link_of_gpu0()
+    assert (link["gen"], link["width"]) == (5, 16)
+    assert link["theoretical_gbps"] == pytest.approx(hardware.pcie_theoretical_gbps(5, 16))
+    monkeypatch.setattr(hardware, "describe", lambda: {"machine": "cpu-only"})
+    assert cli_output.machine_facts()["gpu"] is None and copy_cmds.link_of_gpu0()["gen"] is None
+
+
+@pytest.fixture
+def fake_three_gpus(monkeypatch):
+    """Two H100s joined by NVLink (NV18) and a third on PCIe (SYS) with a gen 4 link; GPU 2's bus
+    id is not reported."""
+    links = [["X", "NV18", "SYS"], ["NV18", "X", "SYS"], ["SYS", "SYS", "X"]]
+    pcie = [
+        {"index": 0, "bus_id": "00000000:18:00.0", "gen_max": 5, "width_max": 16},
+        {"index": 1, "bus_id": "00000000:2a:00.0", "gen_max": 5, "width_max": 16},
+        {"index": 2, "gen_max": 4, "width_max": 16},
+    ]
+    names = ["NVIDIA H100 80GB HBM3"] * 2 + ["NVIDIA L4"]
+    monkeypatch.setattr(hardware, "driver_present", lambda: True)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 3)
+    monkeypatch.setattr(hardware, "gpu_topology", lambda: {"source": "NVML", "links": links})
+    monkeypatch.setattr(hardware, "pcie_links", lambda: pcie)
+    monkeypatch.setattr(hardware, "describe", lambda: {"gpus": [{"name": n} for n in names]})
+    monkeypatch.setattr(hardware, "gpu_numa_node", lambda bus_id: int(bus_id[9:11], 16) // 32)
+
+
+def test_topo_on_three_gpus_gives_nvlink_and_pcie_ceilings(capsys, fake_three_gpus):
+    code, out, _ = run(capsys, "topo", "--json")
+    facts = json.loads(out)
+    gen4, gen5 = hardware.pcie_theoretical_gbps(4, 16), hardware.pcie_theoretical_gbps(5, 16)
+    assert code == 0 and facts["source"] == "NVML" and facts["links"][0][1] == "NV18"
+    assert facts["ceilings_gbps"] == [
+        [None, 450.0, pytest.approx(gen4)],  # NVLink: 18 x 25 GB/s; PCIe: the slower end
+        [450.0, None, pytest.approx(gen4)],
+        [pytest.approx(gen4), pytest.approx(gen4), None],
+    ]
+    assert [(g["name"], g["numa"]) for g in facts["gpus"]] == [
+        ("NVIDIA H100 80GB HBM3", 0),
+        ("NVIDIA H100 80GB HBM3", 1),
+        ("NVIDIA L4", None),
+    ]
+    assert facts["gpus"][0]["pcie_gbps"] == pytest.approx(gen5)
+
+
+def test_topo_facts_read_no_pcie_link_without_a_driver(monkeypatch, fake_three_gpus):
+    monkeypatch.setattr(hardware, "driver_present", lambda: False)
+    monkeypatch.setattr(hardware, "pcie_links", lambda: pytest.fail("nvidia-smi asked"))
+    assert topo.topo_facts()["gpus"] == []
+
+
+def test_doctor_says_why_torch_sees_no_gpu_and_warns_when_nccl_was_not_run():
+    (gpus,) = doctor._check_gpus(_healthy_facts(gpus=0, visible_devices=""))
+    assert gpus.status == doctor.FAIL and "CUDA_VISIBLE_DEVICES=''" in gpus.seen
+    (nccl,) = doctor._check_nccl(_healthy_facts(nccl=None))
+    assert nccl.status == doctor.WARN and "--skip-nccl" in nccl.seen
+    assert doctor._check_nccl(_healthy_facts(nccl=None, gpus=0)) == []
+
+
+def test_doctor_fixes_are_commands_a_user_can_paste():
+    unknown = {"index": 0, "bus_id": "x", "gen_current": None, "gen_max": 5}
+    (link,) = doctor._check_links(
+        _healthy_facts(links=[{**unknown, "width_current": 16, "width_max": 16}])
+    )
+    assert link.status == doctor.WARN and link.fix.split()[-4:] == ["nvidia-smi", "-q", "-d", "PCI"]
+    (rec,) = doctor._check_recordings(_healthy_facts(gpus=0, recorded=[], machine="cpu-only"))
+    assert rec.status == doctor.FAIL and rec.fix.split()[:3] == ["git", "checkout", "results/"]
+
+
+def test_doctor_facts_name_the_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    assert doctor._doctor_facts(None)["visible_devices"] == "3,1"
+
+
+def test_doctors_nccl_check_runs_the_tiny_all_reduce_with_the_doctors_deadline(monkeypatch):
+    """The ranks' function, run here as a gloo rank of one; the deadline is doctor's --timeout."""
+    asked = {}
+
+    def launch(worker, world_size, *, backend, timeout_s, startup_timeout_s):
+        asked.update(backend=backend, timeout_s=timeout_s, startup_timeout_s=startup_timeout_s)
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        try:
+            return [worker(0, world_size)]
+        finally:
+            dist.destroy_process_group()
+
+    monkeypatch.setattr(distributed, "launch", launch)
+    fact = doctor._nccl_fact(1, 5.0)
+    assert fact == {"ok": True, "seen": "1 ranks returned [1.0] (expected 1)"}
+    assert asked == {"backend": "nccl", "timeout_s": 5.0, "startup_timeout_s": 60.0}
+    assert doctor._nccl_fact(1, 90.0)["ok"] and asked["startup_timeout_s"] == 90.0
+
+
+def _header(**changes):
+    settings = dict(
+        op="all_reduce",
+        world=2,
+        min_bytes=1024,
+        max_bytes=4096,
+        step="2(factor)",
+        warmup=5,
+        iters=20,
+        check=1,
+        graph=0,
+        per_iter=False,
+        per_iter_skip=0,
+        devices=[
+            {"rank": 0, "pid": 7, "hostname": "node", "device": 0, "pci": (0, 0x18, 0), "name": "G"}
+        ],
+        version="test",
+        note="a test",
+    )
+    return nccl_tests_format.header_lines(**{**settings, **changes})
+
+
+def test_nccl_tests_columns_line_up_under_their_headings_as_nccl_tests_prints_them():
+    real = FIXTURE_LOG.read_text().splitlines()
+    units = next(line for line in real if line.startswith("#        (B)"))
+    assert _header()[-1].split() == units.split()  # the units nccl-tests states, GB/s included
+    header = _header(per_iter=True, per_iter_skip=2, clock="host clock")
+    assert (
+        "# Per-Iteration Report: host clock timing; i_* uses max over process rows; summary skips "
+        "first 2 iterations " in header
+    )
+    stats = nccl_tests_format.per_iter_stats([1e-3, 1e-3, 2e-5, 3e-5, 1e-5, 4e-5], 2)
+    group = nccl_tests_format.group_result("all_reduce", 4096, 2.5e-5, 0, 2)
+    row = nccl_tests_format.result(
+        "all_reduce", 4096, 2, 6, {"out_of_place": group, "in_place": group}, {"in_place": stats}
+    )
+    line = nccl_tests_format.row_line(row)
+    headings = header[-2]
+    ends = {m.end() for m in re.finditer(r"\S+", headings)}
+    assert [m.end() in ends for m in re.finditer(r"\S+", line)] == [True] * 21, (headings, line)
+    assert line.split()[-4:] == ["10.00", "40.00", "40.00", "44.72"]  # min, max, p99, cv %
+    assert line.split()[9:13] == ["N/A"] * 4  # out of place: no per-iteration times
+
+
+def test_numbers_too_wide_print_in_e_form_as_printf_does():
+    assert nccl_tests_format.float_str(1234567.0, 6) == " 1e+06"
+    assert nccl_tests_format.float_str(123456789.0, 7) == "1.2e+08"
+
+
+def test_nccl_tests_json_keeps_the_nccl_and_torch_environment_and_the_per_iteration_settings(
+    monkeypatch,
+):
+    for name, value in {
+        "NCCL_DEBUG": "INFO",
+        "TORCH_NCCL_BLOCKING_WAIT": "1",
+        "SECRET": "x",
+    }.items():
+        monkeypatch.setenv(name, value)
+    rows = [_row("all_reduce", 1024, 1e-5, 0, 2)]
+    doc = nccl_tests_format.json_document(
+        argv=["datamove"],
+        world=2,
+        min_bytes=1024,
+        max_bytes=1024,
+        factor=2,
+        step_bytes=None,
+        warmup=5,
+        iters=20,
+        check=1,
+        graph=0,
+        per_iter=True,
+        per_iter_skip=3,
+        devices=[],
+        rows=rows,
+        started=datetime.datetime(2026, 1, 2, 3, 4, 5),
+    )
+    assert [e for e in doc["env"] if not e.startswith(("NCCL_", "TORCH_"))] == []
+    assert {"NCCL_DEBUG=INFO", "TORCH_NCCL_BLOCKING_WAIT=1"} <= set(doc["env"])
+    assert doc["nccl_version"] == distributed.nccl_version_code()
+    config = doc["config"]
+    assert (config["per_iter_timing"], config["per_iter_skip"]) == ("true", 3)
+    assert config["aggregated_iterations"] == 1  # the header's "agg iters: 1"
+
+
+def _collective_report(size, seconds=1e-5, spread=0.1):
+    timed = timing.Timing(
+        [seconds * (1 - spread / 2), seconds, seconds * (1 + spread / 2)], "host clock", size
+    )
+    return {
+        "op": "all_reduce",
+        "size": size,
+        "groups": {
+            "out_of_place": {"refused": "gloo has no such group here"},
+            "in_place": {"timing": timed, "wrong": 0, "per_iter_s": []},
+        },
+    }
+
+
+def _parsed(*argv: str) -> argparse.Namespace:
+    """``argv`` parsed as ``cli.main`` parses it before running the command."""
+    args = cli.build_parser().parse_args(argv)
+    args.version = args.version_text
+    return args
+
+
+def test_collectives_printer_prints_nccl_tests_blocks_and_writes_the_json(capsys, tmp_path):
+    """The rank's reports, fed as the launch feeds them: header stating how calls were launched,
+    rows, trailer with the group not measured and the samples' spread, -J written at the end."""
+    argv = ["collectives", "-g", "2", "--sizes", "1KiB,2KiB", "-J", str(tmp_path / "out.json")]
+    printer = collectives_cmd._NcclTestsPrinter(_parsed(*argv), 2, "gloo")
+    devices = [{"rank": 0, "pid": 7, "hostname": "h", "device": 0, "pci": (0, 0, 0), "name": "cpu"}]
+    printer({"devices": devices})
+    for size in (1024, 2048):
+        printer(_collective_report(size))
+    out = capsys.readouterr().out
+    assert "(launched; nccl-tests: the mean of one sample)" in out.splitlines()[1]
+    assert "# Not measured         : out_of_place: gloo has no such group here" in out
+    assert "# Sample spread        : median 5.0%, at most 5.0% (2048 B)" in out
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc == printer.docs[0] and [r["size"] for r in doc["results"]] == [1024, 2048]
+    assert list(tmp_path.iterdir()) == [tmp_path / "out.json"]  # no temporary file left
+    again = [collectives_cmd._reserve(tmp_path / "out.json") for _ in range(2)]
+    assert again == [tmp_path / "out.json.0", tmp_path / "out.json.1"]  # as nccl-tests numbers them
+    graphs = _parsed("collectives", "-g", "2", "--sizes", "1KiB", "-G", "3")
+    collectives_cmd._NcclTestsPrinter(graphs, 2, "nccl")(_collective_report(1024))
+    assert "(CUDA graph of 20 calls replayed 3 times;" in capsys.readouterr().out
+
+
+def test_collectives_sweep_over_gloo_ranks_goes_to_4_without_g(capsys, monkeypatch):
+    launched = []
+
+    def launch(worker, n, *, backend, timeout_s, kwargs, on_report):
+        launched.append(n)
+        on_report(0, _collective_report(kwargs["sizes"][0]))
+        return [None] * n
+
+    monkeypatch.setattr(distributed, "launch", launch)
+    code, out, _ = run(
+        capsys,
+        "collectives",
+        "--sweep-ranks",
+        "--backend",
+        "gloo",
+        "--ops",
+        "all_reduce",
+        "--sizes",
+        "4KiB",
+    )
+    assert code == 0 and launched == [2, 4]
+    assert [line.split()[0] for line in out.splitlines() if not line.startswith("#")] == ["2", "4"]
+
+
+@pytest.fixture
+def torchrun_env(monkeypatch):
+    """The variables torchrun gives rank 0 of a world of one, with a free port for its store."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for name in distributed.RANK_ENV:  # set by the command here: restored after the test
+        monkeypatch.setenv(name, os.environ.get(name, distributed.RANK_ENV[name]))
+
+
+@pytest.mark.filterwarnings("ignore:all_reduce 1 KiB. samples spread")
+def test_collectives_under_torchrun_joins_its_group_and_rank_0_prints(capsys, torchrun_env):
+    argv = ("collectives", "--backend", "gloo", "--sizes", "1KiB", "-w", "1", "-n", "2")
+    code, out, _ = run(capsys, *argv, "--samples", "2")
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert code == 0 and [row[0] for row in rows] == ["1024"] and not dist.is_initialized()
+    assert "# nThread 1 nGpus 1 minBytes 1024 maxBytes 1024" in out
+
+
+def test_collectives_under_torchrun_with_nccl_drives_the_local_ranks_gpu(
+    capsys, monkeypatch, torchrun_env
+):
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    seen = {}
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: seen.update(set_device=i))
+    monkeypatch.setattr(
+        dist,
+        "init_process_group",
+        lambda backend, timeout, device_id: seen.update(group=(backend, device_id)),
+    )
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: None)
+    monkeypatch.setattr(
+        distributed,
+        "collective_sweep",
+        lambda rank, world, emit, **kwargs: emit(_collective_report(kwargs["sizes"][0])),
+    )
+    code, out, _ = run(capsys, "collectives", "--backend", "nccl", "--sizes", "1KiB")
+    assert code == 0 and seen == {"set_device": 1, "group": ("nccl", torch.device("cuda", 1))}
+    assert [line.split()[0] for line in out.splitlines() if line.strip()[:1].isdigit()] == ["1024"]
+    code, out, _ = run(capsys, "collectives", "--backend", "nccl", "--sizes", "1KiB", "--json")
+    assert code == 0 and [r["size"] for r in json.loads(out)["results"]] == [1024]  # rank 0's
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def test_every_command_and_option_has_its_help():
+    for name, parser in _subparsers(cli.build_parser()).items():
+        assert parser.description and len(parser.description) > 40, name
+        bare = [a.option_strings or a.dest for a in parser._actions if not a.help]
+        assert bare == [], f"datamove {name}: options without a help line: {bare}"
+
+
+def test_the_flags_the_docs_name_are_the_flags_parsed():
+    """nvbandwidth's own -b long name; record's folder (a Path, by default the Makefile's OUT,
+    where the hints for make unpack look) and --skip-tests."""
+    assert _parsed("nvbandwidth", "--bufferSize", "64").buffer_size == 64
+    record = _parsed("record", "--skip-tests")
+    out = re.search(r"^OUT \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert record.skip_tests and record.out == ROOT / out
+    assert _parsed("record", "--out", "elsewhere").out.resolve() == Path("elsewhere").resolve()
+
+
+def test_an_output_file_in_a_writable_folder_is_taken(tmp_path):
+    assert cli_args.parse_output_file(str(tmp_path / "x.json")) == tmp_path / "x.json"
+    (tmp_path / "x.json").write_text("old")
+    assert cli_args.parse_output_file(str(tmp_path / "x.json")) == tmp_path / "x.json"
+
+
+def test_record_installs_this_clone_editable_with_its_extras():
+    torch_wheel, course = record_check._install_commands()
+    assert torch_wheel[-1].startswith("torch>=") and course[1:4] == ["-m", "pip", "install"]
+    assert course[-2:] == ["-e", f"{ROOT}[dev,cli]"]
+
+
+def test_check_measures_each_headline_at_its_baselines_size_and_ranks(monkeypatch):
+    """P2P at the baseline's size (notebook 05's experiment); all_reduce's busbw from the NCCL
+    ranks' median time, at the baseline's size and ranks."""
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 8)
+    monkeypatch.setattr(
+        experiments,
+        "peer_copy_bandwidth",
+        lambda sizes, repeats: {"0->1": [_fake_timing(sizes[0], sizes[0] / 4e11)]},
+    )
+    p2p = record_check._measure_headline("P2P cuda:0 -> cuda:1", {"bytes": 256 * MiB, "ranks": 2})
+    assert p2p == pytest.approx(400.0)
+    launched = {}
+
+    def launch(worker, ranks, *, backend, timeout_s, kwargs):
+        launched.update(ranks=ranks, backend=backend, sizes=kwargs["sizes"])
+        return [{"timings": {"all_reduce": [_fake_timing(kwargs["sizes"][0], 0.01)]}}] * ranks
+
+    monkeypatch.setattr(distributed, "launch", launch)
+    busbw = record_check._measure_headline("all_reduce busbw", {"bytes": GiB, "ranks": 8})
+    assert busbw == pytest.approx(GiB / 0.01 / 1e9 * 2 * 7 / 8)
+    assert launched == {"ranks": 8, "backend": "nccl", "sizes": [GiB]}
+    assert record_check._measure_headline("all_reduce busbw", {"bytes": GiB, "ranks": 16}) is None
+
+
+def test_a_notebook_saved_with_another_kernel_still_runs_in_python3(tmp_path, monkeypatch):
+    """A learner's copy saved from another Jupyter kernel runs in ``python3`` (the environment
+    datamove is installed in), as it ran when recorded."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    kernels = []
+
+    class Client:
+        def __init__(self, nb, **kwargs):
+            kernels.append(kwargs.get("kernel_name") or nb.metadata.kernelspec.name)
+
+        def execute(self):
+            return None
+
+    nb = nbformat.v4.new_notebook(
+        metadata={"kernelspec": {"name": "conda-env-other", "display_name": "other"}}
+    )
+    nbformat.write(nb, tmp_path / "00.ipynb")
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    notebooks_cmd._execute(tmp_path / "00.ipynb", quick=False)
+    assert kernels == ["python3"]
+
+
+def test_both_ways_each_times_each_direction_on_its_own_stream(monkeypatch):
+    """nvbandwidth's bidirectional testcase on two pretend GPUs: cuda:0 -> cuda:1 at 100 GB/s and
+    back at 50 GB/s. Each direction's events are recorded on its own copy stream, every copy is
+    queued without waiting (both directions run at once), and each rate is that direction's."""
+    clock = {"now_s": 0.0, "stream": None, "gpu": None}
+    rate = {0: 100e9, 1: 50e9}  # by source GPU
+    copies, events_on = [], []
+
+    class Stream:
+        def __init__(self, device):
+            self.device = device
+
+    class Current:
+        def __init__(self, key, value):
+            self.key, self.value = key, value
+
+        def __enter__(self):
+            self.before, clock[self.key] = clock[self.key], self.value
+
+        def __exit__(self, *exc):
+            clock[self.key] = self.before
+
+    class Event:
+        def __init__(self, enable_timing):
+            self.at_s = None
+
+        def record(self):
+            self.at_s = clock["now_s"]
+            events_on.append(clock["stream"])
+
+        def elapsed_time(self, end):
+            return (end.at_s - self.at_s) * 1e3
+
+    copy = torch.Tensor.copy_
+
+    def copy_(dst, src, non_blocking=False):
+        copies.append(non_blocking)
+        clock["now_s"] += src.numel() / rate[clock["gpu"]]
+        return copy(dst, src)
+
+    randint = torch.randint
+    monkeypatch.setattr(torch, "randint", lambda *a, device, **k: randint(*a, **k))
+    monkeypatch.setattr(torch.Tensor, "copy_", copy_)
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "device", lambda gpu: Current("gpu", gpu))
+    monkeypatch.setattr(torch.cuda, "stream", lambda stream: Current("stream", stream))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda gpu=None: None)
+    monkeypatch.setattr(timing, "hold_stream", lambda us, gpu=None: None)
+    one, other = nvbandwidth_cmd.both_ways_each(0, 1, 4096, samples=3)
+    assert (one, other) == (pytest.approx(100.0), pytest.approx(50.0))
+    assert copies and all(c is True for c in copies)
+    sources = [s.device for s in events_on]  # start and end of 0 -> 1, then of 1 -> 0, per sample
+    assert sources == [0, 0, 1, 1] * 4 and len({id(s) for s in events_on[:2]}) == 1

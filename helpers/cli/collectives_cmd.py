@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import itertools
 import json
 import os
 import sys
@@ -91,7 +92,7 @@ def _settled_flags(args: argparse.Namespace, backend: str) -> None:
 def _reserve(path: Path) -> Path:
     """The first of ``path``, ``path.0``, ``path.1``... not there yet (as separate nccl-tests runs
     given one -J path write), created empty now."""
-    for candidate in [path, *(Path(f"{path}.{i}") for i in range(10_000))]:
+    for candidate in itertools.chain([path], (Path(f"{path}.{i}") for i in range(10_000))):
         try:
             with candidate.open("x"):
                 return candidate
