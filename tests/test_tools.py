@@ -497,3 +497,14 @@ def test_the_truth_check_fails_where_a_sentence_states_another_verdict_than_the_
     assert 'says "twice" does not hold here, the claims table: borderline here' in problem
     (orphan,) = replay_all.untrue([{**stated, "verdict": "holds"}], tmp_path)
     assert "the claims table: no row" in orphan
+
+
+def test_cell_of_names_the_cell_and_says_when_the_notebook_is_half_written(tmp_path):
+    replay_all = load("replay_all")
+    notebook = tmp_path / "01.ipynb"
+    outputs = [{"output_type": "stream", "text": ["a check: 1.5 GB/s"]}]
+    notebook.write_text(json.dumps({"cells": [{"outputs": []}, {"outputs": outputs}]}))
+    assert replay_all.cell_of(notebook, "1.5 GB/s") == "cell 1"
+    assert replay_all.cell_of(notebook, "not shown") == "cell ?"
+    notebook.write_text('{"cells": [')  # another run is writing it
+    assert "is not whole" in replay_all.cell_of(notebook, "1.5 GB/s")

@@ -188,7 +188,11 @@ def claim_rows(folder: Path, planned: list[tuple[str, Path]]) -> list[dict]:
 def cell_of(notebook: Path, text: str) -> str:
     """``cell N`` of the executed ``notebook`` whose output shows ``text`` (or ``cell ?``)."""
     if notebook.exists():
-        for i, cell in enumerate(json.loads(notebook.read_text())["cells"]):
+        try:
+            cells = json.loads(notebook.read_text())["cells"]
+        except json.JSONDecodeError:
+            return f"cell ? ({notebook} is not whole: is another run writing build/replay?)"
+        for i, cell in enumerate(cells):
             shown = json.dumps(cell.get("outputs", []), ensure_ascii=False)
             if json.dumps(text, ensure_ascii=False)[1:-1] in shown:
                 return f"cell {i}"
