@@ -223,11 +223,11 @@ class WhatWeSee:
         self.sentences: list[str] = []
         self.checks: list[Check] = []
 
-    def say(self, sentence: str) -> WhatWeSee:
-        """Add a sentence built from the measured values."""
-        if not isinstance(sentence, str) or not sentence.strip():
-            raise TypeError("say() takes a non-empty sentence, built from the measured values")
-        self.sentences.append(sentence.strip())
+    def say(self, *sentences: str) -> WhatWeSee:
+        """Add sentences built from the measured values, in order."""
+        if any(not isinstance(s, str) or not s.strip() for s in sentences):
+            raise TypeError("say() takes non-empty sentences, built from the measured values")
+        self.sentences += [s.strip() for s in sentences]
         return self
 
     def check(self, statement: str, holds: object, measured: str, run: Run | None = None) -> bool:

@@ -129,7 +129,9 @@ def see(run: Run) -> claims.WhatWeSee:
         f"({vs_one(f.doubling, 'slower', 'faster')})."
     )
     medians = [b.launch.median_us for b in f.by.values()]
-    noisy = ", with a spread as large as the ratio itself" * (f.launch.spread >= f.launch.value)
+    noisy = (
+        ", with a spread as large as the ratio itself" if f.launch.spread >= f.launch.value else ""
+    )
     seen.say(
         f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and "
         f"{top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} "

@@ -82,7 +82,7 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
         seen.check("steps finer than the documented resolution", closest < DOCUMENTED_US, doc)
     said, small = (
         f"{single:.2f} us; empty {floor:.2f}, GPU {queued:.2f}",
-        floor < single > 2 * queued,
+        floor < single and single > 2 * queued,
     )
     seen.check("one kernel's pair reads over the empty pair and twice the GPU time", small, said)
     return seen

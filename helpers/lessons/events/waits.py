@@ -130,10 +130,8 @@ def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
     )
     seen = claims.WhatWeSee(NOTEBOOK, run).say(f"Without the wait, {nw}. With `wait_event`, {w}.")
     nw_c, w_c = ordering_counts(run).values()
-    ordered, traced = (
-        nw_c["after"] == 0 and w_c["after"] == w_c["steps"],
-        f"{nw_c['after']} and {w_c['after']} of {w_c['steps']} steps",
-    )
+    ordered = nw_c["after"] == 0 and w_c["after"] == w_c["steps"]
+    traced = f"{nw_c['after']} and {w_c['after']} of {w_c['steps']} steps"
     seen.check(f"the {second}'s kernel: alongside without the wait, after with it", ordered, traced)
     host = v["wait_event"]["trace"].select(kind="runtime")
     waits_us = [iv.duration_us for iv in host if iv.name == "cudaStreamWaitEvent"]

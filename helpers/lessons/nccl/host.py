@@ -28,7 +28,6 @@ WARM_UP_TIMES = 10  # "much longer": the first recv takes at least this many tim
 TIMES, FLAGS = ("returned_s", "waited_s", "done_s"), ("completed_at_return", "completed_by_poll")
 BACK, DONE = "host got control back", "synchronize() returned"
 P2P_ROWS, COLL_ROWS = (0, 1, 2, 3, 5, 6, 7), (4, 5, 8)  # claim_rows checked under sections 2 and 4
-YES_NO = (claims.DOES_NOT_HOLD, claims.HOLDS)
 NO_GPU = "`synchronize()` has no GPU to wait for under gloo"
 GLOO_WAITS = "With gloo, recv, irecv + wait() and irecv + wait(timeout) give the host back only once the data is there"
 
@@ -148,7 +147,7 @@ def check_claims(seen: claims.WhatWeSee, run: Run, rows: Sequence[int]) -> claim
     said, head = [], "The source's statements, as the claims table below judges them: "
     for text, (_, holds) in (list(claim_rows(run).items())[i] for i in rows):
         j = claims.judged(holds, run, NOTEBOOK, text)
-        v = claims.stated(j, run) if isinstance(j, claims.Comparison) else YES_NO[bool(j)]
+        v = claims.stated(j, run) if isinstance(j, claims.Comparison) else claims.as_verdict(j)
         said.append(f"“{text}”: **{v}**")
     return seen.say(f"{head}{'; '.join(said)}.")
 

@@ -81,12 +81,11 @@ def see(run: Run) -> claims.WhatWeSee:
     """The runtime calls per loop, the profiler's own synchronize told apart, the loops' times."""
     f, seen = facts(run), claims.WhatWeSee(NOTEBOOK, run)
     b, nb, prof = f.per_loop["blocking"], f.per_loop["non_blocking"], f.in_profile
-    for sentence in (
+    seen.say(
         f"Per loop of {f.copies} copies: {b['cudaMemcpyAsync']:.0f} and {nb['cudaMemcpyAsync']:.0f} `cudaMemcpyAsync` (blocking, non-blocking), {b['cudaStreamSynchronize']:.0f} and {nb['cudaStreamSynchronize']:.0f} `cudaStreamSynchronize`.",
         f"The profiles hold {prof['blocking']['cudaDeviceSynchronize']} and {prof['non_blocking']['cudaDeviceSynchronize']} `cudaDeviceSynchronize` over {profiled_loops()} loops. The blocking loop calls none itself, so its {f.profilers_own} is the profiler's own: `torch.profiler` with CUDA activity synchronises the GPU when it stops recording, inside the recorded window. Without it the non-blocking loop makes {f.own:g} per loop, its final `torch.cuda.synchronize()`; counted per loop with the profiler's, it reads {nb['cudaDeviceSynchronize']:g}, which a table of whole calls rounds to {round(nb['cudaDeviceSynchronize'])}. (The tutorial profiles CPU activity only, and that profiler does not synchronise on exit.)",
         f"The non-blocking loop took {f.ms['non_blocking']:.2f} ms against the blocking loop's {f.ms['blocking']:.2f} ms: it ran {analysis.times(f.speedup)} as fast as the blocking loop, {faster(f.speedup)}",
-    ):
-        seen.say(sentence)
+    )
     return seen
 
 

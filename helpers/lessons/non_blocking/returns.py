@@ -84,14 +84,13 @@ def see(run: Run) -> claims.WhatWeSee:
     whole = "the host still waited for (nearly) the whole copy."
     if share[PAGEABLE_NB] < 0.8:
         whole = "the host got control back before the copy was done."
-    for sentence in (
+    seen.say(
         f"The blocking copies returned after {low:.1%} to {high:.1%} of the copy's time{finish}",
         f"From pinned memory, `non_blocking=True` returned after {back[PINNED_NB]:.3f} ms, {share[PINNED_NB]:.1%} of the copy's {ms[PINNED_NB]:.2f} ms; the GPU-to-host `non_blocking` copy after {share[D2H_NB]:.1%}, its result in {'pinned' if f.d2h_pinned else 'pageable'} memory.",
         f"From pageable memory, `non_blocking=True` returned after {share[PAGEABLE_NB]:.1%} of the copy's time: {whole}",
         f"`pin_memory().to(non_blocking=True)` kept the host {back[PIN_THEN_NB]:.2f} ms ({share[PIN_THEN_NB]:.0%} of its {ms[PIN_THEN_NB]:.2f} ms), {f.pin_wait.value:.2f} times the time the copy of an already pinned tensor takes to finish ({ms[PINNED_NB]:.2f} ms), whose `non_blocking` call returned after {back[PINNED_NB]:.3f} ms: the pinning runs on the calling thread.",
         f"The blocking GPU-to-host copy took {ms[D2H_BLOCKING]:.1f} ms, {ms[D2H_BLOCKING] / ms[D2H_NB]:.1f} times as long as the `non_blocking` one ({ms[D2H_NB]:.2f} ms).",
-    ):
-        seen.say(sentence)
+    )
     return seen
 
 

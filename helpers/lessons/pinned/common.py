@@ -23,7 +23,4 @@ def us_words(t: timing.Timing) -> str:
 
 def seen(run: Run, *sentences: str) -> claims.WhatWeSee:
     """What we see on ``run``: each sentence given, leaving out empty ones."""
-    said = claims.WhatWeSee(NOTEBOOK, run)
-    for sentence in filter(None, sentences):
-        said.say(sentence)
-    return said
+    return claims.WhatWeSee(NOTEBOOK, run).say(*filter(None, sentences))

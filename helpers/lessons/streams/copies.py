@@ -151,13 +151,12 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     if max(page.overlap.value, page_current.overlap.value) < DOES_NOT:
         launched = "and only then launched the kernels"
     medians = f", medians of {page.held.samples} profiled steps" if note(page.held) else ""
-    for sentence in (
+    see.say(
         f"With a pinned source on a side stream the copy ran beside the kernel for {side.overlap.value:.0%} of {whose} time (overlap ratio {side.overlap}{note(side.overlap)}).",
         f"The fair start held in {sum(s.fair for s in steps)} of {analysis.plural(len(steps), 'profiled step')} (copy and first matmul both started within {FAIR_START_US:.0f} us of the spin kernel's end){late}. The kernel outlasted the copy in {sum(s.kernel_ms > s.copy_ms for s in steps)} of them (copy {_list(s.copy_ms for s in steps)} ms; kernel {_list(s.kernel_ms for s in steps)} ms), and the traced copy ran at {_list((s.copy_gbps for s in steps), '.0f')} GB/s against {run.value['copy'].gbps:.0f} GB/s timed with events{rest}",
         f"With a pinned source on the current stream the copy and the kernels shared one lane, and {ran} (overlap ratio {current.overlap}{note(current.overlap)}).",
         f"With a pageable source the host sat in `cudaMemcpyAsync` for {page.host_ms:.1f} ms (side stream) and {page_current.host_ms:.1f} ms (current stream), {times} as long as the GPU copy, {launched}: overlap ratios {page.overlap.value:.2f} (side stream) and {page_current.overlap.value:.2f} (current stream){medians}.",
-    ):
-        see.say(sentence)
+    )
     return see
 
 
@@ -280,12 +279,11 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
     noise = f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value})."
     verdict = claims.worded(claims.stated(deciding, run), both, short, noise)
     see = claims.WhatWeSee(NOTEBOOK, run)
-    for sentence in (
+    see.say(
         f"With a pageable source the host stayed in `cudaMemcpyAsync` for {page_kf.host_ms:.1f} ms (kernel first) and {page_cf.host_ms:.1f} ms (copy first), {page_kf.held.value:.2f} and {page_cf.held.value:.2f} times as long as the GPU copy, and the labelled range `S1 copy` lasted {s1_copy:.1f} ms.",
         f"Launched after the kernel, the pageable copy {ran}, with an overlap ratio of {page_kf.overlap.value:.2f} (the share of the shorter one's time{note(page_kf.overlap)}); launched before the kernel, {page_cf.overlap.value:.2f}{done}.",
         f"With a pinned source the host spent at most {max(pin_kf.host_ms, pin_cf.host_ms) * 1e3:.0f} us in `cudaMemcpyAsync`, and the overlap ratio was {pin_kf.overlap.value:.2f} (kernel first) and {pin_cf.overlap.value:.2f} (copy first): {verdict}",
-    ):
-        see.say(sentence)
+    )
     return see
 
 

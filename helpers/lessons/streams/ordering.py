@@ -138,12 +138,11 @@ def see(run: Run) -> claims.WhatWeSee:
     mms, gain = f.pairs["matmuls, two streams"].overlap, f.mm_gain.value
     saved = "a little time saved" if gain >= 0.8 else "time saved"
     saved = "no time saved" if gain >= 0.95 else saved
-    for sentence in (
+    see.say(
         order,
         f"The two {f.pair_us:.0f} us spin kernels on two side streams ran side by side for {spins.overlap.value:.0%} of their time (overlap ratio {spins.overlap}{steps_note(spins.overlap)}), and the GPU was busy {f.spin_gain.value:.2f} times as long as when they shared a stream{half}. The second started {gap:.1f} us after the first{by_host}{accounts}",
         f"The two {f.matmul_n}x{f.matmul_n} matrix products on two streams ran side by side for {mms.value:.0%} of their time (overlap ratio {mms}{steps_note(mms)}) and kept the GPU busy {gain:.2f} times as long as on one stream: {saved}.",
-    ):
-        see.say(sentence)
+    )
     return see
 
 
