@@ -579,9 +579,11 @@ def test_the_claims_table_decides_each_row_on_values_computed_here(machine):
     assert pin_wait.comparison.value.value == pytest.approx(
         expected
     )  # against the copy, not a pinned call's return
-    assert pin_wait.comparison.threshold == 0.5 and (pin_wait.verdict == claims.HOLDS) == (
-        expected > 0.5 * 1.05
-    )
+    assert pin_wait.comparison.threshold == 0.5
+    if expected > 0.5 * 1.05:  # a first run on a kind may be borderline by other kinds' noise
+        assert pin_wait.verdict in (claims.HOLDS, claims.BORDERLINE)
+    else:
+        assert pin_wait.verdict != claims.HOLDS
     speed = [c for text, c in rows.items() if text.startswith("Generally")]
     assert [c.comparison.value for c in speed] == [
         claims.ratio(small.value["blocking"]["time"], small.value["non_blocking"]["time"]),
