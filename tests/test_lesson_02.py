@@ -401,6 +401,56 @@ def test_the_safe_choice_says_so_when_the_measurements_single_out_none(capsys):
     assert "do not single out one safe option (3 had no wrong result)" in capsys.readouterr().out
 
 
+def _loops_run(stopped: dict[str, int | None], trials: int = 100):
+    return _run(
+        {"stopped_at": stopped, "trials": trials},
+        {"rows": 100, "trials": trials, "delay_cycles": 100_000_000},
+    )
+
+
+AS_PAGE = dict(zip(hazards.AS_WRITTEN_FAILS, (0, None, 1, None), strict=True))
+
+
+def test_the_tutorials_loops_are_checked_against_its_page_beside_section_4():
+    changed = _hazards_run({hazards.TUTORIAL_D2H: 3, hazards.TUTORIAL_H2D: 0}, [0.01])
+    seen = hazards.see_as_written(_loops_run(AS_PAGE), changed)
+    (check,) = seen.checks
+    assert check.holds
+    assert check.measured == (
+        "D2H non_blocking, read at once: stopped at trial 0; "
+        "D2H non_blocking, synchronize before reading: no failure in 100 trials; "
+        "H2D pinned, source zeroed: stopped at trial 1; "
+        "H2D pageable, source zeroed: no failure in 100 trials"
+    )
+    (sentence,) = seen.sentences
+    assert sentence.startswith(
+        "As written, D2H non_blocking, read at once stopped at trial 0 of up to 100, and "
+        "H2D pinned, source zeroed stopped at trial 1 of up to 100."
+    )
+    assert (
+        "D2H non_blocking, read at once (tutorial's setting): 3 of 4 wrong; "
+        "H2D pinned, source zeroed (tutorial's setting): 0 of 4 wrong" in sentence
+    )
+
+
+@pytest.mark.parametrize(
+    "label, at",
+    [
+        ("D2H non_blocking, read at once", None),  # a race the tutorial shows, never lost here
+        ("H2D pinned, source zeroed", None),
+        ("D2H non_blocking, synchronize before reading", 5),  # the fix failed
+        ("H2D pageable, source zeroed", 0),
+    ],
+)
+def test_a_loop_that_differs_from_the_tutorials_page_fails_the_check(label, at):
+    changed = _hazards_run({}, [0.01])
+    seen = hazards.see_as_written(_loops_run({**AS_PAGE, label: at}, trials=7), changed)
+    assert not seen.checks[0].holds
+    assert claims.FAILED_CHECK in seen.to_markdown()
+    if label in hazards.AS_WRITTEN_BESIDE and at is None:
+        assert f"{label} ran all 7 trials without a failure" in seen.sentences[0]
+
+
 def test_a_tutorial_case_is_shown_as_the_tutorials_setting():
     assert (
         hazards.shown("H2D pinned, source zeroed (tutorial's form)")

@@ -884,3 +884,44 @@ def test_the_prefetching_timelines_show_gpu_lanes_only_and_say_replayed():
 def test_the_ordering_section_says_replayed():
     run = RUNS["stream_ordering"][MACHINES[0]]
     assert f"(replayed from {run.machine})" in ordering.see(run)._repr_markdown_()
+
+
+# ---------------------------------------------------------------- 2. the tutorial as written
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_tutorials_own_sizes_are_checked_and_set_beside_section_2(machine):
+    run = RUNS["pinned_x_streamed"][machine]  # stands in for the as-written run: the same labels
+    ratios = {label: _overlap(p) for label, p in run.value["profiles"].items()}
+    seen = copies.see_as_written(run, run)
+    (check,) = seen.checks
+    others = [r for label, r in ratios.items() if label != "pinned, side stream"]
+    assert check.holds == (
+        ratios["pinned, side stream"] >= common.OVERLAPS and max(others) < common.DOES_NOT
+    )
+    for label, r in ratios.items():
+        shown = re.search(rf"{label} (0 in every sample|[\d.]+)", check.measured)[1]
+        assert (0.0 if shown.startswith("0 in") else float(shown)) == pytest.approx(r, abs=1e-3)
+    assert seen.sentences[1] == (
+        "The tutorial's version and section 2's changed one agree on which configurations "
+        f"overlap (overlap ratio {common.OVERLAPS} or more)."
+    )
+    table = copies.show_as_written(run, run)
+    assert [row[1] for row in table.rows] == [row[2] for row in table.rows]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_tutorial_version_that_overlaps_elsewhere_fails_and_names_the_difference(machine):
+    run = RUNS["pinned_x_streamed"][machine]
+    profiles = run.value["profiles"]
+    swapped = dict(profiles)
+    swapped["pinned, side stream"] = profiles["pinned, current stream"]
+    swapped["pinned, current stream"] = profiles["pinned, side stream"]
+    as_written = records.Run({"profiles": swapped}, False, run.header)
+    seen = copies.see_as_written(as_written, run)
+    assert not seen.checks[0].holds
+    side = _overlap(profiles["pinned, side stream"])
+    if side >= common.OVERLAPS:  # then the swap moves both pinned configurations
+        assert seen.sentences[1].endswith(
+            ": pinned, side stream; pinned, current stream overlaps in one and not in the other."
+        )

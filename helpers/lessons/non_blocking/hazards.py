@@ -88,6 +88,47 @@ def see(run: Run) -> claims.WhatWeSee:
     return seen
 
 
+AS_WRITTEN_FAILS = {  # the tutorial's four loops, and whether its page shows each stopping early
+    "D2H non_blocking, read at once": True,
+    "D2H non_blocking, synchronize before reading": False,
+    "H2D pinned, source zeroed": True,
+    "H2D pageable, source zeroed": False,
+}
+AS_WRITTEN_BESIDE = {  # the loop as written, and the case of section 4 in the tutorial's setting
+    "D2H non_blocking, read at once": TUTORIAL_D2H,
+    "H2D pinned, source zeroed": TUTORIAL_H2D,
+}
+
+
+def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
+    """Where each of the tutorial's loops stopped, checked against its page, beside section 4."""
+    stopped, trials, haz = run.value["stopped_at"], run.value["trials"], changed.value["cases"]
+    seen = claims.WhatWeSee(NOTEBOOK, run)
+
+    def where(label: str) -> str:
+        at = stopped[label]
+        return (
+            f"{label}: no failure in {trials} trials"
+            if at is None
+            else f"{label}: stopped at trial {at}"
+        )
+
+    as_page = all((stopped[k] is not None) == fails for k, fails in AS_WRITTEN_FAILS.items())
+    statement = "The tutorial's loops fail where its page shows them failing, and only there"
+    seen.check(statement, as_page, "; ".join(where(k) for k in AS_WRITTEN_FAILS))
+    beside = [
+        f"{label} stopped at trial {stopped[label]} of up to {trials}"
+        if stopped[label] is not None
+        else f"{label} ran all {trials} trials without a failure"
+        for label in AS_WRITTEN_BESIDE
+    ]
+    ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), shown, "{}: {} of {} wrong")
+    seen.say(
+        f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}. A loop that stops at its first failure says that a race was lost, not how often."
+    )
+    return seen
+
+
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The tutorial's hazards and fixes, judged by the counts of wrong results."""
     haz = run.value["cases"]
