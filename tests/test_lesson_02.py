@@ -417,15 +417,15 @@ def test_the_tutorials_loops_are_checked_against_its_page_beside_section_4():
     (check,) = seen.checks
     assert check.holds
     assert check.measured == (
-        "D2H non_blocking, read at once: stopped at trial 0; "
+        "D2H non_blocking, read at once: failed on trial 1; "
         "D2H non_blocking, synchronize before reading: no failure in 100 trials; "
-        "H2D pinned, source zeroed: stopped at trial 1; "
+        "H2D pinned, source zeroed: failed on trial 2; "
         "H2D pageable, source zeroed: no failure in 100 trials"
     )
     (sentence,) = seen.sentences
     assert sentence.startswith(
-        "As written, D2H non_blocking, read at once stopped at trial 0 of up to 100, and "
-        "H2D pinned, source zeroed stopped at trial 1 of up to 100."
+        "As written, D2H non_blocking, read at once failed on trial 1 of up to 100 and stopped, and "
+        "H2D pinned, source zeroed failed on trial 2 of up to 100 and stopped."
     )
     assert (
         "D2H non_blocking, read at once (tutorial's setting): 3 of 4 wrong; "

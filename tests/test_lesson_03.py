@@ -318,8 +318,6 @@ def test_the_tutorial_sentences_agree_with_the_trace(machine):
     assert "the traced copy ran at " + ", ".join(f"{r:.0f}" for r in rates) + " GB/s" in started
     assert f"against {run.value['copy'].gbps:.0f} GB/s timed with events" in started
     assert ("nothing to hide behind" in started) == (outlasted < len(steps))
-    if machine == "1xNVIDIA-H100-80GB-HBM3":  # issue 35's traced step: the hold ended 1.38 ms early
-        assert late and "nothing to hide behind" in started
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -336,8 +334,9 @@ def test_the_requirements_and_the_best_configuration(machine, capsys):
     for row in table.rows[:3]:
         assert _numbers(row[2])[0] == pytest.approx(overlaps[row[1]], abs=1e-3)
     others = [v for label, v in overlaps.items() if label != "pinned, side stream"]
-    if overlaps["pinned, side stream"] > 0.96 and max(others) < 0.19:  # far from both thresholds
-        assert [row[4] for row in table.rows] == [claims.HOLDS] * 4
+    if overlaps["pinned, side stream"] > 0.96 and max(others) < 0.19:  # this run: clear of both
+        # another run of the kind on the other side of a threshold makes a verdict borderline
+        assert {row[4] for row in table.rows} <= {claims.HOLDS, claims.BORDERLINE}
     assert "2 profiled steps" in table.headers[2]
     copies.show_tutorial(run)
     out = capsys.readouterr().out

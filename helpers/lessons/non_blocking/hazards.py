@@ -110,21 +110,23 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
         return (
             f"{label}: no failure in {trials} trials"
             if at is None
-            else f"{label}: stopped at trial {at}"
+            else f"{label}: failed on trial {at + 1}"
         )
 
     as_page = all((stopped[k] is not None) == fails for k, fails in AS_WRITTEN_FAILS.items())
     statement = "The tutorial's loops fail where its page shows them failing, and only there"
     seen.check(statement, as_page, "; ".join(where(k) for k in AS_WRITTEN_FAILS))
     beside = [
-        f"{label} stopped at trial {stopped[label]} of up to {trials}"
+        f"{label} failed on trial {stopped[label] + 1} of up to {trials} and stopped"
         if stopped[label] is not None
         else f"{label} ran all {trials} trials without a failure"
         for label in AS_WRITTEN_BESIDE
     ]
     ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), shown, "{}: {} of {} wrong")
+    where = f" (the tutorial's loops recorded on {run.machine}, section 4's on {changed.machine})"
+    where = "" if run.machine == changed.machine else where
     seen.say(
-        f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}. A loop that stops at its first failure says that a race was lost, not how often."
+        f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}{where}. A loop that stops at its first failure says that a race was lost, not how often."
     )
     return seen
 
