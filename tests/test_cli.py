@@ -1908,3 +1908,110 @@ def test_both_ways_each_times_each_direction_on_its_own_stream(monkeypatch):
     assert copies and all(c is True for c in copies)
     sources = [s.device for s in events_on]  # start and end of 0 -> 1, then of 1 -> 0, per sample
     assert sources == [0, 0, 1, 1] * 4 and len({id(s) for s in events_on[:2]}) == 1
+
+
+# ---------------------------------------------------------------- what the help and main promise
+
+
+def _description(*names: str) -> str:
+    """The description ``datamove NAMES --help`` prints, its lines joined by single spaces."""
+    parser = cli.build_parser()
+    for name in names:
+        parser = _subparsers(parser)[name]
+    return " ".join((parser.description or "").split())
+
+
+def test_the_descriptions_state_the_units_the_timing_and_the_exit_status():
+    top = _description()
+    assert "with the course's own code: host <-> GPU copies, peer copies, collectives" in top
+    assert top.endswith(
+        "compare it with its recordings. Bandwidth in decimal GB/s; sizes with binary prefixes."
+    )
+    for name in ("h2d", "d2h"):  # the direction named as `datamove --help` lists it
+        copy = _description(name)
+        assert copy.startswith(cli.COMMANDS[name].removesuffix(" by size") + " on cuda:0"), copy
+        assert (
+            "pageable ones with a synchronised host clock; warm-up, several samples, median and "
+            "spread; contents checked once." in copy
+        )
+    coll = _description("collectives")
+    assert (
+        "'# Avg bus bandwidth' (exit 1 on wrong values). Under torchrun it joins torchrun's "
+        "group; otherwise it starts -g ranks here (NCCL with a GPU per rank, else gloo)." in coll
+    )
+
+
+def test_every_default_the_help_states_is_the_default_parsed():
+    """'(default X)' in an option's help, X read by the option's own type, is what it gets when
+    left out (sizes, counts, seconds, the tolerance, record's folder under the clone)."""
+    checked = []
+    for name, parser in _subparsers(cli.build_parser()).items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            said = re.search(r"\(default:? ([^\s),;]+)", formatter._expand_help(action) or "")
+            if not said or action.default is None:
+                continue
+            text = said.group(1).rstrip(":")
+            value = action.type(text) if action.type else text
+            if isinstance(action.default, Path):
+                value = record_check.ROOT / value
+            assert value == action.default, (name, action.option_strings, said.group(0))
+            checked.append((name, action.dest))
+    assert len(checked) >= 14 and ("collectives", "cudagraph") in checked, checked
+
+
+def test_collectives_sizes_left_out_are_the_ones_its_help_states():
+    """-b, -e and -f default to None and are settled per backend: their help states the values."""
+    flags = {
+        a.dest: " ".join(a.help.split())
+        for a in _subparsers(cli.build_parser())["collectives"]._actions
+    }
+    smallest = re.search(r"\(default (\w+);", flags["minbytes"]).group(1)
+    nccl, gloo = re.search(
+        r"\(default (\w+) with nccl, (\w+) with gloo\)", flags["maxbytes"]
+    ).groups()
+    factor = re.search(r"\(default (\d+)\)", flags["stepfactor"]).group(1)
+    assert collectives_cmd.DEFAULT_RANGE == {
+        "nccl": (cli_args.parse_size(smallest), cli_args.parse_size(nccl), int(factor)),
+        "gloo": (cli_args.parse_size(smallest), cli_args.parse_size(gloo), int(factor)),
+    }
+    assert "ranks to start without torchrun (default: one per GPU, or 2)" in flags["ngpus"]
+    assert flags["cudagraph"].startswith(
+        "capture the -n calls in a CUDA graph and replay it this many times a sample "
+        "(default 0: launch each call; NCCL only)"
+    )
+
+
+def test_collectives_takes_nccl_tests_flags_by_their_long_names_and_checks_them(capsys):
+    args = _parsed("collectives", "--warmup", "3", "-G", "2", "--datatype", "float")
+    assert (args.warmup, args.cudagraph, args.datatype) == (3, 2, "float")
+    long = _parsed("collectives", "--warmup_iters", "4", "--cudagraph", "0", "-d", "float")
+    assert (long.warmup, long.cudagraph) == (4, 0)
+    code, _, err = run(capsys, "collectives", "-G", "-1")
+    assert code == 2 and "'-1' is not a whole number >= 0" in err
+    code, _, err = run(capsys, "collectives", "--datatype", "half")
+    assert code == 2 and "notebook 06 times float32" in err
+
+
+@pytest.mark.parametrize(
+    "error, status, says",
+    [
+        (distributed.WorkerError, 1, "datamove collectives: rank 1 died"),
+        (distributed.LaunchTimeout, 1, "datamove collectives: rank 1 died"),
+        (cli.UsageError, 2, "datamove collectives: rank 1 died"),
+        (KeyboardInterrupt, 130, "datamove collectives: interrupted"),
+    ],
+)
+def test_a_failed_run_is_one_line_on_stderr_naming_the_command(
+    capsys, monkeypatch, error, status, says
+):
+    class Failure(error):  # the launch's exceptions, without an Outcome to build them from
+        def __init__(self):
+            BaseException.__init__(self, "rank 1 died")
+
+    def fail(args):
+        raise Failure()
+
+    monkeypatch.setattr(collectives_cmd, "cmd_collectives", fail)
+    code, out, err = run(capsys, "collectives")
+    assert (code, out, err) == (status, "", says + "\n")
