@@ -1325,7 +1325,7 @@ def test_nvbandwidths_header_is_its_own_text_line_for_line():
 def fake_nvbandwidth_machine(monkeypatch):
     """``gpus`` GPUs (set ``machine.gpus``) whose copies are injected: h2d at 50 GB/s per GPU, one
     way GPU to GPU at 300 GB/s; which GPU was current during each host copy is kept."""
-    machine = types.SimpleNamespace(gpus=1, current=None, host_copies_on=[])
+    machine = types.SimpleNamespace(gpus=1, current=None, host_copies_on=[], host_copies=[])
 
     class Device:
         def __init__(self, index):
@@ -1339,6 +1339,7 @@ def fake_nvbandwidth_machine(monkeypatch):
 
     def timed_copy(nbytes, direction, pinned, repeats):
         machine.host_copies_on.append(machine.current)
+        machine.host_copies.append((direction, pinned, nbytes, repeats))
         return _fake_timing(nbytes, nbytes / 50e9)
 
     def peer_copy_bandwidth(sizes, repeats):
@@ -1894,8 +1895,13 @@ def test_both_ways_each_times_each_direction_on_its_own_stream(monkeypatch):
         clock["now_s"] += src.numel() / rate[clock["gpu"]]
         return copy(dst, src)
 
-    randint = torch.randint
-    monkeypatch.setattr(torch, "randint", lambda *a, device, **k: randint(*a, **k))
+    randint, placed = torch.randint, []
+
+    def randint_on(*args, device, **kwargs):
+        placed.append(device)
+        return randint(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "randint", randint_on)
     monkeypatch.setattr(torch.Tensor, "copy_", copy_)
     monkeypatch.setattr(torch.cuda, "Stream", Stream)
     monkeypatch.setattr(torch.cuda, "Event", Event)
@@ -1904,6 +1910,7 @@ def test_both_ways_each_times_each_direction_on_its_own_stream(monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda gpu=None: None)
     monkeypatch.setattr(timing, "hold_stream", lambda us, gpu=None: None)
     one, other = nvbandwidth_cmd.both_ways_each(0, 1, 4096, samples=3)
+    assert placed == ["cuda:0", "cuda:1"]  # each direction's source on its own GPU
     assert (one, other) == (pytest.approx(100.0), pytest.approx(50.0))
     assert copies and all(c is True for c in copies)
     sources = [s.device for s in events_on]  # start and end of 0 -> 1, then of 1 -> 0, per sample
@@ -2015,3 +2022,43 @@ def test_a_failed_run_is_one_line_on_stderr_naming_the_command(
     monkeypatch.setattr(collectives_cmd, "cmd_collectives", fail)
     code, out, err = run(capsys, "collectives")
     assert (code, out, err) == (status, "", says + "\n")
+
+
+def test_nvbandwidth_measures_each_testcase_as_its_name_says(fake_nvbandwidth_machine):
+    """Host testcases copy pinned memory in their direction on every GPU, with -i samples; the
+    bidirectional one times every ordered pair of three GPUs, Total the sum of both ways."""
+    machine = fake_nvbandwidth_machine
+    machine.gpus = 3
+    h2d, d2h, _, bidir = nvbandwidth_cmd.TESTCASES
+    (matrix,) = nvbandwidth_cmd.measure(h2d, 4 * MiB, 5)
+    assert matrix == [[pytest.approx(50.0)] * 3]
+    nvbandwidth_cmd.measure(d2h, 4 * MiB, 5)
+    assert machine.host_copies == [("h2d", True, 4 * MiB, 5)] * 3 + [("d2h", True, 4 * MiB, 5)] * 3
+    assert machine.host_copies_on == [0, 1, 2, 0, 1, 2]
+    write1, write2, total = nvbandwidth_cmd.measure(bidir, 4 * MiB, 5)
+    assert write1 == [[None, 100.0, 100.0], [200.0, None, 200.0], [300.0, 300.0, None]]
+    assert write2 == [[None, 100.0, 100.0], [100.0, None, 100.0], [100.0, 100.0, None]]
+    assert total == [[None, 200.0, 200.0], [300.0, None, 300.0], [400.0, 400.0, None]]
+
+
+def test_nvbandwidth_names_a_gpu_whose_pci_address_torch_does_not_give_with_zeros(monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    props = [
+        types.SimpleNamespace(name="Old GPU"),
+        types.SimpleNamespace(name="New GPU", pci_domain_id=1, pci_bus_id=0xAB, pci_device_id=3),
+    ]
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props[i])
+    assert nvbandwidth_cmd.device_lines() == [
+        "Old GPU (00000000:00:00)",
+        "New GPU (00000001:ab:03)",
+    ]
+
+
+def test_nvbandwidth_text_ends_with_its_note_and_only_j_prints_json(
+    capsys, fake_nvbandwidth_machine
+):
+    code, out, err = run(capsys, "nvbandwidth", "-t", "0")
+    assert code == 0 and out.endswith("\n" + nvbandwidth_cmd.NVBANDWIDTH_NOTE + "\n")
+    assert "{" not in out and err.startswith("datamove: the course's copies under nvbandwidth's")
+    code, out, err = run(capsys, "nvbandwidth", "-t", "0", "-j")
+    assert json.loads(out)["nvbandwidth"]["testcases"][0]["status"] == "Passed" and err == ""
