@@ -10,8 +10,10 @@ all_reduce busbw at 1 GiB.
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
 import importlib.metadata
+import io
 import json
 import math
 import os
@@ -2062,3 +2064,168 @@ def test_nvbandwidth_text_ends_with_its_note_and_only_j_prints_json(
     assert "{" not in out and err.startswith("datamove: the course's copies under nvbandwidth's")
     code, out, err = run(capsys, "nvbandwidth", "-t", "0", "-j")
     assert json.loads(out)["nvbandwidth"]["testcases"][0]["status"] == "Passed" and err == ""
+
+
+def test_progress_is_shown_on_a_terminal_without_being_asked(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    progress = cli_output.Progress("check", 2)
+    progress.step("H2D pinned")
+    assert progress.shown and sys.stderr.getvalue().startswith("\rH2D pinned: 1/2 done, ")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a log file: no bar
+    assert not cli_output.Progress("check", 2).shown
+
+
+def test_check_prints_its_columns_with_their_units_as_text_and_csv(
+    capsys, monkeypatch, tmp_path, measured_as_recorded
+):
+    _write_index(tmp_path, 1.0)
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    code, out, _ = run(capsys, "check")
+    lines = out.splitlines()
+    assert (
+        code == 0
+        and lines[0] == f"{MACHINE}: headline figures against results/index.jsonl, tolerance 5%"
+    )
+    headings = re.split(r"\s{2,}", lines[1].strip(" |").replace("|", "  "))
+    assert [h.strip() for h in headings if h.strip()] == [
+        "figure",
+        "size",
+        "GPUs",
+        "baseline GB/s",
+        "measured GB/s",
+        "change",
+        "verdict",
+    ]
+    code, out, _ = run(capsys, "check", "--csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and list(rows[0]) == [
+        "figure",
+        "size_text",
+        "ranks",
+        "baseline_gbps",
+        "measured_gbps",
+        "change",
+        "verdict",
+    ]
+    assert [r["figure"] for r in rows] == list(measured_as_recorded)
+    assert {r["verdict"] for r in rows} == {"pass"} and rows[0]["change"] == "+0.0%"
+
+
+@pytest.fixture
+def fake_gpu_run(monkeypatch, tmp_path):
+    """``datamove record`` on a pretend GPU machine: each command it runs is kept with its keywords
+    and the text stdout had flushed by then; tools/gpu_run.py's run exits ``machine.exit`` and
+    writes ``machine.archive`` (None: nothing) into its --out folder."""
+
+    class Stdout(io.StringIO):  # what a pipe has received: the text flushed so far
+        flushed = ""
+
+        def flush(self):
+            self.flushed = self.getvalue()
+
+    machine = types.SimpleNamespace(
+        runs=[], shown=[], exit=0, archive="gpu-results-3xFake.tar.gz", stdout=Stdout()
+    )
+
+    def subprocess_run(cmd, **kwargs):
+        machine.runs.append((cmd, kwargs))
+        machine.shown.append(machine.stdout.flushed)
+        if cmd[1].endswith("gpu_run.py") and machine.archive:
+            out = Path(cmd[cmd.index("--out") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            (out / machine.archive).write_bytes(b"")
+        return subprocess.CompletedProcess(cmd, machine.exit)
+
+    (tmp_path / "results" / "3xFake").mkdir(parents=True)
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # record sets it for gpu_run's children
+    monkeypatch.setattr(hardware, "driver_present", lambda: True)
+    monkeypatch.setattr(record_check.subprocess, "run", subprocess_run)
+    return machine
+
+
+def test_record_shows_each_install_then_runs_gpu_run_on_every_notebook(
+    fake_gpu_run, monkeypatch, tmp_path
+):
+    stale = records.Problem("3xFake", "01_pinned_memory", "copy_bandwidth: stale")
+    elsewhere = records.Problem("2xOther", "01_pinned_memory", "not this machine's")
+    checked = []
+
+    def check_recordings(notebooks):
+        checked.append([Path(nb).name for nb in notebooks])
+        return [stale, elsewhere]
+
+    monkeypatch.setattr(records, "check_recordings", check_recordings)
+    monkeypatch.setattr(sys, "stdout", fake_gpu_run.stdout)
+    code = cli.main(["record", "--install", "--out", str(tmp_path / "gpu-out")])
+    out = fake_gpu_run.stdout.getvalue()
+    (pip1, kw1), (pip2, kw2), (gpu_run, kw) = fake_gpu_run.runs
+    assert [pip1, pip2] == record_check._install_commands() and kw1 == kw2 == {"check": True}
+    assert fake_gpu_run.shown[0] == f"$ {' '.join(pip1)}\n"  # flushed before pip prints
+    assert fake_gpu_run.shown[1].endswith(f"$ {' '.join(pip2)}\n")
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("0*.ipynb"))
+    assert len(notebooks) == 7 and [Path(a).name for a in gpu_run[4:]] == notebooks
+    assert gpu_run[2:4] == ["--out", str((tmp_path / "gpu-out").resolve())]
+    assert kw["cwd"] == ROOT and kw["check"] is False and kw["env"]["PYTHONUNBUFFERED"] == "1"
+    assert distributed.RANK_ENV.items() <= kw["env"].items() and checked == [notebooks]
+    assert code == 1 and "recordings checks on results/3xFake/: 2 problem(s)" in out
+    assert f"  - {tmp_path / 'results' / '3xFake'}: holds no recording" in out
+    assert "  - copy_bandwidth: stale" in out and "not this machine's" not in out
+    assert (
+        f"archive: {(tmp_path / 'gpu-out').resolve()}/gpu-results-3xFake.tar.gz; next: make index"
+        in out
+    )
+
+
+def test_record_exits_1_when_gpu_run_fails_or_writes_no_archive(
+    capsys, fake_gpu_run, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(records, "check_recordings", lambda notebooks: [])
+    monkeypatch.setattr(records, "validate_machine_folder", lambda folder, machine: [])
+    assert cli.main(["record", "--out", str(tmp_path / "a")]) == 0
+    assert "recordings checks on results/3xFake/: sound" in capsys.readouterr().out
+    assert len(fake_gpu_run.runs) == 1  # no install without --install
+    fake_gpu_run.exit = 3
+    assert cli.main(["record", "--out", str(tmp_path / "b")]) == 1  # the archive, but a failed run
+    fake_gpu_run.archive = None
+    assert cli.main(["record", "--out", str(tmp_path / "c")]) == 1
+    assert capsys.readouterr().err == (
+        f"datamove record: tools/gpu_run.py wrote no archive into {(tmp_path / 'c').resolve()} (exit 3)\n"
+    )
+
+
+def test_check_measures_pinned_host_copies_in_their_direction(monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    copies = []
+
+    def host_copy(direction, pinned, nbytes):
+        copies.append((direction, pinned, nbytes))
+        return _fake_timing(nbytes, nbytes / (40e9 if direction == "h2d" else 20e9))
+
+    monkeypatch.setattr(record_check, "host_copy", host_copy)
+    monkeypatch.setattr(distributed, "launch", lambda *a, **k: pytest.fail("a collective launched"))
+    base = {"bytes": 256 * MiB, "ranks": 1}
+    assert record_check._measure_headline("H2D pinned", base) == pytest.approx(40.0)
+    assert record_check._measure_headline("D2H pinned", base) == pytest.approx(20.0)
+    assert copies == [("h2d", True, 256 * MiB), ("d2h", True, 256 * MiB)]
+    assert record_check._measure_headline("P2P cuda:0 -> cuda:1", {**base, "ranks": 2}) is None
+
+
+def test_an_index_row_that_outgrew_its_recording_names_it_and_says_make_index():
+    row = next(
+        r
+        for r in records.read_index(kind="figure")
+        if record_check._matches(r, record_check.HEADLINES[-1], MACHINE)  # all_reduce busbw
+    )
+    assert record_check._ranks_of(row) >= 2
+    stale = dict(row, name="['sweep'][999]['all_reduce']")
+    with pytest.raises(cli.UsageError) as err:
+        record_check._ranks_of(stale)
+    assert str(err.value) == (
+        f"results/index.jsonl's row \"['sweep'][999]['all_reduce']\" does not match the recording "
+        f"of bandwidth on {MACHINE}: run `make index`"
+    )
