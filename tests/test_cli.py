@@ -2229,3 +2229,158 @@ def test_an_index_row_that_outgrew_its_recording_names_it_and_says_make_index():
         f"results/index.jsonl's row \"['sweep'][999]['all_reduce']\" does not match the recording "
         f"of bandwidth on {MACHINE}: run `make index`"
     )
+
+
+def _columns(header: list[str]) -> list[tuple[str, str]]:
+    """(heading, unit) of each column of nccl-tests' two heading lines, paired by where they end."""
+    units = {m.end(): m.group() for m in re.finditer(r"\S+", header[-1][1:])}
+    return [(m.group(), units.get(m.end(), "")) for m in re.finditer(r"\S+", header[-2][1:])]
+
+
+def test_each_nccl_tests_column_states_its_unit_with_and_without_per_iteration_timing():
+    """The headings and units of nccl-tests' log (fixture) and, with -I 1, its per-iteration
+    columns: i_min, i_max and i_p99 in us, i_cv% in %, after each group's four."""
+    real = FIXTURE_LOG.read_text().splitlines()
+    at = next(i for i, line in enumerate(real) if line.startswith("#        (B)"))
+    lead = [("size", "(B)"), ("count", "(elements)"), ("type", ""), ("redop", ""), ("root", "")]
+    group = [("time", "(us)"), ("algbw", "(GB/s)"), ("busbw", "(GB/s)"), ("#wrong", "")]
+    assert _columns(real[at - 1 : at + 1]) == lead + group * 2
+    assert _columns(_header()) == lead + group * 2
+    per_iter = [("i_min", "(us)"), ("i_max", "(us)"), ("i_p99", "(us)"), ("i_cv%", "(%)")]
+    assert _columns(_header(per_iter=True)) == lead + (group + per_iter) * 2
+    assert "out-of-place (+ per-iteration)" in _header(per_iter=True)[-3]
+
+
+def test_per_iteration_stats_are_in_microseconds_after_the_skipped_calls():
+    times_s = [9e-3, 1e-5, 3e-5, 2e-5, 4e-5]  # the first call slow, left out with -K 1
+    stats = nccl_tests_format.per_iter_stats(times_s, 1)
+    mean, stdev = 25.0, math.sqrt((15**2 + 5**2 + 5**2 + 15**2) / 4)
+    assert stats == {
+        "skipped_iterations": 1,
+        "min_us": pytest.approx(10.0, rel=1e-12),
+        "max_us": pytest.approx(40.0, rel=1e-12),
+        "avg_us": pytest.approx(mean, rel=1e-12),
+        "p50_us": pytest.approx(30.0, rel=1e-12),
+        "p95_us": pytest.approx(40.0, rel=1e-12),
+        "p99_us": pytest.approx(40.0, rel=1e-12),
+        "stdev_us": pytest.approx(stdev, rel=1e-12),
+        "cv_pct": pytest.approx(stdev / mean * 100, rel=1e-12),
+        "times_us": pytest.approx([9000.0, 10.0, 30.0, 20.0, 40.0], rel=1e-12),  # every call
+    }
+    assert nccl_tests_format.per_iter_stats([0.0, 0.0], 0)["cv_pct"] == 0.0
+    hundred = nccl_tests_format.per_iter_stats([k * 1e-6 for k in range(100, 0, -1)], 0)
+    percentiles = (hundred["p50_us"], hundred["p95_us"], hundred["p99_us"])
+    assert percentiles == pytest.approx((51.0, 95.0, 99.0))  # the ceil(n p / 100)-th call
+    ninety_nine = nccl_tests_format.per_iter_stats([k * 1e-6 for k in range(1, 100)], 0)
+    assert ninety_nine["p99_us"] == pytest.approx(99.0)  # ceil(98.01): the 99th, the slowest
+
+
+def test_the_summary_averages_the_groups_measured_and_is_zero_without_any():
+    assert nccl_tests_format.summary([]) == (0, 0.0)
+    rows = [_row("all_reduce", 1024, 1e-5, 2, 2), _row("all_reduce", 4096, 1e-5, 1, 2)]
+    rows[0]["out_of_place"] = None  # a group that could not be measured
+    rows[1]["out_of_place"] = dict(rows[1]["in_place"], bus_bw=0.0, nwrong=None)
+    busbw = [rows[0]["in_place"]["bus_bw"], rows[1]["in_place"]["bus_bw"], 0.0]
+    assert nccl_tests_format.summary(rows) == (3, pytest.approx(sum(busbw) / 3))
+    doc = nccl_tests_format.json_document(
+        argv=["datamove"],
+        world=2,
+        min_bytes=1024,
+        max_bytes=4096,
+        factor=None,
+        step_bytes=3072,
+        warmup=5,
+        iters=20,
+        check=1,
+        graph=0,
+        per_iter=False,
+        per_iter_skip=0,
+        devices=[],
+        rows=rows,
+        started=datetime.datetime(2026, 1, 2, 3, 4, 5),
+    )
+    assert doc["out_of_bounds"] == {"count": 3, "okay": "false"}
+    assert doc["average_bus_bandwidth"] == {
+        "bandwidth": pytest.approx(sum(busbw) / 3),
+        "okay": "unchecked",
+    }
+    assert doc["config"]["step_bytes"] == 3072 and "step_factor" not in doc["config"]
+
+
+def test_the_collectives_printer_states_a_byte_step_and_per_iteration_timing(capsys, tmp_path):
+    argv = ["collectives", "-b", "1K", "-e", "3K", "-i", "1K", "-I", "1"]
+    args = _parsed(*argv, "-J", str(tmp_path / "out.json"))
+    printer = collectives_cmd._NcclTestsPrinter(args, 2, "gloo")
+    assert printer.sizes == [1024, 2048, 3072]
+    for size in printer.sizes:
+        printer(_collective_report(size))
+    header = capsys.readouterr().out.splitlines()
+    assert "step: 1024(bytes)" in header[3] and header[4].startswith("# Per-Iteration Report")
+    config = json.loads((tmp_path / "out.json").read_text())["config"]
+    assert config["step_bytes"] == 1024 and "step_factor" not in config
+    assert config["per_iter_timing"] == "true"
+    factor = collectives_cmd._NcclTestsPrinter(
+        _parsed("collectives", "-b", "1K", "-e", "4K"), 2, "gloo"
+    )
+    assert factor.factor == 4 and factor.settings["per_iter"] is False
+
+
+@pytest.mark.parametrize(
+    "argv, backend, warning, settled",
+    [
+        (
+            ["-I", "2"],
+            "gloo",
+            "per-iteration timing (-I) only supports 0=off or 1=on. Disabling.",
+            {},
+        ),
+        (
+            ["-I", "1", "-G", "1"],
+            "nccl",
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling.",
+            {"cudagraph": 1},
+        ),
+        (
+            ["-I", "1", "-n", "20", "-K", "20"],
+            "gloo",
+            "per-iteration skip (-K) must be between 0 and 19. Disabling.",
+            {"per_iter_timing": 1},
+        ),
+        (
+            ["-K", "3"],
+            "gloo",
+            "per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.",
+            {},
+        ),
+        (
+            ["-I", "1", "-n", "20", "-K", "19"],
+            "gloo",
+            "",
+            {"per_iter_timing": 1, "per_iter_skip": 19},
+        ),
+    ],
+)
+def test_per_iteration_flags_nccl_tests_refuses_are_warned_on_stderr_and_turned_off(
+    capsys, argv, backend, warning, settled
+):
+    args = _parsed("collectives", *argv)
+    collectives_cmd._settled_flags(args, backend)
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", warning + "\n" * bool(warning))
+    expected = {"per_iter_timing": 0, "per_iter_skip": 0, "cudagraph": 0, **settled}
+    assert {k: getattr(args, k) for k in expected} == expected
+
+
+def test_g_under_gloo_and_a_nccl_rank_sweep_without_gpus_say_what_to_pass(capsys, monkeypatch):
+    with pytest.raises(
+        cli.UsageError, match=r"the gloo backend runs on the CPU and has none: pass -G 0"
+    ):
+        collectives_cmd._settled_flags(_parsed("collectives", "-G", "2"), "gloo")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    code, out, err = run(capsys, "collectives", "--sweep-ranks", "--backend", "nccl")
+    assert code == 2 and out == ""
+    assert err.startswith(
+        "datamove collectives: needs 2 CUDA GPU(s) (a sweep over ranks needs 2 GPUs; pass "
+        "--backend gloo to sweep CPU ranks), this machine has 0"
+    )
