@@ -2384,3 +2384,117 @@ def test_g_under_gloo_and_a_nccl_rank_sweep_without_gpus_say_what_to_pass(capsys
         "datamove collectives: needs 2 CUDA GPU(s) (a sweep over ranks needs 2 GPUs; pass "
         "--backend gloo to sweep CPU ranks), this machine has 0"
     )
+
+
+def _link(gen, width, gen_max=5, width_max=16):
+    return {
+        "index": 0,
+        "bus_id": "x",
+        "gen_current": gen,
+        "gen_max": gen_max,
+        "width_current": width,
+        "width_max": width_max,
+    }
+
+
+@pytest.mark.parametrize(
+    "link, status, seen, fix",
+    [
+        (_link(5, 16), doctor.PASS, "gen 5 x16 now, gen 5 x16 at most (read under load)", ""),
+        (
+            _link(3, 16),
+            doctor.WARN,
+            "gen 3 x16 now, gen 5 x16 at most (read under load)",
+            "below its generation under load: check the BIOS PCIe speed setting and the slot; idle "
+            "power saving can also show this",
+        ),
+        (
+            _link(5, 8),
+            doctor.FAIL,
+            "gen 5 x8 now, gen 5 x16 at most (read under load)",
+            "a degraded width: reseat the card or move it to a full-width slot; check the riser and "
+            "BIOS lane settings",
+        ),
+        (
+            _link(5, None),
+            doctor.WARN,
+            "not reported by the driver",
+            "read it with nvidia-smi -q -d PCI",
+        ),
+    ],
+)
+def test_a_pcie_link_is_judged_by_width_then_generation_with_what_to_do(link, status, seen, fix):
+    (check,) = doctor._check_links({"links": [link]})
+    assert (check.name, check.status, check.seen, check.fix or "") == (
+        "GPU 0 PCIe link",
+        status,
+        seen,
+        fix,
+    )
+
+
+def test_a_gpu_on_a_numa_node_without_a_cpu_list_has_nothing_to_match():
+    facts = {"affinity": [0, 1], "numa": {0: 3, 1: None, 2: 0}, "numa_cpus": {0: [0, 1]}}
+    checks = doctor._check_numa(facts)
+    assert [(c.name, c.status) for c in checks] == [
+        ("GPU 0 NUMA node", doctor.PASS),
+        ("GPU 1 NUMA node", doctor.PASS),
+        ("GPU 2 NUMA node", doctor.PASS),
+    ]
+    assert checks[0].seen == checks[1].seen == "one NUMA node (or not reported): nothing to match"
+    assert checks[2].seen == "node 0; this process may run on 2 of its CPUs"
+    (far,) = doctor._check_numa({**facts, "numa": {0: 0}, "affinity": [5]})
+    assert far.fix == "numactl --cpunodebind=0 --membind=0 <command> (pinned buffers near the GPU)"
+
+
+def test_topo_json_without_a_gpu_has_the_keys_of_one_with_gpus(
+    capsys, monkeypatch, fake_three_gpus
+):
+    code, out, _ = run(capsys, "topo", "--json")
+    with_gpus = json.loads(out)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    code, out, _ = run(capsys, "topo", "--json")
+    assert code == 0 and json.loads(out) == {
+        key: None if key == "source" else [] for key in with_gpus
+    }
+
+
+def test_notebooks_run_says_how_long_each_took_and_passes_quick_on(tmp_path, capsys, monkeypatch):
+    ran = []
+
+    def execute(nb, quick):
+        ran.append((nb.name, quick))
+        return 42.4
+
+    monkeypatch.setattr(notebooks_cmd, "_execute", execute)
+    code, out, _ = run(capsys, "notebooks", str(tmp_path), "00", "--run", "--quick")
+    assert code == 0 and ran == [("00_start_here.ipynb", True)]
+    assert (
+        out.splitlines()[-1]
+        == f"{tmp_path / '00_start_here.ipynb'}: ran in 42 s, outputs saved in it"
+    )
+    code, out, _ = run(capsys, "notebooks", str(tmp_path), "00", "--run")
+    assert ran[-1] == ("00_start_here.ipynb", False)
+
+
+def test_executing_a_notebook_takes_its_run_time_and_quick_reaches_the_kernel(
+    tmp_path, monkeypatch
+):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+
+    class Client:
+        def __init__(self, nb, **kwargs):
+            pass
+
+        def execute(self):
+            return None
+
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "00.ipynb")
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    monkeypatch.setenv(config.QUICK_ENV, "0")  # so that teardown restores what was there
+    monkeypatch.delenv(config.QUICK_ENV)
+    assert 0 <= notebooks_cmd._execute(tmp_path / "00.ipynb", quick=False) < 5
+    assert config.QUICK_ENV not in os.environ
+    notebooks_cmd._execute(tmp_path / "00.ipynb", quick=True)
+    assert os.environ[config.QUICK_ENV] == "1"
