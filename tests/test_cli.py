@@ -2498,3 +2498,55 @@ def test_executing_a_notebook_takes_its_run_time_and_quick_reaches_the_kernel(
     assert config.QUICK_ENV not in os.environ
     notebooks_cmd._execute(tmp_path / "00.ipynb", quick=True)
     assert os.environ[config.QUICK_ENV] == "1"
+
+
+def test_the_copy_table_states_units_and_lines_each_figure_up_under_its_heading(
+    capsys, fake_copies, monkeypatch
+):
+    """h2d's text: what was copied and in which units, the link's raw rate, then one row per size
+    (median, slowest and fastest GB/s, IQR/median, us per copy, share of the link, calls, clock);
+    without a reported link its share is '-'."""
+    code, out, _ = run(capsys, "h2d", "--sizes", "1MiB")
+    title, headings, row = out.splitlines()
+    assert code == 0 and title == (
+        "H2D from pinned memory on Fake GPU; decimal GB/s, median of the samples (slowest-fastest); "
+        "PCIe gen 5 x16: raw 63.0 GB/s per direction (copies reach about 80-90% of it)"
+    )
+    timed = _fake_timing(MiB, MiB / 50e9)
+    cell = re.compile(r"(?:\S+ ?)*\S")  # words one space apart
+    cells = dict(zip(cell.findall(headings), cell.findall(row), strict=True))
+    assert cells == {
+        "size": "1 MiB",
+        "GB/s": "50.00",
+        "slowest": f"{50 / 1.02:.2f}",
+        "fastest": f"{50 / 0.99:.2f}",
+        "IQR/median": f"{timed.spread:.3f}",
+        "us/copy": f"{MiB / 50e9 * 1e6:.1f}",
+        "of link": "79%",
+        "calls": "4",
+        "clock": "cuda events",
+    }
+    ends = [m.end() for m in cell.finditer(headings)]  # right-aligned under each heading
+    assert [m.end() for m in cell.finditer(row)] == ends
+    monkeypatch.setattr(
+        copy_cmds,
+        "link_of_gpu0",
+        lambda: {"gen": None, "width": None, "theoretical_gbps": None, "memory_ceiling_gbps": None},
+    )
+    code, out, _ = run(capsys, "d2h", "--pageable", "--sizes", "1MiB")
+    title, _, row = out.splitlines()
+    assert title.startswith("D2H from pageable memory on Fake GPU") and title.endswith(
+        "; PCIe link not reported by nvidia-smi"
+    )
+    assert row.split()[7] == "-"
+
+
+@pytest.mark.parametrize("size, fix", [("4097", "4096"), ("4098", "4096"), ("2", "4")])
+def test_a_copy_size_that_is_not_whole_words_says_the_nearest_one_below(
+    capsys, fake_copies, size, fix
+):
+    code, _, err = run(capsys, "h2d", "--sizes", f"4KiB,{size}")
+    assert code == 2 and err == (
+        f"datamove h2d: copy sizes are whole 4-byte words (the copied data is int32); {size} bytes "
+        f"is not: pass e.g. {fix}\n"
+    )
