@@ -2550,3 +2550,101 @@ def test_a_copy_size_that_is_not_whole_words_says_the_nearest_one_below(
         f"datamove h2d: copy sizes are whole 4-byte words (the copied data is int32); {size} bytes "
         f"is not: pass e.g. {fix}\n"
     )
+
+
+@pytest.mark.parametrize(
+    "parse, text, says",
+    [
+        (
+            cli_args.parse_sizes,
+            " ",
+            "' ' is not a list of sizes: pass e.g. 4KiB:1GiB or 4KiB,64MiB",
+        ),
+        (
+            cli_args.parse_sizes,
+            "1:2:3:4",
+            "'1:2:3:4': a range is SMALLEST:LARGEST or SMALLEST:LARGEST:FACTOR, e.g. 4KiB:1GiB",
+        ),
+        (
+            cli_args.parse_sizes,
+            "4KiB:1GiB:1",
+            "'4KiB:1GiB:1': the step factor is a whole number >= 2, e.g. 4KiB:1GiB:2",
+        ),
+        (
+            cli_args.parse_sizes,
+            "1MiB:4KiB",
+            "'1MiB:4KiB': the largest size (4096 B) is below the smallest (1048576 B): pass the "
+            "smallest first, e.g. -b 8 -e 128M",
+        ),
+        (cli_args.parse_size, "0", f"'0' is not a positive size: pass {cli_args.SIZE_HELP}"),
+        (cli_args.parse_size, "4 XB", f"'4 XB' is not a size: pass {cli_args.SIZE_HELP}"),
+        (
+            cli_args.parse_ranks,
+            "65",
+            "'65' ranks is more than a launch starts on one machine: pass at most 64 (a "
+            "demonstration needs 2 to 8)",
+        ),
+        (cli_args.parse_ranks, "0", "'0' is not a whole number >= 1"),
+        (cli_args.whole(0), "-1", "'-1' is not a whole number >= 0"),
+        (cli_args.whole(2), "1.5", "'1.5' is not a whole number >= 2"),
+        (
+            cli_args.parse_seconds,
+            "86401",
+            "'86401' is not a timeout: pass the seconds you would wait, a positive number up to "
+            "86400, e.g. 60",
+        ),
+        (cli_args.parse_seconds, "0", "'0' is not a timeout: pass the seconds you would wait"),
+        (cli_args.parse_seconds, "inf", "'inf' is not a timeout"),
+        (cli_args.parse_seconds, "soon", "'soon' is not a timeout"),
+        (
+            cli_args.parse_ops,
+            ",",
+            "unknown collective ',': pass 'all' or names from "
+            "all_reduce,all_gather,reduce_scatter,broadcast,all_to_all",
+        ),
+        (
+            cli_args.one_of("sum", why="torch's timed reductions sum"),
+            "max",
+            "'max': torch's timed reductions sum; pass sum",
+        ),
+        (
+            cli_args.parse_tolerance,
+            "1",
+            "'1' is not a tolerance: pass a percentage below 100, e.g. 5% (or 0.05)",
+        ),
+    ],
+)
+def test_each_bad_value_says_what_was_wrong_and_what_to_pass(parse, text, says):
+    with pytest.raises(ValueError) as err:
+        parse(text)
+    assert str(err.value).startswith(says), str(err.value)
+
+
+def test_values_at_the_limits_are_taken():
+    assert cli_args.parse_ranks("64") == 64 and cli_args.parse_ranks(" 1 ") == 1
+    assert cli_args.parse_seconds("86400") == 86400.0 and cli_args.parse_seconds("0.5") == 0.5
+    assert cli_args.whole(0)("0") == 0 and cli_args.parse_tolerance("0") == 0.0
+    assert cli_args.parse_tolerance("99.9%") == pytest.approx(0.999)
+    assert cli_args.one_of("float", why="")(" FLOAT ") == "float"
+    assert cli_args.parse_sizes("1KiB:4KiB:2") == [1024, 2048, 4096]
+    assert cli_args.parse_sizes("4KiB:4KiB") == [4096] and cli_args.parse_size("1t") == 2**40
+    assert cli_args.size_range(1000, 3000, step=1000) == [1000, 2000, 3000]
+    assert len(cli_args.size_range(1, 1000, step=1)) == 1000
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        (dict(factor=1), "the step factor is a whole number >= 2, e.g. -f 2"),
+        (dict(step=0), "pass a step factor (-f 2) or a step in bytes (-i 1M)"),
+        (dict(), "pass a step factor (-f 2) or a step in bytes (-i 1M)"),
+        (
+            dict(step=1, text="-i 1"),
+            "'-i 1': 1001 sizes is more than a sweep needs: pass a bigger step or -f 2",
+        ),
+    ],
+)
+def test_a_size_range_nccl_tests_would_refuse_says_which_flag_to_pass(kwargs, says):
+    with pytest.raises(ValueError) as err:
+        cli_args.size_range(1, 1001, **kwargs)
+    assert str(err.value) == says
