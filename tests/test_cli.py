@@ -2648,3 +2648,39 @@ def test_a_size_range_nccl_tests_would_refuse_says_which_flag_to_pass(kwargs, sa
     with pytest.raises(ValueError) as err:
         cli_args.size_range(1, 1001, **kwargs)
     assert str(err.value) == says
+
+
+def test_nvbandwidth_v_adds_min_max_and_average_of_the_last_matrix_to_the_json(
+    capsys, fake_nvbandwidth_machine
+):
+    fake_nvbandwidth_machine.gpus = 2
+    code, out, _ = run(capsys, "nvbandwidth", "-j", "-v", "-t", "3")
+    (bidir,) = json.loads(out)["nvbandwidth"]["testcases"]
+    total = [[None, 200.0], [300.0, None]]  # Total: both ways' sum, 1 -> 0 twice as fast
+    assert (bidir["min"], bidir["max"], bidir["average"], bidir["sum"]) == (
+        0.0,
+        300.0,
+        250.0,
+        500.0,
+    )
+    assert bidir["bandwidth_description"] == nvbandwidth_cmd.TESTCASES[3].matrices[2][1]
+    assert (
+        bidir["bandwidth_matrix"][-2:]
+        == [["N/A", "200"], ["300", "N/A"]]
+        == [["N/A" if v is None else f"{v:g}" for v in row] for row in total]
+    )
+    code, out, _ = run(capsys, "nvbandwidth", "-j", "-t", "3")
+    assert "min" not in json.loads(out)["nvbandwidth"]["testcases"][0]
+    assert nvbandwidth_cmd.matrix_stats([[None, None]]) == (0.0, 0.0, 0.0)
+
+
+def test_nvbandwidth_testcases_by_index_stop_at_the_last_and_cuda_versions_read_as_codes():
+    assert nvbandwidth_cmd.find_testcase("3") == nvbandwidth_cmd.TESTCASES[3]
+    keys = ", ".join(c.key for c in nvbandwidth_cmd.TESTCASES)
+    with pytest.raises(ValueError) as err:
+        nvbandwidth_cmd.find_testcase("4")
+    assert str(err.value) == (
+        f"testcase '4' is not one datamove measures: pass one of {keys} (or its index; -l lists them)"
+    )
+    codes = [nvbandwidth_cmd._cuda_version_code(v) for v in ("12.8", "13", "13.0", None, "")]
+    assert codes == [12080, 13000, 13000, 0, 0]
