@@ -2684,3 +2684,92 @@ def test_nvbandwidth_testcases_by_index_stop_at_the_last_and_cuda_versions_read_
     )
     codes = [nvbandwidth_cmd._cuda_version_code(v) for v in ("12.8", "13", "13.0", None, "")]
     assert codes == [12080, 13000, 13000, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "change, name, seen, fix",
+    [
+        (
+            {"activity": [{"index": 1, "utilization_pct": 95, "pids": [42, 7]}]},
+            "GPU 1 other work",
+            "95% busy, other processes: [7]",  # this process (pid 42) left out
+            "wait for them, or choose an idle GPU with CUDA_VISIBLE_DEVICES: shared GPUs give wrong "
+            "timings",
+        ),
+        (
+            {"driver_cuda": "12.4"},
+            "driver vs torch's CUDA",
+            "driver supports CUDA 12.4, torch needs 13.0",
+            "update the driver, or install a torch built for CUDA <= 12.4",
+        ),
+        (
+            {"torch_cuda": None},
+            "driver vs torch's CUDA",
+            "torch 2.11.0+cu130 is a CPU build",
+            "install PyPI's CUDA build: pip install 'torch>=2.11,<2.15' (make setup does)",
+        ),
+        (
+            {"gpus": 0, "visible_devices": ""},
+            "GPUs visible",
+            "an NVIDIA driver answers but torch 2.11.0+cu130 sees no GPU (CUDA_VISIBLE_DEVICES='')",
+            "install PyPI's CUDA build of torch (make setup here), and check CUDA_VISIBLE_DEVICES",
+        ),
+        (
+            {"memlock": 64 * 2**10},
+            "pinned-memory limit (ulimit -l)",
+            "64 KiB",
+            "raise it: ulimit -l unlimited (limits.conf memlock; docker --ulimit memlock=-1); "
+            "registering host memory needs it",
+        ),
+        (
+            {"peer": [[True, False], [True, True]]},
+            "peer access",
+            "no direct access for 0->1",
+            "those copies go through host memory: check nvidia-smi topo -m and IOMMU/ACS settings",
+        ),
+        (
+            {"nccl": {"ok": False, "seen": "rank 1 raised"}},
+            "NCCL all_reduce",
+            "rank 1 raised",
+            "rerun with NCCL_DEBUG=INFO; keep NCCL_NVLS_ENABLE=0; try NCCL_P2P_DISABLE=1 to isolate "
+            "the link",
+        ),
+        (
+            {"free_disk": GiB // 2},
+            "free disk for traces",
+            "512 MiB free at /tmp",
+            "free some space, or set COURSE_TRACES_DIR to a roomier folder",
+        ),
+        (
+            {"recorded": ["1xOther"]},
+            "recordings for this machine",
+            "none for 2xNVIDIA-H200",
+            "datamove record, then a pull request with results/<machine>/ (CONTRIBUTING.md: Add "
+            "your machine)",
+        ),
+    ],
+)
+def test_each_doctor_problem_says_what_was_seen_and_the_command_that_fixes_it(
+    change, name, seen, fix
+):
+    checks = {c.name: c for rule in doctor.DOCTOR_CHECKS for c in rule(_healthy_facts(**change))}
+    assert (checks[name].seen, checks[name].fix) == (seen, fix)
+
+
+def test_a_healthy_machines_checks_say_what_they_saw():
+    seen = {c.name: c.seen for rule in doctor.DOCTOR_CHECKS for c in rule(_healthy_facts())}
+    assert seen == {
+        "GPUs visible": "2 CUDA GPU(s) visible to torch 2.11.0+cu130",
+        "driver vs torch's CUDA": "driver supports CUDA 13.0, torch built for 13.0",
+        "GPU 0 PCIe link": "gen 5 x16 now, gen 5 x16 at most (read under load)",
+        "GPU 1 PCIe link": "gen 5 x16 now, gen 5 x16 at most (read under load)",
+        "GPU 0 NUMA node": "node 0; this process may run on 2 of its CPUs",
+        "GPU 1 NUMA node": "node 1; this process may run on 2 of its CPUs",
+        "GPU 0 other work": "0% busy, other processes: none",
+        "GPU 1 other work": "0% busy, other processes: none",
+        "pinned-memory limit (ulimit -l)": "unlimited",
+        "peer access": "every pair of the 2 GPUs",
+        "NCCL all_reduce": "2 ranks returned",
+        "free disk for traces": "100 GiB free at /tmp",
+        "recordings for this machine": "results/2xNVIDIA-H200/ exists",
+    }
