@@ -10,8 +10,10 @@ all_reduce busbw at 1 GiB.
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
 import importlib.metadata
+import io
 import json
 import math
 import os
@@ -1325,7 +1327,7 @@ def test_nvbandwidths_header_is_its_own_text_line_for_line():
 def fake_nvbandwidth_machine(monkeypatch):
     """``gpus`` GPUs (set ``machine.gpus``) whose copies are injected: h2d at 50 GB/s per GPU, one
     way GPU to GPU at 300 GB/s; which GPU was current during each host copy is kept."""
-    machine = types.SimpleNamespace(gpus=1, current=None, host_copies_on=[])
+    machine = types.SimpleNamespace(gpus=1, current=None, host_copies_on=[], host_copies=[])
 
     class Device:
         def __init__(self, index):
@@ -1339,6 +1341,7 @@ def fake_nvbandwidth_machine(monkeypatch):
 
     def timed_copy(nbytes, direction, pinned, repeats):
         machine.host_copies_on.append(machine.current)
+        machine.host_copies.append((direction, pinned, nbytes, repeats))
         return _fake_timing(nbytes, nbytes / 50e9)
 
     def peer_copy_bandwidth(sizes, repeats):
@@ -1894,8 +1897,13 @@ def test_both_ways_each_times_each_direction_on_its_own_stream(monkeypatch):
         clock["now_s"] += src.numel() / rate[clock["gpu"]]
         return copy(dst, src)
 
-    randint = torch.randint
-    monkeypatch.setattr(torch, "randint", lambda *a, device, **k: randint(*a, **k))
+    randint, placed = torch.randint, []
+
+    def randint_on(*args, device, **kwargs):
+        placed.append(device)
+        return randint(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "randint", randint_on)
     monkeypatch.setattr(torch.Tensor, "copy_", copy_)
     monkeypatch.setattr(torch.cuda, "Stream", Stream)
     monkeypatch.setattr(torch.cuda, "Event", Event)
@@ -1904,7 +1912,864 @@ def test_both_ways_each_times_each_direction_on_its_own_stream(monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda gpu=None: None)
     monkeypatch.setattr(timing, "hold_stream", lambda us, gpu=None: None)
     one, other = nvbandwidth_cmd.both_ways_each(0, 1, 4096, samples=3)
+    assert placed == ["cuda:0", "cuda:1"]  # each direction's source on its own GPU
     assert (one, other) == (pytest.approx(100.0), pytest.approx(50.0))
     assert copies and all(c is True for c in copies)
     sources = [s.device for s in events_on]  # start and end of 0 -> 1, then of 1 -> 0, per sample
     assert sources == [0, 0, 1, 1] * 4 and len({id(s) for s in events_on[:2]}) == 1
+
+
+# ---------------------------------------------------------------- what the help and main promise
+
+
+def _description(*names: str) -> str:
+    """The description ``datamove NAMES --help`` prints, its lines joined by single spaces."""
+    parser = cli.build_parser()
+    for name in names:
+        parser = _subparsers(parser)[name]
+    return " ".join((parser.description or "").split())
+
+
+def test_the_descriptions_state_the_units_the_timing_and_the_exit_status():
+    top = _description()
+    assert "with the course's own code: host <-> GPU copies, peer copies, collectives" in top
+    assert top.endswith(
+        "compare it with its recordings. Bandwidth in decimal GB/s; sizes with binary prefixes."
+    )
+    for name in ("h2d", "d2h"):  # the direction named as `datamove --help` lists it
+        copy = _description(name)
+        assert copy.startswith(cli.COMMANDS[name].removesuffix(" by size") + " on cuda:0"), copy
+        assert (
+            "pageable ones with a synchronised host clock; warm-up, several samples, median and "
+            "spread; contents checked once." in copy
+        )
+    coll = _description("collectives")
+    assert (
+        "'# Avg bus bandwidth' (exit 1 on wrong values). Under torchrun it joins torchrun's "
+        "group; otherwise it starts -g ranks here (NCCL with a GPU per rank, else gloo)." in coll
+    )
+
+
+def test_every_default_the_help_states_is_the_default_parsed():
+    """'(default X)' in an option's help, X read by the option's own type, is what it gets when
+    left out (sizes, counts, seconds, the tolerance, record's folder under the clone)."""
+    checked = []
+    for name, parser in _subparsers(cli.build_parser()).items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            said = re.search(r"\(default:? ([^\s),;]+)", formatter._expand_help(action) or "")
+            if not said or action.default is None:
+                continue
+            text = said.group(1).rstrip(":")
+            value = action.type(text) if action.type else text
+            if isinstance(action.default, Path):
+                value = record_check.ROOT / value
+            assert value == action.default, (name, action.option_strings, said.group(0))
+            checked.append((name, action.dest))
+    assert len(checked) >= 14 and ("collectives", "cudagraph") in checked, checked
+
+
+def test_collectives_sizes_left_out_are_the_ones_its_help_states():
+    """-b, -e and -f default to None and are settled per backend: their help states the values."""
+    flags = {
+        a.dest: " ".join(a.help.split())
+        for a in _subparsers(cli.build_parser())["collectives"]._actions
+    }
+    smallest = re.search(r"\(default (\w+);", flags["minbytes"]).group(1)
+    nccl, gloo = re.search(
+        r"\(default (\w+) with nccl, (\w+) with gloo\)", flags["maxbytes"]
+    ).groups()
+    factor = re.search(r"\(default (\d+)\)", flags["stepfactor"]).group(1)
+    assert collectives_cmd.DEFAULT_RANGE == {
+        "nccl": (cli_args.parse_size(smallest), cli_args.parse_size(nccl), int(factor)),
+        "gloo": (cli_args.parse_size(smallest), cli_args.parse_size(gloo), int(factor)),
+    }
+    assert "ranks to start without torchrun (default: one per GPU, or 2)" in flags["ngpus"]
+    assert flags["cudagraph"].startswith(
+        "capture the -n calls in a CUDA graph and replay it this many times a sample "
+        "(default 0: launch each call; NCCL only)"
+    )
+
+
+def test_collectives_takes_nccl_tests_flags_by_their_long_names_and_checks_them(capsys):
+    args = _parsed("collectives", "--warmup", "3", "-G", "2", "--datatype", "float")
+    assert (args.warmup, args.cudagraph, args.datatype) == (3, 2, "float")
+    long = _parsed("collectives", "--warmup_iters", "4", "--cudagraph", "0", "-d", "float")
+    assert (long.warmup, long.cudagraph) == (4, 0)
+    code, _, err = run(capsys, "collectives", "-G", "-1")
+    assert code == 2 and "'-1' is not a whole number >= 0" in err
+    code, _, err = run(capsys, "collectives", "--datatype", "half")
+    assert code == 2 and "notebook 06 times float32" in err
+
+
+@pytest.mark.parametrize(
+    "error, status, says",
+    [
+        (distributed.WorkerError, 1, "datamove collectives: rank 1 died"),
+        (distributed.LaunchTimeout, 1, "datamove collectives: rank 1 died"),
+        (cli.UsageError, 2, "datamove collectives: rank 1 died"),
+        (KeyboardInterrupt, 130, "datamove collectives: interrupted"),
+    ],
+)
+def test_a_failed_run_is_one_line_on_stderr_naming_the_command(
+    capsys, monkeypatch, error, status, says
+):
+    class Failure(error):  # the launch's exceptions, without an Outcome to build them from
+        def __init__(self):
+            BaseException.__init__(self, "rank 1 died")
+
+    def fail(args):
+        raise Failure()
+
+    monkeypatch.setattr(collectives_cmd, "cmd_collectives", fail)
+    code, out, err = run(capsys, "collectives")
+    assert (code, out, err) == (status, "", says + "\n")
+
+
+def test_nvbandwidth_measures_each_testcase_as_its_name_says(fake_nvbandwidth_machine):
+    """Host testcases copy pinned memory in their direction on every GPU, with -i samples; the
+    bidirectional one times every ordered pair of three GPUs, Total the sum of both ways."""
+    machine = fake_nvbandwidth_machine
+    machine.gpus = 3
+    h2d, d2h, _, bidir = nvbandwidth_cmd.TESTCASES
+    (matrix,) = nvbandwidth_cmd.measure(h2d, 4 * MiB, 5)
+    assert matrix == [[pytest.approx(50.0)] * 3]
+    nvbandwidth_cmd.measure(d2h, 4 * MiB, 5)
+    assert machine.host_copies == [("h2d", True, 4 * MiB, 5)] * 3 + [("d2h", True, 4 * MiB, 5)] * 3
+    assert machine.host_copies_on == [0, 1, 2, 0, 1, 2]
+    write1, write2, total = nvbandwidth_cmd.measure(bidir, 4 * MiB, 5)
+    assert write1 == [[None, 100.0, 100.0], [200.0, None, 200.0], [300.0, 300.0, None]]
+    assert write2 == [[None, 100.0, 100.0], [100.0, None, 100.0], [100.0, 100.0, None]]
+    assert total == [[None, 200.0, 200.0], [300.0, None, 300.0], [400.0, 400.0, None]]
+
+
+def test_nvbandwidth_names_a_gpu_whose_pci_address_torch_does_not_give_with_zeros(monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    props = [
+        types.SimpleNamespace(name="Old GPU"),
+        types.SimpleNamespace(name="New GPU", pci_domain_id=1, pci_bus_id=0xAB, pci_device_id=3),
+    ]
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props[i])
+    assert nvbandwidth_cmd.device_lines() == [
+        "Old GPU (00000000:00:00)",
+        "New GPU (00000001:ab:03)",
+    ]
+
+
+def test_nvbandwidth_text_ends_with_its_note_and_only_j_prints_json(
+    capsys, fake_nvbandwidth_machine
+):
+    code, out, err = run(capsys, "nvbandwidth", "-t", "0")
+    assert code == 0 and out.endswith("\n" + nvbandwidth_cmd.NVBANDWIDTH_NOTE + "\n")
+    assert "{" not in out and err.startswith("datamove: the course's copies under nvbandwidth's")
+    code, out, err = run(capsys, "nvbandwidth", "-t", "0", "-j")
+    assert json.loads(out)["nvbandwidth"]["testcases"][0]["status"] == "Passed" and err == ""
+
+
+def test_progress_is_shown_on_a_terminal_without_being_asked(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    progress = cli_output.Progress("check", 2)
+    progress.step("H2D pinned")
+    assert progress.shown and sys.stderr.getvalue().startswith("\rH2D pinned: 1/2 done, ")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a log file: no bar
+    assert not cli_output.Progress("check", 2).shown
+
+
+def test_check_prints_its_columns_with_their_units_as_text_and_csv(
+    capsys, monkeypatch, tmp_path, measured_as_recorded
+):
+    _write_index(tmp_path, 1.0)
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    code, out, _ = run(capsys, "check")
+    lines = out.splitlines()
+    assert (
+        code == 0
+        and lines[0] == f"{MACHINE}: headline figures against results/index.jsonl, tolerance 5%"
+    )
+    headings = re.split(r"\s{2,}", lines[1].strip(" |").replace("|", "  "))
+    assert [h.strip() for h in headings if h.strip()] == [
+        "figure",
+        "size",
+        "GPUs",
+        "baseline GB/s",
+        "measured GB/s",
+        "change",
+        "verdict",
+    ]
+    code, out, _ = run(capsys, "check", "--csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and list(rows[0]) == [
+        "figure",
+        "size_text",
+        "ranks",
+        "baseline_gbps",
+        "measured_gbps",
+        "change",
+        "verdict",
+    ]
+    assert [r["figure"] for r in rows] == list(measured_as_recorded)
+    assert {r["verdict"] for r in rows} == {"pass"} and rows[0]["change"] == "+0.0%"
+
+
+@pytest.fixture
+def fake_gpu_run(monkeypatch, tmp_path):
+    """``datamove record`` on a pretend GPU machine: each command it runs is kept with its keywords
+    and the text stdout had flushed by then; tools/gpu_run.py's run exits ``machine.exit`` and
+    writes ``machine.archive`` (None: nothing) into its --out folder."""
+
+    class Stdout(io.StringIO):  # what a pipe has received: the text flushed so far
+        flushed = ""
+
+        def flush(self):
+            self.flushed = self.getvalue()
+
+    machine = types.SimpleNamespace(
+        runs=[], shown=[], exit=0, archive="gpu-results-3xFake.tar.gz", stdout=Stdout()
+    )
+
+    def subprocess_run(cmd, **kwargs):
+        machine.runs.append((cmd, kwargs))
+        machine.shown.append(machine.stdout.flushed)
+        if cmd[1].endswith("gpu_run.py") and machine.archive:
+            out = Path(cmd[cmd.index("--out") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            (out / machine.archive).write_bytes(b"")
+        return subprocess.CompletedProcess(cmd, machine.exit)
+
+    (tmp_path / "results" / "3xFake").mkdir(parents=True)
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # record sets it for gpu_run's children
+    monkeypatch.setattr(hardware, "driver_present", lambda: True)
+    monkeypatch.setattr(record_check.subprocess, "run", subprocess_run)
+    return machine
+
+
+def test_record_shows_each_install_then_runs_gpu_run_on_every_notebook(
+    fake_gpu_run, monkeypatch, tmp_path
+):
+    stale = records.Problem("3xFake", "01_pinned_memory", "copy_bandwidth: stale")
+    elsewhere = records.Problem("2xOther", "01_pinned_memory", "not this machine's")
+    checked = []
+
+    def check_recordings(notebooks):
+        checked.append([Path(nb).name for nb in notebooks])
+        return [stale, elsewhere]
+
+    monkeypatch.setattr(records, "check_recordings", check_recordings)
+    monkeypatch.setattr(sys, "stdout", fake_gpu_run.stdout)
+    code = cli.main(["record", "--install", "--out", str(tmp_path / "gpu-out")])
+    out = fake_gpu_run.stdout.getvalue()
+    (pip1, kw1), (pip2, kw2), (gpu_run, kw) = fake_gpu_run.runs
+    assert [pip1, pip2] == record_check._install_commands() and kw1 == kw2 == {"check": True}
+    assert fake_gpu_run.shown[0] == f"$ {' '.join(pip1)}\n"  # flushed before pip prints
+    assert fake_gpu_run.shown[1].endswith(f"$ {' '.join(pip2)}\n")
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("0*.ipynb"))
+    assert len(notebooks) == 7 and [Path(a).name for a in gpu_run[4:]] == notebooks
+    assert gpu_run[2:4] == ["--out", str((tmp_path / "gpu-out").resolve())]
+    assert kw["cwd"] == ROOT and kw["check"] is False and kw["env"]["PYTHONUNBUFFERED"] == "1"
+    assert distributed.RANK_ENV.items() <= kw["env"].items() and checked == [notebooks]
+    assert code == 1 and "recordings checks on results/3xFake/: 2 problem(s)" in out
+    assert f"  - {tmp_path / 'results' / '3xFake'}: holds no recording" in out
+    assert "  - copy_bandwidth: stale" in out and "not this machine's" not in out
+    assert (
+        f"archive: {(tmp_path / 'gpu-out').resolve()}/gpu-results-3xFake.tar.gz; next: make index"
+        in out
+    )
+
+
+def test_record_exits_1_when_gpu_run_fails_or_writes_no_archive(
+    capsys, fake_gpu_run, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(records, "check_recordings", lambda notebooks: [])
+    monkeypatch.setattr(records, "validate_machine_folder", lambda folder, machine: [])
+    assert cli.main(["record", "--out", str(tmp_path / "a")]) == 0
+    assert "recordings checks on results/3xFake/: sound" in capsys.readouterr().out
+    assert len(fake_gpu_run.runs) == 1  # no install without --install
+    fake_gpu_run.exit = 3
+    assert cli.main(["record", "--out", str(tmp_path / "b")]) == 1  # the archive, but a failed run
+    fake_gpu_run.archive = None
+    assert cli.main(["record", "--out", str(tmp_path / "c")]) == 1
+    assert capsys.readouterr().err == (
+        f"datamove record: tools/gpu_run.py wrote no archive into {(tmp_path / 'c').resolve()} (exit 3)\n"
+    )
+
+
+def test_check_measures_pinned_host_copies_in_their_direction(monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    copies = []
+
+    def host_copy(direction, pinned, nbytes):
+        copies.append((direction, pinned, nbytes))
+        return _fake_timing(nbytes, nbytes / (40e9 if direction == "h2d" else 20e9))
+
+    monkeypatch.setattr(record_check, "host_copy", host_copy)
+    monkeypatch.setattr(distributed, "launch", lambda *a, **k: pytest.fail("a collective launched"))
+    base = {"bytes": 256 * MiB, "ranks": 1}
+    assert record_check._measure_headline("H2D pinned", base) == pytest.approx(40.0)
+    assert record_check._measure_headline("D2H pinned", base) == pytest.approx(20.0)
+    assert copies == [("h2d", True, 256 * MiB), ("d2h", True, 256 * MiB)]
+    assert record_check._measure_headline("P2P cuda:0 -> cuda:1", {**base, "ranks": 2}) is None
+
+
+def test_an_index_row_that_outgrew_its_recording_names_it_and_says_make_index():
+    row = next(
+        r
+        for r in records.read_index(kind="figure")
+        if record_check._matches(r, record_check.HEADLINES[-1], MACHINE)  # all_reduce busbw
+    )
+    assert record_check._ranks_of(row) >= 2
+    stale = dict(row, name="['sweep'][999]['all_reduce']")
+    with pytest.raises(cli.UsageError) as err:
+        record_check._ranks_of(stale)
+    assert str(err.value) == (
+        f"results/index.jsonl's row \"['sweep'][999]['all_reduce']\" does not match the recording "
+        f"of bandwidth on {MACHINE}: run `make index`"
+    )
+
+
+def _columns(header: list[str]) -> list[tuple[str, str]]:
+    """(heading, unit) of each column of nccl-tests' two heading lines, paired by where they end."""
+    units = {m.end(): m.group() for m in re.finditer(r"\S+", header[-1][1:])}
+    return [(m.group(), units.get(m.end(), "")) for m in re.finditer(r"\S+", header[-2][1:])]
+
+
+def test_each_nccl_tests_column_states_its_unit_with_and_without_per_iteration_timing():
+    """The headings and units of nccl-tests' log (fixture) and, with -I 1, its per-iteration
+    columns: i_min, i_max and i_p99 in us, i_cv% in %, after each group's four."""
+    real = FIXTURE_LOG.read_text().splitlines()
+    at = next(i for i, line in enumerate(real) if line.startswith("#        (B)"))
+    lead = [("size", "(B)"), ("count", "(elements)"), ("type", ""), ("redop", ""), ("root", "")]
+    group = [("time", "(us)"), ("algbw", "(GB/s)"), ("busbw", "(GB/s)"), ("#wrong", "")]
+    assert _columns(real[at - 1 : at + 1]) == lead + group * 2
+    assert _columns(_header()) == lead + group * 2
+    per_iter = [("i_min", "(us)"), ("i_max", "(us)"), ("i_p99", "(us)"), ("i_cv%", "(%)")]
+    assert _columns(_header(per_iter=True)) == lead + (group + per_iter) * 2
+    assert "out-of-place (+ per-iteration)" in _header(per_iter=True)[-3]
+
+
+def test_per_iteration_stats_are_in_microseconds_after_the_skipped_calls():
+    times_s = [9e-3, 1e-5, 3e-5, 2e-5, 4e-5]  # the first call slow, left out with -K 1
+    stats = nccl_tests_format.per_iter_stats(times_s, 1)
+    mean, stdev = 25.0, math.sqrt((15**2 + 5**2 + 5**2 + 15**2) / 4)
+    assert stats == {
+        "skipped_iterations": 1,
+        "min_us": pytest.approx(10.0, rel=1e-12),
+        "max_us": pytest.approx(40.0, rel=1e-12),
+        "avg_us": pytest.approx(mean, rel=1e-12),
+        "p50_us": pytest.approx(30.0, rel=1e-12),
+        "p95_us": pytest.approx(40.0, rel=1e-12),
+        "p99_us": pytest.approx(40.0, rel=1e-12),
+        "stdev_us": pytest.approx(stdev, rel=1e-12),
+        "cv_pct": pytest.approx(stdev / mean * 100, rel=1e-12),
+        "times_us": pytest.approx([9000.0, 10.0, 30.0, 20.0, 40.0], rel=1e-12),  # every call
+    }
+    assert nccl_tests_format.per_iter_stats([0.0, 0.0], 0)["cv_pct"] == 0.0
+    hundred = nccl_tests_format.per_iter_stats([k * 1e-6 for k in range(100, 0, -1)], 0)
+    percentiles = (hundred["p50_us"], hundred["p95_us"], hundred["p99_us"])
+    assert percentiles == pytest.approx((51.0, 95.0, 99.0))  # the ceil(n p / 100)-th call
+    ninety_nine = nccl_tests_format.per_iter_stats([k * 1e-6 for k in range(1, 100)], 0)
+    assert ninety_nine["p99_us"] == pytest.approx(99.0)  # ceil(98.01): the 99th, the slowest
+
+
+def test_the_summary_averages_the_groups_measured_and_is_zero_without_any():
+    assert nccl_tests_format.summary([]) == (0, 0.0)
+    rows = [_row("all_reduce", 1024, 1e-5, 2, 2), _row("all_reduce", 4096, 1e-5, 1, 2)]
+    rows[0]["out_of_place"] = None  # a group that could not be measured
+    rows[1]["out_of_place"] = dict(rows[1]["in_place"], bus_bw=0.0, nwrong=None)
+    busbw = [rows[0]["in_place"]["bus_bw"], rows[1]["in_place"]["bus_bw"], 0.0]
+    assert nccl_tests_format.summary(rows) == (3, pytest.approx(sum(busbw) / 3))
+    doc = nccl_tests_format.json_document(
+        argv=["datamove"],
+        world=2,
+        min_bytes=1024,
+        max_bytes=4096,
+        factor=None,
+        step_bytes=3072,
+        warmup=5,
+        iters=20,
+        check=1,
+        graph=0,
+        per_iter=False,
+        per_iter_skip=0,
+        devices=[],
+        rows=rows,
+        started=datetime.datetime(2026, 1, 2, 3, 4, 5),
+    )
+    assert doc["out_of_bounds"] == {"count": 3, "okay": "false"}
+    assert doc["average_bus_bandwidth"] == {
+        "bandwidth": pytest.approx(sum(busbw) / 3),
+        "okay": "unchecked",
+    }
+    assert doc["config"]["step_bytes"] == 3072 and "step_factor" not in doc["config"]
+
+
+def test_the_collectives_printer_states_a_byte_step_and_per_iteration_timing(capsys, tmp_path):
+    argv = ["collectives", "-b", "1K", "-e", "3K", "-i", "1K", "-I", "1"]
+    args = _parsed(*argv, "-J", str(tmp_path / "out.json"))
+    printer = collectives_cmd._NcclTestsPrinter(args, 2, "gloo")
+    assert printer.sizes == [1024, 2048, 3072]
+    for size in printer.sizes:
+        printer(_collective_report(size))
+    header = capsys.readouterr().out.splitlines()
+    assert "step: 1024(bytes)" in header[3] and header[4].startswith("# Per-Iteration Report")
+    config = json.loads((tmp_path / "out.json").read_text())["config"]
+    assert config["step_bytes"] == 1024 and "step_factor" not in config
+    assert config["per_iter_timing"] == "true"
+    factor = collectives_cmd._NcclTestsPrinter(
+        _parsed("collectives", "-b", "1K", "-e", "4K"), 2, "gloo"
+    )
+    assert factor.factor == 4 and factor.settings["per_iter"] is False
+
+
+@pytest.mark.parametrize(
+    "argv, backend, warning, settled",
+    [
+        (
+            ["-I", "2"],
+            "gloo",
+            "per-iteration timing (-I) only supports 0=off or 1=on. Disabling.",
+            {},
+        ),
+        (
+            ["-I", "1", "-G", "1"],
+            "nccl",
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling.",
+            {"cudagraph": 1},
+        ),
+        (
+            ["-I", "1", "-n", "20", "-K", "20"],
+            "gloo",
+            "per-iteration skip (-K) must be between 0 and 19. Disabling.",
+            {"per_iter_timing": 1},
+        ),
+        (
+            ["-K", "3"],
+            "gloo",
+            "per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.",
+            {},
+        ),
+        (
+            ["-I", "1", "-n", "20", "-K", "19"],
+            "gloo",
+            "",
+            {"per_iter_timing": 1, "per_iter_skip": 19},
+        ),
+    ],
+)
+def test_per_iteration_flags_nccl_tests_refuses_are_warned_on_stderr_and_turned_off(
+    capsys, argv, backend, warning, settled
+):
+    args = _parsed("collectives", *argv)
+    collectives_cmd._settled_flags(args, backend)
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", warning + "\n" * bool(warning))
+    expected = {"per_iter_timing": 0, "per_iter_skip": 0, "cudagraph": 0, **settled}
+    assert {k: getattr(args, k) for k in expected} == expected
+
+
+def test_g_under_gloo_and_a_nccl_rank_sweep_without_gpus_say_what_to_pass(capsys, monkeypatch):
+    with pytest.raises(
+        cli.UsageError, match=r"the gloo backend runs on the CPU and has none: pass -G 0"
+    ):
+        collectives_cmd._settled_flags(_parsed("collectives", "-G", "2"), "gloo")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    code, out, err = run(capsys, "collectives", "--sweep-ranks", "--backend", "nccl")
+    assert code == 2 and out == ""
+    assert err.startswith(
+        "datamove collectives: needs 2 CUDA GPU(s) (a sweep over ranks needs 2 GPUs; pass "
+        "--backend gloo to sweep CPU ranks), this machine has 0"
+    )
+
+
+def _link(gen, width, gen_max=5, width_max=16):
+    return {
+        "index": 0,
+        "bus_id": "x",
+        "gen_current": gen,
+        "gen_max": gen_max,
+        "width_current": width,
+        "width_max": width_max,
+    }
+
+
+@pytest.mark.parametrize(
+    "link, status, seen, fix",
+    [
+        (_link(5, 16), doctor.PASS, "gen 5 x16 now, gen 5 x16 at most (read under load)", ""),
+        (
+            _link(3, 16),
+            doctor.WARN,
+            "gen 3 x16 now, gen 5 x16 at most (read under load)",
+            "below its generation under load: check the BIOS PCIe speed setting and the slot; idle "
+            "power saving can also show this",
+        ),
+        (
+            _link(5, 8),
+            doctor.FAIL,
+            "gen 5 x8 now, gen 5 x16 at most (read under load)",
+            "a degraded width: reseat the card or move it to a full-width slot; check the riser and "
+            "BIOS lane settings",
+        ),
+        (
+            _link(5, None),
+            doctor.WARN,
+            "not reported by the driver",
+            "read it with nvidia-smi -q -d PCI",
+        ),
+    ],
+)
+def test_a_pcie_link_is_judged_by_width_then_generation_with_what_to_do(link, status, seen, fix):
+    (check,) = doctor._check_links({"links": [link]})
+    assert (check.name, check.status, check.seen, check.fix or "") == (
+        "GPU 0 PCIe link",
+        status,
+        seen,
+        fix,
+    )
+
+
+def test_a_gpu_on_a_numa_node_without_a_cpu_list_has_nothing_to_match():
+    facts = {"affinity": [0, 1], "numa": {0: 3, 1: None, 2: 0}, "numa_cpus": {0: [0, 1]}}
+    checks = doctor._check_numa(facts)
+    assert [(c.name, c.status) for c in checks] == [
+        ("GPU 0 NUMA node", doctor.PASS),
+        ("GPU 1 NUMA node", doctor.PASS),
+        ("GPU 2 NUMA node", doctor.PASS),
+    ]
+    assert checks[0].seen == checks[1].seen == "one NUMA node (or not reported): nothing to match"
+    assert checks[2].seen == "node 0; this process may run on 2 of its CPUs"
+    (far,) = doctor._check_numa({**facts, "numa": {0: 0}, "affinity": [5]})
+    assert far.fix == "numactl --cpunodebind=0 --membind=0 <command> (pinned buffers near the GPU)"
+
+
+def test_topo_json_without_a_gpu_has_the_keys_of_one_with_gpus(
+    capsys, monkeypatch, fake_three_gpus
+):
+    code, out, _ = run(capsys, "topo", "--json")
+    with_gpus = json.loads(out)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    code, out, _ = run(capsys, "topo", "--json")
+    assert code == 0 and json.loads(out) == {
+        key: None if key == "source" else [] for key in with_gpus
+    }
+
+
+def test_notebooks_run_says_how_long_each_took_and_passes_quick_on(tmp_path, capsys, monkeypatch):
+    ran = []
+
+    def execute(nb, quick):
+        ran.append((nb.name, quick))
+        return 42.4
+
+    monkeypatch.setattr(notebooks_cmd, "_execute", execute)
+    code, out, _ = run(capsys, "notebooks", str(tmp_path), "00", "--run", "--quick")
+    assert code == 0 and ran == [("00_start_here.ipynb", True)]
+    assert (
+        out.splitlines()[-1]
+        == f"{tmp_path / '00_start_here.ipynb'}: ran in 42 s, outputs saved in it"
+    )
+    code, out, _ = run(capsys, "notebooks", str(tmp_path), "00", "--run")
+    assert ran[-1] == ("00_start_here.ipynb", False)
+
+
+def test_executing_a_notebook_takes_its_run_time_and_quick_reaches_the_kernel(
+    tmp_path, monkeypatch
+):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+
+    class Client:
+        def __init__(self, nb, **kwargs):
+            pass
+
+        def execute(self):
+            return None
+
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "00.ipynb")
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    monkeypatch.setenv(config.QUICK_ENV, "0")  # so that teardown restores what was there
+    monkeypatch.delenv(config.QUICK_ENV)
+    assert 0 <= notebooks_cmd._execute(tmp_path / "00.ipynb", quick=False) < 5
+    assert config.QUICK_ENV not in os.environ
+    notebooks_cmd._execute(tmp_path / "00.ipynb", quick=True)
+    assert os.environ[config.QUICK_ENV] == "1"
+
+
+def test_the_copy_table_states_units_and_lines_each_figure_up_under_its_heading(
+    capsys, fake_copies, monkeypatch
+):
+    """h2d's text: what was copied and in which units, the link's raw rate, then one row per size
+    (median, slowest and fastest GB/s, IQR/median, us per copy, share of the link, calls, clock);
+    without a reported link its share is '-'."""
+    code, out, _ = run(capsys, "h2d", "--sizes", "1MiB")
+    title, headings, row = out.splitlines()
+    assert code == 0 and title == (
+        "H2D from pinned memory on Fake GPU; decimal GB/s, median of the samples (slowest-fastest); "
+        "PCIe gen 5 x16: raw 63.0 GB/s per direction (copies reach about 80-90% of it)"
+    )
+    timed = _fake_timing(MiB, MiB / 50e9)
+    cell = re.compile(r"(?:\S+ ?)*\S")  # words one space apart
+    cells = dict(zip(cell.findall(headings), cell.findall(row), strict=True))
+    assert cells == {
+        "size": "1 MiB",
+        "GB/s": "50.00",
+        "slowest": f"{50 / 1.02:.2f}",
+        "fastest": f"{50 / 0.99:.2f}",
+        "IQR/median": f"{timed.spread:.3f}",
+        "us/copy": f"{MiB / 50e9 * 1e6:.1f}",
+        "of link": "79%",
+        "calls": "4",
+        "clock": "cuda events",
+    }
+    ends = [m.end() for m in cell.finditer(headings)]  # right-aligned under each heading
+    assert [m.end() for m in cell.finditer(row)] == ends
+    monkeypatch.setattr(
+        copy_cmds,
+        "link_of_gpu0",
+        lambda: {"gen": None, "width": None, "theoretical_gbps": None, "memory_ceiling_gbps": None},
+    )
+    code, out, _ = run(capsys, "d2h", "--pageable", "--sizes", "1MiB")
+    title, _, row = out.splitlines()
+    assert title.startswith("D2H from pageable memory on Fake GPU") and title.endswith(
+        "; PCIe link not reported by nvidia-smi"
+    )
+    assert row.split()[7] == "-"
+
+
+@pytest.mark.parametrize("size, fix", [("4097", "4096"), ("4098", "4096"), ("2", "4")])
+def test_a_copy_size_that_is_not_whole_words_says_the_nearest_one_below(
+    capsys, fake_copies, size, fix
+):
+    code, _, err = run(capsys, "h2d", "--sizes", f"4KiB,{size}")
+    assert code == 2 and err == (
+        f"datamove h2d: copy sizes are whole 4-byte words (the copied data is int32); {size} bytes "
+        f"is not: pass e.g. {fix}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "parse, text, says",
+    [
+        (
+            cli_args.parse_sizes,
+            " ",
+            "' ' is not a list of sizes: pass e.g. 4KiB:1GiB or 4KiB,64MiB",
+        ),
+        (
+            cli_args.parse_sizes,
+            "1:2:3:4",
+            "'1:2:3:4': a range is SMALLEST:LARGEST or SMALLEST:LARGEST:FACTOR, e.g. 4KiB:1GiB",
+        ),
+        (
+            cli_args.parse_sizes,
+            "4KiB:1GiB:1",
+            "'4KiB:1GiB:1': the step factor is a whole number >= 2, e.g. 4KiB:1GiB:2",
+        ),
+        (
+            cli_args.parse_sizes,
+            "1MiB:4KiB",
+            "'1MiB:4KiB': the largest size (4096 B) is below the smallest (1048576 B): pass the "
+            "smallest first, e.g. -b 8 -e 128M",
+        ),
+        (cli_args.parse_size, "0", f"'0' is not a positive size: pass {cli_args.SIZE_HELP}"),
+        (cli_args.parse_size, "4 XB", f"'4 XB' is not a size: pass {cli_args.SIZE_HELP}"),
+        (
+            cli_args.parse_ranks,
+            "65",
+            "'65' ranks is more than a launch starts on one machine: pass at most 64 (a "
+            "demonstration needs 2 to 8)",
+        ),
+        (cli_args.parse_ranks, "0", "'0' is not a whole number >= 1"),
+        (cli_args.whole(0), "-1", "'-1' is not a whole number >= 0"),
+        (cli_args.whole(2), "1.5", "'1.5' is not a whole number >= 2"),
+        (
+            cli_args.parse_seconds,
+            "86401",
+            "'86401' is not a timeout: pass the seconds you would wait, a positive number up to "
+            "86400, e.g. 60",
+        ),
+        (cli_args.parse_seconds, "0", "'0' is not a timeout: pass the seconds you would wait"),
+        (cli_args.parse_seconds, "inf", "'inf' is not a timeout"),
+        (cli_args.parse_seconds, "soon", "'soon' is not a timeout"),
+        (
+            cli_args.parse_ops,
+            ",",
+            "unknown collective ',': pass 'all' or names from "
+            "all_reduce,all_gather,reduce_scatter,broadcast,all_to_all",
+        ),
+        (
+            cli_args.one_of("sum", why="torch's timed reductions sum"),
+            "max",
+            "'max': torch's timed reductions sum; pass sum",
+        ),
+        (
+            cli_args.parse_tolerance,
+            "1",
+            "'1' is not a tolerance: pass a percentage below 100, e.g. 5% (or 0.05)",
+        ),
+    ],
+)
+def test_each_bad_value_says_what_was_wrong_and_what_to_pass(parse, text, says):
+    with pytest.raises(ValueError) as err:
+        parse(text)
+    assert str(err.value).startswith(says), str(err.value)
+
+
+def test_values_at_the_limits_are_taken():
+    assert cli_args.parse_ranks("64") == 64 and cli_args.parse_ranks(" 1 ") == 1
+    assert cli_args.parse_seconds("86400") == 86400.0 and cli_args.parse_seconds("0.5") == 0.5
+    assert cli_args.whole(0)("0") == 0 and cli_args.parse_tolerance("0") == 0.0
+    assert cli_args.parse_tolerance("99.9%") == pytest.approx(0.999)
+    assert cli_args.one_of("float", why="")(" FLOAT ") == "float"
+    assert cli_args.parse_sizes("1KiB:4KiB:2") == [1024, 2048, 4096]
+    assert cli_args.parse_sizes("4KiB:4KiB") == [4096] and cli_args.parse_size("1t") == 2**40
+    assert cli_args.size_range(1000, 3000, step=1000) == [1000, 2000, 3000]
+    assert len(cli_args.size_range(1, 1000, step=1)) == 1000
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        (dict(factor=1), "the step factor is a whole number >= 2, e.g. -f 2"),
+        (dict(step=0), "pass a step factor (-f 2) or a step in bytes (-i 1M)"),
+        (dict(), "pass a step factor (-f 2) or a step in bytes (-i 1M)"),
+        (
+            dict(step=1, text="-i 1"),
+            "'-i 1': 1001 sizes is more than a sweep needs: pass a bigger step or -f 2",
+        ),
+    ],
+)
+def test_a_size_range_nccl_tests_would_refuse_says_which_flag_to_pass(kwargs, says):
+    with pytest.raises(ValueError) as err:
+        cli_args.size_range(1, 1001, **kwargs)
+    assert str(err.value) == says
+
+
+def test_nvbandwidth_v_adds_min_max_and_average_of_the_last_matrix_to_the_json(
+    capsys, fake_nvbandwidth_machine
+):
+    fake_nvbandwidth_machine.gpus = 2
+    code, out, _ = run(capsys, "nvbandwidth", "-j", "-v", "-t", "3")
+    (bidir,) = json.loads(out)["nvbandwidth"]["testcases"]
+    total = [[None, 200.0], [300.0, None]]  # Total: both ways' sum, 1 -> 0 twice as fast
+    assert (bidir["min"], bidir["max"], bidir["average"], bidir["sum"]) == (
+        0.0,
+        300.0,
+        250.0,
+        500.0,
+    )
+    assert bidir["bandwidth_description"] == nvbandwidth_cmd.TESTCASES[3].matrices[2][1]
+    assert (
+        bidir["bandwidth_matrix"][-2:]
+        == [["N/A", "200"], ["300", "N/A"]]
+        == [["N/A" if v is None else f"{v:g}" for v in row] for row in total]
+    )
+    code, out, _ = run(capsys, "nvbandwidth", "-j", "-t", "3")
+    assert "min" not in json.loads(out)["nvbandwidth"]["testcases"][0]
+    assert nvbandwidth_cmd.matrix_stats([[None, None]]) == (0.0, 0.0, 0.0)
+
+
+def test_nvbandwidth_testcases_by_index_stop_at_the_last_and_cuda_versions_read_as_codes():
+    assert nvbandwidth_cmd.find_testcase("3") == nvbandwidth_cmd.TESTCASES[3]
+    keys = ", ".join(c.key for c in nvbandwidth_cmd.TESTCASES)
+    with pytest.raises(ValueError) as err:
+        nvbandwidth_cmd.find_testcase("4")
+    assert str(err.value) == (
+        f"testcase '4' is not one datamove measures: pass one of {keys} (or its index; -l lists them)"
+    )
+    codes = [nvbandwidth_cmd._cuda_version_code(v) for v in ("12.8", "13", "13.0", None, "")]
+    assert codes == [12080, 13000, 13000, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "change, name, seen, fix",
+    [
+        (
+            {"activity": [{"index": 1, "utilization_pct": 95, "pids": [42, 7]}]},
+            "GPU 1 other work",
+            "95% busy, other processes: [7]",  # this process (pid 42) left out
+            "wait for them, or choose an idle GPU with CUDA_VISIBLE_DEVICES: shared GPUs give wrong "
+            "timings",
+        ),
+        (
+            {"driver_cuda": "12.4"},
+            "driver vs torch's CUDA",
+            "driver supports CUDA 12.4, torch needs 13.0",
+            "update the driver, or install a torch built for CUDA <= 12.4",
+        ),
+        (
+            {"torch_cuda": None},
+            "driver vs torch's CUDA",
+            "torch 2.11.0+cu130 is a CPU build",
+            "install PyPI's CUDA build: pip install 'torch>=2.11,<2.15' (make setup does)",
+        ),
+        (
+            {"gpus": 0, "visible_devices": ""},
+            "GPUs visible",
+            "an NVIDIA driver answers but torch 2.11.0+cu130 sees no GPU (CUDA_VISIBLE_DEVICES='')",
+            "install PyPI's CUDA build of torch (make setup here), and check CUDA_VISIBLE_DEVICES",
+        ),
+        (
+            {"memlock": 64 * 2**10},
+            "pinned-memory limit (ulimit -l)",
+            "64 KiB",
+            "raise it: ulimit -l unlimited (limits.conf memlock; docker --ulimit memlock=-1); "
+            "registering host memory needs it",
+        ),
+        (
+            {"peer": [[True, False], [True, True]]},
+            "peer access",
+            "no direct access for 0->1",
+            "those copies go through host memory: check nvidia-smi topo -m and IOMMU/ACS settings",
+        ),
+        (
+            {"nccl": {"ok": False, "seen": "rank 1 raised"}},
+            "NCCL all_reduce",
+            "rank 1 raised",
+            "rerun with NCCL_DEBUG=INFO; keep NCCL_NVLS_ENABLE=0; try NCCL_P2P_DISABLE=1 to isolate "
+            "the link",
+        ),
+        (
+            {"free_disk": GiB // 2},
+            "free disk for traces",
+            "512 MiB free at /tmp",
+            "free some space, or set COURSE_TRACES_DIR to a roomier folder",
+        ),
+        (
+            {"recorded": ["1xOther"]},
+            "recordings for this machine",
+            "none for 2xNVIDIA-H200",
+            "datamove record, then a pull request with results/<machine>/ (CONTRIBUTING.md: Add "
+            "your machine)",
+        ),
+    ],
+)
+def test_each_doctor_problem_says_what_was_seen_and_the_command_that_fixes_it(
+    change, name, seen, fix
+):
+    checks = {c.name: c for rule in doctor.DOCTOR_CHECKS for c in rule(_healthy_facts(**change))}
+    assert (checks[name].seen, checks[name].fix) == (seen, fix)
+
+
+def test_a_healthy_machines_checks_say_what_they_saw():
+    seen = {c.name: c.seen for rule in doctor.DOCTOR_CHECKS for c in rule(_healthy_facts())}
+    assert seen == {
+        "GPUs visible": "2 CUDA GPU(s) visible to torch 2.11.0+cu130",
+        "driver vs torch's CUDA": "driver supports CUDA 13.0, torch built for 13.0",
+        "GPU 0 PCIe link": "gen 5 x16 now, gen 5 x16 at most (read under load)",
+        "GPU 1 PCIe link": "gen 5 x16 now, gen 5 x16 at most (read under load)",
+        "GPU 0 NUMA node": "node 0; this process may run on 2 of its CPUs",
+        "GPU 1 NUMA node": "node 1; this process may run on 2 of its CPUs",
+        "GPU 0 other work": "0% busy, other processes: none",
+        "GPU 1 other work": "0% busy, other processes: none",
+        "pinned-memory limit (ulimit -l)": "unlimited",
+        "peer access": "every pair of the 2 GPUs",
+        "NCCL all_reduce": "2 ranks returned",
+        "free disk for traces": "100 GiB free at /tmp",
+        "recordings for this machine": "results/2xNVIDIA-H200/ exists",
+    }
