@@ -1414,3 +1414,116 @@ def test_kernel_pairs_pair_the_steps_both_gpus_ran():
 
     profile = trace.Profile([kernel(0, 0.0), kernel(1, 6.0), kernel(0, 20.0)], steps=2)
     assert devices.kernel_pairs(profile) == [(kernel(0, 0.0), kernel(1, 6.0))]
+
+
+def test_the_current_device_table_marks_each_states_copies_right_or_wrong(monkeypatch):
+    shown = []
+    monkeypatch.setattr(devices, "display", shown.append)
+    states = [*GOOD_STATES[:-1], {**GOOD_STATES[-1], "to_cuda_correct": False}]
+    devices.show_current_device(_current(states))
+    (table,) = shown
+    assert [row[-1] for row in table.rows] == ["right"] * (len(states) - 1) + ["WRONG"]
+    assert table.headers[-1] == "copies' contents"
+
+
+def test_a_gap_of_exactly_the_clocks_tolerance_still_counts_as_waited():
+    assert devices.event_facts(_events(with_wait_start=990.0, without_start=0.0)).waited
+    assert not devices.event_facts(_events(with_wait_start=989.0, without_start=0.0)).waited
+    assert (
+        devices.event_facts(_events(with_wait_start=1000.0, without_start=990.0)).ran_free is False
+    )
+
+
+def test_the_event_timelines_share_one_time_scale_and_keep_what_starts_as_the_kernels_end():
+    run = _events(with_wait_start=1000.0, without_start=0.0)
+    # a host call that starts the moment the first kernels end (1200 us) is part of the step
+    call = trace.Interval("runtime", "cudaStreamSynchronize", 1200.0, 1400.0, thread=1)
+    run.value["with_wait"].intervals.append(call)
+    devices.show_event_wait(run)
+    axes = plt.gcf().axes
+    assert [ax.get_title() for ax in axes] == ["with wait", "without wait"]
+    assert all(ax.get_xlim() == pytest.approx((0, 1400.0 * 1.02)) for ax in axes)
+
+
+def test_one_way_ms_is_bytes_over_the_largest_sizes_rate():
+    peer = _peer_run({"0->1": [1.0, 2.0], "1->0": [1.0, 4.0]}, SIZES[:2])
+    assert copies.one_way_ms(peer, 2**30, src=0, dst=1) == pytest.approx(2**30 / 2e6, rel=1e-12)
+    assert copies.one_way_ms(peer, 10**9, src=1, dst=0) == pytest.approx(250.0, rel=1e-12)
+
+
+def test_a_queue_as_long_as_its_hold_is_no_leak():
+    held = timing.Timing([20e-6] * 5, "cuda events", 4)
+    held.extra.update(hold_us=100.0, enqueue_us=100.0)
+    local = timing.Timing([2e-6] * 5, "cuda events", 4)
+    run = _run({"0->0": [local], "0->1": [held], "1->0": [held], "1->1": [local]}, sizes=[4])
+    seen = claims.WhatWeSee(NOTEBOOK, run)
+    assert copies.say_leaks(seen, "so what", run) == [] and seen.sentences == []
+    held.extra.update(enqueue_us=100.5)
+    assert copies.say_leaks(seen, "so what", run) == [
+        "cuda:0 -> cuda:1 at 4 B (100 us of queueing, 100 us of hold)",
+        "cuda:1 -> cuda:0 at 4 B (100 us of queueing, 100 us of hold)",
+    ]
+
+
+def test_the_one_way_plot_names_its_dashed_line_one_direction():
+    status = "\t Link 0: 10.0 GB/s\n\t Link 1: 10.0 GB/s\n"
+    peer = _peer_run({"0->1": [5.0, 11.0, 13.0, 17.0], "1->0": [5.0, 11.0, 13.0, 17.0]}, SIZES)
+    links = _links("NV2", 2, status)
+    copies.show_peer_bandwidth(peer, SAME_FAKE, links)
+    label = f"{copies.one_way_facts(peer, SAME_FAKE, links).ceiling_label}, one direction"
+    assert f"{label} (20 GB/s)" in plt.gcf().axes[0].get_legend_handles_labels()[1]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_both_ways_tables_say_what_a_share_is_and_the_sentences_where_they_come_from(
+    machine, monkeypatch
+):
+    both, one_way, links = BOTH[machine], PEER[machine], LINKS[machine]
+    shown = []
+    monkeypatch.setattr(copies, "display", lambda *tables: shown.extend(tables))
+    copies.show_both_ways(both, one_way, links)
+    totals, shares = shown
+    assert totals.caption == "decimal GB/s: the bytes of both copies over the time for both"
+    assert shares.caption.endswith(
+        "so a share above 100% is the samples' noise or a measurement problem (said below)"
+    )
+    seen = copies.see_both_ways(both, one_way, links)
+    assert f"(replayed from {both.machine})" in seen.to_markdown()
+
+
+def test_the_latency_matrices_are_in_us_and_the_first_is_titled(monkeypatch):
+    us = {"0->0": 2.0, "0->1": 10.0, "1->0": 12.0, "1->1": 2.0}
+    run = _run(
+        {
+            p: [timing.Timing([t / 1e6] * 5, "cuda events", n) for n in (4, 64)]
+            for p, t in us.items()
+        },
+        sizes=[4, 64],
+    )
+    shown = []
+    monkeypatch.setattr(copies, "display", lambda *tables: shown.extend(tables))
+    copies.show_latency(run)
+    first, second = shown
+    assert first.title == "Small copies - 2xFAKE (replayed)" and second.title == ""
+    assert first.headers == ["from", "to cuda:0 (us)", "to cuda:1 (us)"]
+
+
+def test_a_quarter_longer_peer_copy_says_the_size_matters():
+    def run_of(last_us):
+        us = {
+            "0->0": (2.0, 2.0),
+            "0->1": (8.0, last_us),
+            "1->0": (8.0, last_us),
+            "1->1": (2.0, 2.0),
+        }
+        return _run(
+            {
+                p: [timing.Timing([t / 2**20] * 5, "cuda events", 4) for t in ts]
+                for p, ts in us.items()
+            },
+            sizes=[4, 64],
+        )
+
+    # whole numbers over 2**20 s: exact medians in us, so 10 / 8 is exactly 1.25
+    assert copies.see_latency(run_of(10.0)).sentences[1].endswith("the size matters already.")
+    assert copies.see_latency(run_of(9.9)).sentences[1].endswith("the size hardly matters here.")
