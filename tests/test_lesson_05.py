@@ -9,6 +9,7 @@ machine its replay takes it from, as the notebook does.
 import dataclasses
 import re
 import statistics
+import types
 
 import matplotlib.pyplot as plt  # conftest.py has chosen the Agg backend
 import pytest
@@ -1527,3 +1528,53 @@ def test_a_quarter_longer_peer_copy_says_the_size_matters():
     # whole numbers over 2**20 s: exact medians in us, so 10 / 8 is exactly 1.25
     assert copies.see_latency(run_of(10.0)).sentences[1].endswith("the size matters already.")
     assert copies.see_latency(run_of(9.9)).sentences[1].endswith("the size hardly matters here.")
+
+
+PARTIAL = {(True, True): 0.5, (True, False): 0.0, (False, True): 0.3, (False, False): 0.0}
+
+
+def test_each_combination_is_named_by_its_streams_and_a_run_without_a_peer_copy_says_none():
+    run = _seed(PARTIAL)
+    rows = peer_overlap.combinations(run)
+    assert [str(r) for r in rows[:2]] == [
+        "sender s0, receiver s1, non_blocking=True",
+        "sender s0, receiver s1, non_blocking=False",
+    ]
+    assert str(rows[-1]) == "sender default, receiver default, non_blocking=False"
+    assert {r.copy_kind for r in rows} == {"PtoP"}
+    first = run.value["runs"][0]["profile"]
+    first.intervals[:] = [iv for iv in first.intervals if iv.kind != "memcpy"]
+    assert peer_overlap.combinations(run)[0].copy_kind == "none"
+
+
+def test_the_combinations_table_says_what_syncs_counts_and_where_the_traces_are(
+    monkeypatch, capsys
+):
+    run = _seed(PARTIAL)
+    path = "results/2xFAKE/05_device_to_device/seed000.trace.json.gz"
+    for r in run.value["runs"]:
+        r["profile"].chrome_trace = types.SimpleNamespace(path=path)
+    shown = []
+    monkeypatch.setattr(peer_overlap, "display", shown.append)
+    peer_overlap.show_combinations(run)
+    table = shown[0]
+    assert table.caption == (
+        "A: 4 KiB copied from cuda:0 to cuda:1; B: 16 KiB on cuda:1; "
+        "syncs: the host's cudaStreamSynchronize calls"
+    )
+    assert capsys.readouterr().out.endswith(
+        "e.g. in\n  results/2xFAKE/05_device_to_device/\n  seed000.trace.json.gz\n"
+    )
+
+
+def test_the_timelines_show_each_first_step_without_its_markers_on_one_scale():
+    run = _seed(PARTIAL)
+    peer_overlap.show_timelines(run)
+    fig = plt.gcf()
+    # the copy starts at 10 us and the last B^4 ends at 310 us: 0.3 ms, the markers (0-3.5 us) left out
+    assert all(ax.get_xlim() == pytest.approx((0, 0.3 * 1.02)) for ax in fig.axes)
+    assert tuple(fig.get_size_inches()) == (15, 13)
+    assert fig.get_suptitle() == (
+        "The blog post's experiment: A.to('cuda:1') beside B*B*B*B on cuda:1, one step each"
+        " - 2xFAKE (replayed)"
+    )
