@@ -969,3 +969,73 @@ def test_the_resources_claim_names_the_pair_that_decided_it():
 def test_the_prefetching_sentences_say_where_their_numbers_come_from(machine):
     run = RUNS["double_buffering"][machine]
     assert f"(replayed from {run.machine})" in prefetching.see(run).to_markdown()
+
+
+# copies.py is being changed on main (issue 35): its tests stay in functions of their own
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["pinned_x_streamed"]))
+def test_the_tutorial_table_names_its_columns_and_steps(machine, monkeypatch):
+    run = RUNS["pinned_x_streamed"][machine]
+    shown = []
+    monkeypatch.setattr(copies, "display", shown.append)
+    copies.show_tutorial(run)
+    (table,) = shown
+    assert table.headers == [
+        "configuration",
+        "overlap",
+        "copy (ms)",
+        "kernel (ms)",
+        "host in cudaMemcpyAsync (ms)",
+    ]
+    steps = next(iter(run.value["profiles"].values())).steps
+    assert table.caption == f"per profiled step ({steps} steps)"  # no held / copy column here
+    assert [row[0] for row in table.rows] == list(run.value["profiles"])
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["launch_order"]))
+def test_the_launch_order_table_gives_the_host_time_in_ms_and_explains_held(machine, monkeypatch):
+    run = RUNS["launch_order"][machine]
+    shown = []
+    monkeypatch.setattr(copies, "display", shown.append)
+    copies.show_launch_order(run)
+    (table,) = shown
+    assert table.headers == [
+        "configuration",
+        "overlap",
+        "GPU copy (ms)",
+        "host in cudaMemcpyAsync (ms)",
+        "held / copy",
+    ]
+    assert table.caption.endswith(
+        "; held / copy: the host's time in cudaMemcpyAsync over the GPU copy's"
+    )
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["pinned_x_streamed"]))
+def test_a_fair_start_in_every_step_adds_no_late_note(machine):
+    run = RUNS["pinned_x_streamed"][machine]
+    started = copies.see_tutorial(run).sentences[1]
+    if all(s.fair for s in copies.starts(run)):
+        assert "of the spin kernel's end). The kernel outlasted the copy" in started
+    else:
+        assert "the host had not queued them in time. The kernel outlasted" in started
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["pinned_x_streamed"]))
+def test_the_requirements_table_has_its_statements_and_says_when_one_holds(machine):
+    run = RUNS["pinned_x_streamed"][machine]
+    table = copies.show_requirements(run)
+    assert table.headers[0] == "statement" and table.headers[-2:] == ["holds if", "verdict"]
+    assert table.caption == (
+        "a requirement holds when the working case (pinned, side stream) overlaps and the case "
+        "without the requirement does not"
+    )
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["launch_order"]))
+def test_the_both_orders_verdict_is_judged_as_notebook_03s_claim(machine):
+    run = RUNS["launch_order"][machine]
+    name, comparison = copies.pinned_in_both_orders(run)
+    assert name in copies.ORDERS
+    assert comparison.claim == (NOTEBOOK, copies.PINNED_RELIABLE)
