@@ -1070,10 +1070,10 @@ def test_the_timer_bars_name_the_machine_and_say_replayed(machine):
     plt.close("all")
 
 
-@pytest.mark.parametrize("machine", MACHINES)
 def test_the_sweep_table_has_times_ratios_and_rate_under_units_and_both_plots_name_the_machine(
-    machine, monkeypatch
+    monkeypatch,
 ):
+    machine = MACHINES[0]
     run = run_of("pin_then_copy_by_size", machine)
     shown = []
     monkeypatch.setattr(sweep, "display", shown.append)

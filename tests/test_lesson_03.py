@@ -993,9 +993,8 @@ def test_the_tutorial_table_names_its_columns_and_steps(machine, monkeypatch):
     assert [row[0] for row in table.rows] == list(run.value["profiles"])
 
 
-@pytest.mark.parametrize("machine", sorted(RUNS["launch_order"]))
-def test_the_launch_order_table_gives_the_host_time_in_ms_and_explains_held(machine, monkeypatch):
-    run = RUNS["launch_order"][machine]
+def test_the_launch_order_table_gives_the_host_time_in_ms_and_explains_held(monkeypatch):
+    run = RUNS["launch_order"][sorted(RUNS["launch_order"])[0]]
     shown = []
     monkeypatch.setattr(copies, "display", shown.append)
     copies.show_launch_order(run)
