@@ -249,3 +249,75 @@ def test_the_plan_says_where_each_notebooks_replays_come_from(monkeypatch, tmp_p
     ((_, live, replayed, source),) = start.plan(tmp_path).rows
     assert live == 0 and replayed > 0
     assert source.split(" (")[0].split(", ")[0] in records.recorded_machine_names()
+
+
+def test_the_curve_plot_names_its_series_and_the_table_its_columns():
+    run = CURVES[sorted(CURVES)[0]]
+    table = start.show_curve(run)
+    assert table.headers == [
+        "size",
+        "median (us)",
+        "IQR / median",
+        "samples",
+        "bandwidth (GB/s)",
+    ]
+    assert [row[3] for row in table.rows] == [len(t.samples_s) for t in run.value]
+    assert table.caption == "CUDA events; decimal GB/s"
+    (ax,) = plt.gcf().axes
+    labels = ax.get_legend_handles_labels()[1]
+    assert "pinned host -> GPU" in labels and any("best measured" in x for x in labels)
+    plt.close("all")
+
+
+def test_a_curve_whose_sizes_do_not_match_its_timings_is_refused():
+    run = CURVES[sorted(CURVES)[0]]
+    short = records.Run(
+        run.value,
+        run.live,
+        {**run.header, "params": {**run.params, "sizes": run.params["sizes"][:1]}},
+    )
+    with pytest.raises(ValueError):
+        start.curve_facts(short)
+
+
+@pytest.mark.parametrize("machine", sorted(TIMELINES))
+def test_the_timeline_is_drawn_under_the_machines_title_and_names_its_trace(machine, capsys):
+    run = TIMELINES[machine]
+    start.show_timeline(run)
+    (ax,) = plt.gcf().axes
+    assert ax.get_title() == f"Copy beside a kernel - {run.machine} (replayed)"
+    printed = capsys.readouterr().out
+    assert printed.startswith("the Chrome trace, openable in https://ui.perfetto.dev :")
+    assert Path(run.value.chrome_trace.path).name in printed
+    plt.close("all")
+
+
+def test_an_overlap_of_exactly_nine_tenths_is_called_beside_the_kernel():
+    run = TIMELINES[sorted(TIMELINES)[0]]
+    copy = trace.Interval("memcpy", "copy", 0.0, 10.0, device=0, stream=1)
+    kernel = trace.Interval("kernel", "spin", 1.0, 100.0, device=0, stream=2)
+    nine = records.Run(SimpleNamespace(intervals=[copy, kernel]), False, run.header)
+    (sentence,) = start.see_timeline(nine).sentences
+    assert "90% of the shorter activity" in sentence and "ran beside the kernel" in sentence
+    kernel = trace.Interval("kernel", "spin", 1.5, 100.0, device=0, stream=2)
+    part = records.Run(SimpleNamespace(intervals=[copy, kernel]), False, run.header)
+    (sentence,) = start.see_timeline(part).sentences
+    assert "only in part" in sentence
+
+
+def test_a_rate_within_its_spread_of_the_link_still_gets_a_share(monkeypatch):
+    """The largest copy's rate minus its spread decides: a rate a little above the raw rate, but
+    not by more than its spread, is noise around the link, so its share is judged."""
+    machine = sorted(CURVES)[0]
+    curve = CURVES[machine]
+    largest = claims.measured(curve.value[-1], as_rate=True)
+    assert largest.spread > 0
+    for link, testable in (
+        (largest.value - largest.spread / 2, True),
+        (largest.value - largest.spread, True),
+        (largest.value - 2 * largest.spread, False),
+    ):
+        monkeypatch.setattr(hardware, "pcie_theoretical_gbps", lambda gen, width, x=link: x)
+        large = start.claims_table(curve, MACHINES[machine]).claims[1]
+        assert (large.verdict != claims.NOT_TESTABLE) == testable, link
+        assert ("share shown" in large.measured) == testable

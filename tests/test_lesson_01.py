@@ -1058,3 +1058,62 @@ def test_every_line_of_the_bandwidth_and_sweep_plots_is_named_in_its_legend():
     sweep.show(run_of("pin_then_copy_by_size", machine))
     for ax in plt.gcf().axes:
         assert len(ax.get_legend().get_texts()) == len(ax.lines)  # the 1x and 2x lines too
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_timer_bars_name_the_machine_and_say_replayed(machine):
+    run = run_of("tutorial_timings", machine)
+    timer.show(run)
+    titles = [ax.get_title() for ax in plt.gcf().axes]
+    what = f"the tutorial's statements under its Timer, {run.params['numel']:,} float32"
+    assert f"{what} - {machine} (replayed)" in titles
+    plt.close("all")
+
+
+def test_the_sweep_table_has_times_ratios_and_rate_under_units_and_both_plots_name_the_machine(
+    monkeypatch,
+):
+    machine = MACHINES[0]
+    run = run_of("pin_then_copy_by_size", machine)
+    shown = []
+    monkeypatch.setattr(sweep, "display", shown.append)
+    sweep.show(run)
+    (table,) = shown
+    assert table.title == f"time per call - {machine} (replayed)"
+    timed = [f"{c} (ms)" for _, c in sweep.TIMED.values()]
+    ratios = [f"{c} (x)" for c, _, _ in sweep.FORMS.values()]
+    assert table.headers == ["size", *timed, *ratios, "pin_memory() (GB/s)"]
+    assert [row[0] for row in table.rows] == run.value["sizes"]
+    first = run.value["rows"][0]
+    assert table.rows[0][1] == pytest.approx(median(first["pageable_to"]) * 1e3)
+    titles = [ax.get_title() for ax in plt.gcf().axes]
+    assert titles == [f"{what} - {machine} (replayed)" for _, what in sweep.PLOTS]
+    plt.close("all")
+
+
+def test_crossover_size_says_what_it_needs():
+    for sizes, ratios in (([1, 2], [0.9]), ([], [])):
+        with pytest.raises(ValueError, match="equally long, non-empty lists of sizes and ratios"):
+            sweep.crossover_size(sizes, ratios)
+
+
+def test_only_a_borderline_range_verdict_says_the_worst_ratio_is():
+    V = claims.Value
+    _, words = sweep.range_verdict([V(0.67, 0.01), V(2.0, 0.14)])
+    assert ": the worst ratio is within its noise of 2" in words
+    comparison, words = sweep.range_verdict([V(0.9, 0.01), V(1.4, 0.05)])
+    assert comparison.verdict == claims.HOLDS and "worst ratio is" not in words
+    assert words == f"ratios 0.90 to 1.40 over 2 sizes, the worst {words.split('the worst ')[1]}"
+    assert words.split(": ", 1)[1] == timer.twice_words(comparison)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_verdicts_table_says_which_pinned_cache_each_row_had(machine):
+    run_tut, run_pin = run_of("tutorial_timings", machine), run_of("pin_then_copy_by_size", machine)
+    table = sweep.show_twice_as_slow(run_tut, run_pin)
+    labels = list(sweep.twice_as_slow_verdicts(run_pin))
+    assert [row[2] for row in table.rows] == ["warm"] + [
+        x.split(", ")[1].split()[0] for x in labels
+    ]
+    assert {row[2] for row in table.rows[1:]} == {"warm", "empty"}
+    assert [row[0] for row in table.rows[1:]] == [x.split(", ")[0] for x in labels]

@@ -750,3 +750,44 @@ def test_the_tensordict_bars_and_table_say_the_machine_and_the_bytes_per_call():
     assert len(plt.get_fignums()) == 1  # the bars on the figure it made, no empty one beside
     (ax,) = plt.gcf().axes
     assert len(ax.patches) == len(run.value["timings"]) and run.machine in ax.get_title()
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_speed_claims_name_each_loops_copies_in_bytes(machine):
+    small, six = SMALL[machine], SIX[machine]
+    table = claims.ClaimsTable(NOTEBOOK)
+    six_ways.add_claims(table, small, six)
+    brackets = [c.text.rsplit("[", 1)[1].rstrip("]") for c in table.claims]
+    float32 = 4  # bytes
+    big = f"{six.params['count']} x {six.params['numel'] * float32 / 1e6:g} MB"
+    assert brackets == [
+        f"{small.params['count']} x {small.params['numel'] * float32} B, pageable",
+        f"{big}, pageable",
+        f"{big}, pinned",
+    ]
+    assert [c.where for c in table.claims] == [small.where(), six.where(), six.where()]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_returns_bars_say_their_unit_and_scale(machine):
+    returns.show(RET[machine])
+    assert plt.gca().get_ylabel() == "ms after a synchronised start (median, log)"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_hazards_bars_leave_room_for_their_counts_and_the_table_names_its_columns(machine):
+    run = HAZ[machine]
+    table = hazards.show(run)
+    assert table.headers == ["case", "wrong results", "trials"]
+    ax = plt.gca()
+    assert ax.get_xlim() == pytest.approx((0, 1.15))  # a full bar (share 1) and its "n of m" label
+    assert ax.get_xlabel() == "share of trials with a wrong result"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_every_hazards_claim_says_the_run_it_rests_on(machine):
+    run = HAZ[machine]
+    table = claims.ClaimsTable(NOTEBOOK)
+    hazards.add_claims(table, run)
+    assert len(table.claims) == len(hazards.CLAIMS) + 1  # and the "only pageable H2D is safe" row
+    assert {c.where for c in table.claims} == {run.where()}

@@ -924,3 +924,157 @@ def test_a_tutorial_version_that_overlaps_elsewhere_fails_and_names_the_differen
         assert seen.sentences[1].endswith(
             ": pinned, side stream; pinned, current stream overlaps in one and not in the other."
         )
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["copy_engines"]))
+def test_the_engine_lines_say_what_each_pair_is_compared_with_and_the_verdict(machine, capsys):
+    run = RUNS["copy_engines"][machine]
+    engines.show(run)
+    out = capsys.readouterr().out
+    assert "(H2D alone + D2H alone)" in out and "(twice H2D alone)" in out
+    verdict = engines.facts(run).agree.verdict
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("overlap of opposite copies agrees with the engine count")
+    assert verdict in last and "not testable here" not in last
+
+
+def test_without_an_engine_count_the_engine_check_is_not_testable(capsys):
+    times = {"H2D alone": 1.0, "D2H alone": 1.0, "H2D + D2H": 1.9, "H2D + H2D": 1.0}
+    run = _engines_run(None, 0.1, 0.5, times)
+    engines.show(run)
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.endswith(
+        f"(two or more engines: above {engines.TWO_ENGINES:g}; one: below): not testable here"
+    )
+
+
+def test_the_ordering_pairs_give_their_times_in_us():
+    run = RUNS["stream_ordering"][MACHINES[0]]
+    for pair in ordering.facts(run).pairs.values():
+        assert pair.busy_us.unit == pair.start_gap_us.unit == pair.launch_gap_us.unit == "us"
+
+
+def test_a_spin_gain_of_exactly_045_is_about_half():
+    serial = [(0, 120, 1), (200, 320, 1)]  # busy 240 us; two streams: 108 us, 0.45 of it
+    run = _ordering_run(
+        [(0, 50), (50, 450)], (serial, [(0, 100, 1), (8, 108, 2)]), (serial, serial)
+    )
+    spins = ordering.see(run).sentences[1]
+    assert "busy 0.45 times as long as when they shared a stream (about half)" in spins
+    assert spins.endswith(
+        "The second started 8.0 us after the first: that is the 8 us they did not share."
+    )
+
+
+def test_a_late_start_is_said_to_account_for_the_time_not_shared_only_when_it_does():
+    serial = [(0, 100, 1), (150, 250, 1)]
+    # the second kernel starts 40 us late but is shorter: all of it overlaps, nothing is missing
+    shorter = _ordering_run(
+        [(0, 50), (50, 450)], (serial, [(0, 100, 1), (40, 100, 2)]), (serial, serial)
+    )
+    assert (
+        ordering.see(shorter).sentences[1].endswith("The second started 40.0 us after the first.")
+    )
+    # 80 us late, but 60 us not shared (the second kernel, 50 us, overlaps 20): not the same time
+    part = _ordering_run(
+        [(0, 50), (50, 450)], (serial, [(0, 100, 1), (80, 130, 2)]), (serial, serial)
+    )
+    assert ordering.see(part).sentences[1].endswith("The second started 80.0 us after the first.")
+    # under a microsecond late: still the time they did not share
+    close = _ordering_run(
+        [(0, 50), (50, 450)], (serial, [(0, 100, 1), (0.5, 100.5, 2)]), (serial, serial)
+    )
+    assert ordering.see(close).sentences[1].endswith("us they did not share.")
+
+
+def test_the_resources_claim_names_the_pair_that_decided_it():
+    serial = [(0, 100, 1), (150, 250, 1)]
+    # spins: 0.70 (does not hold, below 0.6 needed); matmuls 0.85 on the line: the spins decide
+    spins_fail = _ordering_run(
+        [(0, 50), (50, 450)], (serial, [(0, 100, 1), (40, 140, 2)]), (serial, serial)
+    )
+    # spins at 0.5 hold; matmuls at 0.5 do not (above 0.85 needed): the matmuls decide
+    mms_fail = _ordering_run(
+        [(0, 50), (50, 450)],
+        (serial, [(0, 100, 1), (0, 100, 2)]),
+        (serial, [(0, 100, 1), (0, 100, 2)]),
+    )
+    for run, name in ((spins_fail, "spin kernels"), (mms_fail, "matmuls")):
+        table = claims.ClaimsTable(NOTEBOOK)
+        ordering.add_claims(table, run)
+        assert table.claims[-1].measured.endswith(f"; shown: {name}")
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["double_buffering"]))
+def test_the_prefetching_sentences_say_where_their_numbers_come_from(machine):
+    run = RUNS["double_buffering"][machine]
+    assert f"(replayed from {run.machine})" in prefetching.see(run).to_markdown()
+
+
+# copies.py is being changed on main (issue 35): its tests stay in functions of their own
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["pinned_x_streamed"]))
+def test_the_tutorial_table_names_its_columns_and_steps(machine, monkeypatch):
+    run = RUNS["pinned_x_streamed"][machine]
+    shown = []
+    monkeypatch.setattr(copies, "display", shown.append)
+    copies.show_tutorial(run)
+    (table,) = shown
+    assert table.headers == [
+        "configuration",
+        "overlap",
+        "copy (ms)",
+        "kernel (ms)",
+        "host in cudaMemcpyAsync (ms)",
+    ]
+    steps = next(iter(run.value["profiles"].values())).steps
+    assert table.caption == f"per profiled step ({steps} steps)"  # no held / copy column here
+    assert [row[0] for row in table.rows] == list(run.value["profiles"])
+
+
+def test_the_launch_order_table_gives_the_host_time_in_ms_and_explains_held(monkeypatch):
+    run = RUNS["launch_order"][sorted(RUNS["launch_order"])[0]]
+    shown = []
+    monkeypatch.setattr(copies, "display", shown.append)
+    copies.show_launch_order(run)
+    (table,) = shown
+    assert table.headers == [
+        "configuration",
+        "overlap",
+        "GPU copy (ms)",
+        "host in cudaMemcpyAsync (ms)",
+        "held / copy",
+    ]
+    assert table.caption.endswith(
+        "; held / copy: the host's time in cudaMemcpyAsync over the GPU copy's"
+    )
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["pinned_x_streamed"]))
+def test_a_fair_start_in_every_step_adds_no_late_note(machine):
+    run = RUNS["pinned_x_streamed"][machine]
+    started = copies.see_tutorial(run).sentences[1]
+    if all(s.fair for s in copies.starts(run)):
+        assert "of the spin kernel's end). The kernel outlasted the copy" in started
+    else:
+        assert "the host had not queued them in time. The kernel outlasted" in started
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["pinned_x_streamed"]))
+def test_the_requirements_table_has_its_statements_and_says_when_one_holds(machine):
+    run = RUNS["pinned_x_streamed"][machine]
+    table = copies.show_requirements(run)
+    assert table.headers[0] == "statement" and table.headers[-2:] == ["holds if", "verdict"]
+    assert table.caption == (
+        "a requirement holds when the working case (pinned, side stream) overlaps and the case "
+        "without the requirement does not"
+    )
+
+
+@pytest.mark.parametrize("machine", sorted(RUNS["launch_order"]))
+def test_the_both_orders_verdict_is_judged_as_notebook_03s_claim(machine):
+    run = RUNS["launch_order"][machine]
+    name, comparison = copies.pinned_in_both_orders(run)
+    assert name in copies.ORDERS
+    assert comparison.claim == (NOTEBOOK, copies.PINNED_RELIABLE)

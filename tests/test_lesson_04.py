@@ -1083,3 +1083,119 @@ def test_the_error_printout_gives_the_device_assertion_and_says_replayed(capsys)
     asserted = [o["device_assert"][0] for o in run.value.values() if o["device_assert"]]
     assert asserted and asserted[0][asserted[0].find("Assertion") :] in out
     assert f"(replayed from {run.machine})" in errors.see(run)._repr_markdown_()
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_each_error_check_lists_the_cases_it_read_and_each_claim_says_with_or_without(machine):
+    run = RUNS["error_checking"][machine]
+    raised = errors.raised_at(run)
+    later, at_launch = errors.see(run).checks
+    for check, blocking in ((later, False), (at_launch, True)):
+        cases = [c for c, out in run.value.items() if out["launch_blocking"] == blocking]
+        assert check.measured == "; ".join(f"{c}: {raised[c]}" for c in cases)
+    without, with_ = errors.claims_of(run)
+    assert without.measured.startswith("without CUDA_LAUNCH_BLOCKING: ")
+    assert with_.measured.startswith("with CUDA_LAUNCH_BLOCKING=1: ")
+    assert with_.measured.endswith(" (each once)") and with_.run is run
+
+
+def _wait_run(side_us, dev_ms, main_us=2_000.0):
+    value = {
+        "event.synchronize": timing.Timing([main_us / 1e6] * 3, "host clock"),
+        "torch.cuda.synchronize": timing.Timing([dev_ms / 1e3] * 3, "host clock"),
+        "side_busy_after_event": [True, True, True],
+        "not_done_at_once": True,
+        "polls": 7,
+        "poll_wait_s": 1e-3,
+    }
+    return fake_run(value, side_us=side_us, main_us=main_us, poll_us=5_000.0)
+
+
+def test_each_wait_is_about_its_kernel_within_a_tenth_of_its_length():
+    # the device wait against the 20 ms side-stream kernel: 21.99 ms is within 10%, 22.01 beyond
+    for dev_ms, holds, said in (
+        (21.99, True, "1.10"),
+        (22.01, False, "1.10"),
+        (18.1, True, "0.91"),
+    ):
+        seen = waits.see_wait(_wait_run(20_000.0, dev_ms))
+        (check,) = seen.checks
+        assert check.holds == holds and check.measured == f"1.00 and {said} times; 10% allowed"
+        assert f"{said} times the 20 ms long kernel on the other stream" in seen.sentences[0]
+    seen = waits.see_wait(_wait_run(20_000.0, 20.0))
+    assert seen.sentences[1].endswith("before the 5 ms kernel finished (one run).")
+    assert "(replayed from 1xFAKE)" in seen.to_markdown()
+
+
+def test_the_wait_printout_gives_both_kernels_in_ms(capsys):
+    waits.show_wait(_wait_run(250_000.0, 250.0))
+    out = capsys.readouterr().out
+    assert out.startswith("kernels queued: 250.0 ms on the side stream, 2.0 ms on the current one")
+
+
+def test_the_many_streams_table_gives_the_longest_launch_in_ms():
+    run = RUNS["many_streams"][MACHINES[0]]
+    table = many.show(run)
+    by = many.facts(run).by
+    assert table.headers[-1] == "longest launch (ms)"
+    assert [row[-1] for row in table.rows] == pytest.approx(
+        [b.longest_us / 1e3 for b in by.values()]
+    )
+    assert [row[0] for row in table.rows] == list(by)
+
+
+def test_the_resolution_histogram_is_titled_with_the_machine():
+    run = RUNS["event_resolution"][MACHINES[0]]
+    tools.show_resolution(run)
+    assert plt.gcf().axes[0].get_title() == f"Event resolution - {run.machine} (replayed)"
+
+
+def _timers_run(no_sync_s):
+    ev = timing.Timing([0.01] * 5, "cuda events")
+    return fake_run(
+        {
+            "flop": 2 * 4096**3,
+            timers.TIMERS[0]: timing.Timing([no_sync_s] * 5, "host clock"),
+            timers.TIMERS[1]: timing.Timing([0.011] * 5, "host clock"),
+            timers.TIMERS[2]: ev,
+        }
+    )
+
+
+def test_without_sync_a_millisecond_is_no_longer_microseconds():
+    micro, _ = timers.see_timers(_timers_run(0.999e-3)).checks
+    assert micro.holds and micro.measured.startswith("the slowest 999 us")
+    micro, _ = timers.see_timers(_timers_run(1e-3)).checks
+    assert not micro.holds and micro.measured.startswith("the slowest 1000 us")
+
+
+def test_settled_from_compares_with_the_median_of_every_later_call():
+    # later calls 1, 1, 3, 5: median 2, so the last (5) is beyond twice it and nothing settles
+    assert timers.settled_from([100.0, 1.0, 1.0, 3.0, 5.0]) == 6
+    assert timers.settled_from([100.0, 1.0, 1.0, 3.0, 4.0]) == 2
+
+
+def test_the_first_calls_table_and_plot_are_in_ms():
+    run = RUNS["first_calls"][MACHINES[0]]
+    table = timers.show_first_calls(run)
+    assert table.headers == ["call", "first (ms)", "later, median (ms)", "first / later (x)"]
+    (ax,) = plt.gcf().axes
+    for line, t in zip(ax.get_lines(), run.value.values(), strict=True):
+        assert list(line.get_ydata()) == pytest.approx([s * 1e3 for s in t])
+    assert [row[1] for row in table.rows] == pytest.approx([t[0] * 1e3 for t in run.value.values()])
+
+
+def test_a_mean_equal_to_its_median_sits_at_it_and_the_gaps_are_in_us():
+    run = fake_run(
+        {
+            "events": timing.Timing([0.25e-5, 0.5e-5, 0.75e-5], "cuda events"),
+            "host clock": timing.Timing([1e-5, 1.01e-5, 0.99e-5, 1e-5, 1.02e-5], "host clock"),
+        },
+        samples=5,
+    )
+    seen = timers.see_spread(run)
+    assert "sits at the median (5.00 us)" in seen.sentences[0]
+    assert "sits above the median (10.00 us)" in seen.sentences[1]
+    pulled = seen.checks[-1]
+    assert not pulled.holds
+    assert pulled.measured == "mean - median: events 0.00 us, host clock 0.04 us"

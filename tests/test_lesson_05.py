@@ -9,6 +9,7 @@ machine its replay takes it from, as the notebook does.
 import dataclasses
 import re
 import statistics
+import types
 
 import matplotlib.pyplot as plt  # conftest.py has chosen the Agg backend
 import pytest
@@ -1414,3 +1415,166 @@ def test_kernel_pairs_pair_the_steps_both_gpus_ran():
 
     profile = trace.Profile([kernel(0, 0.0), kernel(1, 6.0), kernel(0, 20.0)], steps=2)
     assert devices.kernel_pairs(profile) == [(kernel(0, 0.0), kernel(1, 6.0))]
+
+
+def test_the_current_device_table_marks_each_states_copies_right_or_wrong(monkeypatch):
+    shown = []
+    monkeypatch.setattr(devices, "display", shown.append)
+    states = [*GOOD_STATES[:-1], {**GOOD_STATES[-1], "to_cuda_correct": False}]
+    devices.show_current_device(_current(states))
+    (table,) = shown
+    assert [row[-1] for row in table.rows] == ["right"] * (len(states) - 1) + ["WRONG"]
+    assert table.headers[-1] == "copies' contents"
+
+
+def test_a_gap_of_exactly_the_clocks_tolerance_still_counts_as_waited():
+    assert devices.event_facts(_events(with_wait_start=990.0, without_start=0.0)).waited
+    assert not devices.event_facts(_events(with_wait_start=989.0, without_start=0.0)).waited
+    assert (
+        devices.event_facts(_events(with_wait_start=1000.0, without_start=990.0)).ran_free is False
+    )
+
+
+def test_the_event_timelines_share_one_time_scale_and_keep_what_starts_as_the_kernels_end():
+    run = _events(with_wait_start=1000.0, without_start=0.0)
+    # a host call that starts the moment the first kernels end (1200 us) is part of the step
+    call = trace.Interval("runtime", "cudaStreamSynchronize", 1200.0, 1400.0, thread=1)
+    run.value["with_wait"].intervals.append(call)
+    devices.show_event_wait(run)
+    axes = plt.gcf().axes
+    assert [ax.get_title() for ax in axes] == ["with wait", "without wait"]
+    assert all(ax.get_xlim() == pytest.approx((0, 1400.0 * 1.02)) for ax in axes)
+
+
+def test_one_way_ms_is_bytes_over_the_largest_sizes_rate():
+    peer = _peer_run({"0->1": [1.0, 2.0], "1->0": [1.0, 4.0]}, SIZES[:2])
+    assert copies.one_way_ms(peer, 2**30, src=0, dst=1) == pytest.approx(2**30 / 2e6, rel=1e-12)
+    assert copies.one_way_ms(peer, 10**9, src=1, dst=0) == pytest.approx(250.0, rel=1e-12)
+
+
+def test_a_queue_as_long_as_its_hold_is_no_leak():
+    held = timing.Timing([20e-6] * 5, "cuda events", 4)
+    held.extra.update(hold_us=100.0, enqueue_us=100.0)
+    local = timing.Timing([2e-6] * 5, "cuda events", 4)
+    run = _run({"0->0": [local], "0->1": [held], "1->0": [held], "1->1": [local]}, sizes=[4])
+    seen = claims.WhatWeSee(NOTEBOOK, run)
+    assert copies.say_leaks(seen, "so what", run) == [] and seen.sentences == []
+    held.extra.update(enqueue_us=100.5)
+    assert copies.say_leaks(seen, "so what", run) == [
+        "cuda:0 -> cuda:1 at 4 B (100 us of queueing, 100 us of hold)",
+        "cuda:1 -> cuda:0 at 4 B (100 us of queueing, 100 us of hold)",
+    ]
+
+
+def test_the_one_way_plot_names_its_dashed_line_one_direction():
+    status = "\t Link 0: 10.0 GB/s\n\t Link 1: 10.0 GB/s\n"
+    peer = _peer_run({"0->1": [5.0, 11.0, 13.0, 17.0], "1->0": [5.0, 11.0, 13.0, 17.0]}, SIZES)
+    links = _links("NV2", 2, status)
+    copies.show_peer_bandwidth(peer, SAME_FAKE, links)
+    label = f"{copies.one_way_facts(peer, SAME_FAKE, links).ceiling_label}, one direction"
+    assert f"{label} (20 GB/s)" in plt.gcf().axes[0].get_legend_handles_labels()[1]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_both_ways_tables_say_what_a_share_is_and_the_sentences_where_they_come_from(
+    machine, monkeypatch
+):
+    both, one_way, links = BOTH[machine], PEER[machine], LINKS[machine]
+    shown = []
+    monkeypatch.setattr(copies, "display", lambda *tables: shown.extend(tables))
+    copies.show_both_ways(both, one_way, links)
+    totals, shares = shown
+    assert totals.caption == "decimal GB/s: the bytes of both copies over the time for both"
+    assert shares.caption.endswith(
+        "so a share above 100% is the samples' noise or a measurement problem (said below)"
+    )
+    seen = copies.see_both_ways(both, one_way, links)
+    assert f"(replayed from {both.machine})" in seen.to_markdown()
+
+
+def test_the_latency_matrices_are_in_us_and_the_first_is_titled(monkeypatch):
+    us = {"0->0": 2.0, "0->1": 10.0, "1->0": 12.0, "1->1": 2.0}
+    run = _run(
+        {
+            p: [timing.Timing([t / 1e6] * 5, "cuda events", n) for n in (4, 64)]
+            for p, t in us.items()
+        },
+        sizes=[4, 64],
+    )
+    shown = []
+    monkeypatch.setattr(copies, "display", lambda *tables: shown.extend(tables))
+    copies.show_latency(run)
+    first, second = shown
+    assert first.title == "Small copies - 2xFAKE (replayed)" and second.title == ""
+    assert first.headers == ["from", "to cuda:0 (us)", "to cuda:1 (us)"]
+
+
+def test_a_quarter_longer_peer_copy_says_the_size_matters():
+    def run_of(last_us):
+        us = {
+            "0->0": (2.0, 2.0),
+            "0->1": (8.0, last_us),
+            "1->0": (8.0, last_us),
+            "1->1": (2.0, 2.0),
+        }
+        return _run(
+            {
+                p: [timing.Timing([t / 2**20] * 5, "cuda events", 4) for t in ts]
+                for p, ts in us.items()
+            },
+            sizes=[4, 64],
+        )
+
+    # whole numbers over 2**20 s: exact medians in us, so 10 / 8 is exactly 1.25
+    assert copies.see_latency(run_of(10.0)).sentences[1].endswith("the size matters already.")
+    assert copies.see_latency(run_of(9.9)).sentences[1].endswith("the size hardly matters here.")
+
+
+PARTIAL = {(True, True): 0.5, (True, False): 0.0, (False, True): 0.3, (False, False): 0.0}
+
+
+def test_each_combination_is_named_by_its_streams_and_a_run_without_a_peer_copy_says_none():
+    run = _seed(PARTIAL)
+    rows = peer_overlap.combinations(run)
+    assert [str(r) for r in rows[:2]] == [
+        "sender s0, receiver s1, non_blocking=True",
+        "sender s0, receiver s1, non_blocking=False",
+    ]
+    assert str(rows[-1]) == "sender default, receiver default, non_blocking=False"
+    assert {r.copy_kind for r in rows} == {"PtoP"}
+    first = run.value["runs"][0]["profile"]
+    first.intervals[:] = [iv for iv in first.intervals if iv.kind != "memcpy"]
+    assert peer_overlap.combinations(run)[0].copy_kind == "none"
+
+
+def test_the_combinations_table_says_what_syncs_counts_and_where_the_traces_are(
+    monkeypatch, capsys
+):
+    run = _seed(PARTIAL)
+    path = "results/2xFAKE/05_device_to_device/seed000.trace.json.gz"
+    for r in run.value["runs"]:
+        r["profile"].chrome_trace = types.SimpleNamespace(path=path)
+    shown = []
+    monkeypatch.setattr(peer_overlap, "display", shown.append)
+    peer_overlap.show_combinations(run)
+    table = shown[0]
+    assert table.caption == (
+        "A: 4 KiB copied from cuda:0 to cuda:1; B: 16 KiB on cuda:1; "
+        "syncs: the host's cudaStreamSynchronize calls"
+    )
+    assert capsys.readouterr().out.endswith(
+        "e.g. in\n  results/2xFAKE/05_device_to_device/\n  seed000.trace.json.gz\n"
+    )
+
+
+def test_the_timelines_show_each_first_step_without_its_markers_on_one_scale():
+    run = _seed(PARTIAL)
+    peer_overlap.show_timelines(run)
+    fig = plt.gcf()
+    # the copy starts at 10 us and the last B^4 ends at 310 us: 0.3 ms, the markers (0-3.5 us) left out
+    assert all(ax.get_xlim() == pytest.approx((0, 0.3 * 1.02)) for ax in fig.axes)
+    assert tuple(fig.get_size_inches()) == (15, 13)
+    assert fig.get_suptitle() == (
+        "The blog post's experiment: A.to('cuda:1') beside B*B*B*B on cuda:1, one step each"
+        " - 2xFAKE (replayed)"
+    )

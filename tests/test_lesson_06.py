@@ -1260,3 +1260,70 @@ def test_the_claims_name_the_profiled_steps_and_the_busbw_claim_its_fewer_sample
     assert f"over {steps['blocking']} profiled steps" in blocking.measured
     assert f"over {steps['async_op=True']} profiled steps" in async_op.measured
     assert ceiling.comparison.value.samples == 3
+
+
+def test_rank_1_stopped_before_the_wait_says_the_run_measured_the_connection():
+    value = {
+        "status": ["returned", "stopped"],
+        "marks": [[], []],
+        "results": [None, None],
+        "reason": "the deadline (10 s) passed; ranks still running were stopped",
+        "elapsed_s": 10.0,
+    }
+    run = fake_run(value, backend="nccl", wait_timeout_s=2.0, deadline_s=10.0)
+    assert hangs.wait_of(run).sentence == (
+        "rank 1 never reached wait(timeout=2 s): it was inside irecv (its pair not connected yet) "
+        "and was stopped at the 10 s deadline (the deadline (10 s) passed; ranks still running "
+        "were stopped); this measured the connection, not the wait"
+    )
+
+
+IS_COMPLETED = "work.is_completed() is True once the operation is enqueued; it does not mean the data has arrived"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_is_completed_fails_when_no_flag_was_true_at_return_and_a_poll_never_turned_true(machine):
+    run = HOST[machine]
+    rows = [dict(r) for r in run.value]
+    for r in rows:
+        if r.get("completed_at_return") is not None:
+            r["completed_at_return"] = False
+    polled = [r for r in rows if r["call"] == "irecv + poll is_completed()"]
+    assert polled
+    for r in polled:
+        r["completed_by_poll"] = True
+    by_poll = records.Run(rows, run.live, run.header)
+    assert host.claim_rows(by_poll)[IS_COMPLETED][1] is not False  # judged on the polling time
+    polled[0]["completed_by_poll"] = False
+    never = records.Run(rows, run.live, run.header)
+    assert host.claim_rows(never)[IS_COMPLETED][1] is False
+
+
+def test_the_host_bars_keep_small_call_names_under_the_bars_only():
+    host.show(gloo_host_rows(), HOST[MACHINES[0]], "point-to-point")
+    for ax in plt.gcf().axes:
+        assert {t.get_fontsize() for t in ax.get_xticklabels()} == {8}
+        assert 8 not in {t.get_fontsize() for t in ax.get_yticklabels()}
+
+
+def test_a_size_whose_bytes_take_exactly_the_shortest_call_is_not_counted_as_cheaper(monkeypatch):
+    run = synthetic_bandwidth()
+    s = speed.sweep(run)
+    floor = min(t.median_us for t in s.all_reduce)
+    assert floor == 20.0
+    for rate, cheapest in ((2**20 / 1e3 / floor, "1 KiB"), (2**20 / 1e3 / floor * 1.001, "1 MiB")):
+        assert (2**20 / rate / 1e3 == floor) == (cheapest == "1 KiB")
+        fixed = dataclasses.replace(s, algbw=[*s.algbw[:-1], rate])
+        monkeypatch.setattr(speed, "sweep", lambda run, fixed=fixed: fixed)
+        said = speed.see_bandwidth(run).sentences[1]
+        assert f"the shortest call (20.0 us) up to {cheapest}:" in said
+
+
+def test_the_nccl_tests_table_says_the_sum_and_the_plot_says_replayed(monkeypatch):
+    shown = []
+    monkeypatch.setattr(speed, "display", lambda *tables: shown.extend(tables))
+    run = synthetic_bandwidth()
+    speed.show_bandwidth(run)
+    table = shown[0]
+    assert {row[2:4] == ["float", "sum"] for row in table.rows} == {True}
+    assert plt.gcf().get_suptitle().endswith(f"{run.machine} (replayed)")
