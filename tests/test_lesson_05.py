@@ -116,6 +116,12 @@ def test_the_links_sentences_count_the_pairs_and_compare_the_rated_speed_with_pc
         float(ratio) == pytest.approx(_rated_gbps(run) / min(value["pcie_gbps"]), abs=0.05)
         and float(ratio) > 1
     )
+    (nvlink,) = peer_links.see_links(run).checks  # the expectation, checked
+    assert nvlink.holds == (with_peer == len(pairs))
+    assert (
+        nvlink.measured.count(": NV18") == len(pairs)
+        and "cuda:1 -> cuda:0: NV18" in nvlink.measured
+    )
     peer_links.show_links(run)
     out = capsys.readouterr().out
     assert out.count("| NV18") == len(pairs)
@@ -135,8 +141,16 @@ def test_links_without_nvlink_or_peer_access_say_so(capsys):
             "report": "a fake machine",
         }
     )
-    first, second, third = peer_links.see_links(run).sentences
+    seen = peer_links.see_links(run)
+    first, second, third = seen.sentences
     assert "peer access on 0 of the 2 ordered pairs, joined by SYS" in first
+    assert (
+        not seen.checks[0].holds
+        and seen.checks[0].measured == "cuda:0 -> cuda:1: SYS, cuda:1 -> cuda:0: SYS"
+    )
+    run.value["peer_access"] = [[True, True], [True, True]]  # peer access over PCIe: not NVLink
+    assert not peer_links.see_links(run).checks[0].holds
+    run.value["peer_access"] = [[True, False], [False, True]]
     assert second.startswith("No rated speed is known for these links")
     assert third.startswith(
         "Without peer access on 2 pairs, their copies are staged through host memory (the PCIe"
@@ -544,7 +558,7 @@ def test_the_both_ways_sentences_give_the_shares_of_the_one_way_rates_added(mach
     seen = copies.see_both_ways(run, one_way, links)
     (first, second, *notes), (check,) = seen.sentences, seen.checks
     assert check.holds == (min(at_largest) >= 0.9) and check.measured.startswith(
-        f"at {timing.format_bytes(largest)} the total is at least {min(at_largest):.0%} of"
+        f"at {timing.format_bytes(largest)} the total is at least {min(at_largest):.1%} of"
     )
     span = re.search(
         r"the total is (\d+)%(?: to (\d+)%)? of the two one-way rates added, over (\d+) pairs?",
@@ -631,7 +645,7 @@ def test_two_directions_that_slow_each_other_down_are_said_to():
         "(cuda:0 <-> cuda:1), is 94% of it."
     )
     (check,) = copies.see_both_ways(both, one_way, _links("PIX")).checks
-    assert not check.holds and check.measured.startswith("at 4 MiB the total is at least 75% of")
+    assert not check.holds and check.measured.startswith("at 4 MiB the total is at least 75.0% of")
 
 
 def test_duplex_shares_skip_sizes_measured_both_ways_only():

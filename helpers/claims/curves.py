@@ -50,7 +50,13 @@ def describe_curve(
             f"{format_bytes(sizes[-2])} and {format_bytes(sizes[-1])}"
         )
         if values[-3] < values[-2] <= values[-1] * (1 + tolerance):
-            return CurveShape("still rising", f"is still rising at the largest sizes ({tail})")
+            words = f"is still rising at the largest sizes ({tail})"
+            dips = [
+                i for i in range(len(values) - 3) if values[i] > values[i + 1] * (1 + tolerance)
+            ]
+            if dips:  # a fall on the way is said, not hidden by the rise after it
+                words += f", after a dip from {at(dips[-1])} to {at(dips[-1] + 1)}"
+            return CurveShape("still rising", words)
         return CurveShape("uneven", f"does not settle at the largest sizes ({tail})")
     flat = values[start:]
     words = f"levels off from {format_bytes(sizes[start])} on, at {fig(min(flat))} to {fig(max(flat))} {unit}"

@@ -49,8 +49,9 @@ def see_timers(run: Run) -> claims.WhatWeSee:
         f"The synchronised clock measures {times(synced)} the events' time (medians), and read "
         f"longer than the events in {longer} of {n} paired samples."
     )
-    slowest = f"the slowest {max(no_sync) * 1e6:.0f} us, {share.value:.1%} of the events' time"
-    micro = max(no_sync) < 1e-3 and share.value < 0.5
+    top = max(no_sync) / run.value[TIMERS[2]].median_s  # the slowest reading, not the median
+    slowest = f"the slowest {max(no_sync) * 1e6:.0f} us, {top:.1%} of the events' median time"
+    micro = max(no_sync) < 1e-3 and top < 0.5
     seen.check("without sync the clock reads microseconds, far below the events", micro, slowest)
     seen.check("the synchronised clock reads more than the events", synced.value > 1, times(synced))
     return seen

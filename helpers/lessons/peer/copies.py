@@ -396,7 +396,7 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     seen.check(
         "two copies in opposite directions each keep close to their one-way rate",
         b.close,
-        f"at {size(b.size)} the total is at least {min(b.at_largest):.0%} of "
+        f"at {size(b.size)} the total is at least {min(b.at_largest):.1%} of "
         f"the two one-way rates added, {DUPLEX:.0%} counting as close",
     )
     say_leaks(seen, "and a share computed from it is no measure of the link", both, peer)

@@ -128,6 +128,9 @@ def see_links(links: Run) -> claims.WhatWeSee:
         else "No rated speed is known for these links, so the peer copies below are not measured "
         "against one (and their plots have no line for it)."
     )
+    nvlink = all(link.startswith("NV") for link in f.link.values())
+    joined = ", ".join(f"cuda:{i} -> cuda:{j}: {f.link[(i, j)]}" for i, j in f.peer)
+    seen.check("peer access both ways over NVLink (an NV# entry)", f.all_peer and nvlink, joined)
     if not f.all_peer:
         seen.say(
             f"Without peer access on {len(f.peer) - with_peer} pairs, their copies are staged through "
