@@ -1177,7 +1177,9 @@ def test_without_sync_a_millisecond_is_no_longer_microseconds():
     run.value[timers.TIMERS[0]] = timing.Timing([0.1e-3] * 4 + [0.6e-3], "host clock")
     run.value[timers.TIMERS[2]] = ev
     micro, _ = timers.see_timers(run).checks
-    assert not micro.holds and micro.measured == "the slowest 600 us, 60.0% of the events' median time"
+    assert (
+        not micro.holds and micro.measured == "the slowest 600 us, 60.0% of the events' median time"
+    )
 
 
 def test_settled_from_compares_with_the_median_of_every_later_call():
