@@ -150,8 +150,9 @@ def test_paired_takes_the_spread_of_the_ratios_not_of_each_side():
     value = analysis.paired([1.0, 2.0, 4.0, 8.0], [2.0, 4.0, 8.0, 16.0], unit="of the copy")
     assert value.value == pytest.approx(0.5) and value.spread == 0 and value.samples == 4
     assert value.unit == "of the copy"
-    assert analysis.paired([1.0, 3.0], [2.0, 2.0]).value == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="as many"):
+    by_default = analysis.paired([1.0, 3.0], [2.0, 2.0])
+    assert by_default.value == pytest.approx(1.0) and by_default.unit == "x"
+    with pytest.raises(ValueError, match="as many numerators as denominators, got 1 and 2"):
         analysis.paired([1.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="denominator is 0"):
         analysis.paired([1.0], [0.0])

@@ -70,6 +70,25 @@ def test_unrecordable_values_are_refused(tmp_path):
         records.save("nb", "x", {"f": object()}, fp="a", root=tmp_path)
 
 
+def test_an_unrecordable_value_is_named_by_its_position():
+    import numpy as np
+
+    from helpers import codec
+
+    with pytest.raises(
+        TypeError, match=r"^params\['sizes'\]\[1\] is a set, which cannot be recorded"
+    ):
+        codec.encode({"sizes": [1, {2}]}, None, "params")
+    # an object array's elements keep the array's position (numbers become plain lists)
+    odd = np.array([1, object()], dtype=object)
+    with pytest.raises(TypeError, match=r"^result\['a'\]\[1\] is a object, which cannot"):
+        codec.encode({"a": odd})
+    assert codec.encode({"a": np.arange(3), "b": (np.float32(0.5),)}) == {
+        "a": [0, 1, 2],
+        "b": [0.5],
+    }
+
+
 def test_cpu_experiment_runs_live_and_is_not_recorded(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_RECORD", "1")
@@ -397,6 +416,18 @@ def test_a_gpu_memory_limit_must_be_a_positive_number_of_gib(monkeypatch, value)
         config.gpu_memory_limit_bytes()
     monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "16")
     assert config.gpu_memory_limit_bytes() == 16 * 2**30
+
+
+def test_a_gpu_memory_limit_may_be_a_fraction_of_a_gib(monkeypatch):
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", " 0.5 ")
+    assert config.gpu_memory_limit_bytes() == 2**29
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "1")
+    assert config.gpu_memory_limit_bytes() == 2**30
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "")
+    assert config.gpu_memory_limit_bytes() is None
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "-0.5")
+    with pytest.raises(ValueError, match=r"COURSE_GPU_MEMORY_GIB='-0.5' .* set it to e.g. 16"):
+        config.gpu_memory_limit_bytes()
 
 
 def _copied_results(tmp_path, machine="1xNVIDIA-H200", notebook="00_start_here"):

@@ -320,6 +320,36 @@ def test_peer_copy_device_without_an_integer_pid():
     assert peer.device == 1  # then args.toDevice
 
 
+def test_events_are_kept_by_category_and_read_leniently():
+    events = [
+        {"ph": "X", "cat": "Kernel", "ts": 5, "dur": 2, "pid": 0, "tid": 7},  # no name
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": "1", "tid": 3},
+        {
+            "ph": "X",
+            "cat": "gpu_memset",
+            "name": "Memset",
+            "ts": 9,
+            "dur": -1,
+            "args": {"bytes": 8},
+        },
+        {"ph": "X", "cat": "kernel", "name": "no start", "dur": 1},
+        {"ph": "i", "cat": "kernel", "name": "an instant", "ts": 1},
+        {"ph": "X", "cat": "python_function", "name": "not kept", "ts": 1},
+        "not an event",
+    ]
+    runtime, kernel, memset = trace.intervals_from_chrome_trace(events)
+    assert (kernel.kind, kernel.name, kernel.start_us, kernel.end_us) == ("kernel", "", 5.0, 7.0)
+    assert (kernel.device, kernel.stream, kernel.thread) == (0, 7, None)
+    assert (runtime.kind, runtime.name, runtime.start_us, runtime.end_us) == (
+        "runtime",
+        "cudaLaunchKernel",
+        1.0,
+        1.0,
+    )
+    assert runtime.thread == 3 and runtime.device is None
+    assert (memset.kind, memset.start_us, memset.end_us, memset.nbytes) == ("memset", 9.0, 9.0, 8)
+
+
 def test_kernels_on_two_streams(intervals):
     kernels = trace.select(intervals, kind="kernel")
     assert sorted(iv.stream for iv in kernels) == [7, 20]
@@ -468,7 +498,7 @@ def test_load_errors(tmp_path):
         trace.load_chrome_trace(other)
     with pytest.raises(TypeError):
         trace.load_chrome_trace(42)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="needs a trace dict or a list of events, got str"):
         trace.intervals_from_chrome_trace("trace.json")
     with pytest.raises(ValueError, match="traceEvents"):
         trace.intervals_from_chrome_trace({"events": []})
