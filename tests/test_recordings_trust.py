@@ -714,9 +714,9 @@ def test_a_copy_that_fits_in_l2_is_held_to_the_cache_not_to_memory(tmp_path):
     record = json.loads(path.read_text())
     h100 = {"name": "NVIDIA H100 80GB HBM3", "sm_count": 132}
 
-    def found(gpu: dict, nbytes: int, gbps: float) -> list[str]:
+    def found(gpu: dict, nbytes: int, gbps: float, label="cuda:0 -> cuda:0") -> list[str]:
         record["header"]["machine"]["gpus"] = [dict(gpu, index=0), dict(gpu, index=1)]
-        t = timing.Timing([nbytes / gbps / 1e9], "cuda events", nbytes, "cuda:0 -> cuda:0")
+        t = timing.Timing([nbytes / gbps / 1e9], "cuda events", nbytes, label)
         record["result"] = {"copy": codec.encode(t)}
         path.write_text(codec.dumps(record))
         records.write_checksums(path.parents[1])
@@ -727,6 +727,9 @@ def test_a_copy_that_fits_in_l2_is_held_to_the_cache_not_to_memory(tmp_path):
     (impossible,) = found(dict(h100, l2_bytes=50 * 2**20), 32 * 2**20, 60_000.0)
     assert "impossible even from cache" in impossible and "at most 50688 GB/s" in impossible
     assert "its 32 MiB fit in the L2 cache (50 MiB)" in impossible
+    (as_big,) = found(dict(h100, l2_bytes=50 * 2**20), 50 * 2**20, 60_000.0, label="")
+    assert as_big.startswith(f"{path}: a timing at 60000.0 GB/s is impossible even from cache")
+    assert "its 50 MiB fit in the L2 cache (50 MiB)" in as_big  # as big as the cache still fits
     (too_big,) = found(dict(h100, l2_bytes=50 * 2**20), 2 * 2**30, 3737.2)
     assert "over 1.1 x the GPUs' memory bandwidth (3350 GB/s)" in too_big
     assert "too many for the L2 cache (50 MiB)" in too_big

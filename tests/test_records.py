@@ -215,6 +215,79 @@ def test_stale_and_missing_recordings_are_found(tmp_path, monkeypatch):
     assert [m["machine"] for m in records.recorded_machines(root)] == ["1xFAKE-GPU", "1xOTHER"]
 
 
+def test_calls_that_cannot_be_checked_are_found_with_their_reasons(tmp_path):
+    nb = tmp_path / "nb.ipynb"
+    write_notebook(
+        nb,
+        [
+            "import os\nfrom os import path as osp\nN = 2\n"
+            "def experiment_a(n=3):\n    return {'values': list(range(n))}",
+            "def uses_imports():\n    import math as m\n    return m.pi, os.sep, osp.sep",
+            "k = records.run_or_replay(helpers.f, notebook=NOTEBOOK, name='other_name', gpus=N)\n"
+            "s = records.run_or_replay(experiment_a, notebook=NOTEBOOK, params={'n': {1, 2}})\n"
+            "u = records.run_or_replay(uses_imports, notebook=NOTEBOOK, gpus=0, params={'n': N})",
+        ],
+    )
+    found = records.experiments_in_notebook(nb)
+    assert set(found) == {"other_name", "experiment_a", "uses_imports"}
+    other = found["other_name"]
+    assert (other.name, other.function, other.gpus, other.fingerprint, other.params) == (
+        "other_name",
+        "helpers.f",
+        -1,
+        None,
+        None,
+    )
+    assert other.problems == [
+        "gpus= must be a literal number",
+        "the experiment `helpers.f` is not a function defined with def at the top of a cell, so "
+        "its source cannot be checked",
+    ]
+    (problem,) = found["experiment_a"].problems
+    assert found["experiment_a"].params is None
+    assert problem.startswith(
+        "its params cannot be worked out from the notebook (params['n'] is a set, which cannot be "
+        "recorded"
+    )
+    assert problem.endswith(
+        "build them from literals, config.pick(...) and constants defined in the notebook"
+    )
+    # imported modules (as themselves, by alias, or from a package) are not notebook variables
+    used = found["uses_imports"]
+    assert used.problems == [] and used.params == {"n": 2} and used.gpus == 0
+
+
+def test_free_names_are_the_names_a_function_reads_but_does_not_bind():
+    from helpers.records.fingerprints import definition_node, free_names
+
+    source = """
+def f(a, *args, b=1, **kw):
+    import os.path
+    import numpy as np
+    from math import pi as PI, tau
+    x = a + b + len(args) + len(kw)
+    def inner():
+        return y
+    class C:
+        pass
+    try:
+        pass
+    except ValueError as err:
+        print(err)
+    for i in range(3):
+        x += i
+    return x, os, np, PI, tau, inner, C, SIZE
+"""
+    assert free_names(definition_node(source)) == {
+        "len",
+        "y",
+        "ValueError",
+        "print",
+        "range",
+        "SIZE",
+    }
+
+
 def test_fingerprint_does_not_depend_on_the_python_version():
     """Recordings are made on the GPU machines' Python 3.12 and checked here on 3.11: the canonical
     form leaves out the empty fields that newer Pythons add (type_params=[] since 3.12). The
@@ -392,6 +465,15 @@ def test_a_live_experiment_notes_its_footprint_and_gpu_run_gathers_it(tmp_path, 
     assert "no machine has measured" in records.footprint_sentence(
         "other", None, tmp_path / "results"
     )
+    for name in ("1xB", "10xC", "xD"):  # the most GPUs counts, by number, not by spelling
+        (tmp_path / "results" / name / "nb").mkdir(parents=True)
+        (tmp_path / "results" / name / "nb" / "big.json").write_text("{}")
+        (tmp_path / "results" / name / records.FOOTPRINTS).write_text(
+            (machine / records.FOOTPRINTS).read_text()
+        )
+    for here, chosen in ((None, "10xC"), ("unrecorded", "10xC"), ("1xB", "1xB"), ("xD", "xD")):
+        said = records.footprint_sentence("nb", here, tmp_path / "results")
+        assert said.startswith(f"Memory, as {chosen} measured it live: "), (here, said)
 
 
 def test_a_broken_footprints_file_is_named_with_its_fix(tmp_path):
@@ -501,3 +583,68 @@ def test_the_measuring_code_hash_follows_code_not_docstrings(tmp_path, monkeypat
     plain = hashed('def f():\n    """Seconds."""\n    return 1\n')
     assert hashed('def f():\n    """Milliseconds, now."""\n    return 1\n') == plain
     assert hashed('def f():\n    """Seconds."""\n    return 2\n') != plain
+
+
+def test_replacing_folders_interrupted_says_whether_the_new_ones_are_in_place(
+    tmp_path, monkeypatch
+):
+    import os
+
+    from helpers.records import machines
+
+    results = tmp_path / "results"
+    (results / "1xA").mkdir(parents=True)
+    (results / "1xA" / "old.txt").write_text("old")
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "new.txt").write_text("new")
+    real_unlink = os.unlink
+
+    def stop(*args):
+        raise KeyboardInterrupt("stop")
+
+    with monkeypatch.context() as m:  # stopped at the first rename: rolled back
+        m.setattr(machines.os, "rename", stop)
+        with pytest.raises(records.Interrupted) as info:
+            records.replace_folders(results, {results / "1xA": new})
+    assert str(info.value) == "KeyboardInterrupt: stop; rolled back: results/1xA are as they were"
+    assert not info.value.committed
+    assert [p.name for p in (results / "1xA").iterdir()] == ["old.txt"]
+
+    def unlink_then_stop(path, *args, **kwargs):  # the commit happened, then the interrupt
+        real_unlink(path, *args, **kwargs)
+        if str(path).endswith(machines.JOURNAL):
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(machines.os, "unlink", unlink_then_stop)
+        with pytest.raises(records.Interrupted) as info:
+            records.replace_folders(results, {results / "1xA": new})
+    assert str(info.value) == (
+        "KeyboardInterrupt after the new folders were in place: results/1xA are the new ones"
+    )
+    assert info.value.committed
+    assert sorted(p.name for p in results.iterdir()) == ["1xA"]  # no leftovers
+    assert [p.name for p in (results / "1xA").iterdir()] == ["new.txt"]
+
+
+def test_a_results_folder_one_level_off_names_itself_where_no_variable_names_it(
+    tmp_path, monkeypatch
+):
+    from helpers.records.machines import machine_folders
+
+    monkeypatch.delenv("COURSE_RESULTS_DIR", raising=False)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "index.jsonl").write_text("")
+    with pytest.raises(
+        ValueError,
+        match=f"^the results folder {tmp_path} is one level too high: it holds results/; set "
+        f"COURSE_RESULTS_DIR={tmp_path}/results$",
+    ):
+        machine_folders(tmp_path)
+    machine = tmp_path / "results" / "1xA"
+    (machine / "00_nb").mkdir(parents=True)
+    (machine / "00_nb" / "e.json").write_text("{}")
+    with pytest.raises(ValueError, match=f"^the results folder {machine} is one level too low"):
+        machine_folders(machine)
+    assert machine_folders(tmp_path / "missing") == []
