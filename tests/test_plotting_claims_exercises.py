@@ -201,6 +201,32 @@ def test_timelines_share_one_time_axis_and_one_colour_key():
         plotting.timelines({"a": _work(0.0, 1.0, 1.0)}, title=None)
 
 
+def test_a_single_timeline_panel_draws_each_lane_on_its_own_row_from_time_0():
+    fig = plotting.timelines(
+        {"only": _work(1_000.0, 100.0, 50.0)}, title="One panel - 1xGPU", include_host=False
+    )
+    (ax,) = fig.axes
+    assert ax.get_xlim() == pytest.approx((0.0, 102.0))  # from the first slice, 2% beyond
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "GPU 0: default stream",  # stream 7 is the default stream
+        "GPU 0: stream 13",
+    ]
+    rows = sorted(
+        (round(path.vertices[:, 1].min(), 6), round(path.vertices[:, 1].max(), 6))
+        for bars in ax.collections
+        for path in bars.get_paths()
+    )
+    assert rows == [(-0.4, 0.4), (0.6, 1.4)]  # lane k is the band k ± 0.4, first on top
+    assert ax.get_ylim() == (1.5, -0.5)
+    fig.canvas.draw()
+    (key,) = fig.legends
+    assert all(t.get_fontsize() == 8 for t in key.get_texts())
+    renderer = fig.canvas.get_renderer()
+    # the colour key sits under the panels, never over the slices or the title
+    assert key.get_window_extent(renderer).y1 <= ax.get_window_extent(renderer).y0
+    plt.close(fig)
+
+
 def _seven_collectives(n):
     """The seven collectives' data as the gloo worker of 06 reports it, for n ranks."""
     total = [sum(r + k for r in range(1, n + 1)) for k in range(3)]
@@ -258,6 +284,14 @@ def test_before_after_stays_readable_for_2_4_and_8_ranks(ranks):
         f"rank {r}" for r in range(ranks)
     )  # every rank named once, blocks or not
     plt.close(fig)
+
+
+def test_before_after_splits_ranks_into_as_few_even_blocks_as_fit_the_width():
+    # 10.5 inches, 1 for the labels: 6 columns of 1.5 in fit, so 8 ranks make 2 blocks of 4
+    assert before_after._rank_blocks(8, 1.5, 1.0) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert before_after._rank_blocks(7, 1.5, 1.0) == [[0, 1, 2, 3], [4, 5, 6]]
+    assert before_after._rank_blocks(6, 1.5, 1.0) == [[0, 1, 2, 3, 4, 5]]
+    assert before_after._rank_blocks(2, 12.0, 1.0) == [[0], [1]]  # wider than the page: one each
 
 
 def test_before_after_wraps_long_values_between_elements():

@@ -711,6 +711,11 @@ def test_timeline_lanes_axis_and_legend(intervals):
     ):
         assert wanted in legend
     assert "memset" not in legend  # only what is drawn
+    assert all(t.get_fontsize() == 8 for t in ax.get_legend().get_texts())
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # the key sits right of the slices, not over them
+    assert ax.get_legend().get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
 
 
 def test_timeline_draws_named_host_ranges_in_lanes_of_their_own(intervals):
@@ -765,7 +770,11 @@ def test_timeline_bad_input(intervals):
     with pytest.raises(ValueError, match="unit"):
         plotting.timeline(intervals, title="t", unit="s")
     ops_only = trace.select(intervals, kind="op")
-    with pytest.raises(ValueError, match="no GPU work"):
+    with pytest.raises(
+        ValueError,
+        match=r"^timeline found no GPU work \(kernels, copies, memsets\) and no runtime calls to "
+        "draw: pass the intervals of a profile that ran CUDA work$",
+    ):
         plotting.timeline(ops_only, title="t")
 
 
