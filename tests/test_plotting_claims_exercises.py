@@ -14,6 +14,10 @@ def test_bandwidth_plot_has_units_and_log_axes():
     assert "GB/s" in ax.get_ylabel() and "bytes" in ax.get_xlabel()
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert ax.get_title() == "H2D - 1xGPU (replayed)"
+    (ceiling,) = [line for line in ax.get_lines() if line.get_label().endswith("(55 GB/s)")]
+    assert ceiling.get_linestyle() == "--" and ceiling.get_ydata()[0] == 55  # dashed: no data
+    assert plotting.machine_title("H2D", "1xGPU", live=True) == "H2D - 1xGPU (live)"
+    assert plotting.machine_title("H2D", "1xGPU") == "H2D - 1xGPU"  # live or not unsaid
     with pytest.raises(ValueError):
         plotting.bandwidth_vs_size({}, title="x")
     with pytest.raises(ValueError, match="equal length"):
@@ -325,6 +329,8 @@ def test_grouped_bars_sit_centred_on_their_group(count):
     for group in (0, 1):  # the series of one group lie symmetric about its tick
         mine = [c for c in centres if abs(c - group) < 0.5]
         assert len(mine) == count and sum(mine) / count == pytest.approx(group)
+    # side by side, filling 0.8 of the space between ticks: touching, never overlapping
+    assert all(p.get_width() == pytest.approx(0.8 / count) for p in ax.patches)
     plt.close("all")
 
 
@@ -360,3 +366,19 @@ def test_a_host_range_lane_is_outlined_and_hatched_not_white_on_white():
     hatches = [c.get_hatch() for c in ax.collections if isinstance(c, PolyCollection)]
     assert hatches.count("//") == 1  # the range's bars; white, so drawn outlined and hatched
     plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "low, high, exponents",
+    [
+        (2**10, 2**30, range(10, 31, 2)),  # 20 doublings: every other power of two
+        (2**3, 2**9, range(3, 10)),  # few: every one
+        (1, 2**100, range(0, 101, 10)),  # 100: one per 2^10 (KiB, MiB, GiB ...)
+        (1, 2.0**250, range(0, 251, 30)),  # beyond: a multiple of 10, at most 10 ticks
+        (3, 2**20, range(0, 21, 2)),  # starts at a multiple of its step
+    ],
+)
+def test_size_axes_tick_at_powers_of_two_that_keep_kib_mib_and_gib(low, high, exponents):
+    from helpers.plotting.charts import _PowersOfTwo
+
+    assert _PowersOfTwo().tick_values(low, high) == [2.0**e for e in exponents]
