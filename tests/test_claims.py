@@ -723,3 +723,25 @@ def test_a_rows_verdict_reads_its_unit_to_measure_the_band():
     row = {"value": 11.0, "threshold": 10.0, "holds_if": "above", "band": 0.5}
     assert claims.verdict_of(row) == claims.HOLDS  # no unit: 1 above, beyond a band of 0.5
     assert claims.verdict_of(row | {"unit": "x"}) == claims.BORDERLINE  # a factor 1.1 < e^0.5
+
+
+@pytest.mark.parametrize(
+    "threshold, text",
+    [
+        (0, "0"),
+        (0.005, "0.005"),
+        (0.8, "0.8"),
+        (1.2345, "1.23"),
+        (12.345, "12.35"),  # 4 digits from 10 on
+        (2500.4, "2500"),  # whole from 1000 on
+        (9999.4, "9999"),
+        (1e4, "1e+04"),  # 5 digits and more in powers of ten
+        (123456.0, "1.23e+05"),
+        (-2.5, "-2.5"),
+    ],
+)
+def test_a_threshold_is_written_as_a_reader_would(threshold, text):
+    comparison = claims.compare(claims.Value(1.0), threshold, holds_if="above")
+    assert comparison.holds_if_text() == f"> {text}" and comparison.in_words() == f"above {text}"
+    below = claims.compare(claims.Value(1.0), threshold, holds_if="below")
+    assert below.holds_if_text() == f"< {text}"

@@ -1,4 +1,6 @@
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -87,6 +89,36 @@ def test_an_unrecordable_value_is_named_by_its_position():
         "a": [0, 1, 2],
         "b": [0.5],
     }
+    t = timing.Timing([1.0], "m", label={1})
+    with pytest.raises(TypeError, match=r"^params\['t'\]\.label is a set, which cannot"):
+        codec.encode({"t": t}, None, "params")
+    assert codec.encode({"p": Path("a") / "b.json", 2: None}) == {"p": "a/b.json", "2": None}
+
+    @dataclasses.dataclass
+    class Unregistered:
+        x: int = 1
+
+    with pytest.raises(
+        TypeError,
+        match=r"^result\[0\] is a Unregistered, which is not registered for recordings: "
+        r"decorate it with @codec.register$",
+    ):
+        codec.encode([Unregistered()])
+    with pytest.raises(
+        TypeError, match=r"^result\['a'\] has the key \(1, 2\): recorded dicts need str or number"
+    ):
+        codec.encode({"a": {(1, 2): 3}})
+
+    @dataclasses.dataclass
+    class Timing:  # the name of a registered type, but another class: refused too
+        x: int = 1
+
+    with pytest.raises(TypeError, match="^result is a Timing, which is not registered"):
+        codec.encode(Timing())
+    with pytest.raises(TypeError, match="has the key True"):
+        codec.encode({True: 1})
+    with pytest.raises(TypeError, match="only dataclasses can be registered"):
+        codec.register(int)
 
 
 def test_cpu_experiment_runs_live_and_is_not_recorded(tmp_path, monkeypatch, capsys):
