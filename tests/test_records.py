@@ -380,6 +380,66 @@ def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_
     assert records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 2}).live
 
 
+def test_a_live_gpu_run_is_limited_recorded_and_says_where_unless_quick(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_RECORD", "1")
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "0.5")
+    for name in ("COURSE_REPLAY", "COURSE_QUICK", "COURSE_REPLAY_MACHINE"):
+        monkeypatch.delenv(name, raising=False)
+    limits = []
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    monkeypatch.setattr(hardware, "limit_gpu_memory", limits.append)
+    monkeypatch.setattr(hardware, "memory_in_use", lambda: {})
+    monkeypatch.setattr(hardware, "free_memory", lambda baseline: {})
+    run = records.run_or_replay(experiment_a, notebook="nb", gpus=1, params={"n": 2})
+    assert limits == [2**29]  # COURSE_GPU_MEMORY_GIB, in bytes
+    assert run.live and run.saved_to is not None and run.saved_to.is_file()
+    assert records.load(run.saved_to)[1] == {"values": [0, 1]}
+    assert capsys.readouterr().out.rstrip().endswith(f" Recorded to {run.saved_to}.")
+    run.saved_to.unlink()
+    monkeypatch.setenv("COURSE_QUICK", "1")  # small sizes are never recorded
+    assert records.run_or_replay(experiment_a, notebook="nb", gpus=1).saved_to is None
+    assert "Recorded to" not in capsys.readouterr().out
+    monkeypatch.delenv("COURSE_QUICK")
+    monkeypatch.setenv("COURSE_REPLAY", "1")  # replay asked for: GPU experiments replay ...
+    fake_gpu_machine(
+        records.save(
+            "nb", "experiment_a", {"v": 1}, fp=records.fingerprint(experiment_a), root=tmp_path
+        )
+    )
+    replayed = records.run_or_replay(experiment_a, notebook="nb", gpus=1)
+    assert not replayed.live and replayed.reason.startswith("COURSE_REPLAY=1 asks for replay; ")
+    assert records.run_or_replay(experiment_a, notebook="nb", gpus=0).live  # ... CPU ones run
+
+
+def test_a_stale_recordings_warning_points_at_the_cell_that_replays_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_REPLAY", "1")
+    fake_gpu_machine(records.save("nb", "experiment_a", 1, fp="old", root=tmp_path))
+    with pytest.warns(UserWarning, match="different version of experiment_a") as warned:
+        records.run_or_replay(experiment_a, notebook="nb")
+    assert warned[0].filename == __file__
+
+
+def test_a_gpu_machine_states_its_own_footprint_first(tmp_path, monkeypatch):
+    root = tmp_path / "results"
+    for name in ("1xA", "4xB"):
+        (root / name / "nb").mkdir(parents=True)
+        (root / name / "nb" / "e.json").write_text("{}")
+        gib = {"1xA": 1, "4xB": 4}[name]
+        (root / name / records.FOOTPRINTS).write_text(
+            json.dumps({"full": {"nb": {"e": {"gpu": [gib * 2**30], "pinned": 0, "host": 0}}}})
+        )
+    here = {"machine": "1xA", "gpus": []}
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    monkeypatch.setattr(hardware, "describe", lambda: here)
+    report, memory = records.where_numbers_come_from("nb", root).split("\n\n")
+    assert report == hardware.report(here)
+    assert memory.startswith("Memory, as 1xA measured it live: at full size up to 1.0 GiB")
+
+
 def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_only(
     tmp_path, monkeypatch
 ):
