@@ -264,6 +264,44 @@ def _seven_collectives(n):
     }
 
 
+def test_exercise_checkers_print_what_a_learner_reads(capsys, monkeypatch):
+    monkeypatch.setattr(exercises, "_MISSED", set())
+    said = []
+
+    def check(*args, **kwargs):
+        result = (exercises.check_choice if "choices" in kwargs else exercises.check_number)(
+            *args, **kwargs
+        )
+        said.append(capsys.readouterr().out.rstrip("\n"))
+        return result
+
+    assert check(None, 5.0, unit="ms") is None
+    assert check(None, 5.0) is None
+    assert check(4.3, 5.0, unit="ms") is True  # 14% off: within 15%
+    assert check(4.321, 5.0, rel_tol=0.2) is True
+    assert check(4.2, 5.0, hint="read the plot") is False
+    assert check(4.2, 5.0, hint="read the plot") is False
+    assert check(20.0, 5.0) is False  # no hint: the value at once
+    assert check("b", "a", choices=["a", "b"]) is False
+    assert said == [
+        "Not answered yet. Replace None with your estimate (in ms).",
+        "Not answered yet. Replace None with your estimate.",
+        "Right: you said 4.3 ms, the measurement gives 5 ms (within 15% counts).",
+        "Right: you said 4.321, the measurement gives 5 (within 20% counts).",
+        "Not quite: 4.2 is not within 15% of the measurement. Hint: read the plot. Change your "
+        "answer and run the cell again.",
+        "Not quite: you said 4.2, the measurement gives 5 (within 15% counts).",
+        "Not quite: you said 20, the measurement gives 5 (within 15% counts).",
+        "Not quite: the measurement says 'a'.",
+    ]
+    with pytest.raises(TypeError, match=r"^the answer must be a number in ms, got '5'$"):
+        exercises.check_number("5", 5.0, unit="ms")
+    with pytest.raises(TypeError, match=r"^choices is a list of strings, .* got 'ab'$"):
+        exercises.check_choice("a", "a", choices="ab")
+    with pytest.raises(ValueError, match=r"^expected 'c' is not one of the choices \['a', 'b'\]$"):
+        exercises.check_choice("a", "c", choices=["a", "b"])
+
+
 @pytest.mark.parametrize("ranks", [2, 4, 8])
 def test_before_after_stays_readable_for_2_4_and_8_ranks(ranks):
     fig = plotting.draw_before_after(
