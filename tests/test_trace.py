@@ -348,6 +348,13 @@ def test_events_are_kept_by_category_and_read_leniently():
     )
     assert runtime.thread == 3 and runtime.device is None
     assert (memset.kind, memset.start_us, memset.end_us, memset.nbytes) == ("memset", 9.0, 9.0, 8)
+    same_start = [
+        {"ph": "X", "cat": "kernel", "name": n, "ts": 0, "dur": d, "args": {"correlation": c}}
+        for n, d, c in (("long", 5, "7"), ("short", 1, 7.0), ("odd", 3, True), ("half", 4, 2.5))
+    ]
+    ordered = trace.intervals_from_chrome_trace(same_start)
+    assert [iv.name for iv in ordered] == ["short", "odd", "half", "long"]  # by start, then end
+    assert [iv.correlation for iv in ordered] == [7, None, None, 7]  # "7", 7.0: 7; True, 2.5: no
 
 
 def test_kernels_on_two_streams(intervals):
