@@ -62,7 +62,7 @@ def test_across_gives_the_median_and_half_the_interquartile_range():
     assert (v.value, v.samples, v.unit) == (3.0, 5, "x")
     assert v.spread == pytest.approx((4.0 - 2.0) / 2)  # as claims.measured does for a Timing
     one = analysis.across([0.5])
-    assert (one.value, one.spread, one.samples) == (0.5, 0.0, 1)
+    assert (one.value, one.spread, one.samples, one.unit) == (0.5, 0.0, 1, "")
     with pytest.raises(ValueError):
         analysis.across([])
 
@@ -81,6 +81,7 @@ def test_per_step_measures_each_step_apart():
         "x",
     )  # steps 1.0 and 0.5
     assert ratio.spread == pytest.approx(0.125)
+    assert analysis.per_step(two_step_profile(), len).unit == ""  # a count has no unit
 
 
 def test_weakest_picks_the_deciding_comparison():
@@ -91,6 +92,11 @@ def test_weakest_picks_the_deciding_comparison():
     assert analysis.weakest({"far": far, "near": near})[0] == "near"
     assert analysis.weakest({"far": far, "edge": edge, "near": near}) == ("edge", edge)
     assert analysis.weakest({"edge": edge, "fails": fails, "far": far}) == ("fails", fails)
+    # nearest in margins, not in the value's unit: 1.0 above with a spread of 0.4 (2.5 margins)
+    # is nearer than 0.5 above with a spread of 0.01 (50 margins)
+    wide = claims.compare(claims.Value(2.0, 0.4), 1.0, holds_if="above")
+    tight = claims.compare(claims.Value(1.5, 0.01), 1.0, holds_if="above")
+    assert analysis.weakest({"tight": tight, "wide": wide})[0] == "wide"
     zero = claims.compare(0.0, 0.0, holds_if="above")  # a margin of 0 must not divide by zero
     assert analysis.weakest({"zero": zero, "far": far})[0] == "zero"
     with pytest.raises(ValueError):
@@ -130,6 +136,12 @@ def test_in_words_and_times():
     assert analysis.times(claims.Value(1.2912, 0.0634, "x")) == "1.29x ± 0.06"
 
 
+def test_counts_are_worded_and_few_samples_are_said():
+    assert [analysis.plural(n, "pair") for n in (0, 1, 2)] == ["0 pairs", "1 pair", "2 pairs"]
+    assert analysis.few(4) == "4 samples" and analysis.few(1, "run") == "1 run"
+    assert analysis.few(analysis.FEW_SAMPLES) == "" and analysis.few(None) == ""
+
+
 @pytest.mark.parametrize("machine", records.recorded_machine_names())
 def test_every_recorded_profile_of_03_splits_into_its_steps(machine):
     folder = ROOT / "results" / machine / "03_streams_and_overlap"
@@ -150,8 +162,9 @@ def test_paired_takes_the_spread_of_the_ratios_not_of_each_side():
     value = analysis.paired([1.0, 2.0, 4.0, 8.0], [2.0, 4.0, 8.0, 16.0], unit="of the copy")
     assert value.value == pytest.approx(0.5) and value.spread == 0 and value.samples == 4
     assert value.unit == "of the copy"
-    assert analysis.paired([1.0, 3.0], [2.0, 2.0]).value == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="as many"):
+    by_default = analysis.paired([1.0, 3.0], [2.0, 2.0])
+    assert by_default.value == pytest.approx(1.0) and by_default.unit == "x"
+    with pytest.raises(ValueError, match="as many numerators as denominators, got 1 and 2"):
         analysis.paired([1.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="denominator is 0"):
         analysis.paired([1.0], [0.0])

@@ -230,7 +230,8 @@ CASES = [
         "check_recordings of one path",
         lambda: records.check_recordings("notebooks/01_pinned_memory.ipynb"),
         TypeError,
-        "list of notebook paths",
+        "list of notebook paths; got one path, 'notebooks/01_pinned_memory.ipynb': "
+        "pass ['notebooks/01_pinned_memory.ipynb']",
     ),
     (
         "machine_name of a string",

@@ -681,3 +681,74 @@ def test_the_claims_table_shows_what_was_measured_and_a_note_only_for_borderline
         holds=claims.compare(claims.Value(2.0, 0.5), 2, holds_if="above"),
     )
     assert table.claims[-1].verdict == claims.BORDERLINE and table.table().caption
+
+
+def test_the_claims_table_names_its_columns_and_adds_the_note_only_under_a_borderline_one():
+    table = claims.ClaimsTable("nb")
+    table.add("c", source="s", measured="3.0 GB/s", holds=True)
+    shown = table.table()
+    assert [name for name, _, _ in shown.columns] == [
+        "claim",
+        "source",
+        "measured",
+        "value ± spread",
+        "holds if",
+        "where",
+        "verdict",
+    ]
+    assert shown.title == "Claims tested in nb"
+    markdown = table._repr_markdown_()
+    assert markdown == "### Claims tested in nb\n\n" + table.to_markdown()  # no note
+    assert markdown.endswith("|") and "| measured |" in markdown
+    table.add("b", source="s", measured="m", holds=claims.compare(2.0, 2, holds_if="above"))
+    assert table._repr_markdown_().endswith(f"\n\n*{table.table().caption}*")
+
+
+def test_a_tiny_value_shows_at_most_six_decimals():
+    assert claims.Value(1.2345e-5, 1e-7).decimals() == 6
+    assert claims.Value(1.2345e-5, 1e-7).number() == "0.000012"
+    assert claims.Value(0.0, 0.0).decimals() == 0
+    assert claims.Value(123.456, 0.0).number() == "123"  # 3 significant digits
+
+
+def test_borderline_says_why_another_run_could_call_it_the_other_way():
+    def why(value, runs=(), band=0.0, spread=0.0):
+        return claims.Comparison(
+            claims.Value(value, spread), 10.0, "above", runs, band
+        ).borderline()
+
+    assert why(10.05) == "noise"  # within 1% of the threshold
+    assert why(11.0, spread=1.0) == "noise"  # within its own spread
+    assert why(12.0, runs=(9.0,)) == "runs"  # another run fell on the other side
+    assert why(12.0, runs=(10.0,)) == "runs"  # one exactly at the threshold counts too
+    assert why(12.0, runs=(11.0,)) is None
+    assert why(12.0, band=2.0) == "band"  # runs elsewhere differ by as much
+    assert why(12.0, band=1.9) is None
+
+
+def test_a_rows_verdict_reads_its_unit_to_measure_the_band():
+    row = {"value": 11.0, "threshold": 10.0, "holds_if": "above", "band": 0.5}
+    assert claims.verdict_of(row) == claims.HOLDS  # no unit: 1 above, beyond a band of 0.5
+    assert claims.verdict_of(row | {"unit": "x"}) == claims.BORDERLINE  # a factor 1.1 < e^0.5
+
+
+@pytest.mark.parametrize(
+    "threshold, text",
+    [
+        (0, "0"),
+        (0.005, "0.005"),
+        (0.8, "0.8"),
+        (1.2345, "1.23"),
+        (12.345, "12.35"),  # 4 digits from 10 on
+        (2500.4, "2500"),  # whole from 1000 on
+        (9999.4, "9999"),
+        (1e4, "1e+04"),  # 5 digits and more in powers of ten
+        (123456.0, "1.23e+05"),
+        (-2.5, "-2.5"),
+    ],
+)
+def test_a_threshold_is_written_as_a_reader_would(threshold, text):
+    comparison = claims.compare(claims.Value(1.0), threshold, holds_if="above")
+    assert comparison.holds_if_text() == f"> {text}" and comparison.in_words() == f"above {text}"
+    below = claims.compare(claims.Value(1.0), threshold, holds_if="below")
+    assert below.holds_if_text() == f"< {text}"

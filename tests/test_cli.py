@@ -926,6 +926,35 @@ def test_cpulists_and_numa_nodes_from_sysfs(tmp_path):
     assert hardware.numa_node_cpus(1, sys_root=str(tmp_path)) == set(range(32, 64))
     with pytest.raises(ValueError, match="PCI bus id"):
         hardware.gpu_numa_node("18:00")
+    (device / "numa_node").write_text("0\n")  # node 0 is a node
+    assert hardware.gpu_numa_node("00000000:18:00.0", sys_root=str(tmp_path)) == 0
+    (device / "numa_node").write_text("-1\n")  # Linux's word for no NUMA
+    assert hardware.gpu_numa_node("00000000:18:00.0", sys_root=str(tmp_path)) is None
+
+
+def test_the_numa_node_is_read_from_sys_by_default(monkeypatch):
+    from helpers.hardware import topology
+
+    read = []
+
+    def fake_open(path, *args, **kwargs):
+        read.append(path)
+        return io.StringIO("1\n")
+
+    monkeypatch.setattr(topology, "open", fake_open, raising=False)
+    assert hardware.gpu_numa_node("00000000:AB:00.0") == 1
+    assert read == ["/sys/bus/pci/devices/0000:ab:00.0/numa_node"]
+
+
+def test_the_pinned_memory_limit_is_ulimit_l_in_bytes_or_none_when_unlimited(monkeypatch):
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (64 * 2**10, resource.RLIM_INFINITY))
+    assert hardware.pinned_memory_limit_bytes() == 64 * 2**10
+    monkeypatch.setattr(
+        resource, "getrlimit", lambda what: (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+    )
+    assert hardware.pinned_memory_limit_bytes() is None
 
 
 def test_facts_of_this_process(monkeypatch):
@@ -1000,7 +1029,17 @@ def test_nvidia_smi_is_parsed_without_nvml(monkeypatch):
         None: "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |",
     }
     monkeypatch.setattr(health, "nvml_module", lambda: None)
-    monkeypatch.setattr(health, "nvidia_smi", lambda *args: answers.get(args[0] if args else None))
+
+    def nvidia_smi(*args):  # as the real one: a query without --format is refused
+        if (
+            args
+            and args[0].startswith("--query")
+            and args[1:] != ("--format=csv,noheader,nounits",)
+        ):
+            return None
+        return answers.get(args[0] if args else None)
+
+    monkeypatch.setattr(health, "nvidia_smi", nvidia_smi)
     monkeypatch.setattr(
         health,
         "smi_gpu_rows",

@@ -126,3 +126,53 @@ def test_an_installed_package_finds_the_notebooks_installed_with_it(tmp_path):
     package = tmp_path / "site-packages" / "helpers"
     (package / "notebooks").mkdir(parents=True)  # no pyproject.toml above: not a clone
     assert config.clone_root(package) is None and config.notebooks_dir(package).is_dir()
+    clone = tmp_path / "clone"
+    (clone / "helpers").mkdir(parents=True)
+    (clone / "pyproject.toml").write_text("")
+    assert config.notebooks_dir(clone / "helpers") == clone / "notebooks"
+
+
+@pytest.mark.parametrize("value", ["1", "true", " TRUE ", "Yes", "on", "ON"])
+def test_a_flag_is_on_in_any_of_its_spellings(monkeypatch, value):
+    monkeypatch.setenv("COURSE_RECORD", value)
+    assert config.recording_enabled() is True
+
+
+@pytest.mark.parametrize("value", ["", " ", "0", "false", "False", "no", "off", "OFF"])
+def test_a_flag_is_off_in_any_of_its_spellings(monkeypatch, value):
+    monkeypatch.setenv("COURSE_RECORD", value)
+    assert config.recording_enabled() is False
+
+
+def test_a_flag_neither_on_nor_off_says_what_to_set(monkeypatch):
+    monkeypatch.setenv("COURSE_QUICK", "maybe")
+    with pytest.raises(
+        ValueError,
+        match=r"^COURSE_QUICK='maybe' is neither on nor off: set it to 1 \(or true, yes, on\) or "
+        r"to 0 \(or false, no, off\), or unset it$",
+    ):
+        config.quick_mode()
+
+
+def test_a_path_setting_expands_the_home_folder_and_refuses_a_relative_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("COURSE_INDEX_OUT", "~/index.jsonl")
+    assert config.index_out() == tmp_path / "index.jsonl"
+    monkeypatch.setenv("COURSE_FOOTPRINT_OUT", "")
+    assert config.footprint_out() is None
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COURSE_FOOTPRINT_OUT", "out/f.jsonl")
+    with pytest.raises(
+        ValueError,
+        match=r"^COURSE_FOOTPRINT_OUT='out/f.jsonl' is a relative path; notebooks run in another "
+        f"folder, so give an absolute one, e.g. COURSE_FOOTPRINT_OUT={tmp_path}/out/f.jsonl$",
+    ):
+        config.footprint_out()
+
+
+def test_the_course_version_is_unknown_where_it_is_not_installed(monkeypatch):
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(config.metadata, "version", not_installed)
+    assert config.course_version() == "unknown"

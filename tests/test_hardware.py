@@ -1,6 +1,7 @@
 import gc
 import io
 import json
+import os
 import platform
 import subprocess
 import types
@@ -23,7 +24,12 @@ def test_describe_this_machine_is_plain_json():
 def test_describe_reads_a_two_gpu_machine(monkeypatch):
     """Two fake H200s: the names, PCIe numbers (nvidia-smi's text as ints), peer matrix and name."""
     props = types.SimpleNamespace(
-        name="NVIDIA H200", total_memory=141 * 2**30, major=9, minor=0, multi_processor_count=132
+        name="NVIDIA H200",
+        total_memory=141 * 2**30,
+        major=9,
+        minor=0,
+        multi_processor_count=132,
+        L2_cache_size=60 * 2**20,
     )
     rows = [
         {
@@ -63,6 +69,35 @@ def test_describe_reads_a_two_gpu_machine(monkeypatch):
     )
     assert info["gpus"][1]["pci_bus_id"] == "0000:1" and info["gpu_links"] == "GPU0\tX\tNV18"
     assert [gpu["index"] for gpu in info["gpus"]] == [0, 1]
+    assert first["l2_bytes"] == 60 * 2**20  # what the L2 check of recordings reads
+    assert (info["cpu_cores"], info["os"], info["python"]) == (
+        os.cpu_count(),
+        platform.platform(),
+        platform.python_version(),
+    )
+    assert (info["torch"], info["cuda"]) == (torch.__version__, torch.version.cuda)
+    del props.L2_cache_size  # an older PyTorch does not say: unknown, not 0
+    assert hardware.describe()["gpus"][0]["l2_bytes"] is None
+
+
+def test_nccl_version_and_gpu_links_are_read_as_text_or_none(monkeypatch):
+    monkeypatch.setattr(torch.cuda.nccl, "version", lambda: (2, 27, 3))
+    assert machine._nccl_version() == "2.27.3"
+    monkeypatch.setattr(torch.cuda.nccl, "version", lambda: 22703)
+    assert machine._nccl_version() == "22703"
+
+    def no_nccl():
+        raise RuntimeError("no NCCL in a CPU build")
+
+    monkeypatch.setattr(torch.cuda.nccl, "version", no_nccl)
+    assert machine._nccl_version() is None
+    asked = []
+    monkeypatch.setattr(
+        machine, "nvidia_smi", lambda *args: asked.append(args) or "\n GPU0 X NV18 \n"
+    )
+    assert machine._gpu_links() == "GPU0 X NV18" and asked == [("topo", "-m")]
+    monkeypatch.setattr(machine, "nvidia_smi", lambda *args: None)  # no nvidia-smi
+    assert machine._gpu_links() is None
 
 
 def test_describe_reads_the_cpu_and_ram_from_proc_else_says_what_it_can(monkeypatch):
@@ -128,6 +163,13 @@ def test_report_of_a_recorded_gpu_machine():
     assert "cuda / nccl    13.0 / 2.27\n" in text
     cpu_only = hardware.report(info | {"cuda": None, "nccl": None, "ram_bytes": None, "gpus": []})
     assert "cuda / nccl    - / -\n" in cpu_only and "RAM ?" in cpu_only
+    assert "\ndriver         580\n" in text
+    assert cpu_only.splitlines()[4:7] == [
+        "driver         580",
+        "gpus           none (CUDA not available): GPU experiments replay recordings",
+        "peer access    0->1:yes  1->0:yes",
+    ]
+    assert "\ndriver         -\n" in hardware.report(info | {"driver": None, "gpus": []})
 
 
 def test_pcie_theoretical():
@@ -317,3 +359,39 @@ def test_nvidia_smi_gives_its_output_only_when_it_succeeds(monkeypatch):
     assert runs[0][1].startswith("--query-gpu=index,driver_version,")
     returncode = 9  # no driver, or a GPU fallen off the bus: nothing to read
     assert smi.nvidia_smi("-L") is None and smi.smi_gpu_rows() == []
+
+
+def test_limit_gpu_memory_sets_each_gpus_share_of_its_memory(monkeypatch):
+    """COURSE_GPU_MEMORY_GIB on a bigger GPU: the allocator gets that share, never above 1."""
+    set_to = []
+    monkeypatch.setattr(memory, "gpu_count", lambda: 2)
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda i: types.SimpleNamespace(total_memory=(80 if i == 0 else 8) * 2**30),
+    )
+    monkeypatch.setattr(
+        torch.cuda, "set_per_process_memory_fraction", lambda f, i: set_to.append((i, f))
+    )
+    hardware.limit_gpu_memory(16 * 2**30)
+    assert set_to == [(0, pytest.approx(0.2)), (1, 1.0)]
+    for bad in (0, -1, 1.5, "16", None):
+        with pytest.raises(ValueError, match=f"positive number of bytes, got {bad!r}"):
+            hardware.limit_gpu_memory(bad)
+    assert len(set_to) == 2
+
+
+def test_start_footprint_resets_the_gpu_and_pinned_peaks_once_cuda_is_running(monkeypatch):
+    reset = []
+    monkeypatch.setattr(memory, "gpu_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda i: reset.append(i))
+    monkeypatch.setattr(
+        torch.cuda, "reset_peak_host_memory_stats", lambda: reset.append("pinned"), raising=False
+    )
+    hardware.start_footprint()
+    assert reset == [0, 1, "pinned"]
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)  # nothing allocated yet
+    reset.clear()
+    hardware.start_footprint()
+    assert reset == []

@@ -14,6 +14,10 @@ def test_bandwidth_plot_has_units_and_log_axes():
     assert "GB/s" in ax.get_ylabel() and "bytes" in ax.get_xlabel()
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert ax.get_title() == "H2D - 1xGPU (replayed)"
+    (ceiling,) = [line for line in ax.get_lines() if line.get_label().endswith("(55 GB/s)")]
+    assert ceiling.get_linestyle() == "--" and ceiling.get_ydata()[0] == 55  # dashed: no data
+    assert plotting.machine_title("H2D", "1xGPU", live=True) == "H2D - 1xGPU (live)"
+    assert plotting.machine_title("H2D", "1xGPU") == "H2D - 1xGPU"  # live or not unsaid
     with pytest.raises(ValueError):
         plotting.bandwidth_vs_size({}, title="x")
     with pytest.raises(ValueError, match="equal length"):
@@ -201,6 +205,32 @@ def test_timelines_share_one_time_axis_and_one_colour_key():
         plotting.timelines({"a": _work(0.0, 1.0, 1.0)}, title=None)
 
 
+def test_a_single_timeline_panel_draws_each_lane_on_its_own_row_from_time_0():
+    fig = plotting.timelines(
+        {"only": _work(1_000.0, 100.0, 50.0)}, title="One panel - 1xGPU", include_host=False
+    )
+    (ax,) = fig.axes
+    assert ax.get_xlim() == pytest.approx((0.0, 102.0))  # from the first slice, 2% beyond
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "GPU 0: default stream",  # stream 7 is the default stream
+        "GPU 0: stream 13",
+    ]
+    rows = sorted(
+        (round(path.vertices[:, 1].min(), 6), round(path.vertices[:, 1].max(), 6))
+        for bars in ax.collections
+        for path in bars.get_paths()
+    )
+    assert rows == [(-0.4, 0.4), (0.6, 1.4)]  # lane k is the band k ± 0.4, first on top
+    assert ax.get_ylim() == (1.5, -0.5)
+    fig.canvas.draw()
+    (key,) = fig.legends
+    assert all(t.get_fontsize() == 8 for t in key.get_texts())
+    renderer = fig.canvas.get_renderer()
+    # the colour key sits under the panels, never over the slices or the title
+    assert key.get_window_extent(renderer).y1 <= ax.get_window_extent(renderer).y0
+    plt.close(fig)
+
+
 def _seven_collectives(n):
     """The seven collectives' data as the gloo worker of 06 reports it, for n ranks."""
     total = [sum(r + k for r in range(1, n + 1)) for k in range(3)]
@@ -234,6 +264,44 @@ def _seven_collectives(n):
     }
 
 
+def test_exercise_checkers_print_what_a_learner_reads(capsys, monkeypatch):
+    monkeypatch.setattr(exercises, "_MISSED", set())
+    said = []
+
+    def check(*args, **kwargs):
+        result = (exercises.check_choice if "choices" in kwargs else exercises.check_number)(
+            *args, **kwargs
+        )
+        said.append(capsys.readouterr().out.rstrip("\n"))
+        return result
+
+    assert check(None, 5.0, unit="ms") is None
+    assert check(None, 5.0) is None
+    assert check(4.3, 5.0, unit="ms") is True  # 14% off: within 15%
+    assert check(4.321, 5.0, rel_tol=0.2) is True
+    assert check(4.2, 5.0, hint="read the plot") is False
+    assert check(4.2, 5.0, hint="read the plot") is False
+    assert check(20.0, 5.0) is False  # no hint: the value at once
+    assert check("b", "a", choices=["a", "b"]) is False
+    assert said == [
+        "Not answered yet. Replace None with your estimate (in ms).",
+        "Not answered yet. Replace None with your estimate.",
+        "Right: you said 4.3 ms, the measurement gives 5 ms (within 15% counts).",
+        "Right: you said 4.321, the measurement gives 5 (within 20% counts).",
+        "Not quite: 4.2 is not within 15% of the measurement. Hint: read the plot. Change your "
+        "answer and run the cell again.",
+        "Not quite: you said 4.2, the measurement gives 5 (within 15% counts).",
+        "Not quite: you said 20, the measurement gives 5 (within 15% counts).",
+        "Not quite: the measurement says 'a'.",
+    ]
+    with pytest.raises(TypeError, match=r"^the answer must be a number in ms, got '5'$"):
+        exercises.check_number("5", 5.0, unit="ms")
+    with pytest.raises(TypeError, match=r"^choices is a list of strings, .* got 'ab'$"):
+        exercises.check_choice("a", "a", choices="ab")
+    with pytest.raises(ValueError, match=r"^expected 'c' is not one of the choices \['a', 'b'\]$"):
+        exercises.check_choice("a", "c", choices=["a", "b"])
+
+
 @pytest.mark.parametrize("ranks", [2, 4, 8])
 def test_before_after_stays_readable_for_2_4_and_8_ranks(ranks):
     fig = plotting.draw_before_after(
@@ -258,6 +326,14 @@ def test_before_after_stays_readable_for_2_4_and_8_ranks(ranks):
         f"rank {r}" for r in range(ranks)
     )  # every rank named once, blocks or not
     plt.close(fig)
+
+
+def test_before_after_splits_ranks_into_as_few_even_blocks_as_fit_the_width():
+    # 10.5 inches, 1 for the labels: 6 columns of 1.5 in fit, so 8 ranks make 2 blocks of 4
+    assert before_after._rank_blocks(8, 1.5, 1.0) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert before_after._rank_blocks(7, 1.5, 1.0) == [[0, 1, 2, 3], [4, 5, 6]]
+    assert before_after._rank_blocks(6, 1.5, 1.0) == [[0, 1, 2, 3, 4, 5]]
+    assert before_after._rank_blocks(2, 12.0, 1.0) == [[0], [1]]  # wider than the page: one each
 
 
 def test_before_after_wraps_long_values_between_elements():
@@ -291,6 +367,8 @@ def test_grouped_bars_sit_centred_on_their_group(count):
     for group in (0, 1):  # the series of one group lie symmetric about its tick
         mine = [c for c in centres if abs(c - group) < 0.5]
         assert len(mine) == count and sum(mine) / count == pytest.approx(group)
+    # side by side, filling 0.8 of the space between ticks: touching, never overlapping
+    assert all(p.get_width() == pytest.approx(0.8 / count) for p in ax.patches)
     plt.close("all")
 
 
@@ -326,3 +404,19 @@ def test_a_host_range_lane_is_outlined_and_hatched_not_white_on_white():
     hatches = [c.get_hatch() for c in ax.collections if isinstance(c, PolyCollection)]
     assert hatches.count("//") == 1  # the range's bars; white, so drawn outlined and hatched
     plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "low, high, exponents",
+    [
+        (2**10, 2**30, range(10, 31, 2)),  # 20 doublings: every other power of two
+        (2**3, 2**9, range(3, 10)),  # few: every one
+        (1, 2**100, range(0, 101, 10)),  # 100: one per 2^10 (KiB, MiB, GiB ...)
+        (1, 2.0**250, range(0, 251, 30)),  # beyond: a multiple of 10, at most 10 ticks
+        (3, 2**20, range(0, 21, 2)),  # starts at a multiple of its step
+    ],
+)
+def test_size_axes_tick_at_powers_of_two_that_keep_kib_mib_and_gib(low, high, exponents):
+    from helpers.plotting.charts import _PowersOfTwo
+
+    assert _PowersOfTwo().tick_values(low, high) == [2.0**e for e in exponents]

@@ -4,6 +4,7 @@ the codec at the bottom of the package, and errors that name the file."""
 import ast
 import functools
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -403,6 +404,104 @@ def test_the_first_sentence_says_which_machine_and_why(tmp_path, monkeypatch, ca
     )
 
 
+def _two_machines(root, params=None):
+    """nb/sentence_experiment recorded on 1xA (one GPU, 2026-01-01) and 4xB (four, 2026-01-02)."""
+    fp = records.fingerprint(sentence_experiment)
+    for machine, gpus, day in (("1xA", 1, "01"), ("4xB", 4, "02")):
+        path = records.save("nb", "sentence_experiment", 7, fp=fp, params=params, root=root)
+        record = json.loads(path.read_text())
+        record["header"]["machine"].update(
+            machine=machine,
+            cpu=f"{machine} CPU",
+            gpus=[
+                {"name": "FAKE", "index": i, "memory_bytes": 2**34, "capability": "9.0"}
+                | {"sm_count": 132}
+                for i in range(gpus)
+            ],
+        )
+        record["header"]["date"] = f"2026-01-{day}T10:00:00"
+        (root / machine / "nb").mkdir(parents=True)
+        (root / machine / "nb" / path.name).write_text(json.dumps(record))
+        path.unlink()
+        records.write_checksums(root / machine)
+
+
+def params_experiment(n=1):
+    return n
+
+
+def test_a_cpu_machine_says_whose_recordings_its_notebook_replays(tmp_path, monkeypatch):
+    monkeypatch.delenv("COURSE_REPLAY_MACHINE", raising=False)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    monkeypatch.setattr(hardware, "describe", lambda: {"machine": "cpu-box", "cpu": "Fake CPU"})
+    said = records.where_numbers_come_from("nb", tmp_path)
+    assert said == (
+        "This machine (cpu-box: Fake CPU) has no GPU to measure with, and no machine has recorded "
+        f"nb: {records.rerecord_command(None, ['nb'])}"
+    )
+    _two_machines(tmp_path)
+    said = records.where_numbers_come_from("nb", tmp_path)
+    first, report, memory = said.split("\n\n")
+    assert " ".join(first.split()) == (
+        "This machine (cpu-box: Fake CPU) has no GPU to measure with: the experiments below "
+        "replay recordings made on 4xB (it has the most GPUs of the machines that recorded this "
+        "notebook; each experiment says where its numbers come from)."
+    )
+    assert report.startswith("machine        4xB\ncpu            4xB CPU")  # the recorder's
+    assert memory.startswith("Memory: ")
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "nowhere,1xA,4xB")
+    first, report, _ = records.where_numbers_come_from("nb", tmp_path).split("\n\n")
+    assert "made on 1xA (COURSE_REPLAY_MACHINE chose it;" in " ".join(first.split())
+    assert report.startswith("machine        1xA\n")
+
+
+def test_a_replay_is_described_in_full_once_a_day_then_pointed_back_to(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.delenv("COURSE_REPLAY_MACHINE", raising=False)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    monkeypatch.setattr(records.running, "_DESCRIBED", set())
+    _two_machines(tmp_path)
+    first = records.run_or_replay(sentence_experiment, notebook="nb", gpus=1)
+    again = records.run_or_replay(sentence_experiment, notebook="nb", gpus=1)
+    out = capsys.readouterr().out.splitlines()
+    assert " ".join(out[:-1]) == " ".join(first.describe().split())
+    assert out[-1] == "Replayed from 4xB (recorded 2026-01-02), as said above."
+    assert again.value == 7 and again.reason == first.reason
+    monkeypatch.setenv("COURSE_REPLAY_MACHINE", "1xA")
+    with pytest.raises(ValueError, match="needs 1 GPU.*; machines that have it: none$"):
+        records.choose_recording("nb", "not_recorded", 1)
+
+
+def test_a_replay_warns_when_its_params_differ_from_the_recordings(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.delenv("COURSE_REPLAY_MACHINE", raising=False)
+    monkeypatch.delenv("COURSE_QUICK", raising=False)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    fp = records.fingerprint(params_experiment)
+    path = records.save("nb", "params_experiment", 2, fp=fp, params={"n": 2}, root=tmp_path)
+    record = json.loads(path.read_text())
+    record["header"]["machine"].update(machine="1xA", gpus=[{"name": "FAKE", "index": 0}])
+    (tmp_path / "1xA" / "nb").mkdir(parents=True)
+    (tmp_path / "1xA" / "nb" / path.name).write_text(json.dumps(record))
+    path.unlink()
+    records.write_checksums(tmp_path / "1xA")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same params: not a word
+        assert records.run_or_replay(params_experiment, notebook="nb", params={"n": 2}).value == 2
+    with pytest.warns(UserWarning, match=r"made with other params than these: .*on a 1xA machine"):
+        records.run_or_replay(params_experiment, notebook="nb", params={"n": 3})
+
+
+def test_a_live_run_is_described_by_its_fingerprint_and_params(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    run = records.run_or_replay(params_experiment, notebook="nb", gpus=0, params={"n": 5})
+    assert run.live and run.value == 5 and run.saved_to is None
+    assert run.header["fingerprint"] == records.fingerprint(params_experiment)
+    assert run.params == {"n": 5} and run.header["experiment"] == "params_experiment"
+
+
 # ---------------------------------------------------------------- one value shape
 
 
@@ -557,8 +656,25 @@ def test_a_corrupt_recording_names_its_file_and_the_fix(tmp_path):
         )
     )
     records.write_checksums(tmp_path / "1xA")
-    with pytest.raises(records.RecordingError, match="unknown recorded type 'NoSuchType'"):
+    with pytest.raises(
+        records.RecordingError,
+        match=r"exp.json: its result cannot be decoded \(unknown recorded type 'NoSuchType'.*\): "
+        r"on a 1xA machine: make gpu-all NOTEBOOKS=\"notebooks/nb.ipynb\"",
+    ):
         records.load(path)
+
+
+def test_a_corrupt_recording_outside_a_machine_folder_still_says_how_to_fix_it(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    Path("exp.json").write_text("not json")
+    with pytest.raises(
+        records.RecordingError,
+        match=r"^exp.json is not a readable recording .*: re-record it \(on a GPU machine with "
+        r"enough GPUs: .*\) or restore it with `git checkout -- exp.json`",
+    ):
+        records.load("exp.json")
 
 
 def test_validation_finds_impossible_figures(tmp_path):
@@ -598,9 +714,9 @@ def test_a_copy_that_fits_in_l2_is_held_to_the_cache_not_to_memory(tmp_path):
     record = json.loads(path.read_text())
     h100 = {"name": "NVIDIA H100 80GB HBM3", "sm_count": 132}
 
-    def found(gpu: dict, nbytes: int, gbps: float) -> list[str]:
+    def found(gpu: dict, nbytes: int, gbps: float, label="cuda:0 -> cuda:0") -> list[str]:
         record["header"]["machine"]["gpus"] = [dict(gpu, index=0), dict(gpu, index=1)]
-        t = timing.Timing([nbytes / gbps / 1e9], "cuda events", nbytes, "cuda:0 -> cuda:0")
+        t = timing.Timing([nbytes / gbps / 1e9], "cuda events", nbytes, label)
         record["result"] = {"copy": codec.encode(t)}
         path.write_text(codec.dumps(record))
         records.write_checksums(path.parents[1])
@@ -611,6 +727,9 @@ def test_a_copy_that_fits_in_l2_is_held_to_the_cache_not_to_memory(tmp_path):
     (impossible,) = found(dict(h100, l2_bytes=50 * 2**20), 32 * 2**20, 60_000.0)
     assert "impossible even from cache" in impossible and "at most 50688 GB/s" in impossible
     assert "its 32 MiB fit in the L2 cache (50 MiB)" in impossible
+    (as_big,) = found(dict(h100, l2_bytes=50 * 2**20), 50 * 2**20, 60_000.0, label="")
+    assert as_big.startswith(f"{path}: a timing at 60000.0 GB/s is impossible even from cache")
+    assert "its 50 MiB fit in the L2 cache (50 MiB)" in as_big  # as big as the cache still fits
     (too_big,) = found(dict(h100, l2_bytes=50 * 2**20), 2 * 2**30, 3737.2)
     assert "over 1.1 x the GPUs' memory bandwidth (3350 GB/s)" in too_big
     assert "too many for the L2 cache (50 MiB)" in too_big
@@ -647,6 +766,34 @@ def test_replayed_claims_are_exported_and_live_ones_are_not(tmp_path, monkeypatc
     assert {k: row[k] for k in ("name", "value", "unit", "spread", "verdict")} == dict.fromkeys(
         ("name", "value", "unit", "spread", "verdict")
     )
+    machine = {
+        "machine": "1xA",
+        "gpus": [{"name": "NVIDIA A"}],
+        "driver": "550.1",
+        "torch": "2.5",
+        "cuda": "12.4",
+        "nccl": "2.21.5",
+    }
+    header = {"machine": machine, "date": "2026-01-02", "notebook": "nb", "experiment": "e"}
+    row = records.index_row(header, kind="claim", name="c", value=1.5)
+    assert row == {
+        "kind": "claim",
+        "machine": "1xA",
+        "gpu": "NVIDIA A",
+        "driver": "550.1",
+        "torch": "2.5",
+        "cuda": "12.4",
+        "nccl": "2.21.5",
+        "date": "2026-01-02",
+        "commit": None,
+        "notebook": "nb",
+        "experiment": "e",
+        "name": "c",
+        "value": 1.5,
+        "unit": None,
+        "spread": None,
+        "verdict": None,
+    }
     assert records.rerecord_command(None, ["nb"]).startswith("on a GPU machine with enough GPUs:")
 
 

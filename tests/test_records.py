@@ -1,4 +1,6 @@
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +70,55 @@ def test_save_and_load_round_trip(tmp_path):
 def test_unrecordable_values_are_refused(tmp_path):
     with pytest.raises(TypeError, match="cannot be recorded"):
         records.save("nb", "x", {"f": object()}, fp="a", root=tmp_path)
+
+
+def test_an_unrecordable_value_is_named_by_its_position():
+    import numpy as np
+
+    from helpers import codec
+
+    with pytest.raises(
+        TypeError, match=r"^params\['sizes'\]\[1\] is a set, which cannot be recorded"
+    ):
+        codec.encode({"sizes": [1, {2}]}, None, "params")
+    # an object array's elements keep the array's position (numbers become plain lists)
+    odd = np.array([1, object()], dtype=object)
+    with pytest.raises(TypeError, match=r"^result\['a'\]\[1\] is a object, which cannot"):
+        codec.encode({"a": odd})
+    assert codec.encode({"a": np.arange(3), "b": (np.float32(0.5),)}) == {
+        "a": [0, 1, 2],
+        "b": [0.5],
+    }
+    t = timing.Timing([1.0], "m", label={1})
+    with pytest.raises(TypeError, match=r"^params\['t'\]\.label is a set, which cannot"):
+        codec.encode({"t": t}, None, "params")
+    assert codec.encode({"p": Path("a") / "b.json", 2: None}) == {"p": "a/b.json", "2": None}
+
+    @dataclasses.dataclass
+    class Unregistered:
+        x: int = 1
+
+    with pytest.raises(
+        TypeError,
+        match=r"^result\[0\] is a Unregistered, which is not registered for recordings: "
+        r"decorate it with @codec.register$",
+    ):
+        codec.encode([Unregistered()])
+    with pytest.raises(
+        TypeError, match=r"^result\['a'\] has the key \(1, 2\): recorded dicts need str or number"
+    ):
+        codec.encode({"a": {(1, 2): 3}})
+
+    @dataclasses.dataclass
+    class Timing:  # the name of a registered type, but another class: refused too
+        x: int = 1
+
+    with pytest.raises(TypeError, match="^result is a Timing, which is not registered"):
+        codec.encode(Timing())
+    with pytest.raises(TypeError, match="has the key True"):
+        codec.encode({True: 1})
+    with pytest.raises(TypeError, match="only dataclasses can be registered"):
+        codec.register(int)
 
 
 def test_cpu_experiment_runs_live_and_is_not_recorded(tmp_path, monkeypatch, capsys):
@@ -196,6 +247,79 @@ def test_stale_and_missing_recordings_are_found(tmp_path, monkeypatch):
     assert [m["machine"] for m in records.recorded_machines(root)] == ["1xFAKE-GPU", "1xOTHER"]
 
 
+def test_calls_that_cannot_be_checked_are_found_with_their_reasons(tmp_path):
+    nb = tmp_path / "nb.ipynb"
+    write_notebook(
+        nb,
+        [
+            "import os\nfrom os import path as osp\nN = 2\n"
+            "def experiment_a(n=3):\n    return {'values': list(range(n))}",
+            "def uses_imports():\n    import math as m\n    return m.pi, os.sep, osp.sep",
+            "k = records.run_or_replay(helpers.f, notebook=NOTEBOOK, name='other_name', gpus=N)\n"
+            "s = records.run_or_replay(experiment_a, notebook=NOTEBOOK, params={'n': {1, 2}})\n"
+            "u = records.run_or_replay(uses_imports, notebook=NOTEBOOK, gpus=0, params={'n': N})",
+        ],
+    )
+    found = records.experiments_in_notebook(nb)
+    assert set(found) == {"other_name", "experiment_a", "uses_imports"}
+    other = found["other_name"]
+    assert (other.name, other.function, other.gpus, other.fingerprint, other.params) == (
+        "other_name",
+        "helpers.f",
+        -1,
+        None,
+        None,
+    )
+    assert other.problems == [
+        "gpus= must be a literal number",
+        "the experiment `helpers.f` is not a function defined with def at the top of a cell, so "
+        "its source cannot be checked",
+    ]
+    (problem,) = found["experiment_a"].problems
+    assert found["experiment_a"].params is None
+    assert problem.startswith(
+        "its params cannot be worked out from the notebook (params['n'] is a set, which cannot be "
+        "recorded"
+    )
+    assert problem.endswith(
+        "build them from literals, config.pick(...) and constants defined in the notebook"
+    )
+    # imported modules (as themselves, by alias, or from a package) are not notebook variables
+    used = found["uses_imports"]
+    assert used.problems == [] and used.params == {"n": 2} and used.gpus == 0
+
+
+def test_free_names_are_the_names_a_function_reads_but_does_not_bind():
+    from helpers.records.fingerprints import definition_node, free_names
+
+    source = """
+def f(a, *args, b=1, **kw):
+    import os.path
+    import numpy as np
+    from math import pi as PI, tau
+    x = a + b + len(args) + len(kw)
+    def inner():
+        return y
+    class C:
+        pass
+    try:
+        pass
+    except ValueError as err:
+        print(err)
+    for i in range(3):
+        x += i
+    return x, os, np, PI, tau, inner, C, SIZE
+"""
+    assert free_names(definition_node(source)) == {
+        "len",
+        "y",
+        "ValueError",
+        "print",
+        "range",
+        "SIZE",
+    }
+
+
 def test_fingerprint_does_not_depend_on_the_python_version():
     """Recordings are made on the GPU machines' Python 3.12 and checked here on 3.11: the canonical
     form leaves out the empty fields that newer Pythons add (type_params=[] since 3.12). The
@@ -254,6 +378,66 @@ def test_a_machine_with_fewer_gpus_than_needed_replays_and_one_with_enough_runs_
     assert live.live and live.value == {"values": [0, 1]}
     monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
     assert records.run_or_replay(experiment_a, notebook="nb", gpus=2, params={"n": 2}).live
+
+
+def test_a_live_gpu_run_is_limited_recorded_and_says_where_unless_quick(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_RECORD", "1")
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "0.5")
+    for name in ("COURSE_REPLAY", "COURSE_QUICK", "COURSE_REPLAY_MACHINE"):
+        monkeypatch.delenv(name, raising=False)
+    limits = []
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    monkeypatch.setattr(hardware, "limit_gpu_memory", limits.append)
+    monkeypatch.setattr(hardware, "memory_in_use", lambda: {})
+    monkeypatch.setattr(hardware, "free_memory", lambda baseline: {})
+    run = records.run_or_replay(experiment_a, notebook="nb", gpus=1, params={"n": 2})
+    assert limits == [2**29]  # COURSE_GPU_MEMORY_GIB, in bytes
+    assert run.live and run.saved_to is not None and run.saved_to.is_file()
+    assert records.load(run.saved_to)[1] == {"values": [0, 1]}
+    assert capsys.readouterr().out.rstrip().endswith(f" Recorded to {run.saved_to}.")
+    run.saved_to.unlink()
+    monkeypatch.setenv("COURSE_QUICK", "1")  # small sizes are never recorded
+    assert records.run_or_replay(experiment_a, notebook="nb", gpus=1).saved_to is None
+    assert "Recorded to" not in capsys.readouterr().out
+    monkeypatch.delenv("COURSE_QUICK")
+    monkeypatch.setenv("COURSE_REPLAY", "1")  # replay asked for: GPU experiments replay ...
+    fake_gpu_machine(
+        records.save(
+            "nb", "experiment_a", {"v": 1}, fp=records.fingerprint(experiment_a), root=tmp_path
+        )
+    )
+    replayed = records.run_or_replay(experiment_a, notebook="nb", gpus=1)
+    assert not replayed.live and replayed.reason.startswith("COURSE_REPLAY=1 asks for replay; ")
+    assert records.run_or_replay(experiment_a, notebook="nb", gpus=0).live  # ... CPU ones run
+
+
+def test_a_stale_recordings_warning_points_at_the_cell_that_replays_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_REPLAY", "1")
+    fake_gpu_machine(records.save("nb", "experiment_a", 1, fp="old", root=tmp_path))
+    with pytest.warns(UserWarning, match="different version of experiment_a") as warned:
+        records.run_or_replay(experiment_a, notebook="nb")
+    assert warned[0].filename == __file__
+
+
+def test_a_gpu_machine_states_its_own_footprint_first(tmp_path, monkeypatch):
+    root = tmp_path / "results"
+    for name in ("1xA", "4xB"):
+        (root / name / "nb").mkdir(parents=True)
+        (root / name / "nb" / "e.json").write_text("{}")
+        gib = {"1xA": 1, "4xB": 4}[name]
+        (root / name / records.FOOTPRINTS).write_text(
+            json.dumps({"full": {"nb": {"e": {"gpu": [gib * 2**30], "pinned": 0, "host": 0}}}})
+        )
+    here = {"machine": "1xA", "gpus": []}
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+    monkeypatch.setattr(hardware, "describe", lambda: here)
+    report, memory = records.where_numbers_come_from("nb", root).split("\n\n")
+    assert report == hardware.report(here)
+    assert memory.startswith("Memory, as 1xA measured it live: at full size up to 1.0 GiB")
 
 
 def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_only(
@@ -373,6 +557,15 @@ def test_a_live_experiment_notes_its_footprint_and_gpu_run_gathers_it(tmp_path, 
     assert "no machine has measured" in records.footprint_sentence(
         "other", None, tmp_path / "results"
     )
+    for name in ("1xB", "10xC", "xD"):  # the most GPUs counts, by number, not by spelling
+        (tmp_path / "results" / name / "nb").mkdir(parents=True)
+        (tmp_path / "results" / name / "nb" / "big.json").write_text("{}")
+        (tmp_path / "results" / name / records.FOOTPRINTS).write_text(
+            (machine / records.FOOTPRINTS).read_text()
+        )
+    for here, chosen in ((None, "10xC"), ("unrecorded", "10xC"), ("1xB", "1xB"), ("xD", "xD")):
+        said = records.footprint_sentence("nb", here, tmp_path / "results")
+        assert said.startswith(f"Memory, as {chosen} measured it live: "), (here, said)
 
 
 def test_a_broken_footprints_file_is_named_with_its_fix(tmp_path):
@@ -397,6 +590,18 @@ def test_a_gpu_memory_limit_must_be_a_positive_number_of_gib(monkeypatch, value)
         config.gpu_memory_limit_bytes()
     monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "16")
     assert config.gpu_memory_limit_bytes() == 16 * 2**30
+
+
+def test_a_gpu_memory_limit_may_be_a_fraction_of_a_gib(monkeypatch):
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", " 0.5 ")
+    assert config.gpu_memory_limit_bytes() == 2**29
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "1")
+    assert config.gpu_memory_limit_bytes() == 2**30
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "")
+    assert config.gpu_memory_limit_bytes() is None
+    monkeypatch.setenv("COURSE_GPU_MEMORY_GIB", "-0.5")
+    with pytest.raises(ValueError, match=r"COURSE_GPU_MEMORY_GIB='-0.5' .* set it to e.g. 16"):
+        config.gpu_memory_limit_bytes()
 
 
 def _copied_results(tmp_path, machine="1xNVIDIA-H200", notebook="00_start_here"):
@@ -470,3 +675,68 @@ def test_the_measuring_code_hash_follows_code_not_docstrings(tmp_path, monkeypat
     plain = hashed('def f():\n    """Seconds."""\n    return 1\n')
     assert hashed('def f():\n    """Milliseconds, now."""\n    return 1\n') == plain
     assert hashed('def f():\n    """Seconds."""\n    return 2\n') != plain
+
+
+def test_replacing_folders_interrupted_says_whether_the_new_ones_are_in_place(
+    tmp_path, monkeypatch
+):
+    import os
+
+    from helpers.records import machines
+
+    results = tmp_path / "results"
+    (results / "1xA").mkdir(parents=True)
+    (results / "1xA" / "old.txt").write_text("old")
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "new.txt").write_text("new")
+    real_unlink = os.unlink
+
+    def stop(*args):
+        raise KeyboardInterrupt("stop")
+
+    with monkeypatch.context() as m:  # stopped at the first rename: rolled back
+        m.setattr(machines.os, "rename", stop)
+        with pytest.raises(records.Interrupted) as info:
+            records.replace_folders(results, {results / "1xA": new})
+    assert str(info.value) == "KeyboardInterrupt: stop; rolled back: results/1xA are as they were"
+    assert not info.value.committed
+    assert [p.name for p in (results / "1xA").iterdir()] == ["old.txt"]
+
+    def unlink_then_stop(path, *args, **kwargs):  # the commit happened, then the interrupt
+        real_unlink(path, *args, **kwargs)
+        if str(path).endswith(machines.JOURNAL):
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(machines.os, "unlink", unlink_then_stop)
+        with pytest.raises(records.Interrupted) as info:
+            records.replace_folders(results, {results / "1xA": new})
+    assert str(info.value) == (
+        "KeyboardInterrupt after the new folders were in place: results/1xA are the new ones"
+    )
+    assert info.value.committed
+    assert sorted(p.name for p in results.iterdir()) == ["1xA"]  # no leftovers
+    assert [p.name for p in (results / "1xA").iterdir()] == ["new.txt"]
+
+
+def test_a_results_folder_one_level_off_names_itself_where_no_variable_names_it(
+    tmp_path, monkeypatch
+):
+    from helpers.records.machines import machine_folders
+
+    monkeypatch.delenv("COURSE_RESULTS_DIR", raising=False)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "index.jsonl").write_text("")
+    with pytest.raises(
+        ValueError,
+        match=f"^the results folder {tmp_path} is one level too high: it holds results/; set "
+        f"COURSE_RESULTS_DIR={tmp_path}/results$",
+    ):
+        machine_folders(tmp_path)
+    machine = tmp_path / "results" / "1xA"
+    (machine / "00_nb").mkdir(parents=True)
+    (machine / "00_nb" / "e.json").write_text("{}")
+    with pytest.raises(ValueError, match=f"^the results folder {machine} is one level too low"):
+        machine_folders(machine)
+    assert machine_folders(tmp_path / "missing") == []

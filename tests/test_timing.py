@@ -19,7 +19,13 @@ def test_timing_statistics():
     assert t.quartiles_s == (2.0, 4.0)
     assert t.spread == pytest.approx(2 / 3)
     assert t.is_noisy()
-    assert "GB/s" in str(t)
+    assert str(t) == (
+        "3.000 s median (IQR 66.7% of it, 5 samples, synchronised host clock) = 1.00 GB/s for "
+        + timing.format_bytes(int(3e9))
+    )
+    labelled = timing.Timing([2e-3, 2e-3], "cuda events", label="H2D")
+    assert str(labelled) == "H2D: 2.000 ms median (IQR 0.0% of it, 2 samples, cuda events)"
+    assert str(timing.Timing([5e-7], "m")).startswith("0.50 us median")
 
 
 def test_timing_needs_samples_and_bytes_for_a_rate():
@@ -65,8 +71,11 @@ def test_cuda_events_without_cuda_says_what_to_use():
 def test_benchmark_uses_torch_utils_benchmark():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = timing.benchmark(lambda: sum(range(100)), min_run_time=0.05, max_run_time=0.2)
+        t = timing.benchmark(
+            lambda: sum(range(100)), min_run_time=0.05, max_run_time=0.2, nbytes=8, label="sum"
+        )
     assert t.method == "torch.utils.benchmark"
+    assert (t.label, t.nbytes) == ("sum", 8) and t.calls_per_sample >= 1
     assert t.median_s > 0
     with pytest.raises(ValueError):
         timing.benchmark(lambda: None, min_run_time=0)

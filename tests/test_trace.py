@@ -320,6 +320,43 @@ def test_peer_copy_device_without_an_integer_pid():
     assert peer.device == 1  # then args.toDevice
 
 
+def test_events_are_kept_by_category_and_read_leniently():
+    events = [
+        {"ph": "X", "cat": "Kernel", "ts": 5, "dur": 2, "pid": 0, "tid": 7},  # no name
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": "1", "tid": 3},
+        {
+            "ph": "X",
+            "cat": "gpu_memset",
+            "name": "Memset",
+            "ts": 9,
+            "dur": -1,
+            "args": {"bytes": 8},
+        },
+        {"ph": "X", "cat": "kernel", "name": "no start", "dur": 1},
+        {"ph": "i", "cat": "kernel", "name": "an instant", "ts": 1},
+        {"ph": "X", "cat": "python_function", "name": "not kept", "ts": 1},
+        "not an event",
+    ]
+    runtime, kernel, memset = trace.intervals_from_chrome_trace(events)
+    assert (kernel.kind, kernel.name, kernel.start_us, kernel.end_us) == ("kernel", "", 5.0, 7.0)
+    assert (kernel.device, kernel.stream, kernel.thread) == (0, 7, None)
+    assert (runtime.kind, runtime.name, runtime.start_us, runtime.end_us) == (
+        "runtime",
+        "cudaLaunchKernel",
+        1.0,
+        1.0,
+    )
+    assert runtime.thread == 3 and runtime.device is None
+    assert (memset.kind, memset.start_us, memset.end_us, memset.nbytes) == ("memset", 9.0, 9.0, 8)
+    same_start = [
+        {"ph": "X", "cat": "kernel", "name": n, "ts": 0, "dur": d, "args": {"correlation": c}}
+        for n, d, c in (("long", 5, "7"), ("short", 1, 7.0), ("odd", 3, True), ("half", 4, 2.5))
+    ]
+    ordered = trace.intervals_from_chrome_trace(same_start)
+    assert [iv.name for iv in ordered] == ["short", "odd", "half", "long"]  # by start, then end
+    assert [iv.correlation for iv in ordered] == [7, None, None, 7]  # "7", 7.0: 7; True, 2.5: no
+
+
 def test_kernels_on_two_streams(intervals):
     kernels = trace.select(intervals, kind="kernel")
     assert sorted(iv.stream for iv in kernels) == [7, 20]
@@ -468,7 +505,7 @@ def test_load_errors(tmp_path):
         trace.load_chrome_trace(other)
     with pytest.raises(TypeError):
         trace.load_chrome_trace(42)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="needs a trace dict or a list of events, got str"):
         trace.intervals_from_chrome_trace("trace.json")
     with pytest.raises(ValueError, match="traceEvents"):
         trace.intervals_from_chrome_trace({"events": []})
@@ -681,6 +718,11 @@ def test_timeline_lanes_axis_and_legend(intervals):
     ):
         assert wanted in legend
     assert "memset" not in legend  # only what is drawn
+    assert all(t.get_fontsize() == 8 for t in ax.get_legend().get_texts())
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # the key sits right of the slices, not over them
+    assert ax.get_legend().get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
 
 
 def test_timeline_draws_named_host_ranges_in_lanes_of_their_own(intervals):
@@ -735,7 +777,11 @@ def test_timeline_bad_input(intervals):
     with pytest.raises(ValueError, match="unit"):
         plotting.timeline(intervals, title="t", unit="s")
     ops_only = trace.select(intervals, kind="op")
-    with pytest.raises(ValueError, match="no GPU work"):
+    with pytest.raises(
+        ValueError,
+        match=r"^timeline found no GPU work \(kernels, copies, memsets\) and no runtime calls to "
+        "draw: pass the intervals of a profile that ran CUDA work$",
+    ):
         plotting.timeline(ops_only, title="t")
 
 
