@@ -176,7 +176,7 @@ def show_as_written(run: Run, changed: Run) -> tables.Table:
         (label, str(s.overlap), str(ours[label].overlap), s.copy_ms, s.kernel_ms)
         for label, s in found.items()
     ]
-    columns = ["configuration", "overlap, as written", "overlap, section 2"]
+    columns: list = ["configuration", "overlap, as written", "overlap, section 2"]
     columns += [("copy", "ms", ".3f"), ("kernel", "ms", ".3f")]
     steps = next(iter(run.value["profiles"].values())).steps
     return tables.Table(
