@@ -812,13 +812,11 @@ def test_each_expectation_of_sections_1_to_3_and_5_is_checked_from_the_medians(m
     assert [c.holds for c in returns.see(RET[machine]).checks] == expected
     small = SMALL[machine].value
     per = {k: small[k]["calls per loop"] for k in ("blocking", "non_blocking")}
-    counted, faster = loops.see(SMALL[machine]).checks
+    (counted,) = loops.see(SMALL[machine]).checks
     assert counted.holds == (
         per["blocking"]["cudaStreamSynchronize"] == 1000
         and per["non_blocking"]["cudaStreamSynchronize"] == 0
     )
-    ratio = small["blocking"]["time"].median_s / small["non_blocking"]["time"].median_s
-    assert not faster.holds or ratio > 1
     six = {w: {m: t.median_s for m, t in modes.items()} for w, modes in SIX[machine].value.items()}
     pinned_fast, little, gains = six_ways.see(SIX[machine]).checks
     assert pinned_fast.holds == (max(six["pinned"].values()) < min(six["pageable"].values()))
@@ -827,16 +825,4 @@ def test_each_expectation_of_sections_1_to_3_and_5_is_checked_from_the_medians(m
     assert (
         not gains.holds
         or six["pin_memory() then copy"]["blocking"] > six["pin_memory() then copy"][nb]
-    )
-    (threads,) = pinning.see_tensordict(TD[machine]).checks
-    verdict = [
-        r
-        for r in non_blocking.claims_table(
-            *(R[machine] for R in (SMALL, RET, SIX, HAZ, TD, DL))
-        ).claims
-        if r.text == pinning.THREADS_CLAIM
-    ]
-    assert (
-        threads.holds == (verdict[0].verdict == claims.HOLDS)
-        and verdict[0].verdict in threads.measured
     )

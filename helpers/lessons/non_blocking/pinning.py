@@ -95,8 +95,6 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
     threads = faster_or_slower(f.threads_vs_main, "pinning on the main thread", threads_pay)
     line = f"Pinning on the main thread (`num_threads=0`) was {main}, and pinning in threads (`num_threads={run.params['threads']}`) {threads}."
     seen.say(line)
-    said = f"pinning in {run.params['threads']} threads is faster than on the main thread"
-    seen.check(said, threads_pay == claims.HOLDS, f"{f.threads_vs_main} of its time: {threads_pay}")
     return seen
 
 
