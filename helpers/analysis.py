@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from . import claims, trace
 
-FEW_SAMPLES = 5  # a statement resting on fewer samples than this says how many (the course's rule)
+FEW_SAMPLES = claims.FEW_SAMPLES  # fewer samples than this: a statement says how many
 
 
 def steps_of(profile: trace.Profile) -> list[list[trace.Interval]]:

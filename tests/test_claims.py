@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from helpers import claims, records, timing
+from helpers import analysis, claims, records, timing
 
 
 def timed(*samples, nbytes=None):
@@ -98,6 +98,23 @@ def test_the_table_shows_value_threshold_and_spread():
     assert "| 2.00 ± 0.04 x | < 2 |" in md and "**borderline here**" in md
     assert "| — | — |" in md and "**holds**" in md
     assert "borderline here" in table._repr_markdown_()
+
+
+def test_a_value_on_fewer_than_five_samples_says_its_count_in_the_table():
+    """Issue 35: a statement on fewer than 5 samples says so; the table's value column does."""
+    table = claims.ClaimsTable("02_non_blocking")
+    for n in (1, 3, 4, 5, None):
+        holds = claims.compare(claims.Value(1.3, 0.04, "x", n), 1.1, holds_if="above")
+        table.add(f"on {n}", source="s", measured="m", holds=holds)
+    values = [row[3] for row in table.table().rows]
+    assert values == [
+        "1.30 ± 0.04 x (1 sample)",
+        "1.30 ± 0.04 x (3 samples)",
+        "1.30 ± 0.04 x (4 samples)",
+        "1.30 ± 0.04 x",
+        "1.30 ± 0.04 x",
+    ]
+    assert claims.FEW_SAMPLES == analysis.FEW_SAMPLES == 5  # one rule, read by both
 
 
 def test_a_claim_between_two_bounds_shows_both_and_a_count_shows_no_spread():

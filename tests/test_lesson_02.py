@@ -791,3 +791,38 @@ def test_every_hazards_claim_says_the_run_it_rests_on(machine):
     hazards.add_claims(table, run)
     assert len(table.claims) == len(hazards.CLAIMS) + 1  # and the "only pageable H2D is safe" row
     assert {c.where for c in table.claims} == {run.where()}
+
+
+@pytest.mark.parametrize("machine", sorted(RET))
+def test_each_expectation_of_sections_1_to_3_and_5_is_checked_from_the_medians(machine):
+    """Issue 35 item 3: every expectation the data can contradict gets a ✓/✗ in what we see."""
+    ret = {
+        k: r["returned"].median_s / r["finished"].median_s for k, r in RET[machine].value.items()
+    }
+    blocking = [v for k, v in ret.items() if k.endswith(", blocking")]
+    pin_wait = (
+        RET[machine].value[returns.PIN_THEN_NB]["returned"].median_s
+        / RET[machine].value[returns.PINNED_NB]["finished"].median_s
+    )
+    expected = [
+        min(*blocking, ret["H2D from pageable, non_blocking"]) > 0.8,
+        max(ret["H2D from pinned, non_blocking"], ret["D2H, non_blocking"]) < 0.1,
+        pin_wait >= 0.5,
+    ]
+    assert [c.holds for c in returns.see(RET[machine]).checks] == expected
+    small = SMALL[machine].value
+    per = {k: small[k]["calls per loop"] for k in ("blocking", "non_blocking")}
+    (counted,) = loops.see(SMALL[machine]).checks
+    assert counted.holds == (
+        per["blocking"]["cudaStreamSynchronize"] == 1000
+        and per["non_blocking"]["cudaStreamSynchronize"] == 0
+    )
+    six = {w: {m: t.median_s for m, t in modes.items()} for w, modes in SIX[machine].value.items()}
+    pinned_fast, little, gains = six_ways.see(SIX[machine]).checks
+    assert pinned_fast.holds == (max(six["pinned"].values()) < min(six["pageable"].values()))
+    nb = "non_blocking=True"
+    assert little.holds == (six["pageable"]["blocking"] / six["pageable"][nb] < 1.1)
+    assert (
+        not gains.holds
+        or six["pin_memory() then copy"]["blocking"] > six["pin_memory() then copy"][nb]
+    )

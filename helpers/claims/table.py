@@ -103,9 +103,8 @@ class ClaimsTable:
             if c.comparison is not None:
                 v = c.comparison.value
                 number = f"{v.number()} ± {v.spread_text()}" if v.spread else v.without_spread()
-                value = f"{number}{' ' + v.unit if v.unit else ''}"
-                if c.comparison.evidence():
-                    value += f" ({c.comparison.evidence()})"
+                notes = "; ".join(n for n in (v.few(), c.comparison.evidence()) if n)
+                value = f"{number}{' ' + v.unit if v.unit else ''}{f' ({notes})' if notes else ''}"
                 side = c.comparison.holds_if_text()
             table.add(c.text, c.source, c.measured, value, side, c.where, c.verdict)
         return table

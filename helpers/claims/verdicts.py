@@ -19,6 +19,7 @@ FAILED_CHECK = "✗ **not on this machine**"  # how WhatWeSee shows a check that
 # A difference smaller than this share of the threshold is never called either way: the next
 # run on the same machine moves by about that much.
 SPREAD_FLOOR = 0.01
+FEW_SAMPLES = 5  # a statement resting on fewer samples than this says how many (the course's rule)
 _SIDES = ("above", "below")
 
 # The rule as Comparison.borderline() computes it, in the words the claims table, 00 and README say
@@ -81,6 +82,11 @@ class Value:
         if self.spread and round(self.spread, places) == 0 and not abs(self.value) >= 1e6:
             return f"<{_fixed(10.0**-places, places)}"
         return _fixed(self.spread, places)
+
+    def few(self) -> str:
+        """``'3 samples'`` where the value rests on fewer than ``FEW_SAMPLES`` samples, else ``''``."""
+        n = self.samples
+        return f"{n} sample{'' if n == 1 else 's'}" if n is not None and n < FEW_SAMPLES else ""
 
     def __str__(self) -> str:
         """``0.940 ± 0.002 x``, or ``0 in every sample`` where several samples were all alike."""

@@ -9,6 +9,7 @@ from .returns import NOTEBOOK, TUTORIAL
 
 MODES = ("blocking", "non_blocking=True")
 EFFECTIVE = 1.1  # a speed-up counted "effective"
+SIDES = ((max, "pinned"), (min, "pageable"))  # the slowest pinned time against the fastest pageable
 SOURCE = f"{TUTORIAL} (what you will learn)"
 COLUMNS = ["source", *((mode, unit, ".1f") for mode in MODES for unit in ("ms", "GB/s"))]
 COLUMNS += [("speed-up from non_blocking", "x", ".2f")]
@@ -62,6 +63,17 @@ def see(run: Run) -> claims.WhatWeSee:
         end = claims.worded(verdict, paid, not_paid, ": the same within the noise.")
         line = f"Pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(by_hand)} as fast as the pageable copy{end}"
         seen.say(line)
+    ratio, pin_then = speedups(run), "pin_memory() then copy"
+    slowest, fastest = (f(t.median_ms for t in six[w].values()) for f, w in SIDES)
+    said = f"slowest pinned {slowest:.0f} ms, fastest pageable {fastest:.0f} ms"
+    seen.check(
+        "pinned copies are faster than pageable ones, in either mode", slowest < fastest, said
+    )
+    little = f"from pageable memory `non_blocking=True` helps little (below {EFFECTIVE:g}x)"
+    seen.check(little, ratio["pageable"].value < EFFECTIVE, analysis.times(ratio["pageable"]))
+    gains = claims.compare(ratio[pin_then], 1, holds_if="above").verdict == claims.HOLDS
+    said = analysis.times(ratio[pin_then])
+    seen.check("`pin_memory()` then copy gains from `non_blocking=True`", gains, said)
     return seen
 
 

@@ -157,7 +157,17 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
         f"With a pinned source on the current stream the copy and the kernels shared one lane, and {ran} (overlap ratio {current.overlap}{note(current.overlap)}).",
         f"With a pageable source the host sat in `cudaMemcpyAsync` for {page.host_ms:.1f} ms (side stream) and {page_current.host_ms:.1f} ms (current stream), {times} as long as the GPU copy, {launched}: overlap ratios {page.overlap.value:.2f} (side stream) and {page_current.overlap.value:.2f} (current stream){medians}.",
     )
+    only_side(see, found, "Only")
     return see
+
+
+def only_side(see: claims.WhatWeSee, found: dict[str, CopyBesideKernel], only: str) -> None:
+    """Checks the tutorial's conclusion: only the pinned source on a side stream overlaps."""
+    others = [s.overlap.value for label, s in found.items() if label != SIDE]
+    holds = found[SIDE].overlap.value >= OVERLAPS and all(v < DOES_NOT for v in others)
+    ratios = "; ".join(f"{label} {s.overlap}{note(s.overlap)}" for label, s in found.items())
+    statement = f"{only} the pinned source on a side stream overlaps (overlap ratio at least {OVERLAPS}, the others below {DOES_NOT})"
+    see.check(statement, holds, f"overlap ratios: {ratios}")
 
 
 def machines(run: Run, changed: Run) -> str:
@@ -190,13 +200,7 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     """The tutorial's conclusion checked at its own sizes, and what the changes moved."""
     found, ours, see = configurations(run), configurations(changed), claims.WhatWeSee(NOTEBOOK, run)
     side = found[SIDE]
-    others = {label: s for label, s in found.items() if label != SIDE}
-    holds = side.overlap.value >= OVERLAPS and all(
-        s.overlap.value < DOES_NOT for s in others.values()
-    )
-    ratios = "; ".join(f"{label} {s.overlap}{note(s.overlap)}" for label, s in found.items())
-    statement = f"At the tutorial's own sizes, only the pinned source on a side stream overlaps (overlap ratio at least {OVERLAPS}, the others below {DOES_NOT})"
-    see.check(statement, holds, f"overlap ratios: {ratios}")
+    only_side(see, found, "At the tutorial's own sizes, only")
     shorter = "the kernels'" if side.kernel_ms < side.copy_ms else "the copy's"
     moved = [
         label
@@ -337,6 +341,10 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
         f"Launched after the kernel, the pageable copy {ran}, with an overlap ratio of {page_kf.overlap.value:.2f} (the share of the shorter one's time{note(page_kf.overlap)}); launched before the kernel, {page_cf.overlap.value:.2f}{done}.",
         f"With a pinned source the host spent at most {max(pin_kf.host_ms, pin_cf.host_ms) * 1e3:.0f} us in `cudaMemcpyAsync`, and the overlap ratio was {pin_kf.overlap.value:.2f} (kernel first) and {pin_cf.overlap.value:.2f} (copy first): {verdict}",
     )
+    orders = page_kf.overlap.value >= BESIDE and page_cf.overlap.value < DOES_NOT
+    said = f"kernel first {page_kf.overlap}, copy first {page_cf.overlap}"
+    expected = f"a pageable copy overlaps a kernel launched before it (at least {BESIDE:g}), not one launched after it (below {DOES_NOT:g})"
+    see.check(expected, orders, said)
     return see
 
 

@@ -12,6 +12,7 @@ from .common import DOES_NOT, NOTEBOOK, OVERLAPS, TUTORIAL, lanes_overlap, over,
 from .common import steps_note as note
 
 TWO_ENGINES = 0.9  # overlap ratio of opposite copies above which two engines carried them
+KEPT = 1.1  # together over the longer copy alone at most this: each copy "kept about its speed"
 ENGINES_CLAIM = (
     "Requirement (3): a free DMA (copy) engine; H2D and D2H at once need one engine each"
 )
@@ -70,9 +71,16 @@ def see(run: Run) -> claims.WhatWeSee:
     count = "The driver's copy engine count could not be read."
     if e.count is not None:
         count = f"The driver reports {analysis.plural(e.count, 'copy engine')}."
-    own = "."
-    if e.both.value >= TWO_ENGINES and e.both_ways.value < 0.8:
-        own = ": each direction had its own engine and its own direction of the link."
+    longer = max(("H2D alone", "D2H alone"), key=lambda k: e.times[k].value)
+    together, alone = e.times["H2D + D2H"].value, e.times[longer].value
+    own, kept = ".", together / alone <= KEPT
+    if e.both.value >= TWO_ENGINES:  # they ran at once: did each keep its speed?
+        own = f", and {together / alone:.2f} times as long as the longer of the two alone ({together * 1e3:.3f} ms against {longer.split()[0]} {alone * 1e3:.3f} ms): "
+        own += (
+            "each kept about its speed beside the other."
+            if kept
+            else "each ran slower beside the other, so they shared something this run does not show."
+        )
     why = "."
     if e.same.value < DOES_NOT:
         why = ": they never ran at the same time, so they could not gain, and this run cannot show whether one direction of the link would limit two copies at once."
@@ -85,6 +93,12 @@ def see(run: Run) -> claims.WhatWeSee:
     see.say(count)
     line = f"A host-to-device and a device-to-host copy on two side streams ran side by side for {e.both.value:.0%} of the shorter one (overlap ratio {e.both}{note(e.both)}) and together took {e.both_ways.value:.2f} times as long as the two one after the other{own}"
     see.say(line)
+    said = f"overlap ratio {e.both}{note(e.both)}, at least {TWO_ENGINES:g} for at once"
+    see.check(
+        "copies in opposite directions on two side streams run at the same time",
+        e.both.value >= TWO_ENGINES,
+        said,
+    )
     if e.count == 1:
         line = f"With one copy engine the two directions take turns on it, so this GPU cannot show copies in opposite directions running at once; what it can show is requirement (3) itself: the second copy {waited}"
         see.say(line)

@@ -143,6 +143,17 @@ def see(run: Run) -> claims.WhatWeSee:
         f"The two {f.pair_us:.0f} us spin kernels on two side streams ran side by side for {spins.overlap.value:.0%} of their time (overlap ratio {spins.overlap}{steps_note(spins.overlap)}), and the GPU was busy {f.spin_gain.value:.2f} times as long as when they shared a stream{half}. The second started {gap:.1f} us after the first{by_host}{accounts}",
         f"The two {f.matmul_n}x{f.matmul_n} matrix products on two streams ran side by side for {mms.value:.0%} of their time (overlap ratio {mms}{steps_note(mms)}) and kept the GPU busy {gain:.2f} times as long as on one stream: {saved}.",
     )
+    kept = "one stream runs its kernels in submission order, never overlapping"
+    said = f"in order: {f.in_order}, never overlapping: {f.never_overlap}"
+    see.check(kept, f.in_order and f.never_overlap, said)
+    side = f"two spin kernels on two side streams run side by side (above {TOGETHER:g})"
+    see.check(side, spins.overlap.value > TOGETHER, f"overlap ratio {spins.overlap}")
+    little = (
+        f"two matmuls on two streams save little (GPU busy above {MATMULS_GAIN:g} of one stream's)"
+    )
+    see.check(
+        little, gain > MATMULS_GAIN, f"GPU busy {gain:.2f} times one stream's; overlap ratio {mms}"
+    )
     return see
 
 
