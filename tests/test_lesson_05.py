@@ -6,6 +6,7 @@ Each sentence's numbers and words are checked against values this file computes 
 machine its replay takes it from, as the notebook does.
 """
 
+import copy
 import dataclasses
 import re
 import statistics
@@ -347,6 +348,11 @@ def test_the_same_gpu_sentences_take_the_plateau_of_the_largest_sizes(machine, c
         assert "the recording does not say this GPU's L2 cache size" in second
     over = f"it is {best / datasheet:.0%} of the datasheet's memory bandwidth, which only a copy served from the cache"
     assert (over in second) == (best > datasheet) and "measurement problem" not in second
+    (near,) = copies.see_same_gpu(run).checks  # the expectation: near the datasheet, small slower
+    assert near.holds == (statistics.median(flat) >= 0.75 * datasheet and rates[0] < min(flat))
+    assert near.measured.startswith(
+        f"{statistics.median(flat):.0f} GB/s, {statistics.median(flat) / datasheet:.0%} of {datasheet:.0f}; "
+    )
     copies.show_same_gpu(run)
     assert capsys.readouterr().out.count(" GB/s  (") == len(sizes)
 
@@ -1592,3 +1598,12 @@ def test_the_timelines_show_each_first_step_without_its_markers_on_one_scale():
         "The blog post's experiment: A.to('cuda:1') beside B*B*B*B on cuda:1, one step each"
         " - 2xFAKE (replayed)"
     )
+
+
+def test_a_plateau_far_below_the_datasheet_fails_the_same_gpu_expectation():
+    run = SAME[MACHINES[0]]
+    header = copy.deepcopy(run.header)
+    for gpu in header["machine"]["gpus"]:
+        gpu["name"] = "NVIDIA B200"  # 8000 GB/s on the datasheet: the H100/H200 plateau is far below
+    seen = copies.see_same_gpu(records.Run(run.value, False, header))
+    assert not seen.checks[0].holds and " of 8000; " in seen.checks[0].measured

@@ -87,6 +87,9 @@ def plot(run: Run, title: str, curves: list[tuple], ceiling: float | None, label
     plt.show()
 
 
+NEAR_MEMORY = 0.75  # "near the memory's bandwidth": at least this share of the datasheet
+
+
 @dataclass(frozen=True)
 class SameGpu:
     """Section 3's facts: sizes (bytes), GB/s (read + write), plateau, L2 bytes, datasheet GB/s."""
@@ -142,6 +145,13 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
         f"each other at {f.low:.0f} to {f.high:.0f} GB/s: we take their median, {f.memory:.0f} "
         f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}."
     )
+    if f.datasheet:  # the expectation: near the memory's bandwidth; small copies pay a fixed cost
+        near, slower = f.memory >= NEAR_MEMORY * f.datasheet, f.rates[0] < f.low
+        seen.check(
+            f"large copies run near the memory's bandwidth (at least {NEAR_MEMORY:.0%} of the datasheet), small ones slower",
+            near and slower,
+            f"{f.memory:.0f} GB/s, {f.memory / f.datasheet:.0%} of {f.datasheet:.0f}; {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}",
+        )
     if f.best_at < f.start:
         l2 = f"this GPU's {size(f.cache)} L2 cache" if f.cache else ""
         cache = {
