@@ -1604,6 +1604,8 @@ def test_a_plateau_far_below_the_datasheet_fails_the_same_gpu_expectation():
     run = SAME[MACHINES[0]]
     header = copy.deepcopy(run.header)
     for gpu in header["machine"]["gpus"]:
-        gpu["name"] = "NVIDIA B200"  # 8000 GB/s on the datasheet: the H100/H200 plateau is far below
+        gpu["name"] = (
+            "NVIDIA B200"  # 8000 GB/s on the datasheet: the H100/H200 plateau is far below
+        )
     seen = copies.see_same_gpu(records.Run(run.value, False, header))
     assert not seen.checks[0].holds and " of 8000; " in seen.checks[0].measured
