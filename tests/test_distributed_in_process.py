@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import multiprocessing as mp
 import os
+import tempfile
 import threading
 import time
 
@@ -19,7 +20,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from helpers import distributed, hardware
+from helpers import distributed, forkserver, hardware
 from helpers.distributed import in_rank, launch_checks, rank_process, supervisor, timed_collectives
 
 SWEEP = dict(sizes=[64], warmup=0, iters=2, samples=2)
@@ -404,3 +405,338 @@ def test_waiting_for_exits_stops_at_its_deadline():
         late.cancel()
         os.close(never)
         os.close(ends_late)
+
+
+# ---------------------------------------------------------------- every word of launch's errors
+
+ARGUMENT_ERRORS = [
+    (
+        dict(worker="not a function"),
+        TypeError,
+        "worker must be a function worker(rank, world_size, ...), got str",
+    ),
+    (
+        dict(args=5),
+        TypeError,
+        "args must be a tuple of extra positional arguments for the worker, got int",
+    ),
+    (
+        dict(args="ab"),
+        TypeError,
+        "args must be a tuple of extra positional arguments for the worker, got str",
+    ),
+    (
+        dict(kwargs={1: 2}),
+        TypeError,
+        "kwargs must be a dict of keyword arguments for the worker (names as strings), got {1: 2}",
+    ),
+    (
+        dict(args=(1,), kwargs={"b": 2, "a": 1}),
+        TypeError,
+        "worker(rank, world_size) cannot be called as worker(rank, world_size, *args, **kwargs) "
+        "with 1 args and kwargs ['a', 'b'] (too many positional arguments): it must take the rank "
+        "and the world size first, then what args and kwargs pass",
+    ),
+    (
+        dict(worker=_takes_one),
+        TypeError,
+        "worker(rank, world_size, value) cannot be called as worker(rank, world_size, *args, "
+        "**kwargs) with 0 args and kwargs [] (missing a required argument: 'value'): it must take "
+        "the rank and the world size first, then what args and kwargs pass",
+    ),
+    (dict(world_size=0), ValueError, "world_size must be a whole number of ranks >= 1, got 0"),
+    (
+        dict(world_size=65),
+        ValueError,
+        "world_size=65 would start 65 processes on this machine; pass at most 64 "
+        "(a demonstration needs 2 to 8)",
+    ),
+    (
+        dict(backend="mpi"),
+        ValueError,
+        "backend must be 'nccl' (GPUs), 'gloo' (CPU) or None to choose, got 'mpi'",
+    ),
+    (
+        dict(timeout_s=86401),
+        ValueError,
+        "timeout_s=86401 s is longer than a demonstration may hold the machine (at most 86400 s, "
+        "a day); pass the seconds you would wait, e.g. 60",
+    ),
+    (
+        dict(startup_timeout_s=1e6),
+        ValueError,
+        "startup_timeout_s=1000000.0 s is longer than a demonstration may hold the machine",
+    ),
+    (
+        dict(env={"A": 1}),
+        TypeError,
+        "env must be a dict of environment variables, names and values as strings, "
+        "e.g. {'NCCL_DEBUG': 'INFO'}",
+    ),
+    (
+        dict(env={"RANK": "3", "NCCL_NVLS_ENABLE": "1", "A": "b"}),
+        ValueError,
+        "env may not set ['NCCL_NVLS_ENABLE', 'RANK']: the launcher sets them for every rank "
+        "(LAUNCHER_ENV, and RANK_ENV, which the shared GPU machines require); pass other "
+        "variables, e.g. {'NCCL_DEBUG': 'INFO'}",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "error", "words"), ARGUMENT_ERRORS)
+def test_each_bad_launch_argument_is_named_with_what_to_pass(change, error, words):
+    call = dict(
+        worker=_nothing,
+        world_size=2,
+        backend="gloo",
+        timeout_s=1,
+        startup_timeout_s=1,
+        args=(),
+        kwargs=None,
+        env=None,
+    )
+    call.update(change)
+    with pytest.raises(error) as caught:
+        launch_checks.check_launch(**call)
+    assert str(caught.value).startswith(words)
+
+
+def test_nccl_needs_a_gpu_per_rank_and_says_how_many_there_are(monkeypatch):
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: True)
+    monkeypatch.setattr(launch_checks.hardware, "gpu_count", lambda: 1)
+    with pytest.raises(ValueError) as caught:
+        launch_checks.check_launch(_nothing, 2, "nccl", 1, 1, (), None, None)
+    assert str(caught.value) == (
+        "backend='nccl' needs one GPU per rank: world_size=2 but this machine has 1 GPU(s); "
+        "pass backend='gloo' (CPU ranks) or fewer ranks"
+    )
+    monkeypatch.setattr(launch_checks.hardware, "gpu_count", lambda: 2)
+    assert launch_checks.check_launch(_nothing, 2, "nccl", 1, 1, (), None, None) == (2, "nccl")
+    assert launch_checks.check_launch(_nothing, None, None, 1, 1, (), None, None) == (2, "nccl")
+    assert launch_checks.check_launch(_nothing, 3, None, 1, 1, (), None, None) == (3, "gloo")
+    assert launch_checks.check_launch(_nothing, 64, "gloo", 86400, 1, (), None, None) == (
+        64,
+        "gloo",
+    )
+
+
+# ---------------------------------------------------------------- the NCCL version nccl-tests writes
+
+
+@pytest.mark.parametrize(
+    ("version", "code"),
+    [((2, 21, 5), 22105), ((2, 27), 22700), ((3,), 30000), (22004, 22004)],
+)
+def test_the_nccl_version_is_coded_as_nccl_tests_writes_it(monkeypatch, version, code):
+    monkeypatch.setattr(torch.cuda.nccl, "version", lambda: version)
+    assert distributed.nccl_version_code() == code
+
+
+def test_without_nccl_the_version_code_is_zero(monkeypatch):
+    def no_nccl():
+        raise RuntimeError("no NCCL in a CPU build")
+
+    monkeypatch.setattr(torch.cuda.nccl, "version", no_nccl)
+    assert distributed.nccl_version_code() == 0
+
+
+# ---------------------------------------------------------------- what an Outcome says, word for word
+
+
+def test_describe_says_each_ranks_status_or_how_it_died_and_its_marks():
+    outcome = _outcome(["returned", "died", "stopped"], [None, "died with SIGKILL", None])
+    outcome.marks[0] = [[0.0, "start"], [1.25, "sent"]]
+    assert outcome.describe() == (
+        "gloo, 3 ranks: r\n"
+        "  rank 0: returned; reached 'start' at 0.000 s, 'sent' at 1.250 s\n"
+        "  rank 1: died with SIGKILL; reached no marks\n"
+        "  rank 2: stopped; reached no marks"
+    )
+    assert str(outcome) == outcome.describe()
+    assert outcome.reached(0) == ["start", "sent"] and outcome.last_mark(0) == "sent"
+    assert outcome.last_mark(1) is None
+
+
+def test_a_worker_error_ends_with_the_end_of_the_ranks_stderr():
+    outcome = _outcome(["raised"], ["Traceback: boom\n"])
+    outcome.log[0] = "\n" + "x" * 5000 + "END\n"
+    message = str(distributed.WorkerError(outcome, 0))
+    head, tail = message.split("\n--- end of rank 0's stderr ---\n")
+    assert head == "rank 0 of 1 (gloo) raised:\nTraceback: boom"
+    assert tail == ("x" * 5000 + "END")[-3000:]  # the last 3000 characters, stripped
+    outcome.log[0] = "  \n"  # nothing but blanks: no stderr part
+    assert str(distributed.WorkerError(outcome, 0)) == "rank 0 of 1 (gloo) raised:\nTraceback: boom"
+
+
+# ---------------------------------------------------------------- the parent's watch, in-process
+
+
+def _run(*ranks, launched=100.0, all_started=None, finished=None, failures=(), folder="."):
+    spec = dict(backend="gloo", world_size=len(ranks), folder=str(folder))
+    return supervisor._Launch(
+        spec,
+        None,
+        ranks=list(ranks),
+        launched=launched,
+        all_started=all_started,
+        finished=finished,
+        failures=list(failures),
+    )
+
+
+def _rank(status=None, error=None, started_at=None):
+    return supervisor._Rank(_Ended(), None, status=status, error=error, started_at=started_at)
+
+
+def test_the_reason_names_the_first_failure_then_the_deadline_that_passed():
+    raised, died = _rank("raised", "Traceback ..."), _rank("died", "died with SIGKILL")
+    assert supervisor._reason(_run(raised, died, failures=[1, 0]), 30, 2) == (
+        "rank 1 died with SIGKILL; ranks still running were stopped"
+    )
+    assert supervisor._reason(_run(raised, died, failures=[0, 1]), 30, 2) == (
+        "rank 0 raised; ranks still running were stopped"
+    )
+    assert supervisor._reason(_run(raised, failures=[0]), 30, 2) == (
+        "rank 0 raised; ranks still running were stopped"
+    )
+    done = _rank("returned")
+    assert supervisor._reason(_run(done, done), 30, 2) == "every rank returned"
+    at_start = _run(done, _rank("stopped"), finished=130.04)
+    assert supervisor._reason(at_start, 30, 2) == (
+        "start-up took longer than startup_timeout_s=30 s (waited 30.0 s); the ranks were stopped"
+    )
+    late = _run(done, _rank("stopped"), all_started=101.0, finished=103.0)
+    assert supervisor._reason(late, 30, 2.5) == (
+        "the deadline (2.5 s) passed; ranks still running were stopped"
+    )
+
+
+def test_collect_times_start_up_from_the_launch_and_the_run_from_the_start(tmp_path):
+    (tmp_path / "rank0.stdout").write_text("hello\n")
+    (tmp_path / "rank1.stderr").write_text("warning\n")
+    run = _run(
+        _rank("returned", started_at=100.2),
+        _rank(),
+        all_started=100.5,
+        finished=103.0,
+        folder=tmp_path,
+    )
+    run.ranks[0].result = 7
+    outcome = supervisor._collect(run, 2, 30)
+    assert (outcome.startup_s, outcome.elapsed_s) == (0.5, 2.5)
+    assert outcome.status == ["returned", "stopped"] and outcome.results == [7, None]
+    assert (outcome.printed, outcome.log) == (["hello\n", ""], ["", "warning\n"])
+    assert (outcome.timeout_s, outcome.startup_timeout_s) == (2.0, 30.0)
+    never = supervisor._collect(_run(_rank(), finished=130.0, folder=tmp_path), 2, 30)
+    assert (never.startup_s, never.elapsed_s) == (None, 30.0)
+
+
+def test_a_rank_that_failed_before_starting_counts_as_started(monkeypatch):
+    """timeout_s runs from when every rank started its worker or ended: a rank that raised while
+    joining does not keep the others under start-up's deadline."""
+    monkeypatch.setattr(supervisor, "DEATH_NEWS_S", 0.01)
+    reader, writer = mp.Pipe(duplex=False)
+    writer.send(("error", "Traceback: could not join"))
+    never, _ = os.pipe()
+    rank = supervisor._Rank(_Ended(sentinel=never, alive=True), reader)
+    run = supervisor._Launch({}, None, ranks=[rank])
+    supervisor._watch(run, 60.0, 5.0)
+    assert run.all_started is not None and run.finished >= run.all_started
+    assert rank.status == "raised" and run.failures == [0]
+    reader.close()
+    writer.close()
+    os.close(never)
+
+
+def test_timeout_s_counts_from_when_the_workers_started():
+    reader, writer = mp.Pipe(duplex=False)
+    writer.send(("start", time.monotonic()))
+    never, other = os.pipe()
+    rank = supervisor._Rank(_Ended(sentinel=never, alive=True), reader)
+    run = supervisor._Launch({}, None, ranks=[rank])
+    supervisor._watch(run, 60.0, 0.05)  # start-up's 60 s no longer apply once it started
+    assert run.all_started is not None and rank.started_at is not None
+    assert run.all_started <= run.finished < run.all_started + 5.0
+    assert rank.status is None  # still running: the caller stops it
+    for end in (reader, writer):
+        end.close()
+    os.close(never)
+    os.close(other)
+
+
+def test_invalid_utf8_in_a_ranks_output_is_replaced_not_raised(tmp_path):
+    path = tmp_path / "rank0.stderr"
+    path.write_bytes(b"bad \xff byte\n")
+    assert supervisor._tail(path) == "bad \ufffd byte\n"
+    limit = distributed.OUTPUT_KIB * 1024
+    path.write_bytes(b"x" * limit + b"\nlast \xfe\n")
+    assert supervisor._tail(path).endswith("\nlast \ufffd\n")
+
+
+def test_clean_up_closes_the_pipes_and_removes_the_folder(tmp_path):
+    folder = tmp_path / "course-ranks-x"
+    folder.mkdir()
+    (folder / "rank0.stdout").write_text("x")
+    reader, writer = mp.Pipe(duplex=False)
+    unstarted = supervisor._Rank(_Ended(), reader)
+    unstarted.process.pid = None  # never started: nothing to kill
+    run = supervisor._Launch({}, None, ranks=[unstarted])
+    supervisor._clean_up(run, str(folder))
+    assert run.killed and reader.closed and not folder.exists()
+    supervisor._clean_up(None, str(folder))  # already gone: nothing to say
+    writer.close()
+
+
+def test_supervise_starts_ranks_with_the_checked_backend_and_cleans_up(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(launch_checks.hardware, "gpu_count", lambda: 8)
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: True)
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def start(run, ctx):
+        seen.update(run.spec)
+        seen["exists"] = os.path.isdir(run.spec["folder"])
+        raise Stop
+
+    monkeypatch.setattr(supervisor, "_start_ranks", start)
+    with pytest.raises(Stop):
+        supervisor.supervise(
+            _nothing, 2, backend="gloo", timeout_s=5, startup_timeout_s=10, env={"A": "b"}
+        )
+    assert (seen["backend"], seen["world_size"], seen["env"]) == ("gloo", 2, {"A": "b"})
+    assert seen["group_timeout_s"] == seen["release_wait_s"] == 75.0
+    assert seen["exists"] and list(tmp_path.iterdir()) == []
+
+
+def test_a_failure_before_the_ranks_start_is_raised_as_it_is(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def no_port(world_size, patience_s):
+        raise OSError("no free port")
+
+    monkeypatch.setattr(supervisor, "_serve_store", no_port)
+    with pytest.raises(OSError, match="^no free port$"):
+        supervisor.supervise(_nothing, 2, backend="gloo")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- the forkserver's context
+
+
+def test_ranks_start_from_a_preloaded_forkserver_where_there_is_one(monkeypatch):
+    preloaded = []
+    monkeypatch.setattr(mp, "get_all_start_methods", lambda: ["fork", "spawn", "forkserver"])
+    monkeypatch.setattr(
+        type(mp.get_context("forkserver")),
+        "set_forkserver_preload",
+        lambda self, m: preloaded.append(m),
+    )
+    assert forkserver.context().get_start_method() == "forkserver"
+    assert preloaded == [["helpers.distributed"]]
+    monkeypatch.setattr(mp, "get_all_start_methods", lambda: ["spawn"])  # e.g. Windows
+    assert forkserver.context().get_start_method() == "spawn"
+    assert forkserver.start() is False  # nothing to start: ranks are spawned
+    assert preloaded == [["helpers.distributed"]]
