@@ -740,3 +740,221 @@ def test_ranks_start_from_a_preloaded_forkserver_where_there_is_one(monkeypatch)
     assert forkserver.context().get_start_method() == "spawn"
     assert forkserver.start() is False  # nothing to start: ranks are spawned
     assert preloaded == [["helpers.distributed"]]
+
+
+# ---------------------------------------------------------------- collectives' buffers and calls
+
+
+def _as_the_collective_would(op, sent, n):
+    """What each of ``n`` ranks holds after ``op``, computed by hand from every rank's buffers."""
+    fulls = [buffers["full"] for buffers, _ in sent]
+    share = fulls[0].numel() // n
+    if op == "all_reduce":
+        return [sum(fulls)] * n
+    if op == "all_gather":
+        return [torch.cat([buffers["part"] for buffers, _ in sent])] * n
+    if op == "reduce_scatter":
+        return [sum(fulls)[r * share : (r + 1) * share] for r in range(n)]
+    if op == "broadcast":
+        return [fulls[0]] * n
+    return [torch.cat([full[r * share : (r + 1) * share] for full in fulls]) for r in range(n)]
+
+
+@pytest.mark.parametrize("op", distributed.COLLECTIVE_OPS)
+@pytest.mark.parametrize("placement", [None, "out_of_place", "in_place"])
+def test_every_rank_expects_what_the_collective_gives_from_everyones_buffers(op, placement):
+    if timed_collectives.placement_refused(op, placement or "out_of_place", "nccl"):
+        placement = "out_of_place"  # all_to_all has no in-place call
+    n, numel = 4, 4 * 5
+    sent = [
+        timed_collectives._collective_buffers(op, r, n, numel, torch.device("cpu"), placement)
+        for r in range(n)
+    ]
+    for r, (got, (_, expected)) in enumerate(
+        zip(_as_the_collective_would(op, sent, n), sent, strict=True)
+    ):
+        assert torch.equal(got, expected), (op, placement, r)
+        assert expected.dtype == torch.float32
+    in_place = (placement or timed_collectives.NOTEBOOK_PLACEMENT[op]) == "in_place"
+    for r, (buffers, _) in enumerate(sent):
+        if "part" in buffers:  # in place, the rank's part is its slice of the full buffer
+            at = buffers["full"].data_ptr() + r * 5 * 4
+            assert (buffers["part"].data_ptr() == at) == in_place
+
+
+@pytest.mark.parametrize("op", distributed.COLLECTIVE_OPS)
+@pytest.mark.parametrize("placement", ["out_of_place", "in_place"])
+def test_a_collectives_buffers_are_float32_on_the_ranks_device(op, placement):
+    cpu = torch.device("cpu")
+    torch.set_default_device("meta")  # a buffer made without the rank's device lands here
+    try:
+        buffers, expected = timed_collectives._collective_buffers(op, 1, 2, 8, cpu, placement)
+    finally:
+        torch.set_default_device(None)
+    for name, tensor in [*buffers.items(), ("expected", expected)]:
+        assert (tensor.device, tensor.dtype) == (cpu, torch.float32), name
+    in_place = placement == "in_place" and op != "all_to_all"
+    assert ("out" in buffers) == (not in_place and op in ("all_reduce", "broadcast", "all_to_all"))
+
+
+class _Direct:
+    """NcclOutOfPlace's calls done by hand in a world of one: the output is the input."""
+
+    def __init__(self):
+        self.calls = []
+
+    def all_reduce(self, send, recv):
+        self.calls.append(("all_reduce", send, recv))
+        recv.copy_(send)
+
+    def broadcast(self, send, recv, root):
+        self.calls.append(("broadcast", send, recv, root))
+        recv.copy_(send)
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "broadcast"])
+def test_out_of_place_all_reduce_and_broadcast_go_through_nccls_own_call(world_of_one, op):
+    direct = _Direct()
+    loop = timed_collectives._Loop(0, 2, 2)
+    timed, wrong, per_iter = timed_collectives._time_one(op, 0, 1, 64, "out_of_place", loop, direct)
+    assert wrong == 0 and per_iter is None and timed.label == f"{op} 64 B"
+    kind, send, recv, *root = direct.calls[0]
+    assert kind == op and send.numel() == recv.numel() == 16 and root in ([], [0])
+    assert send.data_ptr() != recv.data_ptr()
+    assert len(direct.calls) == 1 + 2 * 2  # the checked call, then samples x iters
+
+
+def test_graph_timing_gets_the_call_the_size_and_the_label(world_of_one, monkeypatch):
+    got = {}
+
+    def graph_timing(call, loop, size, label):
+        got.update(loop=loop, size=size, label=label)
+        call()  # the op itself, with its buffers
+        return "timed"
+
+    monkeypatch.setattr(timed_collectives, "_graph_timing", graph_timing)
+    loop = timed_collectives._Loop(1, 2, 3, graph_launches=4)
+    direct = _Direct()
+    result = timed_collectives._time_one("all_reduce", 0, 1, 128, "out_of_place", loop, direct)
+    assert result == ("timed", 0, None)
+    assert got == dict(loop=loop, size=128, label="all_reduce 128 B")
+    assert len(direct.calls) == 2
+
+
+def test_per_iteration_times_under_nccl_are_cuda_event_milliseconds_in_seconds(
+    world_of_one, monkeypatch
+):
+    clock = iter([0.0, 2.0, 5.0, 9.0])  # milliseconds at each recorded event
+
+    class Event:
+        def __init__(self, enable_timing):
+            assert enable_timing
+
+        def record(self):
+            self.ms = next(clock)
+
+        def elapsed_time(self, end):
+            return end.ms - self.ms
+
+    calls = []
+    monkeypatch.setattr(timed_collectives, "backend_here", lambda: "nccl")
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    times = timed_collectives._per_iteration_s(lambda: calls.append(1), 3)
+    assert times == pytest.approx([0.002, 0.003, 0.004]) and len(calls) == 3
+
+
+def test_a_rank_on_a_gpu_names_it_and_its_pci_address(world_of_one, monkeypatch):
+    class Props:
+        name, pci_domain_id, pci_bus_id, pci_device_id = "NVIDIA H100", 1, 0x1B, 3
+
+    def properties(device):
+        assert device == torch.device("cuda", 2)
+        return Props()
+
+    monkeypatch.setattr(timed_collectives, "rank_device", lambda: torch.device("cuda", 2))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", properties)
+    facts = timed_collectives._rank_facts(5)
+    assert (facts["rank"], facts["device"], facts["name"]) == (5, 2, "NVIDIA H100")
+    assert facts["pci"] == [1, 0x1B, 3] and facts["pid"] == os.getpid()
+
+
+@pytest.mark.parametrize(("ops", "made"), [(["all_gather"], 0), (["all_gather", "broadcast"], 1)])
+def test_nccls_own_calls_are_opened_only_for_all_reduce_and_broadcast(
+    world_of_one, monkeypatch, ops, made
+):
+    from helpers import timing
+
+    directs = []
+
+    def open_direct():
+        directs.append(_Direct())
+        return directs[-1]
+
+    monkeypatch.setattr(timed_collectives, "backend_here", lambda: "nccl")
+    monkeypatch.setattr(timed_collectives, "NcclOutOfPlace", open_direct)
+    monkeypatch.setattr(timing, "cuda_events", timing.host_clock)  # no GPU here: the host clock
+    sent = []
+    distributed.collective_sweep(0, 1, ops=ops, emit=sent.append, **SWEEP)
+    assert len(directs) == made
+    rows = {row["op"]: row["groups"] for row in sent[1:]}
+    if made:  # under NCCL, broadcast is timed out of place too, through NCCL's call
+        assert rows["broadcast"]["out_of_place"]["wrong"] == 0
+        assert {call[0] for call in directs[0].calls} == {"broadcast"}
+
+
+OPS_NAMED = "['all_reduce', 'all_gather', 'reduce_scatter', 'broadcast', 'all_to_all']"
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "words"),
+    [
+        (
+            dict(ops=["allreduce"]),
+            ValueError,
+            f"unknown collective 'allreduce': pass names from {OPS_NAMED}",
+        ),
+        (
+            dict(ops="all_reduce"),
+            TypeError,
+            f"ops must be a non-empty list of collective names from {OPS_NAMED}, got 'all_reduce'",
+        ),
+        (dict(ops=[]), TypeError, "ops must be a non-empty list"),
+        (
+            dict(sizes=[]),
+            TypeError,
+            "sizes must be a non-empty list of message sizes in bytes, got []",
+        ),
+        (
+            dict(sizes=b"\x08"),
+            TypeError,
+            "sizes must be a non-empty list of message sizes in bytes",
+        ),
+        (
+            dict(sizes=[8, 20]),
+            ValueError,
+            "size 20 bytes is not a multiple of 4 x world_size = 8 bytes: a message of float32 elements splits into 2 equal parts; pass e.g. 16 bytes",
+        ),
+        (
+            dict(sizes=[4]),
+            ValueError,
+            "size 4 bytes is not a multiple of 4 x world_size = 8 bytes: a message of float32 elements splits into 2 equal parts; pass e.g. 8 bytes",
+        ),
+        (dict(rank=2), ValueError, "rank must be 0 to world_size - 1 = 1, got 2"),
+        (dict(iters=0), ValueError, "iters must be a whole number of calls per sample >= 1, got 0"),
+        (dict(warmup=-1), ValueError, "warmup must be a whole number of calls >= 0, got -1"),
+        (dict(samples=0), ValueError, "samples must be a whole number >= 1, got 0"),
+    ],
+)
+def test_each_bad_collective_argument_is_named_with_what_to_pass(change, error, words):
+    call = dict(rank=1, world_size=2, ops=["all_reduce"], sizes=[8], warmup=0, iters=1, samples=1)
+    call.update(change)
+    with pytest.raises(error) as caught:
+        timed_collectives._check_collective_args(**call)
+    assert str(caught.value).startswith(words)
+    call.update(rank=1, world_size=2, ops=("broadcast", "all_reduce"), sizes=[8, 16])
+    call.update(warmup=0, iters=1, samples=1)
+    assert timed_collectives._check_collective_args(**call) == (
+        ["broadcast", "all_reduce"],
+        [8, 16],
+    )
