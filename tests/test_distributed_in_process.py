@@ -958,3 +958,174 @@ def test_each_bad_collective_argument_is_named_with_what_to_pass(change, error, 
         ["broadcast", "all_reduce"],
         [8, 16],
     )
+
+
+# ---------------------------------------------------------------- a rank's own process, in-process
+
+
+class _Store:
+    def __init__(self, host, port, world_size, is_master, timeout):
+        self.args = (host, port, world_size, is_master, timeout)
+
+
+def _spec(backend, world_size=2):
+    return dict(
+        port=29511,
+        world_size=world_size,
+        backend=backend,
+        group_timeout_s=7.0,
+        parent_env={"HOME": "/h"},
+        env={"NCCL_DEBUG": "INFO"},
+    )
+
+
+def test_an_nccl_rank_joins_on_its_own_gpu_while_the_spin_kernel_loads(monkeypatch):
+    from helpers import timing
+
+    calls = []
+    monkeypatch.setattr(os, "environ", dict(os.environ))
+    monkeypatch.setattr(dist, "TCPStore", _Store)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: calls.append(("set_device", d)))
+    monkeypatch.setattr(timing, "load_spin_kernel", lambda d: calls.append(("load", d)))
+    monkeypatch.setattr(timing, "sleep_cycles_per_us", lambda: calls.append(("calibrate",)))
+
+    def init(backend, **group):
+        calls.append(("init", backend, group))
+
+    monkeypatch.setattr(dist, "init_process_group", init)
+    rank_process._join_group(1, _spec("nccl"))
+    assert calls[0] == ("set_device", 1) and calls[-1] == ("calibrate",)
+    assert ("load", 1) in calls
+    [(_, backend, group)] = [c for c in calls if c[0] == "init"]
+    store = group.pop("store")
+    assert backend == "nccl" and group == dict(
+        device_id=torch.device("cuda", 1),
+        rank=1,
+        world_size=2,
+        timeout=datetime.timedelta(seconds=7),
+    )
+    assert store.args == ("127.0.0.1", 29511, 2, False, datetime.timedelta(seconds=7))
+    assert (os.environ["RANK"], os.environ["LOCAL_RANK"], os.environ["MASTER_PORT"]) == (
+        "1",
+        "1",
+        "29511",
+    )
+    assert os.environ["NCCL_NVLS_ENABLE"] == "0" and os.environ["NCCL_DEBUG"] == "INFO"
+    assert os.environ["HOME"] == "/h" and os.environ["LOCAL_WORLD_SIZE"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("cpus", "world_size", "threads"), [(8, 2, 4), (8, 3, 2), (2, 4, 1), (None, 2, 1)]
+)
+def test_gloo_ranks_share_the_cpu_cores(monkeypatch, cpus, world_size, threads):
+    got = []
+    monkeypatch.setattr(os, "environ", dict(os.environ))
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(dist, "TCPStore", _Store)
+    monkeypatch.setattr(torch, "set_num_threads", got.append)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend, **group: got.append(backend))
+    rank_process._join_group(0, _spec("gloo", world_size))
+    assert got == [threads, "gloo"]
+
+
+class _Pipe:
+    """The rank's end of its pipe to the parent: what it sent; ``broken`` once the parent left."""
+
+    def __init__(self, broken=False):
+        self.sent, self.broken, self.closed = [], broken, False
+
+    def send(self, message):
+        if self.broken:
+            raise BrokenPipeError("the parent has gone")
+        self.sent.append(message)
+
+    def close(self):
+        self.closed = True
+
+
+def _run_rank(monkeypatch, worker, conn, args=(), kwargs=None):
+    """rank_main in this process: no new process group, output or group; _leave recorded."""
+    left = []
+    monkeypatch.setattr(rank_process, "_own_process_group", lambda: None)
+    monkeypatch.setattr(rank_process, "_exit_with_parent", lambda: None)
+    monkeypatch.setattr(rank_process, "_redirect_output", lambda folder, rank: None)
+    monkeypatch.setattr(rank_process, "_join_group", lambda rank, spec: None)
+    monkeypatch.setattr(rank_process, "_leave", lambda spec, release, conn: left.append(conn))
+    payload = cloudpickle.dumps((worker, tuple(args), dict(kwargs or {})))
+    spec = dict(payload=payload, world_size=3, folder="unused")
+    rank_process.rank_main(spec, 2, conn, None)
+    assert left == [conn] and in_rank._pipe is None
+    return conn.sent
+
+
+def test_a_rank_calls_the_worker_with_its_rank_and_the_world_size(monkeypatch):
+    def worker(rank, world_size, a, b=0):
+        return {"who": (rank, world_size, a, b), "t": torch.tensor([1.5])}
+
+    sent = _run_rank(monkeypatch, worker, _Pipe(), args=(4,), kwargs={"b": 5})
+    assert sent[0][0] == "start" and sent[1][0] == "result" and len(sent) == 2
+    assert cloudpickle.loads(sent[1][1]) == {"who": (2, 3, 4, 5), "t": [1.5]}
+
+
+def test_a_rank_sends_its_traceback_or_why_its_result_cannot_travel(monkeypatch):
+    def fails(rank, world_size):
+        raise KeyError("missing")
+
+    [start, (kind, text)] = _run_rank(monkeypatch, fails, _Pipe())
+    assert kind == "error" and text.rstrip().endswith("KeyError: 'missing'")
+    [start, (kind, text)] = _run_rank(monkeypatch, lambda r, n: threading.Lock(), _Pipe())
+    assert kind == "error" and "TypeError: the worker's result (lock) cannot be sent back" in text
+    assert "return numbers, lists, dicts or tensors" in text
+
+
+def test_a_rank_whose_parent_has_gone_still_leaves_quietly(monkeypatch):
+    def fails(rank, world_size):
+        raise KeyError("missing")
+
+    assert _run_rank(monkeypatch, fails, _Pipe(broken=True)) == []
+
+
+def test_leaving_waits_for_the_release_flushes_the_output_then_exits(monkeypatch):
+    class Exited(Exception):
+        pass
+
+    class Stream:
+        flushed = 0
+
+        def flush(self):
+            self.flushed += 1
+
+    waited, out, err = [], Stream(), Stream()
+    release = threading.Event()
+    release.wait = waited.append
+    monkeypatch.setattr(rank_process.sys, "stdout", out)
+    monkeypatch.setattr(rank_process.sys, "stderr", err)
+
+    def exit_(code):
+        raise Exited(code)
+
+    monkeypatch.setattr(rank_process.os, "_exit", exit_)
+    conn = _Pipe()
+    with pytest.raises(Exited) as caught:
+        rank_process._leave(dict(release_wait_s=9.0), release, conn)
+    assert caught.value.args == (0,) and waited == [9.0] and conn.closed
+    assert (out.flushed, err.flushed) == (1, 1)
+    monkeypatch.setattr(rank_process.sys, "stderr", None)  # pythonw: no stream to flush
+    with pytest.raises(Exited):
+        rank_process._leave(dict(release_wait_s=9.0), release, conn)
+    assert out.flushed == 2
+
+
+def test_a_ranks_output_goes_to_its_files_line_by_line(monkeypatch, tmp_path):
+    import io
+
+    duped = []
+    monkeypatch.setattr(rank_process.os, "dup2", lambda fd, to: duped.append(to))
+    text = io.TextIOWrapper(io.BytesIO())
+    monkeypatch.setattr(rank_process.sys, "stdout", text)
+    monkeypatch.setattr(rank_process.sys, "stderr", io.StringIO())  # no reconfigure: left alone
+    rank_process._redirect_output(str(tmp_path), 3)
+    assert duped == [1, 2] and text.line_buffering
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank3.stderr", "rank3.stdout"]
+    monkeypatch.setattr(rank_process.sys, "stderr", None)
+    rank_process._redirect_output(str(tmp_path), 3)
