@@ -7,12 +7,14 @@ follow; these tests reach the same code here, in well under a second each.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import multiprocessing as mp
 import os
 import tempfile
 import threading
 import time
+import types
 
 import cloudpickle
 import numpy as np
@@ -21,7 +23,14 @@ import torch
 import torch.distributed as dist
 
 from helpers import distributed, forkserver, hardware
-from helpers.distributed import in_rank, launch_checks, rank_process, supervisor, timed_collectives
+from helpers.distributed import (
+    in_rank,
+    launch_checks,
+    nccl_calls,
+    rank_process,
+    supervisor,
+    timed_collectives,
+)
 
 SWEEP = dict(sizes=[64], warmup=0, iters=2, samples=2)
 
@@ -1129,3 +1138,152 @@ def test_a_ranks_output_goes_to_its_files_line_by_line(monkeypatch, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rank3.stderr", "rank3.stdout"]
     monkeypatch.setattr(rank_process.sys, "stderr", None)
     rank_process._redirect_output(str(tmp_path), 3)
+
+
+# ---------------------------------------------------------------- CUDA graphs and NCCL's own calls, faked
+
+
+class _FakeCuda:
+    """The torch.cuda calls _graph_timing and NcclOutOfPlace make, noted instead of run."""
+
+    def __init__(self, monkeypatch):
+        self.log, self.capturing = [], None
+        self.now, self.replay_s = 0.0, 0.0  # a replay takes replay_s on the host clock
+        cuda = self
+
+        class Stream:
+            def __init__(self, name="side"):
+                self.name, self.cuda_stream = name, 4242
+
+            def wait_stream(self, other):
+                cuda.log.append(("wait", self.name, other.name))
+
+        class CUDAGraph:
+            def replay(self):
+                cuda.log.append(("replay", self))
+                cuda.now += cuda.replay_s
+
+        @contextlib.contextmanager
+        def stream(s):
+            cuda.log.append(("on", s.name))
+            yield
+
+        @contextlib.contextmanager
+        def graph(g):
+            assert isinstance(g, CUDAGraph), "a capture needs the graph to capture into"
+            cuda.capturing = g
+            yield
+            cuda.capturing = None
+
+        self.main = Stream("main")
+        for name, value in dict(
+            Stream=Stream,
+            CUDAGraph=CUDAGraph,
+            stream=stream,
+            graph=graph,
+            current_stream=lambda: self.main,
+            synchronize=lambda device=None: self.log.append(("sync", device)),
+            current_device=lambda: 1,
+        ).items():
+            monkeypatch.setattr(torch.cuda, name, value)
+
+    def call(self):
+        self.log.append(("call", self.capturing))
+
+
+def test_graph_timing_captures_iters_calls_and_replays_them_each_sample(monkeypatch):
+    cuda = _FakeCuda(monkeypatch)
+    monkeypatch.setattr(dist, "barrier", lambda: cuda.log.append(("barrier",)))
+    monkeypatch.setattr(
+        timed_collectives, "time", types.SimpleNamespace(perf_counter=lambda: cuda.now)
+    )
+    cuda.replay_s = 0.012  # 3 calls a replay: 4 ms a call
+    loop = timed_collectives._Loop(warmup=0, iters=3, samples=2, graph_launches=4)
+    timed = timed_collectives._graph_timing(cuda.call, loop, 4096, "all_reduce 4 KiB")
+    calls = [entry[1] for entry in cuda.log if entry[0] == "call"]
+    graph = calls[-1]
+    assert calls == [None, graph, graph, graph]  # one uncaptured warm-up call, then iters captured
+    assert graph is not None
+    assert cuda.log.index(("on", "side")) < cuda.log.index(("call", None))
+    replays = [entry[1] for entry in cuda.log if entry[0] == "replay"]
+    assert replays == [graph] * (1 + 2 * 4)  # once to warm, then launches per sample
+    assert [entry for entry in cuda.log if entry[0] == "barrier"] == [("barrier",)] * 2
+    assert (timed.nbytes, timed.label, timed.calls_per_sample, timed.warmup) == (
+        4096,
+        "all_reduce 4 KiB",
+        12,
+        0,
+    )
+    assert timed.method == "host clock around a CUDA graph of 3 calls replayed 4 times a sample"
+    assert timed.samples_s == pytest.approx([0.004, 0.004])
+    # the side stream starts after the work queued so far; the timed stream waits for it
+    waits = [entry for entry in cuda.log if entry[0] == "wait"]
+    assert waits == [("wait", "side", "main"), ("wait", "main", "side")]
+    assert cuda.log.index(waits[0]) < cuda.log.index(("call", None)) < cuda.log.index(waits[1])
+    warm = timed_collectives._graph_timing(cuda.call, timed_collectives._Loop(5, 1, 1, 1), 8, "x")
+    assert warm.warmup == 5 and sum(1 for e in cuda.log if e == ("call", None)) == 1 + 5
+
+
+def _nccl_world(monkeypatch, backend):
+    """An NCCL group as NcclOutOfPlace sees it: GPU 1, a communicator, and libnccl's calls."""
+    cuda = _FakeCuda(monkeypatch)
+    real_zeros = torch.zeros
+
+    def zeros(*shape, device=None, **kwargs):
+        cuda.log.append(("zeros", device))
+        return real_zeros(*shape, **kwargs)
+
+    monkeypatch.setattr(torch, "zeros", zeros)
+    monkeypatch.setattr(dist, "get_backend", lambda: "nccl")
+    monkeypatch.setattr(dist, "all_reduce", lambda t: cuda.log.append(("all_reduce", t.tolist())))
+    world = types.SimpleNamespace(_get_backend=lambda device: cuda.log.append(device) or backend)
+    monkeypatch.setattr(dist, "group", types.SimpleNamespace(WORLD=world))
+
+    class Lib:
+        result = 0
+
+        def __getattr__(self, name):
+            def call(*args):
+                cuda.log.append((name, args))
+                return Lib.result if name != "ncclGetErrorString" else b"unhandled cuda error"
+
+            return call
+
+    monkeypatch.setattr(nccl_calls, "_library", Lib)
+    return cuda, Lib
+
+
+def test_nccls_own_calls_use_torchs_communicator_on_the_current_stream(monkeypatch):
+    backend = types.SimpleNamespace(_comm_ptr=lambda: 0xC0FFEE)
+    cuda, lib = _nccl_world(monkeypatch, backend)
+    direct = nccl_calls.NcclOutOfPlace()
+    gpu = torch.device("cuda", 1)
+    assert cuda.log[:4] == [gpu, ("zeros", gpu), ("all_reduce", [0.0]), ("sync", gpu)]
+    assert direct.comm.value == 0xC0FFEE
+    send, recv = torch.ones(6), torch.zeros(6)
+    direct.all_reduce(send, recv)
+    direct.broadcast(send, recv, 1)
+    (reduce, args), (broadcast, bargs) = cuda.log[-2:]
+    assert (reduce, broadcast) == ("ncclAllReduce", "ncclBroadcast")
+    for sent, op_or_root in ((args, nccl_calls.NCCL_SUM), (bargs, 1)):
+        assert (sent[0].value, sent[1].value, sent[2].value) == (
+            send.data_ptr(),
+            recv.data_ptr(),
+            6,
+        )
+        assert sent[3:5] == (nccl_calls.NCCL_FLOAT32, op_or_root) and sent[5] is direct.comm
+        assert sent[6].value == 4242  # the current stream
+    lib.result = 1
+    with pytest.raises(RuntimeError, match="^ncclBroadcast: unhandled cuda error$"):
+        direct.broadcast(send, recv)
+
+
+def test_nccls_own_calls_need_an_nccl_group_and_a_torch_that_shows_its_communicator(monkeypatch):
+    _nccl_world(monkeypatch, types.SimpleNamespace())
+    with pytest.raises(ValueError, match=r"^this torch \(.+\) does not expose _comm_ptr\(\)$"):
+        nccl_calls.NcclOutOfPlace()
+    monkeypatch.setattr(dist, "get_backend", lambda: "gloo")
+    with pytest.raises(
+        ValueError, match=r"^NcclOutOfPlace needs an NCCL process group \(gloo has no NCCL\)$"
+    ):
+        nccl_calls.NcclOutOfPlace()
