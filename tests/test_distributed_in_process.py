@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import multiprocessing as mp
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -1287,3 +1288,233 @@ def test_nccls_own_calls_need_an_nccl_group_and_a_torch_that_shows_its_communica
         ValueError, match=r"^NcclOutOfPlace needs an NCCL process group \(gloo has no NCCL\)$"
     ):
         nccl_calls.NcclOutOfPlace()
+
+
+# ---------------------------------------------------------------- the rest of a launch's plumbing
+
+
+def test_a_ranks_messages_are_read_in_order_and_its_first_end_counts():
+    reader, writer = mp.Pipe(duplex=False)
+    reports = []
+    rank = supervisor._Rank(_Ended(), reader, on_report=reports.append)
+    for message in [
+        ("mark", 9.0, "before start"),  # no start yet: at 0 s
+        ("start", 10.0),
+        ("mark", 10.25, "sent"),
+        ("report", cloudpickle.dumps({"row": 1})),
+        ("result", cloudpickle.dumps([1, 2])),
+        ("result", cloudpickle.dumps("second")),  # a rank ends once: later news is ignored
+        ("error", "Traceback: late"),
+        ("report", cloudpickle.dumps("late")),
+    ]:
+        writer.send(message)
+    supervisor._read_messages(rank)
+    assert rank.marks == [[0.0, "before start"], [0.25, "sent"]] and rank.started_at == 10.0
+    assert (rank.status, rank.result, rank.error, reports) == (
+        "returned",
+        [1, 2],
+        None,
+        [{"row": 1}],
+    )
+    assert rank.conn is reader  # open until its end
+    writer.close()
+    supervisor._read_messages(rank)
+    assert rank.conn is None and reader.closed
+
+
+def test_a_result_that_cannot_be_read_back_is_a_raise_that_says_so():
+    reader, writer = mp.Pipe(duplex=False)
+    writer.send(("result", b"not a pickle"))
+    rank = supervisor._Rank(_Ended(), reader)
+    supervisor._read_messages(rank)
+    assert rank.status == "raised"
+    assert rank.error.startswith("its result could not be read back here: UnpicklingError(")
+    writer.send(("error", "Traceback: x"))
+    other = supervisor._Rank(_Ended(), reader)
+    supervisor._read_messages(other)
+    assert (other.status, other.error) == ("raised", "Traceback: x")
+    reader.close()
+    writer.close()
+
+
+def test_deaths_are_blamed_before_the_exceptions_they_caused():
+    run = _run(_rank("raised"), _rank("returned"), _rank("died"), _rank("raised"), _rank())
+    supervisor._note_failures(run)
+    assert run.failures == [2, 0, 3]
+    run.ranks[4].status = "died"
+    supervisor._note_failures(run)
+    assert run.failures == [2, 0, 3, 4]  # the first failures stay first
+
+
+def test_a_rank_that_ended_without_a_word_died_before_its_worker_started():
+    started = _rank(started_at=1.0)
+    started.process.exitcode = 3
+    supervisor._notice_exit(started)
+    assert (started.status, started.error) == ("died", "exited with code 3 before returning")
+    early = _rank()
+    early.process.exitcode = -9
+    supervisor._notice_exit(early)
+    assert early.error == (
+        "died with SIGKILL before returning (before its worker started: from a script, call "
+        "launch() under `if __name__ == '__main__':`, as multiprocessing's spawn needs)"
+    )
+    running = supervisor._Rank(_Ended(alive=True, sentinel=os.pipe()[0]), None)
+    supervisor._notice_exit(running)
+    assert (running.status, running.exit_seen) == (None, False)
+    os.close(running.process.sentinel)
+
+
+class _Process:
+    """A rank's process that the clean-up kills: notes each kill and join."""
+
+    def __init__(self, pid, alive=True):
+        self.pid, self.alive, self.log = pid, alive, []
+        self.sentinel, self.exitcode = None, None
+
+    def is_alive(self):
+        return self.alive
+
+    def kill(self):
+        self.log.append("kill")
+        self.alive = False
+
+    def join(self, seconds):
+        self.log.append(("join", seconds))
+
+
+def test_the_clean_up_kills_each_ranks_process_group_then_the_rank(monkeypatch):
+    killed = []
+
+    def killpg(pid, sig):
+        killed.append((pid, sig))
+        if pid == 202:
+            raise ProcessLookupError  # no such group: the rank had not called setsid
+        procs[pid].alive = False
+
+    procs = {101: _Process(101), 202: _Process(202)}
+    monkeypatch.setattr(supervisor.os, "killpg", killpg)
+    unstarted = _Process(None)
+    run = _run(*(supervisor._Rank(p, None) for p in [*procs.values(), unstarted]))
+    supervisor._kill_all(run)
+    assert killed == [(101, signal.SIGKILL), (202, signal.SIGKILL)] and run.killed
+    assert procs[101].log == [("join", 3.0)]  # its group is gone: nothing more to kill
+    assert procs[202].log == ["kill", ("join", 3.0)]  # no group: the rank itself
+    assert unstarted.log == []
+
+
+@pytest.mark.parametrize(("status", "released"), [("returned", True), ("raised", False)])
+def test_ranks_that_all_returned_are_released_before_the_kill(monkeypatch, status, released):
+    waited, killed = [], []
+    monkeypatch.setattr(supervisor, "_wait_for_exits", lambda ranks, s: waited.append(s))
+    monkeypatch.setattr(supervisor, "_kill_all", lambda run: killed.append(run))
+    run = _run(_rank("returned"), _rank(status), _rank() if status == "raised" else _rank(status))
+    run.release = threading.Event()
+    run.ranks[1].process.alive = True
+    run.ranks[1].process.sentinel = None
+    monkeypatch.setattr(supervisor, "_has_ended", lambda process: not process.alive)
+    supervisor._stop(run)
+    assert run.release.is_set() == released and waited == (
+        [supervisor.TEARDOWN_S] if released else []
+    )
+    assert killed == [run] and run.exited == [True, False, True]
+    assert [r.status for r in run.ranks] == [
+        "returned",
+        status,
+        "returned" if released else "stopped",
+    ]
+
+
+def test_each_rank_starts_with_its_spec_and_its_own_pipe():
+    class Ctx:
+        def __init__(self):
+            self.pipes, self.processes = [], []
+
+        def Pipe(self, duplex):
+            assert duplex is False
+            self.pipes.append((f"reader{len(self.pipes)}", _Pipe()))
+            return self.pipes[-1]
+
+        def Process(self, **kwargs):
+            process = types.SimpleNamespace(start=lambda: None, **kwargs)
+            self.processes.append(process)
+            return process
+
+    ctx, reports = Ctx(), []
+    run = _run(folder="f")
+    run.spec["world_size"], run.release = 2, "release"
+    run.on_report = lambda rank, value: reports.append((rank, value))
+    supervisor._start_ranks(run, ctx)
+    assert [p.name for p in ctx.processes] == ["rank0", "rank1"]
+    assert all(p.daemon and p.target is rank_process.rank_main for p in ctx.processes)
+    assert [p.args[1:] for p in ctx.processes] == [
+        (0, ctx.pipes[0][1], "release"),
+        (1, ctx.pipes[1][1], "release"),
+    ]
+    assert ctx.processes[0].args[0] is run.spec
+    assert [r.conn for r in run.ranks] == ["reader0", "reader1"]
+    assert all(writer.closed for _, writer in ctx.pipes)  # the parent keeps only the readers
+    run.ranks[1].on_report("v")
+    assert reports == [(1, "v")]
+
+
+def test_marks_and_reports_travel_to_the_parent_only_inside_a_worker(monkeypatch):
+    pipe = _Pipe()
+    monkeypatch.setattr(in_rank, "_pipe", pipe)
+    monkeypatch.setattr(in_rank.time, "monotonic", lambda: 12.5)
+    distributed.mark("sent")
+    distributed.report({"a": 1})
+    assert pipe.sent[0] == ("mark", 12.5, "sent")
+    assert pipe.sent[1][0] == "report" and cloudpickle.loads(pipe.sent[1][1]) == {"a": 1}
+    with pytest.raises(
+        TypeError, match="^mark needs a short text label such as 'recv returned', got int$"
+    ):
+        distributed.mark(3)
+
+
+def test_delay_sleeps_under_gloo_and_holds_the_stream_under_nccl(monkeypatch):
+    from helpers import timing
+
+    slept, held = [], []
+    monkeypatch.setattr(in_rank.time, "sleep", slept.append)
+    monkeypatch.setattr(timing, "hold_stream", held.append)
+    distributed.delay(0.25)
+    distributed.delay(0)
+    assert (slept, held) == ([0.25, 0.0], [])
+    with pytest.raises(ValueError, match=r"^seconds must be >= 0, got nan$"):
+        distributed.delay(float("nan"))
+    monkeypatch.setattr(in_rank, "backend_here", lambda: "nccl")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: held.append("sync"))
+    monkeypatch.setattr(
+        torch.cuda, "current_stream", lambda: types.SimpleNamespace(query=lambda: False)
+    )
+    distributed.delay(0.002)
+    distributed.synchronize()
+    assert held == [pytest.approx(2000.0), "sync"] and slept == [0.25, 0.0]
+    assert distributed.device_idle() is False
+
+
+def test_results_travel_as_plain_values():
+    value = {
+        "t": torch.tensor([[1, 2]]),
+        "pair": (torch.tensor(3.5), "x"),
+        "list": [torch.tensor([1])],
+    }
+    assert rank_process._plain(value) == {"t": [[1, 2]], "pair": (3.5, "x"), "list": [[1]]}
+    assert type(rank_process._plain(value)["pair"][0]) is float  # not a tensor equal to 3.5
+    point = types.SimpleNamespace(x=1)
+    assert rank_process._plain(point) is point
+
+
+def test_a_worker_that_cannot_travel_says_what_to_pass():
+    with pytest.raises(TypeError) as caught:
+        launch_checks.worker_payload(_takes_one, (threading.Lock(),), None)
+    assert str(caught.value).startswith(
+        "the worker and its args / kwargs travel to the ranks by pickling, which failed: "
+    )
+    assert str(caught.value).endswith(
+        "; pass plain values (numbers, strings, lists, dicts, tensors), not locks, open files "
+        "or generators"
+    )
+    worker, args, kwargs = cloudpickle.loads(launch_checks.worker_payload(_takes_one, [7], None))
+    assert (worker(0, 1, *args, **kwargs), args, kwargs) == (7, (7,), {})
