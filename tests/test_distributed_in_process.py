@@ -1518,3 +1518,81 @@ def test_a_worker_that_cannot_travel_says_what_to_pass():
     )
     worker, args, kwargs = cloudpickle.loads(launch_checks.worker_payload(_takes_one, [7], None))
     assert (worker(0, 1, *args, **kwargs), args, kwargs) == (7, (7,), {})
+
+
+def test_a_timeout_names_each_unfinished_rank_and_the_last_mark_it_reached():
+    late = _outcome(["returned", "stopped", "stopped"])
+    late.marks[1] = [[0.1, "sent"], [0.2, "waiting"]]
+    assert str(distributed.LaunchTimeout(late)) == (
+        "ranks [1, 2] of 3 (gloo) did not finish within timeout_s=2 s and were stopped "
+        "(rank 1 last reached 'waiting'; rank 2 last reached None)"
+    )
+    at_start = _outcome(["stopped"], startup_s=None, elapsed_s=None)
+    assert str(distributed.LaunchTimeout(at_start)) == (
+        "ranks [0] of 1 (gloo) had not started their worker within startup_timeout_s=30 s "
+        "(starting the processes, importing torch, joining the group) and were stopped after "
+        "that long; pass a longer startup_timeout_s if the machine is busy (rank 0 last reached None)"
+    )
+    assert late.unfinished == [1, 2] and not late.ok and _outcome(["returned"]).ok
+
+
+def test_a_process_has_ended_once_its_sentinel_fires_and_it_is_joined():
+    fired, writer = os.pipe()
+    os.write(writer, b"x")
+
+    class Ending(_Process):
+        def join(self, seconds):
+            self.log.append(("join", seconds))
+            self.alive = False
+
+    ending = Ending(1)
+    ending.sentinel = fired
+    assert supervisor._has_ended(ending) and ending.log == [("join", 1.0)]
+    stuck = _Process(4)  # its sentinel fired, but a second later it still runs
+    stuck.sentinel = fired
+    assert not supervisor._has_ended(stuck) and stuck.log == [("join", 1.0)]
+    quiet, other = os.pipe()
+    running = _Process(2)
+    running.sentinel = quiet
+    assert not supervisor._has_ended(running) and running.log == []
+    assert supervisor._has_ended(_Process(3, alive=False))
+    for fd in (fired, writer, quiet, other):
+        os.close(fd)
+
+
+def test_news_waits_for_deaths_only_after_a_new_exception(monkeypatch):
+    waits = []
+    monkeypatch.setattr(supervisor, "wait", lambda sentinels, timeout: waits.append(timeout) or [])
+    run = _run(_rank("raised"), _rank())
+    run.ranks[1].process.alive = True
+    run.ranks[1].process.sentinel = None
+    monkeypatch.setattr(supervisor, "_has_ended", lambda process: not process.alive)
+    supervisor._take_news(run)
+    assert waits == [supervisor.DEATH_NEWS_S] and run.failures == [0]
+    supervisor._take_news(run)  # already noted: no more waiting
+    assert waits == [supervisor.DEATH_NEWS_S]
+
+
+def test_a_rank_ends_its_own_group_when_it_leads_one(monkeypatch):
+    done = []
+
+    class Ended(Exception):
+        pass
+
+    def exit_(code):
+        done.append(("exit", code))
+        raise Ended
+
+    monkeypatch.setattr(rank_process.os, "_exit", exit_)
+    monkeypatch.setattr(
+        rank_process.os, "killpg", lambda pgid, sig: done.append(("killpg", pgid, sig))
+    )
+    monkeypatch.setattr(rank_process.os, "getpid", lambda: 77)
+    monkeypatch.setattr(rank_process.os, "getpgid", lambda pid: 77)
+    with pytest.raises(Ended):
+        rank_process._end_my_group()
+    assert done == [("killpg", 0, signal.SIGKILL), ("exit", 1)]
+    monkeypatch.setattr(rank_process.os, "getpgid", lambda pid: 5)  # not a leader: itself only
+    with pytest.raises(Ended):
+        rank_process._end_my_group()
+    assert done[2:] == [("exit", 1)]
