@@ -10,6 +10,7 @@ all_reduce busbw at 1 GiB.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime
 import importlib.metadata
@@ -545,6 +546,211 @@ def test_p2p_runs_notebook_05s_saved_experiments_with_its_params(monkeypatch, ca
     )
     assert out["bidirectional_gbps"][1][0] == pytest.approx(600)
     assert out["latency_us"][1][1] == pytest.approx(copy_cmds.LATENCY_BYTES / 1e6 * 1e6)
+
+
+class _Copied(torch.Tensor):
+    """A tensor that notes each copy into it: (into, from, non_blocking), by the device its buffer
+    was asked for ("data" for a plain tensor); ``fault``: the copies between buffers deliver
+    "wrong" bytes or "nothing"."""
+
+    copies: list[tuple[str, str, bool]] = []
+    fault: str | None = None
+
+    def copy_(self, src, non_blocking=False):
+        where = getattr(src, "asked_for", "data")
+        _Copied.copies.append((self.asked_for, where, non_blocking))
+        if _Copied.fault == "nothing" and where != "data":
+            return self
+        super().copy_(src, non_blocking=non_blocking)
+        return self.add_(1) if _Copied.fault == "wrong" and where != "data" else self
+
+
+class _CpuGpus:
+    """``torch`` for helpers/experiments.py on this CPU: two "GPUs" whose tensors live on the CPU;
+    each buffer's device and pinning, each device and stream entered, and the timers' arguments
+    are noted. Only the CUDA calls are faked: the experiments' own logic runs as it is."""
+
+    def __init__(self, monkeypatch):
+        self.made, self.entered, self.streams, self.timed = [], [], [], []
+        _Copied.copies, _Copied.fault = [], None
+        fake_cuda = types.SimpleNamespace(
+            device_count=lambda: 2,
+            device=self._enter,
+            Stream=self._stream,
+            stream=self._enter,
+        )
+        monkeypatch.setattr(experiments, "torch", self)
+        self.cuda = fake_cuda
+        for clock in ("cuda_events", "host_clock"):
+            monkeypatch.setattr(timing, clock, self._timer(clock))
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    def _made(self, tensor, **noted):
+        self.made.append(noted | {"dtype": tensor.dtype})
+        made = tensor.as_subclass(_Copied)
+        made.asked_for = noted["device"]
+        return made
+
+    def zeros(self, n, dtype=None, device="cpu", pin_memory=False):
+        return self._made(torch.zeros(n, dtype=dtype), device=device, pinned=pin_memory)
+
+    def randint(self, low, high, shape, dtype=None, device="cpu"):
+        return self._made(torch.randint(low, high, shape, dtype=dtype), device=device)
+
+    def empty(self, n, dtype=None, device="cpu"):
+        return self._made(torch.empty(n, dtype=dtype), device=device)
+
+    def empty_like(self, like):
+        return self._made(torch.empty_like(like.as_subclass(torch.Tensor)), device=like.asked_for)
+
+    def _enter(self, what):
+        self.entered.append(what)
+        return contextlib.nullcontext()
+
+    def _stream(self, device):
+        stream = types.SimpleNamespace(device=device, waits=[])
+        stream.wait_stream = lambda other: stream.waits.append(self.streams.index(other))
+        self.streams.append(stream)
+        return stream
+
+    def _timer(self, clock):
+        def timer(fn, **kwargs):
+            for _ in range(2):
+                fn()
+            self.timed.append((clock, kwargs))
+            return kwargs
+
+        return timer
+
+
+@pytest.mark.parametrize(
+    ("direction", "pinned", "clock", "label", "target_s", "extra"),
+    [
+        ("h2d", True, "cuda_events", "H2D pinned", 1e-3, {"hold_us": "auto"}),
+        ("d2h", True, "cuda_events", "D2H pinned", 1e-3, {"hold_us": "auto"}),
+        ("h2d", False, "host_clock", "H2D pageable", 2e-3, {}),
+        ("d2h", False, "host_clock", "D2H pageable", 2e-3, {}),
+    ],
+)
+def test_timed_copy_queues_pinned_copies_and_blocks_on_pageable_ones(
+    monkeypatch, direction, pinned, clock, label, target_s, extra
+):
+    """Notebook 01: the host buffer is pinned or not as asked; a pinned copy is queued
+    (non_blocking) and timed with CUDA events, a pageable one on the host clock; the copy holds
+    the data (verify_copy would raise)."""
+    fake = _CpuGpus(monkeypatch)
+    result = experiments.timed_copy(4096, direction, pinned, 5)
+    u8 = torch.uint8
+    assert fake.made == [
+        dict(device="cpu", pinned=pinned, dtype=u8),
+        dict(device="cuda", pinned=False, dtype=u8),
+    ]
+    assert fake.timed == [
+        (clock, dict(repeats=5, target_s=target_s, nbytes=4096, label=label) | extra)
+    ]
+    assert result == fake.timed[0][1]
+    host_to_gpu = ("cuda", "cpu") if direction == "h2d" else ("cpu", "cuda")
+    assert _Copied.copies == [(host_to_gpu[1], "data", False)] + [(*host_to_gpu, pinned)] * 2
+
+
+def test_timed_copy_names_the_directions_it_takes():
+    with pytest.raises(ValueError, match=r"^direction is 'h2d' or 'd2h', got 'H2D'$"):
+        experiments.timed_copy(4096, "H2D", True, 5)
+
+
+def test_peer_copies_time_each_ordered_pair_on_the_source_gpu(monkeypatch):
+    fake = _CpuGpus(monkeypatch)
+    sizes = [1000, 2**20]
+    result = experiments.peer_copy_bandwidth(sizes, 3)
+    assert list(result) == ["0->1", "1->0"]
+    assert fake.entered == [0, 0, 1, 1]  # each copy is issued from its source GPU
+    u8 = torch.uint8
+    assert fake.made[:2] == [dict(device="cuda:0", dtype=u8), dict(device="cuda:1", dtype=u8)]
+    expected = []
+    for src, dst in ((0, 1), (1, 0)):
+        for size in sizes:
+            calls = timing.calls_for(size / 300e9, most=32)
+            expected.append(
+                dict(
+                    repeats=3,
+                    warmup=3,
+                    calls_per_sample=calls,
+                    nbytes=size,
+                    hold_us=200 + 50 * calls,
+                    label=f"cuda:{src} -> cuda:{dst}, {timing.format_bytes(size)}",
+                )
+            )
+    assert [kwargs for _, kwargs in fake.timed] == expected
+    assert result["1->0"] == expected[2:]
+    assert set(_Copied.copies) == {("cuda:1", "cuda:0", True), ("cuda:0", "cuda:1", True)}
+
+
+def test_peer_copies_both_ways_run_on_two_streams_the_clock_waits_for(monkeypatch):
+    fake = _CpuGpus(monkeypatch)
+    result = experiments.peer_copy_both_ways([2**16], 4)
+    assert list(result) == ["0<->1"]
+    calls = timing.calls_for(2 * 2**16 / 600e9, most=16)
+    assert [kwargs for _, kwargs in fake.timed] == [
+        dict(
+            repeats=4,
+            warmup=3,
+            calls_per_sample=calls,
+            nbytes=2 * 2**16,
+            hold_us=300 + 150 * calls,
+            label="cuda:0 <-> cuda:1, 64 KiB each way",
+        )
+    ]
+    timed, i_to_j_dst, j_to_i, j_to_i_dst = fake.streams
+    # each call: the i -> j copy with cuda:j's side current, the j -> i one on its own stream
+    assert fake.entered == [0, timed] + [i_to_j_dst, j_to_i_dst, j_to_i] * 2
+    assert [s.device for s in fake.streams] == [0, 1, 1, 0]
+    assert j_to_i.waits == [0, 0] and timed.waits == [2, 2]  # start together, end when both end
+    there, back = ("cuda:1", "cuda:0", True), ("cuda:0", "cuda:1", True)
+    assert _Copied.copies == [there, back] * 2  # two calls, each a copy either way
+    assert {tuple(made.values()) for made in fake.made} == {
+        ("cuda:0", torch.uint8),
+        ("cuda:1", torch.uint8),
+    }
+
+
+def test_peer_copy_latency_times_every_pair_and_each_gpu_alone(monkeypatch):
+    fake = _CpuGpus(monkeypatch)
+    result = experiments.peer_copy_latency([4, 64], 2, 7)
+    assert list(result) == ["0->0", "0->1", "1->0", "1->1"]
+    assert fake.entered == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [kwargs for _, kwargs in fake.timed][2:4] == [
+        dict(
+            repeats=2,
+            warmup=10,
+            calls_per_sample=7,
+            nbytes=size,
+            hold_us=500 + 50 * 7,
+            label=f"cuda:0 -> cuda:1, {size} B",
+        )
+        for size in (4, 64)
+    ]
+    assert {copy[2] for copy in _Copied.copies} == {True}
+    assert {made["dtype"] for made in fake.made} == {torch.uint8}
+
+
+@pytest.mark.parametrize(
+    ("run", "words"),
+    [
+        (lambda: experiments.timed_copy(4096, "h2d", True, 5), "H2D pinned copy"),
+        (lambda: experiments.timed_copy(4096, "d2h", False, 5), "D2H pageable copy"),
+        (lambda: experiments.peer_copy_bandwidth([64], 2), "peer copy cuda:0 -> cuda:1"),
+        (lambda: experiments.peer_copy_both_ways([64], 2), "cuda:0 -> cuda:1 .both ways."),
+        (lambda: experiments.peer_copy_latency([64], 2, 3), "small copy cuda:0 -> cuda:0"),
+    ],
+)
+@pytest.mark.parametrize("fault", ["wrong", "nothing"])
+def test_a_copy_that_delivers_wrong_bytes_is_named_not_timed(monkeypatch, run, words, fault):
+    _CpuGpus(monkeypatch)
+    _Copied.fault = fault
+    with pytest.raises(AssertionError, match=f"^{words}: contents differ from the source$"):
+        run()
 
 
 def test_helpers_experiments_is_what_the_notebooks_save():
