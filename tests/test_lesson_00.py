@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import matplotlib.pyplot as plt  # conftest.py has chosen the Agg backend
 import pytest
 
-from helpers import claims, hardware, records, tables, timing, trace
+from helpers import claims, config, hardware, records, tables, timing, trace
 from helpers.lessons import start
 
 NOTEBOOK = "00_start_here"
@@ -140,6 +140,14 @@ def test_the_plan_counts_the_notebooks_that_replay(tmp_path):
     table.add("01_a", 0, 3, "2xH200").add("02_b", 2, 0, "-").add("03_c", 1, 1, "2xH200")
     assert start.replaying_notebooks(table) == 2
     assert start.plan(tmp_path).rows == []
+
+
+def test_the_plan_lists_the_courses_notebooks_from_any_folder(monkeypatch, tmp_path):
+    """An executed copy runs in a folder of its own: the plan still lists all seven notebooks."""
+    shutil.copy(config.notebooks_dir() / "00_start_here.ipynb", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    course = sorted(p.stem for p in config.notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
+    assert [row[0] for row in start.plan().rows] == course and len(course) == 7
 
 
 @pytest.mark.parametrize("machine", sorted(CURVES))

@@ -26,13 +26,14 @@ def sizes_line() -> str:
     return "full size"
 
 
-def plan(folder: Path | str = ".") -> tables.Table:
-    """Per notebook in ``folder``: its experiments live here, replayed, and from which machines."""
+def plan(folder: Path | str | None = None) -> tables.Table:
+    """Per notebook in ``folder`` (default: the course's notebooks, wherever the page runs): its
+    experiments live here, replayed, and from which machines."""
     table = tables.Table(
         ["notebook", "experiments live", "experiments replayed", "replayed from"],
         title=f"this machine has {hardware.gpu_count()} GPU(s)",
     )
-    for path in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(Path(folder or config.notebooks_dir()).glob("[0-9][0-9]_*.ipynb")):
         live, replay, source = records.replay_plan(path)
         table.add(path.stem, len(live), len(replay), source)
     return table
