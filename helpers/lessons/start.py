@@ -103,18 +103,25 @@ def see_curve(run: Run) -> claims.WhatWeSee:
         )
     if f.dip is None or shape.kind == "levels off":  # describe_curve names a dip only there
         return seen
-    (a, b), (i, j) = f.timings[f.dip : f.dip + 2], (size(f.sizes[f.dip]), size(f.sizes[f.dip + 1]))
-    samples = [f.sizes[f.dip + 1] / s / 1e9 for s in b.samples_s]
+    low = min(range(f.dip + 1, len(f.rates)), key=f.rates.__getitem__)  # the dip's low point
+    (a, b), (i, j) = (f.timings[f.dip], f.timings[low]), (size(f.sizes[f.dip]), size(f.sizes[low]))
+    samples = [f.sizes[low] / s / 1e9 for s in b.samples_s]
     seen.say(
-        f"On the way it dips from {a.gbps:.3g} GB/s at {i} to {b.gbps:.3g} GB/s at {j}, where its "
-        f"{len(samples)} samples ranged from {min(samples):.3g} to {max(samples):.3g} GB/s."
+        f"On the way it dips from {a.gbps:.3g} GB/s at {i} to its low point, {b.gbps:.3g} GB/s at "
+        f"{j}, where its {len(samples)} samples ranged from {min(samples):.3g} to "
+        f"{max(samples):.3g} GB/s (spread {b.spread:.1%} of the median)."
     )
-    if b.calls_per_sample == 1 < a.calls_per_sample:
-        seen.say(
-            f"{j} is the first size at which each sample timed a single copy ({a.calls_per_sample} "
-            f"copies per sample at {i}): the dip comes with this way of timing, so read the link's "
-            "rate at that size from notebook 01, which times every size with longer samples."
+    same = [k for k in range(low + 1, len(f.rates)) if f.rates[k] >= a.gbps * DIP]
+    same = [k for k in same if f.timings[k].calls_per_sample == b.calls_per_sample]
+    why, copies = "Nothing on this page shows why the rate dips", b.calls_per_sample
+    if same:
+        why = (
+            f"{size(f.sizes[same[0]])} is timed the same way ({copies} "
+            f"{'copy' if copies == 1 else 'copies'} per sample) and reaches {f.rates[same[0]]:.3g} "
+            "GB/s, so the way of timing alone does not explain the dip, and nothing on this page "
+            "shows what does"
         )
+    seen.say(f"{why}: read the link's rate at {j} from notebook 01, which times every size longer.")
     return seen
 
 
