@@ -9,7 +9,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from .common import TUTORIAL, MiB, seen
+from .common import TUTORIAL, MiB, noisy_words, seen
 
 COPIES = {
     "h2d_pinned": "H2D from pinned",
@@ -114,6 +114,7 @@ def see(run: Run) -> claims.WhatWeSee:
         *(f"{name} {words}." for name, words in zip(COPIES.values(), curves, strict=True)),
         f"(Changes within {FLAT['h2d_pinned']:.0%} count as flat for the pinned curves and within {FLAT['h2d_pageable']:.0%} for the pageable ones{noisier if page > pin else '.)'}",
         few if f.fewest < analysis.FEW_SAMPLES else "",
+        noisy_words(f.sizes, run.value["rows"], COPIES),
         *(
             f"{d}: the pinned copy moved {min(g):.1f} to {max(g):.1f} times the pageable copy's GB/s over all sizes, {g[-1]:.1f} times at {size(f.sizes[-1])}."
             for d, g in gains

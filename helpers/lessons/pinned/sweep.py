@@ -12,7 +12,7 @@ from IPython.display import display
 from ... import analysis, claims, plotting, tables, timing
 from ...records import Run
 from . import timer
-from .common import NOTEBOOK, TUTORIAL, MiB, few_note, seen, us_words
+from .common import NOTEBOOK, TUTORIAL, MiB, few_note, noisy_words, seen, us_words
 
 NB, EMPTY = ".pin_memory().to(non_blocking=True)", "an empty pinned cache"
 TIMED = {  # each statement's key: its name in the figure, its column in the table
@@ -193,18 +193,23 @@ def see(run: Run) -> claims.WhatWeSee:
     if f.exceed:
         whole = f"At {len(f.exceed)} of the {len(f.sizes)} sizes ({', '.join(map(size, f.exceed))}) a warm `pin_memory()` timed alone took longer than `pin_memory().to()`, which contains it: parts timed apart do not add up to the statement, so their sum is a guide and the crossing is read from the measured ratio."
     big, said = [i for i, n in enumerate(f.sizes) if n >= MiB], [sides, whole]
-    if big:
-        pins, pages = ([f.gbps[key][i] for i in big] for key in ("pin_memory", "pageable_to"))
-        rates = f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} to {max(pins):.3g} GB/s, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s."
-        said.append(rates)
+    missed = [i for i in big if f.ms["pin_memory"][i] > UNCACHED * f.ms["pinned_to"][i]]
+    if served := [i for i in big if i not in missed]:
+        pins, pages = ([f.gbps[key][i] for i in served] for key in ("pin_memory", "pageable_to"))
+        lo, hi = (f.sizes[served[pins.index(r)]] for r in (min(pins), max(pins)))
+        rates = f"From 1 MiB up a warm `pin_memory()` served from the cache copies at {min(pins):.3g} GB/s ({size(lo)}) to {max(pins):.3g} GB/s ({size(hi)}), {max(pins) / min(pins):.2g} times apart, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s"
+        left = f"; left out: {', '.join(size(f.sizes[i]) for i in missed)}, where the note under the table says the cache did not serve it"
+        said.append(rates + (left if missed else "") + ".")
     if f.fewest < analysis.FEW_SAMPLES:
         said.append(
             f"Each time is the median of as few as {f.fewest} samples at the largest sizes."
         )
+    names = {key: f"`{name}`" for key, (name, _) in TIMED.items()}
     return seen(
         run,
         *(f"{go} {crossing_words(f.sizes, f.ratio[key])}." for key, go in STARTS.items()),
         *said,
+        noisy_words(f.sizes, run.value["rows"], names),
     )
 
 
