@@ -342,3 +342,38 @@ def test_a_rate_within_its_spread_of_the_link_still_gets_a_share(monkeypatch):
         large = start.claims_table(curve, MACHINES[machine]).claims[1]
         assert (large.verdict != claims.NOT_TESTABLE) == testable, link
         assert ("share shown" in large.measured) == testable
+
+
+@pytest.mark.parametrize("machine", sorted(CURVES))
+def test_the_expectations_are_checked_on_the_curve_and_the_timeline(machine):
+    run = CURVES[machine]
+    rates, sizes = [t.gbps for t in run.value], run.params["sizes"]
+    h = next(i for i, r in enumerate(rates) if r >= max(rates) / 2)
+    b = rates.index(max(rates))
+    slower = (rates[h] / rates[0]) ** (1 / max(h, 1)) > (max(rates) / rates[h]) ** (
+        1 / max(b - h, 1)
+    )
+    (check,) = start.see_curve(run).checks
+    assert check.statement.startswith("the rate climbs") and check.holds == slower
+    assert f"up to {timing.format_bytes(sizes[h])}" in check.measured
+    intervals = TIMELINES[machine].value.intervals
+    hidden = trace.overlap_ratio(
+        trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
+    )
+    (check,) = start.see_timeline(TIMELINES[machine]).checks
+    assert check.holds == (hidden >= 0.9) and f"{hidden:.0%} overlap" == check.measured
+
+
+def test_a_curve_that_climbs_faster_at_the_end_fails_its_check():
+    sizes = [2**12, 2**14, 2**16, 2**18]
+    rates = [1.0, 1.5, 2.0, 20.0]  # half the best first at 256 KiB: 2.7x per step, then none
+    run = records.Run(
+        [
+            timing.Timing([n / r / 1e9] * 3, "cuda events", n)
+            for n, r in zip(sizes, rates, strict=True)
+        ],
+        False,
+        {"machine": {"machine": "1xFAKE"}, "params": {"sizes": sizes}, "date": "2026"},
+    )
+    (check,) = start.see_curve(run).checks
+    assert not check.holds and "✗" in start.see_curve(run).to_markdown()

@@ -93,6 +93,17 @@ def see_curve(run: Run) -> claims.WhatWeSee:
         f"GB/s; the copy first reaches half of its best rate at {size(f.half_size)}."
     )
     seen.say(f"Pinned H2D {shape.words}.")
+    h, b = f.sizes.index(f.half_size), f.rates.index(f.best)  # per size step: up to h, then to b
+    up, on = (
+        (f.rates[h] / f.rates[0]) ** (1 / max(h, 1)),
+        (f.best / f.rates[h]) ** (1 / max(b - h, 1)),
+    )
+    seen.check(
+        "the rate climbs with size, more and more slowly",
+        up > on > 1,
+        f"{up:.3g}x per size step up to {size(f.half_size)}, {on:.3g}x per step from there to the "
+        f"best at {size(f.sizes[b])}",
+    )
     if shape.kind == "still rising":  # at the end, or before the last two sizes (after a dip)
         seen.say(
             "So this sweep has not found the link's limit: the largest copy is a lower bound on it."
@@ -140,12 +151,16 @@ def see_timeline(run: Run) -> claims.WhatWeSee:
     intervals = run.value.intervals
     copies, kernels = trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
     hidden = trace.overlap_ratio(copies, kernels)
-    how = "ran beside the kernel, as expected" if hidden >= 0.9 else "did not overlap the kernel"
+    how = "ran beside the kernel" if hidden >= 0.9 else "did not overlap the kernel"
     how = "overlapped the kernel only in part" if 0.1 < hidden < 0.9 else how
-    return claims.WhatWeSee(NOTEBOOK, run).say(
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
         f"The profiled steps hold {len(copies)} copies and {len(kernels)} kernels. {hidden:.0%} of "
         f"the shorter activity ran while the other was running: the copy {how}."
     )
+    seen.check(
+        "the copy's bar sits inside the kernel's span", hidden >= 0.9, f"{hidden:.0%} overlap"
+    )
+    return seen
 
 
 def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
