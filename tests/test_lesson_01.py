@@ -8,6 +8,7 @@ import copy
 import math
 import re
 import statistics
+import sys
 
 import matplotlib.pyplot as plt
 import pytest
@@ -1145,3 +1146,35 @@ def test_the_timings_a_live_run_warns_of_are_named_with_their_size(machine, expe
     assert f"here {len(noisy)} of {len(spreads)}, the widest " in text
     widest, at = noisy[-1]
     assert f" at {timing.format_bytes(at)} ({widest:.0%})" in text
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_each_sections_expectation_is_checked_from_its_numbers(machine):
+    """Sections 1-4: one check each, its verdict computed here from the recording."""
+    trace_run, bw, tut, pin = (
+        run_of(e, machine)
+        for e in ("h2d_trace", "copy_bandwidth", "tutorial_timings", "pin_then_copy_by_size")
+    )
+    f = staging.facts(trace_run)
+    page, pinned_ = f["pageable"], f["pinned"]
+    staged = page.share >= staging.STAGED and pinned_.call_us < pinned_.sync_us
+    rows, sizes = bw.value["rows"], bw.value["sizes"]
+    big = [row for n, row in zip(sizes, rows, strict=True) if n >= 64 * MiB]
+    levels = all(
+        claims.describe_curve(sizes, [r[k].gbps for r in rows], tolerance=0.05).kind == "levels off"
+        for k in ("h2d_pinned", "d2h_pinned")
+    )
+    below = (
+        max(r[k].gbps for r in big for k in ("h2d_pageable", "d2h_pageable"))
+        < min(r[k].gbps for r in big for k in ("h2d_pinned", "d2h_pinned")) / 2
+    )
+    beats = tut.value[timer.PINNED].median_s < tut.value[timer.PAGEABLE].median_s
+    ratios = [r["pin_then_to"].median_s / r["pageable_to"].median_s for r in pin.value["rows"]]
+    for see, run, holds in (
+        (staging.see, trace_run, staged),
+        (bandwidth.see, bw, levels and below),
+        (timer.see, tut, beats),
+        (sweep.see, pin, ratios[0] > 1 > ratios[-1]),
+    ):
+        (check,) = see(run).checks
+        assert check.holds == holds and check.statement == sys.modules[see.__module__].EXPECTED

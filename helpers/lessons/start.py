@@ -93,16 +93,16 @@ def see_curve(run: Run) -> claims.WhatWeSee:
         f"GB/s; the copy first reaches half of its best rate at {size(f.half_size)}."
     )
     seen.say(f"Pinned H2D {shape.words}.")
-    h, b = f.sizes.index(f.half_size), f.rates.index(f.best)  # per size step: up to h, then to b
+    h, top = f.sizes.index(f.half_size), f.rates.index(f.best)  # per size step: up to h, then to top
     up, on = (
         (f.rates[h] / f.rates[0]) ** (1 / max(h, 1)),
-        (f.best / f.rates[h]) ** (1 / max(b - h, 1)),
+        (f.best / f.rates[h]) ** (1 / max(top - h, 1)),
     )
     seen.check(
         "the rate climbs with size, more and more slowly",
         up > on > 1,
         f"{up:.3g}x per size step up to {size(f.half_size)}, {on:.3g}x per step from there to the "
-        f"best at {size(f.sizes[b])}",
+        f"best at {size(f.sizes[top])}",
     )
     if shape.kind == "still rising":  # at the end, or before the last two sizes (after a dip)
         seen.say(
