@@ -93,7 +93,10 @@ def see_curve(run: Run) -> claims.WhatWeSee:
         f"GB/s; the copy first reaches half of its best rate at {size(f.half_size)}."
     )
     seen.say(f"Pinned H2D {shape.words}.")
-    h, top = f.sizes.index(f.half_size), f.rates.index(f.best)  # per size step: up to h, then to top
+    h, top = (
+        f.sizes.index(f.half_size),
+        f.rates.index(f.best),
+    )  # per size step: up to h, then to top
     up, on = (
         (f.rates[h] / f.rates[0]) ** (1 / max(h, 1)),
         (f.best / f.rates[h]) ** (1 / max(top - h, 1)),
