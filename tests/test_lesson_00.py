@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import matplotlib.pyplot as plt  # conftest.py has chosen the Agg backend
 import pytest
 
-from helpers import claims, hardware, records, tables, timing, trace
+from helpers import claims, config, hardware, records, tables, timing, trace
 from helpers.lessons import start
 
 NOTEBOOK = "00_start_here"
@@ -59,7 +59,13 @@ def test_a_curve_still_rising_says_it_found_no_limit_and_a_dip_is_named():
     )
     text = " ".join(start.see_curve(run).sentences)
     assert "has not found the link's limit" in text
-    assert "dips from 5 GB/s at 16 KiB to 4 GB/s at 64 KiB" in text
+    assert "dips from 5 GB/s at 16 KiB to its low point, 4 GB/s at 64 KiB" in text
+    assert "256 KiB is timed the same way (1 copy per sample) and reaches 10 GB/s" in text
+    run.value[-1] = run.value[-2] = timing.Timing([2**16 / 4e9] * 3, "cuda events", 2**16)
+    run.params["sizes"][-2:] = [2**16, 2**16]  # nothing after the low point recovers
+    assert "Nothing on this page shows why the rate dips" in " ".join(
+        start.see_curve(run).sentences
+    )
 
 
 @pytest.mark.parametrize("machine", sorted(TIMELINES))
@@ -142,6 +148,14 @@ def test_the_plan_counts_the_notebooks_that_replay(tmp_path):
     assert start.plan(tmp_path).rows == []
 
 
+def test_the_plan_lists_the_courses_notebooks_from_any_folder(monkeypatch, tmp_path):
+    """An executed copy runs in a folder of its own: the plan still lists all seven notebooks."""
+    shutil.copy(config.notebooks_dir() / "00_start_here.ipynb", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    course = sorted(p.stem for p in config.notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
+    assert [row[0] for row in start.plan().rows] == course and len(course) == 7
+
+
 @pytest.mark.parametrize("machine", sorted(CURVES))
 def test_the_dip_is_said_with_its_samples_and_the_copies_per_sample_around_it(machine):
     run = CURVES[machine]
@@ -151,14 +165,21 @@ def test_the_dip_is_said_with_its_samples_and_the_copies_per_sample_around_it(ma
     if not dips or claims.describe_curve(sizes, rates).kind == "levels off":
         assert "dips from" not in text
         return
-    i, j = dips[0], dips[0] + 1
+    i = dips[0]
+    j = min(range(i + 1, len(rates)), key=rates.__getitem__)  # the low point, not the first drop
     got = [sizes[j] / s / 1e9 for s in run.value[j].samples_s]
     assert (
-        f"at {timing.format_bytes(sizes[j])}, where its {len(got)} samples ranged from "
-        f"{min(got):.3g} to {max(got):.3g} GB/s." in text
+        f"to its low point, {rates[j]:.3g} GB/s at {timing.format_bytes(sizes[j])}, where its "
+        f"{len(got)} samples ranged from {min(got):.3g} to {max(got):.3g} GB/s" in text
     )
-    single = run.value[j].calls_per_sample == 1 < run.value[i].calls_per_sample
-    assert ("the first size at which each sample timed a single copy" in text) == single
+    same = [
+        k
+        for k in range(j + 1, len(rates))
+        if rates[k] >= rates[i] * 0.95
+        and run.value[k].calls_per_sample == run.value[j].calls_per_sample
+    ]
+    assert ("the way of timing alone does not explain the dip" in text) == bool(same)
+    assert "the dip comes with this way of timing" not in text
     assert "noisy" not in text
 
 
@@ -321,3 +342,38 @@ def test_a_rate_within_its_spread_of_the_link_still_gets_a_share(monkeypatch):
         large = start.claims_table(curve, MACHINES[machine]).claims[1]
         assert (large.verdict != claims.NOT_TESTABLE) == testable, link
         assert ("share shown" in large.measured) == testable
+
+
+@pytest.mark.parametrize("machine", sorted(CURVES))
+def test_the_expectations_are_checked_on_the_curve_and_the_timeline(machine):
+    run = CURVES[machine]
+    rates, sizes = [t.gbps for t in run.value], run.params["sizes"]
+    h = next(i for i, r in enumerate(rates) if r >= max(rates) / 2)
+    b = rates.index(max(rates))
+    slower = (rates[h] / rates[0]) ** (1 / max(h, 1)) > (max(rates) / rates[h]) ** (
+        1 / max(b - h, 1)
+    )
+    (check,) = start.see_curve(run).checks
+    assert check.statement.startswith("the rate climbs") and check.holds == slower
+    assert f"up to {timing.format_bytes(sizes[h])}" in check.measured
+    intervals = TIMELINES[machine].value.intervals
+    hidden = trace.overlap_ratio(
+        trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
+    )
+    (check,) = start.see_timeline(TIMELINES[machine]).checks
+    assert check.holds == (hidden >= 0.9) and f"{hidden:.0%} overlap" == check.measured
+
+
+def test_a_curve_that_climbs_faster_at_the_end_fails_its_check():
+    sizes = [2**12, 2**14, 2**16, 2**18]
+    rates = [1.0, 1.5, 2.0, 20.0]  # half the best first at 256 KiB: 2.7x per step, then none
+    run = records.Run(
+        [
+            timing.Timing([n / r / 1e9] * 3, "cuda events", n)
+            for n, r in zip(sizes, rates, strict=True)
+        ],
+        False,
+        {"machine": {"machine": "1xFAKE"}, "params": {"sizes": sizes}, "date": "2026"},
+    )
+    (check,) = start.see_curve(run).checks
+    assert not check.holds and "✗" in start.see_curve(run).to_markdown()

@@ -91,6 +91,7 @@ def test_sizes_and_formatting():
     assert timing.format_bytes(1024) == "1 KiB"
     assert timing.format_bytes(3 * 2**29) == "1.5 GiB"
     assert timing.format_bytes(100) == "100 B"
+    assert timing.format_bytes(1023.4 * 2**10) == "1023 KiB"  # not 1.02e+03 KiB
     assert timing.calls_for(1e-6) == 1000
     assert timing.calls_for(1.0) == 1
 

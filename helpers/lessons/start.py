@@ -26,13 +26,14 @@ def sizes_line() -> str:
     return "full size"
 
 
-def plan(folder: Path | str = ".") -> tables.Table:
-    """Per notebook in ``folder``: its experiments live here, replayed, and from which machines."""
+def plan(folder: Path | str | None = None) -> tables.Table:
+    """Per notebook in ``folder`` (default: the course's notebooks, wherever the page runs): its
+    experiments live here, replayed, and from which machines."""
     table = tables.Table(
         ["notebook", "experiments live", "experiments replayed", "replayed from"],
         title=f"this machine has {hardware.gpu_count()} GPU(s)",
     )
-    for path in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(Path(folder or config.notebooks_dir()).glob("[0-9][0-9]_*.ipynb")):
         live, replay, source = records.replay_plan(path)
         table.add(path.stem, len(live), len(replay), source)
     return table
@@ -92,6 +93,20 @@ def see_curve(run: Run) -> claims.WhatWeSee:
         f"GB/s; the copy first reaches half of its best rate at {size(f.half_size)}."
     )
     seen.say(f"Pinned H2D {shape.words}.")
+    h, top = (
+        f.sizes.index(f.half_size),
+        f.rates.index(f.best),
+    )  # per size step: up to h, then to top
+    up, on = (
+        (f.rates[h] / f.rates[0]) ** (1 / max(h, 1)),
+        (f.best / f.rates[h]) ** (1 / max(top - h, 1)),
+    )
+    seen.check(
+        "the rate climbs with size, more and more slowly",
+        up > on > 1,
+        f"{up:.3g}x per size step up to {size(f.half_size)}, {on:.3g}x per step from there to the "
+        f"best at {size(f.sizes[top])}",
+    )
     if shape.kind == "still rising":  # at the end, or before the last two sizes (after a dip)
         seen.say(
             "So this sweep has not found the link's limit: the largest copy is a lower bound on it."
@@ -102,18 +117,25 @@ def see_curve(run: Run) -> claims.WhatWeSee:
         )
     if f.dip is None or shape.kind == "levels off":  # describe_curve names a dip only there
         return seen
-    (a, b), (i, j) = f.timings[f.dip : f.dip + 2], (size(f.sizes[f.dip]), size(f.sizes[f.dip + 1]))
-    samples = [f.sizes[f.dip + 1] / s / 1e9 for s in b.samples_s]
+    low = min(range(f.dip + 1, len(f.rates)), key=f.rates.__getitem__)  # the dip's low point
+    (a, b), (i, j) = (f.timings[f.dip], f.timings[low]), (size(f.sizes[f.dip]), size(f.sizes[low]))
+    samples = [f.sizes[low] / s / 1e9 for s in b.samples_s]
     seen.say(
-        f"On the way it dips from {a.gbps:.3g} GB/s at {i} to {b.gbps:.3g} GB/s at {j}, where its "
-        f"{len(samples)} samples ranged from {min(samples):.3g} to {max(samples):.3g} GB/s."
+        f"On the way it dips from {a.gbps:.3g} GB/s at {i} to its low point, {b.gbps:.3g} GB/s at "
+        f"{j}, where its {len(samples)} samples ranged from {min(samples):.3g} to "
+        f"{max(samples):.3g} GB/s (spread {b.spread:.1%} of the median)."
     )
-    if b.calls_per_sample == 1 < a.calls_per_sample:
-        seen.say(
-            f"{j} is the first size at which each sample timed a single copy ({a.calls_per_sample} "
-            f"copies per sample at {i}): the dip comes with this way of timing, so read the link's "
-            "rate at that size from notebook 01, which times every size with longer samples."
+    same = [k for k in range(low + 1, len(f.rates)) if f.rates[k] >= a.gbps * DIP]
+    same = [k for k in same if f.timings[k].calls_per_sample == b.calls_per_sample]
+    why, copies = "Nothing on this page shows why the rate dips", b.calls_per_sample
+    if same:
+        why = (
+            f"{size(f.sizes[same[0]])} is timed the same way ({copies} "
+            f"{'copy' if copies == 1 else 'copies'} per sample) and reaches {f.rates[same[0]]:.3g} "
+            "GB/s, so the way of timing alone does not explain the dip, and nothing on this page "
+            "shows what does"
         )
+    seen.say(f"{why}: read the link's rate at {j} from notebook 01, which times every size longer.")
     return seen
 
 
@@ -132,12 +154,16 @@ def see_timeline(run: Run) -> claims.WhatWeSee:
     intervals = run.value.intervals
     copies, kernels = trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
     hidden = trace.overlap_ratio(copies, kernels)
-    how = "ran beside the kernel, as expected" if hidden >= 0.9 else "did not overlap the kernel"
+    how = "ran beside the kernel" if hidden >= 0.9 else "did not overlap the kernel"
     how = "overlapped the kernel only in part" if 0.1 < hidden < 0.9 else how
-    return claims.WhatWeSee(NOTEBOOK, run).say(
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
         f"The profiled steps hold {len(copies)} copies and {len(kernels)} kernels. {hidden:.0%} of "
         f"the shorter activity ran while the other was running: the copy {how}."
     )
+    seen.check(
+        "the copy's bar sits inside the kernel's span", hidden >= 0.9, f"{hidden:.0%} overlap"
+    )
+    return seen
 
 
 def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:

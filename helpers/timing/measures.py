@@ -19,7 +19,7 @@ def format_bytes(nbytes: float) -> str:
     nbytes = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(nbytes) < 1024 or unit == "TiB":
-            whole = unit == "B" or nbytes.is_integer()
+            whole = unit == "B" or nbytes.is_integer() or abs(nbytes) >= 999.5  # no 1.02e+03
             return f"{nbytes:.0f} {unit}" if whole else f"{nbytes:.3g} {unit}"
         nbytes /= 1024
     raise AssertionError("unreachable")

@@ -9,7 +9,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from .common import TUTORIAL, MiB, seen
+from .common import TUTORIAL, MiB, noisy_words, seen
 
 COPIES = {
     "h2d_pinned": "H2D from pinned",
@@ -26,6 +26,7 @@ ABOVE = "above it: the copies did not take that link"
 ABOVE_RAW = "above the reported link's raw rate: the copies did not take that link as reported"
 MEASURED = "the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at {}; the largest is {:.2f}x); faster: {}"
 FASTER = "Page-locked memory lets the device read it directly, much faster than pageable memory, which must first be copied to a page-locked buffer"
+EXPECTED = "pinned copies level off in both directions, pageable ones stay below half their rate"  # the section's "what we expect", checked in see()
 
 
 @dataclass(frozen=True)
@@ -103,21 +104,30 @@ def see(run: Run) -> claims.WhatWeSee:
     """The smallest size against the ceiling, the curves, the clocks' noise, the gains (GB/s)."""
     f, size = facts(run), timing.format_bytes
     fastest = max(f.gbps[key][0] for key in COPIES)
-    curves = [claims.describe_curve(f.sizes, f.gbps[k], tolerance=FLAT[k]).words for k in COPIES]
+    shapes = {k: claims.describe_curve(f.sizes, f.gbps[k], tolerance=FLAT[k]) for k in COPIES}
     page, pin = median_spread(run, "pageable"), median_spread(run, "pinned")
     noisier = f", whose samples vary more: a median spread of {page:.1%} of the value against {pin:.1%} for the pinned ones.)"
     few = f"Each rate is the median of as few as {f.fewest} samples at the largest sizes."
     gains = [(direction.upper(), f.gain(direction)) for direction in ("h2d", "d2h")]
+    kinds = {shape.kind for k, shape in shapes.items() if "pinned" in k}
+    big = {k: [r for n, r in zip(f.sizes, f.gbps[k], strict=True) if n >= LARGE] for k in COPIES}
+    slow, fast = (
+        max(big["h2d_pageable"] + big["d2h_pageable"]),
+        min(big["h2d_pinned"] + big["d2h_pinned"]),
+    )
+    measured = f"pinned: {', '.join(sorted(kinds))}; from {size(LARGE)} up, pageable at most {slow:.3g} GB/s, pinned at least {fast:.3g} GB/s"
     return seen(
         run,
         f"At {size(f.sizes[0])} the fastest of the four copies moves {fastest:.2g} GB/s, {fastest / f.ceiling:.1%} of the measured ceiling ({f.ceiling:.1f} GB/s).",
-        *(f"{name} {words}." for name, words in zip(COPIES.values(), curves, strict=True)),
+        *(f"{name} {shapes[k].words}." for k, name in COPIES.items()),
         f"(Changes within {FLAT['h2d_pinned']:.0%} count as flat for the pinned curves and within {FLAT['h2d_pageable']:.0%} for the pageable ones{noisier if page > pin else '.)'}",
         few if f.fewest < analysis.FEW_SAMPLES else "",
+        noisy_words(f.sizes, run.value["rows"], COPIES),
         *(
             f"{d}: the pinned copy moved {min(g):.1f} to {max(g):.1f} times the pageable copy's GB/s over all sizes, {g[-1]:.1f} times at {size(f.sizes[-1])}."
             for d, g in gains
         ),
+        check=(EXPECTED, kinds == {"levels off"} and slow < fast / 2, measured),
     )
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from ... import analysis, claims, timing
 from ...records import Run
+from ...timing.measures import NOISY_SPREAD
 
 NOTEBOOK = "01_pinned_memory"
 TUTORIAL = "PyTorch tutorial on non_blocking and pin_memory()"
-MiB = 2**20
+MiB, SHOWN = 2**20, 3  # SHOWN: the noisiest timings named in words
 
 
 def few_note(samples: int | None) -> str:
@@ -21,6 +22,22 @@ def us_words(t: timing.Timing) -> str:
     return str(claims.Value(v.value * 1e6, v.spread * 1e6, "us")) + few_note(v.samples)
 
 
-def seen(run: Run, *sentences: str) -> claims.WhatWeSee:
-    """What we see on ``run``: each sentence given, leaving out empty ones."""
-    return claims.WhatWeSee(NOTEBOOK, run).say(*filter(None, sentences))
+def seen(run: Run, *sentences: str, check: tuple[str, bool, str] | None = None) -> claims.WhatWeSee:
+    """What we see on ``run``: the sentences but empty ones; ``check``: (statement, holds, measured)."""
+    said = claims.WhatWeSee(NOTEBOOK, run).say(*filter(None, sentences))
+    said.check(*check) if check else None
+    return said
+
+
+def noisy_words(sizes: list[int], rows: list[dict], names: dict[str, str]) -> str:
+    """The timings spread beyond ``NOISY_SPREAD`` (a live run warns of each), widest first."""
+    noisy = sorted(
+        (t.spread, f"{names[k]} at {timing.format_bytes(n)}")
+        for n, row in zip(sizes, rows, strict=True)
+        for k, t in row.items()
+        if t.is_noisy()
+    )[::-1]
+    shown = ", ".join(f"{w} ({s:.0%})" for s, w in noisy[:SHOWN])
+    more = f" and {len(noisy) - SHOWN} more" if len(noisy) > SHOWN else ""
+    said = f"The warnings of a live run name the timings whose samples spread by more than {NOISY_SPREAD:.0%} of their median: here {len(noisy)} of {sum(map(len, rows))}, the widest {shown}{more}; read those points as uncertain."
+    return said if noisy else ""

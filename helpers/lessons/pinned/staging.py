@@ -23,6 +23,7 @@ MEASURED = {
     "pageable": "time the host spent inside cudaMemcpyAsync over the pageable copy's GPU time (non_blocking=True; one profiled copy, so no spread); 'nearly all': at least {}",
     "pinned": "time the host spent inside cudaMemcpyAsync, as a share of the pinned copy's GPU time (one profiled copy, so no spread); 'goes on': below {}",
 }
+EXPECTED = "the pageable call lasts about as long as the copy; the pinned call is short, the wait is in synchronize"  # the section's "what we expect", checked in see()
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,14 @@ def see(run: Run) -> claims.WhatWeSee:
     which = f"the pageable copy took {longer:.1f} times as long as the pinned one."
     if longer <= 1:
         which = f"the pinned copy took {1 / longer:.1f} times as long as the pageable one."
+    measured = f"{page.share:.2f} of the copy; {pin.call_us:.0f} against {pin.sync_us:.0f} us"
     return seen(
         run,
         f"The profiler names the first copy `{page.names}` and the second `{pin.names}` (one profiled copy of each, so every number here is a single sample).",
         f"From pageable memory the host sat inside `cudaMemcpyAsync` for {page.call_us:.0f} us, {part_of(page.call_us, page.copy_us, gpu_copy)} ({page.copy_us:.0f} us), although we passed `non_blocking=True`: {staged}",
         f"From pinned memory `cudaMemcpyAsync` took {pin.call_us:.0f} us, {part_of(pin.call_us, pin.copy_us, copy_time)}, and the host waited {pin.sync_us:.0f} us in the synchronize call instead, where we asked for it.",
         f"On the GPU the pinned copy took {pin.copy_us:.0f} us against {page.copy_us:.0f} us from pageable memory: {which}",
+        check=(EXPECTED, page.share >= STAGED and pin.call_us < pin.sync_us, measured),
     )
 
 

@@ -12,6 +12,9 @@ TWICE = "pin_memory().to(device, non_blocking=True) can be up to twice as slow a
 TWICE_HERE = f"{TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]"
 COLUMNS = ["statement", ("median", "us", ".1f"), ("spread (half IQR)", "us", ".1f"), "samples"]
 COLUMNS += [("rate", "GB/s", ".2f")]
+EXPECTED = (
+    "the pinned copy beats the pageable one"  # the section's "what we expect", checked in see()
+)
 
 
 def twice_words(comparison: claims.Comparison, one: bool = False) -> str:
@@ -58,6 +61,7 @@ def see(run: Run) -> claims.WhatWeSee:
     )
     parts, twice = tut[PIN].median_s + tut[PINNED].median_s, ratio(run)
     stated = claims.stated(twice, run)
+    measured = f"{tut[PINNED].median_s * 1e6:.0f} against {tut[PAGEABLE].median_s * 1e6:.0f} us"
     verdict = claims.worded(stated, "holds", "does not hold here", "is borderline here")
     return seen(
         run,
@@ -65,6 +69,7 @@ def see(run: Run) -> claims.WhatWeSee:
         f"`pin_memory()` alone took {us_words(tut[PIN])} against {us_words(tut[PAGEABLE])} for the pageable copy: {analysis.times(alone.value)} the pageable copy's time, {words}.",
         f"`pin_memory().to('cuda:0')` took {us_words(tut[PIN_TO])}; `pin_memory()` and the pinned copy timed apart add up to {parts * 1e6:.1f} us, and the statement took {tut[PIN_TO].median_s / parts:.2f} times that sum.",
         f"So at the tutorial's size, statements and Timer, pinning first and then copying took {analysis.times(twice.value)} the plain pageable copy's time{few_note(twice.value.samples)}: the claim 'slower, but at most twice' ({twice.in_words()}) **{verdict}**.",
+        check=(EXPECTED, tut[PINNED].median_s < tut[PAGEABLE].median_s, measured),
     )
 
 
