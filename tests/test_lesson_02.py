@@ -821,7 +821,12 @@ def test_each_expectation_of_sections_1_to_3_and_5_is_checked_from_the_medians(m
     pinned_fast, little, gains = six_ways.see(SIX[machine]).checks
     assert pinned_fast.holds == (max(six["pinned"].values()) < min(six["pageable"].values()))
     nb = "non_blocking=True"
-    assert little.holds == (six["pageable"]["blocking"] / six["pageable"][nb] < 1.1)
+    page = SIX[machine].value["pageable"]
+    gain = claims.ratio(page["blocking"], page[nb])
+    clear = claims.compare(gain, 1.1, holds_if="above").verdict == claims.HOLDS
+    assert little.holds == (not clear)  # a ✗ only for a gain beyond the run's noise above 1.1
+    if six["pageable"]["blocking"] / six["pageable"][nb] < 1.1:
+        assert little.holds
     assert (
         not gains.holds
         or six["pin_memory() then copy"]["blocking"] > six["pin_memory() then copy"][nb]

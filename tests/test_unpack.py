@@ -431,6 +431,19 @@ def test_unpack_replaces_this_machines_folders_and_nothing_else(tmp_path, root, 
     assert f"1 files under results/{M}/" in capsys.readouterr().out
 
 
+def test_unpack_drops_the_gaps_the_archive_has_recorded(tmp_path, root, validator, capsys):
+    """The GPU machine packs the gaps.json it was sent: what it recorded leaves the list there."""
+    gaps = {"nb/exp": "no such machine was lent", "nb/other": "not lent either"}
+    entries = good_entries() + [entry(f"results/{M}/gaps.json", json.dumps(gaps).encode())]
+    assert gpu_run.unpack(write_archive(tmp_path, entries), root=root) == 0
+    kept = json.loads((root / "results" / M / "gaps.json").read_text())
+    assert kept == {"nb/other": "not lent either"}
+    assert "no longer listed in its gaps.json: nb/exp" in capsys.readouterr().out
+    only = good_entries() + [entry(f"results/{M}/gaps.json", b'{"nb/exp": "not lent"}')]
+    assert gpu_run.unpack(write_archive(tmp_path / "b", only), root=root) == 0
+    assert not (root / "results" / M / "gaps.json").exists()  # nothing left to list
+
+
 def test_unpack_into_a_repository_without_build_or_this_machine(tmp_path, root, validator):
     shutil.rmtree(root / "build")
     shutil.rmtree(root / "results" / M)

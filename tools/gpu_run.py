@@ -390,6 +390,25 @@ def extract_checked(archive: Path, machine: str, dest: Path) -> None:
         raise Refused(f"cannot read {archive.name}{where}: {e or type(e).__name__}") from e
 
 
+def drop_recorded_gaps(extracted: Path, machine: str) -> list[str]:
+    """Remove from the extracted results/<machine>/gaps.json each experiment the archive has
+    recorded (the GPU machine packed the gaps file it was sent); the keys removed."""
+    from helpers import records
+
+    folder = extracted / "results" / machine
+    path = folder / records.GAPS_FILE
+    if not path.exists():
+        return []
+    gaps = records.recording_gaps(folder)
+    done = [key for key in gaps if (folder / f"{key}.json").exists()]
+    kept = {key: why for key, why in gaps.items() if key not in done}
+    if kept:
+        path.write_text(json.dumps(kept, indent=2) + "\n")
+    else:
+        path.unlink()
+    return done
+
+
 def validate_extracted(extracted: Path, machine: str) -> None:
     """Refuse unless the extracted results/<machine>/ holds recordings that all validate."""
     folder = extracted / "results" / machine
@@ -460,6 +479,7 @@ def unpack(archive: Path, root: Path = ROOT) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="gpu-unpack-"))
         try:
             extract_checked(archive, machine, tmp)
+            recorded = drop_recorded_gaps(tmp, machine)
             validate_extracted(tmp, machine)
             check_no_links(root, machine)
             install(tmp, machine, root)
@@ -472,6 +492,8 @@ def unpack(archive: Path, root: Path = ROOT) -> int:
         f"{count} files under results/{machine}/; "
         f"executed notebooks under build/gpu-executed/{machine}/"
     )
+    if recorded:
+        print(f"recorded now, so no longer listed in its gaps.json: {', '.join(recorded)}")
     return 0
 
 

@@ -69,8 +69,9 @@ def see(run: Run) -> claims.WhatWeSee:
     seen.check(
         "pinned copies are faster than pageable ones, in either mode", slowest < fastest, said
     )
-    little = f"from pageable memory `non_blocking=True` helps little (below {EFFECTIVE:g}x)"
-    seen.check(little, ratio["pageable"].value < EFFECTIVE, analysis.times(ratio["pageable"]))
+    little = f"from pageable memory `non_blocking=True` helps little (not above {EFFECTIVE:g}x beyond this run's noise)"
+    clear = claims.compare(ratio["pageable"], EFFECTIVE, holds_if="above").verdict == claims.HOLDS
+    seen.check(little, not clear, analysis.times(ratio["pageable"]))
     gains = claims.compare(ratio[pin_then], 1, holds_if="above").verdict == claims.HOLDS
     said = analysis.times(ratio[pin_then])
     seen.check("`pin_memory()` then copy gains from `non_blocking=True`", gains, said)
