@@ -1609,3 +1609,20 @@ def test_a_plateau_far_below_the_datasheet_fails_the_same_gpu_expectation():
         )
     seen = copies.see_same_gpu(records.Run(run.value, False, header))
     assert not seen.checks[0].holds and " of 8000; " in seen.checks[0].measured
+
+
+def test_the_blog_posts_sizes_are_set_beside_ours_and_the_expectation_checked():
+    run = SEED[MACHINES[0]]
+    same = peer_overlap.see_as_posted(run, run)  # the same run on both sides: nothing is "less"
+    o = peer_overlap.summary(run)
+    assert [c.holds for c in same.checks] == [False, False]
+    assert same.sentences[0].startswith(
+        f"At the blog post's sizes the copy took {o.copy_us:.0f} us per step (ours: {o.copy_us:.0f} us). "
+        f"With side streams on both GPUs the overlap ratio was {o.both_side_text} (ours: {o.both_side_text})"
+    )
+    other = SEED[MACHINES[1]]
+    seen = peer_overlap.see_as_posted(other, run)
+    assert f"(ours recorded on {MACHINES[0]})" in seen.sentences[0]
+    p = peer_overlap.summary(other)
+    assert seen.checks[-1].holds == (max(p.both_side) < min(o.both_side))
+    assert seen.checks[0].holds == (p.issue_us / p.copy_us > o.issue_us / o.copy_us)

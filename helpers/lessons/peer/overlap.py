@@ -260,6 +260,31 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
     return seen
 
 
+def see_as_posted(posted: Run, seed: Run) -> claims.WhatWeSee:
+    """The blog post's sizes beside ours: the copy, the overlap ratios, the host's gap's share."""
+    p, o = summary(posted), summary(seed)
+    seen = claims.WhatWeSee(NOTEBOOK, posted)
+    two = "" if posted.machine == seed.machine else f" (ours recorded on {seed.machine})"
+    seen.say(
+        f"At the blog post's sizes the copy took {p.copy_us:.0f} us per step (ours: {o.copy_us:.0f} us){two}. "
+        f"With side streams on both GPUs the overlap ratio was {p.both_side_text} (ours: {o.both_side_text}); "
+        f"in the other {len(p.others)} runs it was at most {max(p.others):.2f} (ours: {max(o.others):.2f})."
+    )
+    if p.issue_us is not None and o.issue_us is not None:
+        share, ours = p.issue_us / p.copy_us, o.issue_us / o.copy_us
+        seen.check(
+            "at the blog post's sizes the host's gap before the multiplication is a larger share of the copy",
+            share > ours,
+            f"{p.issue_us:.0f} us, {share:.0%} of its copy; ours {o.issue_us:.0f} us, {ours:.0%}",
+        )
+    seen.check(
+        "so with side streams on both GPUs the two overlap less than at our sizes",
+        max(p.both_side) < min(o.both_side),
+        f"{p.both_side_text} against {o.both_side_text}",
+    )
+    return seen
+
+
 def copy_lane(seed: Run, sender_streamed: bool, receiver_streamed: bool, non_blocking: bool) -> str:
     """The stream the copy ran on in one combination, e.g. 'cuda:0 default stream'."""
     flags = (sender_streamed, receiver_streamed, non_blocking)
