@@ -264,9 +264,9 @@ def see_as_posted(posted: Run, seed: Run) -> claims.WhatWeSee:
     """The blog post's sizes beside ours: the copy, the overlap ratios, the host's gap's share."""
     p, o = summary(posted), summary(seed)
     seen = claims.WhatWeSee(NOTEBOOK, posted)
-    two = "" if posted.machine == seed.machine else f" (ours recorded on {seed.machine})"
+    two = "" if posted.machine == seed.machine else f", recorded on {seed.machine}"
     seen.say(
-        f"At the blog post's sizes the copy took {p.copy_us:.0f} us per step (ours: {o.copy_us:.0f} us){two}. "
+        f"At the blog post's sizes the copy took {p.copy_us:.0f} us per step (ours: {o.copy_us:.0f} us{two}). "
         f"With side streams on both GPUs the overlap ratio was {p.both_side_text} (ours: {o.both_side_text}); "
         f"in the other {len(p.others)} runs it was at most {max(p.others):.2f} (ours: {max(o.others):.2f})."
     )
