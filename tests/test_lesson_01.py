@@ -135,7 +135,12 @@ def test_the_staging_sentences_give_the_host_call_against_the_copy(machine):
     run = run_of("h2d_trace", machine)
     page_copy, page_call, _ = _staging_here(run.value["pageable"]["profile"])
     pin_copy, pin_call, pin_sync = _staging_here(run.value["pinned"]["profile"])
-    names, page, pin, gpu = staging.see(run).sentences
+    names, page, pin, gpu, judged = staging.see(run).sentences
+    # the expectation is the forum's two claims: said with the claims table's verdicts
+    table = pinned.claims_table(*_runs(machine))
+    for claim in staging.CLAIMS.values():
+        (row,) = [c for c in table.claims if c.text == claim]
+        assert f"**{row.verdict}**" in judged
     assert (
         "Pageable -> Device" in names and "Pinned -> Device" in names and "single sample" in names
     )
@@ -199,7 +204,7 @@ def test_a_pageable_call_that_returns_early_and_a_slower_pinned_copy_are_said_so
         "pageable": {"is_pinned": False, "profile": _profile(1000.0, 300.0, 700.0, "Pageable")},
         "pinned": {"is_pinned": True, "profile": _profile(2000.0, 10.0, 1990.0, "Pinned")},
     }
-    _, page, pin, gpu = staging.see(fake_run(value, nbytes=64 * MiB)).sentences
+    _, page, pin, gpu, _ = staging.see(fake_run(value, nbytes=64 * MiB)).sentences
     assert "for 300 us, 30.0% of the GPU's copy time (1000 us)" in page
     assert "returned well before the copy ended" in page
     assert "took 10 us, 0.5% of the copy's time" in pin
@@ -1153,14 +1158,13 @@ def test_the_timings_a_live_run_warns_of_are_named_with_their_size(machine, expe
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_each_sections_expectation_is_checked_from_its_numbers(machine):
-    """Sections 1-4: one check each, its verdict computed here from the recording."""
+    """Sections 2-4: one check each, its verdict computed here from the recording (section 1's
+    expectation is two claims of the table, said with the table's verdicts)."""
     trace_run, bw, tut, pin = (
         run_of(e, machine)
         for e in ("h2d_trace", "copy_bandwidth", "tutorial_timings", "pin_then_copy_by_size")
     )
-    f = staging.facts(trace_run)
-    page, pinned_ = f["pageable"], f["pinned"]
-    staged = page.share >= staging.STAGED and pinned_.call_us < pinned_.sync_us
+    assert not staging.see(trace_run).checks
     rows, sizes = bw.value["rows"], bw.value["sizes"]
     big = [row for n, row in zip(sizes, rows, strict=True) if n >= 64 * MiB]
     levels = all(
@@ -1174,7 +1178,6 @@ def test_each_sections_expectation_is_checked_from_its_numbers(machine):
     beats = tut.value[timer.PINNED].median_s < tut.value[timer.PAGEABLE].median_s
     ratios = [r["pin_then_to"].median_s / r["pageable_to"].median_s for r in pin.value["rows"]]
     for see, run, holds in (
-        (staging.see, trace_run, staged),
         (bandwidth.see, bw, levels and below),
         (timer.see, tut, beats),
         (sweep.see, pin, ratios[0] > 1 > ratios[-1]),

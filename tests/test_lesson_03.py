@@ -271,7 +271,11 @@ def test_ordering_out_of_order_no_wait_and_time_saved():
 def test_the_tutorial_sentences_agree_with_the_trace(machine):
     run = RUNS["pinned_x_streamed"][machine]
     profiles = run.value["profiles"]
-    pinned, started, current, pageable = copies.see_tutorial(run).sentences
+    pinned, started, current, pageable, verdict = copies.see_tutorial(run).sentences
+    # the conclusion's verdict is the claims table's, not a second one (issue 34)
+    row = streams.claims_table(*(RUNS[n][machine] for n in NAMES)).claims
+    (only,) = [c for c in row if c.text == copies.ONLY_CLAIM]
+    assert verdict.endswith(f": **{only.verdict}**.") and not copies.see_tutorial(run).checks
     side = _overlap(profiles["pinned, side stream"])
     assert _after(pinned, "beside the kernel for", "%") == round(side * 100)
     assert _after(pinned, "(overlap ratio") == pytest.approx(side, abs=1e-3)
@@ -382,7 +386,7 @@ def test_the_tutorial_sentences_when_the_requirements_are_not_needed():
         dict(zip(LABELS, (1.0, 0.5, 0.6, 0.3), strict=True)),
         dict(zip(LABELS, (0.01, 0.01, 0.9, 1.1), strict=True)),
     )
-    pinned, started, current, pageable = copies.see_tutorial(run).sentences
+    pinned, started, current, pageable, _ = copies.see_tutorial(run).sentences
     assert "for 100% of its time" in pinned
     assert "still overlapped" in current
     assert "0.90 and 1.10 times as long as the GPU copy" in pageable
@@ -527,7 +531,11 @@ def test_a_recording_relabelled_one_engine_is_said_to_contradict_it(machine):
 def test_the_launch_order_sentences_agree_with_the_trace(machine, capsys):
     run = RUNS["launch_order"][machine]
     profiles = run.value["profiles"]
-    host, order, pinned = copies.see_launch_order(run).sentences
+    host, order, pinned, judged = copies.see_launch_order(run).sentences
+    # the expectation is the forum's claim: said with the claims table's verdict, not checked again
+    rows = streams.claims_table(*(RUNS[n][machine] for n in NAMES)).claims
+    (claim,) = [c for c in rows if c.text == copies.ORDER_CLAIM]
+    assert judged.endswith(f": **{claim.verdict}**.")
     kf, cf = profiles["pageable, kernel first"], profiles["pageable, copy first"]
     said = _numbers(host.split("the labelled range")[0])
     assert said[:2] == pytest.approx([_host_ms(kf), _host_ms(cf)], abs=0.051)
@@ -597,7 +605,7 @@ def _order_run(kf_overlap, cf_overlap, pinned_overlaps, steps=2):
 )
 def test_a_pinned_copy_that_does_not_clearly_overlap_is_named(pinned_overlaps, ending):
     run = _order_run(0.3, 0.4, pinned_overlaps)
-    _, order, pinned = copies.see_launch_order(run).sentences
+    _, order, pinned, _ = copies.see_launch_order(run).sentences
     assert "barely overlapped it" in order and order.endswith(", 0.40.")
     assert ending in pinned
     rows = streams.claims_table(*_claims_runs(order=run)).verdicts()

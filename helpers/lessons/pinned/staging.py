@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ... import claims, plotting, tables, timing, trace
 from ...records import Run
-from .common import seen
+from .common import NOTEBOOK, seen
 
 FORUM = "NVIDIA forum thread on pageable copies"
 STAGED = 0.8  # the host inside cudaMemcpyAsync for at least this share of the copy: "(nearly) all staged"
@@ -23,7 +23,6 @@ MEASURED = {
     "pageable": "time the host spent inside cudaMemcpyAsync over the pageable copy's GPU time (non_blocking=True; one profiled copy, so no spread); 'nearly all': at least {}",
     "pinned": "time the host spent inside cudaMemcpyAsync, as a share of the pinned copy's GPU time (one profiled copy, so no spread); 'goes on': below {}",
 }
-EXPECTED = "the pageable call lasts about as long as the copy; the pinned call is short, the wait is in synchronize"  # the section's "what we expect", checked in see()
 
 
 @dataclass(frozen=True)
@@ -87,21 +86,27 @@ def see(run: Run) -> claims.WhatWeSee:
     which = f"the pageable copy took {longer:.1f} times as long as the pinned one."
     if longer <= 1:
         which = f"the pinned copy took {1 / longer:.1f} times as long as the pageable one."
-    measured = f"{page.share:.2f} of the copy; {pin.call_us:.0f} against {pin.sync_us:.0f} us"
+    judged = [claims.judged(c, run, NOTEBOOK, claim) for claim, c in comparisons(f).items()]
     return seen(
         run,
         f"The profiler names the first copy `{page.names}` and the second `{pin.names}` (one profiled copy of each, so every number here is a single sample).",
         f"From pageable memory the host sat inside `cudaMemcpyAsync` for {page.call_us:.0f} us, {part_of(page.call_us, page.copy_us, gpu_copy)} ({page.copy_us:.0f} us), although we passed `non_blocking=True`: {staged}",
         f"From pinned memory `cudaMemcpyAsync` took {pin.call_us:.0f} us, {part_of(pin.call_us, pin.copy_us, copy_time)}, and the host waited {pin.sync_us:.0f} us in the synchronize call instead, where we asked for it.",
         f"On the GPU the pinned copy took {pin.copy_us:.0f} us against {page.copy_us:.0f} us from pageable memory: {which}",
-        check=(EXPECTED, page.share >= STAGED and pin.call_us < pin.sync_us, measured),
+        f"What we expected is the forum thread's two claims, judged in the claims table below: pageable, **{claims.stated(judged[0], run)}**; pinned, **{claims.stated(judged[1], run)}**.",
     )
+
+
+def comparisons(f: dict[str, Copy]) -> dict[str, claims.Comparison]:
+    """Each of the forum's claims with the comparison that decides it (the host's share)."""
+    return {
+        claim: claims.compare(f[key].share, THRESHOLD[key][0], holds_if=THRESHOLD[key][1])
+        for key, claim in CLAIMS.items()
+    }
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The forum's two claims, on the host's share of the GPU's copy time."""
-    f = facts(run)
-    for key, claim in CLAIMS.items():
-        at, side = THRESHOLD[key]
-        holds = claims.compare(f[key].share, at, holds_if=side)
+    for (claim, holds), key in zip(comparisons(facts(run)).items(), CLAIMS, strict=True):
+        at = THRESHOLD[key][0]
         table.add(claim, source=FORUM, measured=MEASURED[key].format(at), holds=holds, run=run)

@@ -157,17 +157,11 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
         f"With a pinned source on the current stream the copy and the kernels shared one lane, and {ran} (overlap ratio {current.overlap}{note(current.overlap)}).",
         f"With a pageable source the host sat in `cudaMemcpyAsync` for {page.host_ms:.1f} ms (side stream) and {page_current.host_ms:.1f} ms (current stream), {times} as long as the GPU copy, {launched}: overlap ratios {page.overlap.value:.2f} (side stream) and {page_current.overlap.value:.2f} (current stream){medians}.",
     )
-    only_side(see, found, "Only")
+    name, only = requirements(run).only_pinned_side  # the claims table's own verdict, not a second
+    see.say(
+        f"The tutorial's conclusion, that only the pinned source on a side stream overlaps, is judged in the claims table below, decided by the {name} case: **{claims.stated(only, run)}**."
+    )
     return see
-
-
-def only_side(see: claims.WhatWeSee, found: dict[str, CopyBesideKernel], only: str) -> None:
-    """Checks the tutorial's conclusion: only the pinned source on a side stream overlaps."""
-    others = [s.overlap.value for label, s in found.items() if label != SIDE]
-    holds = found[SIDE].overlap.value >= OVERLAPS and all(v < DOES_NOT for v in others)
-    ratios = "; ".join(f"{label} {s.overlap}{note(s.overlap)}" for label, s in found.items())
-    statement = f"{only} the pinned source on a side stream overlaps (overlap ratio at least {OVERLAPS}, the others below {DOES_NOT})"
-    see.check(statement, holds, f"overlap ratios: {ratios}")
 
 
 def machines(run: Run, changed: Run) -> str:
@@ -200,7 +194,11 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     """The tutorial's conclusion checked at its own sizes, and what the changes moved."""
     found, ours, see = configurations(run), configurations(changed), claims.WhatWeSee(NOTEBOOK, run)
     side = found[SIDE]
-    only_side(see, found, "At the tutorial's own sizes, only")
+    others = [s.overlap.value for label, s in found.items() if label != SIDE]
+    holds = side.overlap.value >= OVERLAPS and all(v < DOES_NOT for v in others)
+    ratios = "; ".join(f"{label} {s.overlap}{note(s.overlap)}" for label, s in found.items())
+    statement = f"At the tutorial's own sizes, only the pinned source on a side stream overlaps (overlap ratio at least {OVERLAPS}, the others below {DOES_NOT})"
+    see.check(statement, holds, f"overlap ratios: {ratios}")
     shorter = "the kernels'" if side.kernel_ms < side.copy_ms else "the copy's"
     moved = [
         label
@@ -341,11 +339,21 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
         f"Launched after the kernel, the pageable copy {ran}, with an overlap ratio of {page_kf.overlap.value:.2f} (the share of the shorter one's time{note(page_kf.overlap)}); launched before the kernel, {page_cf.overlap.value:.2f}{done}.",
         f"With a pinned source the host spent at most {max(pin_kf.host_ms, pin_cf.host_ms) * 1e3:.0f} us in `cudaMemcpyAsync`, and the overlap ratio was {pin_kf.overlap.value:.2f} (kernel first) and {pin_cf.overlap.value:.2f} (copy first): {verdict}",
     )
-    orders = page_kf.overlap.value >= BESIDE and page_cf.overlap.value < DOES_NOT
-    said = f"kernel first {page_kf.overlap}, copy first {page_cf.overlap}"
-    expected = f"a pageable copy overlaps a kernel launched before it (at least {BESIDE:g}), not one launched after it (below {DOES_NOT:g})"
-    see.check(expected, orders, said)
+    _, order = analysis.weakest(order_comparisons(page_kf, page_cf))
+    order = claims.judged(order, run, NOTEBOOK, ORDER_CLAIM)
+    see.say(
+        f"What we expected, a pageable copy overlapping a kernel launched before it (at least {BESIDE:g}) and not one launched after it (below {DOES_NOT:g}), is the forum thread's claim that the claims table below judges: **{claims.stated(order, run)}**."
+    )
     return see
+
+
+def order_comparisons(
+    page_kf: CopyBesideKernel, page_cf: CopyBesideKernel
+) -> dict[str, claims.Comparison]:
+    """The launch order claim's two comparisons: overlap kernel first, none copy first."""
+    kf = claims.compare(page_kf.overlap, BESIDE, holds_if="above")
+    cf = claims.compare(page_cf.overlap, DOES_NOT, holds_if="below")
+    return dict(zip(ORDERS, (kf, cf), strict=True))
 
 
 def add_gpu_claim(table: claims.ClaimsTable, run: Run) -> None:
@@ -362,9 +370,8 @@ def add_order_claims(table: claims.ClaimsTable, run: Run) -> None:
     pages = zip(ORDERS, (page_kf, page_cf), strict=True)
     helds = {o: claims.compare(p.held, HELD, holds_if="above") for o, p in pages}
     held_by, held = analysis.weakest(helds)
-    kf = claims.compare(page_kf.overlap, BESIDE, holds_if="above")
-    cf = claims.compare(page_cf.overlap, DOES_NOT, holds_if="below")
-    order_by, order = analysis.weakest(dict(zip(ORDERS, (kf, cf), strict=True)))
+    per_order = order_comparisons(page_kf, page_cf)
+    (order_by, order), (kf, cf) = analysis.weakest(per_order), per_order.values()
     pinned_by, pinned = pinned_in_both_orders(run)
     measured = (
         f"host time in cudaMemcpyAsync over GPU copy time (held above {HELD:g}): pageable {page_kf.held.value:.2f} (kernel first) and {page_cf.held.value:.2f} (copy first), pinned at most {max(pin_kf.held.value, pin_cf.held.value):.3f}; shown: pageable, {held_by}",
