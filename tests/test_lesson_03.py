@@ -115,7 +115,14 @@ def _after(text, prefix, unit=""):
 def test_the_ordering_sentences_agree_with_the_trace(machine):
     run = RUNS["stream_ordering"][machine]
     spin_us = run.params["spin_us"]
-    first, spins, mms = ordering.see(run).sentences
+    first, spins, mms, judged = ordering.see(run).sentences
+    # the expectations are the article's claims: said with the claims table's verdicts
+    rows = {
+        c.text: c.verdict for c in streams.claims_table(*(RUNS[n][machine] for n in NAMES)).claims
+    }
+    assert judged.count("**") == 6 and not ordering.see(run).checks
+    for claim in ordering.CLAIMS[1:]:
+        assert f"**{rows[claim]}**" in judged
     for step in _steps(run.value["in order"]):
         kernels = sorted((iv for iv in step if iv.kind == "kernel"), key=lambda iv: iv.start_us)
         assert [round(iv.duration_us / 50) for iv in kernels] == [round(us / 50) for us in spin_us]
@@ -240,7 +247,7 @@ def test_ordering_out_of_order_no_wait_and_time_saved():
         (serial, [(0, 100, 1), (40, 140, 2)]),
         (serial, [(0, 100, 1), (40, 140, 2)]),
     )
-    first, spins, mms = ordering.see(run).sentences
+    first, spins, mms, _ = ordering.see(run).sentences
     assert first.endswith("whatever their length.")
     assert "busy 0.70 times as long" in spins and "(about half)" not in spins
     # no launches in this trace: the late start is not put on the host; 40 us late = 40 us not shared
@@ -252,7 +259,7 @@ def test_ordering_out_of_order_no_wait_and_time_saved():
     swapped = _ordering_run(
         [(0, 400), (300, 350)], (serial, serial), (serial, [(0, 100, 1), (70, 170, 2)])
     )
-    first, _, mms = ordering.see(swapped).sentences
+    first, _, mms, _ = ordering.see(swapped).sentences
     assert (
         "did not keep the order" in first and "in order: False, never overlapping: False" in first
     )
