@@ -98,7 +98,7 @@ def see(run: Run) -> claims.WhatWeSee:
     seen.check(d2h, share[D2H_NB] < AT_ONCE, f"{share[D2H_NB]:.1%}")
     said = [claims.stated(claims.judged(c, run, NOTEBOOK, t), run) for t, c in judgements(f)]
     seen.say(
-        f"The rest of what we expected is judged in the claims table below: not blocked from pinned memory, **{said[0]}**; not blocked from pageable memory, **{said[1]}**; a pageable copy holds the host until (nearly) staged, **{said[2]}**; pinning on the main thread blocks the host, **{said[3]}**."
+        f"The claims table below judges the sources' claims on these returns (the tutorial's, that `non_blocking=True` does not block the host, and the forum's, that a pageable copy does): not blocked, pinned source, **{said[0]}**; not blocked, pageable source, **{said[1]}**; a pageable copy holds the host until (nearly) staged, **{said[2]}**; pinning on the main thread blocks the host, **{said[3]}**."
     )
     return seen
 
