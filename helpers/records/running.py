@@ -122,6 +122,13 @@ class Run:
     def gpu_name(self) -> str:
         return hardware.gpu_name(self.header["machine"]) or "no GPU"
 
+    def apart_from(self, other: Run, this: str, that: str) -> str:
+        """``' (<this> recorded on A, <that> on B)'`` where ``other`` comes from another machine,
+        else ``''``: for a sentence that compares two runs."""
+        if self.machine == other.machine:
+            return ""
+        return f" ({this} recorded on {self.machine}, {that} on {other.machine})"
+
     def describe(self) -> str:
         """One plain sentence: measured here, or replayed from which machine, why, and when."""
         m = self.header["machine"]

@@ -123,8 +123,7 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
         for label in AS_WRITTEN_BESIDE
     ]
     ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), shown, "{}: {} of {} wrong")
-    two = f" (the tutorial's loops recorded on {run.machine}, section 4's on {changed.machine})"
-    two = "" if run.machine == changed.machine else two
+    two = run.apart_from(changed, "the tutorial's loops", "section 4's")
     seen.say(
         f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}{two}. A loop that stops at its first failure says that a race was lost, not how often."
     )

@@ -25,7 +25,8 @@ def us_words(t: timing.Timing) -> str:
 def seen(run: Run, *sentences: str, check: tuple[str, bool, str] | None = None) -> claims.WhatWeSee:
     """What we see on ``run``: the sentences but empty ones; ``check``: (statement, holds, measured)."""
     said = claims.WhatWeSee(NOTEBOOK, run).say(*filter(None, sentences))
-    said.check(*check) if check else None
+    if check:
+        said.check(*check)
     return said
 
 

@@ -33,6 +33,7 @@ ORDER_CLAIM = (
 ORDERS = ("kernel first", "copy first")
 BOTH = f"{TUTORIAL}; {FORUM}"
 SIDE, PAGE_SIDE = "pinned, side stream", "pageable, side stream"
+TUTORIALS = "the tutorial's version"
 
 
 def _parts(step: list[trace.Interval]) -> tuple[list[trace.Interval], list[trace.Interval]]:
@@ -164,15 +165,6 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     return see
 
 
-def machines(run: Run, changed: Run) -> str:
-    """``' (... recorded on A, ... on B)'`` where two runs compared come from two machines."""
-    if run.machine == changed.machine:
-        return ""
-    return (
-        f" (the tutorial's version recorded on {run.machine}, the changed one on {changed.machine})"
-    )
-
-
 def show_as_written(run: Run, changed: Run) -> tables.Table:
     """The tutorial's sizes beside section 2's: overlap ratios; copy and kernel ms per step."""
     found, ours = configurations(run), configurations(changed)
@@ -186,7 +178,7 @@ def show_as_written(run: Run, changed: Run) -> tables.Table:
     return tables.Table(
         columns,
         rows,
-        caption=f"per profiled step ({steps} steps), the tutorial's 20 MiB and t * t * t{machines(run, changed)}",
+        caption=f"per profiled step ({steps} steps), the tutorial's 20 MiB and t * t * t{run.apart_from(changed, TUTORIALS, 'the changed one')}",
     )
 
 
@@ -210,7 +202,7 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
         agree = f"disagree on which configurations overlap (overlap ratio {OVERLAPS} or more): {'; '.join(moved)} overlaps in one and not in the other"
     see.say(
         f"With a pinned source on a side stream the copy took {side.copy_ms:.3f} ms and the kernels {side.kernel_ms:.3f} ms per step, so its overlap ratio is the share of {shorter} time spent beside the other.",
-        f"The tutorial's version and section 2's changed one {agree}{machines(run, changed)}.",
+        f"The tutorial's version and section 2's changed one {agree}{run.apart_from(changed, TUTORIALS, 'the changed one')}.",
     )
     return see
 

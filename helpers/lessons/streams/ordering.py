@@ -160,28 +160,34 @@ def verdict(claim: str, held: object, run: Run) -> str:
 def judgements(run: Run) -> list[tuple[str, object]]:
     """Each of the article's claims with what decides it: a bool or a comparison."""
     stream, f = run.value["facts"], facts(run)
-    together = claims.compare(f.pairs["spins, two streams"].overlap, TOGETHER, holds_if="above")
+    resources = analysis.weakest(gains(f))[1]
+    kept = f.in_order and f.never_overlap
+    holds = (bool(stream["current_is_default"]), kept, together(f), resources)
+    return list(zip(CLAIMS, holds, strict=True))
+
+
+def together(f: Ordering) -> claims.Comparison:
+    """Two spin kernels on two side streams run side by side: overlap ratio above TOGETHER."""
+    return claims.compare(f.pairs["spins, two streams"].overlap, TOGETHER, holds_if="above")
+
+
+def gains(f: Ordering) -> dict[str, claims.Comparison]:
+    """GPU busy time on two streams over one: spin kernels should gain, matmuls should not."""
     spin = claims.compare(f.spin_gain, SPINS_GAIN, holds_if="below")
     mm = claims.compare(f.mm_gain, MATMULS_GAIN, holds_if="above")
-    resources = analysis.weakest({"spin kernels": spin, "matmuls": mm})[1]
-    kept = f.in_order and f.never_overlap
-    holds = (bool(stream["current_is_default"]), kept, together, resources)
-    return list(zip(CLAIMS, holds, strict=True))
+    return {"spin kernels": spin, "matmuls": mm}
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The streams article's claims: default stream, order, parallelism, resources."""
     stream, f = run.value["facts"], facts(run)
-    spins = f.pairs["spins, two streams"]
-    together = claims.compare(spins.overlap, TOGETHER, holds_if="above")
-    spin = claims.compare(f.spin_gain, SPINS_GAIN, holds_if="below")
-    mm = claims.compare(f.mm_gain, MATMULS_GAIN, holds_if="above")
-    shown = analysis.weakest({"spin kernels": spin, "matmuls": mm})[0]
+    spins, parallel, busy = f.pairs["spins, two streams"], together(f), gains(f)
+    (spin, mm), shown = busy.values(), analysis.weakest(busy)[0]
     order = ", ".join(f"{us:.0f}" for us in f.spin_us)
     measured = (
         f"current stream is the default: {stream['current_is_default']}",
         f"spin kernels of {order} us: in order {f.in_order}, never overlapping {f.never_overlap}",
-        f"two spin kernels on two side streams: overlap ratio{over(spins.overlap)} (parallel: together for more than half a kernel, {together.in_words()}; the second started {spins.start_gap_us.value:.0f} us after the first)",
+        f"two spin kernels on two side streams: overlap ratio{over(spins.overlap)} (parallel: together for more than half a kernel, {parallel.in_words()}; the second started {spins.start_gap_us.value:.0f} us after the first)",
         f"GPU busy time on two streams over that on one: spin kernels {f.spin_gain.value:.2f} (should be {spin.in_words()}), SM-filling matmuls {f.mm_gain.value:.2f} (should be {mm.in_words()}); shown: {shown}",
     )
     for (claim, held), said in zip(judgements(run), measured, strict=True):
