@@ -10,7 +10,7 @@ import pytest
 
 from helpers import analysis, claims, records, tables, timing, trace
 from helpers.lessons import non_blocking
-from helpers.lessons.non_blocking import hazards, loops, pinning, returns, six_ways
+from helpers.lessons.non_blocking import hazards, loops, pinning, returns, six_ways, timers
 
 matplotlib.use("Agg")
 
@@ -830,4 +830,75 @@ def test_each_expectation_of_sections_1_to_3_and_5_is_checked_from_the_medians(m
     assert (
         not gains.holds
         or six["pin_memory() then copy"]["blocking"] > six["pin_memory() then copy"][nb]
+    )
+
+
+# ---------------------------------------------------------------- section 5: the tutorial's Timer
+
+
+def _timers_run(machine, scale=1.0, pins=2.0):
+    """A Timer run made from ``machine``'s host-clock runs: plain statements ``scale`` times as
+    long, the pinning ones ``pins`` times, each with 4 samples of one block."""
+    found = timers.pairs(
+        _timers_value(SMALL[machine], SIX[machine], TD[machine]), *_runs(machine)
+    )
+    value = {"threads": 16, **{key: {} for key in timers.SECTIONS}}
+    keys = {number: key for key, number in timers.SECTIONS.items()}
+    for p in found:
+        factor = pins if p.pins else scale
+        value[keys[p.section]][p.statement] = timing.Timing(
+            [p.ours.median_s * factor] * 4, "torch.utils.benchmark"
+        )
+    return _run(value, {}, machine=machine)
+
+
+def _timers_value(small, six, td):
+    """A stand-in Timer run holding the host clock's own timings, to build ``_timers_run``."""
+    value = {"threads": 16}
+    value["small copies"] = {
+        "copy_to_device(*tensors)": small.value["blocking"]["time"],
+        "copy_to_device_nonblocking(*tensors)": small.value["non_blocking"]["time"],
+    }
+    value["synergies"] = {s: six.value[w][m] for s, (w, m) in timers.SYNERGIES.items()}
+    value["tensordict"] = dict(td.value["timings"])
+    return _run(value, {})
+
+
+def _runs(machine):
+    return SMALL[machine], SIX[machine], TD[machine]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_timer_pairs_every_statement_with_its_sections_host_clock(machine):
+    run = _timers_run(machine, scale=1.05, pins=2.0)
+    found = timers.pairs(run, *_runs(machine))
+    assert [p.section for p in found] == [2, 2, 3, 3, 3, 3, 3, 3, 5, 5, 5, 5]
+    assert sum(p.pins for p in found) == 4
+    six = SIX[machine].value
+    (pin_nb,) = [p for p in found if p.statement == "pin_copy_to_device_nonblocking(*tensors)"]
+    assert pin_nb.ours is six["pin_memory() then copy"]["non_blocking=True"]
+    assert pin_nb.ratio.value == pytest.approx(2.0)
+    seen = timers.see(run, *_runs(machine))
+    (check,) = seen.checks
+    assert check.holds and check.statement.startswith("The 8 statements without")
+    assert len(re.findall(r"\) 1\.050?x ± ", check.measured)) == 8
+    pinning = seen.sentences[0]
+    assert len(re.findall(r"\(2\.000?x ± ", pinning)) == 4 and "host clock's 16:" in pinning
+    alike = timers.see(_timers_run(machine, scale=1.05, pins=1.05), *_runs(machine)).sentences
+    assert all("rank the same under both clocks" in s for s in alike[1:4])
+    table = timers.show(run, *_runs(machine))
+    assert len(table.rows) == 12 and table.rows[0][1] == "`copy_to_device(*tensors)`"
+
+
+@pytest.mark.parametrize("machine", MACHINES[:1])
+def test_a_plain_copy_slower_under_the_timer_fails_the_check_and_the_order_is_named(machine):
+    run = _timers_run(machine, scale=1.5, pins=0.01)
+    seen = timers.see(run, *_runs(machine))
+    assert not seen.checks[0].holds
+    assert "rank differently: under the Timer" in seen.sentences[2]
+    last = _timers_run(machine)
+    for timed in last.value["synergies"].values():
+        timed.samples_s[:] = timed.samples_s[:3]
+    assert timers.see(last, *_runs(machine)).sentences[-1] == (
+        "Some statements' Timer medians rest on 3 samples (its fewest)."
     )

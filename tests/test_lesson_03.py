@@ -4,6 +4,7 @@ recorded machine, and on hand-made runs for the branches the recordings do not r
 Every sentence's numbers and words are checked against values computed here from ``run.value``
 (the trace's intervals and the timings), not with the module's own helpers."""
 
+import dataclasses
 import json
 import re
 import statistics
@@ -630,6 +631,84 @@ def test_a_pinned_copy_that_does_not_clearly_overlap_is_named(pinned_overlaps, e
 def test_host_in_memcpy_ms_refuses_an_unknown_configuration():
     with pytest.raises(ValueError, match="pageable, copy first"):
         copies.host_in_memcpy_ms(_order_run(1.0, 0.0, (1.0, 1.0)), "pageable, second")
+
+
+def _thread_step(held):
+    """Two iterations of the thread's loop, in us: each launches two matmuls (stream 7), then a
+    copy (stream 9) whose cudaMemcpyAsync holds the host ``held`` of its time. Copy 1 runs beside
+    matmul 1, launched in iteration 0, for 27 of its 47 us beside a matmul."""
+    launch = [(0, 1), (1, 2), (2, 3), (51, 4), (52, 5), (53, 6)]  # (host start, correlation)
+    calls = [
+        trace.Interval("runtime", "cudaLaunchKernel", t, t + 0.5, thread=1, correlation=c)
+        for t, c in launch
+    ]
+    calls[2] = trace.Interval(
+        "runtime", "cudaMemcpyAsync", 2, 2 + 48 * held, thread=1, correlation=3
+    )
+    calls[5] = trace.Interval(
+        "runtime", "cudaMemcpyAsync", 53, 53 + 47 * held, thread=1, correlation=6
+    )
+    waits = [
+        trace.Interval("runtime", "cudaStreamSynchronize", 2 + 48 * held, 50, thread=1),
+        trace.Interval("runtime", "cudaStreamSynchronize", 53 + 47 * held, 100, thread=1),
+    ]
+    gpu = [
+        (_kernel(0, 40), 1), (_kernel(40, 80), 2), (_copy(2, 50), 3),
+        (_kernel(80, 120), 4), (_kernel(120, 160), 5), (_copy(53, 100), 6),
+    ]  # fmt: skip
+    work = [dataclasses.replace(iv, correlation=c) for iv, c in gpu]
+    return calls + [w for w in waits if w.duration_us > 0] + work
+
+
+def _thread_run(steps=3):
+    profiles = {}
+    for memory, held in (("pageable", 1.0), ("pinned", 0.01)):
+        intervals = []
+        for n in range(steps):
+            t0 = n * 1000.0
+            intervals.append(
+                trace.Interval("annotation", f"ProfilerStep#{n}", t0, t0 + 999, thread=1)
+            )
+            intervals += [
+                dataclasses.replace(iv, start_us=iv.start_us + t0, end_us=iv.end_us + t0)
+                for iv in _thread_step(held)
+            ]
+        profiles[memory] = trace.Profile(intervals=intervals, steps=steps)
+    return _run({"profiles": profiles}, {"iterations": 2, "steps": steps})
+
+
+def test_the_thread_loop_finds_the_copies_time_beside_an_earlier_iterations_matmul(capsys):
+    assert copies.earlier_share(_thread_step(1.0)) == pytest.approx(27 / 95)
+    found = copies.thread_loops(_thread_run())
+    page, pinned = found["pageable"], found["pinned"]
+    assert page.overlap.value == pytest.approx(1.0) and page.earlier.samples == 3
+    assert page.earlier.value == pytest.approx(27 / 95) == pinned.earlier.value
+    assert page.copy_ms == pytest.approx(0.0475) and page.host_ms == pytest.approx(0.0475)
+    assert pinned.host_ms == pytest.approx(0.000475) and pinned.wait_ms == pytest.approx(0.047025)
+    seen = copies.see_thread(_thread_run(), _order_run(0.7, 0.1, (1.0, 1.0)))
+    (check,) = seen.checks
+    assert check.holds and check.measured == "overlap ratio 1 in every sample, 3 profiled steps"
+    earlier, host, beside = seen.sentences
+    assert "28% (pageable) and 28% (pinned)" in earlier and "medians of 3 loops" in earlier
+    assert "held the host for 1.00 and 1.00 times the copy's time" in host
+    assert beside.endswith("a pageable copy launched after the kernel read 0.70.")
+    copies.show_thread(_thread_run())
+    out = capsys.readouterr().out
+    assert "3 loops of 2 iterations" in out and len(plt.get_fignums()) == 1
+
+
+def test_a_thread_loop_without_overlap_fails_its_check_and_says_no_share():
+    run = _thread_run()
+    for p in run.value["profiles"].values():  # move every copy 1000 us past the matmuls
+        p.intervals[:] = [
+            dataclasses.replace(iv, start_us=iv.start_us + 300, end_us=iv.end_us + 300)
+            if iv.kind == "memcpy"
+            else iv
+            for iv in p.intervals
+        ]
+    seen = copies.see_thread(run, _order_run(0.7, 0.1, (1.0, 1.0)))
+    assert not seen.checks[0].holds
+    assert len(seen.sentences) == 2 and "overlap ratio was 0.00" in seen.sentences[1]
 
 
 # ---------------------------------------------------------------- 5. prefetching

@@ -1,10 +1,12 @@
-"""Notebook 02's runs shown, one module per section: returns, loops, six_ways, hazards, pinning."""
+"""Notebook 02's runs shown, one module per section: returns, loops, six_ways, hazards, pinning, timers."""
 
 from __future__ import annotations
 
 from ... import claims
 from ...records import Run
-from . import hazards, loops, pinning, returns, six_ways
+from . import hazards, loops, pinning, returns, six_ways, timers
+
+__all__ = ["claims_table", "hazards", "loops", "pinning", "returns", "six_ways", "timers"]
 
 
 def claims_table(

@@ -375,6 +375,103 @@ def add_order_claims(table: claims.ClaimsTable, run: Run) -> None:
         table.add(claim, source=FORUM, run=run, measured=said, holds=holds)
 
 
+# ---------------------------------------------------------------- 4. the thread's loop as posted
+
+THREADS = "the thread's loop"
+
+
+@dataclass(frozen=True)
+class ThreadLoop:
+    """One source memory in the forum thread's loop: per profiled step (one loop), the overlap
+    ratio and the share of the copies' time beside a matmul that was beside an earlier
+    iteration's; per copy, ms."""
+
+    overlap: claims.Value
+    earlier: claims.Value
+    copy_ms: float
+    host_ms: float  # the host's time in cudaMemcpyAsync
+    wait_ms: float  # in cudaStreamSynchronize
+
+
+def earlier_share(step: list[trace.Interval]) -> float:
+    """Of the copies' time beside a matmul, the share beside one launched before the previous
+    copy (in an earlier iteration of the loop); 0.0 when no copy ran beside a matmul."""
+    copies, kernels = _parts(step)
+    launched = {iv.correlation: iv.start_us for iv in trace.select(step, kind="runtime")}
+    copies.sort(key=lambda c: launched.get(c.correlation, c.start_us))
+    beside = earlier = 0.0
+    for before, copy in zip([None, *copies], copies, strict=False):
+        beside += trace.overlap_us([copy], kernels)
+        if before is not None:
+            since = launched.get(before.correlation, before.start_us)
+            old = [k for k in kernels if launched.get(k.correlation, k.start_us) < since]
+            earlier += trace.overlap_us([copy], old)
+    return earlier / beside if beside else 0.0
+
+
+def thread_loops(run: Run) -> dict[str, ThreadLoop]:
+    """``ThreadLoop`` of the pageable and the pinned loop, by source memory."""
+    found = {}
+    for memory, p in run.value["profiles"].items():
+        copies, kernels = _parts(p.intervals)
+        overlap = analysis.per_step(p, lambda step: trace.overlap_ratio(*_parts(step)))
+        per_copy = [
+            us / len(copies) / 1e3
+            for us in (
+                trace.covered_us(copies),
+                trace.host_blocked_us(p.intervals, "cudaMemcpyAsync"),
+                trace.host_blocked_us(p.intervals, "cudaStreamSynchronize"),
+            )
+        ]
+        found[memory] = ThreadLoop(overlap, analysis.per_step(p, earlier_share), *per_copy)
+    return found
+
+
+def show_thread(run: Run) -> None:
+    """Both loops: overlap ratio, earlier iterations' share; per copy the GPU's and host's ms."""
+    found, profiles = thread_loops(run), run.value["profiles"]
+    columns: list = ["source", "overlap", "of it, beside an earlier iteration's matmuls"]
+    columns += [
+        (w, "ms", ".3f") for w in ("GPU copy", "in cudaMemcpyAsync", "in cudaStreamSynchronize")
+    ]
+    rows = [
+        (m, str(t.overlap), str(t.earlier), t.copy_ms, t.host_ms, t.wait_ms)
+        for m, t in found.items()
+    ]
+    loops = next(iter(profiles.values())).steps
+    caption = f"per profiled step ({analysis.plural(loops, 'loop')} of {run.params['iterations']} iterations); times per copy"
+    display(tables.Table(columns, rows, caption=caption))
+    panels = {
+        f"{m}, the first loop: overlap {found[m].overlap.value:.2f}": analysis.steps_of(p)[0]
+        for m, p in profiles.items()
+    }
+    title = "the forum thread's loop: two matmuls on s_0, a blocking copy on s_1"
+    show_timelines(panels, title, run, list(profiles.values()))
+
+
+def see_thread(run: Run, changed: Run) -> claims.WhatWeSee:
+    """The thread's observation checked on its own loop, the answer's caveat, section 4 beside."""
+    found, see = thread_loops(run), claims.WhatWeSee(NOTEBOOK, run)
+    page, pinned = found["pageable"], found["pinned"]
+    see.check(
+        f"In the thread's loop the pageable copy overlapped the matmuls (overlap ratio at least {BESIDE:g})",
+        page.overlap.value >= BESIDE,
+        f"overlap ratio {page.overlap}{note(page.overlap)}",
+    )
+    kernel_first = _orders(changed)[0].overlap
+    held = [(t.host_ms + t.wait_ms) / t.copy_ms for t in (page, pinned)]
+    loops = analysis.plural(page.earlier.samples or 0, "loop")
+    if max(page.overlap.value, pinned.overlap.value) > 0:
+        see.say(
+            f"Of the copies' time beside a matmul, {page.earlier.value:.0%} (pageable) and {pinned.earlier.value:.0%} (pinned) was beside a matmul launched in an earlier iteration (medians of {loops})."
+        )
+    see.say(
+        f"Per copy the host spent {page.host_ms:.2f} ms in `cudaMemcpyAsync` and {page.wait_ms:.2f} ms in `cudaStreamSynchronize` with a pageable source, {pinned.host_ms:.3f} ms and {pinned.wait_ms:.2f} ms with a pinned one, against GPU copies of {page.copy_ms:.2f} and {pinned.copy_ms:.2f} ms: the blocking `.to()` held the host for {held[0]:.2f} and {held[1]:.2f} times the copy's time.",
+        f"With a pinned source the loop's overlap ratio was {pinned.overlap.value:.2f}, against {page.overlap.value:.2f} with a pageable one; in section 4's single launch, a pageable copy launched after the kernel read {kernel_first.value:.2f}{run.apart_from(changed, THREADS, 'section 4')}.",
+    )
+    return see
+
+
 # ---------------------------------------------------------------- the exercises' answers
 
 

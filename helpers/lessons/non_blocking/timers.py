@@ -1,0 +1,144 @@
+"""02, the end of section 5: the tutorial's Timer (one CPU thread) on the loops of sections 2, 3
+and 5, beside the synchronised host clock those sections use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import analysis, claims, tables, timing
+from ...records import Run
+from .returns import NOTEBOOK
+
+SAME = 0.1  # "about as long": a Timer / host clock ratio within 10% of 1, beyond the noise
+SECTIONS = {"small copies": 2, "synergies": 3, "tensordict": 5}  # the Timer run's keys
+SYNERGIES = {  # the tutorial's statement: section 3's (source, mode)
+    "copy_to_device(*tensors)": ("pageable", "blocking"),
+    "copy_to_device_nonblocking(*tensors)": ("pageable", "non_blocking=True"),
+    "copy_to_device(*tensors_pinned)": ("pinned", "blocking"),
+    "copy_to_device_nonblocking(*tensors_pinned)": ("pinned", "non_blocking=True"),
+    "pin_copy_to_device(*tensors)": ("pin_memory() then copy", "blocking"),
+    "pin_copy_to_device_nonblocking(*tensors)": ("pin_memory() then copy", "non_blocking=True"),
+}
+PINS = (  # the statements that pin on the host: a CPU copy per tensor
+    "pin_copy_to_device(*tensors)",
+    "pin_copy_to_device_nonblocking(*tensors)",
+    "td.to('cuda:0', non_blocking_pin=True, num_threads=0)",
+    "td.to('cuda:0', non_blocking_pin=True, num_threads=4)",
+)
+
+
+@dataclass(frozen=True)
+class BothClocks:
+    """One of the tutorial's statements, timed by its Timer and by our section's host clock."""
+
+    section: int
+    statement: str
+    timer: timing.Timing
+    ours: timing.Timing
+
+    @property
+    def ratio(self) -> claims.Value:
+        """Timer over host clock ("x"; above 1: longer under the Timer's one thread)."""
+        return claims.ratio(self.timer, self.ours)
+
+    @property
+    def pins(self) -> bool:
+        return self.statement in PINS
+
+    @property
+    def same(self) -> bool:
+        """Within ``SAME`` of 1, or not beyond the noise of it."""
+        return all(
+            claims.compare(
+                self.ratio, 1 + side * SAME, holds_if="above" if side < 0 else "below"
+            ).verdict
+            != claims.DOES_NOT_HOLD
+            for side in (-1, 1)
+        )
+
+
+def pairs(timers: Run, small: Run, six: Run, td: Run) -> list[BothClocks]:
+    """Every statement the Timer ran, with the host clock's timing of it, in the tutorial's order."""
+    ours = {
+        "small copies": {
+            "copy_to_device(*tensors)": small.value["blocking"]["time"],
+            "copy_to_device_nonblocking(*tensors)": small.value["non_blocking"]["time"],
+        },
+        "synergies": {s: six.value[way][mode] for s, (way, mode) in SYNERGIES.items()},
+        "tensordict": td.value["timings"],
+    }
+    return [
+        BothClocks(number, statement, timed, ours[key][statement])
+        for key, number in SECTIONS.items()
+        for statement, timed in timers.value[key].items()
+    ]
+
+
+def _note(timers: Run, small: Run) -> str:
+    return timers.apart_from(small, "the Timer's", "the host clock's")
+
+
+def show(timers: Run, small: Run, six: Run, td: Run) -> tables.Table:
+    """Each statement: the Timer's median (ms) and samples, the host clock's, and their ratio."""
+    columns: list = ["section", "statement", ("Timer, 1 thread", "ms", ".2f"), "Timer samples"]
+    columns += [
+        (f"host clock, {timers.value['threads']} threads", "ms", ".2f"),
+        "Timer / host clock",
+    ]
+    rows = [
+        (
+            p.section,
+            f"`{p.statement}`",
+            p.timer.median_ms,
+            len(p.timer.samples_s),
+            p.ours.median_ms,
+            analysis.times(p.ratio),
+        )
+        for p in pairs(timers, small, six, td)
+    ]
+    caption = f"medians; the Timer's `adaptive_autorange` samples are each one block of calls{_note(timers, small)}"
+    return tables.Table(columns, rows, caption=caption)
+
+
+def _ranked(found: list[BothClocks], clock: str) -> list[str]:
+    return [p.statement for p in sorted(found, key=lambda p: getattr(p, clock).median_s)]
+
+
+def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
+    """Whether plain copies took as long under both clocks, what pinning did, and the order."""
+    found, see = pairs(timers, small, six, td), claims.WhatWeSee(NOTEBOOK, timers)
+    plain = [p for p in found if not p.pins]
+    ratios = "; ".join(
+        f"`{p.statement}` (section {p.section}) {analysis.times(p.ratio)}" for p in plain
+    )
+    see.check(
+        f"The {len(plain)} statements without `pin_memory()` took about as long under both clocks (Timer / host clock within {SAME:.0%} of 1, or not beyond the noise of it)",
+        all(p.same for p in plain),
+        ratios,
+    )
+    threads = timers.value["threads"]
+    pinning = "; ".join(
+        f"`{p.statement}` {p.timer.median_ms:.0f} ms against {p.ours.median_ms:.0f} ms ({analysis.times(p.ratio)})"
+        for p in found
+        if p.pins
+    )
+    see.say(
+        f"The statements that pin on the host, under the Timer's one thread and under the host clock's {threads}: {pinning}."
+    )
+    for number in SECTIONS.values():
+        section = [p for p in found if p.section == number]
+        timer, ours = _ranked(section, "timer"), _ranked(section, "ours")
+        order = "; ".join(f"`{s}`" for s in timer)
+        if timer == ours:
+            see.say(
+                f"Section {number}'s statements rank the same under both clocks, from fastest to slowest: {order}."
+            )
+        else:
+            other = "; ".join(f"`{s}`" for s in ours)
+            see.say(
+                f"Section {number}'s statements rank differently: under the Timer, from fastest to slowest, {order}; under the host clock, {other}."
+            )
+    few = min(len(p.timer.samples_s) for p in found)
+    if analysis.few(few):
+        see.say(f"Some statements' Timer medians rest on {analysis.few(few)} (its fewest).")
+    return see
