@@ -684,6 +684,7 @@ def test_the_thread_loop_finds_the_copies_time_beside_an_earlier_iterations_matm
     assert page.overlap.value == pytest.approx(1.0) and page.earlier.samples == 3
     assert page.earlier.value == pytest.approx(27 / 95) == pinned.earlier.value
     assert page.copy_ms == pytest.approx(0.0475) and page.host_ms == pytest.approx(0.0475)
+    assert page.kernel_ms == pytest.approx(0.08)
     assert pinned.host_ms == pytest.approx(0.000475) and pinned.wait_ms == pytest.approx(0.047025)
     seen = copies.see_thread(_thread_run(), _order_run(0.7, 0.1, (1.0, 1.0)))
     (check,) = seen.checks
@@ -691,6 +692,7 @@ def test_the_thread_loop_finds_the_copies_time_beside_an_earlier_iterations_matm
     earlier, host, beside = seen.sentences
     assert "28% (pageable) and 28% (pinned)" in earlier and "medians of 3 loops" in earlier
     assert "held the host for 1.00 and 1.00 times the copy's time" in host
+    assert "the matmuls took 0.08 and 0.08 ms);" in beside
     assert beside.endswith("a pageable copy launched after the kernel read 0.70.")
     copies.show_thread(_thread_run())
     out = capsys.readouterr().out

@@ -389,6 +389,7 @@ class ThreadLoop:
     overlap: claims.Value
     earlier: claims.Value
     copy_ms: float
+    kernel_ms: float  # the matmuls' time per iteration
     host_ms: float  # the host's time in cudaMemcpyAsync
     wait_ms: float  # in cudaStreamSynchronize
 
@@ -419,6 +420,7 @@ def thread_loops(run: Run) -> dict[str, ThreadLoop]:
             us / len(copies) / 1e3
             for us in (
                 trace.covered_us(copies),
+                trace.covered_us(kernels),
                 trace.host_blocked_us(p.intervals, "cudaMemcpyAsync"),
                 trace.host_blocked_us(p.intervals, "cudaStreamSynchronize"),
             )
@@ -467,7 +469,7 @@ def see_thread(run: Run, changed: Run) -> claims.WhatWeSee:
         )
     see.say(
         f"Per copy the host spent {page.host_ms:.2f} ms in `cudaMemcpyAsync` and {page.wait_ms:.2f} ms in `cudaStreamSynchronize` with a pageable source, {pinned.host_ms:.3f} ms and {pinned.wait_ms:.2f} ms with a pinned one, against GPU copies of {page.copy_ms:.2f} and {pinned.copy_ms:.2f} ms: the blocking `.to()` held the host for {held[0]:.2f} and {held[1]:.2f} times the copy's time.",
-        f"With a pinned source the loop's overlap ratio was {pinned.overlap.value:.2f}, against {page.overlap.value:.2f} with a pageable one; in section 4's single launch, a pageable copy launched after the kernel read {kernel_first.value:.2f}{run.apart_from(changed, THREADS, 'section 4')}.",
+        f"With a pinned source the loop's overlap ratio was {pinned.overlap.value:.2f}, against {page.overlap.value:.2f} with a pageable one (the share of the shorter one's time: per iteration the matmuls took {pinned.kernel_ms:.2f} and {page.kernel_ms:.2f} ms); in section 4's single launch, a pageable copy launched after the kernel read {kernel_first.value:.2f}{run.apart_from(changed, THREADS, 'section 4')}.",
     )
     return see
 
