@@ -432,7 +432,7 @@ def thread_loops(run: Run) -> dict[str, ThreadLoop]:
 def show_thread(run: Run) -> None:
     """Both loops: overlap ratio, earlier iterations' share; per copy the GPU's and host's ms."""
     found, profiles = thread_loops(run), run.value["profiles"]
-    columns: list = ["source", "overlap", "of it, beside an earlier iteration's matmuls"]
+    columns: list = ["source", "overlap", "share beside an earlier iteration's matmul"]
     columns += [
         (w, "ms", ".3f") for w in ("GPU copy", "in cudaMemcpyAsync", "in cudaStreamSynchronize")
     ]
