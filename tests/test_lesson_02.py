@@ -915,7 +915,7 @@ def test_the_timer_pairs_every_statement_with_its_sections_host_clock(machine):
     alike = timers.see(_timers_run(machine, scale=1.05, pins=1.05), *_runs(machine)).sentences
     assert "Sections 2, 3 and 5's statements rank the same" in alike[4]
     table = timers.show(run, *_runs(machine))
-    assert len(table.rows) == 12 and table.rows[0][1] == "`copy_to_device(*tensors)`"
+    assert len(table.rows) == 12 and table.rows[0][1] == "copy_to_device(*tensors)"
 
 
 @pytest.mark.parametrize("machine", MACHINES[:1])

@@ -88,7 +88,7 @@ def show(timers: Run, small: Run, six: Run, td: Run) -> tables.Table:
     rows = [
         (
             p.section,
-            f"`{p.statement}`",
+            p.statement,
             p.timer.median_ms,
             len(p.timer.samples_s),
             p.ours.median_ms,
@@ -96,7 +96,7 @@ def show(timers: Run, small: Run, six: Run, td: Run) -> tables.Table:
         )
         for p in pairs(timers, small, six, td)
     ]
-    caption = f"medians; the Timer's `adaptive_autorange` samples are each one block of calls{_note(timers, small)}"
+    caption = f"medians; each of the Timer's adaptive_autorange samples is one block of calls{_note(timers, small)}"
     return tables.Table(columns, rows, caption=caption)
 
 
