@@ -1948,7 +1948,10 @@ def test_collectives_printer_prints_nccl_tests_blocks_and_writes_the_json(capsys
     assert again == [tmp_path / "out.json.0", tmp_path / "out.json.1"]  # as nccl-tests numbers them
     graphs = _parsed("collectives", "-g", "2", "--sizes", "1KiB", "-G", "3")
     collectives_cmd._NcclTestsPrinter(graphs, 2, "nccl")(_collective_report(1024))
-    assert "(CUDA graph of 20 calls replayed 3 times;" in capsys.readouterr().out
+    assert (
+        "(a new CUDA graph of 20 calls a sample, its first 3 launches timed, mean over ranks;"
+        in capsys.readouterr().out
+    )
 
 
 def test_collectives_sweep_over_gloo_ranks_goes_to_4_without_g(capsys, monkeypatch):
@@ -2231,8 +2234,8 @@ def test_collectives_sizes_left_out_are_the_ones_its_help_states():
     }
     assert "ranks to start without torchrun (default: one per GPU, or 2)" in flags["ngpus"]
     assert flags["cudagraph"].startswith(
-        "capture the -n calls in a CUDA graph and replay it this many times a sample "
-        "(default 0: launch each call; NCCL only)"
+        "capture the -n calls in a new CUDA graph each sample and time its first launches, "
+        "this many (default 0: launch each call; NCCL only)"
     )
 
 

@@ -1148,7 +1148,7 @@ class _FakeCuda:
     """The torch.cuda calls _graph_timing and NcclOutOfPlace make, noted instead of run."""
 
     def __init__(self, monkeypatch):
-        self.log, self.capturing = [], None
+        self.log, self.capturing, self.on = [], None, "main"
         self.now, self.replay_s = 0.0, 0.0  # a replay takes replay_s on the host clock
         cuda = self
 
@@ -1161,17 +1161,20 @@ class _FakeCuda:
 
         class CUDAGraph:
             def replay(self):
-                cuda.log.append(("replay", self))
+                cuda.log.append(("replay", self, cuda.on))
                 cuda.now += cuda.replay_s
 
         @contextlib.contextmanager
         def stream(s):
             cuda.log.append(("on", s.name))
+            before, cuda.on = cuda.on, s.name
             yield
+            cuda.on = before
 
         @contextlib.contextmanager
-        def graph(g):
+        def graph(g, stream=None, capture_error_mode="global"):
             assert isinstance(g, CUDAGraph), "a capture needs the graph to capture into"
+            cuda.log.append(("capture", stream and stream.name, capture_error_mode))
             cuda.capturing = g
             yield
             cuda.capturing = None
@@ -1192,35 +1195,57 @@ class _FakeCuda:
         self.log.append(("call", self.capturing))
 
 
-def test_graph_timing_captures_iters_calls_and_replays_them_each_sample(monkeypatch):
+def test_graph_timing_times_the_first_launches_of_a_new_graph_each_sample(monkeypatch):
     cuda = _FakeCuda(monkeypatch)
     monkeypatch.setattr(dist, "barrier", lambda: cuda.log.append(("barrier",)))
     monkeypatch.setattr(
         timed_collectives, "time", types.SimpleNamespace(perf_counter=lambda: cuda.now)
     )
+    monkeypatch.setattr(timed_collectives, "rank_device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(dist, "get_world_size", lambda: 2)
+    reduced = []
+
+    def all_reduce(t):  # the other rank took 2 ms a call in both samples
+        reduced.append(t.tolist())
+        t += 0.002
+
+    monkeypatch.setattr(dist, "all_reduce", all_reduce)
     cuda.replay_s = 0.012  # 3 calls a replay: 4 ms a call
     loop = timed_collectives._Loop(warmup=0, iters=3, samples=2, graph_launches=4)
     timed = timed_collectives._graph_timing(cuda.call, loop, 4096, "all_reduce 4 KiB")
+    assert reduced == [pytest.approx([0.004, 0.004])]  # this rank's samples, summed over ranks
     calls = [entry[1] for entry in cuda.log if entry[0] == "call"]
-    graph = calls[-1]
-    assert calls == [None, graph, graph, graph]  # one uncaptured warm-up call, then iters captured
-    assert graph is not None
+    first, second = calls[1], calls[4]
+    # one uncaptured warm-up call, then iters captured into a new graph for each sample
+    assert calls == [None, first, first, first, second, second, second]
+    assert first is not None and second is not None and first is not second
     assert cuda.log.index(("on", "side")) < cuda.log.index(("call", None))
-    replays = [entry[1] for entry in cuda.log if entry[0] == "replay"]
-    assert replays == [graph] * (1 + 2 * 4)  # once to warm, then launches per sample
-    assert [entry for entry in cuda.log if entry[0] == "barrier"] == [("barrier",)] * 2
+    # nccl-tests: captured on its own stream, thread-local, then a barrier before the timing
+    captures = [entry for entry in cuda.log if entry[0] == "capture"]
+    assert captures == [("capture", "side", "thread_local")] * 2
+    at = [n for n, entry in enumerate(cuda.log) if entry[0] == "capture"]
+    sample = cuda.log[at[0] : at[1]]
+    assert [e[0] for e in sample if e[0] in ("capture", "barrier", "replay")] == (
+        ["capture", "barrier"] + ["replay"] * 4
+    )
+    # no launch before the timed ones (the first uploads the graph, as in nccl-tests), all on side
+    replays = [entry[1:] for entry in cuda.log if entry[0] == "replay"]
+    assert replays == [(first, "side")] * 4 + [(second, "side")] * 4
     assert (timed.nbytes, timed.label, timed.calls_per_sample, timed.warmup) == (
         4096,
         "all_reduce 4 KiB",
         12,
         0,
     )
-    assert timed.method == "host clock around a CUDA graph of 3 calls replayed 4 times a sample"
-    assert timed.samples_s == pytest.approx([0.004, 0.004])
-    # the side stream starts after the work queued so far; the timed stream waits for it
+    assert timed.method == (
+        "host clock around the first 4 launches of a new CUDA graph of 3 calls, one graph a "
+        "sample, mean over ranks"
+    )
+    assert timed.samples_s == pytest.approx([0.003, 0.003])  # nccl-tests: the mean over ranks
+    # the side stream starts after the work queued so far
     waits = [entry for entry in cuda.log if entry[0] == "wait"]
-    assert waits == [("wait", "side", "main"), ("wait", "main", "side")]
-    assert cuda.log.index(waits[0]) < cuda.log.index(("call", None)) < cuda.log.index(waits[1])
+    assert waits == [("wait", "side", "main")]
+    assert cuda.log.index(waits[0]) < cuda.log.index(("call", None))
     warm = timed_collectives._graph_timing(cuda.call, timed_collectives._Loop(5, 1, 1, 1), 8, "x")
     assert warm.warmup == 5 and sum(1 for e in cuda.log if e == ("call", None)) == 1 + 5
 

@@ -227,8 +227,8 @@ def _add_collectives(sub: argparse._SubParsersAction) -> None:
         "--cudagraph",
         type=COUNT,
         default=0,
-        help="capture the -n calls in a CUDA graph and replay it this many times a sample "
-        "(default 0: launch each call; NCCL only)",
+        help="capture the -n calls in a new CUDA graph each sample and time its first launches, "
+        "this many (default 0: launch each call; NCCL only)",
     )
     coll.add_argument(
         "-I",

@@ -186,7 +186,7 @@ class _NcclTestsPrinter:
         if self.quiet:
             return
         graph = (
-            f"CUDA graph of {a.iters} calls replayed {a.cudagraph} times"
+            f"a new CUDA graph of {a.iters} calls a sample, its first {a.cudagraph} launches timed, mean over ranks"
             if a.cudagraph
             else "launched"
         )

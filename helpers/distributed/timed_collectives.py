@@ -236,8 +236,10 @@ def _time_one(
 
 
 def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) -> Any:
-    """nccl-tests' ``-G``: ``iters`` calls captured in one CUDA graph, replayed ``launches`` times a
-    sample after a barrier, on a host clock that stops when this GPU is done; seconds per call."""
+    """nccl-tests' ``-G`` (src/common.cu, BenchTime): for each sample, ``iters`` calls captured in a
+    new CUDA graph on a side stream, then, after a barrier, its first ``launches`` launches on that
+    stream timed by a host clock that stops when this GPU is done (the first launch uploads the
+    graph, inside the timing as in nccl-tests); seconds per call, each sample the mean over ranks."""
     from .. import timing
 
     warmup, iters, launches = loop.warmup, loop.iters, loop.graph_launches
@@ -246,25 +248,27 @@ def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) 
     with torch.cuda.stream(side):
         for _ in range(max(warmup, 1)):  # NCCL sets up its channels before a capture
             call()
-    torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(iters):
-            call()
-    graph.replay()
     seconds = []
     for _ in range(loop.samples):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
+            for _ in range(iters):
+                call()
         dist.barrier()
         torch.cuda.synchronize()
         start = time.perf_counter()
-        for _ in range(launches):
-            graph.replay()
+        with torch.cuda.stream(side):
+            for _ in range(launches):
+                graph.replay()
         torch.cuda.synchronize()
         seconds.append((time.perf_counter() - start) / (launches * iters))
+        del graph
+    mean = torch.tensor(seconds, dtype=torch.float64, device=rank_device())
+    dist.all_reduce(mean)  # nccl-tests reports the mean over ranks (its -a 1, the default)
     return timing.Timing(
-        samples_s=seconds,
-        method=f"host clock around a CUDA graph of {iters} calls replayed {launches} times a sample",
+        samples_s=(mean / dist.get_world_size()).tolist(),
+        method=f"host clock around the first {launches} launches of a new CUDA graph of {iters} calls, one graph a sample, mean over ranks",
         nbytes=size,
         label=label,
         calls_per_sample=iters * launches,
