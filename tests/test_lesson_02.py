@@ -933,3 +933,35 @@ def test_a_plain_copy_slower_under_the_timer_fails_the_check_and_the_order_is_na
     assert timers.see(last, *_runs(machine)).sentences[-1] == (
         "Some statements' Timer medians rest on 3 samples (its fewest)."
     )
+
+
+TIMERS = records.recorded_runs(NOTEBOOK, "tutorial_timers")
+
+
+@pytest.mark.parametrize("machine", sorted(TIMERS))
+def test_the_timer_sentences_agree_with_the_recordings(machine):
+    run, six = TIMERS[machine], SIX[machine].value
+    small, td = SMALL[machine].value, TD[machine].value["timings"]
+    ours = {
+        ("small copies", "copy_to_device(*tensors)"): small["blocking"]["time"],
+        ("small copies", "copy_to_device_nonblocking(*tensors)"): small["non_blocking"]["time"],
+        **{("synergies", s): six[w][m] for s, (w, m) in timers.SYNERGIES.items()},
+        **{("tensordict", s): t for s, t in td.items()},
+    }
+    ratio = {key: run.value[key[0]][key[1]].median_s / host.median_s for key, host in ours.items()}
+    pins = {k: r for k, r in ratio.items() if k[1] in timers.PINS}
+    plain = {
+        k: r for k, r in ratio.items() if k[1] not in timers.PINS and "num_threads=4" not in k[1]
+    }
+    assert len(pins) == 3 and len(plain) == 8
+    seen = timers.see(run, *_runs(machine))
+    (check,) = seen.checks
+    assert check.holds == (min(pins.values()) > max(plain.values()) and min(pins.values()) > 1)
+    shown = [float(x) for x in re.findall(r" ms, ([\d.]+)x ± ", check.measured)]
+    assert shown == pytest.approx(list(pins.values()), rel=0.01)
+    low, high = re.search(
+        r"between ([\d.]+)x ± \S+ .* and ([\d.]+)x ± ", seen.sentences[0]
+    ).groups()
+    assert (float(low), float(high)) == pytest.approx(
+        (min(plain.values()), max(plain.values())), rel=0.01
+    )

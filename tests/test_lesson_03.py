@@ -633,6 +633,49 @@ def test_host_in_memcpy_ms_refuses_an_unknown_configuration():
         copies.host_in_memcpy_ms(_order_run(1.0, 0.0, (1.0, 1.0)), "pageable, second")
 
 
+THREAD = records.recorded_runs(NOTEBOOK, "thread_as_written")
+
+
+def _earlier_share(step):
+    """Of the copies' time beside a matmul, the share beside one whose launch call started
+    before the previous copy's (computed here from the trace's correlation ids)."""
+    launched = {iv.correlation: iv.start_us for iv in step if iv.kind == "runtime"}
+    copies, kernels = _copy_vs_kernels(step)
+    copies = sorted(copies, key=lambda c: launched[c.correlation])
+    beside = earlier = 0.0
+    for n, copy in enumerate(copies):
+        beside += trace.overlap_us([copy], kernels)
+        if n:
+            since = launched[copies[n - 1].correlation]
+            earlier += trace.overlap_us(
+                [copy], [k for k in kernels if launched[k.correlation] < since]
+            )
+    return earlier / beside if beside else 0.0
+
+
+@pytest.mark.parametrize("machine", sorted(THREAD))
+def test_the_thread_loop_sentences_agree_with_the_trace(machine):
+    run = THREAD[machine]
+    page, pinned = run.value["profiles"]["pageable"], run.value["profiles"]["pinned"]
+    seen = copies.see_thread(run, RUNS["launch_order"][machine])
+    (check,) = seen.checks
+    assert check.holds == (_overlap(page) >= copies.BESIDE)
+    assert _after(check.measured, "overlap ratio") == pytest.approx(_overlap(page), abs=0.001)
+    earlier, host, beside = seen.sentences
+    shares = [_median_per_step(p, _earlier_share) * 100 for p in (page, pinned)]
+    assert _numbers(earlier)[:2] == pytest.approx(shares, abs=0.51)
+    n_copies = [len(_copy_vs_kernels(p.intervals)[0]) for p in (page, pinned)]
+    in_memcpy = [
+        trace.host_blocked_us(p.intervals, "cudaMemcpyAsync") / n / 1e3
+        for p, n in zip((page, pinned), n_copies, strict=True)
+    ]
+    assert _after(host, "host spent") == pytest.approx(in_memcpy[0], abs=0.006)
+    assert _after(host, "pageable source,") == pytest.approx(in_memcpy[1], abs=0.0006)
+    assert _after(beside, "overlap ratio was") == pytest.approx(_overlap(pinned), abs=0.006)
+    order = RUNS["launch_order"][machine].value["profiles"]["pageable, kernel first"]
+    assert beside.endswith(f"read {_overlap(order):.2f}.")
+
+
 def _thread_step(held):
     """Two iterations of the thread's loop, in us: each launches two matmuls (stream 7), then a
     copy (stream 9) whose cudaMemcpyAsync holds the host ``held`` of its time. Copy 1 runs beside
