@@ -797,10 +797,12 @@ def test_every_rank_expects_what_the_collective_gives_from_everyones_buffers(op,
 def test_a_collectives_buffers_are_float32_on_the_ranks_device(op, placement):
     cpu = torch.device("cpu")
     torch.set_default_device("meta")  # a buffer made without the rank's device lands here
+    torch.set_default_dtype(torch.float64)  # and one made without float32 is float64
     try:
         buffers, expected = timed_collectives._collective_buffers(op, 1, 2, 8, cpu, placement)
     finally:
         torch.set_default_device(None)
+        torch.set_default_dtype(torch.float32)
     for name, tensor in [*buffers.items(), ("expected", expected)]:
         assert (tensor.device, tensor.dtype) == (cpu, torch.float32), name
     in_place = placement == "in_place" and op != "all_to_all"

@@ -89,32 +89,35 @@ def _collective_buffers(
     In place (default: notebook 06's placement), "part" is the rank's slice of "full".
     """
     in_place = (placement or NOTEBOOK_PLACEMENT[op]) == "in_place"
+    f32 = torch.float32  # named on every buffer, whatever torch's default dtype is
     n, share = world_size, numel // world_size
     # the index of the part each element belongs to
-    parts = torch.arange(n, dtype=torch.float32, device=device).repeat_interleave(share)
+    parts = torch.arange(n, dtype=f32, device=device).repeat_interleave(share)
     total = n * (n + 1) / 2  # sum over ranks of rank + 1
     mine = slice(rank * share, (rank + 1) * share)  # this rank's part of "full"
     if op == "all_reduce":
-        full = torch.full((numel,), rank + 1.0, device=device)
-        out = {} if in_place else {"out": torch.empty(numel, device=device)}
-        return {"full": full, **out}, torch.full((numel,), total, device=device)
+        full = torch.full((numel,), rank + 1.0, dtype=f32, device=device)
+        out = {} if in_place else {"out": torch.empty(numel, dtype=f32, device=device)}
+        return {"full": full, **out}, torch.full((numel,), total, dtype=f32, device=device)
     if op == "all_gather":
-        full = torch.empty(numel, device=device)
-        part = full[mine] if in_place else torch.empty(share, device=device)
+        full = torch.empty(numel, dtype=f32, device=device)
+        part = full[mine] if in_place else torch.empty(share, dtype=f32, device=device)
         part.fill_(rank + 1.0)
         return {"full": full, "part": part}, parts + 1
     if op == "reduce_scatter":
         full = (parts + 1) * (rank + 1)
-        part = full[mine] if in_place else torch.empty(share, device=device)
-        return {"full": full, "part": part}, torch.full((share,), total * (rank + 1), device=device)
+        part = full[mine] if in_place else torch.empty(share, dtype=f32, device=device)
+        return {"full": full, "part": part}, torch.full(
+            (share,), total * (rank + 1), dtype=f32, device=device
+        )
     if op == "broadcast":
-        ramp = torch.arange(numel, dtype=torch.float32, device=device) % 1024
-        full = ramp.clone() if rank == 0 else torch.zeros(numel, device=device)
-        out = {} if in_place else {"out": torch.empty(numel, device=device)}
+        ramp = torch.arange(numel, dtype=f32, device=device) % 1024
+        full = ramp.clone() if rank == 0 else torch.zeros(numel, dtype=f32, device=device)
+        out = {} if in_place else {"out": torch.empty(numel, dtype=f32, device=device)}
         return {"full": full, **out}, ramp
     # all_to_all: part j of rank r goes to rank j, so rank r receives part r of every rank j
     full = rank * n + parts
-    return {"full": full, "out": torch.empty(numel, device=device)}, parts * n + rank
+    return {"full": full, "out": torch.empty(numel, dtype=f32, device=device)}, parts * n + rank
 
 
 def _collective_call(op: str, buffers: dict[str, torch.Tensor], direct: Any = None) -> None:
