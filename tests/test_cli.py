@@ -343,7 +343,7 @@ def test_datamove_streams_the_first_gloo_row_before_the_last_in_nccl_tests_forma
         "-g",
         "2",
         "--ops",
-        "all_reduce,all_gather",
+        "all_reduce,all_gather,broadcast,reduce_scatter",
         "-b",
         "1K",
         "-e",
@@ -366,10 +366,11 @@ def test_datamove_streams_the_first_gloo_row_before_the_last_in_nccl_tests_forma
     for line in proc.stdout:
         lines.append(line)
         if done_at_first_row is None and line.strip()[:1].isdigit():
-            # Order, not seconds: the second op's JSON document (out.json.0, as nccl-tests
-            # names a second file) is written after its last row is measured, so a first row
+            # Order, not seconds: the last op's JSON document (out.json.2, as nccl-tests
+            # names a fourth file) is written after its last row is measured, so a first row
             # that was only flushed at the end (not streamed) arrives after it has its contents.
-            out = tmp_path / "out.json.0"
+            # Three more ops after the first row leave a reader slowed by a busy machine time.
+            out = tmp_path / "out.json.2"
             done_at_first_row = out.exists() and out.stat().st_size > 0
     assert proc.wait(timeout=600) == 0, proc.stderr.read()
     assert done_at_first_row is False, "the first row came only once every row was measured"
@@ -379,18 +380,19 @@ def test_datamove_streams_the_first_gloo_row_before_the_last_in_nccl_tests_forma
         in text
     )
     rows = [line.split() for line in lines if line.strip()[:1].isdigit()]
-    assert [int(row[0]) for row in rows] == [1024, 4096, 16384] * 2
+    assert [int(row[0]) for row in rows] == [1024, 4096, 16384] * 4
     real = FIXTURE_LOG.read_text().splitlines()
     real_row = next(line.split() for line in real if line.strip()[:1].isdigit())
     assert all(len(row) == len(real_row) == 13 for row in rows)  # size..root, then 4 per group
     assert rows[0][5:9] == ["N/A"] * 4 and rows[0][12] == "0"  # all_reduce: in place only
     gather = rows[3]  # all_gather: both groups measured under gloo
     assert gather[8] == gather[12] == "0" and float(gather[7]) >= 0
-    assert text.count("# Out of bounds values : 0 OK") == 2 and "# Avg bus bandwidth    : " in text
-    assert text.count("# Using devices") == 2 and "#  Rank  1 Group  0 Pid" in text
-    # one JSON document per op, at -J's path and then path.0, as two nccl-tests runs write them
-    docs = [json.loads((tmp_path / name).read_text()) for name in ("out.json", "out.json.0")]
-    assert text.count("# Writing JSON output to") == 2
+    assert text.count("# Out of bounds values : 0 OK") == 4 and "# Avg bus bandwidth    : " in text
+    assert text.count("# Using devices") == 4 and "#  Rank  1 Group  0 Pid" in text
+    # one JSON document per op, at -J's path and then path.0, .1, .2, as nccl-tests runs write them
+    names = ("out.json", "out.json.0", "out.json.1", "out.json.2")
+    docs = [json.loads((tmp_path / name).read_text()) for name in names]
+    assert text.count("# Writing JSON output to") == 4
     for doc in docs:
         assert doc["config"]["ngpus"] == 2 and len(doc["results"]) == 3
         assert doc["out_of_bounds"] == {"count": 0, "okay": "true"} and doc["errors"] == []
