@@ -965,3 +965,27 @@ def test_the_timer_sentences_agree_with_the_recordings(machine):
     assert (float(low), float(high)) == pytest.approx(
         (min(plain.values()), max(plain.values())), rel=0.01
     )
+
+
+@pytest.mark.parametrize("machine", sorted(TIMERS))
+def test_exercise_4_names_the_clocks_under_which_pinning_by_hand_did_not_pay(machine, capsys):
+    run, six = TIMERS[machine], SIX[machine].value
+    syn = run.value["synergies"]
+    faster = (
+        claims.ratio(syn["copy_to_device(*tensors)"], syn["pin_copy_to_device(*tensors)"]),
+        claims.ratio(six["pageable"]["blocking"], six["pin_memory() then copy"]["blocking"]),
+    )
+    agrees = tuple(claims.compare(f, 1, holds_if="above").verdict != claims.HOLDS for f in faster)
+    expected = timers.AGREES[agrees]
+    assert timers.check_tutorial_agrees(None, run, *_runs(machine)) is None
+    assert timers.check_tutorial_agrees(expected, run, *_runs(machine)) is True
+    wrong = next(c for c in timers.AGREES.values() if c != expected)
+    assert timers.check_tutorial_agrees(wrong, run, *_runs(machine)) is False
+    assert "Not quite" in capsys.readouterr().out
+
+
+def test_exercise_4_follows_the_timers_verdict():
+    machine = sorted(TIMERS)[0]  # where the host clock's pinning by hand paid (2.36x)
+    for scale, pins, expected in ((1.0, 100.0, "the Timer (one thread)"), (1.0, 0.001, "neither")):
+        run = _timers_run(machine, scale=scale, pins=pins)
+        assert timers.check_tutorial_agrees(expected, run, *_runs(machine)) is True

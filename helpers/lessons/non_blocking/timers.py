@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ... import analysis, claims, tables, timing
+from ... import analysis, claims, exercises, tables, timing
 from ...records import Run
 from .returns import NOTEBOOK
 
@@ -18,6 +18,19 @@ SYNERGIES = {  # the tutorial's statement: section 3's (source, mode)
     "copy_to_device_nonblocking(*tensors_pinned)": ("pinned", "non_blocking=True"),
     "pin_copy_to_device(*tensors)": ("pin_memory() then copy", "blocking"),
     "pin_copy_to_device_nonblocking(*tensors)": ("pin_memory() then copy", "non_blocking=True"),
+}
+BY_HAND = {  # section 3's mode: the tutorial's (pageable copy, pin then copy) statements
+    "blocking": ("copy_to_device(*tensors)", "pin_copy_to_device(*tensors)"),
+    "non_blocking=True": (
+        "copy_to_device_nonblocking(*tensors)",
+        "pin_copy_to_device_nonblocking(*tensors)",
+    ),
+}
+AGREES = {  # (no speed-up under the Timer, no speed-up under the host clock): the choice
+    (True, True): "both",
+    (True, False): "the Timer (one thread)",
+    (False, True): "the host clock",
+    (False, False): "neither",
 }
 PINS = (  # the statements that pin on the main thread: a CPU copy per tensor there
     "pin_copy_to_device(*tensors)",
@@ -100,6 +113,30 @@ def show(timers: Run, small: Run, six: Run, td: Run) -> tables.Table:
     return tables.Table(columns, rows, caption=caption)
 
 
+def by_hand(found: list[BothClocks]) -> dict[str, tuple[claims.Comparison, claims.Comparison]]:
+    """Section 3's ``pin_memory()`` then copy against the pageable copy, per mode: how many times
+    as fast (above 1: pinning by hand paid), under the Timer and under the host clock."""
+    by = {p.statement: p for p in found if p.section == SECTIONS["synergies"]}
+
+    def judged(pageable: str, pinning: str, clock: str) -> claims.Comparison:
+        fast = claims.ratio(getattr(by[pageable], clock), getattr(by[pinning], clock))
+        return claims.compare(fast, 1, holds_if="above")
+
+    return {mode: (judged(a, b, "timer"), judged(a, b, "ours")) for mode, (a, b) in BY_HAND.items()}
+
+
+def check_tutorial_agrees(
+    answer: str | None, timers: Run, small: Run, six: Run, td: Run
+) -> bool | None:
+    """Exercise 4: under which clock the blocking pin-then-copy loop brought no speed-up beyond
+    the noise over the pageable copy, as the tutorial says it should not."""
+    under_timer, under_ours = by_hand(pairs(timers, small, six, td))["blocking"]
+    agrees = [c.verdict != claims.HOLDS for c in (under_timer, under_ours)]
+    expected = AGREES[agrees[0], agrees[1]]
+    hint = "read the last sentences of section 5: did pinning by hand pay with one thread, and with many?"
+    return exercises.check_choice(answer, expected, choices=list(AGREES.values()), hint=hint)
+
+
 def _ranked(found: list[BothClocks], clock: str) -> list[str]:
     return [p.statement for p in sorted(found, key=lambda p: getattr(p, clock).median_s)]
 
@@ -134,26 +171,13 @@ def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
         f"The {len(plain)} statements that do not pin came out between {analysis.times(least.ratio)} (`{least.statement}`, section {least.section}) and {analysis.times(most.ratio)} (`{most.statement}`, section {most.section}) as long under the Timer{_note(timers, small)}: that is how far apart the two clocks came on loops that do not pin.",
         f"tensordict's `num_threads={td.params['threads']}`, which pins in its own threads, took {analysis.times(by[(5, in_threads)].ratio)} as long under the Timer.",
     )
-    for mode, (pageable, pinning) in {
-        "blocking": ("copy_to_device(*tensors)", "pin_copy_to_device(*tensors)"),
-        "non_blocking=True": (
-            "copy_to_device_nonblocking(*tensors)",
-            "pin_copy_to_device_nonblocking(*tensors)",
-        ),
-    }.items():
-        a, b = by[(3, pageable)], by[(3, pinning)]
-        fast = [claims.ratio(getattr(a, c), getattr(b, c)) for c in ("timer", "ours")]
+    for mode, (under_timer, under_ours) in by_hand(found).items():
         paid = [
-            claims.worded(
-                claims.compare(f, 1, holds_if="above").verdict,
-                "paid",
-                "did not pay",
-                "made no difference beyond the noise",
-            )
-            for f in fast
+            claims.worded(f.verdict, "paid", "did not pay", "made no difference beyond the noise")
+            for f in (under_timer, under_ours)
         ]
         see.say(
-            f"Section 3's pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(fast[0])} as fast as the pageable copy under the Timer, and {analysis.times(fast[1])} under the host clock: pinning by hand {paid[0]} with one thread and {paid[1]} with {timers.value['threads']}."
+            f"Section 3's pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(under_timer.value)} as fast as the pageable copy under the Timer, and {analysis.times(under_ours.value)} under the host clock: pinning by hand {paid[0]} with one thread and {paid[1]} with {timers.value['threads']}."
         )
     alike = []
     for number in SECTIONS.values():
