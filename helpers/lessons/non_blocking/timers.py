@@ -137,12 +137,8 @@ def check_tutorial_agrees(
     return exercises.check_choice(answer, expected, choices=list(AGREES.values()), hint=hint)
 
 
-def _ranked(found: list[BothClocks], clock: str) -> list[str]:
-    return [p.statement for p in sorted(found, key=lambda p: getattr(p, clock).median_s)]
-
-
 def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
-    """Whether pinning took longer under the Timer, and plain copies as long; the order."""
+    """Whether pinning took longer under the Timer, how far plain copies moved, pinning by hand."""
     found, see = pairs(timers, small, six, td), claims.WhatWeSee(NOTEBOOK, timers)
     by = {(p.section, p.statement): p for p in found}
 
@@ -179,21 +175,6 @@ def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
         see.say(
             f"Section 3's pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(under_timer.value)} as fast as the pageable copy under the Timer, and {analysis.times(under_ours.value)} under the host clock: pinning by hand {paid[0]} with one thread and {paid[1]} with {timers.value['threads']}."
         )
-    alike = []
-    for number in SECTIONS.values():
-        section = [p for p in found if p.section == number]
-        timer, ours = _ranked(section, "timer"), _ranked(section, "ours")
-        if timer == ours:
-            alike.append(str(number))
-        else:
-            order, other = ("; ".join(f"`{s}`" for s in r) for r in (timer, ours))
-            see.say(
-                f"Section {number}'s statements rank differently by their medians: under the Timer, from fastest to slowest, {order}; under the host clock, {other}."
-            )
-    if alike:
-        names = f"{', '.join(alike[:-1])} and {alike[-1]}" if len(alike) > 1 else alike[0]
-        sections = f"Section{'s' if len(alike) > 1 else ''} {names}'s"
-        see.say(f"{sections} statements rank the same by their medians under both clocks.")
     few = min(len(p.timer.samples_s) for p in found)
     if analysis.few(few):
         see.say(f"Some statements' Timer medians rest on {analysis.few(few)} (its fewest).")
