@@ -20,6 +20,7 @@ CLAIMS = (
     "Pinning pays for large batches of large tensors when it runs in separate threads [DataLoader pin_memory=True]",
     "DataLoader(pin_memory=True) hands out batches in pinned memory",
 )
+CLOCK = "host clock with PyTorch's CPU threads; section 5's end times both with the tutorial's one-thread Timer"
 TD_COLUMNS = ["call", ("median", "ms", ".1f"), ("IQR / median", "", ".1%"), "samples"]
 DL_COLUMNS = ["loader", "pinned batches", "batches", ("epoch", "ms", ".1f")]
 
@@ -153,8 +154,8 @@ def add_claims(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:
     advice = f"{TUTORIAL} (tensordict and advice)"
     off, on = dl.epoch_ms["pin_memory=False"], dl.epoch_ms["pin_memory=True"]
     measured = (
-        f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and {ms[td.default]:.1f} ms); pays: {pays.in_words()}",
-        f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and {ms[td.pin_main]:.1f} ms); threads pay: {threads_pay.in_words()}",
+        f"time of {td.pin_main} / time of {td.default} ({ms[td.pin_main]:.1f} and {ms[td.default]:.1f} ms, {CLOCK}); pays: {pays.in_words()}",
+        f"time of {td.pin_threads} / time of {td.pin_main} ({ms[td.pin_threads]:.1f} and {ms[td.pin_main]:.1f} ms, {CLOCK}); threads pay: {threads_pay.in_words()}",
         f"epoch without pin_memory / epoch with it ({off:.0f} and {on:.0f} ms, {dl.speedup.samples} samples); pays: {dl_pays.in_words()}",
         dl.pinned_counts,
     )
