@@ -9,7 +9,6 @@ from ... import analysis, claims, exercises, tables, timing
 from ...records import Run
 from .returns import NOTEBOOK
 
-SAME = 0.1  # "about as long": a Timer / host clock ratio within 10% of 1, beyond the noise
 SECTIONS = {"small copies": 2, "synergies": 3, "tensordict": 5}  # the Timer run's keys
 SYNERGIES = {  # the tutorial's statement: section 3's (source, mode)
     "copy_to_device(*tensors)": ("pageable", "blocking"),
@@ -57,17 +56,6 @@ class BothClocks:
     def pins(self) -> bool:
         """It pins on the main thread."""
         return self.statement in PINS
-
-    @property
-    def same(self) -> bool:
-        """Within ``SAME`` of 1, or not beyond the noise of it."""
-        return all(
-            claims.compare(
-                self.ratio, 1 + side * SAME, holds_if="above" if side < 0 else "below"
-            ).verdict
-            != claims.DOES_NOT_HOLD
-            for side in (-1, 1)
-        )
 
 
 def pairs(timers: Run, small: Run, six: Run, td: Run) -> list[BothClocks]:
