@@ -1160,9 +1160,6 @@ def test_the_prefetching_sentences_say_where_their_numbers_come_from(machine):
     assert f"(replayed from {run.machine})" in prefetching.see(run).to_markdown()
 
 
-# copies.py is being changed on main (issue 35): its tests stay in functions of their own
-
-
 @pytest.mark.parametrize("machine", sorted(RUNS["pinned_x_streamed"]))
 def test_the_tutorial_table_names_its_columns_and_steps(machine, monkeypatch):
     run = RUNS["pinned_x_streamed"][machine]

@@ -411,21 +411,14 @@ def earlier_share(step: list[trace.Interval]) -> float:
 
 
 def thread_loops(run: Run) -> dict[str, ThreadLoop]:
-    """``ThreadLoop`` of the pageable and the pinned loop, by source memory."""
-    found = {}
+    """``ThreadLoop`` of the pageable and the pinned loop, by source memory (``beside`` per step,
+    divided among the loop's iterations: one copy each)."""
+    n, found = run.params["iterations"], {}
     for memory, p in run.value["profiles"].items():
-        copies, kernels = _parts(p.intervals)
-        overlap = analysis.per_step(p, lambda step: trace.overlap_ratio(*_parts(step)))
-        per_copy = [
-            us / len(copies) / 1e3
-            for us in (
-                trace.covered_us(copies),
-                trace.covered_us(kernels),
-                trace.host_blocked_us(p.intervals, "cudaMemcpyAsync"),
-                trace.host_blocked_us(p.intervals, "cudaStreamSynchronize"),
-            )
-        ]
-        found[memory] = ThreadLoop(overlap, analysis.per_step(p, earlier_share), *per_copy)
+        step = beside(p)
+        wait_ms = trace.host_blocked_us(p.intervals, "cudaStreamSynchronize") / p.steps / 1e3
+        per_copy = (step.copy_ms / n, step.kernel_ms / n, step.host_ms / n, wait_ms / n)
+        found[memory] = ThreadLoop(step.overlap, analysis.per_step(p, earlier_share), *per_copy)
     return found
 
 
