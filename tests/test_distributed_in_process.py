@@ -853,6 +853,53 @@ def test_graph_timing_gets_the_call_the_size_and_the_label(world_of_one, monkeyp
     assert len(direct.calls) == 2
 
 
+class _Graph:
+    """A captured graph's stand-in: counts replay() and hands out its exec handle."""
+
+    def __init__(self, handle=None):
+        self.replays = 0
+        if handle is not None:
+            self.raw_cuda_graph_exec = lambda: handle
+
+    def replay(self):
+        self.replays += 1
+
+
+class _Stream:
+    cuda_stream = 5678
+
+
+def test_graph_launch_calls_the_drivers_cuGraphLaunch_on_the_graph_and_stream(monkeypatch):
+    calls, results = [], iter([0, 1])
+
+    class Driver:
+        class cuGraphLaunch:  # ctypes' function object: argtypes is set on it, then it is called
+            def __new__(cls, handle, stream):
+                calls.append((handle, stream))
+                return next(results)
+
+    monkeypatch.setattr(timed_collectives.ctypes, "CDLL", lambda name: Driver)
+    graph = _Graph(handle=1234)
+    launch, name = timed_collectives._graph_launch(graph, _Stream())
+    launch()
+    assert name == "cuGraphLaunch calls" and calls == [(1234, 5678)] and graph.replays == 0
+    with pytest.raises(RuntimeError, match="cuGraphLaunch failed: run without -G"):
+        launch()  # a CUresult other than CUDA_SUCCESS (0)
+
+
+@pytest.mark.parametrize("missing", ["driver library", "raw exec handle"])
+def test_graph_launch_falls_back_to_replay(monkeypatch, missing):
+    def no_library(name):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    if missing == "driver library":
+        monkeypatch.setattr(timed_collectives.ctypes, "CDLL", no_library)
+    graph = _Graph(handle=1234 if missing == "driver library" else None)
+    launch, name = timed_collectives._graph_launch(graph, _Stream())
+    launch()
+    assert name == "graph.replay() calls" and graph.replays == 1
+
+
 def test_per_iteration_times_under_nccl_are_cuda_event_milliseconds_in_seconds(
     world_of_one, monkeypatch
 ):
@@ -1161,6 +1208,9 @@ class _FakeCuda:
             def wait_stream(self, other):
                 cuda.log.append(("wait", self.name, other.name))
 
+            def synchronize(self):
+                cuda.log.append(("sync", self.name))
+
         class CUDAGraph:
             def replay(self):
                 cuda.log.append(("replay", self, cuda.on))
@@ -1227,8 +1277,10 @@ def test_graph_timing_times_the_first_launches_of_a_new_graph_each_sample(monkey
     assert captures == [("capture", "side", "thread_local")] * 2
     at = [n for n, entry in enumerate(cuda.log) if entry[0] == "capture"]
     sample = cuda.log[at[0] : at[1]]
-    assert [e[0] for e in sample if e[0] in ("capture", "barrier", "replay")] == (
-        ["capture", "barrier"] + ["replay"] * 4
+    assert [e[:2] for e in sample if e[0] in ("capture", "barrier", "replay", "sync")] == (
+        [("capture", "side"), ("barrier",), ("sync", None)]
+        + [("replay", first)] * 4
+        + [("sync", "side")]  # the clock stops when the side stream is done, as in nccl-tests
     )
     # no launch before the timed ones (the first uploads the graph, as in nccl-tests), all on side
     replays = [entry[1:] for entry in cuda.log if entry[0] == "replay"]
@@ -1240,8 +1292,8 @@ def test_graph_timing_times_the_first_launches_of_a_new_graph_each_sample(monkey
         0,
     )
     assert timed.method == (
-        "host clock around the first 4 launches of a new CUDA graph of 3 calls, one graph a "
-        "sample, mean over ranks"
+        "host clock around the first 4 graph.replay() calls of a new CUDA graph of 3 calls, one "
+        "graph a sample, mean over ranks"  # no libcuda here: replay() stands in for cuGraphLaunch
     )
     assert timed.samples_s == pytest.approx([0.003, 0.003])  # nccl-tests: the mean over ranks
     # the side stream starts after the work queued so far

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import socket
 import time
@@ -241,7 +242,7 @@ def _time_one(
 def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) -> Any:
     """nccl-tests' ``-G`` (src/common.cu, BenchTime): for each sample, ``iters`` calls captured in a
     new CUDA graph on a side stream, then, after a barrier, its first ``launches`` launches on that
-    stream timed by a host clock that stops when this GPU is done (the first launch uploads the
+    stream timed by a host clock that stops when that stream is done (the first launch uploads the
     graph, inside the timing as in nccl-tests); seconds per call, each sample the mean over ranks."""
     from .. import timing
 
@@ -258,25 +259,52 @@ def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) 
         with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
             for _ in range(iters):
                 call()
+        launch, launched = _graph_launch(graph, side)
         dist.barrier()
         torch.cuda.synchronize()
         start = time.perf_counter()
-        with torch.cuda.stream(side):
-            for _ in range(launches):
-                graph.replay()
-        torch.cuda.synchronize()
+        for _ in range(launches):
+            launch()
+        side.synchronize()  # nccl-tests waits for its stream, not for the device
         seconds.append((time.perf_counter() - start) / (launches * iters))
         del graph
     mean = torch.tensor(seconds, dtype=torch.float64, device=rank_device())
     dist.all_reduce(mean)  # nccl-tests reports the mean over ranks (its -a 1, the default)
     return timing.Timing(
         samples_s=(mean / dist.get_world_size()).tolist(),
-        method=f"host clock around the first {launches} launches of a new CUDA graph of {iters} calls, one graph a sample, mean over ranks",
+        method=f"host clock around the first {launches} {launched} of a new CUDA graph of {iters} calls, one graph a sample, mean over ranks",
         nbytes=size,
         label=label,
         calls_per_sample=iters * launches,
         warmup=warmup,
     )
+
+
+def _graph_launch(
+    graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream
+) -> tuple[Callable[[], None], str]:
+    """One launch of ``graph`` on ``stream`` as nccl-tests makes it, and its name: the driver's
+    ``cuGraphLaunch`` called directly on the instantiated graph, or ``graph.replay()`` where the
+    driver library or torch's ``raw_cuda_graph_exec`` is missing. replay() returned 15-25 us
+    later than a C program's first launch of the same graph (the README's -G section)."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+        handle, raw = graph.raw_cuda_graph_exec(), stream.cuda_stream
+    except (OSError, AttributeError):
+
+        def replay() -> None:
+            with torch.cuda.stream(stream):
+                graph.replay()
+
+        return replay, "graph.replay() calls"
+
+    driver.cuGraphLaunch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+
+    def launch() -> None:
+        if driver.cuGraphLaunch(handle, raw) != 0:
+            raise RuntimeError("cuGraphLaunch failed: run without -G, or report it")
+
+    return launch, "cuGraphLaunch calls"
 
 
 def _per_iteration_s(call: Callable[[], None], iters: int) -> list[float]:
