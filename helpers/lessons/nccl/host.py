@@ -59,8 +59,9 @@ def summary(run: Run, calls: Sequence[str] = P2P_CALLS + COLL_CALLS) -> dict[str
         at_return, by_poll = ([bool(r[k]) for r in rows] if k in asked else None for k in FLAGS)
         asked -= {"arrived"} if rows[0].get("backend") == "gloo" else set()  # gloo: no GPU to ask
         arrived = statistics.mean(bool(r["arrived"]) for r in rows) if "arrived" in asked else None
-        late = rows[0]["late_s"] * 1e3
-        out[call] = Call(late, ms[0], ms[1], ms[2], arrived, at_return, by_poll, len(rows))
+        out[call] = Call(
+            rows[0]["late_s"] * 1e3, ms[0], ms[1], ms[2], arrived, at_return, by_poll, len(rows)
+        )
     return out
 
 
@@ -82,9 +83,9 @@ def show(gloo: Run, nccl: Run, part: str) -> None:
         caption = f"{repeats}; data there: share of repeats where the data had arrived when the host went on"
         display(tables.Table(COLUMNS, cells, title=title_, caption=caption))
         for call, s in rows.items():
-            polled = f";\n  polling it turned True within {4 * s.late_ms:.0f} ms in {sum(s.by_poll or [])} of {s.n}"
             if s.at_return is not None:
                 said = f"{call}: is_completed() right after irecv returned: True in {sum(s.at_return)} of {s.n} repeats"
+                polled = f";\n  polling it turned True within {4 * s.late_ms:.0f} ms in {sum(s.by_poll or [])} of {s.n}"
                 print(said + (polled if s.by_poll else ""))
         groups = {
             c.replace(" + ", "\n+ "): {BACK: max(s.waited.value, 1e-3), DONE: s.done.value}
@@ -175,12 +176,9 @@ def waits_for_data(run: Run, calls: list[str]) -> str:
 
 def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
     """{source's statement: (what is measured, its comparison or bool)}, from NCCL's host timings."""
-    s = summary(host)
-    first, recv, wait, timeout, poll = (s[c] for c in P2P_CALLS)
-    blocking, async_ = s["all_reduce"], s[COLL_CALLS[1]]
+    first, recv, wait, timeout, poll, blocking, async_ = summary(host).values()  # P2P, COLL_CALLS
     late, flags = recv.late_ms, [f for c in (wait, timeout, poll) for f in c.at_return or []]
     times = claims.ratio(first.returned, recv.returned)  # the first recv over a later one
-    slowest = max((c.returned for c in (wait, timeout, poll)), key=lambda v: v.value)
 
     def held(value: claims.Value) -> claims.Comparison:
         return claims.compare(value, HELD * late, holds_if="above")
@@ -192,7 +190,7 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
 
     fifth = f"threshold: a fifth of the sender's {late:.0f} ms delay"
     polled = quick(poll.waited) if all(poll.by_poll or [False]) else False
-    rows = {
+    return {
         "A blocking recv of a CUDA tensor (NCCL, after the first) returns once the receive is enqueued, before the data has arrived": (
             f"recv's return (ms; {fifth}); the data came {recv.done.value:.1f} ms after the call, there at return in {recv.arrived:.0%} of {recv.n}",
             quick(recv.returned, recv),
@@ -209,7 +207,7 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
         ),
         "isend/irecv return immediately; the transfer goes on in the background": (
             f"the slowest irecv kind's return (ms; {fifth}); isend's return is not timed (rank 0 calls isend(...).wait())",
-            quick(slowest),
+            quick(max((c.returned for c in (wait, timeout, poll)), key=lambda v: v.value)),
         ),
         "A blocking collective (async_op=False) returns once it is enqueued; the host does not wait for the transfer": (
             f"all_reduce's return (ms; threshold: a fifth of the other rank's {late:.0f} ms delay); data there in {blocking.arrived:.0%} of repeats",
@@ -238,7 +236,6 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
             held(recv.done),
         ),
     }
-    return rows
 
 
 def add_claims(table: claims.ClaimsTable, host: Run) -> None:
