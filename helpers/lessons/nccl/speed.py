@@ -188,9 +188,8 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     rate, floor = s.algbw[-1], min(us)  # GB/s at the largest size; us
     cheap = [timing.format_bytes(b) for b in s.sizes if b / rate / 1e3 < floor]
     said = f"At the {largest} algbw ({rate:.0f} GB/s), moving the bytes alone takes less than the shortest call ({floor:.1f} us) up to {cheap[-1] if cheap else 'no size measured'}: there the fixed cost of a call is most of the time."
-    seen.say(said)
     curves = [f"`{op}` {claims.describe_curve(s.sizes, v).words}" for op, v in busbw.items()]
-    seen.say(f"busbw on {s.ranks} ranks: " + "; ".join(curves) + ".")
+    seen.say(said, f"busbw on {s.ranks} ranks: " + "; ".join(curves) + ".")
     for n, values in s.busbw.items():
         shares = [
             f"{v[-1] / s.ceiling:.0%}" if v[-1] <= s.ceiling else f"{v[-1]:.0f} GB/s, above it"
