@@ -59,9 +59,8 @@ def summary(run: Run, calls: Sequence[str] = P2P_CALLS + COLL_CALLS) -> dict[str
         at_return, by_poll = ([bool(r[k]) for r in rows] if k in asked else None for k in FLAGS)
         asked -= {"arrived"} if rows[0].get("backend") == "gloo" else set()  # gloo: no GPU to ask
         arrived = statistics.mean(bool(r["arrived"]) for r in rows) if "arrived" in asked else None
-        out[call] = Call(
-            rows[0]["late_s"] * 1e3, ms[0], ms[1], ms[2], arrived, at_return, by_poll, len(rows)
-        )
+        late = rows[0]["late_s"] * 1e3
+        out[call] = Call(late, ms[0], ms[1], ms[2], arrived, at_return, by_poll, len(rows))
     return out
 
 
@@ -131,11 +130,9 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     one, later = s["first recv"], s["recv"].returned.value
     not_yet = "not there yet: it did not wait for the transfer"
     there = "already there" if one.arrived == 1 else not_yet
-    seen.say(
-        f"NCCL's very first `recv` (one call, sender {one.late_ms:.0f} ms late) returned after "
-        f"{one.returned.value:.1f} ms, {one.returned.value / later:.0f} times a later one's "
-        f"{later:.3f} ms, with the data {there}."
-    )
+    took = f"{one.returned.value:.1f} ms, {one.returned.value / later:.0f} times a later one's {later:.3f} ms"
+    first = f"NCCL's very first `recv` (one call, sender {one.late_ms:.0f} ms late) returned after"
+    seen.say(f"{first} {took}, with the data {there}.")
     held = all(g[c].waited.value >= HELD * g[c].late_ms for c in waits)
     said = "; ".join(f"{c}: {g[c].waited.value:.1f} ms" for c in waits)
     said += f" (threshold: {HELD:.0%} of the delay); the value read right after was the one sent"
