@@ -44,8 +44,8 @@ def show_missing_send(*runs: Run) -> None:
     """Each case: how it ended, its marks (s after the worker started), where rank 1 stopped."""
     for run in runs:
         for case in run.value:
-            ran = f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s"
             print(f"{case_name(run, case)} ({where(run)}):\n  {case['reason']};")
+            ran = f"{case['elapsed_s']:.2f} s against a deadline of {case['timeout_s']:g} s"
             print(f"  the ranks ran {ran}")
             for rank, status in enumerate(case["status"]):
                 reached = ", ".join(f"{label!r} at {t:.3f} s" for t, label in case["marks"][rank])
