@@ -14,12 +14,9 @@ NOTEBOOK = "00_start_here"
 DIP = 0.95  # a rate below this share of the size before's is a dip
 FLAT = 0.05  # the relative change between sizes that describe_curve calls flat
 SLOW, NEAR_LINK = 0.1, 0.8  # the two expectations: below a tenth of the best; 80% of the raw rate
-CURVE_COLUMNS: list[object] = [
-    ("size", "", size),
-    ("median", "us", ".2f"),
-    ("IQR / median", "", ".1%"),
-]
-CURVE_COLUMNS += ["samples", ("bandwidth", "GB/s", ".2f")]
+COLUMNS = [("size", "", size), ("median", "us", ".2f"), ("IQR / median", "", ".1%"), "samples"]
+COLUMNS += [("bandwidth", "GB/s", ".2f")]  # the curve's table
+BESIDE = "the copy's bar sits inside the kernel's span"  # the timeline's check
 
 
 def sizes_line() -> str:
@@ -82,7 +79,7 @@ def show_curve(run: Run) -> tables.Table:
         (n, t.median_us, t.spread, len(t.samples_s), t.gbps)
         for n, t in zip(f.sizes, f.timings, strict=True)
     ]
-    return tables.Table(CURVE_COLUMNS, rows, caption="CUDA events; decimal GB/s")
+    return tables.Table(COLUMNS, rows, caption="CUDA events; decimal GB/s")
 
 
 def see_curve(run: Run) -> claims.WhatWeSee:
@@ -154,9 +151,7 @@ def see_timeline(run: Run) -> claims.WhatWeSee:
         f"The profiled steps hold {len(copies)} copies and {len(kernels)} kernels. {hidden:.0%} of "
         f"the shorter activity ran while the other was running: the copy {how}."
     )
-    seen.check(
-        "the copy's bar sits inside the kernel's span", hidden >= 0.9, f"{hidden:.0%} overlap"
-    )
+    seen.check(BESIDE, hidden >= 0.9, f"{hidden:.0%} overlap")
     return seen
 
 

@@ -216,7 +216,7 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
             quick(max(wait.waited, async_.waited, key=lambda v: v.value), wait, async_),
         ),
         "work.wait(timeout) blocks the host until the operation ends (or the timeout passes)": (
-            f"host back after irecv + wait(timeout) (ms; threshold: 80% of the sender's {late:.0f} ms delay); data there in {timeout.arrived:.0%} of repeats",
+            f"host back after irecv + wait(timeout) (ms; threshold: {HELD:.0%} of the sender's {late:.0f} ms delay); data there in {timeout.arrived:.0%} of repeats",
             held(timeout.waited) if timeout.arrived == 1 else False,
         ),
         "work.is_completed() is True once the operation is enqueued; it does not mean the data has arrived": (
@@ -225,11 +225,11 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
             True if any(flags) else polled,
         ),
         "An NCCL operation waits for the work queued before it on the current stream": (
-            f"synchronize() on the punctual rank, the earlier of blocking and async all_reduce (ms; threshold: 80% of the late rank's {late:.0f} ms spin kernel)",
+            f"synchronize() on the punctual rank, the earlier of blocking and async all_reduce (ms; threshold: {HELD:.0%} of the late rank's {late:.0f} ms spin kernel)",
             held(min(blocking.done, async_.done, key=lambda v: v.value)),
         ),
         "torch.cuda.synchronize() blocks the host until all queued GPU work has finished": (
-            f"after recv, when synchronize() returned (ms; threshold: 80% of the data's {late:.0f} ms delay)",
+            f"after recv, when synchronize() returned (ms; threshold: {HELD:.0%} of the data's {late:.0f} ms delay)",
             held(recv.done),
         ),
     }
