@@ -14,6 +14,9 @@ NOTEBOOK = "00_start_here"
 DIP = 0.95  # a rate below this share of the size before's is a dip
 FLAT = 0.05  # the relative change between sizes that describe_curve calls flat
 SLOW, NEAR_LINK = 0.1, 0.8  # the two expectations: below a tenth of the best; 80% of the raw rate
+COLUMNS = [("size", "", size), ("median", "us", ".2f"), ("IQR / median", "", ".1%"), "samples"]
+COLUMNS += [("bandwidth", "GB/s", ".2f")]  # the curve's table
+BESIDE = "the copy's bar sits inside the kernel's span"  # the timeline's check
 
 
 def sizes_line() -> str:
@@ -27,8 +30,7 @@ def sizes_line() -> str:
 
 
 def plan(folder: Path | str | None = None) -> tables.Table:
-    """Per notebook in ``folder`` (default: the course's notebooks, wherever the page runs): its
-    experiments live here, replayed, and from which machines."""
+    """Per notebook in ``folder`` (default: the course's): its experiments live, replayed, from where."""
     table = tables.Table(
         ["notebook", "experiments live", "experiments replayed", "replayed from"],
         title=f"this machine has {hardware.gpu_count()} GPU(s)",
@@ -52,14 +54,15 @@ class Curve:
     sizes: list[int]  # bytes
     rates: list[float]  # median GB/s per size
     best: float  # GB/s
-    half_size: int  # the first size at half the best rate (bytes)
-    dip: int | None  # the size before the first rate below DIP of its predecessor's
+    half: int  # the index of the first size at half the best rate
+    dip: int | None  # the index of the size before the first rate below DIP of its predecessor's
 
 
 def curve_facts(run: Run) -> Curve:
+    """The curve's sizes (bytes) and rates (GB/s), its half point, best rate and first dip."""
     sizes, rates = list(run.params["sizes"]), [t.gbps for t in run.value]
     best, dips = max(rates), [i for i in range(len(rates) - 1) if rates[i + 1] < rates[i] * DIP]
-    half = next(s for s, r in zip(sizes, rates, strict=True) if r >= best / 2)
+    half = next(i for i, (_, r) in enumerate(zip(sizes, rates, strict=True)) if r >= best / 2)
     return Curve(list(run.value), sizes, rates, best, half, dips[0] if dips else None)
 
 
@@ -72,41 +75,32 @@ def show_curve(run: Run) -> tables.Table:
         ceiling_gbps=f.best,
         ceiling_label="best measured",
     )
-    return tables.Table(
-        [("size", "", size), ("median", "us", ".2f"), ("IQR / median", "", ".1%"), "samples"]
-        + [("bandwidth", "GB/s", ".2f")],
-        [
-            (n, t.median_us, t.spread, len(t.samples_s), t.gbps)
-            for n, t in zip(f.sizes, f.timings, strict=True)
-        ],
-        caption="CUDA events; decimal GB/s",
-    )
+    rows = [
+        (n, t.median_us, t.spread, len(t.samples_s), t.gbps)
+        for n, t in zip(f.sizes, f.timings, strict=True)
+    ]
+    return tables.Table(COLUMNS, rows, caption="CUDA events; decimal GB/s")
 
 
 def see_curve(run: Run) -> claims.WhatWeSee:
     """The smallest and best rates, the half point, the curve's shape, its first dip."""
     f, seen = curve_facts(run), claims.WhatWeSee(NOTEBOOK, run)
     shape = claims.describe_curve(f.sizes, f.rates, tolerance=FLAT)
-    rise = f.rates[-1] / f.rates[-2] - 1
     seen.say(
         f"The smallest copy ({size(f.sizes[0])}) moves {f.rates[0]:.3g} GB/s, the best {f.best:.3g} "
-        f"GB/s; the copy first reaches half of its best rate at {size(f.half_size)}."
+        f"GB/s; the copy first reaches half of its best rate at {size(f.sizes[f.half])}.",
+        f"Pinned H2D {shape.words}.",
     )
-    seen.say(f"Pinned H2D {shape.words}.")
-    h, top = (
-        f.sizes.index(f.half_size),
-        f.rates.index(f.best),
-    )  # per size step: up to h, then to top
-    up, on = (
-        (f.rates[h] / f.rates[0]) ** (1 / max(h, 1)),
-        (f.best / f.rates[h]) ** (1 / max(top - h, 1)),
-    )
+    h, top = f.half, f.rates.index(f.best)  # growth per size step: up to h, then from h to top
+    up = (f.rates[h] / f.rates[0]) ** (1 / max(h, 1))
+    on = (f.best / f.rates[h]) ** (1 / max(top - h, 1))
     seen.check(
         "the rate climbs with size, more and more slowly",
         up > on > 1,
-        f"{up:.3g}x per size step up to {size(f.half_size)}, {on:.3g}x per step from there to the "
+        f"{up:.3g}x per size step up to {size(f.sizes[h])}, {on:.3g}x per step from there to the "
         f"best at {size(f.sizes[top])}",
     )
+    rise = f.rates[-1] / f.rates[-2] - 1
     if shape.kind == "still rising":  # at the end, or before the last two sizes (after a dip)
         seen.say(
             "So this sweep has not found the link's limit: the largest copy is a lower bound on it."
@@ -143,16 +137,13 @@ def show_timeline(run: Run) -> None:
     """The timeline of a copy beside a kernel, then where its Chrome trace file is."""
     title = plotting.machine_title("Copy beside a kernel", run.machine, run.live)
     plotting.timeline(trace.relative(run.value.intervals), title=title)
-    print(
-        "the Chrome trace, openable in https://ui.perfetto.dev :",
-        config.shown_path(run.value.chrome_trace.path),
-    )
+    trace_file = config.shown_path(run.value.chrome_trace.path)
+    print("the Chrome trace, openable in https://ui.perfetto.dev :", trace_file)
 
 
 def see_timeline(run: Run) -> claims.WhatWeSee:
     """How much of the shorter activity (the copy or the kernel) ran beside the other, in words."""
-    intervals = run.value.intervals
-    copies, kernels = trace.select(intervals, kind="memcpy"), trace.select(intervals, kind="kernel")
+    copies, kernels = (trace.select(run.value.intervals, kind=k) for k in ("memcpy", "kernel"))
     hidden = trace.overlap_ratio(copies, kernels)
     how = "ran beside the kernel" if hidden >= 0.9 else "did not overlap the kernel"
     how = "overlapped the kernel only in part" if 0.1 < hidden < 0.9 else how
@@ -160,9 +151,7 @@ def see_timeline(run: Run) -> claims.WhatWeSee:
         f"The profiled steps hold {len(copies)} copies and {len(kernels)} kernels. {hidden:.0%} of "
         f"the shorter activity ran while the other was running: the copy {how}."
     )
-    seen.check(
-        "the copy's bar sits inside the kernel's span", hidden >= 0.9, f"{hidden:.0%} overlap"
-    )
+    seen.check(BESIDE, hidden >= 0.9, f"{hidden:.0%} overlap")
     return seen
 
 
@@ -174,11 +163,6 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
     gpu0 = machine.value["gpus"][0]
     gen, width = gpu0.get("pcie_gen_current"), gpu0.get("pcie_width_current")
     link = hardware.pcie_theoretical_gbps(gen, width)
-    share = None  # no share of a bound above 100%
-    if link and largest.value - largest.spread <= link:
-        share = claims.Value(
-            largest.value / link, largest.spread / link, "of the raw rate", largest.samples
-        )
     table = claims.ClaimsTable(NOTEBOOK)
     table.add(
         f"Small copies are slow: a {first} copy moves less than a tenth of the best rate",
@@ -187,11 +171,14 @@ def claims_table(curve: Run, machine: Run) -> claims.ClaimsTable:
         holds=claims.compare(claims.ratio(smallest, best), SLOW, holds_if="below"),
         run=curve,
     )
-    measured = "the PCIe link's generation and width were not reported"
+    measured, share = "the PCIe link's generation and width were not reported", None
     if link:
         raw = f"PCIe gen {gen} x{width}, {link:.3g} GB/s"
         measured = f"{last}: {largest}, above the raw rate of the reported {raw}: the copies did not take that link as reported (a measurement problem)"
-    if share:
+    if link and largest.value - largest.spread <= link:  # no share of a bound above 100%
+        share = claims.Value(
+            largest.value / link, largest.spread / link, "of the raw rate", largest.samples
+        )
         measured = f"{last}: {largest}, against the raw rate of {raw} (share shown)"
     table.add(
         f"Large copies come close to the link's speed: {last} reaches {NEAR_LINK:.0%} of the PCIe "

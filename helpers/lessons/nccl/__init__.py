@@ -12,10 +12,9 @@ def where_it_runs(gpus: int, max_ranks: int) -> str:
     """Which experiments run live on a machine of ``gpus`` GPUs (NCCL on at most ``max_ranks``)."""
     live = f"run live, on up to {min(gpus, max_ranks)} ranks"
     nccl = live if gpus >= 2 else "replay full-size recordings"
-    said = f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};"
     quick = "in quick mode (fewer repeats, shorter deadlines)"
     size = quick if config.quick_mode() else "at full size"
-    return said + f"\nthe gloo experiments run live on this machine's CPU, {size}."
+    return f"This machine has {gpus} GPU(s): the NCCL experiments (two GPUs or more) {nccl};\nthe gloo experiments run live on this machine's CPU, {size}."
 
 
 def claims_table(

@@ -46,9 +46,8 @@ class Ranks:
     """One ``seven_collectives`` run."""
 
     backend: str
-    devices: list[str]  # each rank's, like pids and ports
-    pids: list[int]
-    ports: list[str]  # the store's
+    n: int  # ranks
+    placed: str  # where the ranks ran: their devices, processes and the store's port, in words
     wrong: list[str]  # the results unlike the source's, one line each
     reduce: tuple[Any, Any]  # rank 1's buffer before and after reduce (it is not the destination)
 
@@ -60,8 +59,11 @@ def facts(run: Run) -> Ranks:
         if want is not None and got != want:
             wrong.append(f"{mode} {name} rank {rank}: {got} != {want}")
     devices, pids, ports = ([w[key] for w in who] for key in ("device", "pid", "MASTER_PORT"))
+    placed = "on " + ", ".join(devices) if len(set(devices)) == n else "all on " + devices[0]
+    processes = "each in a process of its own" if len(set(pids)) == n else "sharing a process"
+    port = "met at one store port" if len(set(ports)) == 1 else "at different ports"
     before, after = (run.value["blocking"]["reduce"][k][1] for k in ("before", "after"))
-    return Ranks(run.params["backend"], devices, pids, ports, wrong, (before, after))
+    return Ranks(run.params["backend"], n, f"{placed}, {processes}, {port}", wrong, (before, after))
 
 
 def show_ranks(*runs: Run) -> None:
@@ -77,7 +79,7 @@ def show(*runs: Run) -> None:
     for run in runs:
         f = facts(run)
         drawn = {name: {**d, "call": CALLS[name]} for name, d in run.value["blocking"].items()}
-        what = f"Seven collectives, {f.backend}, {len(f.devices)} ranks"
+        what = f"Seven collectives, {f.backend}, {f.n} ranks"
         plotting.draw_before_after(drawn, title=plotting.machine_title(what, run.machine, run.live))
         plt.show()
         holds = "every rank holds what the source says after all seven, blocking and async_op=True"
@@ -91,18 +93,14 @@ def see(nccl: Run, gloo: Run) -> claims.WhatWeSee:
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for run in (nccl, gloo):
         f = facts(run)
-        n, head = len(f.devices), f"{f.backend} ({where(run)})"
-        distinct = len(set(f.devices)) == n
-        placed = "on " + ", ".join(f.devices) if distinct else "all on " + f.devices[0]
-        processes = "each in a process of its own" if len(set(f.pids)) == n else "sharing a process"
-        port = "met at one store port" if len(set(f.ports)) == 1 else "at different ports"
+        before, after = f.reduce
         differ = f"{len(f.wrong)} results differ from what the source says."
-        result = differ if f.wrong else ALL_HOLD
-        seen.say(f"{head}: the ranks ran {placed}, {processes}, {port}; {result}")
-        changed = f"no longer its own {f.reduce[0]}: the backend used the buffer on the way."
-        kept = "what it had before." if f.reduce[1] == f.reduce[0] else changed
-        rank1 = f"{f.backend}'s rank 1 (not the destination)"
-        seen.say(f"After `reduce`, {rank1} holds {f.reduce[1]}, {kept}")
+        changed = f"no longer its own {before}: the backend used the buffer on the way."
+        kept = "what it had before." if after == before else changed
+        seen.say(
+            f"{f.backend} ({where(run)}): the ranks ran {f.placed}; {differ if f.wrong else ALL_HOLD}",
+            f"After `reduce`, {f.backend}'s rank 1 (not the destination) holds {after}, {kept}",
+        )
     return seen
 
 
@@ -111,5 +109,5 @@ def add_claims(table: claims.ClaimsTable, *runs: Run) -> None:
     for run in runs:
         f = facts(run)
         text = f"The seven collectives leave each rank the data the source shows ({f.backend})"
-        said = f"{len(f.wrong)} mismatches over {len(CALLS)} collectives x {len(f.devices)} ranks x ({', '.join(MODES)})"
+        said = f"{len(f.wrong)} mismatches over {len(CALLS)} collectives x {f.n} ranks x ({', '.join(MODES)})"
         table.add(text, source=ARTICLE, measured=said, holds=not f.wrong, run=run)

@@ -75,11 +75,9 @@ def see_missing_send(gloo: Run, nccl: Run) -> claims.WhatWeSee:
 class Wait:
     """What rank 1's ``wait(timeout)`` did with no ``send``."""
 
-    backend: str
     reached: bool  # whether rank 1 got into wait()
     raised: bool
     waited: float | None  # s from "waiting" to the raise or return (None: neither)
-    timeout_s: float
     sentence: str  # all that, in words
 
 
@@ -99,8 +97,7 @@ def wait_of(run: Run) -> Wait:
         inside = "the irecv call" if "connected" in marks else "irecv (its pair not connected yet)"
         said = f"rank 1 never reached {call}: it was inside {inside} and {stopped}; "
         said += "this measured the connection, not the wait"
-    reached, raised = "waiting" in marks, end == "wait raised"
-    return Wait(run.params["backend"], reached, raised, waited, timeout_s, said)
+    return Wait("waiting" in marks, end == "wait raised", waited, said)
 
 
 def show_wait_timeout(*runs: Run) -> None:
@@ -114,10 +111,11 @@ def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     """Per backend: when the wait raised (s after it began, against its timeout), or what it did."""
     seen = claims.WhatWeSee(NOTEBOOK, nccl)
     for run in (gloo, nccl):
-        w, head = wait_of(run), f"{run.params['backend']} ({where(run)}, one run): "
+        w, timeout_s = wait_of(run), run.params["wait_timeout_s"]
+        head = f"{run.params['backend']} ({where(run)}, one run): "
         if w.raised and w.waited is not None:
-            off = w.waited - w.timeout_s
-            when = f"{abs(off):.2f} s {'before' if off < 0 else 'after'} its timeout of {w.timeout_s:g} s ({off / w.timeout_s:+.0%})"
+            off = w.waited - timeout_s
+            when = f"{abs(off):.2f} s {'before' if off < 0 else 'after'} its timeout of {timeout_s:g} s ({off / timeout_s:+.0%})"
             raised = f"the wait raised {w.waited:.2f} s after it began"
             seen.say(f"{head}{raised}, {when}, and the host went on.")
         else:
@@ -129,10 +127,10 @@ def see_wait_timeout(gloo: Run, nccl: Run) -> claims.WhatWeSee:
 def add_claims(table: claims.ClaimsTable, wait_nccl: Run, wait_gloo: Run, miss_nccl: Run) -> None:
     """``wait(timeout)`` raising (per backend) and where the missing ``send`` stops the host."""
     for run in (wait_nccl, wait_gloo):
-        w = wait_of(run)
+        w, backend = wait_of(run), run.params["backend"]
         text = "work.wait(timeout) raises an exception once the timeout passes, if the operation has not ended"
         holds, said = w.raised if w.reached else None, w.sentence + " (one run)"
-        table.add(f"{text} ({w.backend})", source=ARTICLE, measured=said, holds=holds, run=run)
+        table.add(f"{text} ({backend})", source=ARTICLE, measured=said, holds=holds, run=run)
     stop, warm = stops(miss_nccl), next(c for c in miss_nccl.value if c["warm_up"])
     labels = [label for _, label in warm["marks"][1]]
     reached = f"rank 1 reached {labels}, status {warm['status'][1]}; "

@@ -82,9 +82,9 @@ def show(gloo: Run, nccl: Run, part: str) -> None:
         caption = f"{repeats}; data there: share of repeats where the data had arrived when the host went on"
         display(tables.Table(COLUMNS, cells, title=title_, caption=caption))
         for call, s in rows.items():
-            polled = f";\n  polling it turned True within {4 * s.late_ms:.0f} ms in {sum(s.by_poll or [])} of {s.n}"
             if s.at_return is not None:
                 said = f"{call}: is_completed() right after irecv returned: True in {sum(s.at_return)} of {s.n} repeats"
+                polled = f";\n  polling it turned True within {4 * s.late_ms:.0f} ms in {sum(s.by_poll or [])} of {s.n}"
                 print(said + (polled if s.by_poll else ""))
         groups = {
             c.replace(" + ", "\n+ "): {BACK: max(s.waited.value, 1e-3), DONE: s.done.value}
@@ -130,11 +130,9 @@ def see_point_to_point(gloo: Run, nccl: Run) -> claims.WhatWeSee:
     one, later = s["first recv"], s["recv"].returned.value
     not_yet = "not there yet: it did not wait for the transfer"
     there = "already there" if one.arrived == 1 else not_yet
-    seen.say(
-        f"NCCL's very first `recv` (one call, sender {one.late_ms:.0f} ms late) returned after "
-        f"{one.returned.value:.1f} ms, {one.returned.value / later:.0f} times a later one's "
-        f"{later:.3f} ms, with the data {there}."
-    )
+    took = f"{one.returned.value:.1f} ms, {one.returned.value / later:.0f} times a later one's {later:.3f} ms"
+    first = f"NCCL's very first `recv` (one call, sender {one.late_ms:.0f} ms late) returned after"
+    seen.say(f"{first} {took}, with the data {there}.")
     held = all(g[c].waited.value >= HELD * g[c].late_ms for c in waits)
     said = "; ".join(f"{c}: {g[c].waited.value:.1f} ms" for c in waits)
     said += f" (threshold: {HELD:.0%} of the delay); the value read right after was the one sent"
@@ -175,12 +173,9 @@ def waits_for_data(run: Run, calls: list[str]) -> str:
 
 def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
     """{source's statement: (what is measured, its comparison or bool)}, from NCCL's host timings."""
-    s = summary(host)
-    first, recv, wait, timeout, poll = (s[c] for c in P2P_CALLS)
-    blocking, async_ = s["all_reduce"], s[COLL_CALLS[1]]
+    first, recv, wait, timeout, poll, blocking, async_ = summary(host).values()  # P2P, COLL_CALLS
     late, flags = recv.late_ms, [f for c in (wait, timeout, poll) for f in c.at_return or []]
     times = claims.ratio(first.returned, recv.returned)  # the first recv over a later one
-    slowest = max((c.returned for c in (wait, timeout, poll)), key=lambda v: v.value)
 
     def held(value: claims.Value) -> claims.Comparison:
         return claims.compare(value, HELD * late, holds_if="above")
@@ -192,7 +187,7 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
 
     fifth = f"threshold: a fifth of the sender's {late:.0f} ms delay"
     polled = quick(poll.waited) if all(poll.by_poll or [False]) else False
-    rows = {
+    return {
         "A blocking recv of a CUDA tensor (NCCL, after the first) returns once the receive is enqueued, before the data has arrived": (
             f"recv's return (ms; {fifth}); the data came {recv.done.value:.1f} ms after the call, there at return in {recv.arrived:.0%} of {recv.n}",
             quick(recv.returned, recv),
@@ -209,7 +204,7 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
         ),
         "isend/irecv return immediately; the transfer goes on in the background": (
             f"the slowest irecv kind's return (ms; {fifth}); isend's return is not timed (rank 0 calls isend(...).wait())",
-            quick(slowest),
+            quick(max((c.returned for c in (wait, timeout, poll)), key=lambda v: v.value)),
         ),
         "A blocking collective (async_op=False) returns once it is enqueued; the host does not wait for the transfer": (
             f"all_reduce's return (ms; threshold: a fifth of the other rank's {late:.0f} ms delay); data there in {blocking.arrived:.0%} of repeats",
@@ -221,7 +216,7 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
             quick(max(wait.waited, async_.waited, key=lambda v: v.value), wait, async_),
         ),
         "work.wait(timeout) blocks the host until the operation ends (or the timeout passes)": (
-            f"host back after irecv + wait(timeout) (ms; threshold: 80% of the sender's {late:.0f} ms delay); data there in {timeout.arrived:.0%} of repeats",
+            f"host back after irecv + wait(timeout) (ms; threshold: {HELD:.0%} of the sender's {late:.0f} ms delay); data there in {timeout.arrived:.0%} of repeats",
             held(timeout.waited) if timeout.arrived == 1 else False,
         ),
         "work.is_completed() is True once the operation is enqueued; it does not mean the data has arrived": (
@@ -230,15 +225,14 @@ def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
             True if any(flags) else polled,
         ),
         "An NCCL operation waits for the work queued before it on the current stream": (
-            f"synchronize() on the punctual rank, the earlier of blocking and async all_reduce (ms; threshold: 80% of the late rank's {late:.0f} ms spin kernel)",
+            f"synchronize() on the punctual rank, the earlier of blocking and async all_reduce (ms; threshold: {HELD:.0%} of the late rank's {late:.0f} ms spin kernel)",
             held(min(blocking.done, async_.done, key=lambda v: v.value)),
         ),
         "torch.cuda.synchronize() blocks the host until all queued GPU work has finished": (
-            f"after recv, when synchronize() returned (ms; threshold: 80% of the data's {late:.0f} ms delay)",
+            f"after recv, when synchronize() returned (ms; threshold: {HELD:.0%} of the data's {late:.0f} ms delay)",
             held(recv.done),
         ),
     }
-    return rows
 
 
 def add_claims(table: claims.ClaimsTable, host: Run) -> None:

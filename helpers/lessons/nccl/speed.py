@@ -65,9 +65,8 @@ def show_overlap(run: Run) -> None:
     found, fig, axes = overlap_of(run), *plt.subplots(2, 1, figsize=(10, 6))
     longest = max(trace.span_us(p.select(kind=trace.GPU_KINDS)) for p in run.value.values())
     for ax, (mode, profile), f in zip(axes, run.value.items(), found.values(), strict=True):
-        print(f"{mode}: all_reduce kernels {f.nccl_ms:.3f} ms, other kernels {f.other_ms:.3f} ms,")
-        ratio = f"overlap ratio {f.ratio.value:.2f} (median of the steps)"
-        print(f"  GPU busy {f.busy_ms:.3f} ms per step; {ratio}")
+        said = f"{mode}: all_reduce kernels {f.nccl_ms:.3f} ms, other kernels {f.other_ms:.3f} ms,\n  GPU busy {f.busy_ms:.3f} ms per step; overlap ratio {f.ratio.value:.2f} (median of the steps)"
+        print(said)
         plotting.timeline(profile.intervals, title=mode, ax=ax, include_host=False, unit="ms")
         ax.set_xlim(0, longest / 1e3 * 1.02)  # the same time scale for both
         ends = tuple(f" {k.stream}" for k in split_kernels(profile)[0])
@@ -88,13 +87,9 @@ def see_overlap(run: Run) -> claims.WhatWeSee:
         near = near if f.busy_ms - longer < total - f.busy_ms else near[::-1]
         ratio = f.ratio if f.ratio.spread else f"{f.ratio.value:.2f} in every step"
         nccl, others = (", ".join(map(str, ids)) for ids in f.streams)
-        where = f"on stream {nccl}, " + (
-            "the matmuls too" if nccl == others else f"the matmuls on {others}"
-        )
-        seen.say(
-            f"{mode} ({f.steps} profiled steps): overlap ratio {ratio}; GPU busy "
-            f"{f.busy_ms:.3f} ms per step, closer to {near[0]} than to {near[1]}; NCCL's kernels ran {where}."
-        )
+        matmuls = "the matmuls too" if nccl == others else f"the matmuls on {others}"
+        said = f"{mode} ({f.steps} profiled steps): overlap ratio {ratio}; GPU busy {f.busy_ms:.3f} ms per step, closer to {near[0]} than to {near[1]}; NCCL's kernels ran on stream {nccl}, {matmuls}."
+        seen.say(said)
     b, a = found.values()
     said = f"Side by side, the matmuls took {a.other_ms:.3f} ms per step against {b.other_ms:.3f} ms one after the other ({a.other_ms / b.other_ms - 1:+.0%}), the all_reduce {a.nccl_ms:.3f} against {b.nccl_ms:.3f} ms ({a.nccl_ms / b.nccl_ms - 1:+.0%}; {analysis.plural(a.steps, 'profiled step')} each)."
     seen.say(said)
@@ -175,17 +170,11 @@ def fixed_cost_words(sizes: list[int], us: list[float]) -> str:
     flat = [i for i in range(len(us)) if max(us[: i + 1]) <= FIXED_COST * floor]
     if not flat:
         shortest = f"{floor:.1f} us at {timing.format_bytes(sizes[us.index(floor)])}"
-        return (
-            f"an `all_reduce` of {first} takes {us[0]:.1f} us, more than {FIXED_COST} times the "
-            f"shortest ({shortest}): the smallest sizes' times are out of order here; from there"
-        )
+        return f"an `all_reduce` of {first} takes {us[0]:.1f} us, more than {FIXED_COST} times the shortest ({shortest}): the smallest sizes' times are out of order here; from there"
     if flat[-1] == 0:
         return f"an `all_reduce` of {first} takes {us[0]:.1f} us; from the smallest size on"
     last, most = timing.format_bytes(sizes[flat[-1]]), max(us[: flat[-1] + 1])
-    return (
-        f"from {first} to {last} an `all_reduce` takes {floor:.1f} to {most:.1f} us, within "
-        f"{FIXED_COST} times the shortest; from there"
-    )
+    return f"from {first} to {last} an `all_reduce` takes {floor:.1f} to {most:.1f} us, within {FIXED_COST} times the shortest; from there"
 
 
 def see_bandwidth(run: Run) -> claims.WhatWeSee:
@@ -199,9 +188,8 @@ def see_bandwidth(run: Run) -> claims.WhatWeSee:
     rate, floor = s.algbw[-1], min(us)  # GB/s at the largest size; us
     cheap = [timing.format_bytes(b) for b in s.sizes if b / rate / 1e3 < floor]
     said = f"At the {largest} algbw ({rate:.0f} GB/s), moving the bytes alone takes less than the shortest call ({floor:.1f} us) up to {cheap[-1] if cheap else 'no size measured'}: there the fixed cost of a call is most of the time."
-    seen.say(said)
     curves = [f"`{op}` {claims.describe_curve(s.sizes, v).words}" for op, v in busbw.items()]
-    seen.say(f"busbw on {s.ranks} ranks: " + "; ".join(curves) + ".")
+    seen.say(said, f"busbw on {s.ranks} ranks: " + "; ".join(curves) + ".")
     for n, values in s.busbw.items():
         shares = [
             f"{v[-1] / s.ceiling:.0%}" if v[-1] <= s.ceiling else f"{v[-1]:.0f} GB/s, above it"
