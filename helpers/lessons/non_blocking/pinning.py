@@ -11,7 +11,6 @@ from ...records import Run
 from .loops import faster
 from .returns import NOTEBOOK, TUTORIAL
 
-LOADERS = ("pin_memory=False", "pin_memory=True")
 PAYS_CLAIM = "Pinning pays for large batches of large tensors [tensordict non_blocking_pin=True, num_threads=0, against td.to('cuda:0')]"
 THREADS_CLAIM = "Pinning pays for large batches of large tensors when it runs in separate threads [tensordict num_threads]"
 CLAIMS = (
@@ -114,7 +113,7 @@ def dataloader_facts(run: Run) -> Epochs:
     dl = run.value
     on, off = dl["pin_memory=True"], dl["pin_memory=False"]
     return Epochs(
-        {k: dl[k]["epoch"].median_ms for k in LOADERS},
+        {k: r["epoch"].median_ms for k, r in dl.items()},
         run.params["step_ms"] * on["batches"],
         claims.ratio(off["epoch"], on["epoch"]),
         on["pinned batches"] == on["batches"] and off["pinned batches"] == 0,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ... import analysis, claims, exercises, tables, timing
 from ...records import Run
 from .returns import NOTEBOOK
+from .six_ways import MODES
 
 SECTIONS = {"small copies": 2, "synergies": 3, "tensordict": 5}  # the Timer run's keys
 SYNERGIES = {  # the tutorial's statement: section 3's (source, mode)
@@ -17,13 +18,6 @@ SYNERGIES = {  # the tutorial's statement: section 3's (source, mode)
     "copy_to_device_nonblocking(*tensors_pinned)": ("pinned", "non_blocking=True"),
     "pin_copy_to_device(*tensors)": ("pin_memory() then copy", "blocking"),
     "pin_copy_to_device_nonblocking(*tensors)": ("pin_memory() then copy", "non_blocking=True"),
-}
-BY_HAND = {  # section 3's mode: the tutorial's (pageable copy, pin then copy) statements
-    "blocking": ("copy_to_device(*tensors)", "pin_copy_to_device(*tensors)"),
-    "non_blocking=True": (
-        "copy_to_device_nonblocking(*tensors)",
-        "pin_copy_to_device_nonblocking(*tensors)",
-    ),
 }
 AGREES = {  # (no speed-up under the Timer, no speed-up under the host clock): the choice
     (True, True): "both",
@@ -104,13 +98,13 @@ def show(timers: Run, small: Run, six: Run, td: Run) -> tables.Table:
 def by_hand(found: list[BothClocks]) -> dict[str, tuple[claims.Comparison, claims.Comparison]]:
     """Section 3's ``pin_memory()`` then copy against the pageable copy, per mode: how many times
     as fast (above 1: pinning by hand paid), under the Timer and under the host clock."""
-    by = {p.statement: p for p in found if p.section == SECTIONS["synergies"]}
+    by = {SYNERGIES[p.statement]: p for p in found if p.section == SECTIONS["synergies"]}
 
-    def judged(pageable: str, pinning: str, clock: str) -> claims.Comparison:
-        fast = claims.ratio(getattr(by[pageable], clock), getattr(by[pinning], clock))
-        return claims.compare(fast, 1, holds_if="above")
+    def judged(mode: str, clock: str) -> claims.Comparison:
+        a, b = (getattr(by[way, mode], clock) for way in ("pageable", "pin_memory() then copy"))
+        return claims.compare(claims.ratio(a, b), 1, holds_if="above")
 
-    return {mode: (judged(a, b, "timer"), judged(a, b, "ours")) for mode, (a, b) in BY_HAND.items()}
+    return {mode: (judged(mode, "timer"), judged(mode, "ours")) for mode in MODES}
 
 
 def check_tutorial_agrees(
