@@ -79,9 +79,7 @@ def show(run: Run) -> tables.Table:
     """``torch.cuda.Stream()`` printed; a table per count of streams (us, ms) and its times (us)."""
     made, f = run.value["torch.cuda.Stream()"], facts(run)
     print(
-        f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} "
-        f"of it); {run.value['objects made']} objects stood for "
-        f"{run.value['distinct CUDA streams']} distinct CUDA streams"
+        f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} of it); {run.value['objects made']} objects stood for {run.value['distinct CUDA streams']} distinct CUDA streams"
     )
     _, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, (key, what) in zip(axes, PLOTTED, strict=True):
@@ -110,33 +108,23 @@ def see(run: Run) -> claims.WhatWeSee:
     (few, before, most), pool = f.few_before_most, v["distinct CUDA streams"]
     one, top, repeat = f.by[few], f.by[most], v["first repeat at"]
     shared = (
-        f": object {repeat + 1} is the first stream again, so beyond {pool} streams a program "
-        "shares PyTorch's pool instead of getting new ones."
+        f": object {repeat + 1} is the first stream again, so beyond {pool} streams a program shares PyTorch's pool instead of getting new ones."
         if repeat >= 0
         else ", each a stream of its own."
     )
     side_by_side = "tiny kernels from different streams ran side by side"
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"Asking for a stream took {v['torch.cuda.Stream()'].median_us:.2f} us on the host "
-        f"(median). The {v['objects made']} objects `torch.cuda.Stream()` returned stand for "
-        f"{pool} CUDA streams{shared}"
+        f"Asking for a stream took {v['torch.cuda.Stream()'].median_us:.2f} us on the host (median). The {v['objects made']} objects `torch.cuda.Stream()` returned stand for {pool} CUDA streams{shared}"
     )
     seen.say(
-        f"On the GPU, the batch took {one.device.median_us:.2f} us per kernel on {few} stream and "
-        f"{top.device.median_us:.2f} us on {most}, {times(f.device)} the time on {few} "
-        f"({vs_one(f.device, 'slower', side_by_side, 'no different within the noise')}); on "
-        f"{most} streams it took {times(f.doubling)} its time on {before} "
-        f"({vs_one(f.doubling, 'slower', 'faster')})."
+        f"On the GPU, the batch took {one.device.median_us:.2f} us per kernel on {few} stream and {top.device.median_us:.2f} us on {most}, {times(f.device)} the time on {few} ({vs_one(f.device, 'slower', side_by_side, 'no different within the noise')}); on {most} streams it took {times(f.doubling)} its time on {before} ({vs_one(f.doubling, 'slower', 'faster')})."
     )
     medians = [b.launch.median_us for b in f.by.values()]
     noisy = (
         ", with a spread as large as the ratio itself" if f.launch.spread >= f.launch.value else ""
     )
     seen.say(
-        f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and "
-        f"{top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} "
-        f"({vs_one(f.launch, 'more', 'less')}){noisy}; over the counts the median launch ranged "
-        f"from {min(medians):.1f} to {max(medians):.1f} us."
+        f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and {top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} ({vs_one(f.launch, 'more', 'less')}){noisy}; over the counts the median launch ranged from {min(medians):.1f} to {max(medians):.1f} us."
     )
     right = all(b.contents_ok for b in f.by.values())
     seen.check(RIGHT, right, f"{len(f.counts)} counts of streams checked")
@@ -147,17 +135,13 @@ def see(run: Run) -> claims.WhatWeSee:
     ]
     if outran:
         seen.say(
-            f"The host took longer than the {hold_ms:.0f} ms hold to launch {', '.join(outran)} "
-            f"(the longest {f.longest_ms:.1f} ms): the GPU waited for the launches there, so "
-            "those samples are left out of the device times above."
+            f"The host took longer than the {hold_ms:.0f} ms hold to launch {', '.join(outran)} (the longest {f.longest_ms:.1f} ms): the GPU waited for the launches there, so those samples are left out of the device times above."
         )
     kept = min(b.samples - b.outran for b in f.by.values())
     seen.check(
-        f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the "
-        "host queued within the spin kernel's hold, so no launch time is in the device times",
+        f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the host queued within the spin kernel's hold, so no launch time is in the device times",
         kept >= analysis.FEW_SAMPLES,
-        f"at least {kept} of {one.samples} kept; longest launch {f.longest_ms:.1f} ms, "
-        f"hold {hold_ms:.0f} ms",
+        f"at least {kept} of {one.samples} kept; longest launch {f.longest_ms:.1f} ms, hold {hold_ms:.0f} ms",
     )
     return seen
 

@@ -42,12 +42,10 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     no_sync, synced_s, events_s = (run.value[t].samples_s for t in TIMERS)
     longer, n = sum(a > b for a, b in zip(synced_s, events_s, strict=True)), len(events_s)
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: "
-        f"{tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate."
+        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: {tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate."
     )
     seen.say(
-        f"The synchronised clock measures {times(synced)} the events' time (medians), and read "
-        f"longer than the events in {longer} of {n} paired samples."
+        f"The synchronised clock measures {times(synced)} the events' time (medians), and read longer than the events in {longer} of {n} paired samples."
     )
     top = max(no_sync) / run.value[TIMERS[2]].median_s  # the slowest reading, not the median
     slowest = f"the slowest {max(no_sync) * 1e6:.0f} us, {top:.1%} of the events' median time"
@@ -123,8 +121,7 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
         for n, t in first.items()
     )
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The first call took {fig(ratio[least])} times the later calls' median for "
-        f"{short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most)."
+        f"The first call took {fig(ratio[least])} times the later calls' median for {short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most)."
     )
     seen.say(f"From call {settled}, every call stayed within twice the later median.")
     first_is_slowest = all(t[0] == max(t) for t in first.values())
@@ -220,15 +217,12 @@ def see_spread(run: Run) -> claims.WhatWeSee:
         (q1, q3), mean = (q * 1e6 for q in t.quartiles_s), t.mean_s
         side = "above" if mean > t.median_s else "below" if mean < t.median_s else "at"
         seen.say(
-            f"{label.capitalize()}: half the samples within {q1:.2f}-{q3:.2f} us, the slowest at "
-            f"{t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean "
-            f"({mean * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
+            f"{label.capitalize()}: half the samples within {q1:.2f}-{q3:.2f} us, the slowest at {t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean ({mean * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
         )
     host, least = f.host_over_events.value, min(f.spread.values())
     noise = f"{'beyond' if f.beyond_noise else 'within'} the noise of {len(t.samples_s)} samples"
     spread = (
-        f"the {f.wider} samples spread more ({f.spread[f.wider]:.1%} of their median against "
-        f"{least:.1%}), {noise} each (± {2 * f.difference_noise * 100:.1f} points, by resampling)"
+        f"the {f.wider} samples spread more ({f.spread[f.wider]:.1%} of their median against {least:.1%}), {noise} each (± {2 * f.difference_noise * 100:.1f} points, by resampling)"
         if f.spread[f.wider] > least
         else f"both spread alike ({least:.1%} of their median)"
     )
