@@ -35,6 +35,7 @@ class Many:
     """Section 9's facts: each count; the most streams over one ("device", "launch"), over half."""
 
     by: dict[int, Count]
+    longest_ms: float  # the longest launch of a batch
     device: claims.Value
     doubling: claims.Value
     launch: claims.Value
@@ -46,10 +47,6 @@ class Many:
     @property
     def few_before_most(self) -> tuple[int, int, int]:
         return self.counts[0], self.counts[-2], self.counts[-1]
-
-    @property
-    def longest_ms(self) -> float:
-        return max(b.longest_us for b in self.by.values()) / 1e3
 
 
 def count_of(recorded: dict, kernels: int, hold_us: float) -> Count:
@@ -72,7 +69,8 @@ def facts(run: Run) -> Many:
     by = {c: count_of(recorded[str(c)], kernels, hold_us) for c in sorted(map(int, recorded))}
     few, before, most = (by[c] for c in (min(by), sorted(by)[-2], max(by)))
     ratios = ((most, few, "device"), (most, before, "device"), (most, few, "launch"))
-    return Many(by, *(claims.ratio(getattr(a, k), getattr(b, k)) for a, b, k in ratios))
+    longest_ms = max(b.longest_us for b in by.values()) / 1e3
+    return Many(by, longest_ms, *(claims.ratio(getattr(a, k), getattr(b, k)) for a, b, k in ratios))
 
 
 def show(run: Run) -> tables.Table:
@@ -113,18 +111,14 @@ def see(run: Run) -> claims.WhatWeSee:
         else ", each a stream of its own."
     )
     side_by_side = "tiny kernels from different streams ran side by side"
-    seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"Asking for a stream took {v['torch.cuda.Stream()'].median_us:.2f} us on the host (median). The {v['objects made']} objects `torch.cuda.Stream()` returned stand for {pool} CUDA streams{shared}"
-    )
-    seen.say(
-        f"On the GPU, the batch took {one.device.median_us:.2f} us per kernel on {few} stream and {top.device.median_us:.2f} us on {most}, {times(f.device)} the time on {few} ({vs_one(f.device, 'slower', side_by_side, 'no different within the noise')}); on {most} streams it took {times(f.doubling)} its time on {before} ({vs_one(f.doubling, 'slower', 'faster')})."
-    )
     medians = [b.launch.median_us for b in f.by.values()]
     noisy = (
         ", with a spread as large as the ratio itself" if f.launch.spread >= f.launch.value else ""
     )
-    seen.say(
-        f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and {top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} ({vs_one(f.launch, 'more', 'less')}){noisy}; over the counts the median launch ranged from {min(medians):.1f} to {max(medians):.1f} us."
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
+        f"Asking for a stream took {v['torch.cuda.Stream()'].median_us:.2f} us on the host (median). The {v['objects made']} objects `torch.cuda.Stream()` returned stand for {pool} CUDA streams{shared}",
+        f"On the GPU, the batch took {one.device.median_us:.2f} us per kernel on {few} stream and {top.device.median_us:.2f} us on {most}, {times(f.device)} the time on {few} ({vs_one(f.device, 'slower', side_by_side, 'no different within the noise')}); on {most} streams it took {times(f.doubling)} its time on {before} ({vs_one(f.doubling, 'slower', 'faster')}).",
+        f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and {top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} ({vs_one(f.launch, 'more', 'less')}){noisy}; over the counts the median launch ranged from {min(medians):.1f} to {max(medians):.1f} us.",
     )
     right = all(b.contents_ok for b in f.by.values())
     seen.check(RIGHT, right, f"{len(f.counts)} counts of streams checked")

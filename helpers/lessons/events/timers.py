@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ... import analysis, claims, exercises, plotting, tables
 from ...records import Run
 from ...timing import Timing
-from .common import METHOD, NOTEBOOK, Row, axes, bars, cols, times, vs_one
+from .common import NOTEBOOK, Row, axes, bars, cols, times, vs_one
 
 TIMERS = ("perf_counter, no sync", "perf_counter + synchronize", "CUDA events")
 SPREAD_DRAWS = 400  # bootstrap resamples behind a spread's noise
@@ -42,10 +42,8 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     no_sync, synced_s, events_s = (run.value[t].samples_s for t in TIMERS)
     longer, n = sum(a > b for a, b in zip(synced_s, events_s, strict=True)), len(events_s)
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: {tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate."
-    )
-    seen.say(
-        f"The synchronised clock measures {times(synced)} the events' time (medians), and read longer than the events in {longer} of {n} paired samples."
+        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: {tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate.",
+        f"The synchronised clock measures {times(synced)} the events' time (medians), and read longer than the events in {longer} of {n} paired samples.",
     )
     top = max(no_sync) / run.value[TIMERS[2]].median_s  # the slowest reading, not the median
     slowest = f"the slowest {max(no_sync) * 1e6:.0f} us, {top:.1%} of the events' median time"
@@ -136,7 +134,7 @@ def warm_up_claims(run: Run) -> list[Row]:
     far = claims.compare(first[slowest], 10, holds_if="above")
     claim = "Warm up first: the first call of an operation can be far slower than later ones"
     said = f"first call / median of the later ones, {short(slowest)}, the largest of {len(first)} operations ({far.in_words()} counts as far slower)"
-    return [Row(claim, run, said, far, METHOD)]
+    return [Row(claim, run, said, far, "measurement method (nvbandwidth, nccl-tests)")]
 
 
 # ---------------------------------------------------------------- 4. spread
@@ -179,8 +177,7 @@ def spread_facts(run: Run) -> Spread:
 
 def higher_median(run: Run) -> str | None:
     """Exercise 2: the clock with the higher median, None when the same within the noise."""
-    higher = analysis.in_words(spread_facts(run).host_over_events, "host clock", "", "events")
-    return higher or None
+    return analysis.in_words(spread_facts(run).host_over_events, "host clock", "", "events") or None
 
 
 def check_higher_median(answer: str | None, run: Run) -> bool | None:

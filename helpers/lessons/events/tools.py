@@ -23,12 +23,13 @@ def closest_apart(values: list[float]) -> float | None:
 
 def show_resolution(run: Run) -> tables.Table:
     """The batches' time per kernel printed (us); the pairs' table and histograms (us)."""
+    held = "; queueing them took {enqueue_us:.0f} us of the {hold_us:.0f} us hold"
     for label in BATCHES:
         t = run.value[label]
-        queued = "; queueing them took {enqueue_us:.0f} us of the {hold_us:.0f} us hold"
-        queued = queued.format(**t.extra) if "enqueue_us" in t.extra else ""
-        kernels = f"({t.calls_per_sample} kernels{queued})"
-        print(f"{label:36s} {t.median_us:6.3f} us per kernel {kernels}")
+        queued = held.format(**t.extra) if "enqueue_us" in t.extra else ""
+        print(
+            f"{label:36s} {t.median_us:6.3f} us per kernel ({t.calls_per_sample} kernels{queued})"
+        )
     columns = ["events around", *cols("us", ".3f", "median", "min", "max"), "distinct values"]
     table = tables.Table([*columns, ("closest two apart", "us", ".3f")])
     for label in PAIRS:
@@ -58,24 +59,18 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
     step = f"; its values are {closest:.3f} us apart at the closest, their step" if closest else ""
     host = f"the batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate"
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to {max(empty):.2f} us), not zero: on an idle stream each event completes when the host records it, so the pair measures the host's time between the two record calls ({host}), not what events can resolve{step}."
-    )
-    seen.say(
+        f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to {max(empty):.2f} us), not zero: on an idle stream each event completes when the host records it, so the pair measures the host's time between the two record calls ({host}), not what events can resolve{step}.",
         f"A single tiny kernel measures {single:.2f} us against the empty pair's {floor:.2f} us, {times_in_words(single / floor)} (the empty pair is {floor / single:.0%} of it): mostly the host's launch, so one pair of events cannot time such a kernel."
         if single > floor
-        else f"A single tiny kernel measures {single:.2f} us, no more than the empty pair: the host's launch, not the kernel, is what such a pair measures, so it cannot time it."
-    )
-    seen.say(
-        f"A batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate; queued behind a spin kernel, {queued:.2f} us per kernel, the GPU's rate, while the single kernel's reading is {single / queued:.0f} times that."
+        else f"A single tiny kernel measures {single:.2f} us, no more than the empty pair: the host's launch, not the kernel, is what such a pair measures, so it cannot time it.",
+        f"A batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate; queued behind a spin kernel, {queued:.2f} us per kernel, the GPU's rate, while the single kernel's reading is {single / queued:.0f} times that.",
     )
     seen.check(QUEUED, queued < launched, f"{queued:.2f} us against {launched:.2f} us")
     if closest:
         doc = f"{closest:.3f} us apart; CUDA documents about {DOCUMENTED_US} us"
         seen.check("steps finer than the documented resolution", closest < DOCUMENTED_US, doc)
-    said, small = (
-        f"{single:.2f} us; empty {floor:.2f}, GPU {queued:.2f}",
-        floor < single and single > 2 * queued,
-    )
+    small = floor < single and single > 2 * queued
+    said = f"{single:.2f} us; empty {floor:.2f}, GPU {queued:.2f}"
     seen.check("one kernel's pair reads over the empty pair and twice the GPU time", small, said)
     return seen
 
