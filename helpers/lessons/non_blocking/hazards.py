@@ -84,8 +84,7 @@ def see(run: Run) -> claims.WhatWeSee:
     if min(back_s) < 0.8 * hold_ms / 1e3:
         why = f"although the stream was held for {hold_ms:.0f} ms: the driver copied the data into its staging buffer first."
     line = f"The pageable `.to(non_blocking=True)` returned after {min(back_s) * 1e3:.2f} to {max(back_s) * 1e3:.2f} ms {why} So the data was taken before `.to()` returned."
-    seen.say(line)
-    return seen
+    return seen.say(line)
 
 
 AS_WRITTEN_FAILS = {  # the tutorial's four loops, and whether its page shows each stopping early
@@ -103,19 +102,16 @@ AS_WRITTEN_BESIDE = {  # the loop as written, and the case of section 4 in the t
 def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     """Where each of the tutorial's loops stopped, checked against its page, beside section 4."""
     stopped, trials, haz = run.value["stopped_at"], run.value["trials"], changed.value["cases"]
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-
-    def where(label: str) -> str:
-        at = stopped[label]
-        return (
-            f"{label}: no failure in {trials} trials"
-            if at is None
-            else f"{label}: failed on trial {at + 1}"
-        )
-
+    where = "; ".join(
+        f"{k}: no failure in {trials} trials"
+        if stopped[k] is None
+        else f"{k}: failed on trial {stopped[k] + 1}"
+        for k in AS_WRITTEN_FAILS
+    )
     as_page = all((stopped[k] is not None) == fails for k, fails in AS_WRITTEN_FAILS.items())
     statement = "The tutorial's loops fail where its page shows them failing, and only there"
-    seen.check(statement, as_page, "; ".join(where(k) for k in AS_WRITTEN_FAILS))
+    seen = claims.WhatWeSee(NOTEBOOK, run)
+    seen.check(statement, as_page, where)
     beside = [
         f"{label} failed on trial {stopped[label] + 1} of up to {trials} and stopped"
         if stopped[label] is not None
@@ -124,10 +120,9 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     ]
     ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), shown, "{}: {} of {} wrong")
     two = run.apart_from(changed, "the tutorial's loops", "section 4's")
-    seen.say(
+    return seen.say(
         f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}{two}. A loop that stops at its first failure says that a race was lost, not how often."
     )
-    return seen
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
@@ -146,13 +141,11 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
         f"{held}, of {pinned['trials']} ({haz[TUTORIAL_H2D]['wrong']} of {haz[TUTORIAL_H2D]['trials']} in the tutorial's order of steps)",
         f"{held}, of {pageable['trials']}",
     )
-    for claim, source, labels, some, counted in zip(
-        CLAIMS, sources, CASES, SOME, what, strict=True
-    ):
+    for claim, source, labels, some, said in zip(CLAIMS, sources, CASES, SOME, what, strict=True):
         wrong = sum(haz[k]["wrong"] for k in labels)
         holds = claims.compare(wrong, 0.5, holds_if="above" if some else "below")
         words = "erroneous: at least one wrong," if some else "never:"
-        measured = f"{counted}; {words} a count {holds.in_words()}"
+        measured = f"{said}; {words} a count {holds.in_words()}"
         table.add(claim, source=source, measured=measured, holds=holds, run=run)
     measured = f"wrong results: pageable H2D {pageable['wrong']}, pinned H2D {pinned['wrong']}, D2H {d2h['wrong']} (of {d2h['trials']} each, stream held); three counts at once, so a yes or no"
     holds = pageable["wrong"] == 0 and pinned["wrong"] > 0 and d2h["wrong"] > 0
