@@ -25,6 +25,7 @@ AGREES = {  # (no speed-up under the Timer, no speed-up under the host clock): t
     (False, True): "the host clock",
     (False, False): "neither",
 }
+PAID = ("paid", "did not pay", "made no difference beyond the noise")  # pinning by hand, worded
 PINS = (  # the statements that pin on the main thread: a CPU copy per tensor there
     "pin_copy_to_device(*tensors)",
     "pin_copy_to_device_nonblocking(*tensors)",
@@ -122,18 +123,15 @@ def check_tutorial_agrees(
 def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
     """Whether pinning took longer under the Timer, how far plain copies moved, pinning by hand."""
     found, see = pairs(timers, small, six, td), claims.WhatWeSee(NOTEBOOK, timers)
-    by = {(p.section, p.statement): p for p in found}
-
-    def listed(chosen: list[BothClocks]) -> str:
-        return "; ".join(
-            f"`{p.statement}` (section {p.section}) {p.timer.median_ms:.0f} ms against {p.ours.median_ms:.0f} ms, {analysis.times(p.ratio)}"
-            for p in chosen
-        )
-
     pins = [p for p in found if p.pins]
     in_threads = f"td.to('cuda:0', non_blocking_pin=True, num_threads={td.params['threads']})"
-    plain = [p for p in found if not p.pins and p.statement != in_threads]
-    most = max(plain, key=lambda p: p.ratio.value)
+    threaded = next(p for p in found if p.statement == in_threads)
+    plain = [p for p in found if not p.pins and p is not threaded]
+    least, most = (f(plain, key=lambda p: p.ratio.value) for f in (min, max))
+    listed = "; ".join(
+        f"`{p.statement}` (section {p.section}) {p.timer.median_ms:.0f} ms against {p.ours.median_ms:.0f} ms, {analysis.times(p.ratio)}"
+        for p in pins
+    )
     longer = all(
         claims.compare(p.ratio, 1, holds_if="above").verdict == claims.HOLDS
         and p.ratio.value > most.ratio.value
@@ -142,21 +140,16 @@ def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
     see.check(
         f"The {len(pins)} statements that pin on the main thread took longer under the Timer's one thread than under the host clock's {timers.value['threads']}, beyond the noise and by more than any statement that does not pin",
         longer,
-        f"{listed(pins)}; the most of those that do not pin: `{most.statement}` (section {most.section}), {analysis.times(most.ratio)}",
+        f"{listed}; the most of those that do not pin: `{most.statement}` (section {most.section}), {analysis.times(most.ratio)}",
     )
-    least = min(plain, key=lambda p: p.ratio.value)
     see.say(
         f"The {len(plain)} statements that do not pin came out between {analysis.times(least.ratio)} (`{least.statement}`, section {least.section}) and {analysis.times(most.ratio)} (`{most.statement}`, section {most.section}) as long under the Timer{_note(timers, small)}: that is how far apart the two clocks came on loops that do not pin.",
-        f"tensordict's `num_threads={td.params['threads']}`, which pins in its own threads, took {analysis.times(by[(5, in_threads)].ratio)} as long under the Timer.",
+        f"tensordict's `num_threads={td.params['threads']}`, which pins in its own threads, took {analysis.times(threaded.ratio)} as long under the Timer.",
     )
     for mode, (under_timer, under_ours) in by_hand(found).items():
-        paid = [
-            claims.worded(f.verdict, "paid", "did not pay", "made no difference beyond the noise")
-            for f in (under_timer, under_ours)
-        ]
-        see.say(
-            f"Section 3's pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(under_timer.value)} as fast as the pageable copy under the Timer, and {analysis.times(under_ours.value)} under the host clock: pinning by hand {paid[0]} with one thread and {paid[1]} with {timers.value['threads']}."
-        )
+        paid = [claims.worded(f.verdict, *PAID) for f in (under_timer, under_ours)]
+        line = f"Section 3's pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(under_timer.value)} as fast as the pageable copy under the Timer, and {analysis.times(under_ours.value)} under the host clock: pinning by hand {paid[0]} with one thread and {paid[1]} with {timers.value['threads']}."
+        see.say(line)
     few = min(len(p.timer.samples_s) for p in found)
     if analysis.few(few):
         see.say(f"Some statements' Timer medians rest on {analysis.few(few)} (its fewest).")
