@@ -76,9 +76,8 @@ def facts(run: Run) -> Many:
 def show(run: Run) -> tables.Table:
     """``torch.cuda.Stream()`` printed; a table per count of streams (us, ms) and its times (us)."""
     made, f = run.value["torch.cuda.Stream()"], facts(run)
-    print(
-        f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} of it); {run.value['objects made']} objects stood for {run.value['distinct CUDA streams']} distinct CUDA streams"
-    )
+    line = f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} of it); {run.value['objects made']} objects stood for {run.value['distinct CUDA streams']} distinct CUDA streams"
+    print(line)
     _, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, (key, what) in zip(axes, PLOTTED, strict=True):
         ts = [getattr(b, key) for b in f.by.values()]
@@ -128,9 +127,8 @@ def see(run: Run) -> claims.WhatWeSee:
         if b.outran
     ]
     if outran:
-        seen.say(
-            f"The host took longer than the {hold_ms:.0f} ms hold to launch {', '.join(outran)} (the longest {f.longest_ms:.1f} ms): the GPU waited for the launches there, so those samples are left out of the device times above."
-        )
+        line = f"The host took longer than the {hold_ms:.0f} ms hold to launch {', '.join(outran)} (the longest {f.longest_ms:.1f} ms): the GPU waited for the launches there, so those samples are left out of the device times above."
+        seen.say(line)
     kept = min(b.samples - b.outran for b in f.by.values())
     seen.check(
         f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the host queued within the spin kernel's hold, so no launch time is in the device times",

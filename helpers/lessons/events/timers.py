@@ -118,9 +118,8 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
         f"{short(n)}: first {t[0] * 1e3:.2f} ms, slowest later {max(t[1:]) * 1e3:.3f} ms"
         for n, t in first.items()
     )
-    seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The first call took {fig(ratio[least])} times the later calls' median for {short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most)."
-    )
+    line = f"The first call took {fig(ratio[least])} times the later calls' median for {short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most)."
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(line)
     seen.say(f"From call {settled}, every call stayed within twice the later median.")
     first_is_slowest = all(t[0] == max(t) for t in first.values())
     seen.check("the first call of each operation is its slowest", first_is_slowest, slowest)
@@ -213,9 +212,8 @@ def see_spread(run: Run) -> claims.WhatWeSee:
     for label, t in run.value.items():
         (q1, q3), mean = (q * 1e6 for q in t.quartiles_s), t.mean_s
         side = "above" if mean > t.median_s else "below" if mean < t.median_s else "at"
-        seen.say(
-            f"{label.capitalize()}: half the samples within {q1:.2f}-{q3:.2f} us, the slowest at {t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean ({mean * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
-        )
+        line = f"{label.capitalize()}: half the samples within {q1:.2f}-{q3:.2f} us, the slowest at {t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean ({mean * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
+        seen.say(line)
     host, least = f.host_over_events.value, min(f.spread.values())
     noise = f"{'beyond' if f.beyond_noise else 'within'} the noise of {len(t.samples_s)} samples"
     spread = (

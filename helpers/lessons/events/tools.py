@@ -23,13 +23,12 @@ def closest_apart(values: list[float]) -> float | None:
 
 def show_resolution(run: Run) -> tables.Table:
     """The batches' time per kernel printed (us); the pairs' table and histograms (us)."""
-    held = "; queueing them took {enqueue_us:.0f} us of the {hold_us:.0f} us hold"
     for label in BATCHES:
         t = run.value[label]
-        queued = held.format(**t.extra) if "enqueue_us" in t.extra else ""
-        print(
-            f"{label:36s} {t.median_us:6.3f} us per kernel ({t.calls_per_sample} kernels{queued})"
-        )
+        queued = "; queueing them took {enqueue_us:.0f} us of the {hold_us:.0f} us hold"
+        queued = queued.format(**t.extra) if "enqueue_us" in t.extra else ""
+        kernels = f"({t.calls_per_sample} kernels{queued})"
+        print(f"{label:36s} {t.median_us:6.3f} us per kernel {kernels}")
     columns = ["events around", *cols("us", ".3f", "median", "min", "max"), "distinct values"]
     table = tables.Table([*columns, ("closest two apart", "us", ".3f")])
     for label in PAIRS:
@@ -103,9 +102,8 @@ def show_tools(run: Run) -> None:
     }
     for label, per in by_tool.items():
         print(f"{label:22s} {per:9.2f} us per matmul (median)")
-    print(
-        f"profiler: {len(us)} kernels in {tools['profiler'].steps} steps of {tools['matmuls_per_step']} matmuls, each from {min(us):.2f} to {max(us):.2f} us"
-    )
+    line = f"profiler: {len(us)} kernels in {tools['profiler'].steps} steps of {tools['matmuls_per_step']} matmuls, each from {min(us):.2f} to {max(us):.2f} us"
+    print(line)
     bars(run, "One matmul, three tools", by_tool, "time per matmul (us)", "profiler kernels")
 
 
@@ -116,9 +114,8 @@ def see_tools(run: Run) -> claims.WhatWeSee:
     most = max(abs(events.value - 1), abs(bench.value - 1))
     longest = max(iv.duration_us for iv in run.value["profiler"].select(kind="kernel"))
     samples = [s * 1e6 for s in run.value["events"].samples_s]
-    seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The events measure {times(events)} the profiler's kernel time and `torch.utils.benchmark` {times(bench)}{few}; the three agree within {most:.1%}. {sum(s > longest for s in samples)} of the {len(samples)} event samples read more than the longest profiled kernel ({longest:.2f} us)."
-    )
+    line = f"The events measure {times(events)} the profiler's kernel time and `torch.utils.benchmark` {times(bench)}{few}; the three agree within {most:.1%}. {sum(s > longest for s in samples)} of the {len(samples)} event samples read more than the longest profiled kernel ({longest:.2f} us)."
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(line)
     seen.check(
         "the three agree within a few percent", most < AGREE, f"{most:.1%}, under {AGREE:.0%}"
     )

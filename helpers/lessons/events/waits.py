@@ -29,9 +29,8 @@ def show_wait(run: Run) -> None:
     """The two waits (median ms), the side stream's state, the polls printed; bars of the waits."""
     (ev_ms, dev_ms), wait, params = medians_ms(run), run.value, run.params
     busy = wait["side_busy_after_event"]
-    print(
-        f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, {params['main_us'] / 1e3:.1f} ms on the current one\nhost waited in main_done.synchronize():   {ev_ms:8.3f} ms (median)\nhost waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms (median, same start)\nside stream still busy when the event wait returned: {sum(busy)} of {len(busy)} times\n\nevent.query() right after record(): {query_word(run)}; {wait['polls']} polls in {wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel finished"
-    )
+    line = f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, {params['main_us'] / 1e3:.1f} ms on the current one\nhost waited in main_done.synchronize():   {ev_ms:8.3f} ms (median)\nhost waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms (median, same start)\nside stream still busy when the event wait returned: {sum(busy)} of {len(busy)} times\n\nevent.query() right after record(): {query_word(run)}; {wait['polls']} polls in {wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel finished"
+    print(line)
     waits = {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms}
     what = "Waiting for one event or for the device"
     bars(run, what, waits, "host wait from the same start (ms)")
@@ -120,14 +119,12 @@ def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
     host = v["wait_event"]["trace"].select(kind="runtime")
     waits_us = [iv.duration_us for iv in host if iv.name == "cudaStreamWaitEvent"]
     if across == "streams" and waits_us:
-        seen.say(
-            f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most (of {analysis.plural(len(waits_us), 'call')}): it returns at once, the GPU waits."
-        )
+        line = f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most (of {analysis.plural(len(waits_us), 'call')}): it returns at once, the GPU waits."
+        seen.say(line)
     if across == "GPUs":
         busy, s0, s1 = (v[k] for k in ("gpu1_busy_after_sync0", "synchronize(0)", "synchronize(1)"))
-        seen.say(
-            f"`torch.cuda.synchronize(0)` returned after {s0.median_ms:.3f} ms with GPU 1 still busy in {sum(busy)} of {len(busy)} checks; `torch.cuda.synchronize(1)` after {s1.median_ms:.3f} ms (medians of {len(busy)} checks)."
-        )
+        line = f"`torch.cuda.synchronize(0)` returned after {s0.median_ms:.3f} ms with GPU 1 still busy in {sum(busy)} of {len(busy)} checks; `torch.cuda.synchronize(1)` after {s1.median_ms:.3f} ms (medians of {len(busy)} checks)."
+        seen.say(line)
     return seen
 
 
