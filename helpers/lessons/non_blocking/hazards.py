@@ -120,9 +120,8 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     ]
     ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), shown, "{}: {} of {} wrong")
     two = run.apart_from(changed, "the tutorial's loops", "section 4's")
-    return seen.say(
-        f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}{two}. A loop that stops at its first failure says that a race was lost, not how often."
-    )
+    line = f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}{two}. A loop that stops at its first failure says that a race was lost, not how often."
+    return seen.say(line)
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
@@ -157,9 +156,8 @@ def check_safe_choice(answer: str | None, run: Run) -> bool | None:
     haz = run.value["cases"]
     safe = [option for option, label in CHOICES.items() if haz[label]["wrong"] == 0]
     if len(safe) != 1:
-        print(
-            f"The measurements do not single out one safe option ({len(safe)} had no wrong result); see section 4."
-        )
+        line = f"The measurements do not single out one safe option ({len(safe)} had no wrong result); see section 4."
+        print(line)
         return None
     return exercises.check_choice(
         answer, safe[0], choices=list(CHOICES), hint="look at section 4's counts of wrong results"

@@ -103,10 +103,8 @@ def see(run: Run) -> claims.WhatWeSee:
     d2h = f"a non_blocking copy to the host returns almost at once: under {AT_ONCE:.0%} of the copy's time"
     seen.check(d2h, share[D2H_NB] < AT_ONCE, f"{share[D2H_NB]:.1%}")
     said = [claims.stated(c, run) for c in f.holds]
-    seen.say(
-        f"The claims table below judges the sources' claims on these returns (the tutorial's, that `non_blocking=True` does not block the host, and the forum's, that a pageable copy does): not blocked, pinned source, **{said[0]}**; not blocked, pageable source, **{said[1]}**; a pageable copy holds the host until (nearly) staged, **{said[2]}**; pinning on the main thread blocks the host, **{said[3]}**."
-    )
-    return seen
+    line = f"The claims table below judges the sources' claims on these returns (the tutorial's, that `non_blocking=True` does not block the host, and the forum's, that a pageable copy does): not blocked, pinned source, **{said[0]}**; not blocked, pageable source, **{said[1]}**; a pageable copy holds the host until (nearly) staged, **{said[2]}**; pinning on the main thread blocks the host, **{said[3]}**."
+    return seen.say(line)
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:

@@ -68,9 +68,8 @@ def see(run: Run) -> claims.WhatWeSee:
     what = f"{run.params['count']} x {run.params['numel'] * 4 / 1e6:g} MB, pageable"
     effective = claims.compare(ratio["pageable"], EFFECTIVE, holds_if="above")
     said = claims.stated(claims.judged(effective, run, NOTEBOOK, effective_claim(what)), run)
-    seen.say(
-        f"Whether `non_blocking=True` helps from pageable memory ({analysis.times(ratio['pageable'])}; we expected little) is judged in the claims table below, above {EFFECTIVE:g}x counting as effective: **{said}**."
-    )
+    line = f"Whether `non_blocking=True` helps from pageable memory ({analysis.times(ratio['pageable'])}; we expected little) is judged in the claims table below, above {EFFECTIVE:g}x counting as effective: **{said}**."
+    seen.say(line)
     gains = claims.compare(ratio[pin_then], 1, holds_if="above").verdict == claims.HOLDS
     said = analysis.times(ratio[pin_then])
     seen.check("`pin_memory()` then copy gains from `non_blocking=True`", gains, said)
