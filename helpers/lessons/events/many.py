@@ -130,11 +130,9 @@ def see(run: Run) -> claims.WhatWeSee:
         line = f"The host took longer than the {hold_ms:.0f} ms hold to launch {', '.join(outran)} (the longest {f.longest_ms:.1f} ms): the GPU waited for the launches there, so those samples are left out of the device times above."
         seen.say(line)
     kept = min(b.samples - b.outran for b in f.by.values())
-    seen.check(
-        f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the host queued within the spin kernel's hold, so no launch time is in the device times",
-        kept >= analysis.FEW_SAMPLES,
-        f"at least {kept} of {one.samples} kept; longest launch {f.longest_ms:.1f} ms, hold {hold_ms:.0f} ms",
-    )
+    statement = f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the host queued within the spin kernel's hold, so no launch time is in the device times"
+    said = f"at least {kept} of {one.samples} kept; longest launch {f.longest_ms:.1f} ms, hold {hold_ms:.0f} ms"
+    seen.check(statement, kept >= analysis.FEW_SAMPLES, said)
     return seen
 
 

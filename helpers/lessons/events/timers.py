@@ -227,7 +227,6 @@ def see_spread(run: Run) -> claims.WhatWeSee:
     seen.check("the host clock's samples sit higher than the events'", higher, sits)
     pulled = all(t.mean_s > t.median_s for t in run.value.values())
     gaps = ", ".join(f"{k} {(t.mean_s - t.median_s) * 1e6:.2f} us" for k, t in run.value.items())
-    seen.check(
-        "slow samples pull each clock's mean above its median", pulled, f"mean - median: {gaps}"
-    )
+    said = f"mean - median: {gaps}"
+    seen.check("slow samples pull each clock's mean above its median", pulled, said)
     return seen

@@ -116,9 +116,8 @@ def see_tools(run: Run) -> claims.WhatWeSee:
     samples = [s * 1e6 for s in run.value["events"].samples_s]
     line = f"The events measure {times(events)} the profiler's kernel time and `torch.utils.benchmark` {times(bench)}{few}; the three agree within {most:.1%}. {sum(s > longest for s in samples)} of the {len(samples)} event samples read more than the longest profiled kernel ({longest:.2f} us)."
     seen = claims.WhatWeSee(NOTEBOOK, run).say(line)
-    seen.check(
-        "the three agree within a few percent", most < AGREE, f"{most:.1%}, under {AGREE:.0%}"
-    )
+    agree = f"{most:.1%}, under {AGREE:.0%}"
+    seen.check("the three agree within a few percent", most < AGREE, agree)
     return seen
 
 

@@ -62,9 +62,8 @@ def see(run: Run) -> claims.WhatWeSee:
         seen.say(line)
     slowest, fastest = (f(t.median_ms for t in six[w].values()) for f, w in SIDES)
     said = f"slowest pinned {slowest:.0f} ms, fastest pageable {fastest:.0f} ms"
-    seen.check(
-        "pinned copies are faster than pageable ones, in either mode", slowest < fastest, said
-    )
+    statement = "pinned copies are faster than pageable ones, in either mode"
+    seen.check(statement, slowest < fastest, said)
     what = f"{run.params['count']} x {run.params['numel'] * 4 / 1e6:g} MB, pageable"
     effective = claims.compare(ratio["pageable"], EFFECTIVE, holds_if="above")
     said = claims.stated(claims.judged(effective, run, NOTEBOOK, effective_claim(what)), run)

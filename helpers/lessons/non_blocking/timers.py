@@ -77,23 +77,14 @@ def _note(timers: Run, small: Run) -> str:
 def show(timers: Run, small: Run, six: Run, td: Run) -> tables.Table:
     """Each statement: the Timer's median (ms) and samples, the host clock's, and their ratio."""
     columns: list = ["section", "statement", ("Timer, 1 thread", "ms", ".2f"), "Timer samples"]
-    columns += [
-        (f"host clock, {timers.value['threads']} threads", "ms", ".2f"),
-        "Timer / host clock",
-    ]
-    rows = [
-        (
-            p.section,
-            p.statement,
-            p.timer.median_ms,
-            len(p.timer.samples_s),
-            p.ours.median_ms,
-            analysis.times(p.ratio),
-        )
-        for p in pairs(timers, small, six, td)
-    ]
+    columns += [(f"host clock, {timers.value['threads']} threads", "ms", ".2f")]
+    columns += [("Timer / host clock", "", analysis.times)]  # the ratio with its spread
     caption = f"medians; each of the Timer's adaptive_autorange samples is one block of calls{_note(timers, small)}"
-    return tables.Table(columns, rows, caption=caption)
+    table = tables.Table(columns, caption=caption)
+    for p in pairs(timers, small, six, td):
+        t = p.timer
+        table.add(p.section, p.statement, t.median_ms, len(t.samples_s), p.ours.median_ms, p.ratio)
+    return table
 
 
 def by_hand(found: list[BothClocks]) -> dict[str, tuple[claims.Comparison, claims.Comparison]]:
@@ -137,11 +128,9 @@ def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
         and p.ratio.value > most.ratio.value
         for p in pins
     )
-    see.check(
-        f"The {len(pins)} statements that pin on the main thread took longer under the Timer's one thread than under the host clock's {timers.value['threads']}, beyond the noise and by more than any statement that does not pin",
-        longer,
-        f"{listed}; the most of those that do not pin: `{most.statement}` (section {most.section}), {analysis.times(most.ratio)}",
-    )
+    statement = f"The {len(pins)} statements that pin on the main thread took longer under the Timer's one thread than under the host clock's {timers.value['threads']}, beyond the noise and by more than any statement that does not pin"
+    said = f"{listed}; the most of those that do not pin: `{most.statement}` (section {most.section}), {analysis.times(most.ratio)}"
+    see.check(statement, longer, said)
     see.say(
         f"The {len(plain)} statements that do not pin came out between {analysis.times(least.ratio)} (`{least.statement}`, section {least.section}) and {analysis.times(most.ratio)} (`{most.statement}`, section {most.section}) as long under the Timer{_note(timers, small)}: that is how far apart the two clocks came on loops that do not pin.",
         f"tensordict's `num_threads={td.params['threads']}`, which pins in its own threads, took {analysis.times(threaded.ratio)} as long under the Timer.",
