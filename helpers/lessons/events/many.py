@@ -53,14 +53,9 @@ def count_of(recorded: dict, kernels: int, hold_us: float) -> Count:
     device, launch = recorded["device"], recorded["launch"]
     pairs = zip(device.samples_s, launch.samples_s, strict=True)
     kept = [d for d, up in pairs if up * kernels * 1e6 < hold_us]
-    return Count(
-        launch,
-        dataclasses.replace(device, samples_s=kept) if kept else device,
-        len(device.samples_s),
-        len(device.samples_s) - len(kept),
-        max(launch.samples_s) * kernels * 1e6,
-        recorded["contents_ok"],
-    )
+    n, longest_us = len(device.samples_s), max(launch.samples_s) * kernels * 1e6
+    within = dataclasses.replace(device, samples_s=kept) if kept else device
+    return Count(launch, within, n, n - len(kept), longest_us, recorded["contents_ok"])
 
 
 def facts(run: Run) -> Many:

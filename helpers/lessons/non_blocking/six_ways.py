@@ -11,15 +11,15 @@ MODES = ("blocking", "non_blocking=True")
 EFFECTIVE = 1.1  # a speed-up counted "effective"
 SIDES = ((max, "pinned"), (min, "pageable"))  # the slowest pinned time against the fastest pageable
 SOURCE = f"{TUTORIAL} (what you will learn)"
+# how a sentence on non_blocking's speed-up ends when it holds, does not, or is borderline
+NB_ENDS = (".", ", slower beyond this run's noise.", ", no change within the noise.")
 COLUMNS = ["source", *((mode, unit, ".1f") for mode in MODES for unit in ("ms", "GB/s"))]
 COLUMNS += [("speed-up from non_blocking", "x", ".2f")]
 
 
 def speedups(run: Run) -> dict[str, claims.Value]:
     """``{source: blocking / non_blocking=True median time}`` ("x"; above 1: non_blocking faster)."""
-    return {
-        way: claims.ratio(m["blocking"], m["non_blocking=True"]) for way, m in run.value.items()
-    }
+    return {w: claims.ratio(m["blocking"], m["non_blocking=True"]) for w, m in run.value.items()}
 
 
 def show(run: Run) -> tables.Table:
@@ -47,10 +47,7 @@ def see(run: Run) -> claims.WhatWeSee:
     line = f"From fastest to slowest (medians of {samples} samples each, so their spreads are only a rough guide): {ranks}."
     seen = claims.WhatWeSee(NOTEBOOK, run).say(line)
     for way, r in ratio.items():
-        verdict = claims.compare(r, 1, holds_if="above").verdict
-        end = claims.worded(
-            verdict, ".", ", slower beyond this run's noise.", ", no change within the noise."
-        )
+        end = claims.worded(claims.compare(r, 1, holds_if="above").verdict, *NB_ENDS)
         line = f"{way}: the `non_blocking=True` loop ran {analysis.times(r)} as fast as the blocking one{end}"
         seen.say(line)
     for mode in MODES:
