@@ -35,18 +35,12 @@ class Many:
     """Section 9's facts: each count; the most streams over one ("device", "launch"), over half."""
 
     by: dict[int, Count]
+    counts: list[int]  # the counts of streams, fewest first
+    few_before_most: tuple[int, int, int]  # the fewest streams, the second most and the most
     longest_ms: float  # the longest launch of a batch
     device: claims.Value
     doubling: claims.Value
     launch: claims.Value
-
-    @property
-    def counts(self) -> list[int]:
-        return list(self.by)
-
-    @property
-    def few_before_most(self) -> tuple[int, int, int]:
-        return self.counts[0], self.counts[-2], self.counts[-1]
 
 
 def count_of(recorded: dict, kernels: int, hold_us: float) -> Count:
@@ -61,11 +55,13 @@ def count_of(recorded: dict, kernels: int, hold_us: float) -> Count:
 def facts(run: Run) -> Many:
     """Section 9's numbers, computed once from a ``many_streams`` run."""
     kernels, hold_us, recorded = run.params["kernels"], run.params["hold_us"], run.value["by count"]
-    by = {c: count_of(recorded[str(c)], kernels, hold_us) for c in sorted(map(int, recorded))}
-    few, before, most = (by[c] for c in (min(by), sorted(by)[-2], max(by)))
+    counts = sorted(map(int, recorded))
+    by = {c: count_of(recorded[str(c)], kernels, hold_us) for c in counts}
+    few, before, most = counts[0], counts[-2], counts[-1]
     ratios = ((most, few, "device"), (most, before, "device"), (most, few, "launch"))
+    values = (claims.ratio(getattr(by[a], k), getattr(by[b], k)) for a, b, k in ratios)
     longest_ms = max(b.longest_us for b in by.values()) / 1e3
-    return Many(by, longest_ms, *(claims.ratio(getattr(a, k), getattr(b, k)) for a, b, k in ratios))
+    return Many(by, counts, (few, before, most), longest_ms, *values)
 
 
 def show(run: Run) -> tables.Table:

@@ -159,6 +159,5 @@ def check_safe_choice(answer: str | None, run: Run) -> bool | None:
         line = f"The measurements do not single out one safe option ({len(safe)} had no wrong result); see section 4."
         print(line)
         return None
-    return exercises.check_choice(
-        answer, safe[0], choices=list(CHOICES), hint="look at section 4's counts of wrong results"
-    )
+    hint = "look at section 4's counts of wrong results"
+    return exercises.check_choice(answer, safe[0], choices=list(CHOICES), hint=hint)
