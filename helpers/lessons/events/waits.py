@@ -29,8 +29,13 @@ def show_wait(run: Run) -> None:
     """The two waits (median ms), the side stream's state, the polls printed; bars of the waits."""
     (ev_ms, dev_ms), wait, params = medians_ms(run), run.value, run.params
     busy = wait["side_busy_after_event"]
-    line = f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, {params['main_us'] / 1e3:.1f} ms on the current one\nhost waited in main_done.synchronize():   {ev_ms:8.3f} ms (median)\nhost waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms (median, same start)\nside stream still busy when the event wait returned: {sum(busy)} of {len(busy)} times\n\nevent.query() right after record(): {query_word(run)}; {wait['polls']} polls in {wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel finished"
-    print(line)
+    print(  # one line of source per printed line
+        f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, {params['main_us'] / 1e3:.1f} ms on the current one\n"
+        f"host waited in main_done.synchronize():   {ev_ms:8.3f} ms (median)\n"
+        f"host waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms (median, same start)\n"
+        f"side stream still busy when the event wait returned: {sum(busy)} of {len(busy)} times\n\n"
+        f"event.query() right after record(): {query_word(run)}; {wait['polls']} polls in {wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel finished"
+    )
     waits = {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms}
     what = "Waiting for one event or for the device"
     bars(run, what, waits, "host wait from the same start (ms)")

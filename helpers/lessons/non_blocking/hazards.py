@@ -28,7 +28,7 @@ CHECKED = (  # statements checked against the counts of HELD (all wrong), FIXES 
     "A synchronize, or an event on the stream, fixes both",
     "A pageable source, a GPU-side use of the result, a D2H copy into pageable memory and a blocking D2H copy come out right",
 )
-CLAIMS = (  # judged by the count of wrong results of the cases in SOME (some) or NONE (none)
+CLAIMS = (  # judged by the wrong results of their CASES: some where SOME says so, else none
     "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the tutorial's tensor, stream not held, a new value filled in before each copy]",
     "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy queued behind other work]",
     "With a synchronize before reading, a non_blocking D2H result is never wrong",
