@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import matplotlib.pyplot as plt
 
 from ... import claims, exercises, plotting, tables
@@ -46,8 +44,9 @@ def shown(label: str) -> str:
     return label.replace("(tutorial's form)", "(tutorial's setting)")
 
 
-def counts(haz: dict, labels: list[str], name: Callable = shown, form: str = "{}: {} of {}") -> str:
-    return "; ".join(form.format(name(k), haz[k]["wrong"], haz[k]["trials"]) for k in labels)
+def counts(haz: dict, labels: list[str], form: str = "{}: {} of {}") -> str:
+    """The cases ``labels`` as shown, each with its wrong results and trials, in ``form``."""
+    return "; ".join(form.format(shown(k), haz[k]["wrong"], haz[k]["trials"]) for k in labels)
 
 
 def show(run: Run) -> tables.Table:
@@ -77,7 +76,7 @@ def see(run: Run) -> claims.WhatWeSee:
     verdicts = [all(haz[k]["wrong"] == haz[k]["trials"] for k in HELD), *none_wrong]
     for statement, labels, holds in zip(CHECKED, (HELD, FIXES, SAFE), verdicts, strict=True):
         seen.check(statement, holds, counts(haz, labels))
-    tutorial = counts(haz, [TUTORIAL_D2H, TUTORIAL_H2D], shown, "{} went wrong in {} of {} trials")
+    tutorial = counts(haz, [TUTORIAL_D2H, TUTORIAL_H2D], "{} went wrong in {} of {} trials")
     line = f"In the tutorial's setting, without holding the stream: {tutorial}: how often depends on how fast the copy is against the host's next step. Each D2H trial here fills the tensor with a new value just before its copy, which the tutorial does not do, so these counts are not the tutorial's (the markdown above says how)."
     seen.say(line)
     why = f"under the {hold_ms:.0f} ms hold: the driver waited for the stream, then staged the data, before returning."
@@ -118,7 +117,7 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
         else f"{label} ran all {trials} trials without a failure"
         for label in AS_WRITTEN_BESIDE
     ]
-    ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), shown, "{}: {} of {} wrong")
+    ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), "{}: {} of {} wrong")
     two = run.apart_from(changed, "the tutorial's loops", "section 4's")
     line = f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}{two}. A loop that stops at its first failure says that a race was lost, not how often."
     return seen.say(line)
@@ -135,8 +134,8 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     what = (
         f"wrong results in {tut_d2h['trials']} trials, tensor of {run.params['tutorial_shape']} float64",
         f"wrong results in {d2h['trials']} trials with the stream held",
-        together + counts(haz, FIXES[:2], str),
-        together + counts(haz, [SAFE[1], SAFE[0]], str),
+        together + counts(haz, FIXES[:2]),
+        together + counts(haz, [SAFE[1], SAFE[0]]),
         f"{held}, of {pinned['trials']} ({haz[TUTORIAL_H2D]['wrong']} of {haz[TUTORIAL_H2D]['trials']} in the tutorial's order of steps)",
         f"{held}, of {pageable['trials']}",
     )
