@@ -11,7 +11,6 @@ from ...records import Run
 
 NOTEBOOK = "04_event_timing"
 SOURCE = 'article "PyTorch CUDA Streams Introduction"'
-METHOD = "measurement method (nvbandwidth, nccl-tests)"
 SAME = "the same within the noise"
 
 

@@ -64,19 +64,15 @@ def see(run: Run) -> claims.WhatWeSee:
         at = {
             o["launch_blocking"]: raised[c] for c, o in errors.items() if o["scenario"] == scenario
         }
-        seen.say(
-            f"Bad kernel {scenario}: without `CUDA_LAUNCH_BLOCKING` the error surfaced at "
-            f"**{at[False]}**; with `CUDA_LAUNCH_BLOCKING=1`, at **{at[True]}**."
-        )
+        line = f"Bad kernel {scenario}: without `CUDA_LAUNCH_BLOCKING` the error surfaced at **{at[False]}**; with `CUDA_LAUNCH_BLOCKING=1`, at **{at[True]}**."
+        seen.say(line)
     for blocking, (_, statement, _) in WHERE.items():
         found, holds = surfaced(run, blocking)
         seen.check(statement, holds, "; ".join(f"{c}: {raised[c]}" for c in found))
     found = surfaced(run, False)[0]
     hint = [c for c in found if "CUDA_LAUNCH_BLOCKING" in " ".join(errors[c]["error_text"])]
-    return seen.say(
-        f"PyTorch's own error text suggests `CUDA_LAUNCH_BLOCKING=1` in {len(hint)} of the "
-        f"{len(found)} asynchronous cases (each case ran once)."
-    )
+    line = f"PyTorch's own error text suggests `CUDA_LAUNCH_BLOCKING=1` in {len(hint)} of the {len(found)} asynchronous cases (each case ran once)."
+    return seen.say(line)
 
 
 def claims_of(run: Run) -> list[Row]:

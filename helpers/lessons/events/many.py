@@ -35,54 +35,40 @@ class Many:
     """Section 9's facts: each count; the most streams over one ("device", "launch"), over half."""
 
     by: dict[int, Count]
+    counts: list[int]  # the counts of streams, fewest first
+    few_before_most: tuple[int, int, int]  # the fewest streams, the second most and the most
+    longest_ms: float  # the longest launch of a batch
     device: claims.Value
     doubling: claims.Value
     launch: claims.Value
-
-    @property
-    def counts(self) -> list[int]:
-        return list(self.by)
-
-    @property
-    def few_before_most(self) -> tuple[int, int, int]:
-        return self.counts[0], self.counts[-2], self.counts[-1]
-
-    @property
-    def longest_ms(self) -> float:
-        return max(b.longest_us for b in self.by.values()) / 1e3
 
 
 def count_of(recorded: dict, kernels: int, hold_us: float) -> Count:
     device, launch = recorded["device"], recorded["launch"]
     pairs = zip(device.samples_s, launch.samples_s, strict=True)
     kept = [d for d, up in pairs if up * kernels * 1e6 < hold_us]
-    return Count(
-        launch,
-        dataclasses.replace(device, samples_s=kept) if kept else device,
-        len(device.samples_s),
-        len(device.samples_s) - len(kept),
-        max(launch.samples_s) * kernels * 1e6,
-        recorded["contents_ok"],
-    )
+    n, longest_us = len(device.samples_s), max(launch.samples_s) * kernels * 1e6
+    within = dataclasses.replace(device, samples_s=kept) if kept else device
+    return Count(launch, within, n, n - len(kept), longest_us, recorded["contents_ok"])
 
 
 def facts(run: Run) -> Many:
     """Section 9's numbers, computed once from a ``many_streams`` run."""
     kernels, hold_us, recorded = run.params["kernels"], run.params["hold_us"], run.value["by count"]
-    by = {c: count_of(recorded[str(c)], kernels, hold_us) for c in sorted(map(int, recorded))}
-    few, before, most = (by[c] for c in (min(by), sorted(by)[-2], max(by)))
+    counts = sorted(map(int, recorded))
+    by = {c: count_of(recorded[str(c)], kernels, hold_us) for c in counts}
+    few, before, most = counts[0], counts[-2], counts[-1]
     ratios = ((most, few, "device"), (most, before, "device"), (most, few, "launch"))
-    return Many(by, *(claims.ratio(getattr(a, k), getattr(b, k)) for a, b, k in ratios))
+    values = (claims.ratio(getattr(by[a], k), getattr(by[b], k)) for a, b, k in ratios)
+    longest_ms = max(b.longest_us for b in by.values()) / 1e3
+    return Many(by, counts, (few, before, most), longest_ms, *values)
 
 
 def show(run: Run) -> tables.Table:
     """``torch.cuda.Stream()`` printed; a table per count of streams (us, ms) and its times (us)."""
     made, f = run.value["torch.cuda.Stream()"], facts(run)
-    print(
-        f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} "
-        f"of it); {run.value['objects made']} objects stood for "
-        f"{run.value['distinct CUDA streams']} distinct CUDA streams"
-    )
+    line = f"torch.cuda.Stream(): {made.median_us:.2f} us median on the host (IQR {made.spread:.0%} of it); {run.value['objects made']} objects stood for {run.value['distinct CUDA streams']} distinct CUDA streams"
+    print(line)
     _, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, (key, what) in zip(axes, PLOTTED, strict=True):
         ts = [getattr(b, key) for b in f.by.values()]
@@ -110,33 +96,19 @@ def see(run: Run) -> claims.WhatWeSee:
     (few, before, most), pool = f.few_before_most, v["distinct CUDA streams"]
     one, top, repeat = f.by[few], f.by[most], v["first repeat at"]
     shared = (
-        f": object {repeat + 1} is the first stream again, so beyond {pool} streams a program "
-        "shares PyTorch's pool instead of getting new ones."
+        f": object {repeat + 1} is the first stream again, so beyond {pool} streams a program shares PyTorch's pool instead of getting new ones."
         if repeat >= 0
         else ", each a stream of its own."
     )
     side_by_side = "tiny kernels from different streams ran side by side"
-    seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"Asking for a stream took {v['torch.cuda.Stream()'].median_us:.2f} us on the host "
-        f"(median). The {v['objects made']} objects `torch.cuda.Stream()` returned stand for "
-        f"{pool} CUDA streams{shared}"
-    )
-    seen.say(
-        f"On the GPU, the batch took {one.device.median_us:.2f} us per kernel on {few} stream and "
-        f"{top.device.median_us:.2f} us on {most}, {times(f.device)} the time on {few} "
-        f"({vs_one(f.device, 'slower', side_by_side, 'no different within the noise')}); on "
-        f"{most} streams it took {times(f.doubling)} its time on {before} "
-        f"({vs_one(f.doubling, 'slower', 'faster')})."
-    )
     medians = [b.launch.median_us for b in f.by.values()]
     noisy = (
         ", with a spread as large as the ratio itself" if f.launch.spread >= f.launch.value else ""
     )
-    seen.say(
-        f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and "
-        f"{top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} "
-        f"({vs_one(f.launch, 'more', 'less')}){noisy}; over the counts the median launch ranged "
-        f"from {min(medians):.1f} to {max(medians):.1f} us."
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(
+        f"Asking for a stream took {v['torch.cuda.Stream()'].median_us:.2f} us on the host (median). The {v['objects made']} objects `torch.cuda.Stream()` returned stand for {pool} CUDA streams{shared}",
+        f"On the GPU, the batch took {one.device.median_us:.2f} us per kernel on {few} stream and {top.device.median_us:.2f} us on {most}, {times(f.device)} the time on {few} ({vs_one(f.device, 'slower', side_by_side, 'no different within the noise')}); on {most} streams it took {times(f.doubling)} its time on {before} ({vs_one(f.doubling, 'slower', 'faster')}).",
+        f"On the host, a launch cost {one.launch.median_us:.1f} us with {few} stream and {top.launch.median_us:.1f} us with {most}, {times(f.launch)} the cost with {few} ({vs_one(f.launch, 'more', 'less')}){noisy}; over the counts the median launch ranged from {min(medians):.1f} to {max(medians):.1f} us.",
     )
     right = all(b.contents_ok for b in f.by.values())
     seen.check(RIGHT, right, f"{len(f.counts)} counts of streams checked")
@@ -146,19 +118,12 @@ def see(run: Run) -> claims.WhatWeSee:
         if b.outran
     ]
     if outran:
-        seen.say(
-            f"The host took longer than the {hold_ms:.0f} ms hold to launch {', '.join(outran)} "
-            f"(the longest {f.longest_ms:.1f} ms): the GPU waited for the launches there, so "
-            "those samples are left out of the device times above."
-        )
+        line = f"The host took longer than the {hold_ms:.0f} ms hold to launch {', '.join(outran)} (the longest {f.longest_ms:.1f} ms): the GPU waited for the launches there, so those samples are left out of the device times above."
+        seen.say(line)
     kept = min(b.samples - b.outran for b in f.by.values())
-    seen.check(
-        f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the "
-        "host queued within the spin kernel's hold, so no launch time is in the device times",
-        kept >= analysis.FEW_SAMPLES,
-        f"at least {kept} of {one.samples} kept; longest launch {f.longest_ms:.1f} ms, "
-        f"hold {hold_ms:.0f} ms",
-    )
+    statement = f"every count of streams keeps at least {analysis.FEW_SAMPLES} samples whose batch the host queued within the spin kernel's hold, so no launch time is in the device times"
+    said = f"at least {kept} of {one.samples} kept; longest launch {f.longest_ms:.1f} ms, hold {hold_ms:.0f} ms"
+    seen.check(statement, kept >= analysis.FEW_SAMPLES, said)
     return seen
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ... import analysis, claims, exercises, plotting, tables
 from ...records import Run
 from ...timing import Timing
-from .common import METHOD, NOTEBOOK, Row, axes, bars, cols, times, vs_one
+from .common import NOTEBOOK, Row, axes, bars, cols, times, vs_one
 
 TIMERS = ("perf_counter, no sync", "perf_counter + synchronize", "CUDA events")
 SPREAD_DRAWS = 400  # bootstrap resamples behind a spread's noise
@@ -42,12 +42,8 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     no_sync, synced_s, events_s = (run.value[t].samples_s for t in TIMERS)
     longer, n = sum(a > b for a, b in zip(synced_s, events_s, strict=True)), len(events_s)
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: "
-        f"{tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate."
-    )
-    seen.say(
-        f"The synchronised clock measures {times(synced)} the events' time (medians), and read "
-        f"longer than the events in {longer} of {n} paired samples."
+        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: {tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate.",
+        f"The synchronised clock measures {times(synced)} the events' time (medians), and read longer than the events in {longer} of {n} paired samples.",
     )
     top = max(no_sync) / run.value[TIMERS[2]].median_s  # the slowest reading, not the median
     slowest = f"the slowest {max(no_sync) * 1e6:.0f} us, {top:.1%} of the events' median time"
@@ -122,10 +118,8 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
         f"{short(n)}: first {t[0] * 1e3:.2f} ms, slowest later {max(t[1:]) * 1e3:.3f} ms"
         for n, t in first.items()
     )
-    seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The first call took {fig(ratio[least])} times the later calls' median for "
-        f"{short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most)."
-    )
+    line = f"The first call took {fig(ratio[least])} times the later calls' median for {short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most)."
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(line)
     seen.say(f"From call {settled}, every call stayed within twice the later median.")
     first_is_slowest = all(t[0] == max(t) for t in first.values())
     seen.check("the first call of each operation is its slowest", first_is_slowest, slowest)
@@ -139,7 +133,7 @@ def warm_up_claims(run: Run) -> list[Row]:
     far = claims.compare(first[slowest], 10, holds_if="above")
     claim = "Warm up first: the first call of an operation can be far slower than later ones"
     said = f"first call / median of the later ones, {short(slowest)}, the largest of {len(first)} operations ({far.in_words()} counts as far slower)"
-    return [Row(claim, run, said, far, METHOD)]
+    return [Row(claim, run, said, far, "measurement method (nvbandwidth, nccl-tests)")]
 
 
 # ---------------------------------------------------------------- 4. spread
@@ -182,8 +176,7 @@ def spread_facts(run: Run) -> Spread:
 
 def higher_median(run: Run) -> str | None:
     """Exercise 2: the clock with the higher median, None when the same within the noise."""
-    higher = analysis.in_words(spread_facts(run).host_over_events, "host clock", "", "events")
-    return higher or None
+    return analysis.in_words(spread_facts(run).host_over_events, "host clock", "", "events") or None
 
 
 def check_higher_median(answer: str | None, run: Run) -> bool | None:
@@ -219,16 +212,12 @@ def see_spread(run: Run) -> claims.WhatWeSee:
     for label, t in run.value.items():
         (q1, q3), mean = (q * 1e6 for q in t.quartiles_s), t.mean_s
         side = "above" if mean > t.median_s else "below" if mean < t.median_s else "at"
-        seen.say(
-            f"{label.capitalize()}: half the samples within {q1:.2f}-{q3:.2f} us, the slowest at "
-            f"{t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean "
-            f"({mean * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
-        )
+        line = f"{label.capitalize()}: half the samples within {q1:.2f}-{q3:.2f} us, the slowest at {t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean ({mean * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
+        seen.say(line)
     host, least = f.host_over_events.value, min(f.spread.values())
     noise = f"{'beyond' if f.beyond_noise else 'within'} the noise of {len(t.samples_s)} samples"
     spread = (
-        f"the {f.wider} samples spread more ({f.spread[f.wider]:.1%} of their median against "
-        f"{least:.1%}), {noise} each (± {2 * f.difference_noise * 100:.1f} points, by resampling)"
+        f"the {f.wider} samples spread more ({f.spread[f.wider]:.1%} of their median against {least:.1%}), {noise} each (± {2 * f.difference_noise * 100:.1f} points, by resampling)"
         if f.spread[f.wider] > least
         else f"both spread alike ({least:.1%} of their median)"
     )
@@ -238,7 +227,6 @@ def see_spread(run: Run) -> claims.WhatWeSee:
     seen.check("the host clock's samples sit higher than the events'", higher, sits)
     pulled = all(t.mean_s > t.median_s for t in run.value.values())
     gaps = ", ".join(f"{k} {(t.mean_s - t.median_s) * 1e6:.2f} us" for k, t in run.value.items())
-    seen.check(
-        "slow samples pull each clock's mean above its median", pulled, f"mean - median: {gaps}"
-    )
+    said = f"mean - median: {gaps}"
+    seen.check("slow samples pull each clock's mean above its median", pulled, said)
     return seen

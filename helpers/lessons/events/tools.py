@@ -58,32 +58,18 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
     step = f"; its values are {closest:.3f} us apart at the closest, their step" if closest else ""
     host = f"the batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate"
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to "
-        f"{max(empty):.2f} us), not zero: on an idle stream each event completes when the host "
-        f"records it, so the pair measures the host's time between the two record calls ({host}), "
-        f"not what events can resolve{step}."
-    )
-    seen.say(
-        f"A single tiny kernel measures {single:.2f} us against the empty pair's {floor:.2f} us, "
-        f"{times_in_words(single / floor)} (the empty pair is {floor / single:.0%} of it): mostly "
-        "the host's launch, so one pair of events cannot time such a kernel."
+        f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to {max(empty):.2f} us), not zero: on an idle stream each event completes when the host records it, so the pair measures the host's time between the two record calls ({host}), not what events can resolve{step}.",
+        f"A single tiny kernel measures {single:.2f} us against the empty pair's {floor:.2f} us, {times_in_words(single / floor)} (the empty pair is {floor / single:.0%} of it): mostly the host's launch, so one pair of events cannot time such a kernel."
         if single > floor
-        else f"A single tiny kernel measures {single:.2f} us, no more than the empty pair: the "
-        "host's launch, not the kernel, is what such a pair measures, so it cannot time it."
-    )
-    seen.say(
-        f"A batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate; "
-        f"queued behind a spin kernel, {queued:.2f} us per kernel, the GPU's rate, while the "
-        f"single kernel's reading is {single / queued:.0f} times that."
+        else f"A single tiny kernel measures {single:.2f} us, no more than the empty pair: the host's launch, not the kernel, is what such a pair measures, so it cannot time it.",
+        f"A batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate; queued behind a spin kernel, {queued:.2f} us per kernel, the GPU's rate, while the single kernel's reading is {single / queued:.0f} times that.",
     )
     seen.check(QUEUED, queued < launched, f"{queued:.2f} us against {launched:.2f} us")
     if closest:
         doc = f"{closest:.3f} us apart; CUDA documents about {DOCUMENTED_US} us"
         seen.check("steps finer than the documented resolution", closest < DOCUMENTED_US, doc)
-    said, small = (
-        f"{single:.2f} us; empty {floor:.2f}, GPU {queued:.2f}",
-        floor < single and single > 2 * queued,
-    )
+    small = floor < single and single > 2 * queued
+    said = f"{single:.2f} us; empty {floor:.2f}, GPU {queued:.2f}"
     seen.check("one kernel's pair reads over the empty pair and twice the GPU time", small, said)
     return seen
 
@@ -116,10 +102,8 @@ def show_tools(run: Run) -> None:
     }
     for label, per in by_tool.items():
         print(f"{label:22s} {per:9.2f} us per matmul (median)")
-    print(
-        f"profiler: {len(us)} kernels in {tools['profiler'].steps} steps of "
-        f"{tools['matmuls_per_step']} matmuls, each from {min(us):.2f} to {max(us):.2f} us"
-    )
+    line = f"profiler: {len(us)} kernels in {tools['profiler'].steps} steps of {tools['matmuls_per_step']} matmuls, each from {min(us):.2f} to {max(us):.2f} us"
+    print(line)
     bars(run, "One matmul, three tools", by_tool, "time per matmul (us)", "profiler kernels")
 
 
@@ -130,15 +114,10 @@ def see_tools(run: Run) -> claims.WhatWeSee:
     most = max(abs(events.value - 1), abs(bench.value - 1))
     longest = max(iv.duration_us for iv in run.value["profiler"].select(kind="kernel"))
     samples = [s * 1e6 for s in run.value["events"].samples_s]
-    seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The events measure {times(events)} the profiler's kernel time and "
-        f"`torch.utils.benchmark` {times(bench)}{few}; the three agree within {most:.1%}. "
-        f"{sum(s > longest for s in samples)} of the {len(samples)} event samples read more than "
-        f"the longest profiled kernel ({longest:.2f} us)."
-    )
-    seen.check(
-        "the three agree within a few percent", most < AGREE, f"{most:.1%}, under {AGREE:.0%}"
-    )
+    line = f"The events measure {times(events)} the profiler's kernel time and `torch.utils.benchmark` {times(bench)}{few}; the three agree within {most:.1%}. {sum(s > longest for s in samples)} of the {len(samples)} event samples read more than the longest profiled kernel ({longest:.2f} us)."
+    seen = claims.WhatWeSee(NOTEBOOK, run).say(line)
+    agree = f"{most:.1%}, under {AGREE:.0%}"
+    seen.check("the three agree within a few percent", most < AGREE, agree)
     return seen
 
 

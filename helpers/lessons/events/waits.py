@@ -29,16 +29,12 @@ def show_wait(run: Run) -> None:
     """The two waits (median ms), the side stream's state, the polls printed; bars of the waits."""
     (ev_ms, dev_ms), wait, params = medians_ms(run), run.value, run.params
     busy = wait["side_busy_after_event"]
-    print(
-        f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, "
-        f"{params['main_us'] / 1e3:.1f} ms on the current one\n"
+    print(  # one line of source per printed line
+        f"kernels queued: {params['side_us'] / 1e3:.1f} ms on the side stream, {params['main_us'] / 1e3:.1f} ms on the current one\n"
         f"host waited in main_done.synchronize():   {ev_ms:8.3f} ms (median)\n"
-        f"host waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms "
-        "(median, same start)\n"
+        f"host waited until torch.cuda.synchronize() returned: {dev_ms:8.3f} ms (median, same start)\n"
         f"side stream still busy when the event wait returned: {sum(busy)} of {len(busy)} times\n\n"
-        f"event.query() right after record(): {query_word(run)}; {wait['polls']} polls in "
-        f"{wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel "
-        "finished"
+        f"event.query() right after record(): {query_word(run)}; {wait['polls']} polls in {wait['poll_wait_s'] * 1e3:.2f} ms until the {params['poll_us'] / 1e3:.0f} ms kernel finished"
     )
     waits = {"event.synchronize()": ev_ms, "torch.cuda.synchronize()": dev_ms}
     what = "Waiting for one event or for the device"
@@ -46,6 +42,7 @@ def show_wait(run: Run) -> None:
 
 
 def query_word(run: Run) -> str:
+    """What ``event.query()`` answered right after ``record()``."""
     return "not done" if run.value["not_done_at_once"] else "done"
 
 
@@ -53,20 +50,13 @@ def see_wait(run: Run) -> claims.WhatWeSee:
     """Each median wait (ms) over the kernel it waited for; the side stream; ``query()``."""
     (ev_ms, dev_ms), wait, busy = medians_ms(run), run.value, run.value["side_busy_after_event"]
     main_ms, side_ms = run.params["main_us"] / 1e3, run.params["side_us"] / 1e3
+    ev_x, dev_x = ev_ms / main_ms, dev_ms / side_ms  # each wait over the kernel it waited for
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"`main_done.synchronize()` returned after {ev_ms:.2f} ms, {ev_ms / main_ms:.2f} times "
-        f"the {main_ms:.0f} ms short kernel, with the side stream still busy in {sum(busy)} of "
-        f"{len(busy)} runs; `torch.cuda.synchronize()` returned after {dev_ms:.2f} ms, "
-        f"{dev_ms / side_ms:.2f} times the {side_ms:.0f} ms long kernel on the other stream "
-        f"(medians of {len(busy)} runs)."
+        f"`main_done.synchronize()` returned after {ev_ms:.2f} ms, {ev_x:.2f} times the {main_ms:.0f} ms short kernel, with the side stream still busy in {sum(busy)} of {len(busy)} runs; `torch.cuda.synchronize()` returned after {dev_ms:.2f} ms, {dev_x:.2f} times the {side_ms:.0f} ms long kernel on the other stream (medians of {len(busy)} runs).",
+        f'`query()` answered "{query_word(run)}" right after the record, and the host polled {wait["polls"]} times before the {run.params["poll_us"] / 1e3:.0f} ms kernel finished (one run).',
     )
-    seen.say(
-        f'`query()` answered "{query_word(run)}" right after the record, and the host polled '
-        f"{wait['polls']} times before the {run.params['poll_us'] / 1e3:.0f} ms kernel finished "
-        "(one run)."
-    )
-    near = abs(ev_ms / main_ms - 1) < ABOUT and abs(dev_ms / side_ms - 1) < ABOUT
-    about = f"{ev_ms / main_ms:.2f} and {dev_ms / side_ms:.2f} times; {ABOUT:.0%} allowed"
+    near = abs(ev_x - 1) < ABOUT and abs(dev_x - 1) < ABOUT
+    about = f"{ev_x:.2f} and {dev_x:.2f} times; {ABOUT:.0%} allowed"
     seen.check("each wait lasts about the kernel it waits for", near, about)
     return seen
 
@@ -122,31 +112,24 @@ def show_ordering(run: Run, across: str) -> tables.Table:
 def see_ordering(run: Run, across: str) -> claims.WhatWeSee:
     """Both cases' counts; the host's ``cudaStreamWaitEvent`` (us) or the device waits (ms)."""
     (first, second), v = ROLES[across], run.value
+    no_wait, wait = ordering_counts(run).values()
     nw, w = (
-        f"the {second} was done before the {first} was in {c['checks'] - c['done_first']} of "
-        f"{c['checks']} checks, and its kernel started after the {first}'s ended in {c['after']} "
-        f"of {c['steps']} traced steps"
-        for c in ordering_counts(run).values()
+        f"the {second} was done before the {first} was in {c['checks'] - c['done_first']} of {c['checks']} checks, and its kernel started after the {first}'s ended in {c['after']} of {c['steps']} traced steps"
+        for c in (no_wait, wait)
     )
     seen = claims.WhatWeSee(NOTEBOOK, run).say(f"Without the wait, {nw}. With `wait_event`, {w}.")
-    nw_c, w_c = ordering_counts(run).values()
-    ordered = nw_c["after"] == 0 and w_c["after"] == w_c["steps"]
-    traced = f"{nw_c['after']} and {w_c['after']} of {w_c['steps']} steps"
+    ordered = no_wait["after"] == 0 and wait["after"] == wait["steps"]
+    traced = f"{no_wait['after']} and {wait['after']} of {wait['steps']} steps"
     seen.check(f"the {second}'s kernel: alongside without the wait, after with it", ordered, traced)
     host = v["wait_event"]["trace"].select(kind="runtime")
     waits_us = [iv.duration_us for iv in host if iv.name == "cudaStreamWaitEvent"]
     if across == "streams" and waits_us:
-        seen.say(
-            f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most (of "
-            f"{analysis.plural(len(waits_us), 'call')}): it returns at once, the GPU waits."
-        )
+        line = f"On the host lane, `cudaStreamWaitEvent` took {max(waits_us):.1f} us at most (of {analysis.plural(len(waits_us), 'call')}): it returns at once, the GPU waits."
+        seen.say(line)
     if across == "GPUs":
         busy, s0, s1 = (v[k] for k in ("gpu1_busy_after_sync0", "synchronize(0)", "synchronize(1)"))
-        seen.say(
-            f"`torch.cuda.synchronize(0)` returned after {s0.median_ms:.3f} ms with GPU 1 still "
-            f"busy in {sum(busy)} of {len(busy)} checks; `torch.cuda.synchronize(1)` after "
-            f"{s1.median_ms:.3f} ms (medians of {len(busy)} checks)."
-        )
+        line = f"`torch.cuda.synchronize(0)` returned after {s0.median_ms:.3f} ms with GPU 1 still busy in {sum(busy)} of {len(busy)} checks; `torch.cuda.synchronize(1)` after {s1.median_ms:.3f} ms (medians of {len(busy)} checks)."
+        seen.say(line)
     return seen
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import matplotlib.pyplot as plt
 
 from ... import claims, exercises, plotting, tables
@@ -28,7 +26,7 @@ CHECKED = (  # statements checked against the counts of HELD (all wrong), FIXES 
     "A synchronize, or an event on the stream, fixes both",
     "A pageable source, a GPU-side use of the result, a D2H copy into pageable memory and a blocking D2H copy come out right",
 )
-CLAIMS = (  # judged by the count of wrong results of the cases in SOME (some) or NONE (none)
+CLAIMS = (  # judged by the wrong results of their CASES: some where SOME says so, else none
     "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the tutorial's tensor, stream not held, a new value filled in before each copy]",
     "cuda_tensor.to('cpu', non_blocking=True).mean() gives erroneous output [the copy queued behind other work]",
     "With a synchronize before reading, a non_blocking D2H result is never wrong",
@@ -46,8 +44,9 @@ def shown(label: str) -> str:
     return label.replace("(tutorial's form)", "(tutorial's setting)")
 
 
-def counts(haz: dict, labels: list[str], name: Callable = shown, form: str = "{}: {} of {}") -> str:
-    return "; ".join(form.format(name(k), haz[k]["wrong"], haz[k]["trials"]) for k in labels)
+def counts(haz: dict, labels: list[str], form: str = "{}: {} of {}") -> str:
+    """The cases ``labels`` as shown, each with its wrong results and trials, in ``form``."""
+    return "; ".join(form.format(shown(k), haz[k]["wrong"], haz[k]["trials"]) for k in labels)
 
 
 def show(run: Run) -> tables.Table:
@@ -77,15 +76,14 @@ def see(run: Run) -> claims.WhatWeSee:
     verdicts = [all(haz[k]["wrong"] == haz[k]["trials"] for k in HELD), *none_wrong]
     for statement, labels, holds in zip(CHECKED, (HELD, FIXES, SAFE), verdicts, strict=True):
         seen.check(statement, holds, counts(haz, labels))
-    tutorial = counts(haz, [TUTORIAL_D2H, TUTORIAL_H2D], shown, "{} went wrong in {} of {} trials")
+    tutorial = counts(haz, [TUTORIAL_D2H, TUTORIAL_H2D], "{} went wrong in {} of {} trials")
     line = f"In the tutorial's setting, without holding the stream: {tutorial}: how often depends on how fast the copy is against the host's next step. Each D2H trial here fills the tensor with a new value just before its copy, which the tutorial does not do, so these counts are not the tutorial's (the markdown above says how)."
     seen.say(line)
     why = f"under the {hold_ms:.0f} ms hold: the driver waited for the stream, then staged the data, before returning."
     if min(back_s) < 0.8 * hold_ms / 1e3:
         why = f"although the stream was held for {hold_ms:.0f} ms: the driver copied the data into its staging buffer first."
     line = f"The pageable `.to(non_blocking=True)` returned after {min(back_s) * 1e3:.2f} to {max(back_s) * 1e3:.2f} ms {why} So the data was taken before `.to()` returned."
-    seen.say(line)
-    return seen
+    return seen.say(line)
 
 
 AS_WRITTEN_FAILS = {  # the tutorial's four loops, and whether its page shows each stopping early
@@ -103,31 +101,26 @@ AS_WRITTEN_BESIDE = {  # the loop as written, and the case of section 4 in the t
 def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     """Where each of the tutorial's loops stopped, checked against its page, beside section 4."""
     stopped, trials, haz = run.value["stopped_at"], run.value["trials"], changed.value["cases"]
-    seen = claims.WhatWeSee(NOTEBOOK, run)
-
-    def where(label: str) -> str:
-        at = stopped[label]
-        return (
-            f"{label}: no failure in {trials} trials"
-            if at is None
-            else f"{label}: failed on trial {at + 1}"
-        )
-
+    where = "; ".join(
+        f"{k}: no failure in {trials} trials"
+        if stopped[k] is None
+        else f"{k}: failed on trial {stopped[k] + 1}"
+        for k in AS_WRITTEN_FAILS
+    )
     as_page = all((stopped[k] is not None) == fails for k, fails in AS_WRITTEN_FAILS.items())
     statement = "The tutorial's loops fail where its page shows them failing, and only there"
-    seen.check(statement, as_page, "; ".join(where(k) for k in AS_WRITTEN_FAILS))
+    seen = claims.WhatWeSee(NOTEBOOK, run)
+    seen.check(statement, as_page, where)
     beside = [
         f"{label} failed on trial {stopped[label] + 1} of up to {trials} and stopped"
         if stopped[label] is not None
         else f"{label} ran all {trials} trials without a failure"
         for label in AS_WRITTEN_BESIDE
     ]
-    ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), shown, "{}: {} of {} wrong")
+    ours = counts(haz, list(AS_WRITTEN_BESIDE.values()), "{}: {} of {} wrong")
     two = run.apart_from(changed, "the tutorial's loops", "section 4's")
-    seen.say(
-        f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}{two}. A loop that stops at its first failure says that a race was lost, not how often."
-    )
-    return seen
+    line = f"As written, {beside[0]}, and {beside[1]}. Section 4's versions in the tutorial's setting counted {ours}{two}. A loop that stops at its first failure says that a race was lost, not how often."
+    return seen.say(line)
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
@@ -141,18 +134,16 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     what = (
         f"wrong results in {tut_d2h['trials']} trials, tensor of {run.params['tutorial_shape']} float64",
         f"wrong results in {d2h['trials']} trials with the stream held",
-        together + counts(haz, FIXES[:2], str),
-        together + counts(haz, [SAFE[1], SAFE[0]], str),
+        together + counts(haz, FIXES[:2]),
+        together + counts(haz, [SAFE[1], SAFE[0]]),
         f"{held}, of {pinned['trials']} ({haz[TUTORIAL_H2D]['wrong']} of {haz[TUTORIAL_H2D]['trials']} in the tutorial's order of steps)",
         f"{held}, of {pageable['trials']}",
     )
-    for claim, source, labels, some, counted in zip(
-        CLAIMS, sources, CASES, SOME, what, strict=True
-    ):
+    for claim, source, labels, some, said in zip(CLAIMS, sources, CASES, SOME, what, strict=True):
         wrong = sum(haz[k]["wrong"] for k in labels)
         holds = claims.compare(wrong, 0.5, holds_if="above" if some else "below")
         words = "erroneous: at least one wrong," if some else "never:"
-        measured = f"{counted}; {words} a count {holds.in_words()}"
+        measured = f"{said}; {words} a count {holds.in_words()}"
         table.add(claim, source=source, measured=measured, holds=holds, run=run)
     measured = f"wrong results: pageable H2D {pageable['wrong']}, pinned H2D {pinned['wrong']}, D2H {d2h['wrong']} (of {d2h['trials']} each, stream held); three counts at once, so a yes or no"
     holds = pageable["wrong"] == 0 and pinned["wrong"] > 0 and d2h["wrong"] > 0
@@ -164,10 +155,8 @@ def check_safe_choice(answer: str | None, run: Run) -> bool | None:
     haz = run.value["cases"]
     safe = [option for option, label in CHOICES.items() if haz[label]["wrong"] == 0]
     if len(safe) != 1:
-        print(
-            f"The measurements do not single out one safe option ({len(safe)} had no wrong result); see section 4."
-        )
+        line = f"The measurements do not single out one safe option ({len(safe)} had no wrong result); see section 4."
+        print(line)
         return None
-    return exercises.check_choice(
-        answer, safe[0], choices=list(CHOICES), hint="look at section 4's counts of wrong results"
-    )
+    hint = "look at section 4's counts of wrong results"
+    return exercises.check_choice(answer, safe[0], choices=list(CHOICES), hint=hint)

@@ -11,7 +11,6 @@ from ...records import Run
 from .loops import faster
 from .returns import NOTEBOOK, TUTORIAL
 
-LOADERS = ("pin_memory=False", "pin_memory=True")
 PAYS_CLAIM = "Pinning pays for large batches of large tensors [tensordict non_blocking_pin=True, num_threads=0, against td.to('cuda:0')]"
 THREADS_CLAIM = "Pinning pays for large batches of large tensors when it runs in separate threads [tensordict num_threads]"
 CLAIMS = (
@@ -95,8 +94,7 @@ def see_tensordict(run: Run) -> claims.WhatWeSee:
     main = faster_or_slower(f.pin_vs_default, "`td.to('cuda:0')`", pays)
     threads = faster_or_slower(f.threads_vs_main, "pinning on the main thread", threads_pay)
     line = f"Pinning on the main thread (`num_threads=0`) was {main}, and pinning in threads (`num_threads={run.params['threads']}`) {threads}."
-    seen.say(line)
-    return seen
+    return seen.say(line)
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ def dataloader_facts(run: Run) -> Epochs:
     dl = run.value
     on, off = dl["pin_memory=True"], dl["pin_memory=False"]
     return Epochs(
-        {k: dl[k]["epoch"].median_ms for k in LOADERS},
+        {k: r["epoch"].median_ms for k, r in dl.items()},
         run.params["step_ms"] * on["batches"],
         claims.ratio(off["epoch"], on["epoch"]),
         on["pinned batches"] == on["batches"] and off["pinned batches"] == 0,
@@ -126,8 +124,7 @@ def show_dataloader(run: Run) -> tables.Table:
     """Batches pinned and epoch time (ms, IQR / median, samples), and bars of the epoch times."""
     dl, f = run.value, dataloader_facts(run)
     title = plotting.machine_title("one DataLoader epoch", run.machine, run.live)
-    bars = {k: r["epoch"].median_ms for k, r in dl.items()}
-    plotting.bars_with_ratios(bars, title=title, ylabel="time per epoch (ms, median)")
+    plotting.bars_with_ratios(f.epoch_ms, title=title, ylabel="time per epoch (ms, median)")
     rows = []
     for k, r in dl.items():
         e = r["epoch"]
@@ -142,8 +139,7 @@ def see_dataloader(run: Run) -> claims.WhatWeSee:
     statement = "With pin_memory=True every batch comes out pinned, without it none does"
     seen.check(statement, f.all_pinned_or_none, f.pinned_counts)
     line = f"An epoch took {f.epoch_ms['pin_memory=True']:.0f} ms with `pin_memory=True` and {f.epoch_ms['pin_memory=False']:.0f} ms without, beside {f.gpu_work_ms:.0f} ms of GPU work ({f.speedup.samples} samples each): the epoch with pinning ran {analysis.times(f.speedup)} as fast as the one without, {faster(f.speedup)}"
-    seen.say(line)
-    return seen
+    return seen.say(line)
 
 
 def add_claims(table: claims.ClaimsTable, run_td: Run, run_dl: Run) -> None:

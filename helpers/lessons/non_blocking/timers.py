@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ... import analysis, claims, exercises, tables, timing
 from ...records import Run
 from .returns import NOTEBOOK
+from .six_ways import MODES
 
 SECTIONS = {"small copies": 2, "synergies": 3, "tensordict": 5}  # the Timer run's keys
 SYNERGIES = {  # the tutorial's statement: section 3's (source, mode)
@@ -18,19 +19,13 @@ SYNERGIES = {  # the tutorial's statement: section 3's (source, mode)
     "pin_copy_to_device(*tensors)": ("pin_memory() then copy", "blocking"),
     "pin_copy_to_device_nonblocking(*tensors)": ("pin_memory() then copy", "non_blocking=True"),
 }
-BY_HAND = {  # section 3's mode: the tutorial's (pageable copy, pin then copy) statements
-    "blocking": ("copy_to_device(*tensors)", "pin_copy_to_device(*tensors)"),
-    "non_blocking=True": (
-        "copy_to_device_nonblocking(*tensors)",
-        "pin_copy_to_device_nonblocking(*tensors)",
-    ),
-}
 AGREES = {  # (no speed-up under the Timer, no speed-up under the host clock): the choice
     (True, True): "both",
     (True, False): "the Timer (one thread)",
     (False, True): "the host clock",
     (False, False): "neither",
 }
+PAID = ("paid", "did not pay", "made no difference beyond the noise")  # pinning by hand, worded
 PINS = (  # the statements that pin on the main thread: a CPU copy per tensor there
     "pin_copy_to_device(*tensors)",
     "pin_copy_to_device_nonblocking(*tensors)",
@@ -82,35 +77,26 @@ def _note(timers: Run, small: Run) -> str:
 def show(timers: Run, small: Run, six: Run, td: Run) -> tables.Table:
     """Each statement: the Timer's median (ms) and samples, the host clock's, and their ratio."""
     columns: list = ["section", "statement", ("Timer, 1 thread", "ms", ".2f"), "Timer samples"]
-    columns += [
-        (f"host clock, {timers.value['threads']} threads", "ms", ".2f"),
-        "Timer / host clock",
-    ]
-    rows = [
-        (
-            p.section,
-            p.statement,
-            p.timer.median_ms,
-            len(p.timer.samples_s),
-            p.ours.median_ms,
-            analysis.times(p.ratio),
-        )
-        for p in pairs(timers, small, six, td)
-    ]
+    columns += [(f"host clock, {timers.value['threads']} threads", "ms", ".2f")]
+    columns += [("Timer / host clock", "", analysis.times)]  # the ratio with its spread
     caption = f"medians; each of the Timer's adaptive_autorange samples is one block of calls{_note(timers, small)}"
-    return tables.Table(columns, rows, caption=caption)
+    table = tables.Table(columns, caption=caption)
+    for p in pairs(timers, small, six, td):
+        t = p.timer
+        table.add(p.section, p.statement, t.median_ms, len(t.samples_s), p.ours.median_ms, p.ratio)
+    return table
 
 
 def by_hand(found: list[BothClocks]) -> dict[str, tuple[claims.Comparison, claims.Comparison]]:
     """Section 3's ``pin_memory()`` then copy against the pageable copy, per mode: how many times
     as fast (above 1: pinning by hand paid), under the Timer and under the host clock."""
-    by = {p.statement: p for p in found if p.section == SECTIONS["synergies"]}
+    by = {SYNERGIES[p.statement]: p for p in found if p.section == SECTIONS["synergies"]}
 
-    def judged(pageable: str, pinning: str, clock: str) -> claims.Comparison:
-        fast = claims.ratio(getattr(by[pageable], clock), getattr(by[pinning], clock))
-        return claims.compare(fast, 1, holds_if="above")
+    def judged(mode: str, clock: str) -> claims.Comparison:
+        a, b = (getattr(by[way, mode], clock) for way in ("pageable", "pin_memory() then copy"))
+        return claims.compare(claims.ratio(a, b), 1, holds_if="above")
 
-    return {mode: (judged(a, b, "timer"), judged(a, b, "ours")) for mode, (a, b) in BY_HAND.items()}
+    return {mode: (judged(mode, "timer"), judged(mode, "ours")) for mode in MODES}
 
 
 def check_tutorial_agrees(
@@ -128,41 +114,31 @@ def check_tutorial_agrees(
 def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
     """Whether pinning took longer under the Timer, how far plain copies moved, pinning by hand."""
     found, see = pairs(timers, small, six, td), claims.WhatWeSee(NOTEBOOK, timers)
-    by = {(p.section, p.statement): p for p in found}
-
-    def listed(chosen: list[BothClocks]) -> str:
-        return "; ".join(
-            f"`{p.statement}` (section {p.section}) {p.timer.median_ms:.0f} ms against {p.ours.median_ms:.0f} ms, {analysis.times(p.ratio)}"
-            for p in chosen
-        )
-
     pins = [p for p in found if p.pins]
     in_threads = f"td.to('cuda:0', non_blocking_pin=True, num_threads={td.params['threads']})"
-    plain = [p for p in found if not p.pins and p.statement != in_threads]
-    most = max(plain, key=lambda p: p.ratio.value)
+    threaded = next(p for p in found if p.statement == in_threads)
+    plain = [p for p in found if not p.pins and p is not threaded]
+    least, most = (f(plain, key=lambda p: p.ratio.value) for f in (min, max))
+    listed = "; ".join(
+        f"`{p.statement}` (section {p.section}) {p.timer.median_ms:.0f} ms against {p.ours.median_ms:.0f} ms, {analysis.times(p.ratio)}"
+        for p in pins
+    )
     longer = all(
         claims.compare(p.ratio, 1, holds_if="above").verdict == claims.HOLDS
         and p.ratio.value > most.ratio.value
         for p in pins
     )
-    see.check(
-        f"The {len(pins)} statements that pin on the main thread took longer under the Timer's one thread than under the host clock's {timers.value['threads']}, beyond the noise and by more than any statement that does not pin",
-        longer,
-        f"{listed(pins)}; the most of those that do not pin: `{most.statement}` (section {most.section}), {analysis.times(most.ratio)}",
-    )
-    least = min(plain, key=lambda p: p.ratio.value)
+    statement = f"The {len(pins)} statements that pin on the main thread took longer under the Timer's one thread than under the host clock's {timers.value['threads']}, beyond the noise and by more than any statement that does not pin"
+    said = f"{listed}; the most of those that do not pin: `{most.statement}` (section {most.section}), {analysis.times(most.ratio)}"
+    see.check(statement, longer, said)
     see.say(
         f"The {len(plain)} statements that do not pin came out between {analysis.times(least.ratio)} (`{least.statement}`, section {least.section}) and {analysis.times(most.ratio)} (`{most.statement}`, section {most.section}) as long under the Timer{_note(timers, small)}: that is how far apart the two clocks came on loops that do not pin.",
-        f"tensordict's `num_threads={td.params['threads']}`, which pins in its own threads, took {analysis.times(by[(5, in_threads)].ratio)} as long under the Timer.",
+        f"tensordict's `num_threads={td.params['threads']}`, which pins in its own threads, took {analysis.times(threaded.ratio)} as long under the Timer.",
     )
     for mode, (under_timer, under_ours) in by_hand(found).items():
-        paid = [
-            claims.worded(f.verdict, "paid", "did not pay", "made no difference beyond the noise")
-            for f in (under_timer, under_ours)
-        ]
-        see.say(
-            f"Section 3's pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(under_timer.value)} as fast as the pageable copy under the Timer, and {analysis.times(under_ours.value)} under the host clock: pinning by hand {paid[0]} with one thread and {paid[1]} with {timers.value['threads']}."
-        )
+        paid = [claims.worded(f.verdict, *PAID) for f in (under_timer, under_ours)]
+        line = f"Section 3's pinning by hand, {mode}: `pin_memory()` then copy ran {analysis.times(under_timer.value)} as fast as the pageable copy under the Timer, and {analysis.times(under_ours.value)} under the host clock: pinning by hand {paid[0]} with one thread and {paid[1]} with {timers.value['threads']}."
+        see.say(line)
     few = min(len(p.timer.samples_s) for p in found)
     if analysis.few(few):
         see.say(f"Some statements' Timer medians rest on {analysis.few(few)} (its fewest).")
