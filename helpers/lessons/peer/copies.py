@@ -132,16 +132,33 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
     f, size = same_facts(same), timing.format_bytes
     best, both = f.rates[f.best_at], 2 * f.sizes[f.best_at]  # both: source and destination
     in_cache = None if f.cache is None else both <= f.cache
-    seen = claims.WhatWeSee(NOTEBOOK, same)
+    l2 = f"this GPU's {size(f.cache)} L2 cache" if f.cache else ""
+    cache = {
+        True: f"within {l2}: part of it can have been served from the cache, not from memory",
+        False: f"more than {l2}",
+        None: "the recording does not say this GPU's L2 cache size",
+    }[in_cache]
+    over = ""
+    if f.datasheet and best > f.datasheet:
+        over = f"; it is {best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
+            "which no copy can exceed: a measurement problem, not a result"
+            if in_cache is False
+            else "which only a copy served from the cache can exceed"
+        )
     sheet = (
         f.datasheet
         and f", {f.memory / f.datasheet:.0%} of the {f.datasheet:.0f} GB/s of NVIDIA's datasheet"
     )
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, same).say(
         f"The same-GPU copy runs at {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}. Its largest sizes, "
         f"{size(f.sizes[f.start])} to {size(f.sizes[-1])}, lie within {PLATEAU_TOLERANCE:.0%} of "
         f"each other at {f.low:.0f} to {f.high:.0f} GB/s: we take their median, {f.memory:.0f} "
-        f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}."
+        f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}.",
+        f"The best point, {best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
+        f"plateau by {best / f.memory - 1:.0%} (source and destination together: "
+        f"{size(both)}, {cache}){over}."
+        if f.best_at < f.start
+        else "No middle size rises above the plateau here.",
     )
     if f.datasheet:  # the expectation: near the memory's bandwidth; small copies pay a fixed cost
         seen.check(
@@ -149,27 +166,6 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
             f.memory >= NEAR_MEMORY * f.datasheet and f.rates[0] < f.low,
             f"{f.memory:.0f} GB/s, {f.memory / f.datasheet:.0%} of {f.datasheet:.0f}; {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}",
         )
-    if f.best_at < f.start:
-        l2 = f"this GPU's {size(f.cache)} L2 cache" if f.cache else ""
-        cache = {
-            True: f"within {l2}: part of it can have been served from the cache, not from memory",
-            False: f"more than {l2}",
-            None: "the recording does not say this GPU's L2 cache size",
-        }[in_cache]
-        over = ""
-        if f.datasheet and best > f.datasheet:
-            over = f"; it is {best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
-                "which no copy can exceed: a measurement problem, not a result"
-                if in_cache is False
-                else "which only a copy served from the cache can exceed"
-            )
-        seen.say(
-            f"The best point, {best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
-            f"plateau by {best / f.memory - 1:.0%} (source and destination together: "
-            f"{size(both)}, {cache}){over}."
-        )
-    else:
-        seen.say("No middle size rises above the plateau here.")
     say_leaks(seen, "and so is the memory's figure if it is one of them", same)
     return seen
 
@@ -245,20 +241,17 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         tail = f"; so do the other {others} curves"
     else:
         tail = f"; {alike - 1} of the other {others} curves {PLURAL[first.kind]} too"
-    seen = claims.WhatWeSee(NOTEBOOK, peer)
-    seen.say(f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.")
-    seen.say(
+    what = "rated speed" if o.link.rated_gbps else "raw PCIe rate (the link is not NVLink)"
+    seen = claims.WhatWeSee(NOTEBOOK, peer).say(
+        f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.",
         f"At the largest sizes every pair runs at {o.flat_low:.0f} to {o.flat_high:.0f} GB/s; the "
         f"same-GPU copy's plateau, {o.memory:.0f} GB/s, is {o.memory / o.peak:.1f} times the best "
-        f"peer copy's {o.peak:.0f} GB/s."
-    )
-    what = "rated speed" if o.link.rated_gbps else "raw PCIe rate (the link is not NVLink)"
-    seen.say(
+        f"peer copy's {o.peak:.0f} GB/s.",
         f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
         f"direction: the best peer copy reaches {o.peak / o.ceiling:.0%} of it"
         f"{BEYOND if o.peak > o.ceiling else ''}."
         if o.ceiling
-        else "No rated speed is known for the link cuda:0 - cuda:1, so the plot has no line for it."
+        else "No rated speed is known for the link cuda:0 - cuda:1, so the plot has no line for it.",
     )
     best = max(filter(None, o.rated_shares.values()), default=None)
     if best:
@@ -359,20 +352,17 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     b, size, largest = both_facts(both, peer, links), timing.format_bytes, both.params["sizes"][-1]
     close = min(b.at_largest) >= DUPLEX
     what = "rated speed" if link_facts(links).rated_gbps else "raw PCIe rate"
-    seen = claims.WhatWeSee(NOTEBOOK, both)
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, both).say(
         f"At {size(largest)} each way the total is "
         f"{span(f'{min(b.at_largest):.0%}', f'{max(b.at_largest):.0%}')} of the two one-way rates added, "
         f"over {analysis.plural(len(b.at_largest), 'pair')} of GPUs: the two directions "
         f"{'hardly ' if close else ''}slowed each other down (at least {DUPLEX:.0%} counts as "
         f"hardly). The lowest share at any size is {b.low.share:.0%}, {pair_name(b.low.pair)} at "
-        f"{size(b.low.size)} each way."
-    )
-    seen.say(
+        f"{size(b.low.size)} each way.",
         f"The dashed line is twice the one-way {what}, {b.bound:.0f} GB/s; the largest total, "
         f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{BEYOND if b.total > b.bound else ''}."
         if b.bound
-        else "No rated speed is known for the link, so the plot has no line for it."
+        else "No rated speed is known for the link, so the plot has no line for it.",
     )
     if b.above:
         top = max(b.above, key=lambda s: s.share)
@@ -441,15 +431,13 @@ def see_latency(latency: Run) -> claims.WhatWeSee:
     """A tiny copy between GPUs against one within a GPU (us), and how it changes with size."""
     f, sizes = latency_facts(latency), latency.params["sizes"]
     first, last = f.peer_us[0], f.peer_us[-1]
-    seen = claims.WhatWeSee(NOTEBOOK, latency)
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, latency).say(
         f"At {sizes[0]} B a copy between GPUs takes {first:.1f} us, {first / f.local_us:.1f} "
         f"times as long as a copy within one GPU ({f.local_us:.1f} us)."
     )
     if len(sizes) > 1:
-        matters = (
-            "hardly matters here" if abs(last / first - 1) < SIZE_MATTERS else "matters already"
-        )
+        changed = abs(last / first - 1)
+        matters = "hardly matters here" if changed < SIZE_MATTERS else "matters already"
         seen.say(
             f"From {sizes[0]} B to {sizes[-1]} B the peer copy's median time goes from "
             f"{first:.1f} to {last:.1f} us: the size {matters}."

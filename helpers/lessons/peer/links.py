@@ -42,7 +42,6 @@ class Links:
     """Section 1's facts per ordered pair: peer access, the link ``nvidia-smi topo -m`` names, its
     rated one-way GB/s (None: not NVLink); the slower GPU's raw one-way PCIe GB/s (None: unknown)."""
 
-    machine: str
     gpus: int
     peer: dict[Pair, bool]
     link: dict[Pair, str]
@@ -77,7 +76,6 @@ def facts(links: Run) -> Links:
     }
     pcie, access = value["pcie_gbps"], value["peer_access"]
     return Links(
-        links.machine,
         value["gpus"],
         {(i, j): bool(access[i][j]) for i, j in pairs},
         link,
@@ -94,11 +92,8 @@ def show_links(links: Run) -> None:
     print(hardware.report(links.header["machine"]), "\n")
     rated = ("rated, one direction", "GB/s", ".0f")
     columns = ["pair", "peer access", "link (nvidia-smi topo -m)", rated]
-    title, caption = (
-        titled("Peer access and links", links),
-        "rated speed: " + "; ".join(f.rated_from),
-    )
-    table = tables.Table(columns, title=title, caption=caption)
+    caption = "rated speed: " + "; ".join(f.rated_from)
+    table = tables.Table(columns, title=titled("Peer access and links", links), caption=caption)
     for i, j in f.peer:
         table.add(f"cuda:{i} -> cuda:{j}", f.peer[(i, j)], f.link[(i, j)], f.rated[(i, j)])
     display(table)
@@ -112,7 +107,7 @@ def see_links(links: Run) -> claims.WhatWeSee:
     straight = ": every copy between them below goes straight over the link, none is staged through host memory"
     seen = claims.WhatWeSee(NOTEBOOK, links)
     seen.say(
-        f"{f.machine} has {f.gpus} GPUs: peer access on {with_peer} of the {len(f.peer)} ordered "
+        f"{links.machine} has {f.gpus} GPUs: peer access on {with_peer} of the {len(f.peer)} ordered "
         f"pairs, joined by {', '.join(sorted(set(f.link.values())))} (`nvidia-smi topo -m`)"
         + (straight if f.all_peer else "")
         + "."
@@ -150,28 +145,21 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
         )
         print(textwrap.fill(why, 100, break_long_words=False, break_on_hyphens=False))
         return
-    value, size = pairs.value, pairs.params["nbytes"]
-    at_once, topology, same = value["together"], value["topology"], peer.machine == pairs.machine
-    n = 1 + max(pair_ends(p)[0] for p in at_once)
-    alone = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
+    value, size, same = pairs.value, pairs.params["nbytes"], peer.machine == pairs.machine
+    n = 1 + max(pair_ends(p)[0] for p in value["together"])
     title = titled(f"Every pair copying {timing.format_bytes(size)} at once", pairs)
-    rates = {p: t.gbps for p, t in at_once.items()}
-    shares = {p: r / alone[p][size].gbps for p, r in rates.items() if size in alone.get(p, {})}
-    known = topology["links"] or [["?"] * n] * n
+    rates = {p: t.gbps for p, t in value["together"].items()}
+    each = "each pair's rate"
+    shown = [matrix(n, rates, ".1f", f"{each} while every pair copies", title=title, unit="GB/s")]
+    if same:  # section 4 is compared on one machine only
+        lone = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
+        shares = {p: r / lone[p][size].gbps for p, r in rates.items() if size in lone.get(p, {})}
+        shown.append(matrix(n, shares, ".0%", f"{each} at once over its rate alone (section 4)"))
+    known = value["topology"]["links"] or [["?"] * n] * n
     joins = {f"{i}->{j}": row[j] for i, row in enumerate(known) for j in range(n)}
-    source = topology["source"] or "nowhere (no NVIDIA driver)"
-    display(
-        matrix(
-            n, rates, ".1f", "each pair's rate while every pair copies", title=title, unit="GB/s"
-        ),
-        *(
-            [matrix(n, shares, ".0%", "each pair's rate at once over its rate alone (section 4)")]
-            if same
-            else []
-        ),
-        matrix(n, joins, str, f"what joins them, read from {source}"),
-    )
-    if not same:  # section 4 is compared on one machine only
+    source = value["topology"]["source"] or "nowhere (no NVIDIA driver)"
+    display(*shown, matrix(n, joins, str, f"what joins them, read from {source}"))
+    if not same:
         print(
             f"(each pair's rate alone, section 4, is replayed from {peer.machine} and this from "
             f"{pairs.machine}: not compared)"
