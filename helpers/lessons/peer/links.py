@@ -105,23 +105,20 @@ def see_links(links: Run) -> claims.WhatWeSee:
     with_peer, pcie = sum(f.peer.values()), f.pcie_gbps
     rated = sorted({round(rate) for rate in f.rated.values() if rate})
     straight = ": every copy between them below goes straight over the link, none is staged through host memory"
-    seen = claims.WhatWeSee(NOTEBOOK, links)
-    seen.say(
-        f"{links.machine} has {f.gpus} GPUs: peer access on {with_peer} of the {len(f.peer)} ordered "
-        f"pairs, joined by {', '.join(sorted(set(f.link.values())))} (`nvidia-smi topo -m`)"
-        + (straight if f.all_peer else "")
-        + "."
-    )
     than = (
         f", {min(rated or [0]) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
         if pcie
         else ""
     )
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, links).say(
+        f"{links.machine} has {f.gpus} GPUs: peer access on {with_peer} of the {len(f.peer)} ordered "
+        f"pairs, joined by {', '.join(sorted(set(f.link.values())))} (`nvidia-smi topo -m`)"
+        + (straight if f.all_peer else "")
+        + ".",
         f"The links' rated speed is {' or '.join(map(str, rated))} GB/s per direction{than}."
         if rated
         else "No rated speed is known for these links, so the peer copies below are not measured "
-        "against one (and their plots have no line for it)."
+        "against one (and their plots have no line for it).",
     )
     nvlink = all(link.startswith("NV") for link in f.link.values())
     joined = ", ".join(f"cuda:{i} -> cuda:{j}: {f.link[(i, j)]}" for i, j in f.peer)
@@ -182,8 +179,7 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
     at_once, alone, total, topology = (value[k] for k in ("together", "alone", "total", "topology"))
     ends = [pair_ends(p) for p in at_once]
     low, high = min(t.gbps for t in at_once.values()), max(t.gbps for t in at_once.values())
-    seen = claims.WhatWeSee(NOTEBOOK, pairs)
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, pairs).say(
         f"With all {len(at_once)} ordered pairs of {1 + max(i for i, _ in ends)} GPUs copying "
         f"{timing.format_bytes(size)} at once, each pair ran at {span(f'{low:.1f}', f'{high:.1f}')} "
         f"GB/s, {span(f'{low / alone.gbps:.0%}', f'{high / alone.gbps:.0%}')} of the single pair's "

@@ -226,21 +226,18 @@ def show_timelines(seed: Run) -> None:
 def see_combinations(seed: Run) -> claims.WhatWeSee:
     """Streams, overlap ratios, what non_blocking changed, the host's share of the copy's time."""
     o = summary(seed)
-    seen = claims.WhatWeSee(NOTEBOOK, seed)
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, seed).say(
         f"The copy ran on the sender's current stream in {o.on_source} of {o.runs} runs; "
         f"B * B * B * B ran on {'; '.join(o.kernel_lanes)}; the copies' kind in the traces: "
-        f"{', '.join(o.copy_kinds)} (PtoP: from one GPU's memory straight into the other's)."
-    )
-    seen.say(
+        f"{', '.join(o.copy_kinds)} (PtoP: from one GPU's memory straight into the other's).",
         f"With side streams on both GPUs the overlap ratio was {o.both_side_text} (each over "
         f"{o.steps} profiled steps: {overlap_word(o.both_side)}, counting {HIGH} and up as overlap "
         f"and {LOW} and below as none); in the other {len(o.others)} runs it was at most "
         f"{max(o.others):.2f}. With the sender on its default stream and s1 current on the receiver "
         f"(the legacy default stream's case) it was {' and '.join(f'{r:.2f}' for r in o.legacy)}: "
-        f"{overlap_word(o.legacy)}."
+        f"{overlap_word(o.legacy)}.",
+        f"Changing only non_blocking moved the ratio by at most {o.nb_change:.2f}.",
     )
-    seen.say(f"Changing only non_blocking moved the ratio by at most {o.nb_change:.2f}.")
     if o.issue_us is not None:
         seen.say(
             f"The host took {o.issue_us:.0f} us from issuing the copy to launching the first "
@@ -263,9 +260,8 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
 def see_as_posted(posted: Run, seed: Run) -> claims.WhatWeSee:
     """The blog post's sizes beside ours: the copy, the overlap ratios, the host's gap's share."""
     p, o = summary(posted), summary(seed)
-    seen = claims.WhatWeSee(NOTEBOOK, posted)
     two = "" if posted.machine == seed.machine else f", recorded on {seed.machine}"
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, posted).say(
         f"At the blog post's sizes the copy took {p.copy_us:.0f} us per step (ours: {o.copy_us:.0f} us{two}). "
         f"With side streams on both GPUs the overlap ratio was {p.both_side_text} (ours: {o.both_side_text}); "
         f"in the other {len(p.others)} runs it was at most {max(p.others):.2f} (ours: {max(o.others):.2f})."
