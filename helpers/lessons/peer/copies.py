@@ -91,10 +91,8 @@ def plot(run: Run, title: str, curves: list[tuple], ceiling: float | None, label
 
 @dataclass(frozen=True)
 class SameGpu:
-    """Section 3's facts: sizes (bytes), GB/s (read + write), plateau, L2 bytes, datasheet GB/s."""
+    """Section 3's facts: the plateau (GB/s, read + write), the best size, L2 bytes, datasheet GB/s."""
 
-    sizes: list[int]
-    rates: list[float]
     start: int
     low: float
     high: float
@@ -109,8 +107,6 @@ def same_facts(same: Run) -> SameGpu:
     sheet = hardware.ceiling_gbps(machine)
     cache_known = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
     return SameGpu(
-        same.params["sizes"],
-        rates,
         *plateau(rates),
         rates.index(max(rates)),
         hardware.cache_bytes(machine) if cache_known else None,
@@ -130,7 +126,8 @@ def show_same_gpu(same: Run) -> None:
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
     """The smallest size's rate, the plateau against the datasheet, a bump above it (L2?)."""
     f, size = same_facts(same), timing.format_bytes
-    best, both = f.rates[f.best_at], 2 * f.sizes[f.best_at]  # both: source and destination
+    sizes, rates = same.params["sizes"], rates_of(same.value)
+    best, both = rates[f.best_at], 2 * sizes[f.best_at]  # both: source and destination
     in_cache = None if f.cache is None else both <= f.cache
     l2 = f"this GPU's {size(f.cache)} L2 cache" if f.cache else ""
     cache = {
@@ -150,11 +147,11 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
         and f", {f.memory / f.datasheet:.0%} of the {f.datasheet:.0f} GB/s of NVIDIA's datasheet"
     )
     seen = claims.WhatWeSee(NOTEBOOK, same).say(
-        f"The same-GPU copy runs at {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}. Its largest sizes, "
-        f"{size(f.sizes[f.start])} to {size(f.sizes[-1])}, lie within {PLATEAU_TOLERANCE:.0%} of "
+        f"The same-GPU copy runs at {rates[0]:.0f} GB/s at {size(sizes[0])}. Its largest sizes, "
+        f"{size(sizes[f.start])} to {size(sizes[-1])}, lie within {PLATEAU_TOLERANCE:.0%} of "
         f"each other at {f.low:.0f} to {f.high:.0f} GB/s: we take their median, {f.memory:.0f} "
         f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}.",
-        f"The best point, {best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
+        f"The best point, {best:.0f} GB/s at {size(sizes[f.best_at])}, lies above that "
         f"plateau by {best / f.memory - 1:.0%} (source and destination together: "
         f"{size(both)}, {cache}){over}."
         if f.best_at < f.start
@@ -163,8 +160,8 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
     if f.datasheet:  # the expectation: near the memory's bandwidth; small copies pay a fixed cost
         seen.check(
             f"large copies run near the memory's bandwidth (at least {NEAR_MEMORY:.0%} of the datasheet), small ones slower",
-            f.memory >= NEAR_MEMORY * f.datasheet and f.rates[0] < f.low,
-            f"{f.memory:.0f} GB/s, {f.memory / f.datasheet:.0%} of {f.datasheet:.0f}; {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}",
+            f.memory >= NEAR_MEMORY * f.datasheet and rates[0] < f.low,
+            f"{f.memory:.0f} GB/s, {f.memory / f.datasheet:.0%} of {f.datasheet:.0f}; {rates[0]:.0f} GB/s at {size(sizes[0])}",
         )
     say_leaks(seen, "and so is the memory's figure if it is one of them", same)
     return seen
