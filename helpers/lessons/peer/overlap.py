@@ -208,11 +208,11 @@ def show_timelines(seed: Run) -> None:
         steps.append([iv for iv in first if MARK not in iv.name])
     longest_ms = max(trace.span_us(ivs) for ivs in steps) / 1e3
     fig, axes = plt.subplots(4, 2, figsize=(15, 13))
-    for ax, row, work in zip(axes.flat, rows, steps, strict=True):
+    for ax, row, ivs in zip(axes.flat, rows, steps, strict=True):
         title = f"{row}: overlap {row.ratio:.2f}"
         names = stream_labels(lane_names(row.profile, lanes))
         plotting.timeline(
-            work, title=title, ax=ax, unit="ms", include_host=False, stream_names=names
+            ivs, title=title, ax=ax, unit="ms", include_host=False, stream_names=names
         )
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale in every panel
         if ax is not axes.flat[0] and ax.get_legend() is not None:

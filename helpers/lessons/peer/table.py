@@ -33,9 +33,8 @@ def claims_table(
         else ""
     )
     cannot_tell = ": without the wait cuda:1's kernel did not run early either, so the wait cannot be told apart"
-    memory = copies.same_facts(same).memory
     rated = (
-        f"the best one-way copy, {v.value:.0f} GB/s, as a share of the link's rated {rate:.0f} GB/s per direction; the same-GPU copy's plateau {memory:.0f} GB/s"
+        f"the best one-way copy, {v.value:.0f} GB/s, as a share of the link's rated {rate:.0f} GB/s per direction; the same-GPU copy's plateau {copies.same_facts(same).memory:.0f} GB/s"
         if rate
         else ""
     )
@@ -79,9 +78,7 @@ def claims_table(
         f"{len(e.with_wait)} steps; -{tol:.0f} us allowed for the GPUs' clocks); without the wait "
         f"{max(e.without_wait, default=float('nan')):+.1f} us"
         + ("" if e.ran_free else cannot_tell),
-        holds=claims.compare(earliest, -tol, holds_if="above")
-        if earliest is not None and e.ran_free
-        else None,
+        holds=claims.compare(earliest, -tol, holds_if="above") if e.ran_free and earliest else None,
         run=events,
     )
     table.add(
