@@ -65,12 +65,10 @@ def say_leaks(seen: claims.WhatWeSee, consequence: str, *runs: Run) -> list[str]
 
 
 def size_table(
-    sizes: list[int], rows: dict, fmt: str, caption: str, title: str = "", extra: str = ""
+    sizes: list[int], rows: dict, fmt: str, caption: str, title: str = "", extra: tuple = ()
 ) -> tables.Table:
-    """A row per pair, a column per size (and an ``extra`` one, '.0%')."""
-    columns = ["pair", *[(timing.format_bytes(s), "", fmt) for s in sizes]]
-    if extra:
-        columns.append((extra, "", ".0%"))
+    """A row per pair, a column per size (and the ``extra`` columns after them)."""
+    columns = ["pair", *[(timing.format_bytes(s), "", fmt) for s in sizes], *extra]
     table = tables.Table(columns, title=title, caption=caption)
     for pair, cells in rows.items():
         table.add(pair_name(pair), *cells)
@@ -212,7 +210,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     caption = "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed"
     title = titled("Peer copies, one direction, GB/s", peer)
     display(
-        size_table(sizes, cells, ".1f", caption, title=title, extra="best / rated"),
+        size_table(sizes, cells, ".1f", caption, title=title, extra=(("best / rated", "", ".0%"),)),
         matrix(o.link.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f", largest),
     )
     curves = [

@@ -13,7 +13,7 @@ from IPython.display import display
 
 from ... import claims, hardware, plotting, records, tables, timing
 from ...records import Run
-from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, span, titled
+from . import NOTEBOOK, matrix, pair_ends, span, titled
 
 # NVLink's one-way GB/s per link from NVIDIA's datasheets, used only where `nvidia-smi nvlink
 # --status` does not say it: NVLink 1 (P100), 2 (V100), 3 (A100), 4 (H100, H200), 5 (B200).
@@ -68,7 +68,8 @@ class Links:
 
 
 def facts(links: Run) -> Links:
-    value, pairs = links.value, ordered_pairs(links.value["gpus"])
+    value, n = links.value, links.value["gpus"]
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
     found = hardware.gpu_links(value["gpu_links"])
     link = {pair: found.get(pair, "unknown") for pair in pairs}
     rated = {
@@ -76,7 +77,7 @@ def facts(links: Run) -> Links:
     }
     pcie, access = value["pcie_gbps"], value["peer_access"]
     return Links(
-        value["gpus"],
+        n,
         {(i, j): bool(access[i][j]) for i, j in pairs},
         link,
         {pair: rate for pair, (rate, _) in rated.items()},
