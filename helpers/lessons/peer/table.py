@@ -3,6 +3,8 @@ events across GPUs, NVLink and ``set_device``, each decided from the sections' f
 
 from __future__ import annotations
 
+from functools import partial
+
 from ... import claims
 from ...records import Run
 from . import NOTEBOOK, copies, devices, links, overlap
@@ -40,40 +42,34 @@ def claims_table(
     )
     unrated = f"NVLink of a rate not known here ({'; '.join(f.rated_from)})"
     table = claims.ClaimsTable(NOTEBOOK)
-    table.add(
+    blog_post = partial(table.add, source=BLOG_POST, run=seed)  # its claims: all on the seed run
+    article = partial(table.add, source=STREAMS_ARTICLE)
+    blog_post(
         "A GPU-to-GPU copy overlaps a kernel on the receiving GPU when it is issued under side streams on both GPUs",
-        source=BLOG_POST,
         measured=f"the lower overlap ratio of the two runs with s0 and s1 current ({o.both_side_text}, each over "
         f"{o.steps} profiled steps), from the traces; {high} and up counts as overlap",
         holds=claims.compare(min(o.both_side), high, holds_if="above"),
-        run=seed,
     )
-    table.add(
+    blog_post(
         "... and only then: under any other choice of streams it does not overlap",
-        source=BLOG_POST,
         measured=f"the highest overlap ratio of the other {len(o.others)} runs, from the traces; {low} and below counts as none",
         holds=claims.compare(max(o.others), low, holds_if="below"),
-        run=seed,
     )
-    table.add(
+    blog_post(
         "non_blocking makes no difference to that overlap",
-        source=BLOG_POST,
         measured=f"the largest change of the overlap ratio when only non_blocking changes (a change below {low} counts "
         f"as none); {o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
         holds=claims.compare(o.nb_change, low, holds_if="below"),
-        run=seed,
     )
-    table.add(
+    article(
         "Peer-to-peer copies go directly from GPU to GPU, without the host",
-        source=STREAMS_ARTICLE,
         measured=f"peer access on all pairs: {f.all_peer}; copy kinds in the traces: {', '.join(o.copy_kinds)}; "
         "the best one-way copy in GB/s" + than_pcie,
         holds=claims.compare(v, pcie, holds_if="above") if direct and pcie else direct,
         run=one_way,
     )
-    table.add(
+    article(
         "An event recorded on one GPU's stream can make another GPU's stream wait",
-        source=STREAMS_ARTICLE,
         measured=f"microseconds from the end of cuda:0's kernel to the start of cuda:1's with the wait (earliest of "
         f"{len(e.with_wait)} steps; -{tol:.0f} us allowed for the GPUs' clocks); without the wait "
         f"{max(e.without_wait, default=float('nan')):+.1f} us"
@@ -81,17 +77,15 @@ def claims_table(
         holds=claims.compare(earliest, -tol, holds_if="above") if e.ran_free and earliest else None,
         run=events,
     )
-    table.add(
+    article(
         f"NVLink makes peer copies fast: close to the link's rated speed (at least {NEAR_LINK:.0%} of it)",
-        source=STREAMS_ARTICLE,
         measured=rated
         or f"the link is {link}, " + (unrated if link.startswith("NV") else "not NVLink"),
         holds=claims.compare(share, NEAR_LINK, holds_if="above") if share is not None else None,
         run=one_way,
     )
-    table.add(
+    article(
         "torch.cuda.set_device(device_id) makes sure you are interacting with the right GPU",
-        source=STREAMS_ARTICLE,
         measured=f'after set_device(1): current device cuda:{after["current_device"]}, device="cuda" on {after["empty_on"]}, '
         f"current stream on {after['current_stream_on']}; it decides only what is not named: `x * 2 + 1` on a "
         f"cuda:1 tensor ran on {op['result_on']} with cuda:{op['current_device_before']} current",
