@@ -178,7 +178,7 @@ class OneWay:
     ceiling: float | None
     ceiling_label: str
     rated_shares: dict[str, float | None]  # None: no rated speed for the pair's link
-    link: Links
+    links: Links  # section 1's facts
 
 
 def one_way_facts(peer: Run, same: Run, links: Run) -> OneWay:
@@ -211,10 +211,10 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     title = titled("Peer copies, one direction, GB/s", peer)
     display(
         size_table(sizes, cells, ".1f", caption, title=title, extra=(("best / rated", "", ".0%"),)),
-        matrix(o.link.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f", largest),
+        matrix(o.links.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f", largest),
     )
     curves = [
-        (pair_name(p), sizes, r, f"GPU to GPU, {o.link.link.get(pair_ends(p), 'link unknown')}")
+        (pair_name(p), sizes, r, f"GPU to GPU, {o.links.link.get(pair_ends(p), 'link unknown')}")
         for p, r in o.rates.items()
     ]
     own = "cuda:0 -> cuda:0 (same GPU, read + write)"
@@ -236,7 +236,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         tail = f"; so do the other {others} curves"
     else:
         tail = f"; {alike - 1} of the other {others} curves {PLURAL[first.kind]} too"
-    what = "rated speed" if o.link.rated_gbps else "raw PCIe rate (the link is not NVLink)"
+    what = "rated speed" if o.links.rated_gbps else "raw PCIe rate (the link is not NVLink)"
     seen = claims.WhatWeSee(NOTEBOOK, peer).say(
         f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.",
         f"At the largest sizes every pair runs at {o.flat_low:.0f} to {o.flat_high:.0f} GB/s; the "

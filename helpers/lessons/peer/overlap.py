@@ -182,19 +182,15 @@ def show_combinations(seed: Run) -> None:
         flags = (*streams(r.sender, r.receiver), str(r.non_blocking))
         table.add(*flags, r.copy_lane, r.copy_ms, r.kernels_ms, r.ratio, r.syncs)
     display(table)  # which stream ran what, the ratios and the syncs: in the sentences
-    order = tables.Table(
-        ["sender", "receiver", "what keeps B*B*B*B behind the copy", "overlap seen"]
-    )
+    why = tables.Table(["sender", "receiver", "what keeps B*B*B*B behind the copy", "overlap seen"])
     for pair in dict.fromkeys((r.sender, r.receiver) for r in rows):
         seen = overlap_word([r.ratio for r in rows if (r.sender, r.receiver) == pair])
-        order.add(*streams(*pair), ORDERED_BY[pair], seen.replace("partial overlap", "partial"))
-    display(order)
+        why.add(*streams(*pair), ORDERED_BY[pair], seen.replace("partial overlap", "partial"))
+    display(why)
     traces = [r.profile.chrome_trace.path for r in rows if r.profile.chrome_trace]
     if traces:
-        folder, _, name = traces[0].rpartition("/")
-        print(
-            f"Chrome traces (open them in https://ui.perfetto.dev), e.g. in\n  {folder}/\n  {name}"
-        )
+        path, _, name = traces[0].rpartition("/")
+        print(f"Chrome traces (open them in https://ui.perfetto.dev), e.g. in\n  {path}/\n  {name}")
 
 
 def show_timelines(seed: Run) -> None:
