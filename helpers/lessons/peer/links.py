@@ -72,9 +72,8 @@ def facts(links: Run) -> Links:
     pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
     found = hardware.gpu_links(value["gpu_links"])
     link = {pair: found.get(pair, "unknown") for pair in pairs}
-    rated = {
-        p: nvlink_gbps(link[p], value["nvlink_status"], value["capability"][p[0]]) for p in pairs
-    }
+    status, capability = value["nvlink_status"], value["capability"]
+    rated = {p: nvlink_gbps(link[p], status, capability[p[0]]) for p in pairs}
     pcie, access = value["pcie_gbps"], value["peer_access"]
     return Links(
         n,
