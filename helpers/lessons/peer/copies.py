@@ -31,8 +31,7 @@ BEYOND = ", above what the link can carry: a measurement problem, not a result" 
 
 
 def plateau(rates: list[float]) -> tuple[int, float, float, float]:
-    """The largest sizes within ``PLATEAU_TOLERANCE`` of the last: (first index, low, high,
-    median); ValueError without rates."""
+    """The largest sizes within ``PLATEAU_TOLERANCE`` of the last: (first index, low, high, median)."""
     start = len(rates) - 1
     while start > 0 and abs(rates[start - 1] - rates[-1]) <= PLATEAU_TOLERANCE * rates[-1]:
         start -= 1
@@ -287,8 +286,7 @@ def duplex_shares(both: Run, peer: Run) -> list[Share]:
 
 @dataclass(frozen=True)
 class BothWays:
-    """Section 5's facts: shares of the one-way rates added (at the largest size, the lowest,
-    those above 100% and those of them within the samples' noise), the largest total and bound."""
+    """Section 5's facts: shares of the one-way rates added (largest size, lowest, above 100%), GB/s."""
 
     shares: list[Share]
     at_largest: list[float]
