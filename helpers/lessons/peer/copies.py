@@ -173,7 +173,7 @@ class OneWay:
     flat_low: float
     flat_high: float
     memory: float  # the same-GPU copy's plateau
-    peak: float
+    best: timing.Timing  # the fastest pair and size
     ceiling: float | None
     ceiling_label: str
     rated_shares: dict[str, float | None]  # None: no rated speed for the pair's link
@@ -191,7 +191,7 @@ def one_way_facts(peer: Run, same: Run, links: Run) -> OneWay:
         min(x[1] for x in flats),
         max(x[2] for x in flats),
         same_facts(same).memory,
-        max(max(r) for r in rates.values()),
+        max((t for ts in peer.value.values() for t in ts), key=lambda t: t.gbps),
         *f.ceiling,
         {p: max(rates[p]) / rate if rate else None for p, rate in rated.items()},
         f,
@@ -225,7 +225,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
 def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     """The curves' shapes, plateaus against the same-GPU copy's, shares of the rated speed."""
     o = one_way_facts(peer, same, links)
-    first, *_ = o.shapes.values()
+    first, peak = next(iter(o.shapes.values())), o.best.gbps
     alike, others = sum(s.kind == first.kind for s in o.shapes.values()), len(o.shapes) - 1
     if not others:
         tail = ""
@@ -239,11 +239,11 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     seen = claims.WhatWeSee(NOTEBOOK, peer).say(
         f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.",
         f"At the largest sizes every pair runs at {o.flat_low:.0f} to {o.flat_high:.0f} GB/s; the "
-        f"same-GPU copy's plateau, {o.memory:.0f} GB/s, is {o.memory / o.peak:.1f} times the best "
-        f"peer copy's {o.peak:.0f} GB/s.",
+        f"same-GPU copy's plateau, {o.memory:.0f} GB/s, is {o.memory / peak:.1f} times the best "
+        f"peer copy's {peak:.0f} GB/s.",
         f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
-        f"direction: the best peer copy reaches {o.peak / o.ceiling:.0%} of it"
-        f"{BEYOND if o.peak > o.ceiling else ''}."
+        f"direction: the best peer copy reaches {peak / o.ceiling:.0%} of it"
+        f"{BEYOND if peak > o.ceiling else ''}."
         if o.ceiling
         else "No rated speed is known for the link cuda:0 - cuda:1, so the plot has no line for it.",
     )

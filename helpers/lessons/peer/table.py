@@ -7,7 +7,7 @@ from functools import partial
 
 from ... import claims
 from ...records import Run
-from . import NOTEBOOK, copies, devices, links, overlap
+from . import NOTEBOOK, copies, devices, overlap
 
 BLOG_POST = 'blog post "Transferring data between GPUs in fully parallel fashion in PyTorch"'
 STREAMS_ARTICLE = 'article "PyTorch CUDA Streams Introduction"'
@@ -20,9 +20,9 @@ def claims_table(
 ) -> claims.ClaimsTable:
     """The sources' claims, each tested on the facts of its section."""
     o, high, low = overlap.summary(seed), overlap.HIGH, overlap.LOW
-    f, e, tol = links.facts(link_run), devices.event_facts(events), devices.TOLERANCE_US
-    best = max((t for ts in one_way.value.values() for t in ts), key=lambda t: t.gbps)
-    v = claims.measured(best, as_rate=True)  # GB/s, with the spread of its samples
+    w = copies.one_way_facts(one_way, same, link_run)
+    f, e, tol = w.links, devices.event_facts(events), devices.TOLERANCE_US
+    v = claims.measured(w.best, as_rate=True)  # GB/s, with the spread of its samples
     direct, pcie, rate = f.all_peer and not o.host_copies, f.pcie_gbps, f.rated_gbps
     link = f.link.get((0, 1), "unknown")
     share = claims.Value(v.value / rate, v.spread / rate, "", v.samples) if rate else None
@@ -36,7 +36,7 @@ def claims_table(
     )
     cannot_tell = ": without the wait cuda:1's kernel did not run early either, so the wait cannot be told apart"
     rated = (
-        f"the best one-way copy, {v.value:.0f} GB/s, as a share of the link's rated {rate:.0f} GB/s per direction; the same-GPU copy's plateau {copies.same_facts(same).memory:.0f} GB/s"
+        f"the best one-way copy, {v.value:.0f} GB/s, as a share of the link's rated {rate:.0f} GB/s per direction; the same-GPU copy's plateau {w.memory:.0f} GB/s"
         if rate
         else ""
     )
