@@ -27,6 +27,10 @@ PLURAL = {
     "peaks, then falls": "peak, then fall",
     "uneven": "do not settle",
 }
+NEAR_SHEET = f"large copies run near the memory's bandwidth (at least {NEAR_MEMORY:.0%} of the datasheet), small ones slower"
+BELOW_RATED = "no peer copy reaches its link's rated speed"
+KEEP_RATE = "two copies in opposite directions each keep close to their one-way rate"
+COSTS_MORE = "a copy between GPUs costs more than one within a GPU"
 BEYOND = ", above what the link can carry: a measurement problem, not a result"  # share > 100%
 
 
@@ -155,11 +159,9 @@ def see_same_gpu(same: Run) -> claims.WhatWeSee:
         else "No middle size rises above the plateau here.",
     )
     if f.datasheet:  # the expectation: near the memory's bandwidth; small copies pay a fixed cost
-        seen.check(
-            f"large copies run near the memory's bandwidth (at least {NEAR_MEMORY:.0%} of the datasheet), small ones slower",
-            f.memory >= NEAR_MEMORY * f.datasheet and rates[0] < f.low,
-            f"{f.memory:.0f} GB/s, {f.memory / f.datasheet:.0%} of {f.datasheet:.0f}; {rates[0]:.0f} GB/s at {size(sizes[0])}",
-        )
+        near = f.memory >= NEAR_MEMORY * f.datasheet and rates[0] < f.low
+        measured = f"{f.memory:.0f} GB/s, {f.memory / f.datasheet:.0%} of {f.datasheet:.0f}; {rates[0]:.0f} GB/s at {size(sizes[0])}"
+        seen.check(NEAR_SHEET, near, measured)
     say_leaks(seen, "and so is the memory's figure if it is one of them", same)
     return seen
 
@@ -250,7 +252,7 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     best = max(filter(None, o.rated_shares.values()), default=None)
     if best:
         measured = f"the best copy of any pair reaches {best:.0%} of its link's rated speed"
-        seen.check("no peer copy reaches its link's rated speed", best < 1, measured)
+        seen.check(BELOW_RATED, best < 1, measured)
     return seen
 
 
@@ -372,12 +374,8 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
                 "result."
             )
         )
-    seen.check(
-        "two copies in opposite directions each keep close to their one-way rate",
-        close,
-        f"at {size(largest)} the total is at least {min(b.at_largest):.1%} of "
-        f"the two one-way rates added, {DUPLEX:.0%} counting as close",
-    )
+    least = f"at {size(largest)} the total is at least {min(b.at_largest):.1%} of the two one-way rates added, {DUPLEX:.0%} counting as close"
+    seen.check(KEEP_RATE, close, least)
     say_leaks(seen, "and a share computed from it is no measure of the link", both, peer)
     return seen
 
@@ -435,11 +433,7 @@ def see_latency(latency: Run) -> claims.WhatWeSee:
             f"From {sizes[0]} B to {sizes[-1]} B the peer copy's median time goes from "
             f"{first:.1f} to {last:.1f} us: the size {matters}."
         )
-    seen.check(
-        "a copy between GPUs costs more than one within a GPU",
-        f.fastest_peer > f.slowest_local,
-        f"the fastest peer copy of any pair and size took {f.fastest_peer:.1f} us, the slowest "
-        f"within one GPU {f.slowest_local:.1f} us",
-    )
+    took = f"the fastest peer copy of any pair and size took {f.fastest_peer:.1f} us, the slowest within one GPU {f.slowest_local:.1f} us"
+    seen.check(COSTS_MORE, f.fastest_peer > f.slowest_local, took)
     say_leaks(seen, "and its time per copy too high", latency)
     return seen

@@ -14,6 +14,10 @@ from . import NOTEBOOK, stream_labels, titled
 
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
 LANDED = ("empty_on", "current_stream_on", "to_cuda1_on", "to_cuda_on")
+FOLLOW = (
+    '`device="cuda"`, the current stream and `.to("cuda")` follow the current device in every state'
+)
+TO_1 = '`.to("cuda:1")` lands on cuda:1 whatever the current device, with the right contents'
 
 
 def follows(state: dict) -> bool:
@@ -83,16 +87,9 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
         f"device; the copies' contents were right in {f.copies_right} of them. The experiment left "
         f"cuda:{value['restored_to']} current, as it found it (cuda:{value['start_device']}).",
     )
-    seen.check(
-        '`device="cuda"`, the current stream and `.to("cuda")` follow the current device in every state',
-        f.followed == n,
-        f"{f.followed} of {n} states",
-    )
-    seen.check(
-        '`.to("cuda:1")` lands on cuda:1 whatever the current device, with the right contents',
-        f.to_1_there == n == f.copies_right,
-        f"on cuda:1 in {f.to_1_there} of {n} states, right in {f.copies_right}",
-    )
+    seen.check(FOLLOW, f.followed == n, f"{f.followed} of {n} states")
+    there = f"on cuda:1 in {f.to_1_there} of {n} states, right in {f.copies_right}"
+    seen.check(TO_1, f.to_1_there == n == f.copies_right, there)
     return seen
 
 

@@ -19,6 +19,8 @@ from . import NOTEBOOK, matrix, pair_ends, span, titled
 # --status` does not say it: NVLink 1 (P100), 2 (V100), 3 (A100), 4 (H100, H200), 5 (B200).
 NVLINK_DATASHEET_GBPS = {"6.0": 20.0, "7.0": 25.0, "8.0": 25.0, "9.0": 25.0, "10.0": 50.0}
 Pair = tuple[int, int]
+NVLINK = "peer access both ways over NVLink (an NV# entry)"
+SAME_NVLINKS = "NVML and nvidia-smi topo -m name the same NVLinks for every pair"
 
 
 def nvlink_gbps(link: str, status: str | None, capability: str) -> tuple[float | None, str]:
@@ -122,7 +124,7 @@ def see_links(links: Run) -> claims.WhatWeSee:
     )
     nvlink = all(link.startswith("NV") for link in f.link.values())
     joined = ", ".join(f"cuda:{i} -> cuda:{j}: {f.link[(i, j)]}" for i, j in f.peer)
-    seen.check("peer access both ways over NVLink (an NV# entry)", f.all_peer and nvlink, joined)
+    seen.check(NVLINK, f.all_peer and nvlink, joined)
     if not f.all_peer:
         seen.say(
             f"Without peer access on {len(f.peer) - with_peer} pairs, their copies are staged through "
@@ -195,9 +197,5 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
         a, b = topology["links"][i][j], str(smi.get((i, j)))
         if (a if a.startswith("NV") else "PCIe") != (b if b.startswith("NV") else "PCIe"):
             differ.append(f"cuda:{i}-cuda:{j}: NVML {a}, nvidia-smi {b}")
-    seen.check(
-        "NVML and nvidia-smi topo -m name the same NVLinks for every pair",
-        not differ,
-        "; ".join(differ) or f"{len(ends)} pairs agree",
-    )
+    seen.check(SAME_NVLINKS, not differ, "; ".join(differ) or f"{len(ends)} pairs agree")
     return seen

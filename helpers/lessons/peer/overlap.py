@@ -14,6 +14,12 @@ from ...records import Run
 from . import NOTEBOOK, stream_labels, titled
 
 HIGH, LOW = 0.8, 0.2  # an overlap ratio at least HIGH counts as overlap, at most LOW as none
+ON_SENDER = "copy_ between two GPUs runs on the sender's current stream (Copy.cu)"
+NO_WAIT = (
+    "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)"
+)
+LONGER_GAP = "at the blog post's sizes the host's gap before the multiplication is a larger share of the copy"
+LESS_OVERLAP = "so with side streams on both GPUs the two overlap less than at our sizes"
 MARK = "spin_kernel"  # the tiny kernels mark_streams() runs on each stream in turn, naming lanes
 Lanes = dict[tuple[int | None, int | None], str]
 # what keeps B*B*B*B (cuda:1's default stream) behind the copy, by (sender, receiver) streamed
@@ -240,16 +246,9 @@ def see_combinations(seed: Run) -> claims.WhatWeSee:
             f"multiplication, {o.issue_us / o.copy_us:.0%} of the copy's {o.copy_us:.0f} us: the part "
             "of the copy that runs alone even at best."
         )
-    seen.check(
-        "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
-        o.on_source == o.runs,
-        f"{o.on_source} of {o.runs} runs",
-    )
-    seen.check(
-        "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
-        o.host_syncs == 0,
-        f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
-    )
+    seen.check(ON_SENDER, o.on_source == o.runs, f"{o.on_source} of {o.runs} runs")
+    syncs = f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces"
+    seen.check(NO_WAIT, o.host_syncs == 0, syncs)
     return seen
 
 
@@ -264,16 +263,10 @@ def see_as_posted(posted: Run, seed: Run) -> claims.WhatWeSee:
     )
     if p.issue_us is not None and o.issue_us is not None:
         share, ours = p.issue_us / p.copy_us, o.issue_us / o.copy_us
-        seen.check(
-            "at the blog post's sizes the host's gap before the multiplication is a larger share of the copy",
-            share > ours,
-            f"{p.issue_us:.0f} us, {share:.0%} of its copy; ours {o.issue_us:.0f} us, {ours:.0%}",
-        )
-    seen.check(
-        "so with side streams on both GPUs the two overlap less than at our sizes",
-        max(p.both_side) < min(o.both_side),
-        f"{p.both_side_text} against {o.both_side_text}",
-    )
+        gaps = f"{p.issue_us:.0f} us, {share:.0%} of its copy; ours {o.issue_us:.0f} us, {ours:.0%}"
+        seen.check(LONGER_GAP, share > ours, gaps)
+    ratios = f"{p.both_side_text} against {o.both_side_text}"
+    seen.check(LESS_OVERLAP, max(p.both_side) < min(o.both_side), ratios)
     return seen
 
 
