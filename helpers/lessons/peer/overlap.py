@@ -174,16 +174,12 @@ def summary(seed: Run) -> Overlap:
 
 def show_combinations(seed: Run) -> None:
     """The combinations (sender, receiver, non_blocking), what orders B^4 behind the copy, and where the Chrome traces are."""
-    rows, params = combinations(seed), seed.params
+    rows, params, size = combinations(seed), seed.params, timing.format_bytes
     columns = ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f")]
     columns += [("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"]
-    table = tables.Table(
-        columns,
-        title=titled(f"The {len(rows)} combinations, times per step", seed),
-        caption=f"A: {timing.format_bytes(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; "
-        f"B: {timing.format_bytes(params['b_numel'] * 4)} on cuda:1; "
-        "syncs: the host's cudaStreamSynchronize calls",
-    )
+    title = titled(f"The {len(rows)} combinations, times per step", seed)
+    caption = f"A: {size(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; B: {size(params['b_numel'] * 4)} on cuda:1; syncs: the host's cudaStreamSynchronize calls"
+    table = tables.Table(columns, title=title, caption=caption)
     for r in rows:
         flags = (*streams(r.sender, r.receiver), str(r.non_blocking))
         table.add(*flags, r.copy_lane, r.copy_ms, r.kernels_ms, r.ratio, r.syncs)
