@@ -298,11 +298,12 @@ class BothWays:
     total: float  # GB/s
     bound: float | None  # twice the one-way bound, GB/s
     label: str
+    what: str  # what the bound is twice of
 
 
 def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
-    shares, (rated, label) = duplex_shares(both, peer), link_facts(links).ceiling
-    above = [s for s in shares if s.share > 1]
+    shares, f = duplex_shares(both, peer), link_facts(links)
+    above, (rated, label) = [s for s in shares if s.share > 1], f.ceiling
     return BothWays(
         shares,
         [s.share for s in shares if s.size == both.params["sizes"][-1]],
@@ -312,6 +313,7 @@ def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
         both_ways_largest_gbps(both),
         2 * rated if rated else None,
         label,
+        "rated speed" if f.rated_gbps else "raw PCIe rate",
     )
 
 
@@ -346,7 +348,6 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     """Whether the directions slowed each other, the largest total against the bound, shares above 100%."""
     b, size, largest = both_facts(both, peer, links), timing.format_bytes, both.params["sizes"][-1]
     close = min(b.at_largest) >= DUPLEX
-    what = "rated speed" if link_facts(links).rated_gbps else "raw PCIe rate"
     seen = claims.WhatWeSee(NOTEBOOK, both).say(
         f"At {size(largest)} each way the total is "
         f"{span(f'{min(b.at_largest):.0%}', f'{max(b.at_largest):.0%}')} of the two one-way rates added, "
@@ -354,7 +355,7 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
         f"{'hardly ' if close else ''}slowed each other down (at least {DUPLEX:.0%} counts as "
         f"hardly). The lowest share at any size is {b.low.share:.0%}, {pair_name(b.low.pair)} at "
         f"{size(b.low.size)} each way.",
-        f"The dashed line is twice the one-way {what}, {b.bound:.0f} GB/s; the largest total, "
+        f"The dashed line is twice the one-way {b.what}, {b.bound:.0f} GB/s; the largest total, "
         f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{BEYOND if b.total > b.bound else ''}."
         if b.bound
         else "No rated speed is known for the link, so the plot has no line for it.",
