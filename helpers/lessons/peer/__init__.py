@@ -17,10 +17,6 @@ def titled(what: str, run: Run) -> str:
     return plotting.machine_title(what, run.machine, run.live)
 
 
-def ordered_pairs(n: int) -> list[tuple[int, int]]:
-    return [(i, j) for i in range(n) for j in range(n) if i != j]
-
-
 def pair_name(pair: str) -> str:
     """'0->1' -> 'cuda:0 -> cuda:1', '0<->1' -> 'cuda:0 <-> cuda:1'."""
     arrow = "<->" if "<->" in pair else "->"

@@ -12,12 +12,14 @@ from IPython.display import display
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
 from . import NOTEBOOK, matrix, pair_ends, pair_name, span, titled
+from .links import Links
 from .links import facts as link_facts
 
 DUPLEX = 0.9  # both ways at once keeping this share of the one-way rates added: "hardly slowed"
 PLATEAU_TOLERANCE = 0.05  # the largest sizes within this share of the largest size's rate: plateau
 # a tiny peer copy's time changing by more, smallest size to largest: the size matters
 SIZE_MATTERS = 0.25
+NEAR_MEMORY = 0.75  # "near the memory's bandwidth": at least this share of the datasheet
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
 PLURAL = {
     "levels off": "level off",
@@ -25,15 +27,15 @@ PLURAL = {
     "peaks, then falls": "peak, then fall",
     "uneven": "do not settle",
 }
-OWN = "cuda:0 -> cuda:0 (same GPU, read + write)"
-# said of a share of a link's bound above 100%
-BEYOND = ", above what the link can carry: a measurement problem, not a result"
+NEAR_SHEET = f"large copies run near the memory's bandwidth (at least {NEAR_MEMORY:.0%} of the datasheet), small ones slower"
+BELOW_RATED = "no peer copy reaches its link's rated speed"
+KEEP_RATE = "two copies in opposite directions each keep close to their one-way rate"
+COSTS_MORE = "a copy between GPUs costs more than one within a GPU"
+BEYOND = ", above what the link can carry: a measurement problem, not a result"  # share > 100%
 
 
 def plateau(rates: list[float]) -> tuple[int, float, float, float]:
     """The largest sizes within ``PLATEAU_TOLERANCE`` of the last: (first index, low, high, median)."""
-    if not rates:
-        raise ValueError("a plateau needs at least one rate")
     start = len(rates) - 1
     while start > 0 and abs(rates[start - 1] - rates[-1]) <= PLATEAU_TOLERANCE * rates[-1]:
         start -= 1
@@ -65,11 +67,12 @@ def say_leaks(seen: claims.WhatWeSee, consequence: str, *runs: Run) -> list[str]
     return found
 
 
-def size_table(sizes: list[int], rows: dict, fmt: str, caption: str, **kw: str) -> tables.Table:
-    """A row per pair, a column per size (and ``extra``, '.0%'); ``kw``: title, extra."""
-    extra = [(kw["extra"], "", ".0%")] if "extra" in kw else []
+def size_table(
+    sizes: list[int], rows: dict, fmt: str, caption: str, title: str = "", extra: tuple = ()
+) -> tables.Table:
+    """A row per pair, a column per size (and the ``extra`` columns after them)."""
     columns = ["pair", *[(timing.format_bytes(s), "", fmt) for s in sizes], *extra]
-    table = tables.Table(columns, title=kw.get("title", ""), caption=caption)
+    table = tables.Table(columns, title=title, caption=caption)
     for pair, cells in rows.items():
         table.add(pair_name(pair), *cells)
     return table
@@ -87,15 +90,10 @@ def plot(run: Run, title: str, curves: list[tuple], ceiling: float | None, label
     plt.show()
 
 
-NEAR_MEMORY = 0.75  # "near the memory's bandwidth": at least this share of the datasheet
-
-
 @dataclass(frozen=True)
 class SameGpu:
-    """Section 3's facts: sizes (bytes), GB/s (read + write), plateau, L2 bytes, datasheet GB/s."""
+    """Section 3's facts: the plateau (GB/s, read + write), the best size, L2 bytes, datasheet GB/s."""
 
-    sizes: list[int]
-    rates: list[float]
     start: int
     low: float
     high: float
@@ -110,8 +108,6 @@ def same_facts(same: Run) -> SameGpu:
     sheet = hardware.ceiling_gbps(machine)
     cache_known = all(gpu.get("l2_bytes") for gpu in machine.get("gpus") or [{}])
     return SameGpu(
-        same.params["sizes"],
-        rates,
         *plateau(rates),
         rates.index(max(rates)),
         hardware.cache_bytes(machine) if cache_known else None,
@@ -124,73 +120,66 @@ def show_same_gpu(same: Run) -> None:
     print("same-GPU copy on cuda:0, decimal GB/s counting bytes read + written", end=" ")
     print("(median; slowest-fastest sample)")
     for size, t in zip(same.params["sizes"], same.value, strict=True):
-        slowest, fastest = t.gbps_range
-        nbytes = timing.format_bytes(size)
-        print(f"  {nbytes:>9}: {t.gbps:8.1f} GB/s  ({slowest:.1f}-{fastest:.1f})")
+        low, high = t.gbps_range
+        print(f"  {timing.format_bytes(size):>9}: {t.gbps:8.1f} GB/s  ({low:.1f}-{high:.1f})")
 
 
 def see_same_gpu(same: Run) -> claims.WhatWeSee:
     """The smallest size's rate, the plateau against the datasheet, a bump above it (L2?)."""
     f, size = same_facts(same), timing.format_bytes
-    best, both = f.rates[f.best_at], 2 * f.sizes[f.best_at]  # both: source and destination
+    sizes, rates = same.params["sizes"], rates_of(same.value)
+    best, both = rates[f.best_at], 2 * sizes[f.best_at]  # both: source and destination
     in_cache = None if f.cache is None else both <= f.cache
-    seen = claims.WhatWeSee(NOTEBOOK, same)
+    l2 = f"this GPU's {size(f.cache)} L2 cache" if f.cache else ""
+    cache = {
+        True: f"within {l2}: part of it can have been served from the cache, not from memory",
+        False: f"more than {l2}",
+        None: "the recording does not say this GPU's L2 cache size",
+    }[in_cache]
+    over = ""
+    if f.datasheet and best > f.datasheet:
+        over = f"; it is {best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
+            "which no copy can exceed: a measurement problem, not a result"
+            if in_cache is False
+            else "which only a copy served from the cache can exceed"
+        )
     sheet = (
         f.datasheet
         and f", {f.memory / f.datasheet:.0%} of the {f.datasheet:.0f} GB/s of NVIDIA's datasheet"
     )
-    seen.say(
-        f"The same-GPU copy runs at {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}. Its largest sizes, "
-        f"{size(f.sizes[f.start])} to {size(f.sizes[-1])}, lie within {PLATEAU_TOLERANCE:.0%} of "
+    seen = claims.WhatWeSee(NOTEBOOK, same).say(
+        f"The same-GPU copy runs at {rates[0]:.0f} GB/s at {size(sizes[0])}. Its largest sizes, "
+        f"{size(sizes[f.start])} to {size(sizes[-1])}, lie within {PLATEAU_TOLERANCE:.0%} of "
         f"each other at {f.low:.0f} to {f.high:.0f} GB/s: we take their median, {f.memory:.0f} "
-        f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}."
+        f"GB/s, as the memory's figure for a read-plus-write stream{sheet or ''}.",
+        f"The best point, {best:.0f} GB/s at {size(sizes[f.best_at])}, lies above that "
+        f"plateau by {best / f.memory - 1:.0%} (source and destination together: "
+        f"{size(both)}, {cache}){over}."
+        if f.best_at < f.start
+        else "No middle size rises above the plateau here.",
     )
     if f.datasheet:  # the expectation: near the memory's bandwidth; small copies pay a fixed cost
-        near, slower = f.memory >= NEAR_MEMORY * f.datasheet, f.rates[0] < f.low
-        seen.check(
-            f"large copies run near the memory's bandwidth (at least {NEAR_MEMORY:.0%} of the datasheet), small ones slower",
-            near and slower,
-            f"{f.memory:.0f} GB/s, {f.memory / f.datasheet:.0%} of {f.datasheet:.0f}; {f.rates[0]:.0f} GB/s at {size(f.sizes[0])}",
-        )
-    if f.best_at < f.start:
-        l2 = f"this GPU's {size(f.cache)} L2 cache" if f.cache else ""
-        cache = {
-            True: f"within {l2}: part of it can have been served from the cache, not from memory",
-            False: f"more than {l2}",
-            None: "the recording does not say this GPU's L2 cache size",
-        }[in_cache]
-        over = ""
-        if f.datasheet and best > f.datasheet:
-            over = f"; it is {best / f.datasheet:.0%} of the datasheet's memory bandwidth, " + (
-                "which no copy can exceed: a measurement problem, not a result"
-                if in_cache is False
-                else "which only a copy served from the cache can exceed"
-            )
-        seen.say(
-            f"The best point, {best:.0f} GB/s at {size(f.sizes[f.best_at])}, lies above that "
-            f"plateau by {best / f.memory - 1:.0%} (source and destination together: "
-            f"{size(both)}, {cache}){over}."
-        )
-    else:
-        seen.say("No middle size rises above the plateau here.")
+        near = f.memory >= NEAR_MEMORY * f.datasheet and rates[0] < f.low
+        measured = f"{f.memory:.0f} GB/s, {f.memory / f.datasheet:.0%} of {f.datasheet:.0f}; {rates[0]:.0f} GB/s at {size(sizes[0])}"
+        seen.check(NEAR_SHEET, near, measured)
     say_leaks(seen, "and so is the memory's figure if it is one of them", same)
     return seen
 
 
 @dataclass(frozen=True)
 class OneWay:
-    """Section 4's facts: sizes (bytes), GB/s per pair, curve shapes, plateaus, bound, rated shares."""
+    """Section 4's facts: GB/s per pair and size, curve shapes, plateaus, the bound, rated shares."""
 
-    sizes: list[int]
     rates: dict[str, list[float]]
     shapes: dict[str, claims.CurveShape]
     flat_low: float
     flat_high: float
-    memory: float
-    peak: float
+    memory: float  # the same-GPU copy's plateau
+    best: timing.Timing  # the fastest pair and size
     ceiling: float | None
     ceiling_label: str
     rated_shares: dict[str, float | None]  # None: no rated speed for the pair's link
+    links: Links  # section 1's facts
 
 
 def one_way_facts(peer: Run, same: Run, links: Run) -> OneWay:
@@ -199,49 +188,47 @@ def one_way_facts(peer: Run, same: Run, links: Run) -> OneWay:
     flats = [plateau(r) for r in rates.values()]
     rated = {p: f.rated.get(pair_ends(p)) for p in rates}
     return OneWay(
-        sizes,
         rates,
         {p: claims.describe_curve(sizes, r) for p, r in rates.items()},
         min(x[1] for x in flats),
         max(x[2] for x in flats),
         same_facts(same).memory,
-        max(max(r) for r in rates.values()),
+        max((t for ts in peer.value.values() for t in ts), key=lambda t: t.gbps),
         *f.ceiling,
         {p: max(rates[p]) / rate if rate else None for p, rate in rated.items()},
+        f,
     )
 
 
 def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
     """One-way GB/s per pair and size, every pair at the largest, and the plot."""
-    o, f = one_way_facts(peer, same, links), link_facts(links)
-    big = [x for r in o.rates.values() for s, x in zip(o.sizes, r, strict=True) if s >= BIG]
-    largest = f"GB/s, every pair at {timing.format_bytes(o.sizes[-1])}, one at a time"
+    o, sizes, size = one_way_facts(peer, same, links), peer.params["sizes"], timing.format_bytes
+    big = [x for r in o.rates.values() for s, x in zip(sizes, r, strict=True) if s >= BIG]
+    largest = f"GB/s, every pair at {size(sizes[-1])}, one at a time"
     if big:
-        largest += (
-            f"; the slowest at {timing.format_bytes(BIG)} and up, over all pairs: {min(big):.1f}"
-        )
+        largest += f"; the slowest at {size(BIG)} and up, over all pairs: {min(big):.1f}"
     cells = {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()}
     caption = "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed"
     title = titled("Peer copies, one direction, GB/s", peer)
     display(
-        size_table(o.sizes, cells, ".1f", caption, extra="best / rated", title=title),
-        matrix(f.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f", largest),
+        size_table(sizes, cells, ".1f", caption, title=title, extra=(("best / rated", "", ".0%"),)),
+        matrix(o.links.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f", largest),
     )
     curves = [
-        (pair_name(p), o.sizes, r, f"GPU to GPU, {f.link.get(pair_ends(p), 'link unknown')}")
+        (pair_name(p), sizes, r, f"GPU to GPU, {o.links.link.get(pair_ends(p), 'link unknown')}")
         for p, r in o.rates.items()
     ]
-    curves.append((OWN, same.params["sizes"], rates_of(same.value), "same GPU (read + write)"))
+    own = "cuda:0 -> cuda:0 (same GPU, read + write)"
+    curves.append((own, same.params["sizes"], rates_of(same.value), "same GPU (read + write)"))
     title, label = "Copies between GPUs and within one", f"{o.ceiling_label}, one direction"
     plot(peer, title, curves, o.ceiling, label)
 
 
 def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     """The curves' shapes, plateaus against the same-GPU copy's, shares of the rated speed."""
-    o, rated_gbps = one_way_facts(peer, same, links), link_facts(links).rated_gbps
-    first, *_ = o.shapes.values()
-    alike = sum(s.kind == first.kind for s in o.shapes.values())
-    others = len(o.shapes) - 1
+    o = one_way_facts(peer, same, links)
+    first, peak = next(iter(o.shapes.values())), o.best.gbps
+    alike, others = sum(s.kind == first.kind for s in o.shapes.values()), len(o.shapes) - 1
     if not others:
         tail = ""
     elif others == 1 and alike == 2:
@@ -250,28 +237,22 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
         tail = f"; so do the other {others} curves"
     else:
         tail = f"; {alike - 1} of the other {others} curves {PLURAL[first.kind]} too"
-    seen = claims.WhatWeSee(NOTEBOOK, peer)
-    seen.say(f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.")
-    seen.say(
+    what = "rated speed" if o.links.rated_gbps else "raw PCIe rate (the link is not NVLink)"
+    seen = claims.WhatWeSee(NOTEBOOK, peer).say(
+        f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.",
         f"At the largest sizes every pair runs at {o.flat_low:.0f} to {o.flat_high:.0f} GB/s; the "
-        f"same-GPU copy's plateau, {o.memory:.0f} GB/s, is {o.memory / o.peak:.1f} times the best "
-        f"peer copy's {o.peak:.0f} GB/s."
+        f"same-GPU copy's plateau, {o.memory:.0f} GB/s, is {o.memory / peak:.1f} times the best "
+        f"peer copy's {peak:.0f} GB/s.",
+        f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
+        f"direction: the best peer copy reaches {peak / o.ceiling:.0%} of it"
+        f"{BEYOND if peak > o.ceiling else ''}."
+        if o.ceiling
+        else "No rated speed is known for the link cuda:0 - cuda:1, so the plot has no line for it.",
     )
-    if o.ceiling:
-        what = "rated speed" if rated_gbps else "raw PCIe rate (the link is not NVLink)"
-        seen.say(
-            f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
-            f"direction: the best peer copy reaches {o.peak / o.ceiling:.0%} of it"
-            f"{BEYOND if o.peak > o.ceiling else ''}."
-        )
-    else:
-        seen.say(
-            "No rated speed is known for the link cuda:0 - cuda:1, so the plot has no line for it."
-        )
     best = max(filter(None, o.rated_shares.values()), default=None)
-    measured = f"the best copy of any pair reaches {best or 0:.0%} of its link's rated speed"
     if best:
-        seen.check("no peer copy reaches its link's rated speed", best < 1, measured)
+        measured = f"the best copy of any pair reaches {best:.0%} of its link's rated speed"
+        seen.check(BELOW_RATED, best < 1, measured)
     return seen
 
 
@@ -307,37 +288,32 @@ def duplex_shares(both: Run, peer: Run) -> list[Share]:
 
 @dataclass(frozen=True)
 class BothWays:
-    """Section 5's facts: shares of the one-way rates added, at the largest size and all; GB/s."""
+    """Section 5's facts: shares of the one-way rates added (largest size, lowest, above 100%), GB/s."""
 
     shares: list[Share]
-    size: int
     at_largest: list[float]
-    close: bool
     low: Share
     above: list[Share]
     noise: list[Share]
-    total: float
-    bound: float | None
-    what: str  # what the bound is twice of
+    total: float  # GB/s
+    bound: float | None  # twice the one-way bound, GB/s
     label: str
+    what: str  # what the bound is twice of
 
 
 def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
-    sizes, f, shares = both.params["sizes"], link_facts(links), duplex_shares(both, peer)
-    at_largest = [s.share for s in shares if s.size == sizes[-1]]
+    shares, f = duplex_shares(both, peer), link_facts(links)
     above, (rated, label) = [s for s in shares if s.share > 1], f.ceiling
     return BothWays(
         shares,
-        sizes[-1],
-        at_largest,
-        min(at_largest) >= DUPLEX,
+        [s.share for s in shares if s.size == both.params["sizes"][-1]],
         min(shares, key=lambda s: s.share),
         above,
         [s for s in above if s.lowest <= 1],
         both_ways_largest_gbps(both),
         2 * rated if rated else None,
-        "rated speed" if f.rated_gbps else "raw PCIe rate",
         label,
+        "rated speed" if f.rated_gbps else "raw PCIe rate",
     )
 
 
@@ -355,13 +331,11 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     )
     display(
         size_table(sizes, totals, ".1f", caption, title=title),
-        size_table(
-            sizes, {p: [shares.get((p, s)) for s in sizes] for p in both.value}, ".0%", over
-        ),
+        size_table(sizes, {p: [shares.get((p, s)) for s in sizes] for p in totals}, ".0%", over),
     )
     curves = [
-        (f"{pair_name(p)}, both at once (total)", sizes, rates_of(ts), "both ways at once, total")
-        for p, ts in both.value.items()
+        (f"{pair_name(p)}, both at once (total)", sizes, r, "both ways at once, total")
+        for p, r in totals.items()
     ] + [
         (f"{pair_name(p)}, alone", peer.params["sizes"], rates_of(peer.value[p]), "one way alone")
         for p in ("0->1", "1->0")
@@ -372,21 +346,19 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
 
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     """Whether the directions slowed each other, the largest total against the bound, shares above 100%."""
-    b, size = both_facts(both, peer, links), timing.format_bytes
-    seen = claims.WhatWeSee(NOTEBOOK, both)
-    seen.say(
-        f"At {size(b.size)} each way the total is "
+    b, size, largest = both_facts(both, peer, links), timing.format_bytes, both.params["sizes"][-1]
+    close = min(b.at_largest) >= DUPLEX
+    seen = claims.WhatWeSee(NOTEBOOK, both).say(
+        f"At {size(largest)} each way the total is "
         f"{span(f'{min(b.at_largest):.0%}', f'{max(b.at_largest):.0%}')} of the two one-way rates added, "
         f"over {analysis.plural(len(b.at_largest), 'pair')} of GPUs: the two directions "
-        f"{'hardly ' if b.close else ''}slowed each other down (at least {DUPLEX:.0%} counts as "
+        f"{'hardly ' if close else ''}slowed each other down (at least {DUPLEX:.0%} counts as "
         f"hardly). The lowest share at any size is {b.low.share:.0%}, {pair_name(b.low.pair)} at "
-        f"{size(b.low.size)} each way."
-    )
-    seen.say(
+        f"{size(b.low.size)} each way.",
         f"The dashed line is twice the one-way {b.what}, {b.bound:.0f} GB/s; the largest total, "
         f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{BEYOND if b.total > b.bound else ''}."
         if b.bound
-        else "No rated speed is known for the link, so the plot has no line for it."
+        else "No rated speed is known for the link, so the plot has no line for it.",
     )
     if b.above:
         top = max(b.above, key=lambda s: s.share)
@@ -403,12 +375,8 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
                 "result."
             )
         )
-    seen.check(
-        "two copies in opposite directions each keep close to their one-way rate",
-        b.close,
-        f"at {size(b.size)} the total is at least {min(b.at_largest):.1%} of "
-        f"the two one-way rates added, {DUPLEX:.0%} counting as close",
-    )
+    least = f"at {size(largest)} the total is at least {min(b.at_largest):.1%} of the two one-way rates added, {DUPLEX:.0%} counting as close"
+    seen.check(KEEP_RATE, close, least)
     say_leaks(seen, "and a share computed from it is no measure of the link", both, peer)
     return seen
 
@@ -422,7 +390,6 @@ def both_ways_largest_gbps(both: Run) -> float:
 class Latency:
     """Section 6's facts (us per copy): peer median per size, local median, slowest local, fastest peer."""
 
-    sizes: list[int]
     peer_us: list[float]
     local_us: float
     slowest_local: float
@@ -434,7 +401,6 @@ def latency_facts(latency: Run) -> Latency:
     peer = [per_size for (i, j), per_size in us.items() if i != j]
     local = [per_size for (i, j), per_size in us.items() if i == j]
     return Latency(
-        latency.params["sizes"],
         [statistics.median(at_size) for at_size in zip(*peer, strict=True)],
         statistics.median(per_size[0] for per_size in local),
         max(map(max, local)),
@@ -455,25 +421,20 @@ def show_latency(latency: Run) -> None:
 
 def see_latency(latency: Run) -> claims.WhatWeSee:
     """A tiny copy between GPUs against one within a GPU (us), and how it changes with size."""
-    f = latency_facts(latency)
+    f, sizes = latency_facts(latency), latency.params["sizes"]
     first, last = f.peer_us[0], f.peer_us[-1]
-    seen = claims.WhatWeSee(NOTEBOOK, latency)
-    seen.say(
-        f"At {f.sizes[0]} B a copy between GPUs takes {first:.1f} us, {first / f.local_us:.1f} "
+    seen = claims.WhatWeSee(NOTEBOOK, latency).say(
+        f"At {sizes[0]} B a copy between GPUs takes {first:.1f} us, {first / f.local_us:.1f} "
         f"times as long as a copy within one GPU ({f.local_us:.1f} us)."
     )
-    if len(f.sizes) > 1:
+    if len(sizes) > 1:
         changed = abs(last / first - 1)
         matters = "hardly matters here" if changed < SIZE_MATTERS else "matters already"
         seen.say(
-            f"From {f.sizes[0]} B to {f.sizes[-1]} B the peer copy's median time goes from "
+            f"From {sizes[0]} B to {sizes[-1]} B the peer copy's median time goes from "
             f"{first:.1f} to {last:.1f} us: the size {matters}."
         )
-    seen.check(
-        "a copy between GPUs costs more than one within a GPU",
-        f.fastest_peer > f.slowest_local,
-        f"the fastest peer copy of any pair and size took {f.fastest_peer:.1f} us, the slowest "
-        f"within one GPU {f.slowest_local:.1f} us",
-    )
+    took = f"the fastest peer copy of any pair and size took {f.fastest_peer:.1f} us, the slowest within one GPU {f.slowest_local:.1f} us"
+    seen.check(COSTS_MORE, f.fastest_peer > f.slowest_local, took)
     say_leaks(seen, "and its time per copy too high", latency)
     return seen

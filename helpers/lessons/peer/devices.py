@@ -14,6 +14,10 @@ from . import NOTEBOOK, stream_labels, titled
 
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
 LANDED = ("empty_on", "current_stream_on", "to_cuda1_on", "to_cuda_on")
+FOLLOW = (
+    '`device="cuda"`, the current stream and `.to("cuda")` follow the current device in every state'
+)
+TO_1 = '`.to("cuda:1")` lands on cuda:1 whatever the current device, with the right contents'
 
 
 def follows(state: dict) -> bool:
@@ -64,8 +68,8 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
     after = f.states["after leaving with torch.cuda.device(1)"]
     in_stream = f.states["inside with torch.cuda.stream(<a stream of cuda:1>)"]
     op, error, n = value["operator_on_cuda1"], value["mixed_devices_error"], len(f.states)
-    seen = claims.WhatWeSee(NOTEBOOK, current)
-    seen.say(
+    failed = f'Adding tensors of two GPUs failed: "{error}". '
+    seen = claims.WhatWeSee(NOTEBOOK, current).say(
         f'In {f.followed} of the {n} states, `device="cuda"`, the current stream and `.to("cuda")` '
         "all went to the device `torch.cuda.current_device()` returned; `torch.cuda.set_device(1)` "
         f"{'made' if f.set_device_decides else 'did not make'} cuda:1 that device until "
@@ -74,28 +78,18 @@ def see_current_device(current: Run) -> claims.WhatWeSee:
         f"{inside['empty_on']}; after the block, cuda:{after['current_device']} again. A stream made "
         f"inside the block with no device given is on {value['stream_made_inside_device_1_on']}. "
         "Inside `with torch.cuda.stream(<a stream of cuda:1>)` the current device was "
-        f"cuda:{in_stream['current_device']}."
-    )
-    failed = f'Adding tensors of two GPUs failed: "{error}". '
-    seen.say(
+        f"cuda:{in_stream['current_device']}.",
         f"With cuda:{op['current_device_before']} current, `x * 2 + 1` on a cuda:1 tensor ran, "
         f"with {'the right' if op['correct'] else 'WRONG'} values, and returned its result on "
         f"{op['result_on']}; the current device was cuda:{op['current_device_after']} afterwards. "
         + (failed if error else "Adding tensors of two GPUs raised no error. ")
         + f'`.to("cuda:1")` landed on cuda:1 in {f.to_1_there} of {n} states whatever the current '
         f"device; the copies' contents were right in {f.copies_right} of them. The experiment left "
-        f"cuda:{value['restored_to']} current, as it found it (cuda:{value['start_device']})."
+        f"cuda:{value['restored_to']} current, as it found it (cuda:{value['start_device']}).",
     )
-    seen.check(
-        '`device="cuda"`, the current stream and `.to("cuda")` follow the current device in every state',
-        f.followed == n,
-        f"{f.followed} of {n} states",
-    )
-    seen.check(
-        '`.to("cuda:1")` lands on cuda:1 whatever the current device, with the right contents',
-        f.to_1_there == n == f.copies_right,
-        f"on cuda:1 in {f.to_1_there} of {n} states, right in {f.copies_right}",
-    )
+    seen.check(FOLLOW, f.followed == n, f"{f.followed} of {n} states")
+    there = f"on cuda:1 in {f.to_1_there} of {n} states, right in {f.copies_right}"
+    seen.check(TO_1, f.to_1_there == n == f.copies_right, there)
     return seen
 
 
@@ -135,13 +129,9 @@ def show_event_wait(events: Run) -> None:
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 3.5 * len(shown)), squeeze=False)
     for ax, (name, intervals) in zip(axes[:, 0], shown.items(), strict=True):
         kernels = events.value[name].select(kind="kernel")  # s0 on cuda:0, s1 on cuda:1
-        lanes = {
-            (iv.device, iv.stream): f"cuda:{iv.device} side stream s{iv.device}" for iv in kernels
-        }
-        title = name.replace("_", " ")
-        plotting.timeline(
-            intervals, title=title, ax=ax, unit="us", stream_names=stream_labels(lanes)
-        )
+        lanes = {(k.device, k.stream): f"cuda:{k.device} side stream s{k.device}" for k in kernels}
+        title, names = name.replace("_", " "), stream_labels(lanes)
+        plotting.timeline(intervals, title=title, ax=ax, unit="us", stream_names=names)
         ax.set_xlim(0, longest_us * 1.02)
     fig.suptitle(titled("An event recorded on cuda:0, waited for on cuda:1 (first step)", events))
     fig.tight_layout()
@@ -153,11 +143,9 @@ def see_event_wait(events: Run) -> claims.WhatWeSee:
     f, listed = event_facts(events), lambda gaps: ", ".join(f"{g:+.1f}" for g in gaps)
     waited = "it waited: none" if f.waited else "it did not wait: it"
     free = "while cuda:0 was still spinning" if f.ran_free else "not while cuda:0 was spinning"
-    seen = claims.WhatWeSee(NOTEBOOK, events)
-    seen.say(
+    return claims.WhatWeSee(NOTEBOOK, events).say(
         f"With the wait, cuda:1's kernel started {listed(f.with_wait)} us after cuda:0's kernel "
         f"ended (one value per profiled step, {len(f.with_wait)} steps; {waited} started earlier "
         f"than -{TOLERANCE_US:.0f} us, the allowance for the two GPUs' clocks); without it, "
         f"{listed(f.without_wait)} us: {free}."
     )
-    return seen

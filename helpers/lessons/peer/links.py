@@ -13,12 +13,14 @@ from IPython.display import display
 
 from ... import claims, hardware, plotting, records, tables, timing
 from ...records import Run
-from . import NOTEBOOK, matrix, ordered_pairs, pair_ends, span, titled
+from . import NOTEBOOK, matrix, pair_ends, span, titled
 
 # NVLink's one-way GB/s per link from NVIDIA's datasheets, used only where `nvidia-smi nvlink
 # --status` does not say it: NVLink 1 (P100), 2 (V100), 3 (A100), 4 (H100, H200), 5 (B200).
 NVLINK_DATASHEET_GBPS = {"6.0": 20.0, "7.0": 25.0, "8.0": 25.0, "9.0": 25.0, "10.0": 50.0}
 Pair = tuple[int, int]
+NVLINK = "peer access both ways over NVLink (an NV# entry)"
+SAME_NVLINKS = "NVML and nvidia-smi topo -m name the same NVLinks for every pair"
 
 
 def nvlink_gbps(link: str, status: str | None, capability: str) -> tuple[float | None, str]:
@@ -42,7 +44,6 @@ class Links:
     """Section 1's facts per ordered pair: peer access, the link ``nvidia-smi topo -m`` names, its
     rated one-way GB/s (None: not NVLink); the slower GPU's raw one-way PCIe GB/s (None: unknown)."""
 
-    machine: str
     gpus: int
     peer: dict[Pair, bool]
     link: dict[Pair, str]
@@ -69,16 +70,15 @@ class Links:
 
 
 def facts(links: Run) -> Links:
-    value, pairs = links.value, ordered_pairs(links.value["gpus"])
+    value, n = links.value, links.value["gpus"]
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
     found = hardware.gpu_links(value["gpu_links"])
     link = {pair: found.get(pair, "unknown") for pair in pairs}
-    rated = {
-        p: nvlink_gbps(link[p], value["nvlink_status"], value["capability"][p[0]]) for p in pairs
-    }
+    status, capability = value["nvlink_status"], value["capability"]
+    rated = {p: nvlink_gbps(link[p], status, capability[p[0]]) for p in pairs}
     pcie, access = value["pcie_gbps"], value["peer_access"]
     return Links(
-        links.machine,
-        value["gpus"],
+        n,
         {(i, j): bool(access[i][j]) for i, j in pairs},
         link,
         {pair: rate for pair, (rate, _) in rated.items()},
@@ -94,11 +94,8 @@ def show_links(links: Run) -> None:
     print(hardware.report(links.header["machine"]), "\n")
     rated = ("rated, one direction", "GB/s", ".0f")
     columns = ["pair", "peer access", "link (nvidia-smi topo -m)", rated]
-    title, caption = (
-        titled("Peer access and links", links),
-        "rated speed: " + "; ".join(f.rated_from),
-    )
-    table = tables.Table(columns, title=title, caption=caption)
+    caption = "rated speed: " + "; ".join(f.rated_from)
+    table = tables.Table(columns, title=titled("Peer access and links", links), caption=caption)
     for i, j in f.peer:
         table.add(f"cuda:{i} -> cuda:{j}", f.peer[(i, j)], f.link[(i, j)], f.rated[(i, j)])
     display(table)
@@ -110,27 +107,24 @@ def see_links(links: Run) -> claims.WhatWeSee:
     with_peer, pcie = sum(f.peer.values()), f.pcie_gbps
     rated = sorted({round(rate) for rate in f.rated.values() if rate})
     straight = ": every copy between them below goes straight over the link, none is staged through host memory"
-    seen = claims.WhatWeSee(NOTEBOOK, links)
-    seen.say(
-        f"{f.machine} has {f.gpus} GPUs: peer access on {with_peer} of the {len(f.peer)} ordered "
-        f"pairs, joined by {', '.join(sorted(set(f.link.values())))} (`nvidia-smi topo -m`)"
-        + (straight if f.all_peer else "")
-        + "."
-    )
     than = (
         f", {min(rated or [0]) / pcie:.1f} times the {pcie:.1f} GB/s a copy staged through the host could reach at most"
         if pcie
         else ""
     )
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, links).say(
+        f"{links.machine} has {f.gpus} GPUs: peer access on {with_peer} of the {len(f.peer)} ordered "
+        f"pairs, joined by {', '.join(sorted(set(f.link.values())))} (`nvidia-smi topo -m`)"
+        + (straight if f.all_peer else "")
+        + ".",
         f"The links' rated speed is {' or '.join(map(str, rated))} GB/s per direction{than}."
         if rated
         else "No rated speed is known for these links, so the peer copies below are not measured "
-        "against one (and their plots have no line for it)."
+        "against one (and their plots have no line for it).",
     )
     nvlink = all(link.startswith("NV") for link in f.link.values())
     joined = ", ".join(f"cuda:{i} -> cuda:{j}: {f.link[(i, j)]}" for i, j in f.peer)
-    seen.check("peer access both ways over NVLink (an NV# entry)", f.all_peer and nvlink, joined)
+    seen.check(NVLINK, f.all_peer and nvlink, joined)
     if not f.all_peer:
         seen.say(
             f"Without peer access on {len(f.peer) - with_peer} pairs, their copies are staged through "
@@ -150,28 +144,21 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
         )
         print(textwrap.fill(why, 100, break_long_words=False, break_on_hyphens=False))
         return
-    value, size = pairs.value, pairs.params["nbytes"]
-    at_once, topology, same = value["together"], value["topology"], peer.machine == pairs.machine
-    n = 1 + max(pair_ends(p)[0] for p in at_once)
-    alone = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
+    value, size, same = pairs.value, pairs.params["nbytes"], peer.machine == pairs.machine
+    n = 1 + max(pair_ends(p)[0] for p in value["together"])
     title = titled(f"Every pair copying {timing.format_bytes(size)} at once", pairs)
-    rates = {p: t.gbps for p, t in at_once.items()}
-    shares = {p: r / alone[p][size].gbps for p, r in rates.items() if size in alone.get(p, {})}
-    known = topology["links"] or [["?"] * n] * n
+    rates = {p: t.gbps for p, t in value["together"].items()}
+    each = "each pair's rate"
+    shown = [matrix(n, rates, ".1f", f"{each} while every pair copies", title=title, unit="GB/s")]
+    if same:  # section 4 is compared on one machine only
+        lone = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
+        shares = {p: r / lone[p][size].gbps for p, r in rates.items() if size in lone.get(p, {})}
+        shown.append(matrix(n, shares, ".0%", f"{each} at once over its rate alone (section 4)"))
+    known = value["topology"]["links"] or [["?"] * n] * n
     joins = {f"{i}->{j}": row[j] for i, row in enumerate(known) for j in range(n)}
-    source = topology["source"] or "nowhere (no NVIDIA driver)"
-    display(
-        matrix(
-            n, rates, ".1f", "each pair's rate while every pair copies", title=title, unit="GB/s"
-        ),
-        *(
-            [matrix(n, shares, ".0%", "each pair's rate at once over its rate alone (section 4)")]
-            if same
-            else []
-        ),
-        matrix(n, joins, str, f"what joins them, read from {source}"),
-    )
-    if not same:  # section 4 is compared on one machine only
+    source = value["topology"]["source"] or "nowhere (no NVIDIA driver)"
+    display(*shown, matrix(n, joins, str, f"what joins them, read from {source}"))
+    if not same:
         print(
             f"(each pair's rate alone, section 4, is replayed from {peer.machine} and this from "
             f"{pairs.machine}: not compared)"
@@ -194,8 +181,7 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
     at_once, alone, total, topology = (value[k] for k in ("together", "alone", "total", "topology"))
     ends = [pair_ends(p) for p in at_once]
     low, high = min(t.gbps for t in at_once.values()), max(t.gbps for t in at_once.values())
-    seen = claims.WhatWeSee(NOTEBOOK, pairs)
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, pairs).say(
         f"With all {len(at_once)} ordered pairs of {1 + max(i for i, _ in ends)} GPUs copying "
         f"{timing.format_bytes(size)} at once, each pair ran at {span(f'{low:.1f}', f'{high:.1f}')} "
         f"GB/s, {span(f'{low / alone.gbps:.0%}', f'{high / alone.gbps:.0%}')} of the single pair's "
@@ -211,9 +197,5 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
         a, b = topology["links"][i][j], str(smi.get((i, j)))
         if (a if a.startswith("NV") else "PCIe") != (b if b.startswith("NV") else "PCIe"):
             differ.append(f"cuda:{i}-cuda:{j}: NVML {a}, nvidia-smi {b}")
-    seen.check(
-        "NVML and nvidia-smi topo -m name the same NVLinks for every pair",
-        not differ,
-        "; ".join(differ) or f"{len(ends)} pairs agree",
-    )
+    seen.check(SAME_NVLINKS, not differ, "; ".join(differ) or f"{len(ends)} pairs agree")
     return seen

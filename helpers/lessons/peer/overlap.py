@@ -14,6 +14,12 @@ from ...records import Run
 from . import NOTEBOOK, stream_labels, titled
 
 HIGH, LOW = 0.8, 0.2  # an overlap ratio at least HIGH counts as overlap, at most LOW as none
+ON_SENDER = "copy_ between two GPUs runs on the sender's current stream (Copy.cu)"
+NO_WAIT = (
+    "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)"
+)
+LONGER_GAP = "at the blog post's sizes the host's gap before the multiplication is a larger share of the copy"
+LESS_OVERLAP = "so with side streams on both GPUs the two overlap less than at our sizes"
 MARK = "spin_kernel"  # the tiny kernels mark_streams() runs on each stream in turn, naming lanes
 Lanes = dict[tuple[int | None, int | None], str]
 # what keeps B*B*B*B (cuda:1's default stream) behind the copy, by (sender, receiver) streamed
@@ -168,33 +174,25 @@ def summary(seed: Run) -> Overlap:
 
 def show_combinations(seed: Run) -> None:
     """The combinations (sender, receiver, non_blocking), what orders B^4 behind the copy, and where the Chrome traces are."""
-    rows, params = combinations(seed), seed.params
+    rows, params, size = combinations(seed), seed.params, timing.format_bytes
     columns = ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f")]
     columns += [("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"]
-    table = tables.Table(
-        columns,
-        title=titled(f"The {len(rows)} combinations, times per step", seed),
-        caption=f"A: {timing.format_bytes(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; "
-        f"B: {timing.format_bytes(params['b_numel'] * 4)} on cuda:1; "
-        "syncs: the host's cudaStreamSynchronize calls",
-    )
+    title = titled(f"The {len(rows)} combinations, times per step", seed)
+    caption = f"A: {size(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; B: {size(params['b_numel'] * 4)} on cuda:1; syncs: the host's cudaStreamSynchronize calls"
+    table = tables.Table(columns, title=title, caption=caption)
     for r in rows:
         flags = (*streams(r.sender, r.receiver), str(r.non_blocking))
         table.add(*flags, r.copy_lane, r.copy_ms, r.kernels_ms, r.ratio, r.syncs)
     display(table)  # which stream ran what, the ratios and the syncs: in the sentences
-    order = tables.Table(
-        ["sender", "receiver", "what keeps B*B*B*B behind the copy", "overlap seen"]
-    )
+    why = tables.Table(["sender", "receiver", "what keeps B*B*B*B behind the copy", "overlap seen"])
     for pair in dict.fromkeys((r.sender, r.receiver) for r in rows):
         seen = overlap_word([r.ratio for r in rows if (r.sender, r.receiver) == pair])
-        order.add(*streams(*pair), ORDERED_BY[pair], seen.replace("partial overlap", "partial"))
-    display(order)
+        why.add(*streams(*pair), ORDERED_BY[pair], seen.replace("partial overlap", "partial"))
+    display(why)
     traces = [r.profile.chrome_trace.path for r in rows if r.profile.chrome_trace]
     if traces:
-        folder, _, name = traces[0].rpartition("/")
-        print(
-            f"Chrome traces (open them in https://ui.perfetto.dev), e.g. in\n  {folder}/\n  {name}"
-        )
+        path, _, name = traces[0].rpartition("/")
+        print(f"Chrome traces (open them in https://ui.perfetto.dev), e.g. in\n  {path}/\n  {name}")
 
 
 def show_timelines(seed: Run) -> None:
@@ -208,11 +206,11 @@ def show_timelines(seed: Run) -> None:
         steps.append([iv for iv in first if MARK not in iv.name])
     longest_ms = max(trace.span_us(ivs) for ivs in steps) / 1e3
     fig, axes = plt.subplots(4, 2, figsize=(15, 13))
-    for ax, row, work in zip(axes.flat, rows, steps, strict=True):
+    for ax, row, ivs in zip(axes.flat, rows, steps, strict=True):
         title = f"{row}: overlap {row.ratio:.2f}"
         names = stream_labels(lane_names(row.profile, lanes))
         plotting.timeline(
-            work, title=title, ax=ax, unit="ms", include_host=False, stream_names=names
+            ivs, title=title, ax=ax, unit="ms", include_host=False, stream_names=names
         )
         ax.set_xlim(0, longest_ms * 1.02)  # the same time scale in every panel
         if ax is not axes.flat[0] and ax.get_legend() is not None:
@@ -226,62 +224,45 @@ def show_timelines(seed: Run) -> None:
 def see_combinations(seed: Run) -> claims.WhatWeSee:
     """Streams, overlap ratios, what non_blocking changed, the host's share of the copy's time."""
     o = summary(seed)
-    seen = claims.WhatWeSee(NOTEBOOK, seed)
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, seed).say(
         f"The copy ran on the sender's current stream in {o.on_source} of {o.runs} runs; "
         f"B * B * B * B ran on {'; '.join(o.kernel_lanes)}; the copies' kind in the traces: "
-        f"{', '.join(o.copy_kinds)} (PtoP: from one GPU's memory straight into the other's)."
-    )
-    seen.say(
+        f"{', '.join(o.copy_kinds)} (PtoP: from one GPU's memory straight into the other's).",
         f"With side streams on both GPUs the overlap ratio was {o.both_side_text} (each over "
         f"{o.steps} profiled steps: {overlap_word(o.both_side)}, counting {HIGH} and up as overlap "
         f"and {LOW} and below as none); in the other {len(o.others)} runs it was at most "
         f"{max(o.others):.2f}. With the sender on its default stream and s1 current on the receiver "
         f"(the legacy default stream's case) it was {' and '.join(f'{r:.2f}' for r in o.legacy)}: "
-        f"{overlap_word(o.legacy)}."
+        f"{overlap_word(o.legacy)}.",
+        f"Changing only non_blocking moved the ratio by at most {o.nb_change:.2f}.",
     )
-    seen.say(f"Changing only non_blocking moved the ratio by at most {o.nb_change:.2f}.")
     if o.issue_us is not None:
         seen.say(
             f"The host took {o.issue_us:.0f} us from issuing the copy to launching the first "
             f"multiplication, {o.issue_us / o.copy_us:.0%} of the copy's {o.copy_us:.0f} us: the part "
             "of the copy that runs alone even at best."
         )
-    seen.check(
-        "copy_ between two GPUs runs on the sender's current stream (Copy.cu)",
-        o.on_source == o.runs,
-        f"{o.on_source} of {o.runs} runs",
-    )
-    seen.check(
-        "copy_ between two GPUs never makes the host wait (no cudaStreamSynchronize in the traces)",
-        o.host_syncs == 0,
-        f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
-    )
+    seen.check(ON_SENDER, o.on_source == o.runs, f"{o.on_source} of {o.runs} runs")
+    syncs = f"{o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces"
+    seen.check(NO_WAIT, o.host_syncs == 0, syncs)
     return seen
 
 
 def see_as_posted(posted: Run, seed: Run) -> claims.WhatWeSee:
     """The blog post's sizes beside ours: the copy, the overlap ratios, the host's gap's share."""
     p, o = summary(posted), summary(seed)
-    seen = claims.WhatWeSee(NOTEBOOK, posted)
     two = "" if posted.machine == seed.machine else f", recorded on {seed.machine}"
-    seen.say(
+    seen = claims.WhatWeSee(NOTEBOOK, posted).say(
         f"At the blog post's sizes the copy took {p.copy_us:.0f} us per step (ours: {o.copy_us:.0f} us{two}). "
         f"With side streams on both GPUs the overlap ratio was {p.both_side_text} (ours: {o.both_side_text}); "
         f"in the other {len(p.others)} runs it was at most {max(p.others):.2f} (ours: {max(o.others):.2f})."
     )
     if p.issue_us is not None and o.issue_us is not None:
         share, ours = p.issue_us / p.copy_us, o.issue_us / o.copy_us
-        seen.check(
-            "at the blog post's sizes the host's gap before the multiplication is a larger share of the copy",
-            share > ours,
-            f"{p.issue_us:.0f} us, {share:.0%} of its copy; ours {o.issue_us:.0f} us, {ours:.0%}",
-        )
-    seen.check(
-        "so with side streams on both GPUs the two overlap less than at our sizes",
-        max(p.both_side) < min(o.both_side),
-        f"{p.both_side_text} against {o.both_side_text}",
-    )
+        gaps = f"{p.issue_us:.0f} us, {share:.0%} of its copy; ours {o.issue_us:.0f} us, {ours:.0%}"
+        seen.check(LONGER_GAP, share > ours, gaps)
+    ratios = f"{p.both_side_text} against {o.both_side_text}"
+    seen.check(LESS_OVERLAP, max(p.both_side) < min(o.both_side), ratios)
     return seen
 
 

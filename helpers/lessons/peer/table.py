@@ -3,9 +3,11 @@ events across GPUs, NVLink and ``set_device``, each decided from the sections' f
 
 from __future__ import annotations
 
+from functools import partial
+
 from ... import claims
 from ...records import Run
-from . import NOTEBOOK, copies, devices, links, overlap
+from . import NOTEBOOK, copies, devices, overlap
 
 BLOG_POST = 'blog post "Transferring data between GPUs in fully parallel fashion in PyTorch"'
 STREAMS_ARTICLE = 'article "PyTorch CUDA Streams Introduction"'
@@ -18,9 +20,9 @@ def claims_table(
 ) -> claims.ClaimsTable:
     """The sources' claims, each tested on the facts of its section."""
     o, high, low = overlap.summary(seed), overlap.HIGH, overlap.LOW
-    f, e, tol = links.facts(link_run), devices.event_facts(events), devices.TOLERANCE_US
-    best = max((t for ts in one_way.value.values() for t in ts), key=lambda t: t.gbps)
-    v = claims.measured(best, as_rate=True)  # GB/s, with the spread of its samples
+    w = copies.one_way_facts(one_way, same, link_run)
+    f, e, tol = w.links, devices.event_facts(events), devices.TOLERANCE_US
+    v = claims.measured(w.best, as_rate=True)  # GB/s, with the spread of its samples
     direct, pcie, rate = f.all_peer and not o.host_copies, f.pcie_gbps, f.rated_gbps
     link = f.link.get((0, 1), "unknown")
     share = claims.Value(v.value / rate, v.spread / rate, "", v.samples) if rate else None
@@ -33,68 +35,57 @@ def claims_table(
         else ""
     )
     cannot_tell = ": without the wait cuda:1's kernel did not run early either, so the wait cannot be told apart"
-    memory = copies.same_facts(same).memory
     rated = (
-        f"the best one-way copy, {v.value:.0f} GB/s, as a share of the link's rated {rate:.0f} GB/s per direction; the same-GPU copy's plateau {memory:.0f} GB/s"
+        f"the best one-way copy, {v.value:.0f} GB/s, as a share of the link's rated {rate:.0f} GB/s per direction; the same-GPU copy's plateau {w.memory:.0f} GB/s"
         if rate
         else ""
     )
     unrated = f"NVLink of a rate not known here ({'; '.join(f.rated_from)})"
     table = claims.ClaimsTable(NOTEBOOK)
-    table.add(
+    blog_post = partial(table.add, source=BLOG_POST, run=seed)  # its claims: all on the seed run
+    article = partial(table.add, source=STREAMS_ARTICLE)
+    blog_post(
         "A GPU-to-GPU copy overlaps a kernel on the receiving GPU when it is issued under side streams on both GPUs",
-        source=BLOG_POST,
         measured=f"the lower overlap ratio of the two runs with s0 and s1 current ({o.both_side_text}, each over "
         f"{o.steps} profiled steps), from the traces; {high} and up counts as overlap",
         holds=claims.compare(min(o.both_side), high, holds_if="above"),
-        run=seed,
     )
-    table.add(
+    blog_post(
         "... and only then: under any other choice of streams it does not overlap",
-        source=BLOG_POST,
         measured=f"the highest overlap ratio of the other {len(o.others)} runs, from the traces; {low} and below counts as none",
         holds=claims.compare(max(o.others), low, holds_if="below"),
-        run=seed,
     )
-    table.add(
+    blog_post(
         "non_blocking makes no difference to that overlap",
-        source=BLOG_POST,
         measured=f"the largest change of the overlap ratio when only non_blocking changes (a change below {low} counts "
         f"as none); {o.host_syncs} cudaStreamSynchronize calls in the {o.runs} traces",
         holds=claims.compare(o.nb_change, low, holds_if="below"),
-        run=seed,
     )
-    table.add(
+    article(
         "Peer-to-peer copies go directly from GPU to GPU, without the host",
-        source=STREAMS_ARTICLE,
         measured=f"peer access on all pairs: {f.all_peer}; copy kinds in the traces: {', '.join(o.copy_kinds)}; "
         "the best one-way copy in GB/s" + than_pcie,
         holds=claims.compare(v, pcie, holds_if="above") if direct and pcie else direct,
         run=one_way,
     )
-    table.add(
+    article(
         "An event recorded on one GPU's stream can make another GPU's stream wait",
-        source=STREAMS_ARTICLE,
         measured=f"microseconds from the end of cuda:0's kernel to the start of cuda:1's with the wait (earliest of "
         f"{len(e.with_wait)} steps; -{tol:.0f} us allowed for the GPUs' clocks); without the wait "
         f"{max(e.without_wait, default=float('nan')):+.1f} us"
         + ("" if e.ran_free else cannot_tell),
-        holds=claims.compare(earliest, -tol, holds_if="above")
-        if earliest is not None and e.ran_free
-        else None,
+        holds=claims.compare(earliest, -tol, holds_if="above") if e.ran_free and earliest else None,
         run=events,
     )
-    table.add(
+    article(
         f"NVLink makes peer copies fast: close to the link's rated speed (at least {NEAR_LINK:.0%} of it)",
-        source=STREAMS_ARTICLE,
         measured=rated
         or f"the link is {link}, " + (unrated if link.startswith("NV") else "not NVLink"),
         holds=claims.compare(share, NEAR_LINK, holds_if="above") if share is not None else None,
         run=one_way,
     )
-    table.add(
+    article(
         "torch.cuda.set_device(device_id) makes sure you are interacting with the right GPU",
-        source=STREAMS_ARTICLE,
         measured=f'after set_device(1): current device cuda:{after["current_device"]}, device="cuda" on {after["empty_on"]}, '
         f"current stream on {after['current_stream_on']}; it decides only what is not named: `x * 2 + 1` on a "
         f"cuda:1 tensor ran on {op['result_on']} with cuda:{op['current_device_before']} current",
