@@ -50,24 +50,46 @@ def _list(values: Iterable[float], fmt: str = ".2f") -> str:
     return ", ".join(f"{v:{fmt}}" for v in values)
 
 
+def earlier_share(step: list[trace.Interval]) -> float:
+    """Of the copies' time beside a matmul, the share beside one launched before the previous
+    copy (in an earlier iteration of the loop); 0.0 when no copy ran beside a matmul."""
+    copies, kernels = _parts(step)
+    launched = {iv.correlation: iv.start_us for iv in trace.select(step, kind="runtime")}
+    copies.sort(key=lambda c: launched.get(c.correlation, c.start_us))
+    beside = earlier = 0.0
+    for before, copy in zip([None, *copies], copies, strict=False):
+        beside += trace.overlap_us([copy], kernels)
+        if before is not None:
+            since = launched.get(before.correlation, before.start_us)
+            old = [k for k in kernels if launched.get(k.correlation, k.start_us) < since]
+            earlier += trace.overlap_us([copy], old)
+    return earlier / beside if beside else 0.0
+
+
 @dataclass(frozen=True)
 class CopyBesideKernel:
-    """One configuration: per profiled step, overlap and host hold; per step on average, ms."""
+    """One configuration (or the thread's loop): per profiled step, overlap ratio, host hold
+    and ``earlier_share``; per step (per iteration of the thread's loop) on average, ms."""
 
     overlap: claims.Value  # the copy's overlap ratio with the kernels
     held: claims.Value  # the host's time in cudaMemcpyAsync over the copy's
+    earlier: claims.Value
     copy_ms: float
     kernel_ms: float
     host_ms: float  # the host's time in cudaMemcpyAsync
+    wait_ms: float  # in cudaStreamSynchronize
 
 
-def beside(profile: trace.Profile) -> CopyBesideKernel:
+def beside(profile: trace.Profile, iterations: int = 1) -> CopyBesideKernel:
+    """``CopyBesideKernel`` of a profile whose steps each run ``iterations`` copies."""
     copies, kernels = _parts(profile.intervals)
-    host_us = trace.host_blocked_us(profile.intervals, "cudaMemcpyAsync")
+    calls = ("cudaMemcpyAsync", "cudaStreamSynchronize")
+    busy_us = [trace.covered_us(copies), trace.covered_us(kernels)]
+    busy_us += [trace.host_blocked_us(profile.intervals, call) for call in calls]
     overlap = analysis.per_step(profile, lambda step: trace.overlap_ratio(*_parts(step)))
-    busy_us = (trace.covered_us(copies), trace.covered_us(kernels), host_us)
-    copy_ms, kernel_ms, host_ms = (us / profile.steps / 1e3 for us in busy_us)
-    return CopyBesideKernel(overlap, analysis.per_step(profile, _held), copy_ms, kernel_ms, host_ms)
+    held, earlier = (analysis.per_step(profile, f) for f in (_held, earlier_share))
+    times = (us / profile.steps / 1e3 / iterations for us in busy_us)
+    return CopyBesideKernel(overlap, held, earlier, *times)
 
 
 def configurations(run: Run) -> dict[str, CopyBesideKernel]:
@@ -291,18 +313,31 @@ def range_ms(profile: trace.Profile, name: str) -> float:
     return trace.covered_us(ranges) / profile.steps / 1e3
 
 
-def _orders(run: Run) -> tuple[CopyBesideKernel, ...]:
-    """Pageable kernel first, pageable copy first, pinned kernel first, pinned copy first."""
+@dataclass(frozen=True)
+class LaunchOrder:
+    """Section 4's four cases, and the forum thread's verdicts on them, each with the name of
+    the order deciding it (``analysis.weakest``)."""
+
+    cases: tuple[CopyBesideKernel, ...]  # pageable kernel first, copy first; pinned the same
+    held: tuple[str, claims.Comparison]  # the pageable copy holds the host (HOLDS_HOST_CLAIM)
+    per_order: dict[str, claims.Comparison]  # ORDER_CLAIM's: overlap kernel first, none after
+    order: tuple[str, claims.Comparison]  # the deciding one, judged
+    pinned: tuple[str, claims.Comparison]  # a pinned copy overlaps in both (PINNED_RELIABLE)
+
+
+def launch_order(run: Run) -> LaunchOrder:
     found = configurations(run)
-    return tuple(found[f"{m}, {o}"] for m in ("pageable", "pinned") for o in ORDERS)
-
-
-def pinned_in_both_orders(run: Run) -> tuple[str, claims.Comparison]:
-    """Whether a pinned copy overlaps in both launch orders: named, judged as ``PINNED_RELIABLE``."""
-    pinned = zip(ORDERS, _orders(run)[2:], strict=True)
-    both = {o: claims.compare(p.overlap, OVERLAPS, holds_if="above") for o, p in pinned}
-    name, deciding = analysis.weakest(both)
-    return name, claims.judged(deciding, run, NOTEBOOK, PINNED_RELIABLE)
+    cases = tuple(found[f"{m}, {o}"] for m in ("pageable", "pinned") for o in ORDERS)
+    pages, pins = zip(ORDERS, cases[:2], strict=True), zip(ORDERS, cases[2:], strict=True)
+    held = analysis.weakest({o: claims.compare(p.held, HELD, holds_if="above") for o, p in pages})
+    per_order = {ORDERS[0]: claims.compare(cases[0].overlap, BESIDE, holds_if="above")}
+    per_order[ORDERS[1]] = claims.compare(cases[1].overlap, DOES_NOT, holds_if="below")
+    both = {o: claims.compare(p.overlap, OVERLAPS, holds_if="above") for o, p in pins}
+    order_by, order = analysis.weakest(per_order)
+    pinned_by, pinned = analysis.weakest(both)
+    order_judged = order_by, claims.judged(order, run, NOTEBOOK, ORDER_CLAIM)
+    pinned_judged = pinned_by, claims.judged(pinned, run, NOTEBOOK, PINNED_RELIABLE)
+    return LaunchOrder(cases, held, per_order, order_judged, pinned_judged)
 
 
 def show_launch_order(run: Run) -> None:
@@ -315,42 +350,28 @@ def show_launch_order(run: Run) -> None:
 
 def see_launch_order(run: Run) -> claims.WhatWeSee:
     """A pageable copy's hold on the host and overlap per order; a pinned copy's (us, ratios)."""
-    page_kf, page_cf, pin_kf, pin_cf = _orders(run)
+    o = launch_order(run)
+    page_kf, page_cf, pin_kf, pin_cf = o.cases
     s1_copy = range_ms(run.value["profiles"]["pageable, copy first"], "S1 copy")
     ran = "ran beside it" if page_kf.overlap.value >= BESIDE else "barely overlapped it"
     done = ": the host could not launch the kernel until the copy was (nearly) done"
     done = done if page_cf.overlap.value < DOES_NOT else ""
-    name, deciding = pinned_in_both_orders(run)
+    (name, deciding), order = o.pinned, o.order[1]
     both = f"both orders overlap (above {OVERLAPS})."
     short = f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value})."
     noise = f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value})."
     verdict = claims.worded(claims.stated(deciding, run), both, short, noise)
-    see = claims.WhatWeSee(NOTEBOOK, run)
-    see.say(
+    return claims.WhatWeSee(NOTEBOOK, run).say(
         f"With a pageable source the host stayed in `cudaMemcpyAsync` for {page_kf.host_ms:.1f} ms (kernel first) and {page_cf.host_ms:.1f} ms (copy first), {page_kf.held.value:.2f} and {page_cf.held.value:.2f} times as long as the GPU copy, and the labelled range `S1 copy` lasted {s1_copy:.1f} ms.",
         f"Launched after the kernel, the pageable copy {ran}, with an overlap ratio of {page_kf.overlap.value:.2f} (the share of the shorter one's time{note(page_kf.overlap)}); launched before the kernel, {page_cf.overlap.value:.2f}{done}.",
         f"With a pinned source the host spent at most {max(pin_kf.host_ms, pin_cf.host_ms) * 1e3:.0f} us in `cudaMemcpyAsync`, and the overlap ratio was {pin_kf.overlap.value:.2f} (kernel first) and {pin_cf.overlap.value:.2f} (copy first): {verdict}",
+        f"What we expected, a pageable copy overlapping a kernel launched before it (at least {BESIDE:g}) and not one launched after it (below {DOES_NOT:g}), is the forum thread's claim that the claims table below judges: **{claims.stated(order, run)}**.",
     )
-    _, order = analysis.weakest(order_comparisons(page_kf, page_cf))
-    order = claims.judged(order, run, NOTEBOOK, ORDER_CLAIM)
-    see.say(
-        f"What we expected, a pageable copy overlapping a kernel launched before it (at least {BESIDE:g}) and not one launched after it (below {DOES_NOT:g}), is the forum thread's claim that the claims table below judges: **{claims.stated(order, run)}**."
-    )
-    return see
-
-
-def order_comparisons(
-    page_kf: CopyBesideKernel, page_cf: CopyBesideKernel
-) -> dict[str, claims.Comparison]:
-    """The launch order claim's two comparisons: overlap kernel first, none copy first."""
-    kf = claims.compare(page_kf.overlap, BESIDE, holds_if="above")
-    cf = claims.compare(page_cf.overlap, DOES_NOT, holds_if="below")
-    return dict(zip(ORDERS, (kf, cf), strict=True))
 
 
 def add_gpu_claim(table: claims.ClaimsTable, run: Run) -> None:
     """Requirement (2) on the GPU, on section 4's run: a pageable copy launched after the kernel."""
-    overlap = _orders(run)[0].overlap
+    overlap = launch_order(run).cases[0].overlap
     measured = f"pageable copy on a side stream, launched after the kernel: overlap ratio{over(overlap)} (the requirement holds below {DOES_NOT})"
     holds = claims.compare(overlap, DOES_NOT, holds_if="below")
     table.add(GPU_CLAIM, source=BOTH, run=run, measured=measured, holds=holds)
@@ -358,13 +379,10 @@ def add_gpu_claim(table: claims.ClaimsTable, run: Run) -> None:
 
 def add_order_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The forum thread's claims on section 4's run: the host held, launch order, pinned memory."""
-    page_kf, page_cf, pin_kf, pin_cf = _orders(run)
-    pages = zip(ORDERS, (page_kf, page_cf), strict=True)
-    helds = {o: claims.compare(p.held, HELD, holds_if="above") for o, p in pages}
-    held_by, held = analysis.weakest(helds)
-    per_order = order_comparisons(page_kf, page_cf)
-    (order_by, order), (kf, cf) = analysis.weakest(per_order), per_order.values()
-    pinned_by, pinned = pinned_in_both_orders(run)
+    o = launch_order(run)
+    page_kf, page_cf, pin_kf, pin_cf = o.cases
+    (held_by, held), (order_by, order), (pinned_by, pinned) = o.held, o.order, o.pinned
+    kf, cf = o.per_order.values()
     measured = (
         f"host time in cudaMemcpyAsync over GPU copy time (held above {HELD:g}): pageable {page_kf.held.value:.2f} (kernel first) and {page_cf.held.value:.2f} (copy first), pinned at most {max(pin_kf.held.value, pin_cf.held.value):.3f}; shown: pageable, {held_by}",
         f"pageable, overlap ratios{over(page_kf.overlap)}: kernel first {page_kf.overlap.value:.2f} ({kf.in_words()}), copy first {page_cf.overlap.value:.2f} ({cf.in_words()}); shown: {order_by}",
@@ -380,46 +398,10 @@ def add_order_claims(table: claims.ClaimsTable, run: Run) -> None:
 THREADS = "the thread's loop"
 
 
-@dataclass(frozen=True)
-class ThreadLoop:
-    """One source memory in the forum thread's loop: per profiled step (one loop), the overlap
-    ratio and the share of the copies' time beside a matmul that was beside an earlier
-    iteration's; per copy, ms."""
-
-    overlap: claims.Value
-    earlier: claims.Value
-    copy_ms: float
-    kernel_ms: float  # the matmuls' time per iteration
-    host_ms: float  # the host's time in cudaMemcpyAsync
-    wait_ms: float  # in cudaStreamSynchronize
-
-
-def earlier_share(step: list[trace.Interval]) -> float:
-    """Of the copies' time beside a matmul, the share beside one launched before the previous
-    copy (in an earlier iteration of the loop); 0.0 when no copy ran beside a matmul."""
-    copies, kernels = _parts(step)
-    launched = {iv.correlation: iv.start_us for iv in trace.select(step, kind="runtime")}
-    copies.sort(key=lambda c: launched.get(c.correlation, c.start_us))
-    beside = earlier = 0.0
-    for before, copy in zip([None, *copies], copies, strict=False):
-        beside += trace.overlap_us([copy], kernels)
-        if before is not None:
-            since = launched.get(before.correlation, before.start_us)
-            old = [k for k in kernels if launched.get(k.correlation, k.start_us) < since]
-            earlier += trace.overlap_us([copy], old)
-    return earlier / beside if beside else 0.0
-
-
-def thread_loops(run: Run) -> dict[str, ThreadLoop]:
-    """``ThreadLoop`` of the pageable and the pinned loop, by source memory (``beside`` per step,
-    divided among the loop's iterations: one copy each)."""
-    n, found = run.params["iterations"], {}
-    for memory, p in run.value["profiles"].items():
-        step = beside(p)
-        wait_ms = trace.host_blocked_us(p.intervals, "cudaStreamSynchronize") / p.steps / 1e3
-        per_copy = (step.copy_ms / n, step.kernel_ms / n, step.host_ms / n, wait_ms / n)
-        found[memory] = ThreadLoop(step.overlap, analysis.per_step(p, earlier_share), *per_copy)
-    return found
+def thread_loops(run: Run) -> dict[str, CopyBesideKernel]:
+    """``beside`` of the pageable and the pinned loop, by source memory; times per copy (one an
+    iteration), the profiled step being one loop."""
+    return {m: beside(p, run.params["iterations"]) for m, p in run.value["profiles"].items()}
 
 
 def show_thread(run: Run) -> None:
@@ -453,7 +435,7 @@ def see_thread(run: Run, changed: Run) -> claims.WhatWeSee:
         page.overlap.value >= BESIDE,
         f"overlap ratio {page.overlap}{note(page.overlap)}",
     )
-    kernel_first = _orders(changed)[0].overlap
+    kernel_first = launch_order(changed).cases[0].overlap
     held = [(t.host_ms + t.wait_ms) / t.copy_ms for t in (page, pinned)]
     loops = analysis.plural(page.earlier.samples or 0, "loop")
     if max(page.overlap.value, pinned.overlap.value) > 0:
