@@ -33,6 +33,7 @@ ORDER_CLAIM = (
 ORDERS = ("kernel first", "copy first")
 BOTH = f"{TUTORIAL}; {FORUM}"
 SIDE, PAGE_SIDE = "pinned, side stream", "pageable, side stream"
+CURRENT = "pinned, current stream"
 TUTORIALS = "the tutorial's version"
 
 
@@ -157,9 +158,9 @@ def show_tutorial(run: Run) -> None:
 
 def see_tutorial(run: Run) -> claims.WhatWeSee:
     """Each configuration's overlap, the side-stream copy's start and rate, the pageable hold."""
-    found, steps, see = configurations(run), starts(run), claims.WhatWeSee(NOTEBOOK, run)
-    side, current = found[SIDE], found["pinned, current stream"]
-    page, page_current = found[PAGE_SIDE], found["pageable, current stream"]
+    found, steps, (name, only) = configurations(run), starts(run), requirements(run).only_pinned
+    side, current, page = found[SIDE], found[CURRENT], found[PAGE_SIDE]
+    page_current = found["pageable, current stream"]
     whose = "its" if side.copy_ms <= side.kernel_ms else "the kernel's"
     late = ""
     for n, s in ((n, s) for n, s in enumerate(steps, 1) if not s.fair):
@@ -174,17 +175,13 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     if max(page.overlap.value, page_current.overlap.value) < DOES_NOT:
         launched = "and only then launched the kernels"
     medians = f", medians of {page.held.samples} profiled steps" if note(page.held) else ""
-    see.say(
+    return claims.WhatWeSee(NOTEBOOK, run).say(
         f"With a pinned source on a side stream the copy ran beside the kernel for {side.overlap.value:.0%} of {whose} time (overlap ratio {side.overlap}{note(side.overlap)}).",
         f"The fair start held in {sum(s.fair for s in steps)} of {analysis.plural(len(steps), 'profiled step')} (copy and first matmul both started within {FAIR_START_US:.0f} us of the spin kernel's end){late}. The kernel outlasted the copy in {sum(s.kernel_ms > s.copy_ms for s in steps)} of them (copy {_list(s.copy_ms for s in steps)} ms; kernel {_list(s.kernel_ms for s in steps)} ms), and the traced copy ran at {_list((s.copy_gbps for s in steps), '.0f')} GB/s against {run.value['copy'].gbps:.0f} GB/s timed with events{rest}",
         f"With a pinned source on the current stream the copy and the kernels shared one lane, and {ran} (overlap ratio {current.overlap}{note(current.overlap)}).",
         f"With a pageable source the host sat in `cudaMemcpyAsync` for {page.host_ms:.1f} ms (side stream) and {page_current.host_ms:.1f} ms (current stream), {times} as long as the GPU copy, {launched}: overlap ratios {page.overlap.value:.2f} (side stream) and {page_current.overlap.value:.2f} (current stream){medians}.",
+        f"The tutorial's conclusion, that only the pinned source on a side stream overlaps, is judged in the claims table below, decided by the {name} case: **{claims.stated(only, run)}**.",
     )
-    name, only = requirements(run).only_pinned_side  # the claims table's own verdict, not a second
-    see.say(
-        f"The tutorial's conclusion, that only the pinned source on a side stream overlaps, is judged in the claims table below, decided by the {name} case: **{claims.stated(only, run)}**."
-    )
-    return see
 
 
 def show_as_written(run: Run, changed: Run) -> tables.Table:
@@ -197,11 +194,8 @@ def show_as_written(run: Run, changed: Run) -> tables.Table:
     columns: list = ["configuration", "overlap, as written", "overlap, section 2"]
     columns += [("copy", "ms", ".3f"), ("kernel", "ms", ".3f")]
     steps = next(iter(run.value["profiles"].values())).steps
-    return tables.Table(
-        columns,
-        rows,
-        caption=f"per profiled step ({steps} steps), the tutorial's 20 MiB and t * t * t{run.apart_from(changed, TUTORIALS, 'the changed one')}",
-    )
+    caption = f"per profiled step ({steps} steps), the tutorial's 20 MiB and t * t * t{run.apart_from(changed, TUTORIALS, 'the changed one')}"
+    return tables.Table(columns, rows, caption=caption)
 
 
 def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
@@ -240,7 +234,7 @@ class Requirements:
     apart: dict[str, claims.Comparison]  # each other case (by label) does not
     needs_side_stream: tuple[str, claims.Comparison]  # requirement (1)
     pageable_blocks: tuple[str, claims.Comparison]  # requirement (2), the copy launched first
-    only_pinned_side: tuple[str, claims.Comparison]  # "only pinned + side stream"
+    only_pinned: tuple[str, claims.Comparison]  # "only pinned + side stream"
 
 
 def requirements(run: Run) -> Requirements:
@@ -253,7 +247,7 @@ def requirements(run: Run) -> Requirements:
         name, c = analysis.weakest({SIDE: works, **{o: apart[o] for o in others}})
         return name, claims.judged(c, run, NOTEBOOK, claim) if claim else c
 
-    side = deciding(SIDE_STREAM_CLAIM, "pinned, current stream")
+    side = deciding(SIDE_STREAM_CLAIM, CURRENT)
     only = deciding(ONLY_CLAIM, *apart)
     judged = claims.judged(works, run, NOTEBOOK, OVERLAP_CLAIM)
     return Requirements(judged, apart, side, deciding(None, PAGE_SIDE), only)
@@ -261,8 +255,8 @@ def requirements(run: Run) -> Requirements:
 
 def show_requirements(run: Run) -> tables.Table:
     """Each requirement, the overlap ratio it rests on, its threshold and verdict."""
-    req, current, below = requirements(run), "pinned, current stream", f"< {DOES_NOT}"
-    (name, only), works, apart = req.only_pinned_side, req.works, req.apart
+    req, current, below = requirements(run), CURRENT, f"< {DOES_NOT}"
+    (name, only), works, apart = req.only_pinned, req.works, req.apart
     columns = ["statement", "run", f"overlap ratio ({works.value.samples} profiled steps)"]
     caption = "a requirement holds when the working case (pinned, side stream) overlaps and the case without the requirement does not"
     table = tables.Table([*columns, "holds if", "verdict"], bold=["verdict"], caption=caption)
@@ -283,7 +277,7 @@ def show_requirements(run: Run) -> tables.Table:
 def add_tutorial_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The tutorial's claims on section 2's run: overlap, only pinned + side stream, requirement (1)."""
     req, r = requirements(run), {label: s.overlap.value for label, s in configurations(run).items()}
-    (only_by, only), (side_by, side) = req.only_pinned_side, req.needs_side_stream
+    (only_by, only), (side_by, side) = req.only_pinned, req.needs_side_stream
     steps, ratios = over(req.works.value), "; ".join(f"{k} {v:.2f}" for k, v in r.items())
     measured = (
         f"pinned H2D on a side stream beside matmuls: overlap ratio{steps} (overlaps above {OVERLAPS})",
