@@ -118,9 +118,6 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     last, kept = run.value["rows"][-1], bytes_or_unknown(stages(run)["tensor deleted"].held)
     times = last["first"].median_s / last["pageable"].median_s
     few = analysis.few(min(len(last[k].samples_s) for k in ("first", "pageable")))
-    measured = (
-        f"not exhausted on purpose (that would starve the machine); its cost was measured instead: the first pinned allocation of "
-        f"{timing.format_bytes(last['nbytes'])} took {times:.1f} times as long as a pageable one{f' (medians of {few} each)' if few else ''}, and the cache kept {kept} pinned after the tensor was deleted"
-    )
+    measured = f"not exhausted on purpose (that would starve the machine); its cost was measured instead: the first pinned allocation of {timing.format_bytes(last['nbytes'])} took {times:.1f} times as long as a pageable one{f' (medians of {few} each)' if few else ''}, and the cache kept {kept} pinned after the tensor was deleted"
     source = f"{TUTORIAL} (background and advice)"
     table.add(LIMITED, source=source, measured=measured, holds=None, run=run)

@@ -166,21 +166,14 @@ def crossing_words(sizes: list[int], ratios: list[float]) -> str:
     if first is None or at is None:
         return f"never stays below 1 (ratio {min(ratios):.3g} to {max(ratios):.3g}; {ratios[-1]:.3g} at the largest size)"
     slower = sum(r >= 1 for n, r in zip(sizes, ratios, strict=True) if n < first)
-    return (
-        f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {slower} of the "
-        f"{sizes.index(first)} smaller sizes; it crosses 1 at about {timing.format_bytes(round(at))}"
-    )
+    return f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {slower} of the {sizes.index(first)} smaller sizes; it crosses 1 at about {timing.format_bytes(round(at))}"
 
 
 def parts_at(f: Sweep, i: int) -> str:
     """pin_memory() plus the pinned copy, against the pageable copy, at the i-th size."""
     (pin, pinned, whole), page = (f.ms[k][i] for k in TIMED_PARTS), f.ms["pageable_to"][i]
     gbps = {k: f"{f.gbps[k][i]:.3g} GB/s" for k in ("pin_memory", "pinned_to", "pageable_to")}
-    return (
-        f"at {timing.format_bytes(f.sizes[i])}, `pin_memory()` ({pin:.3f} ms, {gbps['pin_memory']}) plus the pinned copy "
-        f"({pinned:.3f} ms, {gbps['pinned_to']}) make {pin + pinned:.3f} ms, against {page:.3f} ms for the pageable copy "
-        f"({gbps['pageable_to']}); `pin_memory().to()` measured {whole:.3f} ms"
-    )
+    return f"at {timing.format_bytes(f.sizes[i])}, `pin_memory()` ({pin:.3f} ms, {gbps['pin_memory']}) plus the pinned copy ({pinned:.3f} ms, {gbps['pinned_to']}) make {pin + pinned:.3f} ms, against {page:.3f} ms for the pageable copy ({gbps['pageable_to']}); `pin_memory().to()` measured {whole:.3f} ms"
 
 
 def see(run: Run) -> claims.WhatWeSee:
@@ -303,10 +296,7 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
         share = claims.Value(wins / len(values), unit=f"of {len(values)} sizes")
         rare = claims.compare(share, RARE, holds_if="below")
         name, decisive = analysis.weakest({"faster somewhere": faster[best], "rare": rare})
-        measured = (
-            f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest {values[best].number()} at {timing.format_bytes(sizes[best])} "
-            f"(faster: {faster[best].in_words()}); faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most {RARE:.0%} of them); shown: {name}"
-        )
+        measured = f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest {values[best].number()} at {timing.format_bytes(sizes[best])} (faster: {faster[best].in_words()}); faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most {RARE:.0%} of them); shown: {name}"
         claim = RARE_CLAIM.format(case)
         table.add(claim, source=TUTORIAL, measured=measured, holds=decisive, run=run)
     last = run.value["rows"][-1]
