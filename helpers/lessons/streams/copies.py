@@ -290,12 +290,17 @@ def add_tutorial_claims(table: claims.ClaimsTable, run: Run) -> None:
         table.add(claim, source=source, run=run, measured=said, holds=holds)
 
 
-def add_host_claim(table: claims.ClaimsTable, run: Run) -> None:
-    """Requirement (2) on the host, on section 2's run: a pageable copy holds the host."""
-    page = configurations(run)[PAGE_SIDE]
+def add_pinned_claims(table: claims.ClaimsTable, run_tutorial: Run, run_order: Run) -> None:
+    """Requirement (2) on the GPU, on section 4's run (a pageable copy launched after the
+    kernel), then on the host, on section 2's (a pageable copy holds the host)."""
+    overlap = launch_order(run_order).cases[0].overlap
+    measured = f"pageable copy on a side stream, launched after the kernel: overlap ratio{over(overlap)} (the requirement holds below {DOES_NOT})"
+    holds = claims.compare(overlap, DOES_NOT, holds_if="below")
+    table.add(GPU_CLAIM, source=BOTH, run=run_order, measured=measured, holds=holds)
+    page = configurations(run_tutorial)[PAGE_SIDE]
     held = claims.compare(page.held, HELD, holds_if="above")
     measured = f"pageable, side stream, copy launched first: host in cudaMemcpyAsync {page.host_ms:.1f} ms per copy, GPU copy {page.copy_ms:.1f} ms; host time over copy time (held {held.in_words()})"
-    table.add(HOST_CLAIM, source=BOTH, run=run, measured=measured, holds=held)
+    table.add(HOST_CLAIM, source=BOTH, run=run_tutorial, measured=measured, holds=held)
 
 
 # ---------------------------------------------------------------- 4. launch order
@@ -361,14 +366,6 @@ def see_launch_order(run: Run) -> claims.WhatWeSee:
         f"With a pinned source the host spent at most {max(pin_kf.host_ms, pin_cf.host_ms) * 1e3:.0f} us in `cudaMemcpyAsync`, and the overlap ratio was {pin_kf.overlap.value:.2f} (kernel first) and {pin_cf.overlap.value:.2f} (copy first): {verdict}",
         f"What we expected, a pageable copy overlapping a kernel launched before it (at least {BESIDE:g}) and not one launched after it (below {DOES_NOT:g}), is the forum thread's claim that the claims table below judges: **{claims.stated(order, run)}**.",
     )
-
-
-def add_gpu_claim(table: claims.ClaimsTable, run: Run) -> None:
-    """Requirement (2) on the GPU, on section 4's run: a pageable copy launched after the kernel."""
-    overlap = launch_order(run).cases[0].overlap
-    measured = f"pageable copy on a side stream, launched after the kernel: overlap ratio{over(overlap)} (the requirement holds below {DOES_NOT})"
-    holds = claims.compare(overlap, DOES_NOT, holds_if="below")
-    table.add(GPU_CLAIM, source=BOTH, run=run, measured=measured, holds=holds)
 
 
 def add_order_claims(table: claims.ClaimsTable, run: Run) -> None:

@@ -99,9 +99,8 @@ def show(run: Run) -> None:
     """The stream facts, the spin kernels' order (us), overlap and busy time (us), timelines."""
     stream, f = run.value["facts"], facts(run)
     handles = ", ".join(f"{h:#x}" for h in stream["side_handles"])
-    print(
-        f"current stream is the default stream: {stream['current_is_default']}; default stream handle {stream['default_handle']:#x}, side streams {handles}"
-    )
+    line = f"current stream is the default stream: {stream['current_is_default']}; default stream handle {stream['default_handle']:#x}, side streams {handles}"
+    print(line)
     columns = ["spin kernels", *(f"kernel {k + 1} (us)" for k in range(len(f.spin_us)))]
     steps = [
         (f"step {n}, in start order", *(k.duration_us for k in s)) for n, s in enumerate(f.steps)
