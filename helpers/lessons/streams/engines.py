@@ -58,8 +58,7 @@ def show(run: Run) -> None:
         line = f"{pair}: overlap ratio {overlap}{note(overlap)}; its time over that of the two copies one after the other ({alone}): {analysis.times(ratio)}"
         print(line)
     panels = {pair: run.value[pair] for pair in PAIRS}
-    title = "two copies on two side streams"
-    show_timelines(panels, title, run, list(panels.values()), include_host=False)
+    show_timelines(panels, "two copies on two side streams", run, include_host=False)
     agrees = "not testable here" if e.agree is None else claims.stated(e.agree, run)
     line = f"overlap of opposite copies agrees with the engine count (two or more engines: above {TWO_ENGINES:g}; one: below): {agrees}"
     print(line)
@@ -73,14 +72,14 @@ def see(run: Run) -> claims.WhatWeSee:
         count = f"The driver reports {analysis.plural(e.count, 'copy engine')}."
     longer = max(("H2D alone", "D2H alone"), key=lambda k: e.times[k].value)
     together, alone = e.times["H2D + D2H"].value, e.times[longer].value
-    own, kept = ".", together / alone <= KEPT
+    own = "."
     if e.both.value >= TWO_ENGINES:  # they ran at once: did each keep its speed?
-        own = f", and {together / alone:.2f} times as long as the longer of the two alone ({together * 1e3:.3f} ms against {longer.split()[0]} {alone * 1e3:.3f} ms): "
-        own += (
-            "each kept about its speed beside the other."
-            if kept
-            else "each ran slower beside the other, so they shared something this run does not show."
-        )
+        kept = "each kept about its speed beside the other."
+        if together / alone > KEPT:
+            kept = (
+                "each ran slower beside the other, so they shared something this run does not show."
+            )
+        own = f", and {together / alone:.2f} times as long as the longer of the two alone ({together * 1e3:.3f} ms against {longer.split()[0]} {alone * 1e3:.3f} ms): {kept}"
     why = "."
     if e.same.value < DOES_NOT:
         why = ": they never ran at the same time, so they could not gain, and this run cannot show whether one direction of the link would limit two copies at once."
@@ -90,21 +89,16 @@ def see(run: Run) -> claims.WhatWeSee:
     if e.both.value < TWO_ENGINES:
         waited = "waited for the engine whatever its stream."
     ran = "ran one after the other" if e.same.value < DOES_NOT else "ran side by side"
-    see.say(count)
-    line = f"A host-to-device and a device-to-host copy on two side streams ran side by side for {e.both.value:.0%} of the shorter one (overlap ratio {e.both}{note(e.both)}) and together took {e.both_ways.value:.2f} times as long as the two one after the other{own}"
-    see.say(line)
+    statement = "copies in opposite directions on two side streams run at the same time"
     said = f"overlap ratio {e.both}{note(e.both)}, at least {TWO_ENGINES:g} for at once"
-    see.check(
-        "copies in opposite directions on two side streams run at the same time",
-        e.both.value >= TWO_ENGINES,
-        said,
-    )
+    see.check(statement, e.both.value >= TWO_ENGINES, said)
+    both = f"A host-to-device and a device-to-host copy on two side streams ran side by side for {e.both.value:.0%} of the shorter one (overlap ratio {e.both}{note(e.both)}) and together took {e.both_ways.value:.2f} times as long as the two one after the other{own}"
+    see.say(count, both)
     if e.count == 1:
-        line = f"With one copy engine the two directions take turns on it, so this GPU cannot show copies in opposite directions running at once; what it can show is requirement (3) itself: the second copy {waited}"
-        see.say(line)
-    line = f"Two host-to-device copies {ran} (overlap ratio {e.same}{note(e.same)}) and together took {e.same_way.value:.2f} times as long as the two one after the other{why}"
-    see.say(line)
-    return see
+        one = f"With one copy engine the two directions take turns on it, so this GPU cannot show copies in opposite directions running at once; what it can show is requirement (3) itself: the second copy {waited}"
+        see.say(one)
+    same = f"Two host-to-device copies {ran} (overlap ratio {e.same}{note(e.same)}) and together took {e.same_way.value:.2f} times as long as the two one after the other{why}"
+    return see.say(same)
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
