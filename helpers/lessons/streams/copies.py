@@ -208,19 +208,15 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     statement = f"At the tutorial's own sizes, only the pinned source on a side stream overlaps (overlap ratio at least {OVERLAPS}, the others below {DOES_NOT})"
     see.check(statement, holds, f"overlap ratios: {ratios}")
     shorter = "the kernels'" if side.kernel_ms < side.copy_ms else "the copy's"
-    moved = [
-        label
-        for label in found
-        if (found[label].overlap.value >= OVERLAPS) != (ours[label].overlap.value >= OVERLAPS)
-    ]
+    overlapping = {label for label, s in ours.items() if s.overlap.value >= OVERLAPS}
+    moved = [k for k, s in found.items() if (s.overlap.value >= OVERLAPS) != (k in overlapping)]
     agree = f"agree on which configurations overlap (overlap ratio {OVERLAPS} or more)"
     if moved:
         agree = f"disagree on which configurations overlap (overlap ratio {OVERLAPS} or more): {'; '.join(moved)} overlaps in one and not in the other"
-    see.say(
+    return see.say(
         f"With a pinned source on a side stream the copy took {side.copy_ms:.3f} ms and the kernels {side.kernel_ms:.3f} ms per step, so its overlap ratio is the share of {shorter} time spent beside the other.",
         f"The tutorial's version and section 2's changed one {agree}{run.apart_from(changed, TUTORIALS, 'the changed one')}.",
     )
-    return see
 
 
 # ---------------------------------------------------------------- 3. requirements (1) and (2)
@@ -433,11 +429,10 @@ def see_thread(run: Run, changed: Run) -> claims.WhatWeSee:
         see.say(
             f"Of the copies' time beside a matmul, {page.earlier.value:.0%} (pageable) and {pinned.earlier.value:.0%} (pinned) was beside a matmul launched in an earlier iteration (medians of {loops})."
         )
-    see.say(
+    return see.say(
         f"Per copy the host spent {page.host_ms:.2f} ms in `cudaMemcpyAsync` and {page.wait_ms:.2f} ms in `cudaStreamSynchronize` with a pageable source, {pinned.host_ms:.3f} ms and {pinned.wait_ms:.2f} ms with a pinned one, against GPU copies of {page.copy_ms:.2f} and {pinned.copy_ms:.2f} ms: the blocking `.to()` held the host for {held[0]:.2f} and {held[1]:.2f} times the copy's time.",
         f"With a pinned source the loop's overlap ratio was {pinned.overlap.value:.2f}, against {page.overlap.value:.2f} with a pageable one (the share of the shorter one's time: per iteration the matmuls took {pinned.kernel_ms:.2f} and {page.kernel_ms:.2f} ms); in section 4's single launch, a pageable copy launched after the kernel read {kernel_first.value:.2f}{run.apart_from(changed, THREADS, 'section 4')}.",
     )
-    return see
 
 
 # ---------------------------------------------------------------- the exercises' answers
