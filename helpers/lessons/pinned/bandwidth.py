@@ -111,10 +111,8 @@ def see(run: Run) -> claims.WhatWeSee:
     gains = [(direction.upper(), f.gain(direction)) for direction in ("h2d", "d2h")]
     kinds = {shape.kind for k, shape in shapes.items() if "pinned" in k}
     big = {k: [r for n, r in zip(f.sizes, f.gbps[k], strict=True) if n >= LARGE] for k in COPIES}
-    slow, fast = (
-        max(big["h2d_pageable"] + big["d2h_pageable"]),
-        min(big["h2d_pinned"] + big["d2h_pinned"]),
-    )
+    slow = max(big["h2d_pageable"] + big["d2h_pageable"])
+    fast = min(big["h2d_pinned"] + big["d2h_pinned"])
     measured = f"pinned: {', '.join(sorted(kinds))}; from {size(LARGE)} up, pageable at most {slow:.3g} GB/s, pinned at least {fast:.3g} GB/s"
     return seen(
         run,

@@ -88,11 +88,11 @@ def facts(run: Run) -> Sweep:
     gbps = {key: [row[key].gbps for row in rows] for key in TIMED}
     ratio = {key: [a / b for a, b in zip(ms[key], ms["pageable_to"], strict=True)] for key in FORMS}
     fewest, sizes = min(len(t.samples_s) for row in rows for t in row.values()), run.value["sizes"]
-    exceed = [
-        n for n, a, b in zip(sizes, ms["pin_memory"], ms["pin_then_to"], strict=True) if a > b
-    ]
-    crossing = crossover_size(sizes, ratio["pin_then_to"])
-    return Sweep(sizes, ms, gbps, ratio, fewest, *crossing, exceed)
+    alone_and_whole = zip(sizes, ms["pin_memory"], ms["pin_then_to"], strict=True)
+    exceed = [n for n, alone, whole in alone_and_whole if alone > whole]
+    return Sweep(
+        sizes, ms, gbps, ratio, fewest, *crossover_size(sizes, ratio["pin_then_to"]), exceed
+    )
 
 
 def crossover_size(sizes: list[int], ratios: list[float]) -> tuple[int | None, float | None]:

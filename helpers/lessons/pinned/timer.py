@@ -12,9 +12,7 @@ TWICE = "pin_memory().to(device, non_blocking=True) can be up to twice as slow a
 TWICE_HERE = f"{TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]"
 COLUMNS = ["statement", ("median", "us", ".1f"), ("spread (half IQR)", "us", ".1f"), "samples"]
 COLUMNS += [("rate", "GB/s", ".2f")]
-EXPECTED = (
-    "the pinned copy beats the pageable one"  # the section's "what we expect", checked in see()
-)
+EXPECTED = "the pinned copy beats the pageable one"  # "what we expect", checked in see()
 
 
 def twice_words(comparison: claims.Comparison, one: bool = False) -> str:
@@ -60,9 +58,10 @@ def see(run: Run) -> claims.WhatWeSee:
         "less than the whole pageable copy",
     )
     parts, twice = tut[PIN].median_s + tut[PINNED].median_s, ratio(run)
-    stated = claims.stated(twice, run)
     measured = f"{tut[PINNED].median_s * 1e6:.0f} against {tut[PAGEABLE].median_s * 1e6:.0f} us"
-    verdict = claims.worded(stated, "holds", "does not hold here", "is borderline here")
+    verdict = claims.worded(
+        claims.stated(twice, run), "holds", "does not hold here", "is borderline here"
+    )
     return seen(
         run,
         f"The fastest of the four is `{fastest}`, at {us_words(tut[fastest])}.",
