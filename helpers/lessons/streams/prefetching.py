@@ -49,8 +49,7 @@ def _beyond_bound(run: Run, p: Prefetching) -> str:
     copy = f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of {len(copies)}), not the {p.c.value * 1e3:.2f} ms measured alone"
     spread = f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of their median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)"
     why = [copy] if traced_ms < 0.95 * p.c.value * 1e3 else []
-    if serial.spread > 0.1:
-        why.append(spread)
+    why += [spread] if serial.spread > 0.1 else []
     apart = "the copy and compute times it rests on were measured apart, and differ from the loop's"
     return ": " + "; and ".join(why or [apart])
 
