@@ -17,6 +17,7 @@ ENGINES_CLAIM = (
     "Requirement (3): a free DMA (copy) engine; H2D and D2H at once need one engine each"
 )
 PAIRS = ("H2D + D2H", "H2D + H2D")
+SERIAL = ("H2D alone + D2H alone", "twice H2D alone")  # each pair's copies one after the other
 COLUMNS = ["copies", ("median", "ms", ".3f"), ("spread (half IQR)", "ms", ".3f"), "samples"]
 
 
@@ -51,10 +52,8 @@ def show(run: Run) -> None:
     e = facts(run)
     rows = [(label, v.value * 1e3, v.spread * 1e3, v.samples) for label, v in e.times.items()]
     display(tables.Table(COLUMNS, rows, caption=f"copy engines reported by the driver: {e.count}"))
-    for pair, overlap, ratio, alone in (
-        (PAIRS[0], e.both, e.both_ways, "H2D alone + D2H alone"),
-        (PAIRS[1], e.same, e.same_way, "twice H2D alone"),
-    ):
+    pairs = zip(PAIRS, (e.both, e.same), (e.both_ways, e.same_way), SERIAL, strict=True)
+    for pair, overlap, ratio, alone in pairs:
         line = f"{pair}: overlap ratio {overlap}{note(overlap)}; its time over that of the two copies one after the other ({alone}): {analysis.times(ratio)}"
         print(line)
     panels = {pair: run.value[pair] for pair in PAIRS}
