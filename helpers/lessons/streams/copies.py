@@ -251,7 +251,7 @@ def requirements(run: Run) -> Requirements:
 
 def show_requirements(run: Run) -> tables.Table:
     """Each requirement, the overlap ratio it rests on, its threshold and verdict."""
-    req, current, below = requirements(run), CURRENT, f"< {DOES_NOT}"
+    req, below = requirements(run), f"< {DOES_NOT}"
     (name, only), works, apart = req.only_pinned, req.works, req.apart
     columns = ["statement", "run", f"overlap ratio ({works.value.samples} profiled steps)"]
     caption = "a requirement holds when the working case (pinned, side stream) overlaps and the case without the requirement does not"
@@ -261,7 +261,7 @@ def show_requirements(run: Run) -> tables.Table:
     page = apart[PAGE_SIDE].value
     rows = (
         ("pinned + side stream overlaps", SIDE, works.value, f"> {OVERLAPS}"),
-        ("(1) without the side stream it does not", current, apart[current].value, below),
+        ("(1) without the side stream it does not", CURRENT, apart[CURRENT].value, below),
         ("(2) without pinned memory, copy launched first, it does not", PAGE_SIDE, page, below),
         ("only pinned + side stream overlaps", f"all four (decided by {name})", only.value, ""),
     )
@@ -417,18 +417,15 @@ def see_thread(run: Run, changed: Run) -> claims.WhatWeSee:
     """The thread's observation checked on its own loop, the answer's caveat, section 4 beside."""
     found, see = thread_loops(run), claims.WhatWeSee(NOTEBOOK, run)
     page, pinned = found["pageable"], found["pinned"]
-    see.check(
-        f"In the thread's loop the pageable copy overlapped the matmuls (overlap ratio at least {BESIDE:g})",
-        page.overlap.value >= BESIDE,
-        f"overlap ratio {page.overlap}{note(page.overlap)}",
-    )
+    overlapped = f"In the thread's loop the pageable copy overlapped the matmuls (overlap ratio at least {BESIDE:g})"
+    said = f"overlap ratio {page.overlap}{note(page.overlap)}"
+    see.check(overlapped, page.overlap.value >= BESIDE, said)
     kernel_first = launch_order(changed).cases[0].overlap
     held = [(t.host_ms + t.wait_ms) / t.copy_ms for t in (page, pinned)]
     loops = analysis.plural(page.earlier.samples or 0, "loop")
+    earlier = f"Of the copies' time beside a matmul, {page.earlier.value:.0%} (pageable) and {pinned.earlier.value:.0%} (pinned) was beside a matmul launched in an earlier iteration (medians of {loops})."
     if max(page.overlap.value, pinned.overlap.value) > 0:
-        see.say(
-            f"Of the copies' time beside a matmul, {page.earlier.value:.0%} (pageable) and {pinned.earlier.value:.0%} (pinned) was beside a matmul launched in an earlier iteration (medians of {loops})."
-        )
+        see.say(earlier)
     return see.say(
         f"Per copy the host spent {page.host_ms:.2f} ms in `cudaMemcpyAsync` and {page.wait_ms:.2f} ms in `cudaStreamSynchronize` with a pageable source, {pinned.host_ms:.3f} ms and {pinned.wait_ms:.2f} ms with a pinned one, against GPU copies of {page.copy_ms:.2f} and {pinned.copy_ms:.2f} ms: the blocking `.to()` held the host for {held[0]:.2f} and {held[1]:.2f} times the copy's time.",
         f"With a pinned source the loop's overlap ratio was {pinned.overlap.value:.2f}, against {page.overlap.value:.2f} with a pageable one (the share of the shorter one's time: per iteration the matmuls took {pinned.kernel_ms:.2f} and {page.kernel_ms:.2f} ms); in section 4's single launch, a pageable copy launched after the kernel read {kernel_first.value:.2f}{run.apart_from(changed, THREADS, 'section 4')}.",
