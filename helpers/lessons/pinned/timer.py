@@ -40,10 +40,8 @@ def show(run: Run) -> tables.Table:
         rows.append((text, v.value * 1e6, v.spread * 1e6, v.samples, t.gbps))
         name = text.replace("pageable_tensor", "pageable").replace("pinned_tensor", "pinned")
         short[name] = t.median_ms
-    title = titled(
-        f"the tutorial's statements under its Timer, {run.params['numel']:,} float32", run
-    )
-    plotting.bars_with_ratios(short, title=title, ylabel="time per call (ms, median)")
+    what = f"the tutorial's statements under its Timer, {run.params['numel']:,} float32"
+    plotting.bars_with_ratios(short, title=titled(what, run), ylabel="time per call (ms, median)")
     return tables.Table(COLUMNS, rows, caption="torch.utils.benchmark's adaptive_autorange")
 
 
@@ -60,9 +58,8 @@ def see(run: Run) -> claims.WhatWeSee:
     )
     parts, twice = tut[PIN].median_s + tut[PINNED].median_s, ratio(run)
     measured = f"{tut[PINNED].median_s * 1e6:.0f} against {tut[PAGEABLE].median_s * 1e6:.0f} us"
-    verdict = claims.worded(
-        claims.stated(twice, run), "holds", "does not hold here", "is borderline here"
-    )
+    stated = claims.stated(twice, run)
+    verdict = claims.worded(stated, "holds", "does not hold here", "is borderline here")
     return seen(
         run,
         f"The fastest of the four is `{fastest}`, at {us_words(tut[fastest])}.",
