@@ -39,14 +39,10 @@ def lanes_overlap(intervals: list[trace.Interval], kind: str) -> float:
 
 
 def show_timelines(
-    panels: dict[str, Any],
-    what: str,
-    run: Run,
-    profiles: Iterable[trace.Profile] | None = None,
-    **options: Any,
+    panels: dict[str, Any], what: str, run: Run, profiles: Iterable | None = None, **options: Any
 ) -> None:
-    """The panels' timelines titled with the machine, then where the Chrome trace files of
-    ``profiles`` (those of the run's profiles drawn; the panels' own by default) are."""
+    """The panels' timelines titled with the machine, then where their Chrome traces are (those of
+    ``profiles`` where the panels are steps)."""
     plotting.timelines(panels, title=plotting.machine_title(what, run.machine, run.live), **options)
     plt.show()
     profiles = panels.values() if profiles is None else profiles
