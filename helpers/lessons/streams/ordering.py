@@ -81,9 +81,8 @@ def facts(run: Run) -> Ordering:
     kernels = (trace.select(s, kind="kernel") for s in analysis.steps_of(run.value["in order"]))
     steps = [sorted(k, key=lambda iv: iv.start_us) for k in kernels]
     by_length = sorted(range(len(spin_us)), key=lambda k: spin_us[k])
-    lengths = [sorted(range(len(step)), key=lambda k: step[k].duration_us) for step in steps]
-    kept = [len(s) == len(spin_us) and o == by_length for s, o in zip(steps, lengths, strict=True)]
-    in_order = bool(steps) and all(kept)
+    kept = [sorted(range(len(s)), key=lambda k: s[k].duration_us) == by_length for s in steps]
+    in_order = bool(steps) and all(kept)  # a step of another kernel count never matches by_length
     after = [b.start_us >= a.end_us - 1.0 for s in steps for a, b in zip(s, s[1:], strict=False)]
     found = {label: _pair(run.value[label]) for label in PAIRS}
     busy = [pair.busy_us for pair in found.values()]  # in the order of PAIRS: one, two, one, two
