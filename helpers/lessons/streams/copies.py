@@ -175,6 +175,7 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     if max(page.overlap.value, page_current.overlap.value) < DOES_NOT:
         launched = "and only then launched the kernels"
     medians = f", medians of {page.held.samples} profiled steps" if note(page.held) else ""
+    # the last sentence states the claims table's own verdict on ONLY_CLAIM, not a second one
     return claims.WhatWeSee(NOTEBOOK, run).say(
         f"With a pinned source on a side stream the copy ran beside the kernel for {side.overlap.value:.0%} of {whose} time (overlap ratio {side.overlap}{note(side.overlap)}).",
         f"The fair start held in {sum(s.fair for s in steps)} of {analysis.plural(len(steps), 'profiled step')} (copy and first matmul both started within {FAIR_START_US:.0f} us of the spin kernel's end){late}. The kernel outlasted the copy in {sum(s.kernel_ms > s.copy_ms for s in steps)} of them (copy {_list(s.copy_ms for s in steps)} ms; kernel {_list(s.kernel_ms for s in steps)} ms), and the traced copy ran at {_list((s.copy_gbps for s in steps), '.0f')} GB/s against {run.value['copy'].gbps:.0f} GB/s timed with events{rest}",
