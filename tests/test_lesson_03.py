@@ -1221,6 +1221,6 @@ def test_the_requirements_table_has_its_statements_and_says_when_one_holds(machi
 @pytest.mark.parametrize("machine", sorted(RUNS["launch_order"]))
 def test_the_both_orders_verdict_is_judged_as_notebook_03s_claim(machine):
     run = RUNS["launch_order"][machine]
-    name, comparison = copies.pinned_in_both_orders(run)
+    name, comparison = copies.launch_order(run).pinned
     assert name in copies.ORDERS
     assert comparison.claim == (NOTEBOOK, copies.PINNED_RELIABLE)

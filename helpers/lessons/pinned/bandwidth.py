@@ -9,7 +9,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from .common import TUTORIAL, MiB, noisy_words, seen
+from .common import TUTORIAL, MiB, noisy_words, seen, titled
 
 COPIES = {
     "h2d_pinned": "H2D from pinned",
@@ -67,7 +67,7 @@ def of_link(low: float, high: float, link: float) -> str:
 
 def show(run: Run) -> None:
     """The four rates and the H2D gain by size, the ceiling against the link, the curves."""
-    f, title = facts(run), plotting.machine_title("copy bandwidth", run.machine, run.live)
+    f, title = facts(run), titled("copy bandwidth", run)
     rows = [(n, *[f.gbps[k][i] for k in COPIES], f.gain("h2d")[i]) for i, n in enumerate(f.sizes)]
     display(tables.Table(COLUMNS, rows, title=title, caption=CAPTION))
     print(f"\nmeasured ceiling (best pinned copy, either direction): {f.ceiling:.1f} GB/s")
@@ -81,7 +81,7 @@ def show(run: Run) -> None:
         low, high = min(f.gbps[key][i] for i in large), max(f.gbps[key][i] for i in large)
         link = of_link(low, high, f.link) if f.link else ""
         print(f"{COPIES[key]:18} at 64 MiB and up: {low:6.2f} to {high:6.2f} GB/s{link}")
-    title = plotting.machine_title("copy bandwidth, pinned vs pageable", run.machine, run.live)
+    title = titled("copy bandwidth, pinned vs pageable", run)
     series = {COPIES[key]: (f.sizes, f.gbps[key]) for key in COPIES}
     ax = plotting.bandwidth_vs_size(
         series, title=title, ceiling_gbps=f.ceiling, ceiling_label="measured ceiling"
@@ -111,10 +111,8 @@ def see(run: Run) -> claims.WhatWeSee:
     gains = [(direction.upper(), f.gain(direction)) for direction in ("h2d", "d2h")]
     kinds = {shape.kind for k, shape in shapes.items() if "pinned" in k}
     big = {k: [r for n, r in zip(f.sizes, f.gbps[k], strict=True) if n >= LARGE] for k in COPIES}
-    slow, fast = (
-        max(big["h2d_pageable"] + big["d2h_pageable"]),
-        min(big["h2d_pinned"] + big["d2h_pinned"]),
-    )
+    slow = max(big["h2d_pageable"] + big["d2h_pageable"])
+    fast = min(big["h2d_pinned"] + big["d2h_pinned"])
     measured = f"pinned: {', '.join(sorted(kinds))}; from {size(LARGE)} up, pageable at most {slow:.3g} GB/s, pinned at least {fast:.3g} GB/s"
     return seen(
         run,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ... import claims, plotting, tables, timing, trace
 from ...records import Run
-from .common import NOTEBOOK, seen
+from .common import NOTEBOOK, seen, titled
 
 FORUM = "NVIDIA forum thread on pageable copies"
 STAGED = 0.8  # the host inside cudaMemcpyAsync for at least this share of the copy: "(nearly) all staged"
@@ -64,15 +64,11 @@ def show(run: Run) -> tables.Table:
         (k, c.is_pinned, c.names, c.copy_us, c.call_us, c.share, c.sync_us)
         for k, c in facts(run).items()
     ]
-    size, title = (
-        timing.format_bytes(run.params["nbytes"]),
-        "H2D copies from pageable and pinned memory",
-    )
+    size = timing.format_bytes(run.params["nbytes"])
     profiles = {f"one {size} H2D copy from {k} memory": c["profile"] for k, c in run.value.items()}
-    plotting.timelines(profiles, title=plotting.machine_title(title, run.machine, run.live))
+    plotting.timelines(profiles, title=titled("H2D copies from pageable and pinned memory", run))
     caption = "one profiled copy of each kind; call / copy: the host's time inside cudaMemcpyAsync over the GPU's copy time"
-    title = plotting.machine_title("one H2D copy", run.machine, run.live)
-    return tables.Table(COLUMNS, rows, title=title, caption=caption)
+    return tables.Table(COLUMNS, rows, title=titled("one H2D copy", run), caption=caption)
 
 
 def see(run: Run) -> claims.WhatWeSee:

@@ -12,7 +12,7 @@ from IPython.display import display
 from ... import analysis, claims, plotting, tables, timing
 from ...records import Run
 from . import timer
-from .common import NOTEBOOK, TUTORIAL, MiB, few_note, noisy_words, seen, us_words
+from .common import NOTEBOOK, TUTORIAL, MiB, few_note, noisy_words, seen, titled, us_words
 
 NB, EMPTY = ".pin_memory().to(non_blocking=True)", "an empty pinned cache"
 TIMED = {  # each statement's key: its name in the figure, its column in the table
@@ -88,11 +88,11 @@ def facts(run: Run) -> Sweep:
     gbps = {key: [row[key].gbps for row in rows] for key in TIMED}
     ratio = {key: [a / b for a, b in zip(ms[key], ms["pageable_to"], strict=True)] for key in FORMS}
     fewest, sizes = min(len(t.samples_s) for row in rows for t in row.values()), run.value["sizes"]
-    exceed = [
-        n for n, a, b in zip(sizes, ms["pin_memory"], ms["pin_then_to"], strict=True) if a > b
-    ]
-    crossing = crossover_size(sizes, ratio["pin_then_to"])
-    return Sweep(sizes, ms, gbps, ratio, fewest, *crossing, exceed)
+    alone_and_whole = zip(sizes, ms["pin_memory"], ms["pin_then_to"], strict=True)
+    exceed = [n for n, alone, whole in alone_and_whole if alone > whole]
+    return Sweep(
+        sizes, ms, gbps, ratio, fewest, *crossover_size(sizes, ratio["pin_then_to"]), exceed
+    )
 
 
 def crossover_size(sizes: list[int], ratios: list[float]) -> tuple[int | None, float | None]:
@@ -126,7 +126,7 @@ def crossover_range(run: Run) -> str:
 
 def show(run: Run) -> None:
     """Times (ms), ratios and pin_memory()'s GB/s by size, uncached notes, and their plots."""
-    f, title = facts(run), plotting.machine_title("time per call", run.machine, run.live)
+    f, title = facts(run), titled("time per call", run)
     columns = [("size", "", timing.format_bytes)] + [(c, "ms", ".3f") for _, c in TIMED.values()]
     columns += [(c, "x", ".2f") for c, _, _ in FORMS.values()] + [("pin_memory()", "GB/s", ".2f")]
     values = [*(f.ms[k] for k in TIMED), *(f.ratio[k] for k in FORMS), f.gbps["pin_memory"]]
@@ -148,7 +148,7 @@ def show(run: Run) -> None:
     ax_r.axhline(2, color="red", linestyle=":", label="2: 'up to twice as slow'")
     for ax, (ylabel, what) in zip((ax_t, ax_r), PLOTS, strict=True):
         ax.set_ylabel(ylabel)
-        ax.set_title(plotting.machine_title(what, run.machine, run.live))
+        ax.set_title(titled(what, run))
         plotting.size_axis(ax, label="tensor size (bytes, binary prefixes)")
         plotting.log_axis(ax, "y")
         ax.grid(True, which="both", alpha=0.3)
@@ -166,21 +166,14 @@ def crossing_words(sizes: list[int], ratios: list[float]) -> str:
     if first is None or at is None:
         return f"never stays below 1 (ratio {min(ratios):.3g} to {max(ratios):.3g}; {ratios[-1]:.3g} at the largest size)"
     slower = sum(r >= 1 for n, r in zip(sizes, ratios, strict=True) if n < first)
-    return (
-        f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {slower} of the "
-        f"{sizes.index(first)} smaller sizes; it crosses 1 at about {timing.format_bytes(round(at))}"
-    )
+    return f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {slower} of the {sizes.index(first)} smaller sizes; it crosses 1 at about {timing.format_bytes(round(at))}"
 
 
 def parts_at(f: Sweep, i: int) -> str:
     """pin_memory() plus the pinned copy, against the pageable copy, at the i-th size."""
     (pin, pinned, whole), page = (f.ms[k][i] for k in TIMED_PARTS), f.ms["pageable_to"][i]
     gbps = {k: f"{f.gbps[k][i]:.3g} GB/s" for k in ("pin_memory", "pinned_to", "pageable_to")}
-    return (
-        f"at {timing.format_bytes(f.sizes[i])}, `pin_memory()` ({pin:.3f} ms, {gbps['pin_memory']}) plus the pinned copy "
-        f"({pinned:.3f} ms, {gbps['pinned_to']}) make {pin + pinned:.3f} ms, against {page:.3f} ms for the pageable copy "
-        f"({gbps['pageable_to']}); `pin_memory().to()` measured {whole:.3f} ms"
-    )
+    return f"at {timing.format_bytes(f.sizes[i])}, `pin_memory()` ({pin:.3f} ms, {gbps['pin_memory']}) plus the pinned copy ({pinned:.3f} ms, {gbps['pinned_to']}) make {pin + pinned:.3f} ms, against {page:.3f} ms for the pageable copy ({gbps['pageable_to']}); `pin_memory().to()` measured {whole:.3f} ms"
 
 
 def see(run: Run) -> claims.WhatWeSee:
@@ -273,7 +266,7 @@ def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]
 def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
     """Every verdict on "up to twice as slow", with the ratios each rests on. Returns the table."""
     tutorial = timer.ratio(run_tut)
-    title = plotting.machine_title(f"'{timer.TWICE}'", run_pin.machine, run_pin.live)
+    title = titled(f"'{timer.TWICE}'", run_pin)
     caption = "ratio: t(pin-then-copy) / t(pageable .to()); the claim holds between 1 and 2"
     columns = ["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"]
     table = tables.Table(columns, bold=["verdict"], title=title, caption=caption)
@@ -303,10 +296,7 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
         share = claims.Value(wins / len(values), unit=f"of {len(values)} sizes")
         rare = claims.compare(share, RARE, holds_if="below")
         name, decisive = analysis.weakest({"faster somewhere": faster[best], "rare": rare})
-        measured = (
-            f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest {values[best].number()} at {timing.format_bytes(sizes[best])} "
-            f"(faster: {faster[best].in_words()}); faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most {RARE:.0%} of them); shown: {name}"
-        )
+        measured = f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest {values[best].number()} at {timing.format_bytes(sizes[best])} (faster: {faster[best].in_words()}); faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most {RARE:.0%} of them); shown: {name}"
         claim = RARE_CLAIM.format(case)
         table.add(claim, source=TUTORIAL, measured=measured, holds=decisive, run=run)
     last = run.value["rows"][-1]

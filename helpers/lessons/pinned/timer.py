@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import analysis, claims, plotting, tables
 from ...records import Run
-from .common import NOTEBOOK, TUTORIAL, few_note, seen, us_words
+from .common import NOTEBOOK, TUTORIAL, few_note, seen, titled, us_words
 
 PAGEABLE, PINNED = "pageable_tensor.to('cuda:0')", "pinned_tensor.to('cuda:0')"
 PIN, PIN_TO = "pageable_tensor.pin_memory()", "pageable_tensor.pin_memory().to('cuda:0')"
@@ -12,9 +12,7 @@ TWICE = "pin_memory().to(device, non_blocking=True) can be up to twice as slow a
 TWICE_HERE = f"{TWICE} [at 1e6 float32, with the tutorial's statements and its Timer]"
 COLUMNS = ["statement", ("median", "us", ".1f"), ("spread (half IQR)", "us", ".1f"), "samples"]
 COLUMNS += [("rate", "GB/s", ".2f")]
-EXPECTED = (
-    "the pinned copy beats the pageable one"  # the section's "what we expect", checked in see()
-)
+EXPECTED = "the pinned copy beats the pageable one"  # "what we expect", checked in see()
 
 
 def twice_words(comparison: claims.Comparison, one: bool = False) -> str:
@@ -43,8 +41,7 @@ def show(run: Run) -> tables.Table:
         name = text.replace("pageable_tensor", "pageable").replace("pinned_tensor", "pinned")
         short[name] = t.median_ms
     what = f"the tutorial's statements under its Timer, {run.params['numel']:,} float32"
-    title = plotting.machine_title(what, run.machine, run.live)
-    plotting.bars_with_ratios(short, title=title, ylabel="time per call (ms, median)")
+    plotting.bars_with_ratios(short, title=titled(what, run), ylabel="time per call (ms, median)")
     return tables.Table(COLUMNS, rows, caption="torch.utils.benchmark's adaptive_autorange")
 
 
@@ -60,8 +57,8 @@ def see(run: Run) -> claims.WhatWeSee:
         "less than the whole pageable copy",
     )
     parts, twice = tut[PIN].median_s + tut[PINNED].median_s, ratio(run)
-    stated = claims.stated(twice, run)
     measured = f"{tut[PINNED].median_s * 1e6:.0f} against {tut[PAGEABLE].median_s * 1e6:.0f} us"
+    stated = claims.stated(twice, run)
     verdict = claims.worded(stated, "holds", "does not hold here", "is borderline here")
     return seen(
         run,

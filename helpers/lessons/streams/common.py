@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -38,11 +39,13 @@ def lanes_overlap(intervals: list[trace.Interval], kind: str) -> float:
 
 
 def show_timelines(
-    panels: dict[str, Any], what: str, run: Run, profiles: list[trace.Profile], **options: Any
+    panels: dict[str, Any], what: str, run: Run, profiles: Iterable | None = None, **options: Any
 ) -> None:
-    """The panels' timelines titled with the machine, then where the Chrome trace files are."""
+    """The panels' timelines titled with the machine, then where their Chrome traces are (those of
+    ``profiles`` where the panels are steps)."""
     plotting.timelines(panels, title=plotting.machine_title(what, run.machine, run.live), **options)
     plt.show()
+    profiles = panels.values() if profiles is None else profiles
     files = sorted({config.shown_path(p.chrome_trace.path) for p in profiles if p.chrome_trace})
     if files:
         print("Chrome traces, openable in https://ui.perfetto.dev:", *files, sep="\n  ")

@@ -33,6 +33,7 @@ ORDER_CLAIM = (
 ORDERS = ("kernel first", "copy first")
 BOTH = f"{TUTORIAL}; {FORUM}"
 SIDE, PAGE_SIDE = "pinned, side stream", "pageable, side stream"
+CURRENT = "pinned, current stream"
 TUTORIALS = "the tutorial's version"
 
 
@@ -50,24 +51,46 @@ def _list(values: Iterable[float], fmt: str = ".2f") -> str:
     return ", ".join(f"{v:{fmt}}" for v in values)
 
 
+def earlier_share(step: list[trace.Interval]) -> float:
+    """Of the copies' time beside a matmul, the share beside one launched before the previous
+    copy (in an earlier iteration of the loop); 0.0 when no copy ran beside a matmul."""
+    copies, kernels = _parts(step)
+    launched = {iv.correlation: iv.start_us for iv in trace.select(step, kind="runtime")}
+    copies.sort(key=lambda c: launched.get(c.correlation, c.start_us))
+    beside = earlier = 0.0
+    for before, copy in zip([None, *copies], copies, strict=False):
+        beside += trace.overlap_us([copy], kernels)
+        if before is not None:
+            since = launched.get(before.correlation, before.start_us)
+            old = [k for k in kernels if launched.get(k.correlation, k.start_us) < since]
+            earlier += trace.overlap_us([copy], old)
+    return earlier / beside if beside else 0.0
+
+
 @dataclass(frozen=True)
 class CopyBesideKernel:
-    """One configuration: per profiled step, overlap and host hold; per step on average, ms."""
+    """One configuration (or the thread's loop): per profiled step, overlap ratio, host hold
+    and ``earlier_share``; per step (per iteration of the thread's loop) on average, ms."""
 
     overlap: claims.Value  # the copy's overlap ratio with the kernels
     held: claims.Value  # the host's time in cudaMemcpyAsync over the copy's
+    earlier: claims.Value
     copy_ms: float
     kernel_ms: float
     host_ms: float  # the host's time in cudaMemcpyAsync
+    wait_ms: float  # in cudaStreamSynchronize
 
 
-def beside(profile: trace.Profile) -> CopyBesideKernel:
+def beside(profile: trace.Profile, iterations: int = 1) -> CopyBesideKernel:
+    """``CopyBesideKernel`` of a profile whose steps each run ``iterations`` copies."""
     copies, kernels = _parts(profile.intervals)
-    host_us = trace.host_blocked_us(profile.intervals, "cudaMemcpyAsync")
+    calls = ("cudaMemcpyAsync", "cudaStreamSynchronize")
+    busy_us = [trace.covered_us(copies), trace.covered_us(kernels)]
+    busy_us += [trace.host_blocked_us(profile.intervals, call) for call in calls]
     overlap = analysis.per_step(profile, lambda step: trace.overlap_ratio(*_parts(step)))
-    busy_us = (trace.covered_us(copies), trace.covered_us(kernels), host_us)
-    copy_ms, kernel_ms, host_ms = (us / profile.steps / 1e3 for us in busy_us)
-    return CopyBesideKernel(overlap, analysis.per_step(profile, _held), copy_ms, kernel_ms, host_ms)
+    held, earlier = (analysis.per_step(profile, f) for f in (_held, earlier_share))
+    times = (us / profile.steps / 1e3 / iterations for us in busy_us)
+    return CopyBesideKernel(overlap, held, earlier, *times)
 
 
 def configurations(run: Run) -> dict[str, CopyBesideKernel]:
@@ -135,9 +158,9 @@ def show_tutorial(run: Run) -> None:
 
 def see_tutorial(run: Run) -> claims.WhatWeSee:
     """Each configuration's overlap, the side-stream copy's start and rate, the pageable hold."""
-    found, steps, see = configurations(run), starts(run), claims.WhatWeSee(NOTEBOOK, run)
-    side, current = found[SIDE], found["pinned, current stream"]
-    page, page_current = found[PAGE_SIDE], found["pageable, current stream"]
+    found, steps, (name, only) = configurations(run), starts(run), requirements(run).only_pinned
+    side, current, page = found[SIDE], found[CURRENT], found[PAGE_SIDE]
+    page_current = found["pageable, current stream"]
     whose = "its" if side.copy_ms <= side.kernel_ms else "the kernel's"
     late = ""
     for n, s in ((n, s) for n, s in enumerate(steps, 1) if not s.fair):
@@ -152,17 +175,14 @@ def see_tutorial(run: Run) -> claims.WhatWeSee:
     if max(page.overlap.value, page_current.overlap.value) < DOES_NOT:
         launched = "and only then launched the kernels"
     medians = f", medians of {page.held.samples} profiled steps" if note(page.held) else ""
-    see.say(
+    # the last sentence states the claims table's own verdict on ONLY_CLAIM, not a second one
+    return claims.WhatWeSee(NOTEBOOK, run).say(
         f"With a pinned source on a side stream the copy ran beside the kernel for {side.overlap.value:.0%} of {whose} time (overlap ratio {side.overlap}{note(side.overlap)}).",
         f"The fair start held in {sum(s.fair for s in steps)} of {analysis.plural(len(steps), 'profiled step')} (copy and first matmul both started within {FAIR_START_US:.0f} us of the spin kernel's end){late}. The kernel outlasted the copy in {sum(s.kernel_ms > s.copy_ms for s in steps)} of them (copy {_list(s.copy_ms for s in steps)} ms; kernel {_list(s.kernel_ms for s in steps)} ms), and the traced copy ran at {_list((s.copy_gbps for s in steps), '.0f')} GB/s against {run.value['copy'].gbps:.0f} GB/s timed with events{rest}",
         f"With a pinned source on the current stream the copy and the kernels shared one lane, and {ran} (overlap ratio {current.overlap}{note(current.overlap)}).",
         f"With a pageable source the host sat in `cudaMemcpyAsync` for {page.host_ms:.1f} ms (side stream) and {page_current.host_ms:.1f} ms (current stream), {times} as long as the GPU copy, {launched}: overlap ratios {page.overlap.value:.2f} (side stream) and {page_current.overlap.value:.2f} (current stream){medians}.",
+        f"The tutorial's conclusion, that only the pinned source on a side stream overlaps, is judged in the claims table below, decided by the {name} case: **{claims.stated(only, run)}**.",
     )
-    name, only = requirements(run).only_pinned_side  # the claims table's own verdict, not a second
-    see.say(
-        f"The tutorial's conclusion, that only the pinned source on a side stream overlaps, is judged in the claims table below, decided by the {name} case: **{claims.stated(only, run)}**."
-    )
-    return see
 
 
 def show_as_written(run: Run, changed: Run) -> tables.Table:
@@ -175,11 +195,8 @@ def show_as_written(run: Run, changed: Run) -> tables.Table:
     columns: list = ["configuration", "overlap, as written", "overlap, section 2"]
     columns += [("copy", "ms", ".3f"), ("kernel", "ms", ".3f")]
     steps = next(iter(run.value["profiles"].values())).steps
-    return tables.Table(
-        columns,
-        rows,
-        caption=f"per profiled step ({steps} steps), the tutorial's 20 MiB and t * t * t{run.apart_from(changed, TUTORIALS, 'the changed one')}",
-    )
+    caption = f"per profiled step ({steps} steps), the tutorial's 20 MiB and t * t * t{run.apart_from(changed, TUTORIALS, 'the changed one')}"
+    return tables.Table(columns, rows, caption=caption)
 
 
 def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
@@ -192,19 +209,15 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     statement = f"At the tutorial's own sizes, only the pinned source on a side stream overlaps (overlap ratio at least {OVERLAPS}, the others below {DOES_NOT})"
     see.check(statement, holds, f"overlap ratios: {ratios}")
     shorter = "the kernels'" if side.kernel_ms < side.copy_ms else "the copy's"
-    moved = [
-        label
-        for label in found
-        if (found[label].overlap.value >= OVERLAPS) != (ours[label].overlap.value >= OVERLAPS)
-    ]
+    overlapping = {label for label, s in ours.items() if s.overlap.value >= OVERLAPS}
+    moved = [k for k, s in found.items() if (s.overlap.value >= OVERLAPS) != (k in overlapping)]
     agree = f"agree on which configurations overlap (overlap ratio {OVERLAPS} or more)"
     if moved:
         agree = f"disagree on which configurations overlap (overlap ratio {OVERLAPS} or more): {'; '.join(moved)} overlaps in one and not in the other"
-    see.say(
+    return see.say(
         f"With a pinned source on a side stream the copy took {side.copy_ms:.3f} ms and the kernels {side.kernel_ms:.3f} ms per step, so its overlap ratio is the share of {shorter} time spent beside the other.",
         f"The tutorial's version and section 2's changed one {agree}{run.apart_from(changed, TUTORIALS, 'the changed one')}.",
     )
-    return see
 
 
 # ---------------------------------------------------------------- 3. requirements (1) and (2)
@@ -218,7 +231,7 @@ class Requirements:
     apart: dict[str, claims.Comparison]  # each other case (by label) does not
     needs_side_stream: tuple[str, claims.Comparison]  # requirement (1)
     pageable_blocks: tuple[str, claims.Comparison]  # requirement (2), the copy launched first
-    only_pinned_side: tuple[str, claims.Comparison]  # "only pinned + side stream"
+    only_pinned: tuple[str, claims.Comparison]  # "only pinned + side stream"
 
 
 def requirements(run: Run) -> Requirements:
@@ -231,7 +244,7 @@ def requirements(run: Run) -> Requirements:
         name, c = analysis.weakest({SIDE: works, **{o: apart[o] for o in others}})
         return name, claims.judged(c, run, NOTEBOOK, claim) if claim else c
 
-    side = deciding(SIDE_STREAM_CLAIM, "pinned, current stream")
+    side = deciding(SIDE_STREAM_CLAIM, CURRENT)
     only = deciding(ONLY_CLAIM, *apart)
     judged = claims.judged(works, run, NOTEBOOK, OVERLAP_CLAIM)
     return Requirements(judged, apart, side, deciding(None, PAGE_SIDE), only)
@@ -239,8 +252,8 @@ def requirements(run: Run) -> Requirements:
 
 def show_requirements(run: Run) -> tables.Table:
     """Each requirement, the overlap ratio it rests on, its threshold and verdict."""
-    req, current, below = requirements(run), "pinned, current stream", f"< {DOES_NOT}"
-    (name, only), works, apart = req.only_pinned_side, req.works, req.apart
+    req, below = requirements(run), f"< {DOES_NOT}"
+    (name, only), works, apart = req.only_pinned, req.works, req.apart
     columns = ["statement", "run", f"overlap ratio ({works.value.samples} profiled steps)"]
     caption = "a requirement holds when the working case (pinned, side stream) overlaps and the case without the requirement does not"
     table = tables.Table([*columns, "holds if", "verdict"], bold=["verdict"], caption=caption)
@@ -249,7 +262,7 @@ def show_requirements(run: Run) -> tables.Table:
     page = apart[PAGE_SIDE].value
     rows = (
         ("pinned + side stream overlaps", SIDE, works.value, f"> {OVERLAPS}"),
-        ("(1) without the side stream it does not", current, apart[current].value, below),
+        ("(1) without the side stream it does not", CURRENT, apart[CURRENT].value, below),
         ("(2) without pinned memory, copy launched first, it does not", PAGE_SIDE, page, below),
         ("only pinned + side stream overlaps", f"all four (decided by {name})", only.value, ""),
     )
@@ -261,7 +274,7 @@ def show_requirements(run: Run) -> tables.Table:
 def add_tutorial_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The tutorial's claims on section 2's run: overlap, only pinned + side stream, requirement (1)."""
     req, r = requirements(run), {label: s.overlap.value for label, s in configurations(run).items()}
-    (only_by, only), (side_by, side) = req.only_pinned_side, req.needs_side_stream
+    (only_by, only), (side_by, side) = req.only_pinned, req.needs_side_stream
     steps, ratios = over(req.works.value), "; ".join(f"{k} {v:.2f}" for k, v in r.items())
     measured = (
         f"pinned H2D on a side stream beside matmuls: overlap ratio{steps} (overlaps above {OVERLAPS})",
@@ -274,12 +287,17 @@ def add_tutorial_claims(table: claims.ClaimsTable, run: Run) -> None:
         table.add(claim, source=source, run=run, measured=said, holds=holds)
 
 
-def add_host_claim(table: claims.ClaimsTable, run: Run) -> None:
-    """Requirement (2) on the host, on section 2's run: a pageable copy holds the host."""
-    page = configurations(run)[PAGE_SIDE]
+def add_pinned_claims(table: claims.ClaimsTable, run_tutorial: Run, run_order: Run) -> None:
+    """Requirement (2) on the GPU, on section 4's run (a pageable copy launched after the
+    kernel), then on the host, on section 2's (a pageable copy holds the host)."""
+    overlap = launch_order(run_order).cases[0].overlap
+    measured = f"pageable copy on a side stream, launched after the kernel: overlap ratio{over(overlap)} (the requirement holds below {DOES_NOT})"
+    holds = claims.compare(overlap, DOES_NOT, holds_if="below")
+    table.add(GPU_CLAIM, source=BOTH, run=run_order, measured=measured, holds=holds)
+    page = configurations(run_tutorial)[PAGE_SIDE]
     held = claims.compare(page.held, HELD, holds_if="above")
     measured = f"pageable, side stream, copy launched first: host in cudaMemcpyAsync {page.host_ms:.1f} ms per copy, GPU copy {page.copy_ms:.1f} ms; host time over copy time (held {held.in_words()})"
-    table.add(HOST_CLAIM, source=BOTH, run=run, measured=measured, holds=held)
+    table.add(HOST_CLAIM, source=BOTH, run=run_tutorial, measured=measured, holds=held)
 
 
 # ---------------------------------------------------------------- 4. launch order
@@ -291,18 +309,31 @@ def range_ms(profile: trace.Profile, name: str) -> float:
     return trace.covered_us(ranges) / profile.steps / 1e3
 
 
-def _orders(run: Run) -> tuple[CopyBesideKernel, ...]:
-    """Pageable kernel first, pageable copy first, pinned kernel first, pinned copy first."""
+@dataclass(frozen=True)
+class LaunchOrder:
+    """Section 4's four cases, and the forum thread's verdicts on them, each with the name of
+    the order deciding it (``analysis.weakest``)."""
+
+    cases: tuple[CopyBesideKernel, ...]  # pageable kernel first, copy first; pinned the same
+    held: tuple[str, claims.Comparison]  # the pageable copy holds the host (HOLDS_HOST_CLAIM)
+    per_order: dict[str, claims.Comparison]  # ORDER_CLAIM's: overlap kernel first, none after
+    order: tuple[str, claims.Comparison]  # the deciding one, judged
+    pinned: tuple[str, claims.Comparison]  # a pinned copy overlaps in both (PINNED_RELIABLE)
+
+
+def launch_order(run: Run) -> LaunchOrder:
     found = configurations(run)
-    return tuple(found[f"{m}, {o}"] for m in ("pageable", "pinned") for o in ORDERS)
-
-
-def pinned_in_both_orders(run: Run) -> tuple[str, claims.Comparison]:
-    """Whether a pinned copy overlaps in both launch orders: named, judged as ``PINNED_RELIABLE``."""
-    pinned = zip(ORDERS, _orders(run)[2:], strict=True)
-    both = {o: claims.compare(p.overlap, OVERLAPS, holds_if="above") for o, p in pinned}
-    name, deciding = analysis.weakest(both)
-    return name, claims.judged(deciding, run, NOTEBOOK, PINNED_RELIABLE)
+    cases = tuple(found[f"{m}, {o}"] for m in ("pageable", "pinned") for o in ORDERS)
+    pages, pins = zip(ORDERS, cases[:2], strict=True), zip(ORDERS, cases[2:], strict=True)
+    held = analysis.weakest({o: claims.compare(p.held, HELD, holds_if="above") for o, p in pages})
+    per_order = {ORDERS[0]: claims.compare(cases[0].overlap, BESIDE, holds_if="above")}
+    per_order[ORDERS[1]] = claims.compare(cases[1].overlap, DOES_NOT, holds_if="below")
+    both = {o: claims.compare(p.overlap, OVERLAPS, holds_if="above") for o, p in pins}
+    order_by, order = analysis.weakest(per_order)
+    pinned_by, pinned = analysis.weakest(both)
+    order_judged = order_by, claims.judged(order, run, NOTEBOOK, ORDER_CLAIM)
+    pinned_judged = pinned_by, claims.judged(pinned, run, NOTEBOOK, PINNED_RELIABLE)
+    return LaunchOrder(cases, held, per_order, order_judged, pinned_judged)
 
 
 def show_launch_order(run: Run) -> None:
@@ -315,56 +346,31 @@ def show_launch_order(run: Run) -> None:
 
 def see_launch_order(run: Run) -> claims.WhatWeSee:
     """A pageable copy's hold on the host and overlap per order; a pinned copy's (us, ratios)."""
-    page_kf, page_cf, pin_kf, pin_cf = _orders(run)
+    o = launch_order(run)
+    page_kf, page_cf, pin_kf, pin_cf = o.cases
     s1_copy = range_ms(run.value["profiles"]["pageable, copy first"], "S1 copy")
     ran = "ran beside it" if page_kf.overlap.value >= BESIDE else "barely overlapped it"
     done = ": the host could not launch the kernel until the copy was (nearly) done"
     done = done if page_cf.overlap.value < DOES_NOT else ""
-    name, deciding = pinned_in_both_orders(run)
+    (name, deciding), order = o.pinned, o.order[1]
     both = f"both orders overlap (above {OVERLAPS})."
     short = f"{name} does not reach the {OVERLAPS} we count as overlap ({deciding.value})."
     noise = f"{name} is within the noise of the {OVERLAPS} we count as overlap ({deciding.value})."
     verdict = claims.worded(claims.stated(deciding, run), both, short, noise)
-    see = claims.WhatWeSee(NOTEBOOK, run)
-    see.say(
+    return claims.WhatWeSee(NOTEBOOK, run).say(
         f"With a pageable source the host stayed in `cudaMemcpyAsync` for {page_kf.host_ms:.1f} ms (kernel first) and {page_cf.host_ms:.1f} ms (copy first), {page_kf.held.value:.2f} and {page_cf.held.value:.2f} times as long as the GPU copy, and the labelled range `S1 copy` lasted {s1_copy:.1f} ms.",
         f"Launched after the kernel, the pageable copy {ran}, with an overlap ratio of {page_kf.overlap.value:.2f} (the share of the shorter one's time{note(page_kf.overlap)}); launched before the kernel, {page_cf.overlap.value:.2f}{done}.",
         f"With a pinned source the host spent at most {max(pin_kf.host_ms, pin_cf.host_ms) * 1e3:.0f} us in `cudaMemcpyAsync`, and the overlap ratio was {pin_kf.overlap.value:.2f} (kernel first) and {pin_cf.overlap.value:.2f} (copy first): {verdict}",
+        f"What we expected, a pageable copy overlapping a kernel launched before it (at least {BESIDE:g}) and not one launched after it (below {DOES_NOT:g}), is the forum thread's claim that the claims table below judges: **{claims.stated(order, run)}**.",
     )
-    _, order = analysis.weakest(order_comparisons(page_kf, page_cf))
-    order = claims.judged(order, run, NOTEBOOK, ORDER_CLAIM)
-    see.say(
-        f"What we expected, a pageable copy overlapping a kernel launched before it (at least {BESIDE:g}) and not one launched after it (below {DOES_NOT:g}), is the forum thread's claim that the claims table below judges: **{claims.stated(order, run)}**."
-    )
-    return see
-
-
-def order_comparisons(
-    page_kf: CopyBesideKernel, page_cf: CopyBesideKernel
-) -> dict[str, claims.Comparison]:
-    """The launch order claim's two comparisons: overlap kernel first, none copy first."""
-    kf = claims.compare(page_kf.overlap, BESIDE, holds_if="above")
-    cf = claims.compare(page_cf.overlap, DOES_NOT, holds_if="below")
-    return dict(zip(ORDERS, (kf, cf), strict=True))
-
-
-def add_gpu_claim(table: claims.ClaimsTable, run: Run) -> None:
-    """Requirement (2) on the GPU, on section 4's run: a pageable copy launched after the kernel."""
-    overlap = _orders(run)[0].overlap
-    measured = f"pageable copy on a side stream, launched after the kernel: overlap ratio{over(overlap)} (the requirement holds below {DOES_NOT})"
-    holds = claims.compare(overlap, DOES_NOT, holds_if="below")
-    table.add(GPU_CLAIM, source=BOTH, run=run, measured=measured, holds=holds)
 
 
 def add_order_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The forum thread's claims on section 4's run: the host held, launch order, pinned memory."""
-    page_kf, page_cf, pin_kf, pin_cf = _orders(run)
-    pages = zip(ORDERS, (page_kf, page_cf), strict=True)
-    helds = {o: claims.compare(p.held, HELD, holds_if="above") for o, p in pages}
-    held_by, held = analysis.weakest(helds)
-    per_order = order_comparisons(page_kf, page_cf)
-    (order_by, order), (kf, cf) = analysis.weakest(per_order), per_order.values()
-    pinned_by, pinned = pinned_in_both_orders(run)
+    o = launch_order(run)
+    page_kf, page_cf, pin_kf, pin_cf = o.cases
+    (held_by, held), (order_by, order), (pinned_by, pinned) = o.held, o.order, o.pinned
+    kf, cf = o.per_order.values()
     measured = (
         f"host time in cudaMemcpyAsync over GPU copy time (held above {HELD:g}): pageable {page_kf.held.value:.2f} (kernel first) and {page_cf.held.value:.2f} (copy first), pinned at most {max(pin_kf.held.value, pin_cf.held.value):.3f}; shown: pageable, {held_by}",
         f"pageable, overlap ratios{over(page_kf.overlap)}: kernel first {page_kf.overlap.value:.2f} ({kf.in_words()}), copy first {page_cf.overlap.value:.2f} ({cf.in_words()}); shown: {order_by}",
@@ -380,46 +386,10 @@ def add_order_claims(table: claims.ClaimsTable, run: Run) -> None:
 THREADS = "the thread's loop"
 
 
-@dataclass(frozen=True)
-class ThreadLoop:
-    """One source memory in the forum thread's loop: per profiled step (one loop), the overlap
-    ratio and the share of the copies' time beside a matmul that was beside an earlier
-    iteration's; per copy, ms."""
-
-    overlap: claims.Value
-    earlier: claims.Value
-    copy_ms: float
-    kernel_ms: float  # the matmuls' time per iteration
-    host_ms: float  # the host's time in cudaMemcpyAsync
-    wait_ms: float  # in cudaStreamSynchronize
-
-
-def earlier_share(step: list[trace.Interval]) -> float:
-    """Of the copies' time beside a matmul, the share beside one launched before the previous
-    copy (in an earlier iteration of the loop); 0.0 when no copy ran beside a matmul."""
-    copies, kernels = _parts(step)
-    launched = {iv.correlation: iv.start_us for iv in trace.select(step, kind="runtime")}
-    copies.sort(key=lambda c: launched.get(c.correlation, c.start_us))
-    beside = earlier = 0.0
-    for before, copy in zip([None, *copies], copies, strict=False):
-        beside += trace.overlap_us([copy], kernels)
-        if before is not None:
-            since = launched.get(before.correlation, before.start_us)
-            old = [k for k in kernels if launched.get(k.correlation, k.start_us) < since]
-            earlier += trace.overlap_us([copy], old)
-    return earlier / beside if beside else 0.0
-
-
-def thread_loops(run: Run) -> dict[str, ThreadLoop]:
-    """``ThreadLoop`` of the pageable and the pinned loop, by source memory (``beside`` per step,
-    divided among the loop's iterations: one copy each)."""
-    n, found = run.params["iterations"], {}
-    for memory, p in run.value["profiles"].items():
-        step = beside(p)
-        wait_ms = trace.host_blocked_us(p.intervals, "cudaStreamSynchronize") / p.steps / 1e3
-        per_copy = (step.copy_ms / n, step.kernel_ms / n, step.host_ms / n, wait_ms / n)
-        found[memory] = ThreadLoop(step.overlap, analysis.per_step(p, earlier_share), *per_copy)
-    return found
+def thread_loops(run: Run) -> dict[str, CopyBesideKernel]:
+    """``beside`` of the pageable and the pinned loop, by source memory; times per copy (one an
+    iteration), the profiled step being one loop."""
+    return {m: beside(p, run.params["iterations"]) for m, p in run.value["profiles"].items()}
 
 
 def show_thread(run: Run) -> None:
@@ -448,23 +418,19 @@ def see_thread(run: Run, changed: Run) -> claims.WhatWeSee:
     """The thread's observation checked on its own loop, the answer's caveat, section 4 beside."""
     found, see = thread_loops(run), claims.WhatWeSee(NOTEBOOK, run)
     page, pinned = found["pageable"], found["pinned"]
-    see.check(
-        f"In the thread's loop the pageable copy overlapped the matmuls (overlap ratio at least {BESIDE:g})",
-        page.overlap.value >= BESIDE,
-        f"overlap ratio {page.overlap}{note(page.overlap)}",
-    )
-    kernel_first = _orders(changed)[0].overlap
+    overlapped = f"In the thread's loop the pageable copy overlapped the matmuls (overlap ratio at least {BESIDE:g})"
+    said = f"overlap ratio {page.overlap}{note(page.overlap)}"
+    see.check(overlapped, page.overlap.value >= BESIDE, said)
+    kernel_first = launch_order(changed).cases[0].overlap
     held = [(t.host_ms + t.wait_ms) / t.copy_ms for t in (page, pinned)]
     loops = analysis.plural(page.earlier.samples or 0, "loop")
+    earlier = f"Of the copies' time beside a matmul, {page.earlier.value:.0%} (pageable) and {pinned.earlier.value:.0%} (pinned) was beside a matmul launched in an earlier iteration (medians of {loops})."
     if max(page.overlap.value, pinned.overlap.value) > 0:
-        see.say(
-            f"Of the copies' time beside a matmul, {page.earlier.value:.0%} (pageable) and {pinned.earlier.value:.0%} (pinned) was beside a matmul launched in an earlier iteration (medians of {loops})."
-        )
-    see.say(
+        see.say(earlier)
+    return see.say(
         f"Per copy the host spent {page.host_ms:.2f} ms in `cudaMemcpyAsync` and {page.wait_ms:.2f} ms in `cudaStreamSynchronize` with a pageable source, {pinned.host_ms:.3f} ms and {pinned.wait_ms:.2f} ms with a pinned one, against GPU copies of {page.copy_ms:.2f} and {pinned.copy_ms:.2f} ms: the blocking `.to()` held the host for {held[0]:.2f} and {held[1]:.2f} times the copy's time.",
         f"With a pinned source the loop's overlap ratio was {pinned.overlap.value:.2f}, against {page.overlap.value:.2f} with a pageable one (the share of the shorter one's time: per iteration the matmuls took {pinned.kernel_ms:.2f} and {page.kernel_ms:.2f} ms); in section 4's single launch, a pageable copy launched after the kernel read {kernel_first.value:.2f}{run.apart_from(changed, THREADS, 'section 4')}.",
     )
-    return see
 
 
 # ---------------------------------------------------------------- the exercises' answers

@@ -17,6 +17,7 @@ ENGINES_CLAIM = (
     "Requirement (3): a free DMA (copy) engine; H2D and D2H at once need one engine each"
 )
 PAIRS = ("H2D + D2H", "H2D + H2D")
+SERIAL = ("H2D alone + D2H alone", "twice H2D alone")  # each pair's copies one after the other
 COLUMNS = ["copies", ("median", "ms", ".3f"), ("spread (half IQR)", "ms", ".3f"), "samples"]
 
 
@@ -51,15 +52,12 @@ def show(run: Run) -> None:
     e = facts(run)
     rows = [(label, v.value * 1e3, v.spread * 1e3, v.samples) for label, v in e.times.items()]
     display(tables.Table(COLUMNS, rows, caption=f"copy engines reported by the driver: {e.count}"))
-    for pair, overlap, ratio, alone in (
-        (PAIRS[0], e.both, e.both_ways, "H2D alone + D2H alone"),
-        (PAIRS[1], e.same, e.same_way, "twice H2D alone"),
-    ):
+    pairs = zip(PAIRS, (e.both, e.same), (e.both_ways, e.same_way), SERIAL, strict=True)
+    for pair, overlap, ratio, alone in pairs:
         line = f"{pair}: overlap ratio {overlap}{note(overlap)}; its time over that of the two copies one after the other ({alone}): {analysis.times(ratio)}"
         print(line)
     panels = {pair: run.value[pair] for pair in PAIRS}
-    title = "two copies on two side streams"
-    show_timelines(panels, title, run, list(panels.values()), include_host=False)
+    show_timelines(panels, "two copies on two side streams", run, include_host=False)
     agrees = "not testable here" if e.agree is None else claims.stated(e.agree, run)
     line = f"overlap of opposite copies agrees with the engine count (two or more engines: above {TWO_ENGINES:g}; one: below): {agrees}"
     print(line)
@@ -73,14 +71,14 @@ def see(run: Run) -> claims.WhatWeSee:
         count = f"The driver reports {analysis.plural(e.count, 'copy engine')}."
     longer = max(("H2D alone", "D2H alone"), key=lambda k: e.times[k].value)
     together, alone = e.times["H2D + D2H"].value, e.times[longer].value
-    own, kept = ".", together / alone <= KEPT
+    own = "."
     if e.both.value >= TWO_ENGINES:  # they ran at once: did each keep its speed?
-        own = f", and {together / alone:.2f} times as long as the longer of the two alone ({together * 1e3:.3f} ms against {longer.split()[0]} {alone * 1e3:.3f} ms): "
-        own += (
-            "each kept about its speed beside the other."
-            if kept
-            else "each ran slower beside the other, so they shared something this run does not show."
-        )
+        kept = "each kept about its speed beside the other."
+        if together / alone > KEPT:
+            kept = (
+                "each ran slower beside the other, so they shared something this run does not show."
+            )
+        own = f", and {together / alone:.2f} times as long as the longer of the two alone ({together * 1e3:.3f} ms against {longer.split()[0]} {alone * 1e3:.3f} ms): {kept}"
     why = "."
     if e.same.value < DOES_NOT:
         why = ": they never ran at the same time, so they could not gain, and this run cannot show whether one direction of the link would limit two copies at once."
@@ -90,21 +88,16 @@ def see(run: Run) -> claims.WhatWeSee:
     if e.both.value < TWO_ENGINES:
         waited = "waited for the engine whatever its stream."
     ran = "ran one after the other" if e.same.value < DOES_NOT else "ran side by side"
-    see.say(count)
-    line = f"A host-to-device and a device-to-host copy on two side streams ran side by side for {e.both.value:.0%} of the shorter one (overlap ratio {e.both}{note(e.both)}) and together took {e.both_ways.value:.2f} times as long as the two one after the other{own}"
-    see.say(line)
+    statement = "copies in opposite directions on two side streams run at the same time"
     said = f"overlap ratio {e.both}{note(e.both)}, at least {TWO_ENGINES:g} for at once"
-    see.check(
-        "copies in opposite directions on two side streams run at the same time",
-        e.both.value >= TWO_ENGINES,
-        said,
-    )
+    see.check(statement, e.both.value >= TWO_ENGINES, said)
+    both = f"A host-to-device and a device-to-host copy on two side streams ran side by side for {e.both.value:.0%} of the shorter one (overlap ratio {e.both}{note(e.both)}) and together took {e.both_ways.value:.2f} times as long as the two one after the other{own}"
+    see.say(count, both)
     if e.count == 1:
-        line = f"With one copy engine the two directions take turns on it, so this GPU cannot show copies in opposite directions running at once; what it can show is requirement (3) itself: the second copy {waited}"
-        see.say(line)
-    line = f"Two host-to-device copies {ran} (overlap ratio {e.same}{note(e.same)}) and together took {e.same_way.value:.2f} times as long as the two one after the other{why}"
-    see.say(line)
-    return see
+        one = f"With one copy engine the two directions take turns on it, so this GPU cannot show copies in opposite directions running at once; what it can show is requirement (3) itself: the second copy {waited}"
+        see.say(one)
+    same = f"Two host-to-device copies {ran} (overlap ratio {e.same}{note(e.same)}) and together took {e.same_way.value:.2f} times as long as the two one after the other{why}"
+    return see.say(same)
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:

@@ -23,27 +23,20 @@ CLAIMS = (
 PAIR_COLUMNS = ["kernels", "streams used", "overlap ratio", "GPU busy per step"]
 
 
-def _second_after_first(starts: list[float]) -> float:
-    """us from the first of some starts to the second (0.0: fewer than two)."""
-    return sorted(starts)[1] - min(starts) if len(starts) >= 2 else 0.0
-
-
 def _start_gap_us(step: list[trace.Interval]) -> float:
-    """us from the first kernel of one stream to the first of the other (0.0: one stream)."""
+    """us from the first kernel of one stream to the first of the other (0.0: not two streams)."""
     kernels = trace.select(step, kind="kernel")
     streams = {k.stream for k in kernels}
     firsts = [min(k.start_us for k in kernels if k.stream == s) for s in streams]
-    return _second_after_first(firsts) if len(firsts) == 2 else 0.0
+    return abs(firsts[0] - firsts[1]) if len(firsts) == 2 else 0.0
 
 
 def _launch_gap_us(step: list[trace.Interval]) -> float:
     """us between the host's first two ``cudaLaunchKernel`` calls (0.0: fewer than two)."""
-    launches = [iv for iv in step if iv.kind == "runtime" and iv.name == "cudaLaunchKernel"]
-    return _second_after_first([iv.start_us for iv in launches])
-
-
-def _busy_us(step: list[trace.Interval]) -> float:
-    return trace.covered_us(trace.select(step, kind="kernel"))
+    starts = sorted(
+        iv.start_us for iv in step if iv.kind == "runtime" and iv.name == "cudaLaunchKernel"
+    )
+    return starts[1] - starts[0] if len(starts) >= 2 else 0.0
 
 
 @dataclass(frozen=True)
@@ -59,41 +52,46 @@ class Pair:
 
 def _pair(profile: trace.Profile) -> Pair:
     overlap = analysis.per_step(profile, lambda step: lanes_overlap(step, "kernel"))
-    times = (_busy_us, _start_gap_us, _launch_gap_us)
-    busy, start, launch = (analysis.per_step(profile, f, "us") for f in times)
+    busy = analysis.per_step(
+        profile, lambda s: trace.covered_us(trace.select(s, kind="kernel")), "us"
+    )
+    start, launch = (analysis.per_step(profile, f, "us") for f in (_start_gap_us, _launch_gap_us))
     streams = len({iv.stream for iv in profile.select(kind="kernel")})
     return Pair(overlap, busy, start, launch, streams)
 
 
 @dataclass(frozen=True)
 class Ordering:
-    """Section 1's facts: one stream's spin kernels per step, their order, the pairs, the gains."""
+    """Section 1's facts: one stream's spin kernels per step, their order, the pairs, the GPU
+    busy time on two streams over one (spin kernels should gain, matmuls should not), and what
+    decides each of ``CLAIMS`` (a bool or a comparison)."""
 
     spin_us: list[float]
-    pair_us: float
-    matmul_n: int
     steps: list[list[trace.Interval]]  # one stream's spin kernels per step, in start order
     in_order: bool  # every step kept the submission order (told apart by their lengths)
     never_overlap: bool
     pairs: dict[str, Pair]
-    spin_gain: claims.Value  # GPU busy time on two streams over one, spin kernels
-    mm_gain: claims.Value  # the same for matmuls
+    spin_gain: claims.Comparison  # below SPINS_GAIN
+    mm_gain: claims.Comparison  # above MATMULS_GAIN
+    holds: tuple  # per claim of CLAIMS
 
 
 def facts(run: Run) -> Ordering:
-    spin_us, p = run.params["spin_us"], run.params
+    spin_us, is_default = run.params["spin_us"], bool(run.value["facts"]["current_is_default"])
     kernels = (trace.select(s, kind="kernel") for s in analysis.steps_of(run.value["in order"]))
     steps = [sorted(k, key=lambda iv: iv.start_us) for k in kernels]
     by_length = sorted(range(len(spin_us)), key=lambda k: spin_us[k])
-    lengths = [sorted(range(len(step)), key=lambda k: step[k].duration_us) for step in steps]
-    kept = [len(s) == len(spin_us) and o == by_length for s, o in zip(steps, lengths, strict=True)]
-    in_order = bool(steps) and all(kept)
+    kept = [sorted(range(len(s)), key=lambda k: s[k].duration_us) == by_length for s in steps]
+    in_order = bool(steps) and all(kept)  # a step of another kernel count never matches by_length
     after = [b.start_us >= a.end_us - 1.0 for s in steps for a, b in zip(s, s[1:], strict=False)]
     found = {label: _pair(run.value[label]) for label in PAIRS}
     busy = [pair.busy_us for pair in found.values()]  # in the order of PAIRS: one, two, one, two
-    spin_gain, mm_gain = (claims.ratio(busy[i], busy[i - 1]) for i in (1, 3))
-    sizes = (spin_us, p["pair_us"], p["matmul_n"])
-    return Ordering(*sizes, steps, in_order, all(after), found, spin_gain, mm_gain)
+    spin = claims.compare(claims.ratio(busy[1], busy[0]), SPINS_GAIN, holds_if="below")
+    mm = claims.compare(claims.ratio(busy[3], busy[2]), MATMULS_GAIN, holds_if="above")
+    together = claims.compare(found[PAIRS[1]].overlap, TOGETHER, holds_if="above")
+    resources = analysis.weakest({"spin kernels": spin, "matmuls": mm})[1]
+    holds = (is_default, in_order and all(after), together, resources)
+    return Ordering(spin_us, steps, in_order, all(after), found, spin, mm, holds)
 
 
 def show(run: Run) -> None:
@@ -108,18 +106,17 @@ def show(run: Run) -> None:
     ]
     caption = f"same order as submitted: {f.in_order}; no two kernels of one stream overlap: {f.never_overlap}"
     pairs = [(k, p.streams, str(p.overlap), str(p.busy_us)) for k, p in f.pairs.items()]
-    gains = f"GPU busy time on two streams over that on one stream: spin kernels {analysis.times(f.spin_gain)}, matmuls {analysis.times(f.mm_gain)}"
+    gains = f"GPU busy time on two streams over that on one stream: spin kernels {analysis.times(f.spin_gain.value)}, matmuls {analysis.times(f.mm_gain.value)}"
     display(tables.Table(columns, [("requested", *f.spin_us), *steps], caption=caption))
     display(tables.Table(PAIR_COLUMNS, pairs, caption=gains))
     for kind, labels in (("spin kernels", ["in order", *PAIRS[:2]]), ("matmuls", PAIRS[2:])):
         panels = {label: run.value[label] for label in labels}
-        title = f"{kind} on one and on two streams"
-        show_timelines(panels, title, run, list(panels.values()), include_host=False)
+        show_timelines(panels, f"{kind} on one and on two streams", run, include_host=False)
 
 
 def see(run: Run) -> claims.WhatWeSee:
     """Whether one stream kept its order, and how two spin kernels and two matmuls overlapped."""
-    f, see = facts(run), claims.WhatWeSee(NOTEBOOK, run)
+    f, pair_us, n = facts(run), run.params["pair_us"], run.params["matmul_n"]
     first = f.spin_us.index(min(f.spin_us))
     waited = "."
     if first > 0:
@@ -127,68 +124,40 @@ def see(run: Run) -> claims.WhatWeSee:
     order = f"On one stream the spin kernels of {', '.join(f'{us:.0f}' for us in f.spin_us)} us ran one after another in the order we queued them, whatever their length{waited}"
     if not (f.in_order and f.never_overlap):
         order = f"On one stream the spin kernels did not keep the order we queued them (in order: {f.in_order}, never overlapping: {f.never_overlap})."
-    spins = f.pairs["spins, two streams"]
+    spins, spin_gain, gain = f.pairs[PAIRS[1]], f.spin_gain.value.value, f.mm_gain.value.value
     gap, launched = spins.start_gap_us.value, spins.launch_gap_us.value
-    missing_us = (1 - spins.overlap.value) * f.pair_us
-    half = " (about half)" if 0.45 <= f.spin_gain.value <= 0.6 else ""
+    missing_us = (1 - spins.overlap.value) * pair_us
+    half = " (about half)" if 0.45 <= spin_gain <= 0.6 else ""
     by_host = f", when the host launched it ({launched:.1f} us after its first launch)"
     by_host = by_host if gap > 0 and 0.8 <= launched / gap <= 1.2 else ""
     accounts = f": that is the {missing_us:.0f} us they did not share."
     accounts = accounts if missing_us > 0 and 0.8 <= gap / missing_us <= 1.2 else "."
-    mms, gain = f.pairs["matmuls, two streams"].overlap, f.mm_gain.value
+    mms = f.pairs["matmuls, two streams"].overlap
     saved = "a little time saved" if gain >= 0.8 else "time saved"
     saved = "no time saved" if gain >= 0.95 else saved
-    see.say(
+    said = [
+        claims.stated(claims.judged(h, run, NOTEBOOK, c), run)
+        for c, h in zip(CLAIMS[2:], f.holds[2:], strict=True)
+    ]
+    return claims.WhatWeSee(NOTEBOOK, run).say(
         order,
-        f"The two {f.pair_us:.0f} us spin kernels on two side streams ran side by side for {spins.overlap.value:.0%} of their time (overlap ratio {spins.overlap}{steps_note(spins.overlap)}), and the GPU was busy {f.spin_gain.value:.2f} times as long as when they shared a stream{half}. The second started {gap:.1f} us after the first{by_host}{accounts}",
-        f"The two {f.matmul_n}x{f.matmul_n} matrix products on two streams ran side by side for {mms.value:.0%} of their time (overlap ratio {mms}{steps_note(mms)}) and kept the GPU busy {gain:.2f} times as long as on one stream: {saved}.",
+        f"The two {pair_us:.0f} us spin kernels on two side streams ran side by side for {spins.overlap.value:.0%} of their time (overlap ratio {spins.overlap}{steps_note(spins.overlap)}), and the GPU was busy {spin_gain:.2f} times as long as when they shared a stream{half}. The second started {gap:.1f} us after the first{by_host}{accounts}",
+        f"The two {n}x{n} matrix products on two streams ran side by side for {mms.value:.0%} of their time (overlap ratio {mms}{steps_note(mms)}) and kept the GPU busy {gain:.2f} times as long as on one stream: {saved}.",
+        f"What we expected is the streams article's claims, judged in the claims table below: one stream keeps submission order, **{claims.as_verdict(f.holds[1])}**; two streams run side by side (above {TOGETHER:g}), **{said[0]}**; how much depends on the GPU's resources (matmuls busy above {MATMULS_GAIN:g} of one stream's), **{said[1]}**.",
     )
-    said = [verdict(claim, held, run) for claim, held in judgements(run)[1:]]
-    see.say(
-        f"What we expected is the streams article's claims, judged in the claims table below: one stream keeps submission order, **{said[0]}**; two streams run side by side (above {TOGETHER:g}), **{said[1]}**; how much depends on the GPU's resources (matmuls busy above {MATMULS_GAIN:g} of one stream's), **{said[2]}**."
-    )
-    return see
-
-
-def verdict(claim: str, held: object, run: Run) -> str:
-    """The claims table's verdict on ``claim``, stated (a comparison) or read (a bool)."""
-    if isinstance(held, claims.Comparison):
-        return claims.stated(claims.judged(held, run, NOTEBOOK, claim), run)
-    return claims.as_verdict(held)
-
-
-def judgements(run: Run) -> list[tuple[str, object]]:
-    """Each of the article's claims with what decides it: a bool or a comparison."""
-    stream, f = run.value["facts"], facts(run)
-    resources = analysis.weakest(gains(f))[1]
-    kept = f.in_order and f.never_overlap
-    holds = (bool(stream["current_is_default"]), kept, together(f), resources)
-    return list(zip(CLAIMS, holds, strict=True))
-
-
-def together(f: Ordering) -> claims.Comparison:
-    """Two spin kernels on two side streams run side by side: overlap ratio above TOGETHER."""
-    return claims.compare(f.pairs["spins, two streams"].overlap, TOGETHER, holds_if="above")
-
-
-def gains(f: Ordering) -> dict[str, claims.Comparison]:
-    """GPU busy time on two streams over one: spin kernels should gain, matmuls should not."""
-    spin = claims.compare(f.spin_gain, SPINS_GAIN, holds_if="below")
-    mm = claims.compare(f.mm_gain, MATMULS_GAIN, holds_if="above")
-    return {"spin kernels": spin, "matmuls": mm}
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The streams article's claims: default stream, order, parallelism, resources."""
     stream, f = run.value["facts"], facts(run)
-    spins, parallel, busy = f.pairs["spins, two streams"], together(f), gains(f)
-    (spin, mm), shown = busy.values(), analysis.weakest(busy)[0]
+    spins, (_, parallel, _) = f.pairs[PAIRS[1]], f.holds[1:]
+    shown = analysis.weakest({"spin kernels": f.spin_gain, "matmuls": f.mm_gain})[0]
     order = ", ".join(f"{us:.0f}" for us in f.spin_us)
     measured = (
         f"current stream is the default: {stream['current_is_default']}",
         f"spin kernels of {order} us: in order {f.in_order}, never overlapping {f.never_overlap}",
         f"two spin kernels on two side streams: overlap ratio{over(spins.overlap)} (parallel: together for more than half a kernel, {parallel.in_words()}; the second started {spins.start_gap_us.value:.0f} us after the first)",
-        f"GPU busy time on two streams over that on one: spin kernels {f.spin_gain.value:.2f} (should be {spin.in_words()}), SM-filling matmuls {f.mm_gain.value:.2f} (should be {mm.in_words()}); shown: {shown}",
+        f"GPU busy time on two streams over that on one: spin kernels {f.spin_gain.value.value:.2f} (should be {f.spin_gain.in_words()}), SM-filling matmuls {f.mm_gain.value.value:.2f} (should be {f.mm_gain.in_words()}); shown: {shown}",
     )
-    for (claim, held), said in zip(judgements(run), measured, strict=True):
+    for claim, held, said in zip(CLAIMS, f.holds, measured, strict=True):
         table.add(claim, source=ARTICLE, run=run, measured=said, holds=held)

@@ -37,8 +37,8 @@ def facts(run: Run) -> Prefetching:
     ideal_n = analysis.propagated(lambda c, k: n * (c + k) / (c + (n - 1) * max(c, k) + k), c, k)
     ideal = analysis.propagated(lambda c, k: (c + k) / max(c, k), c, k)
     share = analysis.propagated(lambda s, i: (s - 1) / (i - 1), speedup, ideal_n, unit="")
-    hidden = [_hidden(db[f"{loop} trace"]) for loop in ("serial", "prefetched")]
-    return Prefetching(c, k, n, speedup, ideal_n, ideal, share, hidden[0], hidden[1])
+    hidden = (_hidden(db[f"{loop} trace"]) for loop in ("serial", "prefetched"))
+    return Prefetching(c, k, n, speedup, ideal_n, ideal, share, *hidden)
 
 
 def _beyond_bound(run: Run, p: Prefetching) -> str:
@@ -46,15 +46,10 @@ def _beyond_bound(run: Run, p: Prefetching) -> str:
     copies = run.value["prefetched trace"].select(kind="memcpy", copy_kind="HtoD")
     traced_ms = statistics.median(iv.duration_us for iv in copies) / 1e3
     serial = run.value["serial"]
-    why = []
-    if traced_ms < 0.95 * p.c.value * 1e3:
-        why += [
-            f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of {len(copies)}), not the {p.c.value * 1e3:.2f} ms measured alone"
-        ]
-    if serial.spread > 0.1:
-        why += [
-            f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of their median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)"
-        ]
+    copy = f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of {len(copies)}), not the {p.c.value * 1e3:.2f} ms measured alone"
+    spread = f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of their median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)"
+    why = [copy] if traced_ms < 0.95 * p.c.value * 1e3 else []
+    why += [spread] if serial.spread > 0.1 else []
     apart = "the copy and compute times it rests on were measured apart, and differ from the loop's"
     return ": " + "; and ".join(why or [apart])
 
@@ -74,7 +69,7 @@ def show(run: Run) -> None:
     print("", speedup, best, inverse, share, sep="\n")
     panels = {f"{loop} loop": db[f"{loop} trace"] for loop in ("serial", "prefetched")}
     title = f"{p.n} batches, serial and prefetched"
-    show_timelines(panels, title, run, list(panels.values()), include_host=False, unit="ms")
+    show_timelines(panels, title, run, include_host=False, unit="ms")
 
 
 def see(run: Run) -> claims.WhatWeSee:
@@ -82,15 +77,13 @@ def see(run: Run) -> claims.WhatWeSee:
     db, p, see = run.value, facts(run), claims.WhatWeSee(NOTEBOOK, run)
     same = f"torch.allclose of the {p.n} sums: {db['same_results']}"
     see.check("both loops compute the same results", bool(db["same_results"]), same)
-    line = f"In the traces (one traced run of each loop) the copies ran beside the compute for {p.hidden_prefetched:.0%} of the copy time in the prefetching loop and {p.hidden_serial:.0%} in the serial loop."
-    see.say(line)
+    traced = f"In the traces (one traced run of each loop) the copies ran beside the compute for {p.hidden_prefetched:.0%} of the copy time in the prefetching loop and {p.hidden_serial:.0%} in the serial loop."
     allowed = f"the copy ({p.c.value * 1e3:.2f} ms) and compute ({p.k.value * 1e3:.2f} ms) measured apart allow for {p.n} batches"
     head = f"The prefetching loop took {db['prefetched'].median_ms:.1f} ms for {p.n} batches against {db['serial'].median_ms:.1f} ms for the serial loop: a speed-up (serial time over prefetching time) of {analysis.times(p.speedup)}"
     tail = f"{p.gain_share.value:.0%} of the gain that {allowed} ({p.ideal_n.value:.2f}x), and below the many-batch limit of {p.ideal.value:.2f}x: the first copy and the last compute of the loop cannot be hidden."
     if p.gain_share.value > 1:
         tail = f"more than the {p.ideal_n.value:.2f}x that {allowed}, so one side of that comparison is off{_beyond_bound(run, p)}."
-    see.say(f"{head}, {tail}")
-    return see
+    return see.say(traced, f"{head}, {tail}")
 
 
 def add_claims(table: claims.ClaimsTable, run: Run) -> None:
