@@ -1,4 +1,4 @@
-"""Notebook 03's analysis (helpers/lessons/streams.py, streams_claims.py) on the recordings of every
+"""Notebook 03's analysis (helpers/lessons/streams/, a module per section) on the recordings of every
 recorded machine, and on hand-made runs for the branches the recordings do not reach.
 
 Every sentence's numbers and words are checked against values computed here from ``run.value``
