@@ -1,3 +1,5 @@
+import types
+
 import matplotlib.pyplot as plt
 import pytest
 
@@ -18,6 +20,8 @@ def test_bandwidth_plot_has_units_and_log_axes():
     assert ceiling.get_linestyle() == "--" and ceiling.get_ydata()[0] == 55  # dashed: no data
     assert plotting.machine_title("H2D", "1xGPU", live=True) == "H2D - 1xGPU (live)"
     assert plotting.machine_title("H2D", "1xGPU") == "H2D - 1xGPU"  # live or not unsaid
+    run = types.SimpleNamespace(machine="2xGPU", live=False)  # a records.Run's two fields
+    assert plotting.titled("D2D", run) == "D2D - 2xGPU (replayed)"
     with pytest.raises(ValueError):
         plotting.bandwidth_vs_size({}, title="x")
     with pytest.raises(ValueError, match="equal length"):

@@ -71,7 +71,7 @@ def show_curve(run: Run) -> tables.Table:
     f = curve_facts(run)
     plotting.bandwidth_vs_size(
         {"pinned host -> GPU": (f.sizes, f.rates)},
-        title=plotting.machine_title("Pinned H2D copy", run.machine, run.live),
+        title=plotting.titled("Pinned H2D copy", run),
         ceiling_gbps=f.best,
         ceiling_label="best measured",
     )
@@ -135,7 +135,7 @@ def see_curve(run: Run) -> claims.WhatWeSee:
 
 def show_timeline(run: Run) -> None:
     """The timeline of a copy beside a kernel, then where its Chrome trace file is."""
-    title = plotting.machine_title("Copy beside a kernel", run.machine, run.live)
+    title = plotting.titled("Copy beside a kernel", run)
     plotting.timeline(trace.relative(run.value.intervals), title=title)
     trace_file = config.shown_path(run.value.chrome_trace.path)
     print("the Chrome trace, openable in https://ui.perfetto.dev :", trace_file)

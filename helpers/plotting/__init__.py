@@ -11,6 +11,7 @@ from .charts import (
     log_axis,
     machine_title,
     size_axis,
+    titled,
 )
 from .timeline import timeline, timelines
 
@@ -25,4 +26,5 @@ __all__ = [
     "size_axis",
     "timeline",
     "timelines",
+    "titled",
 ]

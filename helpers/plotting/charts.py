@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -20,6 +20,20 @@ def machine_title(what: str, machine: str, live: bool | None = None) -> str:
         raise TypeError("machine_title needs two strings: what is plotted, and the machine name")
     suffix = "" if live is None else (" (live)" if live else " (replayed)")
     return f"{what} - {machine}{suffix}"
+
+
+class Measured(Protocol):
+    """What says where it was measured: a ``records.Run``."""
+
+    @property
+    def machine(self) -> str: ...
+
+    live: bool
+
+
+def titled(what: str, run: Measured) -> str:
+    """``machine_title`` for a run: ``what``, the run's machine, live or replayed."""
+    return machine_title(what, run.machine, run.live)
 
 
 def _new_axes(ax: Axes | None, figsize: tuple[float, float] = (7, 4)) -> Axes:

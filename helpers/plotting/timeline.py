@@ -110,9 +110,7 @@ def _check_timeline_input(intervals: object, title: object, unit: object) -> lis
         if not isinstance(iv, Interval):
             raise TypeError(f"timeline needs trace.Interval objects, found a {type(iv).__name__}")
     if not isinstance(title, str):
-        raise TypeError(
-            "title must be a string, e.g. plotting.machine_title('H2D next to a kernel', run.machine, run.live)"
-        )
+        raise TypeError("title must be a string, e.g. plotting.titled('H2D next to a kernel', run)")
     if unit not in ("auto", "us", "ms"):
         raise ValueError(f"unit must be 'auto', 'us' or 'ms', got {unit!r}")
     return list(intervals)
@@ -216,7 +214,7 @@ def timelines(
         raise ValueError("timelines needs at least one panel: {'panel title': run.value.intervals}")
     if not isinstance(title, str):
         raise TypeError(
-            "title must be a string, e.g. plotting.machine_title('Copies beside kernels', run.machine, run.live)"
+            "title must be a string, e.g. plotting.titled('Copies beside kernels', run)"
         )
     lanes_of = {
         name: _lanes(

@@ -39,20 +39,17 @@ def cols(unit: str, fmt: str, *names: str) -> list[tuple[str, str, str]]:
     return [(name, unit, fmt) for name in names]
 
 
-def titled(run: Run, what: str) -> str:
-    """A figure's title: ``what``, and where it was measured or replayed from."""
-    return plotting.machine_title(what, run.machine, run.live)
-
-
 def bars(
     run: Run, what: str, values: dict[str, float], ylabel: str, baseline: str | None = None
 ) -> None:
     """Bars of ``values`` with their ratios to ``baseline`` (the first by default), titled."""
-    plotting.bars_with_ratios(values, baseline=baseline, ylabel=ylabel, title=titled(run, what))
+    plotting.bars_with_ratios(
+        values, baseline=baseline, ylabel=ylabel, title=plotting.titled(what, run)
+    )
 
 
 def axes(run: Run, title: str, xlabel: str, ylabel: str) -> Any:
     """A new figure's axes (8 x 4 in), labelled, titled with the machine."""
     _, ax = plt.subplots(figsize=(8, 4))
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=titled(run, title))
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=plotting.titled(title, run))
     return ax

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
-from ... import analysis, claims, tables
+from ... import analysis, claims, plotting, tables
 from ...records import Run
 from ...timing import Timing
-from .common import NOTEBOOK, Row, times, titled, vs_one
+from .common import NOTEBOOK, Row, times, vs_one
 
 PARALLEL = "Tasks from different streams can be executed in parallel"
 PLOTTED = (("launch", "host launch"), ("device", "device time"))  # Count field, its words
@@ -78,7 +78,7 @@ def show(run: Run) -> tables.Table:
         ax.set_xticks(f.counts, [str(c) for c in f.counts])
         ylabel = f"{what} per kernel (us, median and IQR)"
         ax.set(xlabel="streams the batch is spread over", ylabel=ylabel, ylim=(0, None))
-        ax.set_title(titled(run, f"{run.params['kernels']} tiny kernels: {what}"))
+        ax.set_title(plotting.titled(f"{run.params['kernels']} tiny kernels: {what}", run))
     plt.gcf().tight_layout()
     per_kernel = [("host launch per kernel", "us", ".2f"), ("device per kernel", "us", ".3f")]
     columns = ["streams", *per_kernel, "every count right", ("longest launch", "ms", ".1f")]

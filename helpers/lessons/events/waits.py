@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import analysis, claims, plotting, tables, trace
 from ...records import Run
-from .common import NOTEBOOK, Row, bars, titled
+from .common import NOTEBOOK, Row, bars
 
 CASES = ("no wait", "wait_event")  # the two cases of each ordering run
 ROLES = {"streams": ("producer", "consumer"), "GPUs": ("GPU 0 producer", "GPU 1 consumer")}
@@ -101,7 +101,7 @@ def show_ordering(run: Run, across: str) -> tables.Table:
     """Both cases' timelines (ms) and a table of the counts; ``across``: "streams" or "GPUs"."""
     (first, second), counts = ROLES[across], ordering_counts(run)
     traces = {f"{first}, {second}, {label}": run.value[label]["trace"] for label in CASES}
-    what = titled(run, f"two {across}, with and without an event to wait for")
+    what = plotting.titled(f"two {across}, with and without an event to wait for", run)
     plotting.timelines(traces, unit="ms", title=what)
     checks = [f"{c['done_first']} of {c['checks']} checks" for c in counts.values()]
     steps = [f"{c['after']} of {c['steps']} traced steps" for c in counts.values()]

@@ -80,7 +80,7 @@ def show(*runs: Run) -> None:
         f = facts(run)
         drawn = {name: {**d, "call": CALLS[name]} for name, d in run.value["blocking"].items()}
         what = f"Seven collectives, {f.backend}, {f.n} ranks"
-        plotting.draw_before_after(drawn, title=plotting.machine_title(what, run.machine, run.live))
+        plotting.draw_before_after(drawn, title=plotting.titled(what, run))
         plt.show()
         holds = "every rank holds what the source says after all seven, blocking and async_op=True"
         print(f"{f.backend}: {holds}: {not f.wrong}" + "".join(f"\n  {w}" for w in f.wrong))

@@ -73,7 +73,7 @@ def show_overlap(run: Run) -> None:
         names = [t.get_text() for t in ax.get_yticklabels()]
         ax.set_yticks(ax.get_yticks(), [n + " (NCCL)" if n.endswith(ends) else n for n in names])
     what = f"Rank 0: all_reduce and matmuls, {max(f.steps for f in found.values())} profiled steps"
-    fig.suptitle(plotting.machine_title(what, run.machine, run.live))
+    fig.suptitle(plotting.titled(what, run))
     fig.tight_layout()
     plt.show()
 
@@ -159,7 +159,7 @@ def show_bandwidth(run: Run) -> None:
         )
         ax.set_ylabel("busbw (decimal GB/s)")
     what = "NCCL busbw by message size and number of ranks"
-    fig.suptitle(plotting.machine_title(what, run.machine, run.live))
+    fig.suptitle(plotting.titled(what, run))
     fig.tight_layout()
     plt.show()
 

@@ -61,7 +61,7 @@ def show(run: Run) -> tables.Table:
     ax.set(xlim=(0, 1.15), xlabel="share of trials with a wrong result")
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=8)
-    ax.set_title(plotting.machine_title("non_blocking hazards and fixes", run.machine, run.live))
+    ax.set_title(plotting.titled("non_blocking hazards and fixes", run))
     plt.tight_layout()
     rows = [(shown(k), r["wrong"], r["trials"]) for k, r in haz.items()]
     caption = f"pageable H2D under a {run.value['hold_ms']:.0f} ms hold: .to(non_blocking=True) returned after {min(back_s) * 1e3:.3f} to {max(back_s) * 1e3:.3f} ms"

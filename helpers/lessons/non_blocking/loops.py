@@ -63,7 +63,7 @@ def show(run: Run) -> tables.Table:
     """Each loop's time (ms), calls in a profile and ms in synchronize calls; bars of the times."""
     f, small = facts(run), run.value
     title = f"{f.copies} copies of {run.params['numel'] * 4} bytes"
-    title = plotting.machine_title(title, run.machine, run.live)
+    title = plotting.titled(title, run)
     bars = {f"{label} loop": f.ms[label] for label in LOOPS}
     plotting.bars_with_ratios(bars, title=title, ylabel="time per loop (ms, median)")
     rows = [

@@ -56,7 +56,7 @@ def show_tensordict(run: Run) -> tables.Table:
     short = {k: k.replace("td.to('cuda:0'", "").strip(", )") or "default" for k in times}
     bars = {short[k].replace(", ", "\n"): t.median_ms for k, t in times.items()}
     title = f"TensorDict.to('cuda:0'), {count} tensors"
-    title = plotting.machine_title(title, run.machine, run.live)
+    title = plotting.titled(title, run)
     plotting.bars_with_ratios(bars, ax=ax, ylabel="time (ms, median)", title=title)
     ax.tick_params(axis="x", labelrotation=0)
     plt.tight_layout()
@@ -123,7 +123,7 @@ def dataloader_facts(run: Run) -> Epochs:
 def show_dataloader(run: Run) -> tables.Table:
     """Batches pinned and epoch time (ms, IQR / median, samples), and bars of the epoch times."""
     dl, f = run.value, dataloader_facts(run)
-    title = plotting.machine_title("one DataLoader epoch", run.machine, run.live)
+    title = plotting.titled("one DataLoader epoch", run)
     plotting.bars_with_ratios(f.epoch_ms, title=title, ylabel="time per epoch (ms, median)")
     rows = []
     for k, r in dl.items():

@@ -69,7 +69,7 @@ def show(run: Run) -> tables.Table:
         k: {".to() returned": f.returned_ms[k], "copy finished": f.finished_ms[k]} for k in ret
     }
     title = f"when .to() returns vs when the copy is done, {f.size}"
-    title = plotting.machine_title(title, run.machine, run.live)
+    title = plotting.titled(title, run)
     ylabel = "ms after a synchronised start (median, log)"
     plotting.grouped_bars({name[k]: t for k, t in times.items()}, ax=ax, ylabel=ylabel, title=title)
     plotting.log_axis(ax, "y")

@@ -27,7 +27,7 @@ def show(run: Run) -> tables.Table:
     six, ratio, count = run.value, speedups(run), run.params["count"]
     gb = count * run.params["numel"] * 4 / 1e9
     title = f"{count} tensors, {gb:.2f} GB to the GPU"
-    title = plotting.machine_title(title, run.machine, run.live)
+    title = plotting.titled(title, run)
     bars = {way: {mode: t.median_ms for mode, t in modes.items()} for way, modes in six.items()}
     plotting.grouped_bars(bars, title=title, ylabel="time for all copies (ms, median)")
     cells = {

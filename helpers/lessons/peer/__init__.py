@@ -7,14 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ... import plotting, tables
-from ...records import Run
+from ... import tables
 
 NOTEBOOK = "05_device_to_device"
-
-
-def titled(what: str, run: Run) -> str:
-    return plotting.machine_title(what, run.machine, run.live)
 
 
 def pair_name(pair: str) -> str:

@@ -11,7 +11,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from . import NOTEBOOK, matrix, pair_ends, pair_name, span, titled
+from . import NOTEBOOK, matrix, pair_ends, pair_name, span
 from .links import Links
 from .links import facts as link_facts
 
@@ -82,7 +82,7 @@ def plot(run: Run, title: str, curves: list[tuple], ceiling: float | None, label
     """GB/s against size, ``curves`` as (name, sizes, GB/s, group), a dashed line at ``ceiling``."""
     plotting.bandwidth_vs_size(
         {name: (sizes, rates) for name, sizes, rates, _ in curves},
-        title=titled(title, run),
+        title=plotting.titled(title, run),
         ceiling_gbps=ceiling,
         ceiling_label=label,
         groups={name: group for name, _, _, group in curves},
@@ -209,7 +209,7 @@ def show_peer_bandwidth(peer: Run, same: Run, links: Run) -> None:
         largest += f"; the slowest at {size(BIG)} and up, over all pairs: {min(big):.1f}"
     cells = {p: [*r, o.rated_shares[p]] for p, r in o.rates.items()}
     caption = "decimal GB/s, median of the samples; best / rated: the pair's best rate over its link's rated speed"
-    title = titled("Peer copies, one direction, GB/s", peer)
+    title = plotting.titled("Peer copies, one direction, GB/s", peer)
     display(
         size_table(sizes, cells, ".1f", caption, title=title, extra=(("best / rated", "", ".0%"),)),
         matrix(o.links.gpus, {p: r[-1] for p, r in o.rates.items()}, ".1f", largest),
@@ -322,7 +322,7 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     sizes, b = both.params["sizes"], both_facts(both, peer, links)
     shares = {(s.pair, s.size): s.share for s in b.shares}
     totals = {p: rates_of(ts) for p, ts in both.value.items()}
-    title = titled("Both directions at once, total GB/s (size: each way)", both)
+    title = plotting.titled("Both directions at once, total GB/s (size: each way)", both)
     caption = "decimal GB/s: the bytes of both copies over the time for both"
     over = (
         "the total over the two one-way rates of section 4 added: two copies at once cannot beat "
@@ -414,7 +414,7 @@ def show_latency(latency: Run) -> None:
     for k, size in enumerate(latency.params["sizes"]):
         us = {p: ts[k].median_us for p, ts in value.items()}
         caption = f"time per copy of {size} B (row: from, column: to; median of the samples)"
-        title = titled("Small copies", latency) if not k else ""
+        title = plotting.titled("Small copies", latency) if not k else ""
         shown.append(matrix(round(len(value) ** 0.5), us, ".2f", caption, unit="us", title=title))
     display(*shown)
 

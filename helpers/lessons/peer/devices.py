@@ -10,7 +10,7 @@ from IPython.display import display
 
 from ... import claims, plotting, tables, trace
 from ...records import Run
-from . import NOTEBOOK, stream_labels, titled
+from . import NOTEBOOK, stream_labels
 
 TOLERANCE_US = 10.0  # allowance for the two GPUs' clocks in a trace not agreeing exactly
 LANDED = ("empty_on", "current_stream_on", "to_cuda1_on", "to_cuda_on")
@@ -54,7 +54,7 @@ def show_current_device(current: Run) -> None:
     """Each state: the current device, where allocations, streams and copies landed."""
     columns = ["when", "current device", 'device="cuda" on', "current stream on"]
     columns += ['.to("cuda:1") on', '.to("cuda") on', "copies' contents"]
-    table = tables.Table(columns, title=titled("The current device", current))
+    table = tables.Table(columns, title=plotting.titled("The current device", current))
     for s in current.value["states"]:
         contents = "right" if right(s) else "WRONG"
         table.add(s["where"], f"cuda:{s['current_device']}", *[s[k] for k in LANDED], contents)
@@ -133,7 +133,9 @@ def show_event_wait(events: Run) -> None:
         title, names = name.replace("_", " "), stream_labels(lanes)
         plotting.timeline(intervals, title=title, ax=ax, unit="us", stream_names=names)
         ax.set_xlim(0, longest_us * 1.02)
-    fig.suptitle(titled("An event recorded on cuda:0, waited for on cuda:1 (first step)", events))
+    fig.suptitle(
+        plotting.titled("An event recorded on cuda:0, waited for on cuda:1 (first step)", events)
+    )
     fig.tight_layout()
     plt.show()
 

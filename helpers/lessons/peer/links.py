@@ -13,7 +13,7 @@ from IPython.display import display
 
 from ... import claims, hardware, plotting, records, tables, timing
 from ...records import Run
-from . import NOTEBOOK, matrix, pair_ends, span, titled
+from . import NOTEBOOK, matrix, pair_ends, span
 
 # NVLink's one-way GB/s per link from NVIDIA's datasheets, used only where `nvidia-smi nvlink
 # --status` does not say it: NVLink 1 (P100), 2 (V100), 3 (A100), 4 (H100, H200), 5 (B200).
@@ -95,7 +95,9 @@ def show_links(links: Run) -> None:
     rated = ("rated, one direction", "GB/s", ".0f")
     columns = ["pair", "peer access", "link (nvidia-smi topo -m)", rated]
     caption = "rated speed: " + "; ".join(f.rated_from)
-    table = tables.Table(columns, title=titled("Peer access and links", links), caption=caption)
+    table = tables.Table(
+        columns, title=plotting.titled("Peer access and links", links), caption=caption
+    )
     for i, j in f.peer:
         table.add(f"cuda:{i} -> cuda:{j}", f.peer[(i, j)], f.link[(i, j)], f.rated[(i, j)])
     display(table)
@@ -146,7 +148,7 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
         return
     value, size, same = pairs.value, pairs.params["nbytes"], peer.machine == pairs.machine
     n = 1 + max(pair_ends(p)[0] for p in value["together"])
-    title = titled(f"Every pair copying {timing.format_bytes(size)} at once", pairs)
+    title = plotting.titled(f"Every pair copying {timing.format_bytes(size)} at once", pairs)
     rates = {p: t.gbps for p, t in value["together"].items()}
     each = "each pair's rate"
     shown = [matrix(n, rates, ".1f", f"{each} while every pair copies", title=title, unit="GB/s")]

@@ -11,7 +11,7 @@ from IPython.display import display
 
 from ... import claims, plotting, tables, timing, trace
 from ...records import Run
-from . import NOTEBOOK, stream_labels, titled
+from . import NOTEBOOK, stream_labels
 
 HIGH, LOW = 0.8, 0.2  # an overlap ratio at least HIGH counts as overlap, at most LOW as none
 ON_SENDER = "copy_ between two GPUs runs on the sender's current stream (Copy.cu)"
@@ -177,7 +177,7 @@ def show_combinations(seed: Run) -> None:
     rows, params, size = combinations(seed), seed.params, timing.format_bytes
     columns = ["sender", "receiver", "non_blocking", "the copy ran on", ("copy", "ms", ".3f")]
     columns += [("B^4", "ms", ".3f"), ("overlap", "", ".2f"), "syncs"]
-    title = titled(f"The {len(rows)} combinations, times per step", seed)
+    title = plotting.titled(f"The {len(rows)} combinations, times per step", seed)
     caption = f"A: {size(params['a_numel'] * 4)} copied from cuda:0 to cuda:1; B: {size(params['b_numel'] * 4)} on cuda:1; syncs: the host's cudaStreamSynchronize calls"
     table = tables.Table(columns, title=title, caption=caption)
     for r in rows:
@@ -216,7 +216,7 @@ def show_timelines(seed: Run) -> None:
         if ax is not axes.flat[0] and ax.get_legend() is not None:
             ax.get_legend().remove()
     what = "The blog post's experiment: A.to('cuda:1') beside B*B*B*B on cuda:1, one step each"
-    fig.suptitle(titled(what, seed))
+    fig.suptitle(plotting.titled(what, seed))
     fig.tight_layout()
     plt.show()
 

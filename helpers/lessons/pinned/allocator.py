@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from IPython.display import display
 
-from ... import analysis, claims, hardware, tables, timing
+from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from .common import TUTORIAL, MiB, seen, titled
+from .common import TUTORIAL, MiB, seen
 
 COSTS = [("size", "", timing.format_bytes), ("first pinned", "ms", ".3f")]
 COSTS += [("reuse (cache)", "ms", ".4f"), ("pageable zeros", "ms", ".3f")]
@@ -56,7 +56,9 @@ def show(run: Run) -> None:
         ratios = first.median_s / reuse.median_s, first.median_s / plain.median_s
         rows.append((row["nbytes"], *times, *ratios, first.gbps))
     caption = f"median of {run.params['repeats']} samples per size, synchronised host clock"
-    display(tables.Table(COSTS, rows, title=titled("pinned allocations", run), caption=caption))
+    display(
+        tables.Table(COSTS, rows, title=plotting.titled("pinned allocations", run), caption=caption)
+    )
     version, found, size = run.value["torch"], stages(run), timing.format_bytes
     title = f"host_memory_stats() on torch {version}, requests of {size(run.params['request'])}, then {size(run.params['smaller_request'])}"
     stats = [

@@ -9,7 +9,7 @@ from IPython.display import display
 
 from ... import analysis, claims, hardware, plotting, tables, timing
 from ...records import Run
-from .common import TUTORIAL, MiB, noisy_words, seen, titled
+from .common import TUTORIAL, MiB, noisy_words, seen
 
 COPIES = {
     "h2d_pinned": "H2D from pinned",
@@ -67,7 +67,7 @@ def of_link(low: float, high: float, link: float) -> str:
 
 def show(run: Run) -> None:
     """The four rates and the H2D gain by size, the ceiling against the link, the curves."""
-    f, title = facts(run), titled("copy bandwidth", run)
+    f, title = facts(run), plotting.titled("copy bandwidth", run)
     rows = [(n, *[f.gbps[k][i] for k in COPIES], f.gain("h2d")[i]) for i, n in enumerate(f.sizes)]
     display(tables.Table(COLUMNS, rows, title=title, caption=CAPTION))
     print(f"\nmeasured ceiling (best pinned copy, either direction): {f.ceiling:.1f} GB/s")
@@ -81,7 +81,7 @@ def show(run: Run) -> None:
         low, high = min(f.gbps[key][i] for i in large), max(f.gbps[key][i] for i in large)
         link = of_link(low, high, f.link) if f.link else ""
         print(f"{COPIES[key]:18} at 64 MiB and up: {low:6.2f} to {high:6.2f} GB/s{link}")
-    title = titled("copy bandwidth, pinned vs pageable", run)
+    title = plotting.titled("copy bandwidth, pinned vs pageable", run)
     series = {COPIES[key]: (f.sizes, f.gbps[key]) for key in COPIES}
     ax = plotting.bandwidth_vs_size(
         series, title=title, ceiling_gbps=f.ceiling, ceiling_label="measured ceiling"

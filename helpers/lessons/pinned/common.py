@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ... import analysis, claims, plotting, timing
+from ... import analysis, claims, timing
 from ...records import Run
 from ...timing.measures import NOISY_SPREAD
 
@@ -20,11 +20,6 @@ def us_words(t: timing.Timing) -> str:
     """A Timing's median and spread in us ('370 us ± 17'), with few samples said."""
     v = claims.measured(t)
     return str(claims.Value(v.value * 1e6, v.spread * 1e6, "us")) + few_note(v.samples)
-
-
-def titled(what: str, run: Run) -> str:
-    """``what``, then the run's machine and whether it was replayed (``plotting.machine_title``)."""
-    return plotting.machine_title(what, run.machine, run.live)
 
 
 def seen(run: Run, *sentences: str, check: tuple[str, bool, str] | None = None) -> claims.WhatWeSee:

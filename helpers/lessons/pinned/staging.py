@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ... import claims, plotting, tables, timing, trace
 from ...records import Run
-from .common import NOTEBOOK, seen, titled
+from .common import NOTEBOOK, seen
 
 FORUM = "NVIDIA forum thread on pageable copies"
 STAGED = 0.8  # the host inside cudaMemcpyAsync for at least this share of the copy: "(nearly) all staged"
@@ -66,9 +66,11 @@ def show(run: Run) -> tables.Table:
     ]
     size = timing.format_bytes(run.params["nbytes"])
     profiles = {f"one {size} H2D copy from {k} memory": c["profile"] for k, c in run.value.items()}
-    plotting.timelines(profiles, title=titled("H2D copies from pageable and pinned memory", run))
+    plotting.timelines(
+        profiles, title=plotting.titled("H2D copies from pageable and pinned memory", run)
+    )
     caption = "one profiled copy of each kind; call / copy: the host's time inside cudaMemcpyAsync over the GPU's copy time"
-    return tables.Table(COLUMNS, rows, title=titled("one H2D copy", run), caption=caption)
+    return tables.Table(COLUMNS, rows, title=plotting.titled("one H2D copy", run), caption=caption)
 
 
 def see(run: Run) -> claims.WhatWeSee:

@@ -12,7 +12,7 @@ from IPython.display import display
 from ... import analysis, claims, plotting, tables, timing
 from ...records import Run
 from . import timer
-from .common import NOTEBOOK, TUTORIAL, MiB, few_note, noisy_words, seen, titled, us_words
+from .common import NOTEBOOK, TUTORIAL, MiB, few_note, noisy_words, seen, us_words
 
 NB, EMPTY = ".pin_memory().to(non_blocking=True)", "an empty pinned cache"
 TIMED = {  # each statement's key: its name in the figure, its column in the table
@@ -126,7 +126,7 @@ def crossover_range(run: Run) -> str:
 
 def show(run: Run) -> None:
     """Times (ms), ratios and pin_memory()'s GB/s by size, uncached notes, and their plots."""
-    f, title = facts(run), titled("time per call", run)
+    f, title = facts(run), plotting.titled("time per call", run)
     columns = [("size", "", timing.format_bytes)] + [(c, "ms", ".3f") for _, c in TIMED.values()]
     columns += [(c, "x", ".2f") for c, _, _ in FORMS.values()] + [("pin_memory()", "GB/s", ".2f")]
     values = [*(f.ms[k] for k in TIMED), *(f.ratio[k] for k in FORMS), f.gbps["pin_memory"]]
@@ -148,7 +148,7 @@ def show(run: Run) -> None:
     ax_r.axhline(2, color="red", linestyle=":", label="2: 'up to twice as slow'")
     for ax, (ylabel, what) in zip((ax_t, ax_r), PLOTS, strict=True):
         ax.set_ylabel(ylabel)
-        ax.set_title(titled(what, run))
+        ax.set_title(plotting.titled(what, run))
         plotting.size_axis(ax, label="tensor size (bytes, binary prefixes)")
         plotting.log_axis(ax, "y")
         ax.grid(True, which="both", alpha=0.3)
@@ -266,7 +266,7 @@ def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]
 def show_twice_as_slow(run_tut: Run, run_pin: Run) -> tables.Table:
     """Every verdict on "up to twice as slow", with the ratios each rests on. Returns the table."""
     tutorial = timer.ratio(run_tut)
-    title = titled(f"'{timer.TWICE}'", run_pin)
+    title = plotting.titled(f"'{timer.TWICE}'", run_pin)
     caption = "ratio: t(pin-then-copy) / t(pageable .to()); the claim holds between 1 and 2"
     columns = ["sizes", "statement and clock", "pinned cache", "the ratios", "verdict"]
     table = tables.Table(columns, bold=["verdict"], title=title, caption=caption)

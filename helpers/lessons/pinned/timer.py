@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import analysis, claims, plotting, tables
 from ...records import Run
-from .common import NOTEBOOK, TUTORIAL, few_note, seen, titled, us_words
+from .common import NOTEBOOK, TUTORIAL, few_note, seen, us_words
 
 PAGEABLE, PINNED = "pageable_tensor.to('cuda:0')", "pinned_tensor.to('cuda:0')"
 PIN, PIN_TO = "pageable_tensor.pin_memory()", "pageable_tensor.pin_memory().to('cuda:0')"
@@ -41,7 +41,9 @@ def show(run: Run) -> tables.Table:
         name = text.replace("pageable_tensor", "pageable").replace("pinned_tensor", "pinned")
         short[name] = t.median_ms
     what = f"the tutorial's statements under its Timer, {run.params['numel']:,} float32"
-    plotting.bars_with_ratios(short, title=titled(what, run), ylabel="time per call (ms, median)")
+    plotting.bars_with_ratios(
+        short, title=plotting.titled(what, run), ylabel="time per call (ms, median)"
+    )
     return tables.Table(COLUMNS, rows, caption="torch.utils.benchmark's adaptive_autorange")
 
 

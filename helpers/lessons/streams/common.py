@@ -43,7 +43,7 @@ def show_timelines(
 ) -> None:
     """The panels' timelines titled with the machine, then where their Chrome traces are (those of
     ``profiles`` where the panels are steps)."""
-    plotting.timelines(panels, title=plotting.machine_title(what, run.machine, run.live), **options)
+    plotting.timelines(panels, title=plotting.titled(what, run), **options)
     plt.show()
     profiles = panels.values() if profiles is None else profiles
     files = sorted({config.shown_path(p.chrome_trace.path) for p in profiles if p.chrome_trace})
