@@ -173,7 +173,7 @@ CASES = [
         "a title that is not text",
         lambda: plotting.bandwidth_vs_size({"a": ([1, 2], [1.0, 2.0])}, title=None),
         TypeError,
-        "machine_title",
+        "plotting.titled",
     ),
     (
         "a ceiling as text",

@@ -364,7 +364,7 @@ def test_the_plateau_is_the_largest_sizes_not_the_l2_bump():
     assert start == 4 and (low, high) == (4154.0, 4244.8) and figure == pytest.approx(4240.7)
     assert copies.plateau([1.0, 2.0, 4.0])[0] == 2  # still rising: the last size alone
     assert copies.plateau([10.0, 10.2, 10.1])[:3] == (0, 10.0, 10.2)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a plateau needs at least one rate"):
         copies.plateau([])
 
 

@@ -30,7 +30,8 @@ def sizes_line() -> str:
 
 
 def plan(folder: Path | str | None = None) -> tables.Table:
-    """Per notebook in ``folder`` (default: the course's): its experiments live, replayed, from where."""
+    """Per notebook in ``folder`` (default: the course's notebooks, wherever the page runs): its
+    experiments live here, replayed, and from which machines."""
     table = tables.Table(
         ["notebook", "experiments live", "experiments replayed", "replayed from"],
         title=f"this machine has {hardware.gpu_count()} GPU(s)",

@@ -88,7 +88,7 @@ def draw_before_after(collectives: Mapping[str, Mapping[str, Any]], *, title: st
         )
     if not isinstance(title, str):
         raise TypeError(
-            f"title must be a string (plotting.machine_title(...) makes one), got {title!r}"
+            f"title must be a string (plotting.titled(what, run) makes one), got {title!r}"
         )
     world = {len(c.get(side, [])) for c in collectives.values() for side in ("before", "after")}
     if len(world) != 1 or 0 in world:

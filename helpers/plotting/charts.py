@@ -152,7 +152,7 @@ def bandwidth_vs_size(
         raise ValueError("bandwidth_vs_size needs at least one series: {'label': (sizes, gbps)}")
     if not isinstance(title, str):
         raise TypeError(
-            f"title must be a string (plotting.machine_title(...) makes one), got {title!r}"
+            f"title must be a string (plotting.titled(what, run) makes one), got {title!r}"
         )
     if ceiling_gbps is not None and not checks.is_number(ceiling_gbps):
         raise TypeError(f"ceiling_gbps is a rate in GB/s (or None), got {ceiling_gbps!r}")

@@ -173,7 +173,9 @@ def waits_for_data(run: Run, calls: list[str]) -> str:
 
 def claim_rows(host: Run) -> dict[str, tuple[str, claims.Comparison | bool]]:
     """{source's statement: (what is measured, its comparison or bool)}, from NCCL's host timings."""
-    first, recv, wait, timeout, poll, blocking, async_ = summary(host).values()  # P2P, COLL_CALLS
+    s = summary(host)
+    first, recv, wait, timeout, poll = (s[c] for c in P2P_CALLS)
+    blocking, async_ = (s[c] for c in COLL_CALLS)
     late, flags = recv.late_ms, [f for c in (wait, timeout, poll) for f in c.at_return or []]
     times = claims.ratio(first.returned, recv.returned)  # the first recv over a later one
 

@@ -116,7 +116,7 @@ def see(timers: Run, small: Run, six: Run, td: Run) -> claims.WhatWeSee:
     found, see = pairs(timers, small, six, td), claims.WhatWeSee(NOTEBOOK, timers)
     pins = [p for p in found if p.pins]
     in_threads = f"td.to('cuda:0', non_blocking_pin=True, num_threads={td.params['threads']})"
-    threaded = next(p for p in found if p.statement == in_threads)
+    threaded = {p.statement: p for p in found}[in_threads]  # KeyError: a td run without it
     plain = [p for p in found if not p.pins and p is not threaded]
     least, most = (f(plain, key=lambda p: p.ratio.value) for f in (min, max))
     listed = "; ".join(

@@ -36,6 +36,8 @@ BEYOND = ", above what the link can carry: a measurement problem, not a result" 
 
 def plateau(rates: list[float]) -> tuple[int, float, float, float]:
     """The largest sizes within ``PLATEAU_TOLERANCE`` of the last: (first index, low, high, median)."""
+    if not rates:
+        raise ValueError("a plateau needs at least one rate")
     start = len(rates) - 1
     while start > 0 and abs(rates[start - 1] - rates[-1]) <= PLATEAU_TOLERANCE * rates[-1]:
         start -= 1

@@ -158,7 +158,11 @@ def show_tutorial(run: Run) -> None:
 
 def see_tutorial(run: Run) -> claims.WhatWeSee:
     """Each configuration's overlap, the side-stream copy's start and rate, the pageable hold."""
-    found, steps, (name, only) = configurations(run), starts(run), requirements(run).only_pinned
+    found, steps, (name, only) = (
+        configurations(run),
+        starts(run),
+        requirements(run).only_pinned_side,
+    )
     side, current, page = found[SIDE], found[CURRENT], found[PAGE_SIDE]
     page_current = found["pageable, current stream"]
     whose = "its" if side.copy_ms <= side.kernel_ms else "the kernel's"
@@ -209,8 +213,11 @@ def see_as_written(run: Run, changed: Run) -> claims.WhatWeSee:
     statement = f"At the tutorial's own sizes, only the pinned source on a side stream overlaps (overlap ratio at least {OVERLAPS}, the others below {DOES_NOT})"
     see.check(statement, holds, f"overlap ratios: {ratios}")
     shorter = "the kernels'" if side.kernel_ms < side.copy_ms else "the copy's"
-    overlapping = {label for label, s in ours.items() if s.overlap.value >= OVERLAPS}
-    moved = [k for k, s in found.items() if (s.overlap.value >= OVERLAPS) != (k in overlapping)]
+    moved = [
+        k
+        for k, s in found.items()
+        if (s.overlap.value >= OVERLAPS) != (ours[k].overlap.value >= OVERLAPS)
+    ]
     agree = f"agree on which configurations overlap (overlap ratio {OVERLAPS} or more)"
     if moved:
         agree = f"disagree on which configurations overlap (overlap ratio {OVERLAPS} or more): {'; '.join(moved)} overlaps in one and not in the other"
@@ -231,7 +238,7 @@ class Requirements:
     apart: dict[str, claims.Comparison]  # each other case (by label) does not
     needs_side_stream: tuple[str, claims.Comparison]  # requirement (1)
     pageable_blocks: tuple[str, claims.Comparison]  # requirement (2), the copy launched first
-    only_pinned: tuple[str, claims.Comparison]  # "only pinned + side stream"
+    only_pinned_side: tuple[str, claims.Comparison]  # "only pinned + side stream"
 
 
 def requirements(run: Run) -> Requirements:
@@ -253,7 +260,7 @@ def requirements(run: Run) -> Requirements:
 def show_requirements(run: Run) -> tables.Table:
     """Each requirement, the overlap ratio it rests on, its threshold and verdict."""
     req, below = requirements(run), f"< {DOES_NOT}"
-    (name, only), works, apart = req.only_pinned, req.works, req.apart
+    (name, only), works, apart = req.only_pinned_side, req.works, req.apart
     columns = ["statement", "run", f"overlap ratio ({works.value.samples} profiled steps)"]
     caption = "a requirement holds when the working case (pinned, side stream) overlaps and the case without the requirement does not"
     table = tables.Table([*columns, "holds if", "verdict"], bold=["verdict"], caption=caption)
@@ -274,7 +281,7 @@ def show_requirements(run: Run) -> tables.Table:
 def add_tutorial_claims(table: claims.ClaimsTable, run: Run) -> None:
     """The tutorial's claims on section 2's run: overlap, only pinned + side stream, requirement (1)."""
     req, r = requirements(run), {label: s.overlap.value for label, s in configurations(run).items()}
-    (only_by, only), (side_by, side) = req.only_pinned, req.needs_side_stream
+    (only_by, only), (side_by, side) = req.only_pinned_side, req.needs_side_stream
     steps, ratios = over(req.works.value), "; ".join(f"{k} {v:.2f}" for k, v in r.items())
     measured = (
         f"pinned H2D on a side stream beside matmuls: overlap ratio{steps} (overlaps above {OVERLAPS})",
@@ -312,7 +319,8 @@ def range_ms(profile: trace.Profile, name: str) -> float:
 @dataclass(frozen=True)
 class LaunchOrder:
     """Section 4's four cases, and the forum thread's verdicts on them, each with the name of
-    the order deciding it (``analysis.weakest``)."""
+    the order deciding it (``analysis.weakest``); ``order`` and ``pinned`` are claims of the
+    table, judged (``claims.judged``), ``held`` is the comparison alone."""
 
     cases: tuple[CopyBesideKernel, ...]  # pageable kernel first, copy first; pinned the same
     held: tuple[str, claims.Comparison]  # the pageable copy holds the host (HOLDS_HOST_CLAIM)
@@ -322,6 +330,7 @@ class LaunchOrder:
 
 
 def launch_order(run: Run) -> LaunchOrder:
+    """Section 4's facts and verdicts, computed once from a ``launch_order`` run."""
     found = configurations(run)
     cases = tuple(found[f"{m}, {o}"] for m in ("pageable", "pinned") for o in ORDERS)
     pages, pins = zip(ORDERS, cases[:2], strict=True), zip(ORDERS, cases[2:], strict=True)

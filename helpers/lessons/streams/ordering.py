@@ -73,7 +73,7 @@ class Ordering:
     pairs: dict[str, Pair]
     spin_gain: claims.Comparison  # below SPINS_GAIN
     mm_gain: claims.Comparison  # above MATMULS_GAIN
-    holds: tuple  # per claim of CLAIMS
+    holds: tuple[bool, bool, claims.Comparison, claims.Comparison]  # deciding each of CLAIMS
 
 
 def facts(run: Run) -> Ordering:
