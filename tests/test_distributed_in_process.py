@@ -29,6 +29,7 @@ from helpers.distributed import (
     launch_checks,
     nccl_calls,
     rank_process,
+    spin_barrier,
     supervisor,
     timed_collectives,
 )
@@ -1255,6 +1256,9 @@ def test_graph_timing_times_the_first_launches_of_a_new_graph_each_sample(monkey
     )
     monkeypatch.setattr(timed_collectives, "rank_device", lambda: torch.device("cpu"))
     monkeypatch.setattr(dist, "get_world_size", lambda: 2)
+    monkeypatch.setattr(dist, "get_rank", lambda: 0)
+    spin = types.SimpleNamespace(wait=lambda: cuda.log.append(("spin",)))
+    monkeypatch.setattr(timed_collectives.spin_barrier, "on_one_host", lambda rank, world: spin)
     reduced = []
 
     def all_reduce(t):  # the other rank took 2 ms a call in both samples
@@ -1277,8 +1281,8 @@ def test_graph_timing_times_the_first_launches_of_a_new_graph_each_sample(monkey
     assert captures == [("capture", "side", "thread_local")] * 2
     at = [n for n, entry in enumerate(cuda.log) if entry[0] == "capture"]
     sample = cuda.log[at[0] : at[1]]
-    assert [e[:2] for e in sample if e[0] in ("capture", "barrier", "replay", "sync")] == (
-        [("capture", "side"), ("barrier",), ("sync", None)]
+    assert [e[:2] for e in sample if e[0] in ("capture", "barrier", "replay", "sync", "spin")] == (
+        [("capture", "side"), ("barrier",), ("sync", None), ("spin",)]
         + [("replay", first)] * 4
         + [("sync", "side")]  # the clock stops when the side stream is done, as in nccl-tests
     )
@@ -1675,3 +1679,47 @@ def test_a_rank_ends_its_own_group_when_it_leads_one(monkeypatch):
     with pytest.raises(Ended):
         rank_process._end_my_group()
     assert done[2:] == [("exit", 1)]
+
+
+# ---------------------------------------------------------------- the host spin barrier (-G)
+
+
+def test_spin_barrier_lets_ranks_through_together_and_raises_for_a_missing_rank(tmp_path):
+    page = tmp_path / "page"
+    page.write_bytes(bytes(16))
+    first, second = (spin_barrier.SpinBarrier(str(page), r, 2) for r in (0, 1))
+    passed = []
+
+    def rank_one():
+        for n in range(3):
+            second.wait(timeout_s=10)
+            passed.append(("rank 1", n))
+
+    thread = threading.Thread(target=rank_one)
+    thread.start()
+    for n in range(3):
+        first.wait(timeout_s=10)
+        passed.append(("rank 0", n))
+    thread.join(timeout=10)
+    assert sorted(passed) == [(f"rank {r}", n) for r in (0, 1) for n in range(3)]
+    start = time.monotonic()
+    with pytest.raises(
+        RuntimeError, match="rank 0: not every rank reached the barrier within 0.2 s"
+    ):
+        first.wait(timeout_s=0.2)  # round 4: rank 1 never comes
+    assert 0.2 <= time.monotonic() - start < 5
+
+
+def test_spin_barrier_on_one_host_maps_a_page_and_leaves_no_file(world_of_one, monkeypatch):
+    before = set(os.listdir("/dev/shm"))
+    barrier = spin_barrier.on_one_host(0, 1)
+    assert barrier is not None and set(os.listdir("/dev/shm")) == before  # the name is gone
+    barrier.wait(timeout_s=1)  # alone: through at once
+    barrier.wait(timeout_s=1)
+    assert barrier.round == 2
+
+    def hosts(out, mine):  # another rank on another host
+        out[:] = [mine, "elsewhere"]
+
+    monkeypatch.setattr(dist, "all_gather_object", hosts)
+    assert spin_barrier.on_one_host(0, 2) is None

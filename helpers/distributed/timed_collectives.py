@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 
 from .. import checks
+from . import spin_barrier
 from .in_rank import backend_here, rank_device, report
 from .nccl_calls import NcclOutOfPlace
 
@@ -241,7 +242,8 @@ def _time_one(
 
 def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) -> Any:
     """nccl-tests' ``-G`` (src/common.cu, BenchTime): for each sample, ``iters`` calls captured in a
-    new CUDA graph on a side stream, then, after a barrier, its first ``launches`` launches on that
+    new CUDA graph on a side stream, then, after a barrier (and a host spin barrier where the ranks
+    share a host, as tight as nccl-tests' MPI_Barrier), its first ``launches`` launches on that
     stream timed by a host clock that stops when that stream is done (the first launch uploads the
     graph, inside the timing as in nccl-tests); seconds per call, each sample the mean over ranks."""
     from .. import timing
@@ -253,6 +255,7 @@ def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) 
         for _ in range(max(warmup, 1)):  # NCCL sets up its channels before a capture
             call()
     torch.cuda.synchronize()
+    together = spin_barrier.on_one_host(dist.get_rank(), dist.get_world_size())
     seconds = []
     for _ in range(loop.samples):
         graph = torch.cuda.CUDAGraph()
@@ -262,6 +265,8 @@ def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) 
         launch, launched = _graph_launch(graph, side)
         dist.barrier()
         torch.cuda.synchronize()
+        if together is not None:  # the ranks start their clocks together, as after MPI_Barrier
+            together.wait()
         start = time.perf_counter()
         for _ in range(launches):
             launch()
