@@ -508,3 +508,55 @@ def test_cell_of_names_the_cell_and_says_when_the_notebook_is_half_written(tmp_p
     assert replay_all.cell_of(notebook, "not shown") == "cell ?"
     notebook.write_text('{"cells": [')  # another run is writing it
     assert "is not whole" in replay_all.cell_of(notebook, "1.5 GB/s")
+
+
+NCCL_TESTS_LOG = """\
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1     7.38    0.00    0.00       0     6.66    0.00    0.00       0
+     1048576        262144     float     sum      -1    14.37   72.97   72.97       0    14.43   72.68   72.68       0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 9.99052
+"""  # nccl-tests 2.19.6's all_reduce_perf -G 1 on 2xH200 (2026-11-27), two of its rows
+
+
+def test_beside_nccl_tests_reads_both_tools_and_counts_what_agrees():
+    beside = load("beside_nccl_tests")
+    times = beside.nccl_tests_rows(NCCL_TESTS_LOG, "time")
+    assert times == {
+        8: {"out_of_place": 7.38, "in_place": 6.66},
+        1048576: {"out_of_place": 14.37, "in_place": 14.43},
+    }
+    assert beside.nccl_tests_rows(NCCL_TESTS_LOG, "bus_bw")[1048576] == {
+        "out_of_place": 72.97,
+        "in_place": 72.68,
+    }
+    doc = {"results": [{"size": 8, "out_of_place": {"time": 7.0}, "in_place": {"time": 9.0}}]}
+    ours = beside.datamove_rows([doc] * 4, "time")  # one -J document per op, in OPS' order
+    assert set(ours) == set(beside.OPS) and ours["broadcast"] == {
+        8: {"out_of_place": 7.0, "in_place": 9.0}
+    }
+
+    def table(out, inp):  # the same numbers for every op, at 8 B
+        return {op: {8: {"out_of_place": out, "in_place": inp}} for op in beside.OPS}
+
+    theirs = [table(5.0, 5.0), table(5.0, 7.0)]  # nccl-tests' two runs agree out of place only
+    lines = beside.compare([table(5.5, 9.0), table(6.5, 9.0)], theirs, 0.2)
+    assert (
+        lines[0]
+        == "  all_reduce     out_of_place  1.200x-1.200x (median 1.200x), within 20% at 1 of 1 sizes"
+    )
+    assert lines[1].endswith("1.500x-1.500x (median 1.500x), within 20% at 0 of 1 sizes")  # 9 / 6
+    # out of place: 5.5/5 and 6.5/5, 5.5/5 and 6.5/5 -> 2 of 4 within; in place: 9/5, 9/7 -> 0 of 4
+    assert (
+        lines[-1]
+        == "  run pairs within 20%: datamove against nccl-tests 8 of 32, nccl-tests against itself 4 of 8"
+    )
+
+
+def test_beside_nccl_tests_asks_for_the_build_folder(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        load("beside_nccl_tests").main(["--nccl-tests", str(tmp_path)])
+    assert stop.value.code == 2
+    assert "has no all_reduce_perf: pass nccl-tests' build folder" in capsys.readouterr().err
