@@ -46,7 +46,7 @@ def nccl_tests_rows(text: str, field: str) -> dict[int, dict[str, float]]:
 
 
 def datamove_rows(documents: list[dict], field: str) -> Table:
-    """op -> size -> group -> ``field`` from datamove's -J documents, one per op in OPS' order."""
+    """op -> size -> group -> ``field`` from datamove's JSON documents, one per op in OPS' order."""
     return {
         op: {r["size"]: {g: float(r[g][field]) for g in GROUPS} for r in doc["results"]}
         for op, doc in zip(OPS, documents, strict=True)
@@ -94,22 +94,13 @@ def run_once(case: str, n: int, args: argparse.Namespace) -> tuple[Table, Table]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
         (args.out / f"nccl_{op}_{tag}.log").write_text(done.stdout)
         theirs[op] = nccl_tests_rows(done.stdout, field)
-    out = args.out / f"datamove_{tag}.json"
-    command = [sys.executable, "-m", "helpers.cli", "collectives", "--backend", "nccl"]
-    command += [
-        "-g",
-        str(args.gpus),
-        "--ops",
-        ",".join(OPS),
-        *sizes,
-        "-G",
-        str(graph),
-        "-J",
-        str(out),
-    ]
-    subprocess.run(command, capture_output=True, text=True, timeout=600, check=True, cwd=ROOT)
-    names = [out] + [out.with_name(f"{out.name}.{i}") for i in range(len(OPS) - 1)]
-    return datamove_rows([json.loads(p.read_text()) for p in names], field), theirs
+    command = [sys.executable, "-m", "helpers.cli", "collectives", "--backend", "nccl", "--json"]
+    command += ["-g", str(args.gpus), "--ops", ",".join(OPS), *sizes, "-G", str(graph)]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, check=True, cwd=ROOT
+    )
+    (args.out / f"datamove_{tag}.json").write_text(done.stdout)
+    return datamove_rows(json.loads(done.stdout), field), theirs
 
 
 def main(argv: list[str] | None = None) -> int:
