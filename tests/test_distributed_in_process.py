@@ -1256,9 +1256,7 @@ def test_graph_timing_times_the_first_launches_of_a_new_graph_each_sample(monkey
     )
     monkeypatch.setattr(timed_collectives, "rank_device", lambda: torch.device("cpu"))
     monkeypatch.setattr(dist, "get_world_size", lambda: 2)
-    monkeypatch.setattr(dist, "get_rank", lambda: 0)
     spin = types.SimpleNamespace(wait=lambda: cuda.log.append(("spin",)))
-    monkeypatch.setattr(timed_collectives.spin_barrier, "on_one_host", lambda rank, world: spin)
     reduced = []
 
     def all_reduce(t):  # the other rank took 2 ms a call in both samples
@@ -1267,7 +1265,7 @@ def test_graph_timing_times_the_first_launches_of_a_new_graph_each_sample(monkey
 
     monkeypatch.setattr(dist, "all_reduce", all_reduce)
     cuda.replay_s = 0.012  # 3 calls a replay: 4 ms a call
-    loop = timed_collectives._Loop(warmup=0, iters=3, samples=2, graph_launches=4)
+    loop = timed_collectives._Loop(warmup=0, iters=3, samples=2, graph_launches=4, together=spin)
     timed = timed_collectives._graph_timing(cuda.call, loop, 4096, "all_reduce 4 KiB")
     assert reduced == [pytest.approx([0.004, 0.004])]  # this rank's samples, summed over ranks
     calls = [entry[1] for entry in cuda.log if entry[0] == "call"]

@@ -196,13 +196,14 @@ def collective_timings(
 class _Loop:
     """How each op is timed, in nccl-tests' flags: ``warmup`` calls (-w), then ``samples`` samples
     of ``iters`` calls (-n), from a CUDA graph replayed ``graph_launches`` times (-G), each call
-    timed (``per_iter``: -I 1)."""
+    timed (``per_iter``: -I 1); ``together``: the ranks' host barrier before a graph's clock."""
 
     warmup: int
     iters: int
     samples: int
     graph_launches: int = 0
     per_iter: bool = False
+    together: spin_barrier.SpinBarrier | None = None
 
 
 def _time_one(
@@ -255,7 +256,6 @@ def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) 
         for _ in range(max(warmup, 1)):  # NCCL sets up its channels before a capture
             call()
     torch.cuda.synchronize()
-    together = spin_barrier.on_one_host(dist.get_rank(), dist.get_world_size())
     seconds = []
     for _ in range(loop.samples):
         graph = torch.cuda.CUDAGraph()
@@ -265,8 +265,8 @@ def _graph_timing(call: Callable[[], None], loop: _Loop, size: int, label: str) 
         launch, launched = _graph_launch(graph, side)
         dist.barrier()
         torch.cuda.synchronize()
-        if together is not None:  # the ranks start their clocks together, as after MPI_Barrier
-            together.wait()
+        if loop.together is not None:  # the ranks start their clocks together, as after MPI_Barrier
+            loop.together.wait()
         start = time.perf_counter()
         for _ in range(launches):
             launch()
@@ -290,8 +290,8 @@ def _graph_launch(
 ) -> tuple[Callable[[], None], str]:
     """One launch of ``graph`` on ``stream`` as nccl-tests makes it, and its name: the driver's
     ``cuGraphLaunch`` called directly on the instantiated graph, or ``graph.replay()`` where the
-    driver library or torch's ``raw_cuda_graph_exec`` is missing. replay() returned 15-25 us
-    later than a C program's first launch of the same graph (the README's -G section)."""
+    driver library or torch's ``raw_cuda_graph_exec`` is missing. A first launch of 20 8 B
+    all_reduces took 9.4-9.5 us a call through replay(), 7.9-8.0 us so (the README's -G section)."""
     try:
         driver = ctypes.CDLL("libcuda.so.1")
         handle, raw = graph.raw_cuda_graph_exec(), stream.cuda_stream
@@ -381,7 +381,8 @@ def collective_sweep(
             f"graph_launches={graph_launches} replays CUDA graphs; the {backend} backend runs on the "
             "CPU and has none: pass graph_launches=0"
         )
-    loop = _Loop(warmup, iters, samples, graph_launches, per_iter)
+    together = spin_barrier.on_one_host(rank, world_size) if graph_launches else None
+    loop = _Loop(warmup, iters, samples, graph_launches, per_iter, together)
     send = emit or report
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, _rank_facts(rank))
