@@ -619,3 +619,20 @@ def test_the_forkserver_starts_in_the_background_without_importing_torch_here():
         timeout=60,
     )
     assert done.stdout.split() == ["True", "False", "True"], done.stdout + done.stderr
+
+
+def _three_rounds(rank, world_size):
+    from helpers.distributed import spin_barrier
+
+    barrier = spin_barrier.on_one_host(rank, world_size)
+    for _ in range(3):
+        barrier.wait(timeout_s=20)
+    return barrier.round
+
+
+def test_the_spin_barrier_holds_two_rank_processes_of_one_host_together():
+    """-G's host barrier across real rank processes (gloo here): both map one page and pass three
+    rounds, and no page is left in /dev/shm."""
+    before = {f for f in os.listdir("/dev/shm") if f.startswith("datamove-")}
+    assert distributed.launch(_three_rounds, 2, backend="gloo") == [3, 3]
+    assert {f for f in os.listdir("/dev/shm") if f.startswith("datamove-")} <= before
