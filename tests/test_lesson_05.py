@@ -18,7 +18,7 @@ import pytest
 import helpers.lessons.peer.links as peer_links
 import helpers.lessons.peer.overlap as peer_overlap
 import helpers.lessons.peer.table as peer_table
-from helpers import claims, hardware, records, timing, trace
+from helpers import claims, config, hardware, records, timing, trace
 from helpers.hardware import topology
 from helpers.lessons import peer
 from helpers.lessons.peer import copies, devices
@@ -1569,8 +1569,8 @@ def test_each_combination_is_named_by_its_streams_and_a_run_without_a_peer_copy_
 def test_the_combinations_table_says_what_syncs_counts_and_where_the_traces_are(
     monkeypatch, capsys
 ):
-    run = _seed(PARTIAL)
-    path = "results/2xFAKE/05_device_to_device/seed000.trace.json.gz"
+    run = _seed(PARTIAL)  # a trace in the clone is shown from the clone's folder, as on any copy
+    path = f"{config.clone_root()}/results/2xFAKE/05_device_to_device/seed000.trace.json.gz"
     for r in run.value["runs"]:
         r["profile"].chrome_trace = types.SimpleNamespace(path=path)
     shown = []

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ... import claims, plotting, tables, timing, trace
+from ... import claims, config, plotting, tables, timing, trace
 from ...records import Run
 from . import NOTEBOOK, stream_labels
 
@@ -191,7 +191,7 @@ def show_combinations(seed: Run) -> None:
     display(why)
     traces = [r.profile.chrome_trace.path for r in rows if r.profile.chrome_trace]
     if traces:
-        path, _, name = traces[0].rpartition("/")
+        path, _, name = config.shown_path(traces[0]).rpartition("/")
         print(f"Chrome traces (open them in https://ui.perfetto.dev), e.g. in\n  {path}/\n  {name}")
 
 
