@@ -357,7 +357,8 @@ def test_a_replay_machine_without_the_experiment_is_an_error(replaying, monkeypa
     choice = records.choose_recording("nb", "exp", 2)
     assert (choice.machine, choice.reason) == (
         "2xB",
-        "COURSE_REPLAY_MACHINE lists it first of those that recorded it (2xB)",
+        "COURSE_REPLAY_MACHINE names 1xA first, which did not record it; 2xB is the first on its "
+        "list that did (recorded on 2xB)",
     )
 
 

@@ -437,7 +437,7 @@ def test_a_gpu_machine_states_its_own_footprint_first(tmp_path, monkeypatch):
     monkeypatch.setattr(hardware, "describe", lambda: here)
     report, memory = records.where_numbers_come_from("nb", root).split("\n\n")
     assert report == hardware.report(here)
-    assert memory.startswith("Memory, as 1xA measured it live: at full size up to 1.0 GiB")
+    assert memory.startswith("Memory, as 1xA measured it live: at full size up to 1 GiB")
 
 
 def test_validate_machine_folder_accepts_recordings_their_attachments_and_gaps_only(
@@ -543,6 +543,17 @@ def test_a_live_experiment_notes_its_footprint_and_gpu_run_gathers_it(tmp_path, 
             }
         )
         + "\n"
+        + json.dumps(
+            {
+                "notebook": "nb",
+                "experiment": "small",
+                "quick": True,
+                "gpu": [48 * 2**20],
+                "pinned": 16 * 2**20,
+                "host": 3 * 2**30,
+            }
+        )
+        + "\n"
     )
     records.gather_footprints(more, machine)  # merged with what was there
     (machine / "nb").mkdir()
@@ -551,9 +562,10 @@ def test_a_live_experiment_notes_its_footprint_and_gpu_run_gathers_it(tmp_path, 
     full = records.notebook_footprint(machine, "nb", "full")
     assert full == hardware.Footprint((5 * 2**30,), 2**30, 4 * 2**30)  # the largest GPU's
     said = records.footprint_sentence("nb", "2xA", tmp_path / "results")
-    assert said.startswith("Memory, as 2xA measured it live: at full size up to 5.0 GiB on one GPU")
-    assert "1.0 GiB of pinned host memory and 4.0 GiB for the notebook's process" in said
-    assert "in quick mode up to 0.0 GiB on one GPU" in said
+    assert said.startswith("Memory, as 2xA measured it live: at full size up to 5 GiB on one GPU")
+    assert "1 GiB of pinned host memory and 4 GiB for the notebook's process" in said
+    # less than a GiB in the unit it needs, not "0.0 GiB"
+    assert "in quick mode up to 48 MiB on one GPU, 16 MiB of pinned host memory and 3 GiB" in said
     assert "no machine has measured" in records.footprint_sentence(
         "other", None, tmp_path / "results"
     )

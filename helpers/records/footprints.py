@@ -11,12 +11,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .. import hardware
+from .. import hardware, timing
 from .machines import machine_folders
 
 FOOTPRINTS = "footprints.json"
 MODES = ("full", "quick")
-GiB = 2**30
 
 
 def gather_footprints(lines: Path, machine_folder: Path) -> Path:
@@ -96,7 +95,7 @@ def notebook_footprint(machine_folder: Path, notebook: str, mode: str) -> hardwa
 
 
 def _gib(n: int | None) -> str:
-    return "not measured" if n is None else f"{n / GiB:.1f} GiB"
+    return "an unmeasured amount" if n is None else timing.format_bytes(n)
 
 
 def footprint_sentence(notebook: str, machine: str | None = None, root: Path | None = None) -> str:

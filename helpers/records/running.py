@@ -78,7 +78,8 @@ def choose_recording(notebook: str, name: str, gpus: int, root: Path | None = No
         why = (
             "chose it"
             if chosen == wanted[0]
-            else f"lists it first of those that recorded it ({have})"
+            else f"names {wanted[0]} first, which did not record it; {chosen} is the first on "
+            f"its list that did (recorded on {have})"
         )
         return Choice(candidates[chosen], chosen, f"{config.REPLAY_MACHINE_ENV} {why}")
     if not candidates:
