@@ -987,3 +987,20 @@ def test_exercise_4_follows_the_timers_verdict():
     for scale, pins, expected in ((1.0, 100.0, "the Timer (one thread)"), (1.0, 0.001, "neither")):
         run = _timers_run(machine, scale=scale, pins=pins)
         assert timers.check_tutorial_agrees(expected, run, *_runs(machine)) is True
+
+
+def test_a_timer_from_another_machine_is_said_up_front_and_neither_checked_nor_graded(capsys):
+    # 2xH100 never recorded the Timer: its page sets 2xH200's Timer beside its own host clock
+    timer_on, clock_on = "2xNVIDIA-H200", "2xNVIDIA-H100-80GB-HBM3"
+    run, others = TIMERS[timer_on], _runs(clock_on)
+    seen = timers.see(run, *others)
+    assert not seen.checks
+    assert seen.sentences[0].startswith("Every ratio here sets one machine's Timer against")
+    assert (
+        f"(the Timer's recorded on {timer_on}, the host clock's on {clock_on})" in seen.sentences[0]
+    )
+    assert "is not checked on this page" in seen.sentences[0]
+    for answer in (None, *timers.AGREES.values()):
+        assert timers.check_tutorial_agrees(answer, run, *others) is None
+        assert capsys.readouterr().out.startswith("Not graded on this page: the two clocks ran on")
+    assert timers.see(TIMERS[timer_on], *_runs(timer_on)).checks  # one machine: checked
