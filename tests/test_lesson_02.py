@@ -656,6 +656,9 @@ def test_the_claims_table_decides_each_row_on_values_computed_here(machine):
     # the pinned call's share is computed (issue 35: "about 1%" was typed where 1xH200 gave 2.2%)
     returned_share = r["returned"].median_s / r["finished"].median_s
     assert f"returns after {returned_share:.1%} of that)" in pin_wait.measured
+    pin_ms = ret.value["H2D pin_memory() then non_blocking"]["returned"].median_ms
+    times = f"{pin_ms:.2f} ms, {pin_ms / r['finished'].median_ms:.2f} times the {r['finished'].median_ms:.2f} ms"
+    assert times in pin_wait.measured and " over the " not in pin_wait.measured
     expected = (
         ret.value["H2D pin_memory() then non_blocking"]["returned"].median_s
         / r["finished"].median_s
