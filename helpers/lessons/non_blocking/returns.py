@@ -111,7 +111,7 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
     """Whether the host is blocked by non_blocking copies and by pinning on the main thread."""
     f, background = facts(run), f"{TUTORIAL} (background)"
     not_blocked = f".to() returned after this share of the copy's time ({f.size}); not blocked: under {AT_ONCE:.0%}"
-    pin_measured = f"pin_memory().to(non_blocking=True) returned after {f.returned_ms[PIN_THEN_NB]:.2f} ms, over the {f.finished_ms[PINNED_NB]:.2f} ms that the copy of an already pinned tensor takes to finish (whose non_blocking call returns after {f.waited[PINNED_NB].value:.1%} of that); blocked: at least half"
+    pin_measured = f"pin_memory().to(non_blocking=True) returned after {f.returned_ms[PIN_THEN_NB]:.2f} ms, {f.pin_wait.value:.2f} times the {f.finished_ms[PINNED_NB]:.2f} ms that the copy of an already pinned tensor takes to finish (whose non_blocking call returns after {f.waited[PINNED_NB].value:.1%} of that); blocked: at least half"
     sources = (background, background, FORUM, f"{TUTORIAL} (advice)")
     measured = (not_blocked, not_blocked, PAGEABLE_MEASURED, pin_measured)
     for claim, held, source, said in zip(CLAIMS, f.holds, sources, measured, strict=True):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from ... import analysis, claims, plotting, tables
 from ...records import Run
 from . import loops
+from .loops import EFFECTIVE, effective_claim
 from .returns import NOTEBOOK, TUTORIAL
 
 MODES = ("blocking", "non_blocking=True")
-EFFECTIVE = 1.1  # a speed-up counted "effective"
 SIDES = ((max, "pinned"), (min, "pageable"))  # the slowest pinned time against the fastest pageable
 SOURCE = f"{TUTORIAL} (what you will learn)"
 # how a sentence on non_blocking's speed-up ends when it holds, does not, or is borderline
@@ -72,17 +72,11 @@ def see(run: Run) -> claims.WhatWeSee:
     return seen
 
 
-def effective_claim(what: str) -> str:
-    """The tutorial's "non_blocking is effective" claim, on the loop ``what`` names."""
-    return f"Generally, tensor.to(device, non_blocking=True) is an effective choice for enhancing transfer speed [{what}]"
-
-
 def add_claims(table: claims.ClaimsTable, run_small: Run, run_six: Run) -> None:
     """Whether ``non_blocking=True`` speeds transfers up: section 2's loop and two of the six."""
     six, count, mb = speedups(run_six), run_six.params["count"], run_six.params["numel"] * 4 / 1e6
-    small = f"{run_small.params['count']} x {run_small.params['numel'] * 4} B"
     for what, speedup, its_run in (
-        (f"{small}, pageable", loops.facts(run_small).speedup, run_small),
+        (loops.what(run_small), loops.facts(run_small).speedup, run_small),
         (f"{count} x {mb:g} MB, pageable", six["pageable"], run_six),
         (f"{count} x {mb:g} MB, pinned", six["pinned"], run_six),
     ):
