@@ -807,6 +807,12 @@ def test_the_prefetching_sentences_agree_with_the_timings(machine, capsys):
     else:
         assert f"{share:.0%} of the gain" in loops and f"({best_n:.2f}x)" in loops
         assert f"below the many-batch limit of {many:.2f}x" in loops and speedup < many
+        # a noisy loop (2xH100's serial one) is named, and the share given with its spread
+        noisy = max(db["serial"].spread, db["prefetched"].spread) > 0.1
+        assert (
+            f". In this run the serial loop's {len(db['serial'].samples_s)} samples" in loops
+        ) == (db["serial"].spread > 0.1)
+        assert (f", so that share is {share:.0%} ± " in loops) == noisy
     prefetching.show(run)
     out = capsys.readouterr().out
     assert f"both loops give the same results: {db['same_results']}" in out
@@ -843,6 +849,21 @@ def test_a_speed_up_above_the_bound_says_why_and_never_a_share_above_100_percent
     assert "share of the possible gain" not in capsys.readouterr().out
     quiet = _prefetch_run(1.0, 1.0, [8.0] * 5, 3.9, traced_copy_ms=1.0)
     assert "measured apart, and differ from the loop's." in prefetching.see(quiet).sentences[1]
+
+
+def test_a_noisy_loop_is_named_with_the_spread_of_the_share():
+    # c = k = 1 ms, 4 batches: the bound is 1.6x; the serial loop's samples 6 to 10 ms, median 8
+    run = _prefetch_run(1.0, 1.0, [6.0, 6.0, 8.0, 10.0, 10.0], 5.5, traced_copy_ms=1.0)
+    share = prefetching.facts(run).gain_share
+    assert share.value == pytest.approx((8 / 5.5 - 1) / 0.6) and share.spread > 0.1
+    assert (
+        prefetching.see(run)
+        .sentences[1]
+        .endswith(
+            "cannot be hidden. In this run the serial loop's 5 samples spread over 50% of their median "
+            f"(6.0 to 10.0 ms), so that share is 76% ± {share.spread:.0%}."
+        )
+    )
 
 
 def test_a_speed_up_at_the_bound_and_different_results():
