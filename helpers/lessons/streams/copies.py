@@ -237,7 +237,7 @@ class Requirements:
     works: claims.Comparison  # the working case overlaps
     apart: dict[str, claims.Comparison]  # each other case (by label) does not
     needs_side_stream: tuple[str, claims.Comparison]  # requirement (1)
-    pageable_blocks: tuple[str, claims.Comparison]  # requirement (2), the copy launched first
+    pageable_blocks: tuple[str, claims.Comparison]  # requirement (2), copy first: not a claim
     only_pinned_side: tuple[str, claims.Comparison]  # "only pinned + side stream"
 
 
@@ -246,35 +246,39 @@ def requirements(run: Run) -> Requirements:
     ratios = {label: s.overlap for label, s in configurations(run).items()}
     works = claims.compare(ratios.pop(SIDE), OVERLAPS, holds_if="above")
     apart = {label: claims.compare(v, DOES_NOT, holds_if="below") for label, v in ratios.items()}
+    judged = claims.judged(works, run, NOTEBOOK, OVERLAP_CLAIM)
 
     def deciding(claim: str | None, *others: str) -> tuple[str, claims.Comparison]:
-        name, c = analysis.weakest({SIDE: works, **{o: apart[o] for o in others}})
+        # a claim is judged on its own recorded runs; a row that is not one, on the working case's
+        cases = {SIDE: works if claim else judged, **{o: apart[o] for o in others}}
+        name, c = analysis.weakest(cases)
         return name, claims.judged(c, run, NOTEBOOK, claim) if claim else c
 
     side = deciding(SIDE_STREAM_CLAIM, CURRENT)
     only = deciding(ONLY_CLAIM, *apart)
-    judged = claims.judged(works, run, NOTEBOOK, OVERLAP_CLAIM)
     return Requirements(judged, apart, side, deciding(None, PAGE_SIDE), only)
 
 
 def show_requirements(run: Run) -> tables.Table:
-    """Each requirement, the overlap ratio it rests on, its threshold and verdict."""
-    req, below = requirements(run), f"< {DOES_NOT}"
-    (name, only), works, apart = req.only_pinned_side, req.works, req.apart
-    columns = ["statement", "run", f"overlap ratio ({works.value.samples} profiled steps)"]
+    """Each requirement, its case's overlap ratio and threshold, and the verdict of the weaker of
+    the working case and that case (the claims table's where it is a claim), naming which."""
+    req = requirements(run)
+    columns = ["statement", "run", f"overlap ratio ({req.works.value.samples} profiled steps)"]
     caption = "a requirement holds when the working case (pinned, side stream) overlaps and the case without the requirement does not"
     table = tables.Table([*columns, "holds if", "verdict"], bold=["verdict"], caption=caption)
-    verdicts = [claims.stated(works, run), claims.stated(req.needs_side_stream[1], run)]
-    verdicts += [req.pageable_blocks[1].verdict, claims.stated(only, run)]
-    page = apart[PAGE_SIDE].value
+    every = f"all four (decided by {req.only_pinned_side[0]})"
+    two = "(2) without pinned memory, copy launched first, it does not (host and GPU together: the claims table judges each apart)"
     rows = (
-        ("pinned + side stream overlaps", SIDE, works.value, f"> {OVERLAPS}"),
-        ("(1) without the side stream it does not", CURRENT, apart[CURRENT].value, below),
-        ("(2) without pinned memory, copy launched first, it does not", PAGE_SIDE, page, below),
-        ("only pinned + side stream overlaps", f"all four (decided by {name})", only.value, ""),
+        ("pinned + side stream overlaps", SIDE, (SIDE, req.works)),
+        ("(1) without the side stream it does not", CURRENT, req.needs_side_stream),
+        (two, PAGE_SIDE, req.pageable_blocks),
+        ("only pinned + side stream overlaps", every, req.only_pinned_side),
     )
-    for (statement, label, value, holds_if), verdict in zip(rows, verdicts, strict=True):
-        table.add(statement, label, str(value), holds_if, verdict)
+    for statement, label, (by, c) in rows:
+        shown = req.apart.get(label, c)  # the row's own case, else the deciding one
+        verdict = claims.stated(c, run) if c.claim else c.verdict
+        verdict += f" (decided by {by})" if verdict != shown.verdict else ""
+        table.add(statement, label, str(shown.value), shown.holds_if_text(), verdict)
     return table
 
 

@@ -8,7 +8,7 @@ from IPython.display import display
 
 from ... import analysis, claims, tables, trace
 from ...records import Run
-from .common import ARTICLE, NOTEBOOK, lanes_overlap, over, show_timelines, steps_note
+from .common import ARTICLE, DOES_NOT, NOTEBOOK, lanes_overlap, over, show_timelines, steps_note
 
 TOGETHER = 0.5  # "in parallel": two spin kernels together for more than half a kernel
 SPINS_GAIN = 0.6  # spin kernels on two streams: GPU busy below this share of one stream's
@@ -135,6 +135,12 @@ def see(run: Run) -> claims.WhatWeSee:
     mms = f.pairs["matmuls, two streams"].overlap
     saved = "a little time saved" if gain >= 0.8 else "time saved"
     saved = "no time saved" if gain >= 0.95 else saved
+    hardly, then = "hardly, as we expected", ", as expected"
+    if mms.value >= DOES_NOT:
+        hardly = 'more than the "hardly" we expected'
+        then = '. So they overlapped without finishing any sooner: the "no room" we expected shows in the busy time, not in the overlap ratio'
+    if gain < 0.95:
+        then = ", which our expectation (no room for the second until the first is nearly done) did not predict"
     said = [
         claims.stated(claims.judged(h, run, NOTEBOOK, c), run)
         for c, h in zip(CLAIMS[2:], f.holds[2:], strict=True)
@@ -142,7 +148,7 @@ def see(run: Run) -> claims.WhatWeSee:
     return claims.WhatWeSee(NOTEBOOK, run).say(
         order,
         f"The two {pair_us:.0f} us spin kernels on two side streams ran side by side for {spins.overlap.value:.0%} of their time (overlap ratio {spins.overlap}{steps_note(spins.overlap)}), and the GPU was busy {spin_gain:.2f} times as long as when they shared a stream{half}. The second started {gap:.1f} us after the first{by_host}{accounts}",
-        f"The two {n}x{n} matrix products on two streams ran side by side for {mms.value:.0%} of their time (overlap ratio {mms}{steps_note(mms)}) and kept the GPU busy {gain:.2f} times as long as on one stream: {saved}.",
+        f"The two {n}x{n} matrix products on two streams ran side by side for {mms.value:.0%} of their time (overlap ratio {mms}{steps_note(mms)}), {hardly} (we call a ratio below {DOES_NOT:g} no overlap), and kept the GPU busy {gain:.2f} times as long as on one stream: {saved}{then}.",
         f"What we expected is the streams article's claims, judged in the claims table below: one stream keeps submission order, **{claims.as_verdict(f.holds[1])}**; two streams run side by side (above {TOGETHER:g}), **{said[0]}**; how much depends on the GPU's resources (matmuls busy above {MATMULS_GAIN:g} of one stream's), **{said[1]}**.",
     )
 

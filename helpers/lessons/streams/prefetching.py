@@ -9,6 +9,8 @@ from ... import analysis, claims, trace
 from ...records import Run
 from .common import ARTICLE, NOTEBOOK, show_timelines
 
+NOISY = 0.1  # a loop whose samples' IQR is above this share of their median is said to be noisy
+
 
 @dataclass(frozen=True)
 class Prefetching:
@@ -41,15 +43,23 @@ def facts(run: Run) -> Prefetching:
     return Prefetching(c, k, n, speedup, ideal_n, ideal, share, *hidden)
 
 
+def _noisy(run: Run) -> list[str]:
+    """Each loop whose samples spread over more than ``NOISY`` of their median, in words."""
+    loops = (("serial", run.value["serial"]), ("prefetching", run.value["prefetched"]))
+    return [
+        f"the {name} loop's {len(t.samples_s)} samples spread over {t.spread:.0%} of their median ({t.min_s * 1e3:.1f} to {t.max_s * 1e3:.1f} ms)"
+        for name, t in loops
+        if t.spread > NOISY
+    ]
+
+
 def _beyond_bound(run: Run, p: Prefetching) -> str:
     """Why a speed-up above the N-batch bound is possible: what the bound rests on was off."""
     copies = run.value["prefetched trace"].select(kind="memcpy", copy_kind="HtoD")
     traced_ms = statistics.median(iv.duration_us for iv in copies) / 1e3
-    serial = run.value["serial"]
     copy = f"in the traced prefetching loop a copy took {traced_ms:.2f} ms (median of {len(copies)}), not the {p.c.value * 1e3:.2f} ms measured alone"
-    spread = f"the serial loop's {len(serial.samples_s)} samples spread over {serial.spread:.0%} of their median ({serial.min_s * 1e3:.1f} to {serial.max_s * 1e3:.1f} ms)"
     why = [copy] if traced_ms < 0.95 * p.c.value * 1e3 else []
-    why += [spread] if serial.spread > 0.1 else []
+    why += _noisy(run)
     apart = "the copy and compute times it rests on were measured apart, and differ from the loop's"
     return ": " + "; and ".join(why or [apart])
 
@@ -81,6 +91,8 @@ def see(run: Run) -> claims.WhatWeSee:
     allowed = f"the copy ({p.c.value * 1e3:.2f} ms) and compute ({p.k.value * 1e3:.2f} ms) measured apart allow for {p.n} batches"
     head = f"The prefetching loop took {db['prefetched'].median_ms:.1f} ms for {p.n} batches against {db['serial'].median_ms:.1f} ms for the serial loop: a speed-up (serial time over prefetching time) of {analysis.times(p.speedup)}"
     tail = f"{p.gain_share.value:.0%} of the gain that {allowed} ({p.ideal_n.value:.2f}x), and below the many-batch limit of {p.ideal.value:.2f}x: the first copy and the last compute of the loop cannot be hidden."
+    if noisy := " and ".join(_noisy(run)):
+        tail += f" In this run {noisy}, so that share is {p.gain_share.value:.0%} ± {p.gain_share.spread:.0%}."
     if p.gain_share.value > 1:
         tail = f"more than the {p.ideal_n.value:.2f}x that {allowed}, so one side of that comparison is off{_beyond_bound(run, p)}."
     return see.say(traced, f"{head}, {tail}")
