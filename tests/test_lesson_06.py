@@ -672,6 +672,15 @@ def test_the_recorded_wait_raised_after_the_wait_began_and_the_sentence_says_how
     )
 
 
+def test_a_cut_error_text_ends_at_a_whole_word_with_an_ellipsis():
+    cut = "DistBackendError: " + ("word " * 30)[: hangs.CUT - 3] + "(ms"
+    assert hangs.whole_words(cut).endswith("word …") and "(ms" not in hangs.whole_words(cut)
+    assert hangs.whole_words("E: short text") == "E: short text"
+    for run in WAIT.values():  # the recorded NCCL errors were cut at 120 characters
+        sentence = hangs.wait_of(run).sentence
+        assert sentence.endswith(" …") and "Timeout(ms" not in sentence
+
+
 def test_the_wait_sentences_say_before_stuck_and_never_reached():
     early = wait_run([("connected", 0.1), ("waiting", 0.2), ("wait raised", 0.7)], result1="E: x")
     stuck = wait_run([("connected", 0.1), ("waiting", 0.2)], status1="stopped")
@@ -862,6 +871,16 @@ def test_the_overlap_sentences_agree_with_the_kernels(machine, capsys):
         slower[2] == pytest.approx((oa / ob - 1) * 100, abs=0.5)
         and "2 profiled steps each" in seen.sentences[2]
     )
+    busy_b, busy_a = (speed.overlap_of(run)[m].busy_ms for m in ("blocking", "async_op=True"))
+    alone = max(nb, ob)  # finding 11: the step's busy time beside the overlap ratio
+    got = numbers(
+        rf"busy time per step went from {NUMBER} ms one after the other to {NUMBER} ms side by side \({NUMBER}%\); "
+        rf"a full overlap with neither kernel slowed would have left the longer one's {NUMBER} ms \({NUMBER}%\)",
+        seen.sentences[3],
+    )
+    assert got[:2] == pytest.approx([busy_b, busy_a], abs=5e-4)
+    assert got[2] == pytest.approx((busy_a / busy_b - 1) * 100, abs=0.5)
+    assert got[3:] == pytest.approx([alone, (alone / busy_b - 1) * 100], abs=0.5)
     (b_nccl, b_other), (a_nccl, a_other) = streams["blocking"], streams["async_op=True"]
     apart = b_nccl == b_other and not set(a_nccl) & set(a_other)
     assert [c.holds for c in seen.checks] == [apart] == [True]
@@ -1304,6 +1323,12 @@ def test_the_host_bars_keep_small_call_names_under_the_bars_only():
     for ax in plt.gcf().axes:
         assert {t.get_fontsize() for t in ax.get_xticklabels()} == {8}
         assert 8 not in {t.get_fontsize() for t in ax.get_yticklabels()}
+
+
+def test_the_host_bars_write_a_second_as_1000_not_1e_03():
+    host.show(gloo_host_rows(first_ms=1000.0), HOST[MACHINES[0]], "point-to-point")
+    labels = [t.get_text() for ax in plt.gcf().axes for t in ax.texts]
+    assert "1000" in labels and not [label for label in labels if "e+" in label]
 
 
 def test_a_size_whose_bytes_take_exactly_the_shortest_call_is_not_counted_as_cheaper(monkeypatch):

@@ -42,10 +42,11 @@ def cols(unit: str, fmt: str, *names: str) -> list[tuple[str, str, str]]:
 def bars(
     run: Run, what: str, values: dict[str, float], ylabel: str, baseline: str | None = None
 ) -> None:
-    """Bars of ``values`` with their ratios to ``baseline`` (the first by default), titled."""
-    plotting.bars_with_ratios(
-        values, baseline=baseline, ylabel=ylabel, title=plotting.titled(what, run)
-    )
+    """Bars of ``values`` with their ratios to ``baseline`` (the first by default), titled with
+    the machine and the ratios' base."""
+    base = f"\nratios (x): each bar over {baseline or next(iter(values))}"
+    title = plotting.titled(what, run) + base
+    plotting.bars_with_ratios(values, baseline=baseline, ylabel=ylabel, title=title)
 
 
 def axes(run: Run, title: str, xlabel: str, ylabel: str) -> Any:

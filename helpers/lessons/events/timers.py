@@ -41,8 +41,11 @@ def see_timers(run: Run) -> claims.WhatWeSee:
     share, synced = (over_events(run, timer) for timer in TIMERS[:2])
     no_sync, synced_s, events_s = (run.value[t].samples_s for t in TIMERS)
     longer, n = sum(a > b for a, b in zip(synced_s, events_s, strict=True)), len(events_s)
+    early = max(no_sync) < min(events_s)  # every reading ended before the GPU could have
+    rate = f"as if the matmul ran at {tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate"
+    problem = f"{rate}: a measurement problem, not a speed, as even its slowest reading ({max(no_sync) * 1e6:.0f} us) is shorter than the events' fastest ({min(events_s) * 1e6:.0f} us), so the clock stopped before the work ended"
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
-        f"The unsynchronised host clock reports {share.value:.1%} of the events' time: {tflops(run, TIMERS[0]):.0f} TFLOP/s, {1 / share.value:.0f} times the events' rate.",
+        f"The unsynchronised host clock reports {share.value:.1%} of the events' time, {problem if early else rate}.",
         f"The synchronised clock measures {times(synced)} the events' time (medians), and read longer than the events in {longer} of {n} paired samples.",
     )
     top = max(no_sync) / run.value[TIMERS[2]].median_s  # the slowest reading, not the median
@@ -118,7 +121,7 @@ def see_first_calls(run: Run) -> claims.WhatWeSee:
         f"{short(n)}: first {t[0] * 1e3:.2f} ms, slowest later {max(t[1:]) * 1e3:.3f} ms"
         for n, t in first.items()
     )
-    line = f"The first call took {fig(ratio[least])} times the later calls' median for {short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most)."
+    line = f"The first call took {fig(ratio[least])} times the later calls' median for {short(least)} (the least) up to {fig(ratio[most])} times for {short(most)} (the most): one first call per operation, in one process, so each ratio rests on a single first call."
     seen = claims.WhatWeSee(NOTEBOOK, run).say(line)
     seen.say(f"From call {settled}, every call stayed within twice the later median.")
     first_is_slowest = all(t[0] == max(t) for t in first.values())
@@ -132,7 +135,7 @@ def warm_up_claims(run: Run) -> list[Row]:
     slowest = max(first, key=lambda name: first[name].value)
     far = claims.compare(first[slowest], 10, holds_if="above")
     claim = "Warm up first: the first call of an operation can be far slower than later ones"
-    said = f"first call / median of the later ones, {short(slowest)}, the largest of {len(first)} operations ({far.in_words()} counts as far slower)"
+    said = f"first call / median of the later ones, {short(slowest)}, the largest of {len(first)} operations ({far.in_words()} counts as far slower); one first call per operation, in one process: the ± is the later calls' spread alone"
     return [Row(claim, run, said, far, "measurement method (nvbandwidth, nccl-tests)")]
 
 
@@ -215,11 +218,13 @@ def see_spread(run: Run) -> claims.WhatWeSee:
         line = f"{label.capitalize()}: half the samples within {q1:.2f}-{q3:.2f} us, the slowest at {t.max_s * 1e6:.2f} us, {t.max_s / t.median_s:.2f} times the median; the mean ({mean * 1e6:.2f} us) sits {side} the median ({t.median_us:.2f} us)."
         seen.say(line)
     host, least = f.host_over_events.value, min(f.spread.values())
-    noise = f"{'beyond' if f.beyond_noise else 'within'} the noise of {len(t.samples_s)} samples"
+    noise = f"the noise of {len(t.samples_s)} samples each (± {2 * f.difference_noise * 100:.1f} points, by resampling)"
+    whose = f"{f.wider}'" if f.wider.endswith("s") else f"{f.wider}'s"
+    shares = " and ".join(f"{v:.1%} ({k})" for k, v in f.spread.items())
     spread = (
-        f"the {f.wider} samples spread more ({f.spread[f.wider]:.1%} of their median against {least:.1%}), {noise} each (± {2 * f.difference_noise * 100:.1f} points, by resampling)"
-        if f.spread[f.wider] > least
-        else f"both spread alike ({least:.1%} of their median)"
+        f"the {whose} samples spread more ({f.spread[f.wider]:.1%} of their median against {least:.1%}), beyond {noise}"
+        if f.beyond_noise
+        else f"both spread alike within {noise}: {shares} of their medians"
     )
     words = vs_one(host, "longer", "shorter")
     seen.say(f"The host clock's median is {times(host)} the events' ({words}); here {spread}.")

@@ -20,6 +20,7 @@ CHECKS = {
     ("nccl", False): "Without the warm-up, NCCL's first recv itself blocks",
     ("gloo", True): "Under gloo the host stops at the recv line",
 }
+CUT = 120  # the experiment keeps the first 120 characters of the error's first line
 BOUNDED = "No case outlasts its deadline: the hang is real, but bounded, and the notebook goes on"
 
 
@@ -81,6 +82,13 @@ class Wait:
     sentence: str  # all that, in words
 
 
+def whole_words(error: str) -> str:
+    """The recorded error ("Type: text", text cut at ``CUT`` characters), a cut text ending at a
+    whole word with an ellipsis."""
+    kind, _, text = error.partition(": ")
+    return error if len(text) < CUT else f"{kind}: {text.rsplit(' ', 1)[0]} …"
+
+
 def wait_of(run: Run) -> Wait:
     case, timeout_s, deadline_s = run.value, run.params["wait_timeout_s"], run.params["deadline_s"]
     marks, call = {label: t for t, label in case["marks"][1]}, f"wait(timeout={timeout_s:g} s)"
@@ -88,7 +96,7 @@ def wait_of(run: Run) -> Wait:
     end = next((m for m in ("wait raised", "wait returned") if m in marks), None)
     waited = marks[end] - marks["waiting"] if end else None
     if end == "wait raised":
-        said = f"{call} raised after {waited:.2f} s: {case['results'][1]}"
+        said = f"{call} raised after {waited:.2f} s: {whole_words(case['results'][1])}"
     elif end:
         said = f"{call} returned after {waited:.2f} s without an error, with no data sent"
     elif "waiting" in marks:

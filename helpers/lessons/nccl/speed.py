@@ -93,6 +93,9 @@ def see_overlap(run: Run) -> claims.WhatWeSee:
     b, a = found.values()
     said = f"Side by side, the matmuls took {a.other_ms:.3f} ms per step against {b.other_ms:.3f} ms one after the other ({a.other_ms / b.other_ms - 1:+.0%}), the all_reduce {a.nccl_ms:.3f} against {b.nccl_ms:.3f} ms ({a.nccl_ms / b.nccl_ms - 1:+.0%}; {analysis.plural(a.steps, 'profiled step')} each)."
     seen.say(said)
+    alone = max(b.nccl_ms, b.other_ms)  # the longer kernel at its speed one after the other
+    said = f"The GPU's busy time per step went from {b.busy_ms:.3f} ms one after the other to {a.busy_ms:.3f} ms side by side ({a.busy_ms / b.busy_ms - 1:+.0%}); a full overlap with neither kernel slowed would have left the longer one's {alone:.3f} ms ({alone / b.busy_ms - 1:+.0%})."
+    seen.say(said)
     same = b.streams[0] == b.streams[1] and not set(a.streams[0]) & set(a.streams[1])
     said = f"blocking: streams {b.streams[0]} and {b.streams[1]}; async_op=True: {a.streams[0]} and {a.streams[1]}"
     seen.check(ON_STREAMS, same, f"NCCL's and the other kernels' {said}")
