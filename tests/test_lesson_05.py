@@ -681,18 +681,27 @@ def test_every_pair_at_once_against_the_single_pair(machine, capsys):
     assert f"pair ran at {min(rates):.1f} to {max(rates):.1f} GB/s" in sentence
     low, high = f"{min(rates) / alone:.0%}", f"{max(rates) / alone:.0%}"
     assert (
-        f"GB/s, {low if low == high else low + ' to ' + high} of the single pair's {alone:.1f} GB/s"
-        in sentence
+        f"GB/s, {low if low == high else low + ' to ' + high} of the single pair cuda:0 -> cuda:1 "
+        f"alone, {alone:.1f} GB/s, timed by the same code." in sentence
     )
-    assert (
-        f"moved {total:.0f} GB/s in total, {total / alone:.1f} times the single pair's rate"
-        in sentence
+    assert sentence.endswith(
+        f"over the slowest pair's time give {total:.0f} GB/s in total, {total / alone:.1f} times the "
+        f"single pair's rate (the {len(rates)} pairs' own rates add up to {sum(rates):.0f} GB/s)."
     )
-    (check,) = seen.checks  # NVML and nvidia-smi were both read on this machine
+    assert total == pytest.approx(len(rates) * min(rates), rel=0.01)  # the slowest pair's time
+    *shared, check = seen.checks  # NVML and nvidia-smi were both read on this machine
     assert check.holds and check.measured == f"{len(rates)} pairs agree"
+    assert len(shared) == (gpus > 2)  # a source with a second destination: the sharing is checked
+    if shared:
+        assert shared[0].holds == (max(rates) < alone < total)
+        assert shared[0].measured == (
+            f"each pair {min(rates):.1f} to {max(rates):.1f} GB/s, the total {total:.0f} GB/s, "
+            f"one pair alone {alone:.1f} GB/s"
+        )
     peer_links.show_all_pairs(run, PEER[machine])
     out = capsys.readouterr().out
     assert "each pair's rate at once over its rate alone" in out and "not compared" not in out
+    assert "the sentence below divides by cuda:0 -> cuda:1 alone" in " ".join(out.split())
     other = next(m for m in sorted(PEER) if m != machine)
     peer_links.show_all_pairs(run, PEER[other])  # section 4 from another machine: no shares
     assert "not compared" in capsys.readouterr().out
@@ -712,7 +721,10 @@ def test_every_pair_at_once_without_a_run_or_with_links_that_disagree(capsys):
     seen = peer_links.see_all_pairs(_run(value, nbytes=nbytes), _links("SYS"))
     (check,) = seen.checks
     assert not check.holds and "NVML NV4, nvidia-smi SYS" in check.measured
-    assert "each pair ran at 75.0 GB/s, 75% of the single pair's 100.0 GB/s" in seen.sentences[0]
+    assert (
+        "each pair ran at 75.0 GB/s, 75% of the single pair cuda:0 -> cuda:1 alone, 100.0 GB/s"
+        in seen.sentences[0]
+    )
     value["topology"] = {"source": "nvidia-smi topo -m", "links": [["X", "NV4"], ["NV4", "X"]]}
     seen = peer_links.see_all_pairs(_run(value, nbytes=nbytes), _links("NV4"))
     assert (
@@ -1660,3 +1672,15 @@ def test_blog_sizes_that_overlap_less_than_the_mark_for_none_say_so():
         run = _seed({(True, True): ratio, **rest})
         *_, marks = peer_overlap.see_as_posted(run, run).sentences
         assert f"that is {word} at the blog post's own sizes on 2xFAKE" in marks
+
+
+def test_three_gpus_whose_pairs_do_not_share_fail_the_sharing_expectation():
+    nbytes, pairs = 2**20, _pairs(3)
+    value = {
+        "alone": _timing(100.0, nbytes),
+        "total": _timing(600.0, 6 * nbytes),
+        "together": {f"{i}->{j}": _timing(100.0, nbytes) for i, j in pairs},  # as fast as alone
+        "topology": {"source": "nvidia-smi topo -m", "links": [["X"] * 3] * 3},
+    }
+    (check,) = peer_links.see_all_pairs(_run(value, nbytes=nbytes), _links("NV4")).checks
+    assert check.statement == peer_links.SHARED and not check.holds
