@@ -422,7 +422,7 @@ def test_the_one_way_sentences_give_the_plateaus_and_the_share_of_the_rated_spee
     run, same, links = PEER[machine], SAME[machine], LINKS[machine]
     sizes, value = run.params["sizes"], run.value
     seen = copies.see_peer_bandwidth(run, same, links)
-    first, second, third = seen.sentences
+    first, second, third, verdict = seen.sentences
     shape = claims.describe_curve(sizes, [t.gbps for t in value["0->1"]])
     others = len(value) - 1
     assert first == (
@@ -435,15 +435,16 @@ def test_the_one_way_sentences_give_the_plateaus_and_the_share_of_the_rated_spee
     )
     flats = [[t.gbps for t in ts][_plateau_start([t.gbps for t in ts]) :] for ts in value.values()]
     peak, memory = max(t.gbps for ts in value.values() for t in ts), copies.same_facts(same).memory
-    low, high, plateau, ratio, best = re.search(
-        r"at (\d+) to (\d+) GB/s; the same-GPU copy's plateau, (\d+) GB/s, is ([\d.]+) times the best peer "
-        r"copy's (\d+) GB/s",
+    low, high, plateau, copied, ratio, best = re.search(
+        r"at (\d+) to (\d+) GB/s; the same-GPU copy's plateau, (\d+) GB/s counting each byte read and "
+        r"written, is (\d+) GB/s of bytes copied: ([\d.]+) times the best peer copy's (\d+) GB/s",
         second,
     ).groups()
     assert (int(low), int(high)) == (round(min(map(min, flats))), round(max(map(max, flats))))
-    assert (int(plateau), float(ratio), int(best)) == (
+    assert (int(plateau), int(copied), float(ratio), int(best)) == (
         round(memory),
-        round(memory / peak, 1),
+        round(memory / 2),  # a same-GPU copy counts 2 x size: per byte copied, half
+        round(memory / 2 / peak, 1),
         round(peak),
     )
     assert float(ratio) > 1  # the memory is the faster
@@ -451,6 +452,14 @@ def test_the_one_way_sentences_give_the_plateaus_and_the_share_of_the_rated_spee
     assert share == round(100 * peak / _rated_gbps(links)) and share < 100
     (check,) = seen.checks
     assert check.holds == (peak < _rated_gbps(links))
+    table = peer_table.claims_table(
+        SEED[machine], run, EVENTS[machine], links, _or_other(CURRENT, machine), same
+    )
+    nvlink = next(c for c in table.claims if c.text.startswith("NVLink makes peer copies fast"))
+    assert verdict == (
+        f"The streams article's “{nvlink.text}”, as the claims table below judges it: "
+        f"**{nvlink.verdict}**."
+    )  # the claims table's verdict, not a second one
     copies.show_peer_bandwidth(run, same, links)
     out = capsys.readouterr().out
     big = min(t.gbps for ts in value.values() for s, t in zip(sizes, ts, strict=True) if s >= 2**28)
@@ -1127,6 +1136,8 @@ def test_the_claims_table_decides_on_the_numbers_of_each_run(machine):
         holds_if="above",
     )
     assert nvlink.verdict == expected.verdict == claims.HOLDS
+    memory = copies.same_facts(SAME[machine]).memory
+    assert nvlink.measured.endswith(f"plateau {memory:.0f} GB/s counting bytes read + written")
     assert (
         set_device.verdict == claims.HOLDS
         and "ran on cuda:1 with cuda:0 current" in set_device.measured

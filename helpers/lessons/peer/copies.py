@@ -21,6 +21,10 @@ PLATEAU_TOLERANCE = 0.05  # the largest sizes within this share of the largest s
 SIZE_MATTERS = 0.25
 NEAR_MEMORY = 0.75  # "near the memory's bandwidth": at least this share of the datasheet
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
+NEAR_LINK = (
+    0.75  # packet headers and flow control take a share of the rated speed: "close" is above this
+)
+NVLINK_FAST = f"NVLink makes peer copies fast: close to the link's rated speed (at least {NEAR_LINK:.0%} of it)"
 PLURAL = {
     "levels off": "level off",
     "still rising": "are still rising",
@@ -243,8 +247,9 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     seen = claims.WhatWeSee(NOTEBOOK, peer).say(
         f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.",
         f"At the largest sizes every pair runs at {o.flat_low:.0f} to {o.flat_high:.0f} GB/s; the "
-        f"same-GPU copy's plateau, {o.memory:.0f} GB/s, is {o.memory / peak:.1f} times the best "
-        f"peer copy's {peak:.0f} GB/s.",
+        f"same-GPU copy's plateau, {o.memory:.0f} GB/s counting each byte read and written, is "
+        f"{o.memory / 2:.0f} GB/s of bytes copied: {o.memory / 2 / peak:.1f} times the best peer "
+        f"copy's {peak:.0f} GB/s.",
         f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
         f"direction: the best peer copy reaches {peak / o.ceiling:.0%} of it"
         f"{BEYOND if peak > o.ceiling else ''}."
@@ -255,7 +260,22 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     if best:
         measured = f"the best copy of any pair reaches {best:.0%} of its link's rated speed"
         seen.check(BELOW_RATED, best < 1, measured)
+    near = near_link(o)
+    if near is not None:
+        verdict = claims.stated(claims.judged(near, peer, NOTEBOOK, NVLINK_FAST), peer)
+        seen.say(
+            f"The streams article's “{NVLINK_FAST}”, as the claims table below judges it: **{verdict}**."
+        )
     return seen
+
+
+def near_link(o: OneWay) -> claims.Comparison | None:
+    """The best one-way copy's share of cuda:0 - cuda:1's rated speed against ``NEAR_LINK``."""
+    rate, v = o.links.rated_gbps, claims.measured(o.best, as_rate=True)  # GB/s and its spread
+    if not rate:
+        return None
+    share = claims.Value(v.value / rate, v.spread / rate, "", v.samples)
+    return claims.compare(share, NEAR_LINK, holds_if="above")
 
 
 def one_way_ms(peer: Run, nbytes: int, src: int, dst: int) -> float:
