@@ -1128,6 +1128,11 @@ def test_the_claims_table_decides_on_the_numbers_of_each_run(machine):
     )
     assert event.comparison.value.unit == "us"
     assert event.verdict == claims.compare(min(with_wait), -10.0, holds_if="above").verdict
+    without = _gaps(events.value["without_wait"])  # the latest start named as such
+    assert (
+        f"without the wait, the latest start of {len(without)} steps: {max(without):+.1f} us"
+        in event.measured
+    )
     assert nvlink.comparison.value.value == pytest.approx(best.gbps / _rated_gbps(links))
     share = claims.measured(best, as_rate=True)
     expected = claims.compare(

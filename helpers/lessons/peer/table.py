@@ -68,8 +68,8 @@ def claims_table(
     article(
         "An event recorded on one GPU's stream can make another GPU's stream wait",
         measured=f"microseconds from the end of cuda:0's kernel to the start of cuda:1's with the wait (earliest of "
-        f"{len(e.with_wait)} steps; -{tol:.0f} us allowed for the GPUs' clocks); without the wait "
-        f"{max(e.without_wait, default=float('nan')):+.1f} us"
+        f"{len(e.with_wait)} steps; -{tol:.0f} us allowed for the GPUs' clocks); without the wait, the "
+        f"latest start of {len(e.without_wait)} steps: {max(e.without_wait, default=float('nan')):+.1f} us"
         + ("" if e.ran_free else cannot_tell),
         holds=claims.compare(earliest, -tol, holds_if="above") if e.ran_free and earliest else None,
         run=events,
