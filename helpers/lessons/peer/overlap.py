@@ -267,9 +267,8 @@ def see_as_posted(posted: Run, seed: Run) -> claims.WhatWeSee:
         f"By section 7's marks ({HIGH} and up overlap, {LOW} and below none) that is {word} at the "
         f"blog post's own sizes on {posted.machine}"
         + {
-            "no overlap": ": by this page's own rule the copy did not overlap the multiplication "
-            "there, even with side streams on both GPUs (the claims table judges the blog post's "
-            "claim at our sizes).",
+            "no overlap": ": the copy did not overlap the multiplication there, even with side "
+            "streams on both GPUs (the claims table judges the blog post's claim at our sizes).",
             "partial overlap": ": there the copy overlapped the multiplication only in part (the "
             "claims table judges the blog post's claim at our sizes).",
         }.get(word, "."),
