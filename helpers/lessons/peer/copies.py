@@ -21,6 +21,10 @@ PLATEAU_TOLERANCE = 0.05  # the largest sizes within this share of the largest s
 SIZE_MATTERS = 0.25
 NEAR_MEMORY = 0.75  # "near the memory's bandwidth": at least this share of the datasheet
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
+NEAR_LINK = (
+    0.75  # packet headers and flow control take a share of the rated speed: "close" is above this
+)
+NVLINK_FAST = f"NVLink makes peer copies fast: close to the link's rated speed (at least {NEAR_LINK:.0%} of it)"
 PLURAL = {
     "levels off": "level off",
     "still rising": "are still rising",
@@ -243,8 +247,9 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     seen = claims.WhatWeSee(NOTEBOOK, peer).say(
         f"The peer copy {pair_name(next(iter(o.shapes)))} {first.words}{tail}.",
         f"At the largest sizes every pair runs at {o.flat_low:.0f} to {o.flat_high:.0f} GB/s; the "
-        f"same-GPU copy's plateau, {o.memory:.0f} GB/s, is {o.memory / peak:.1f} times the best "
-        f"peer copy's {peak:.0f} GB/s.",
+        f"same-GPU copy's plateau, {o.memory:.0f} GB/s counting each byte read and written, is "
+        f"{o.memory / 2:.0f} GB/s of bytes copied: {o.memory / 2 / peak:.1f} times the best peer "
+        f"copy's {peak:.0f} GB/s.",
         f"The dashed line is the {what} of the link cuda:0 - cuda:1, {o.ceiling:.0f} GB/s per "
         f"direction: the best peer copy reaches {peak / o.ceiling:.0%} of it"
         f"{BEYOND if peak > o.ceiling else ''}."
@@ -255,7 +260,22 @@ def see_peer_bandwidth(peer: Run, same: Run, links: Run) -> claims.WhatWeSee:
     if best:
         measured = f"the best copy of any pair reaches {best:.0%} of its link's rated speed"
         seen.check(BELOW_RATED, best < 1, measured)
+    near = near_link(o)
+    if near is not None:
+        verdict = claims.stated(claims.judged(near, peer, NOTEBOOK, NVLINK_FAST), peer)
+        seen.say(
+            f"The streams article's “{NVLINK_FAST}”, as the claims table below judges it: **{verdict}**."
+        )
     return seen
+
+
+def near_link(o: OneWay) -> claims.Comparison | None:
+    """The best one-way copy's share of cuda:0 - cuda:1's rated speed against ``NEAR_LINK``."""
+    rate, v = o.links.rated_gbps, claims.measured(o.best, as_rate=True)  # GB/s and its spread
+    if not rate:
+        return None
+    share = claims.Value(v.value / rate, v.spread / rate, "", v.samples)
+    return claims.compare(share, NEAR_LINK, holds_if="above")
 
 
 def one_way_ms(peer: Run, nbytes: int, src: int, dst: int) -> float:
@@ -297,7 +317,7 @@ class BothWays:
     low: Share
     above: list[Share]
     noise: list[Share]
-    total: float  # GB/s
+    top: tuple[float, str, int]  # the largest total: GB/s, pair, size each way
     bound: float | None  # twice the one-way bound, GB/s
     label: str
     what: str  # what the bound is twice of
@@ -312,7 +332,11 @@ def both_facts(both: Run, peer: Run, links: Run) -> BothWays:
         min(shares, key=lambda s: s.share),
         above,
         [s for s in above if s.lowest <= 1],
-        both_ways_largest_gbps(both),
+        max(
+            (t.gbps, p, size)
+            for p, ts in both.value.items()
+            for size, t in zip(both.params["sizes"], ts, strict=True)
+        ),
         2 * rated if rated else None,
         label,
         "rated speed" if f.rated_gbps else "raw PCIe rate",
@@ -327,9 +351,9 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
     title = plotting.titled("Both directions at once, total GB/s (size: each way)", both)
     caption = "decimal GB/s: the bytes of both copies over the time for both"
     over = (
-        "the total over the two one-way rates of section 4 added: two copies at once cannot beat "
-        "the same two timed apart, so a share above 100% is the samples' noise or a measurement "
-        "problem (said below)"
+        "the total over the two one-way rates of section 4 added: neither copy can run faster than "
+        "it does alone, so a share above 100% is the samples' noise or a measurement problem "
+        "(said below)"
     )
     display(
         size_table(sizes, totals, ".1f", caption, title=title),
@@ -349,16 +373,26 @@ def show_both_ways(both: Run, peer: Run, links: Run) -> None:
 def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
     """Whether the directions slowed each other, the largest total against the bound, shares above 100%."""
     b, size, largest = both_facts(both, peer, links), timing.format_bytes, both.params["sizes"][-1]
-    close = min(b.at_largest) >= DUPLEX
+    close, below = min(b.at_largest) >= DUPLEX, [s for s in b.shares if s.share < DUPLEX]
+    where = ", ".join(size(n) for n in sorted({s.size for s in below}))
+    most, most_pair, most_size = b.top
     seen = claims.WhatWeSee(NOTEBOOK, both).say(
         f"At {size(largest)} each way the total is "
         f"{span(f'{min(b.at_largest):.0%}', f'{max(b.at_largest):.0%}')} of the two one-way rates added, "
         f"over {analysis.plural(len(b.at_largest), 'pair')} of GPUs: the two directions "
         f"{'hardly ' if close else ''}slowed each other down (at least {DUPLEX:.0%} counts as "
         f"hardly). The lowest share at any size is {b.low.share:.0%}, {pair_name(b.low.pair)} at "
-        f"{size(b.low.size)} each way.",
+        f"{size(b.low.size)} each way"
+        + (
+            f"; {len(below)} of the {len(b.shares)} shares {'lies' if len(below) == 1 else 'lie'} "
+            f"below {DUPLEX:.0%}, at {where} each way: there, by that measure, the directions "
+            "did slow each other down."
+            if below
+            else "."
+        ),
         f"The dashed line is twice the one-way {b.what}, {b.bound:.0f} GB/s; the largest total, "
-        f"{b.total:.0f} GB/s (cuda:0 <-> cuda:1), is {b.total / b.bound:.0%} of it{BEYOND if b.total > b.bound else ''}."
+        f"{most:.0f} GB/s ({pair_name(most_pair)} at {size(most_size)} each way), is "
+        f"{most / b.bound:.0%} of it{BEYOND if most > b.bound else ''}."
         if b.bound
         else "No rated speed is known for the link, so the plot has no line for it.",
     )
@@ -367,7 +401,7 @@ def see_both_ways(both: Run, peer: Run, links: Run) -> claims.WhatWeSee:
         seen.say(
             f"{analysis.plural(len(b.above), 'share')} {'is' if len(b.above) == 1 else 'are'} above "
             f"100% (the highest {top.share:.0%}, {pair_name(top.pair)} at {size(top.size)} each "
-            "way), although two copies at once cannot beat the same two timed apart: "
+            "way), although neither copy can run faster than it does alone: "
             + (
                 "within the samples' spread (the slowest both-ways sample over the fastest one-way "
                 f"samples gives at most {max(s.lowest for s in b.noise):.0%}): noise around 100%, not a gain."

@@ -21,6 +21,7 @@ NVLINK_DATASHEET_GBPS = {"6.0": 20.0, "7.0": 25.0, "8.0": 25.0, "9.0": 25.0, "10
 Pair = tuple[int, int]
 NVLINK = "peer access both ways over NVLink (an NV# entry)"
 SAME_NVLINKS = "NVML and nvidia-smi topo -m name the same NVLinks for every pair"
+SHARED = "with several destinations per source, each pair at once runs below one pair alone and the total above it"
 
 
 def nvlink_gbps(link: str, status: str | None, capability: str) -> tuple[float | None, str]:
@@ -155,7 +156,10 @@ def show_all_pairs(pairs: Run | None, peer: Run) -> None:
     if same:  # section 4 is compared on one machine only
         lone = {p: dict(zip(peer.params["sizes"], ts, strict=True)) for p, ts in peer.value.items()}
         shares = {p: r / lone[p][size].gbps for p, r in rates.items() if size in lone.get(p, {})}
-        shown.append(matrix(n, shares, ".0%", f"{each} at once over its rate alone (section 4)"))
+        alone = "the sentence below divides by cuda:0 -> cuda:1 alone, timed by this section's code"
+        shown.append(
+            matrix(n, shares, ".0%", f"{each} at once over its rate alone (section 4; {alone})")
+        )
     known = value["topology"]["links"] or [["?"] * n] * n
     joins = {f"{i}->{j}": row[j] for i, row in enumerate(known) for j in range(n)}
     source = value["topology"]["source"] or "nowhere (no NVIDIA driver)"
@@ -182,14 +186,20 @@ def see_all_pairs(pairs: Run | None, links: Run) -> claims.WhatWeSee | None:
     size, value = pairs.params["nbytes"], pairs.value
     at_once, alone, total, topology = (value[k] for k in ("together", "alone", "total", "topology"))
     ends = [pair_ends(p) for p in at_once]
-    low, high = min(t.gbps for t in at_once.values()), max(t.gbps for t in at_once.values())
+    rates, gpus = [t.gbps for t in at_once.values()], 1 + max(i for i, _ in ends)
+    low, high = min(rates), max(rates)
     seen = claims.WhatWeSee(NOTEBOOK, pairs).say(
-        f"With all {len(at_once)} ordered pairs of {1 + max(i for i, _ in ends)} GPUs copying "
+        f"With all {len(at_once)} ordered pairs of {gpus} GPUs copying "
         f"{timing.format_bytes(size)} at once, each pair ran at {span(f'{low:.1f}', f'{high:.1f}')} "
-        f"GB/s, {span(f'{low / alone.gbps:.0%}', f'{high / alone.gbps:.0%}')} of the single pair's "
-        f"{alone.gbps:.1f} GB/s measured by the same code; the machine moved {total.gbps:.0f} GB/s "
-        f"in total, {total.gbps / alone.gbps:.1f} times the single pair's rate."
+        f"GB/s, {span(f'{low / alone.gbps:.0%}', f'{high / alone.gbps:.0%}')} of the single pair "
+        f"cuda:0 -> cuda:1 alone, {alone.gbps:.1f} GB/s, timed by the same code. All the pairs' "
+        f"bytes over the slowest pair's time give {total.gbps:.0f} GB/s in total, "
+        f"{total.gbps / alone.gbps:.1f} times the single pair's rate (the {len(rates)} pairs' own "
+        f"rates add up to {sum(rates):.0f} GB/s)."
     )
+    if gpus > 2:  # a source with a second destination: the expectation's sharing can show
+        measured = f"each pair {low:.1f} to {high:.1f} GB/s, the total {total.gbps:.0f} GB/s, one pair alone {alone.gbps:.1f} GB/s"
+        seen.check(SHARED, high < alone.gbps < total.gbps, measured)
     smi = facts(links).link if links.machine == pairs.machine else {}  # section 1's topo -m
     if topology["source"] != "NVML" or not smi:
         source = topology["source"] or "no source (no NVIDIA driver)"
