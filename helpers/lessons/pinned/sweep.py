@@ -317,7 +317,7 @@ def add_claims(table: claims.ClaimsTable, run: Run) -> None:
         faster = [claims.compare(v, 1, holds_if="below") for v in values]
         wins = sum(c.verdict == claims.HOLDS for c in faster)
         # "can be faster": at one size at least; "in rare cases": at no more than RARE of the sizes
-        share = claims.Value(wins / len(values), unit=f"of the sizes ({wins} of {len(values)})")
+        share = claims.Value(wins / len(values), unit=f"of {len(values)} sizes")
         rare = claims.compare(share, RARE, holds_if="below")
         name, decisive = analysis.weakest({"faster somewhere": faster[best], "rare": rare})
         measured = f"t(pin_memory().to(non_blocking=True)) / t(pageable .to()): smallest {values[best].number()} at {timing.format_bytes(sizes[best])} (faster: {faster[best].in_words()}); faster beyond this run's noise at {wins} of {len(values)} sizes ('rare': at most {RARE:.0%} of them); shown: {name}"
