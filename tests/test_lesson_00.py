@@ -1,5 +1,6 @@
 """Notebook 00's analysis (helpers/lessons/start.py) on the recordings of every recorded machine."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -377,3 +378,39 @@ def test_a_curve_that_climbs_faster_at_the_end_fails_its_check():
     )
     (check,) = start.see_curve(run).checks
     assert not check.holds and "✗" in start.see_curve(run).to_markdown()
+
+
+@pytest.mark.parametrize("machine", sorted(CURVES))
+def test_the_climb_check_names_the_fall_on_the_way_and_the_dip_its_interquartile_range(machine):
+    """A ✓ on "climbs overall" does not hide a dip: its measured words say where the rate fell;
+    the dip's width is the IQR over the median, called so (the claims table's ± is half of it)."""
+    run = CURVES[machine]
+    sizes, rates = run.params["sizes"], [t.gbps for t in run.value]
+    (check,) = start.see_curve(run).checks
+    assert check.statement == "the rate climbs with size overall, more and more slowly"
+    dips = [i for i in range(len(rates) - 1) if rates[i + 1] < rates[i] * start.DIP]
+    assert ("not at every step" in check.measured) == bool(dips)
+    if dips:
+        i = dips[0]
+        j = min(range(i + 1, len(rates)), key=rates.__getitem__)
+        at = f"it falls from {rates[i]:.3g} GB/s at {timing.format_bytes(sizes[i])} to "
+        assert at + f"{rates[j]:.3g} GB/s at {timing.format_bytes(sizes[j])}" in check.measured
+    text = " ".join(start.see_curve(run).sentences)
+    assert "(spread " not in text
+    if "dips from" in text:
+        j = min(range(dips[0] + 1, len(rates)), key=rates.__getitem__)
+        assert f"(interquartile range {run.value[j].spread:.1%} of the median)" in text
+
+
+@pytest.mark.parametrize("gpus", [0, 1, 2])
+def test_the_plan_title_counts_gpus_in_words(monkeypatch, tmp_path, gpus):
+    monkeypatch.setattr(hardware, "gpu_count", lambda: gpus)
+    title = start.plan(tmp_path).title
+    assert title == f"this machine has {gpus} GPU{'' if gpus == 1 else 's'}" and "(s)" not in title
+
+
+def test_the_set_up_cell_shows_the_results_folder_from_the_clone():
+    """An absolute path differs between copies of a page (the site builds elsewhere)."""
+    cells = json.loads((config.notebooks_dir() / f"{NOTEBOOK}.ipynb").read_text())["cells"]
+    (setup,) = [c for c in cells if "recordings are read from" in "".join(c["source"])]
+    assert "config.shown_path(config.results_dir())" in "".join(setup["source"])

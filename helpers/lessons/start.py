@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import claims, config, hardware, plotting, records, tables, trace
+from .. import analysis, claims, config, hardware, plotting, records, tables, trace
 from ..records import Run
 from ..timing import Timing
 from ..timing import format_bytes as size
@@ -34,7 +34,7 @@ def plan(folder: Path | str | None = None) -> tables.Table:
     experiments live here, replayed, and from which machines."""
     table = tables.Table(
         ["notebook", "experiments live", "experiments replayed", "replayed from"],
-        title=f"this machine has {hardware.gpu_count()} GPU(s)",
+        title=f"this machine has {analysis.plural(hardware.gpu_count(), 'GPU')}",
     )
     for path in sorted(Path(folder or config.notebooks_dir()).glob("[0-9][0-9]_*.ipynb")):
         live, replay, source = records.replay_plan(path)
@@ -57,6 +57,7 @@ class Curve:
     best: float  # GB/s
     half: int  # the index of the first size at half the best rate
     dip: int | None  # the index of the size before the first rate below DIP of its predecessor's
+    low: int | None  # the index of the lowest rate after the dip
 
 
 def curve_facts(run: Run) -> Curve:
@@ -64,7 +65,9 @@ def curve_facts(run: Run) -> Curve:
     sizes, rates = list(run.params["sizes"]), [t.gbps for t in run.value]
     best, dips = max(rates), [i for i in range(len(rates) - 1) if rates[i + 1] < rates[i] * DIP]
     half = next(i for i, (_, r) in enumerate(zip(sizes, rates, strict=True)) if r >= best / 2)
-    return Curve(list(run.value), sizes, rates, best, half, dips[0] if dips else None)
+    dip = dips[0] if dips else None
+    low = None if dip is None else min(range(dip + 1, len(rates)), key=rates.__getitem__)
+    return Curve(list(run.value), sizes, rates, best, half, dip, low)
 
 
 def show_curve(run: Run) -> tables.Table:
@@ -95,11 +98,16 @@ def see_curve(run: Run) -> claims.WhatWeSee:
     h, top = f.half, f.rates.index(f.best)  # growth per size step: up to h, then from h to top
     up = (f.rates[h] / f.rates[0]) ** (1 / max(h, 1))
     on = (f.best / f.rates[h]) ** (1 / max(top - h, 1))
+    dip, low = (0, 0) if f.dip is None or f.low is None else (f.dip, f.low)
+    (a, b), (i, j) = (f.timings[dip], f.timings[low]), (size(f.sizes[dip]), size(f.sizes[low]))
+    fall = (
+        f"; not at every step: it falls from {a.gbps:.3g} GB/s at {i} to {b.gbps:.3g} GB/s at {j}"
+    )
     seen.check(
-        "the rate climbs with size, more and more slowly",
+        "the rate climbs with size overall, more and more slowly",
         up > on > 1,
         f"{up:.3g}x per size step up to {size(f.sizes[h])}, {on:.3g}x per step from there to the "
-        f"best at {size(f.sizes[top])}",
+        f"best at {size(f.sizes[top])}{fall if low else ''}",
     )
     rise = f.rates[-1] / f.rates[-2] - 1
     if shape.kind == "still rising":  # at the end, or before the last two sizes (after a dip)
@@ -110,15 +118,13 @@ def see_curve(run: Run) -> claims.WhatWeSee:
             "curve may be levelling off there, but two points cannot show a level, so the largest "
             "copy is only a lower bound on the link's limit."
         )
-    if f.dip is None or shape.kind == "levels off":  # describe_curve names a dip only there
+    if not low or shape.kind == "levels off":  # describe_curve names a dip only there
         return seen
-    low = min(range(f.dip + 1, len(f.rates)), key=f.rates.__getitem__)  # the dip's low point
-    (a, b), (i, j) = (f.timings[f.dip], f.timings[low]), (size(f.sizes[f.dip]), size(f.sizes[low]))
     samples = [f.sizes[low] / s / 1e9 for s in b.samples_s]
     seen.say(
         f"On the way it dips from {a.gbps:.3g} GB/s at {i} to its low point, {b.gbps:.3g} GB/s at "
         f"{j}, where its {len(samples)} samples ranged from {min(samples):.3g} to "
-        f"{max(samples):.3g} GB/s (spread {b.spread:.1%} of the median)."
+        f"{max(samples):.3g} GB/s (interquartile range {b.spread:.1%} of the median)."
     )
     same = [k for k in range(low + 1, len(f.rates)) if f.rates[k] >= a.gbps * DIP]
     same = [k for k in same if f.timings[k].calls_per_sample == b.calls_per_sample]

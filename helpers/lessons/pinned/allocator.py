@@ -61,13 +61,16 @@ def show(run: Run) -> None:
     )
     version, found, size = run.value["torch"], stages(run), timing.format_bytes
     title = f"host_memory_stats() on torch {version}, requests of {size(run.params['request'])}, then {size(run.params['smaller_request'])}"
+    known = any(s.live is not None for s in found.values())  # else that column is left out
+    live = [[bytes_or_unknown(s.live)] if known else [] for s in found.values()]
     stats = [
-        (k, bytes_or_unknown(s.held), bytes_or_unknown(s.live), s.allocs, s.frees)
-        for k, s in found.items()
+        (k, bytes_or_unknown(s.held), *v, s.allocs, s.frees)
+        for (k, s), v in zip(found.items(), live, strict=True)
     ]
-    caption = f"?: torch {version} reported more bytes in live tensors than its cache holds, so that counter is not shown"
+    columns = STATS if known else [c for c in STATS if c != "in live tensors"]
+    caption = f"{'?: ' if known else ''}torch {version} reported more bytes in live tensors than its cache holds, so that counter is not shown"
     broken = any(s.live_broken for s in found.values())
-    display(tables.Table(STATS, stats, title=title, caption=caption if broken else ""))
+    display(tables.Table(columns, stats, title=title, caption=caption if broken else ""))
 
 
 def held_mib(run: Run) -> float:
@@ -98,7 +101,7 @@ def see(run: Run) -> claims.WhatWeSee:
     served = " (it was served from the held block)" if new_blocks == 0 else ""
     cache = f"torch {run.value['torch']} does not report the bytes its cache holds."
     if held is not None:
-        cache = f"Holding one {size(request)} tensor, the cache held {bytes_or_unknown(held)}{rounded}; after the tensor was deleted it still held {bytes_or_unknown(deleted)}; the smaller request needed {new_blocks} new `cudaHostAlloc` call(s){served}; after `_host_emptyCache()` it held {bytes_or_unknown(emptied)}."
+        cache = f"Holding one {size(request)} tensor, the cache held {bytes_or_unknown(held)}{rounded}; after the tensor was deleted it still held {bytes_or_unknown(deleted)}; the smaller request needed {analysis.plural(new_blocks, 'new `cudaHostAlloc` call')}{served}; after `_host_emptyCache()` it held {bytes_or_unknown(emptied)}."
     measured = f"{min(over_reuse):.0f} times a reuse or more; {size(rows[-1]['nbytes'])}: {over_pageable[-1]:.1f} times a pageable one"
     return seen(
         run,

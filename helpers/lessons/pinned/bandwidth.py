@@ -26,7 +26,7 @@ ABOVE = "above it: the copies did not take that link"
 ABOVE_RAW = "above the reported link's raw rate: the copies did not take that link as reported"
 MEASURED = "the smallest pinned / pageable H2D bandwidth ratio from 1 MiB up (at {}; the largest is {:.2f}x); faster: {}"
 FASTER = "Page-locked memory lets the device read it directly, much faster than pageable memory, which must first be copied to a page-locked buffer"
-EXPECTED = "pinned copies level off in both directions, pageable ones stay below half their rate"  # the section's "what we expect", checked in see()
+EXPECTED = "pinned copies level off in both directions, pageable ones stay below half the pinned copies' rate"  # the section's "what we expect", checked in see()
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def see(run: Run) -> claims.WhatWeSee:
     fastest = max(f.gbps[key][0] for key in COPIES)
     shapes = {k: claims.describe_curve(f.sizes, f.gbps[k], tolerance=FLAT[k]) for k in COPIES}
     page, pin = median_spread(run, "pageable"), median_spread(run, "pinned")
-    noisier = f", whose samples vary more: a median spread of {page:.1%} of the value against {pin:.1%} for the pinned ones.)"
+    noisier = f", whose samples vary more: a median half-interquartile range of {page:.1%} of the value against {pin:.1%} for the pinned ones.)"
     few = f"Each rate is the median of as few as {f.fewest} samples at the largest sizes."
     gains = [(direction.upper(), f.gain(direction)) for direction in ("h2d", "d2h")]
     kinds = {shape.kind for k, shape in shapes.items() if "pinned" in k}

@@ -40,5 +40,5 @@ def noisy_words(sizes: list[int], rows: list[dict], names: dict[str, str]) -> st
     )[::-1]
     shown = ", ".join(f"{w} ({s:.0%})" for s, w in noisy[:SHOWN])
     more = f" and {len(noisy) - SHOWN} more" if len(noisy) > SHOWN else ""
-    said = f"The warnings of a live run name the timings whose samples spread by more than {NOISY_SPREAD:.0%} of their median: here {len(noisy)} of {sum(map(len, rows))}, the widest {shown}{more}; read those points as uncertain."
+    said = f"The warnings of a live run name the timings whose interquartile range exceeds {NOISY_SPREAD:.0%} of their median: here {len(noisy)} of {sum(map(len, rows))}, the widest {shown}{more}; read those points as uncertain."
     return said if noisy else ""

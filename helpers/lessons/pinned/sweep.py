@@ -164,16 +164,29 @@ def crossing_words(sizes: list[int], ratios: list[float]) -> str:
     """Where a ratio curve (pinned way / pageable way) crosses 1 for good, in words."""
     first, at = crossover_size(sizes, ratios)
     if first is None or at is None:
-        return f"never stays below 1 (ratio {min(ratios):.3g} to {max(ratios):.3g}; {ratios[-1]:.3g} at the largest size)"
-    slower = sum(r >= 1 for n, r in zip(sizes, ratios, strict=True) if n < first)
-    return f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {slower} of the {sizes.index(first)} smaller sizes; it crosses 1 at about {timing.format_bytes(round(at))}"
+        never = "is at or above 1 at every size" if min(ratios) >= 1 else "never stays below 1"
+        return f"{never} (ratio {min(ratios):.3g} to {max(ratios):.3g}; {ratios[-1]:.3g} at the largest size)"
+    slower, below = (
+        sum(r >= 1 for n, r in zip(sizes, ratios, strict=True) if n < first),
+        sizes.index(first),
+    )
+    at_slower = (
+        f"all {analysis.plural(below, 'smaller size')}"
+        if slower == below
+        else f"{slower} of the {below} smaller sizes"
+    )
+    return f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {at_slower}; it crosses 1 at about {timing.format_bytes(round(at))}"
 
 
 def parts_at(f: Sweep, i: int) -> str:
     """pin_memory() plus the pinned copy, against the pageable copy, at the i-th size."""
     (pin, pinned, whole), page = (f.ms[k][i] for k in TIMED_PARTS), f.ms["pageable_to"][i]
     gbps = {k: f"{f.gbps[k][i]:.3g} GB/s" for k in ("pin_memory", "pinned_to", "pageable_to")}
-    return f"at {timing.format_bytes(f.sizes[i])}, `pin_memory()` ({pin:.3f} ms, {gbps['pin_memory']}) plus the pinned copy ({pinned:.3f} ms, {gbps['pinned_to']}) make {pin + pinned:.3f} ms, against {page:.3f} ms for the pageable copy ({gbps['pageable_to']}); `pin_memory().to()` measured {whole:.3f} ms"
+    fails = ""
+    if (pin + pinned < page) != (whole < page):  # the first guess and the measured statement
+        guess = pin + pinned < page
+        fails = f": the sum says pinning {'pays' if guess else 'does not pay'} here, the measured statement says it {'does not' if guess else 'does'}"
+    return f"at {timing.format_bytes(f.sizes[i])}, `pin_memory()` ({pin:.3f} ms, {gbps['pin_memory']}) plus the pinned copy ({pinned:.3f} ms, {gbps['pinned_to']}) make {pin + pinned:.3f} ms, against {page:.3f} ms for the pageable copy ({gbps['pageable_to']}); `pin_memory().to()` measured {whole:.3f} ms{fails}"
 
 
 def see(run: Run) -> claims.WhatWeSee:
@@ -190,8 +203,8 @@ def see(run: Run) -> claims.WhatWeSee:
     missed = [i for i in big if f.ms["pin_memory"][i] > UNCACHED * f.ms["pinned_to"][i]]
     if served := [i for i in big if i not in missed]:
         pins, pages = ([f.gbps[key][i] for i in served] for key in ("pin_memory", "pageable_to"))
-        rates = f"From 1 MiB up a warm `pin_memory()` served from the cache copies at {min(pins):.3g} GB/s ({size(f.sizes[served[pins.index(min(pins))]])}) to {max(pins):.3g} GB/s ({size(f.sizes[served[pins.index(max(pins))]])}), {max(pins) / min(pins):.2g} times apart, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s"
-        left = f"; left out: {', '.join(size(f.sizes[i]) for i in missed)}, where the note under the table says the cache did not serve it"
+        rates = f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} GB/s ({size(f.sizes[served[pins.index(min(pins))]])}) to {max(pins):.3g} GB/s ({size(f.sizes[served[pins.index(max(pins))]])}), {max(pins) / min(pins):.2g} times apart, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s"
+        left = f"; left out: {', '.join(size(f.sizes[i]) for i in missed)}, where it took more than {UNCACHED} times as long as the pinned copy (the note under the table)"
         said.append(rates + (left if missed else "") + ".")
     few = f"Each time is the median of as few as {f.fewest} samples at the largest sizes."
     said.append(few if f.fewest < analysis.FEW_SAMPLES else "")
@@ -217,6 +230,8 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     blocking, nonblocking = claims.ratio(pin, page), claims.ratio(nb, page)
     gain = claims.compare(claims.ratio(pin, nb), 1, holds_if="above")
     r2 = timer.ratio(run_tut).value
+    uncached = row["pin_memory"].median_s > UNCACHED * row["pinned_to"].median_s
+    flag = f"At {size(sizes[near])} a warm `pin_memory()` on the host clock took more than {UNCACHED} times as long as the pinned copy: the note under section 4's table flags that size (most likely not served from the cache) and section 4's `pin_memory()` rates leave it out, so read its host-clock time above with that flag."
     return seen(
         run_pin,
         f"The sweep's size nearest to the tutorial's {numel:,} float32 ({size(numel * 4)}) is {size(sizes[near])} ({sizes[near] / numel / 4:.2f} times as many bytes).",
@@ -224,6 +239,7 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
             f"{name} took {us_words(tut[statement])} under the Timer (section 3) and {us_words(row[key])} on the host clock (section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s."
             for name, statement, key in CLOCKS
         ),
+        flag if uncached else "",
         f"So even the pageable copy, which the two differences above should not touch, ran at {analysis.times(pageable.value)} its host-clock rate under the Timer: {analysis.in_words(pageable, *TIMER_RATE)}; each clock's ratios are read against the pageable copy timed by the same clock.",
         f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(r2)} under the Timer{few_note(r2.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and {analysis.times(nonblocking)} with `non_blocking=True`.",
         f"Back to back, the non-blocking form took {us_words(nb)} per call against {us_words(pin)} for the blocking one: the blocking form took {analysis.times(gain.value)} the non-blocking form's time, {analysis.in_words(gain, *PIPELINED)}",
@@ -237,17 +253,22 @@ def nonblocking_ratios(run: Run) -> dict[str, list[claims.Value]]:
 
 
 def range_verdict(
-    ratios: list[claims.Value], run: Run | None = None, label: str = ""
+    ratios: list[claims.Value],
+    run: Run | None = None,
+    label: str = "",
+    sizes: list[int] | None = None,
 ) -> tuple[claims.Comparison, str]:
     """ "Up to twice as slow" in one size range: (comparison, words) for its worst ratio, judged
-    with the recorded runs of ``run``'s kind for ``label``."""
+    with the recorded runs of ``run``'s kind for ``label``; ``sizes``: the ratios' (bytes)."""
     if not ratios:
         raise ValueError("range_verdict needs the ratios of at least one size")
     worst = max(ratios, key=lambda r: r.value)
     comparison = claims.judged(claims.within(worst, 1, 2), run, NOTEBOOK, TWICE_AT.format(label))
     places, words = worst.decimals(), timer.twice_words(comparison)
-    low = min(r.value for r in ratios)
-    span = f"ratios {low:.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, the worst {analysis.times(worst)}{few_note(worst.samples)}"
+    low, above = min(r.value for r in ratios), sum(r.value > 1 for r in ratios)
+    above_1 = "all" if above == len(ratios) else str(above) if above else "none"
+    at = f" at {timing.format_bytes(sizes[ratios.index(worst)])}" if sizes else ""
+    span = f"ratios {low:.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, {above_1} of them above 1, the worst {analysis.times(worst)}{few_note(worst.samples)}{at}"
     worst_is = "the worst ratio is " if comparison.verdict == claims.BORDERLINE else ""
     return comparison, f"{span}: {worst_is}{words}"
 
@@ -258,8 +279,11 @@ def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]
     for case, values in nonblocking_ratios(run).items():
         for label, low, high in SIZE_RANGES:
             ratios = [v for n, v in zip(sizes, values, strict=True) if low <= n < high]
+            inside = [n for n in sizes if low <= n < high]
             if ratios:  # quick mode measures fewer sizes
-                verdicts[f"{label}, {case}"] = range_verdict(ratios, run, f"{label}, {case}")
+                verdicts[f"{label}, {case}"] = range_verdict(
+                    ratios, run, f"{label}, {case}", inside
+                )
     return verdicts
 
 
