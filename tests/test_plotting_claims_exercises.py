@@ -36,6 +36,13 @@ def test_bars_with_ratios_label_each_bar():
         plotting.bars_with_ratios({"a": 1.0}, title="t", ylabel="y", baseline="b")
 
 
+def test_bar_values_of_a_thousand_and_up_are_written_whole_not_in_e_notation():
+    ax = plotting.bars_with_ratios({"a": 1000.0, "b": 12345.6}, title="t", ylabel="ms")
+    assert [t.get_text() for t in ax.texts] == ["1000\n1.00x", "12346\n12.35x"]
+    ax = plotting.grouped_bars({"g": {"s": 999.6, "u": 0.01234}}, title="t", ylabel="ms")
+    assert [t.get_text() for t in ax.texts] == ["1000", "0.0123"]
+
+
 def test_grouped_bars():
     ax = plotting.grouped_bars(
         {

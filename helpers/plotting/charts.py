@@ -219,7 +219,7 @@ def bars_with_ratios(
     for bar, height in zip(bars, heights, strict=True):
         ratio = f"\n{height / base:.2f}x" if base else ""
         ax.annotate(
-            f"{height:.3g}{ratio}",
+            f"{_bar_number(height)}{ratio}",
             (bar.get_x() + bar.get_width() / 2, height),
             ha="center",
             va="bottom",
@@ -230,6 +230,11 @@ def bars_with_ratios(
     ax.tick_params(axis="x", labelrotation=20)
     ax.margins(y=0.2)
     return ax
+
+
+def _bar_number(x: float) -> str:
+    """A bar's value as written on it: three significant figures, never "1e+03"."""
+    return f"{x:.0f}" if abs(x) >= 999.5 else f"{x:.3g}"
 
 
 def grouped_bars(
@@ -249,7 +254,7 @@ def grouped_bars(
         xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(groups))]
         ys = [g.get(name, 0.0) for g in groups.values()]
         bars = ax.bar(xs, ys, width, label=name)
-        ax.bar_label(bars, fmt="%.3g", fontsize=7)
+        ax.bar_label(bars, fmt=_bar_number, fontsize=7)
     ax.set_xticks(range(len(groups)), list(groups))
     ax.set_ylabel(ylabel)
     ax.set_title(title)

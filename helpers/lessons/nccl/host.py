@@ -93,8 +93,6 @@ def show(gloo: Run, nccl: Run, part: str) -> None:
         ylabel = "time after the call (ms, log scale)"
         plotting.grouped_bars(groups, title=f"{backend} ({where(run)})", ylabel=ylabel, ax=ax)
         ax.set_yscale("log")
-        for label in (t for t in ax.texts if "e+" in t.get_text()):  # grouped_bars' "%.3g"
-            label.set_text(f"{float(label.get_text()):.0f}")  # 1000 ms, not "1e+03"
         ax.set_ylim(1e-3, 5 * max(s.done.value for s in rows.values()))  # decades from 1 us up
         lates = sorted({s.late_ms for s in rows.values()})
         for late, style in zip(lates, ["--", ":"], strict=False):
