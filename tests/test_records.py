@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,16 @@ def test_replay_says_where_the_numbers_come_from(tmp_path, monkeypatch, capsys):
         f"Replayed from 2xFAKE-GPU, not measured here: {run.reason}. Recorded there ("
     )
     assert " ".join(lines) == " ".join(run.describe().split())  # wrapped, not reworded
+
+
+@pytest.mark.parametrize("pad", range(0, 12))
+def test_a_wrapped_sentence_never_parts_a_size_from_its_unit(pad):
+    sentence = (
+        "up to " + "w" * (records.DESCRIBE_WIDTH - 12 + pad) + " 4.04 GiB and 86 MiB and 7 B."
+    )
+    lines = records.running._filled(sentence).splitlines()
+    assert " ".join(lines) == sentence and max(map(len, lines)) <= records.DESCRIBE_WIDTH
+    assert all(not re.match(r"[KMG]?i?B\b", line) for line in lines[1:]), lines
 
 
 def test_replay_prefers_the_chosen_machine(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -209,8 +210,11 @@ def _said_once(notebook: str, run: Run) -> str:
 
 
 def _filled(sentence: str) -> str:
-    """``sentence`` in lines of at most ``DESCRIBE_WIDTH`` characters, words never split."""
-    return textwrap.fill(sentence, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
+    """``sentence`` in lines of at most ``DESCRIBE_WIDTH`` characters, words never split, nor a
+    size from its unit ("4.03 GiB")."""
+    glued = re.sub(r"(?<=\d) (?=[KMGT]?i?B\b)", "\xa0", sentence)  # textwrap keeps \xa0 whole
+    filled = textwrap.fill(glued, DESCRIBE_WIDTH, break_long_words=False, break_on_hyphens=False)
+    return filled.replace("\xa0", " ")
 
 
 def where_numbers_come_from(notebook: str, root: Path | None = None) -> str:
