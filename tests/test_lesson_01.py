@@ -452,9 +452,8 @@ def test_the_sweep_sentences_say_where_pinning_pays(machine):
         k = sizes.index(first)
         assert f"from {timing.format_bytes(first)} on" in sentence
         slower = sum(r >= 1 for r in ratios[:k])
-        counted = (
-            f"all {k} smaller size{'s' if k > 1 else ''}" if slower == k else f"{slower} of the {k}"
-        )
+        every = "the one smaller size" if k == 1 else f"all {k} smaller sizes"
+        counted = every if slower == k else f"{slower} of the {k}"
         assert f"at or above 1 at {counted}" in sentence
         x0, x1, y0, y1 = (
             math.log2(sizes[k - 1]),
@@ -1205,6 +1204,25 @@ def test_each_sections_expectation_is_checked_from_its_numbers(machine):
 
 
 # ---------------------------------------------------------------- words that claim only what is shown
+
+
+def test_the_crossing_words_hold_for_one_smaller_size_and_for_none():
+    """Quick mode's three sizes: one size below the crossing, or none (below 1 everywhere)."""
+    sizes = [4 * 2**10, 4 * 2**20, 64 * 2**20]
+    one = sweep.crossing_words(sizes, [1.5, 0.8, 0.5])
+    assert one.startswith("is below 1 at every size from 4 MiB on and at or above 1 at the one ")
+    assert "smaller size; it crosses 1 at about " in one
+    assert (
+        sweep.crossing_words(sizes, [0.9, 0.8, 0.5])
+        == "is below 1 at every size (ratio 0.5 to 0.9)"
+    )
+
+
+def test_a_range_of_one_size_says_one_size_not_all_of_one():
+    ratio = claims.Value(1.45, 0.02, "x", 5)
+    _, words = sweep.range_verdict([ratio], None, "below 1 MiB, warm cache", [4 * 2**10])
+    assert words.startswith("one size at 4 KiB, ratio 1.45x ± 0.02: ")
+    assert "over 1 sizes" not in words and "of them" not in words
 
 
 @pytest.mark.parametrize("machine", MACHINES)

@@ -170,11 +170,10 @@ def crossing_words(sizes: list[int], ratios: list[float]) -> str:
         sum(r >= 1 for n, r in zip(sizes, ratios, strict=True) if n < first),
         sizes.index(first),
     )
-    at_slower = (
-        f"all {analysis.plural(below, 'smaller size')}"
-        if slower == below
-        else f"{slower} of the {below} smaller sizes"
-    )
+    if not below:  # below 1 from the smallest size: it never crosses
+        return f"is below 1 at every size (ratio {min(ratios):.3g} to {max(ratios):.3g})"
+    every = "the one smaller size" if below == 1 else f"all {below} smaller sizes"
+    at_slower = every if slower == below else f"{slower} of the {below} smaller sizes"
     return f"is below 1 at every size from {timing.format_bytes(first)} on and at or above 1 at {at_slower}; it crosses 1 at about {timing.format_bytes(round(at))}"
 
 
@@ -269,6 +268,8 @@ def range_verdict(
     above_1 = "all" if above == len(ratios) else str(above) if above else "none"
     at = f" at {timing.format_bytes(sizes[ratios.index(worst)])}" if sizes else ""
     span = f"ratios {low:.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, {above_1} of them above 1, the worst {analysis.times(worst)}{few_note(worst.samples)}{at}"
+    if len(ratios) == 1:  # quick mode: one size in the range
+        span = f"one size{at}, ratio {analysis.times(worst)}{few_note(worst.samples)}"
     worst_is = "the worst ratio is " if comparison.verdict == claims.BORDERLINE else ""
     return comparison, f"{span}: {worst_is}{words}"
 
@@ -278,12 +279,10 @@ def twice_as_slow_verdicts(run: Run) -> dict[str, tuple[claims.Comparison, str]]
     sizes, verdicts = run.value["sizes"], {}
     for case, values in nonblocking_ratios(run).items():
         for label, low, high in SIZE_RANGES:
-            ratios = [v for n, v in zip(sizes, values, strict=True) if low <= n < high]
-            inside = [n for n in sizes if low <= n < high]
-            if ratios:  # quick mode measures fewer sizes
-                verdicts[f"{label}, {case}"] = range_verdict(
-                    ratios, run, f"{label}, {case}", inside
-                )
+            inside = [(n, v) for n, v in zip(sizes, values, strict=True) if low <= n < high]
+            if inside:  # quick mode measures fewer sizes
+                ns, ratios = (list(x) for x in zip(*inside, strict=True))
+                verdicts[f"{label}, {case}"] = range_verdict(ratios, run, f"{label}, {case}", ns)
     return verdicts
 
 
