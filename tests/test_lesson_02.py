@@ -1034,3 +1034,8 @@ def test_a_timer_from_another_machine_is_said_up_front_and_neither_checked_nor_g
         assert timers.check_tutorial_agrees(answer, run, *others) is None
         assert capsys.readouterr().out.startswith("Not graded on this page: the two clocks ran on")
     assert timers.see(TIMERS[timer_on], *_runs(timer_on)).checks  # one machine: checked
+    small, six, td = _runs(timer_on)
+    mixed = (small, _runs(clock_on)[1], td)  # only section 3's six ways from another machine
+    assert not timers.see(run, *mixed).checks
+    assert f"the host clock's on {clock_on})" in timers.see(run, *mixed).sentences[0]
+    assert timers.check_tutorial_agrees(None, run, *mixed) is None
