@@ -444,6 +444,24 @@ def test_the_resolution_sentences_give_the_floor_and_the_batches(machine):
     assert table.rows[0][4] == len(distinct) and table.rows[1][4] == len(set(single))
 
 
+@pytest.mark.parametrize(
+    ("gpu_us", "said"), [(6.0, "at most half of it is host time."), (12.0, "a measurement problem")]
+)
+def test_a_kernel_of_half_the_reading_or_more_is_not_called_untimeable(gpu_us, said):
+    queued = timing.Timing([gpu_us * 1e-6] * 3, "cuda events", calls_per_sample=1)
+    launched = timing.Timing([20e-6] * 3, "cuda events", calls_per_sample=1)
+    run = fake_run(
+        {
+            "empty pair (us)": [4.0, 4.0],
+            "one tiny kernel (us)": [10.0, 10.0],
+            "batch, launched as we go": launched,
+            "batch, queued behind a spin kernel": queued,
+        }
+    )
+    second = tools.see_resolution(run).sentences[1]
+    assert said in second and "cannot time" not in second
+
+
 def test_times_in_words_chooses_by_the_ratio():
     assert tools.times_in_words(1.1).startswith("only a little above")
     assert "1.9 times" in tools.times_in_words(1.89)

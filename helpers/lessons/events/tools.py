@@ -9,6 +9,7 @@ from ...records import Run
 from .common import NOTEBOOK, Row, axes, bars, cols, times
 
 PAIRS = ("empty pair (us)", "one tiny kernel (us)")
+BEYOND = ": a GPU time above the whole reading is a measurement problem, not a result"
 BATCHES = ("batch, launched as we go", "batch, queued behind a spin kernel")
 # cudaEventElapsedTime's "resolution of around 0.5 microseconds" (CUDA Runtime API); section 6's
 DOCUMENTED_US, AGREE = 0.5, 0.05  # "within a few percent": the largest gap to the profiler
@@ -58,10 +59,13 @@ def see_resolution(run: Run) -> claims.WhatWeSee:
     step = f"; its values are {closest:.3f} us apart at the closest, their step" if closest else ""
     host = f"the batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate"
     gpu = queued / single  # the kernel's share of the single pair's reading; the rest is the host's
-    host_share = "almost all" if gpu < 0.1 else "most" if gpu < 0.5 else "at most half"
+    host_share = "almost all" if gpu < 0.1 else "most" if gpu < 0.5 else ""
+    share = f"so {host_share} of it is host time (the two record calls and the launch), and one pair of events cannot time such a kernel"
+    if not host_share:  # the GPU's own time is half the reading or more
+        share = "so at most half of it is host time" + (BEYOND if gpu > 1 else "")
     seen = claims.WhatWeSee(NOTEBOOK, run).say(
         f"The empty pair measures {floor:.2f} us (median of {len(empty)}; {min(empty):.2f} to {max(empty):.2f} us), not zero: on an idle stream each event completes when the host records it, so the pair measures the host's time between the two record calls ({host}), not what events can resolve{step}.",
-        f"A single tiny kernel measures {single:.2f} us against the empty pair's {floor:.2f} us, {times_in_words(single / floor)}; the kernel's own GPU time ({queued:.2f} us per kernel in the queued batch) is {gpu:.0%} of it, so {host_share} of it is host time (the two record calls and the launch), and one pair of events cannot time such a kernel."
+        f"A single tiny kernel measures {single:.2f} us against the empty pair's {floor:.2f} us, {times_in_words(single / floor)}; the kernel's own GPU time ({queued:.2f} us per kernel in the queued batch) is {gpu:.0%} of it, {share}."
         if single > floor
         else f"A single tiny kernel measures {single:.2f} us, no more than the empty pair: the host's launch, not the kernel, is what such a pair measures, so it cannot time it.",
         f"A batch launched as we go takes {launched:.2f} us per kernel, the host's launch rate; queued behind a spin kernel, {queued:.2f} us per kernel, the GPU's rate, while the single kernel's reading is {single / queued:.0f} times that.",
