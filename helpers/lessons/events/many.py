@@ -104,7 +104,9 @@ def see(run: Run) -> claims.WhatWeSee:
     )
     side_by_side = "tiny kernels from different streams ran side by side"
     medians = [b.launch.median_us for b in f.by.values()]
-    host = claims.judged(claims.compare(f.launch, 1, holds_if="above"), run, NOTEBOOK, HOST)
+    host = next(r.holds for r in claims_of(run) if r.claim == HOST)  # the claims table's row
+    assert isinstance(host, claims.Comparison)
+    host = claims.judged(host, run, NOTEBOOK, HOST)
     noisy = (
         ", with a spread as large as the ratio itself" if f.launch.spread >= f.launch.value else ""
     )
