@@ -98,16 +98,15 @@ def see_curve(run: Run) -> claims.WhatWeSee:
     h, top = f.half, f.rates.index(f.best)  # growth per size step: up to h, then from h to top
     up = (f.rates[h] / f.rates[0]) ** (1 / max(h, 1))
     on = (f.best / f.rates[h]) ** (1 / max(top - h, 1))
-    dip, low = (0, 0) if f.dip is None or f.low is None else (f.dip, f.low)
-    (a, b), (i, j) = (f.timings[dip], f.timings[low]), (size(f.sizes[dip]), size(f.sizes[low]))
-    fall = (
-        f"; not at every step: it falls from {a.gbps:.3g} GB/s at {i} to {b.gbps:.3g} GB/s at {j}"
-    )
+    dip, low, fall = f.dip, f.low, ""
+    if dip is not None and low is not None:  # a fall on the way: the check's words name it
+        (a, b), (i, j) = (f.timings[dip], f.timings[low]), (size(f.sizes[dip]), size(f.sizes[low]))
+        fall = f"; not at every step: it falls from {a.gbps:.3g} GB/s at {i} to {b.gbps:.3g} GB/s at {j}"
     seen.check(
         "the rate climbs with size overall, more and more slowly",
         up > on > 1,
         f"{up:.3g}x per size step up to {size(f.sizes[h])}, {on:.3g}x per step from there to the "
-        f"best at {size(f.sizes[top])}{fall if low else ''}",
+        f"best at {size(f.sizes[top])}{fall}",
     )
     rise = f.rates[-1] / f.rates[-2] - 1
     if shape.kind == "still rising":  # at the end, or before the last two sizes (after a dip)
@@ -118,7 +117,7 @@ def see_curve(run: Run) -> claims.WhatWeSee:
             "curve may be levelling off there, but two points cannot show a level, so the largest "
             "copy is only a lower bound on the link's limit."
         )
-    if not low or shape.kind == "levels off":  # describe_curve names a dip only there
+    if dip is None or low is None or shape.kind == "levels off":  # no dip, or not named here
         return seen
     samples = [f.sizes[low] / s / 1e9 for s in b.samples_s]
     seen.say(

@@ -233,7 +233,8 @@ def bars_with_ratios(
 
 
 def _bar_number(x: float) -> str:
-    """A bar's value as written on it: three significant figures, never "1e+03"."""
+    """A bar's value as written on it: three significant figures below 1000, whole numbers from
+    there (12346, never "1.23e+04")."""
     return f"{x:.0f}" if abs(x) >= 999.5 else f"{x:.3g}"
 
 

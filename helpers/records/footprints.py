@@ -94,7 +94,7 @@ def notebook_footprint(machine_folder: Path, notebook: str, mode: str) -> hardwa
     return hardware.Footprint((gpu,), most("pinned"), most("host"))
 
 
-def _gib(n: int | None) -> str:
+def _amount(n: int | None) -> str:
     return "an unmeasured amount" if n is None else timing.format_bytes(n)
 
 
@@ -117,8 +117,8 @@ def footprint_sentence(notebook: str, machine: str | None = None, root: Path | N
         used = notebook_footprint(chosen[0], notebook, mode)
         if used is not None:
             parts.append(
-                f"{'at full size' if mode == 'full' else 'in quick mode'} up to {_gib(used.gpu[0])} "
-                f"on one GPU, {_gib(used.pinned)} of pinned host memory and {_gib(used.host)} for "
+                f"{'at full size' if mode == 'full' else 'in quick mode'} up to {_amount(used.gpu[0])} "
+                f"on one GPU, {_amount(used.pinned)} of pinned host memory and {_amount(used.host)} for "
                 f"the notebook's process (pinned included)"
             )
     return f"Memory, as {chosen[0].name} measured it live: " + "; ".join(parts) + "."

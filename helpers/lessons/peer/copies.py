@@ -21,9 +21,8 @@ PLATEAU_TOLERANCE = 0.05  # the largest sizes within this share of the largest s
 SIZE_MATTERS = 0.25
 NEAR_MEMORY = 0.75  # "near the memory's bandwidth": at least this share of the datasheet
 BIG = 2**28  # "large" one-way copies: 256 MiB and up
-NEAR_LINK = (
-    0.75  # packet headers and flow control take a share of the rated speed: "close" is above this
-)
+# packet headers and flow control take a share of the rated speed: "close" is above this
+NEAR_LINK = 0.75
 NVLINK_FAST = f"NVLink makes peer copies fast: close to the link's rated speed (at least {NEAR_LINK:.0%} of it)"
 PLURAL = {
     "levels off": "level off",
