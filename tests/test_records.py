@@ -1,6 +1,8 @@
 import dataclasses
 import json
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -129,6 +131,14 @@ def test_cpu_experiment_runs_live_and_is_not_recorded(tmp_path, monkeypatch, cap
     assert run.live and run.value == {"values": [0, 1]} and run.saved_to is None
     assert "Measured live" in capsys.readouterr().out
     assert not list(tmp_path.rglob("*.json"))
+
+
+def test_a_run_says_where_its_numbers_come_from_in_one_write(tmp_path, monkeypatch):
+    writes: list[str] = []
+    monkeypatch.setattr(sys, "stdout", types.SimpleNamespace(write=writes.append, flush=list))
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    records.run_or_replay(experiment_a, notebook="nb", gpus=0, params={"n": 2})
+    assert len(writes) == 1 and writes[0].startswith("Measured live") and writes[0].endswith(".\n")
 
 
 def test_replay_says_where_the_numbers_come_from(tmp_path, monkeypatch, capsys):

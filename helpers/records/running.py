@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sys
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -303,7 +304,7 @@ def run_or_replay(
     live = hardware.gpu_count() >= gpus and not (gpus and config.replay_forced())
     if not live:
         run = _replay(notebook, name, gpus, fp, params)
-        print(_said_once(notebook, run))
+        _say(_said_once(notebook, run))
         return run
     if (limit := config.gpu_memory_limit_bytes()) is not None:
         hardware.limit_gpu_memory(limit)
@@ -315,8 +316,14 @@ def run_or_replay(
     run = Run(codec.round_trip(value), True, environment_header(notebook, name, fp, params))
     if gpus and config.recording_enabled() and not config.quick_mode():
         run.saved_to = save(notebook, name, value, fp=fp, params=params)
-    print(run.describe() + (f" Recorded to {run.saved_to}." if run.saved_to else ""))
+    _say(run.describe() + (f" Recorded to {run.saved_to}." if run.saved_to else ""))
     return run
+
+
+def _say(line: str) -> None:
+    """``line`` and its newline in one write: print() writes them apart, and Jupyter can flush
+    between the two, leaving an output cell that holds only the newline."""
+    sys.stdout.write(line + "\n")
 
 
 def replay_plan(notebook_path: Path | str) -> tuple[list[str], list[str], str]:
