@@ -1223,6 +1223,9 @@ def test_a_range_of_one_size_says_one_size_not_all_of_one():
     _, words = sweep.range_verdict([ratio], None, "below 1 MiB, warm cache", [4 * 2**10])
     assert words.startswith("one size at 4 KiB, ratio 1.45x ± 0.02: ")
     assert "over 1 sizes" not in words and "of them" not in words
+    near = claims.Value(2.02, 0.05, "x", 5)  # within its noise of 2: borderline, one ratio
+    _, words = sweep.range_verdict([near], None, "below 1 MiB, warm cache", [4 * 2**10])
+    assert words == "one size at 4 KiB, ratio 2.02x ± 0.05: the ratio is within its noise of 2"
 
 
 @pytest.mark.parametrize("machine", MACHINES)

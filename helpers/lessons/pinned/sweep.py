@@ -270,7 +270,8 @@ def range_verdict(
     span = f"ratios {low:.{places}f} to {worst.value:.{places}f} over {len(ratios)} sizes, {above_1} of them above 1, the worst {analysis.times(worst)}{few_note(worst.samples)}{at}"
     if len(ratios) == 1:  # quick mode: one size in the range
         span = f"one size{at}, ratio {analysis.times(worst)}{few_note(worst.samples)}"
-    worst_is = "the worst ratio is " if comparison.verdict == claims.BORDERLINE else ""
+    which = "the ratio" if len(ratios) == 1 else "the worst ratio"
+    worst_is = f"{which} is " if comparison.verdict == claims.BORDERLINE else ""
     return comparison, f"{span}: {worst_is}{words}"
 
 
