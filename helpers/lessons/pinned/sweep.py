@@ -80,6 +80,7 @@ class Sweep:
     first: int | None  # where a warm pin_memory().to() starts to beat the pageable copy for good
     crossing: float | None  # and where it crosses 1, interpolated (``crossover_size``)
     exceed: list[int]  # sizes where a warm pin_memory() alone took longer than pin_memory().to()
+    uncached: list[int]  # indices where it took ``UNCACHED`` times the pinned copy or more
 
 
 def facts(run: Run) -> Sweep:
@@ -90,9 +91,10 @@ def facts(run: Run) -> Sweep:
     fewest, sizes = min(len(t.samples_s) for row in rows for t in row.values()), run.value["sizes"]
     alone_and_whole = zip(sizes, ms["pin_memory"], ms["pin_then_to"], strict=True)
     exceed = [n for n, alone, whole in alone_and_whole if alone > whole]
-    return Sweep(
-        sizes, ms, gbps, ratio, fewest, *crossover_size(sizes, ratio["pin_then_to"]), exceed
-    )
+    pins = zip(ms["pin_memory"], ms["pinned_to"], strict=True)
+    uncached = [i for i, (pin, pinned) in enumerate(pins) if pin > UNCACHED * pinned]
+    crossing = crossover_size(sizes, ratio["pin_then_to"])
+    return Sweep(sizes, ms, gbps, ratio, fewest, *crossing, exceed, uncached)
 
 
 def crossover_size(sizes: list[int], ratios: list[float]) -> tuple[int | None, float | None]:
@@ -134,11 +136,11 @@ def show(run: Run) -> None:
     caption = "median time per call, synchronised host clock; nb = non_blocking=True"
     display(tables.Table(columns, rows, title=title, caption=caption))
     # from the cache, pin_memory() is a CPU copy, within a small factor of the DMA
-    for n, pin, pinned, whole in zip(f.sizes, *(f.ms[k] for k in TIMED_PARTS), strict=True):
-        if pin > UNCACHED * pinned:
-            affected = "include that" if whole >= pin else "were not affected"
-            note = f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin:.3f} ms per call, {pin / pinned:.0f} times as long as the pinned copy itself: most likely the cache did not serve it and each call asked the driver for new page-locked memory; pin_memory().to() took {whole:.3f} ms at the same size, so its ratios {affected}"
-            print(note)
+    for i in f.uncached:
+        n, (pin, pinned, whole) = f.sizes[i], (f.ms[k][i] for k in TIMED_PARTS)
+        affected = "include that" if whole >= pin else "were not affected"
+        note = f"note: at {timing.format_bytes(n)} a warm pin_memory() alone took {pin:.3f} ms per call, {pin / pinned:.0f} times as long as the pinned copy itself: most likely the cache did not serve it and each call asked the driver for new page-locked memory; pin_memory().to() took {whole:.3f} ms at the same size, so its ratios {affected}"
+        print(note)
     _, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 4.5))
     for key, (name, _) in TIMED.items():
         ax_t.plot(f.sizes, f.ms[key], marker="o", label=name)
@@ -181,9 +183,8 @@ def parts_at(f: Sweep, i: int) -> str:
     """pin_memory() plus the pinned copy, against the pageable copy, at the i-th size."""
     (pin, pinned, whole), page = (f.ms[k][i] for k in TIMED_PARTS), f.ms["pageable_to"][i]
     gbps = {k: f"{f.gbps[k][i]:.3g} GB/s" for k in ("pin_memory", "pinned_to", "pageable_to")}
-    fails = ""
-    if (pin + pinned < page) != (whole < page):  # the first guess and the measured statement
-        guess = pin + pinned < page
+    fails, guess = "", pin + pinned < page  # the first guess, against the measured statement
+    if guess != (whole < page):
         fails = f": the sum says pinning {'pays' if guess else 'does not pay'} here, the measured statement says it {'does not' if guess else 'does'}"
     return f"at {timing.format_bytes(f.sizes[i])}, `pin_memory()` ({pin:.3f} ms, {gbps['pin_memory']}) plus the pinned copy ({pinned:.3f} ms, {gbps['pinned_to']}) make {pin + pinned:.3f} ms, against {page:.3f} ms for the pageable copy ({gbps['pageable_to']}); `pin_memory().to()` measured {whole:.3f} ms{fails}"
 
@@ -199,7 +200,7 @@ def see(run: Run) -> claims.WhatWeSee:
     if f.exceed:
         whole = f"At {len(f.exceed)} of the {len(f.sizes)} sizes ({', '.join(map(size, f.exceed))}) a warm `pin_memory()` timed alone took longer than `pin_memory().to()`, which contains it: parts timed apart do not add up to the statement, so their sum is a guide and the crossing is read from the measured ratio."
     big, said = [i for i, n in enumerate(f.sizes) if n >= MiB], [sides, whole]
-    missed = [i for i in big if f.ms["pin_memory"][i] > UNCACHED * f.ms["pinned_to"][i]]
+    missed = [i for i in big if i in f.uncached]
     if served := [i for i in big if i not in missed]:
         pins, pages = ([f.gbps[key][i] for i in served] for key in ("pin_memory", "pageable_to"))
         rates = f"From 1 MiB up a warm `pin_memory()` copies at {min(pins):.3g} GB/s ({size(f.sizes[served[pins.index(min(pins))]])}) to {max(pins):.3g} GB/s ({size(f.sizes[served[pins.index(max(pins))]])}), {max(pins) / min(pins):.2g} times apart, while the pageable copy runs at {min(pages):.3g} to {max(pages):.3g} GB/s"
@@ -229,7 +230,6 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
     blocking, nonblocking = claims.ratio(pin, page), claims.ratio(nb, page)
     gain = claims.compare(claims.ratio(pin, nb), 1, holds_if="above")
     r2 = timer.ratio(run_tut).value
-    uncached = row["pin_memory"].median_s > UNCACHED * row["pinned_to"].median_s
     flag = f"At {size(sizes[near])} a warm `pin_memory()` on the host clock took more than {UNCACHED} times as long as the pinned copy: the note under section 4's table flags that size (most likely not served from the cache) and section 4's `pin_memory()` rates leave it out, so read its host-clock time above with that flag."
     return seen(
         run_pin,
@@ -238,7 +238,7 @@ def see_two_clocks(run_tut: Run, run_pin: Run) -> claims.WhatWeSee:
             f"{name} took {us_words(tut[statement])} under the Timer (section 3) and {us_words(row[key])} on the host clock (section 4), {tut[statement].gbps:.3g} against {row[key].gbps:.3g} GB/s."
             for name, statement, key in CLOCKS
         ),
-        flag if uncached else "",
+        flag if near in facts(run_pin).uncached else "",
         f"So even the pageable copy, which the two differences above should not touch, ran at {analysis.times(pageable.value)} its host-clock rate under the Timer: {analysis.in_words(pageable, *TIMER_RATE)}; each clock's ratios are read against the pageable copy timed by the same clock.",
         f"The claim's ratio, pin-then-copy's time over the pageable copy's, is {analysis.times(r2)} under the Timer{few_note(r2.samples)}, {analysis.times(blocking)} on the host clock with the blocking statement and {analysis.times(nonblocking)} with `non_blocking=True`.",
         f"Back to back, the non-blocking form took {us_words(nb)} per call against {us_words(pin)} for the blocking one: the blocking form took {analysis.times(gain.value)} the non-blocking form's time, {analysis.in_words(gain, *PIPELINED)}",
