@@ -62,15 +62,10 @@ def show(run: Run) -> None:
     version, found, size = run.value["torch"], stages(run), timing.format_bytes
     title = f"host_memory_stats() on torch {version}, requests of {size(run.params['request'])}, then {size(run.params['smaller_request'])}"
     known = any(s.live is not None for s in found.values())  # else that column is left out
+    live = [[bytes_or_unknown(s.live)] if known else [] for s in found.values()]
     stats = [
-        (
-            k,
-            bytes_or_unknown(s.held),
-            *([bytes_or_unknown(s.live)] if known else []),
-            s.allocs,
-            s.frees,
-        )
-        for k, s in found.items()
+        (k, bytes_or_unknown(s.held), *v, s.allocs, s.frees)
+        for (k, s), v in zip(found.items(), live, strict=True)
     ]
     columns = STATS if known else [c for c in STATS if c != "in live tensors"]
     caption = f"{'?: ' if known else ''}torch {version} reported more bytes in live tensors than its cache holds, so that counter is not shown"
